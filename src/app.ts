@@ -1,0 +1,87 @@
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Config } from './config.js';
+import type { Db, Dialect } from './db/database.js';
+import { registerAuth } from './http/plugins/auth.js';
+import { registerErrorHandling } from './http/plugins/error-handler.js';
+import { registerOpenApi } from './http/plugins/openapi.js';
+import { agentRoutes } from './http/routes/agents.js';
+import { healthRoutes } from './http/routes/health.js';
+import { projectRoutes } from './http/routes/projects.js';
+import { Agent } from './http/schemas/agents.js';
+import { ErrorBody, Pagination } from './http/schemas/common.js';
+import { Project } from './http/schemas/projects.js';
+import { type Clock, newId, systemClock } from './ids.js';
+
+/** Everything the app needs from outside, built once by the caller (server, CLI or test). */
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  dialect: Dialect;
+  clock: Clock;
+  /** Extra readiness checks beyond the database (e.g. storage), by name. */
+  readinessChecks?: Record<string, () => Promise<void>>;
+}
+
+export interface BuildAppOptions {
+  logger?: FastifyServerOptions['logger'];
+}
+
+function createValidators() {
+  // Bodies are validated strictly ("12" is not a number); query strings and params arrive as
+  // text, so they are coerced.
+  const shared = { allErrors: false, useDefaults: true, removeAdditional: false as const, strict: false };
+  const body = addFormats.default(new Ajv.default({ ...shared, coerceTypes: false }));
+  const other = addFormats.default(new Ajv.default({ ...shared, coerceTypes: 'array' }));
+  return { body, other };
+}
+
+/** Builds the app; never listens (only server.ts does), so tests build it without a port. */
+export async function buildApp(input: Omit<AppDeps, 'clock'> & { clock?: Clock }, options: BuildAppOptions = {}) {
+  const deps: AppDeps = { ...input, clock: input.clock ?? systemClock };
+  const app: FastifyInstance = Fastify({
+    logger: options.logger ?? {
+      level: deps.config.logLevel,
+      redact: ['req.headers.authorization', `req.headers["${deps.config.apiKeyHeader}"]`],
+      serializers: {
+        // Signed URLs carry their signature in the query string: never log it.
+        req: (req) => ({ method: req.method, url: req.url.split('?')[0], remoteAddress: req.ip }),
+      },
+    },
+    genReqId: () => newId('req'),
+    requestIdHeader: 'x-request-id',
+    bodyLimit: deps.config.jsonBodyLimitBytes,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  const validators = createValidators();
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    httpPart === 'body' ? validators.body.compile(schema) : validators.other.compile(schema),
+  );
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  registerErrorHandling(app);
+  for (const schema of [ErrorBody, Pagination, Agent, Project]) {
+    app.addSchema(schema);
+    validators.body.addSchema(schema);
+    validators.other.addSchema(schema);
+  }
+  await registerOpenApi(app, deps.config);
+  await app.register(async (scope) => healthRoutes(scope, deps));
+
+  await app.register(
+    async (v1) => {
+      registerAuth(v1, deps);
+      await agentRoutes(v1, deps);
+      await projectRoutes(v1, deps);
+    },
+    { prefix: '/v1' },
+  );
+
+  return app;
+}

@@ -1,0 +1,29 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { ApiKeyKind } from '../db/schema.js';
+
+/** Plaintext keys given in a setup file must carry at least this many characters. */
+export const MIN_KEY_LENGTH = 32;
+
+/** A new key: 32 random bytes (256 bits), with a prefix that tells its kind at a glance. */
+export function generateApiKey(kind: ApiKeyKind): string {
+  const prefix = kind === 'workspace' ? 'atr_ws_' : 'atr_org_';
+  return prefix + randomBytes(32).toString('base64url');
+}
+
+/**
+ * Keys carry 256 bits of entropy, so a fast hash is the right tool (as for GitHub tokens):
+ * no dictionary to slow down, and it keeps authentication off the request's critical path.
+ */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export function keysMatch(storedHash: string, presentedHash: string): boolean {
+  const a = Buffer.from(storedHash, 'hex');
+  const b = Buffer.from(presentedHash, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export function keyPrefix(key: string): string {
+  return key.slice(0, 12);
+}

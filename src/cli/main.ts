@@ -1,0 +1,203 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
+import { ConfigError, loadConfig } from '../config.js';
+import { type DatabaseHandle, migrateToLatest, openDatabase } from '../db/database.js';
+import { insertApiKey, revokeApiKey } from '../db/repositories/api-keys.js';
+import { findUser, findWorkspace } from '../db/repositories/tenancy.js';
+import { newId } from '../ids.js';
+import { startServer } from '../server.js';
+import { applySetup } from '../setup/apply.js';
+import { parseSetupText } from '../setup/validate.js';
+import { createDemo, demoInstructions, hasAnyOrganization } from './demo.js';
+
+export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+
+const USAGE = `Usage: atrium <command>
+
+  serve                                   migrate if needed, then serve the API
+  migrate                                 apply pending migrations and exit
+  apply FILE [--json]                     apply a setup file (YAML or JSON), idempotently
+  keys create --workspace ID --user ID [--name N] [--json]
+  keys create --organization ID --user ID [--name N] [--json]
+  keys revoke KEY_ID                      revoke a key
+  demo                                    create the demo workspace on an empty database`;
+
+class UsageError extends Error {}
+
+async function withDatabase<T>(fn: (database: DatabaseHandle) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const database = await openDatabase(config.database);
+  try {
+    await migrateToLatest(database.db);
+    return await fn(database);
+  } finally {
+    await database.close();
+  }
+}
+
+async function serve(): Promise<number> {
+  const config = loadConfig();
+  let demo: Awaited<ReturnType<typeof createDemo>> | undefined;
+  // A new user's first `npm start` on the embedded database gets a working key at once.
+  if (config.database.kind === 'sqlite') {
+    const database = await openDatabase(config.database);
+    try {
+      await migrateToLatest(database.db);
+      if (!(await hasAnyOrganization(database.db))) demo = await createDemo(database.db, new Date());
+    } finally {
+      await database.close();
+    }
+  }
+  await startServer(config, {
+    onListening: (address) => {
+      const base = config.publicUrl ?? address.replace('://127.0.0.1', '://localhost');
+      console.log(`Atrium listening on ${address} (docs: ${base}/docs)`);
+      if (demo?.key) console.log(demoInstructions(base, demo.key, config.apiKeyHeader));
+    },
+  });
+  return new Promise<number>(() => {}); // serves until a signal ends the process
+}
+
+async function migrate(): Promise<number> {
+  const applied = await withDatabase((database) => migrateToLatest(database.db));
+  console.log(applied.length > 0 ? `Applied migrations: ${applied.join(', ')}` : 'Database is up to date');
+  return EXIT.ok;
+}
+
+async function apply(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, options: { json: { type: 'boolean' } }, allowPositionals: true });
+  const [file] = positionals;
+  if (!file || positionals.length > 1) throw new UsageError('apply needs exactly one FILE');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    console.error(`${file}: cannot read: ${(error as Error).message}`);
+    return EXIT.usage;
+  }
+  const parsed = parseSetupText(text, file);
+  if (!parsed.ok) {
+    console.error(`${file} is invalid; nothing was applied:`);
+    for (const problem of parsed.problems) console.error(`  ${file}: ${problem.path}: ${problem.message}`);
+    return EXIT.usage;
+  }
+  const report = await withDatabase((database) => applySetup(database.db, parsed.setup, { now: new Date() }));
+  if (values.json) {
+    console.log(JSON.stringify({ keys: report.keys, ids: report.ids }));
+    return EXIT.ok;
+  }
+  if (report.created.length === 0 && report.updated.length === 0) console.log(`${file}: nothing to change`);
+  for (const line of report.created) console.log(`created ${line}`);
+  for (const line of report.updated) console.log(`updated ${line}`);
+  for (const [name, key] of Object.entries(report.keys)) console.log(`key ${name}: ${key}`);
+  return EXIT.ok;
+}
+
+async function keys(args: string[]): Promise<number> {
+  const [action, ...rest] = args;
+  if (action === 'revoke') {
+    const [keyId] = rest;
+    if (!keyId || rest.length > 1) throw new UsageError('keys revoke needs exactly one KEY_ID');
+    const revoked = await withDatabase((database) => revokeApiKey(database.db, keyId, new Date().toISOString()));
+    if (!revoked) {
+      console.error(`No active key ${keyId}`);
+      return EXIT.failure;
+    }
+    console.log(`Revoked ${keyId}`);
+    return EXIT.ok;
+  }
+  if (action !== 'create') throw new UsageError('keys needs "create" or "revoke"');
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      workspace: { type: 'string' },
+      organization: { type: 'string' },
+      user: { type: 'string' },
+      name: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+  });
+  if (!values.user || Boolean(values.workspace) === Boolean(values.organization)) {
+    throw new UsageError('keys create needs --user and exactly one of --workspace or --organization');
+  }
+  const kind = values.workspace ? 'workspace' : 'organization';
+  return withDatabase(async ({ db }) => {
+    const user = await findUser(db, values.user!);
+    let organizationId: string;
+    if (values.workspace) {
+      const workspace = await findWorkspace(db, values.workspace);
+      if (!workspace) throw new UsageError(`No workspace ${values.workspace}`);
+      organizationId = workspace.organization_id;
+    } else {
+      const org = await db.selectFrom('organizations').select('id').where('id', '=', values.organization!).executeTakeFirst();
+      if (!org) throw new UsageError(`No organization ${values.organization}`);
+      organizationId = org.id;
+    }
+    if (!user || user.organization_id !== organizationId) {
+      throw new UsageError(`No user ${values.user} in organization ${organizationId}`);
+    }
+    const key = generateApiKey(kind);
+    const id = newId('key');
+    await insertApiKey(db, {
+      id,
+      name: values.name ?? `${kind}-key-${id.slice(-6)}`,
+      kind,
+      organizationId,
+      workspaceId: values.workspace ?? null,
+      userId: user.id,
+      keyHash: hashApiKey(key),
+      keyPrefix: keyPrefix(key),
+      expiresAt: null,
+      createdAt: new Date().toISOString(),
+    });
+    if (values.json) console.log(JSON.stringify({ id, key }));
+    else console.log(`Created ${kind} key ${id} (shown once):\n${key}`);
+    return EXIT.ok;
+  });
+}
+
+async function demo(): Promise<number> {
+  const config = loadConfig();
+  return withDatabase(async ({ db }) => {
+    if (await hasAnyOrganization(db)) {
+      console.error('The database is not empty; `atrium demo` only runs on an empty one.');
+      return EXIT.usage;
+    }
+    const created = await createDemo(db, new Date());
+    const base = config.publicUrl ?? `http://localhost:${config.port}`;
+    console.log(demoInstructions(base, created.key!, config.apiKeyHeader));
+    return EXIT.ok;
+  });
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...args] = argv;
+  try {
+    switch (command) {
+      case 'serve':
+        return await serve();
+      case 'migrate':
+        return await migrate();
+      case 'apply':
+        return await apply(args);
+      case 'keys':
+        return await keys(args);
+      case 'demo':
+        return await demo();
+      case undefined:
+      case 'help':
+      case '--help':
+        console.log(USAGE);
+        return command ? EXIT.ok : EXIT.usage;
+      default:
+        throw new UsageError(`Unknown command "${command}"`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`atrium: ${(error as Error).message}\n\n${USAGE}`);
+      return EXIT.usage;
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** The whole runtime configuration, read once from the environment at start and passed down. */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  database: DatabaseConfig;
+  storage: StorageConfig;
+  publicUrl: string | undefined;
+  signingSecret: string;
+  apiKeyHeader: string;
+  providers: {
+    openaiApiKey?: string;
+    anthropicApiKey?: string;
+    openaiBaseUrl?: string;
+  };
+  /** Per-key requests per minute when the workspace sets none; 0 turns the limit off. */
+  defaultRateLimitPerMinute: number;
+  /** How long a model provider may take before the request fails with 504. */
+  upstreamTimeoutMs: number;
+  logLevel: string;
+  jsonBodyLimitBytes: number;
+}
+
+export type DatabaseConfig =
+  | { kind: 'sqlite'; file: string }
+  | { kind: 'postgres'; url: string; schema?: string };
+
+export type StorageConfig =
+  | { kind: 'fs'; root: string }
+  | {
+      kind: 's3';
+      endpoint?: string;
+      region: string;
+      bucket: string;
+      accessKeyId?: string;
+      secretAccessKey?: string;
+      forcePathStyle: boolean;
+    };
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) {
+    throw new ConfigError(`${name} must be an integer ≥ ${min}, got "${raw}"`);
+  }
+  return value;
+}
+
+/**
+ * The HMAC secret for signed URLs: from the environment, else generated once and kept in the
+ * data dir so that URLs stay valid across restarts.
+ */
+function signingSecret(env: Env, dataDir: string): string {
+  if (env.ATRIUM_SIGNING_SECRET) return env.ATRIUM_SIGNING_SECRET;
+  const file = path.join(dataDir, 'signing-secret');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const dataDir = path.resolve(env.ATRIUM_DATA_DIR || './data');
+  const databaseUrl = env.DATABASE_URL;
+  let database: DatabaseConfig;
+  if (databaseUrl) {
+    if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
+      throw new ConfigError('DATABASE_URL must be a postgres:// URL (unset it to use the embedded SQLite)');
+    }
+    database = { kind: 'postgres', url: databaseUrl };
+  } else {
+    database = { kind: 'sqlite', file: path.join(dataDir, 'atrium.sqlite') };
+  }
+
+  const storageKind = env.ATRIUM_STORAGE || 'fs';
+  let storage: StorageConfig;
+  if (storageKind === 'fs') {
+    storage = { kind: 'fs', root: path.join(dataDir, 'objects') };
+  } else if (storageKind === 's3') {
+    if (!env.S3_BUCKET) throw new ConfigError('ATRIUM_STORAGE=s3 needs S3_BUCKET');
+    storage = {
+      kind: 's3',
+      endpoint: env.S3_ENDPOINT || undefined,
+      region: env.S3_REGION || 'us-east-1',
+      bucket: env.S3_BUCKET,
+      accessKeyId: env.S3_ACCESS_KEY_ID || undefined,
+      secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
+      forcePathStyle: env.S3_FORCE_PATH_STYLE === 'true' || env.S3_FORCE_PATH_STYLE === '1',
+    };
+  } else {
+    throw new ConfigError(`ATRIUM_STORAGE must be "fs" or "s3", got "${storageKind}"`);
+  }
+
+  return {
+    port: integer(env, 'PORT', 3000),
+    host: env.HOST || '127.0.0.1',
+    dataDir,
+    database,
+    storage,
+    publicUrl: env.ATRIUM_PUBLIC_URL?.replace(/\/+$/, '') || undefined,
+    signingSecret: signingSecret(env, dataDir),
+    apiKeyHeader: (env.ATRIUM_API_KEY_HEADER || 'x-service-api-key').toLowerCase(),
+    providers: {
+      openaiApiKey: env.OPENAI_API_KEY || undefined,
+      anthropicApiKey: env.ANTHROPIC_API_KEY || undefined,
+      openaiBaseUrl: env.OPENAI_BASE_URL || undefined,
+    },
+    defaultRateLimitPerMinute: integer(env, 'ATRIUM_RATE_LIMIT_PER_MINUTE', 600),
+    upstreamTimeoutMs: integer(env, 'ATRIUM_UPSTREAM_TIMEOUT_MS', 120_000, 1),
+    logLevel: env.LOG_LEVEL || 'info',
+    jsonBodyLimitBytes: 1024 * 1024,
+  };
+}

@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely';
+import * as initial from './001-initial.js';
+
+/**
+ * Every migration, in order. Listed here (not read from a folder) so that the same code runs
+ * compiled from dist/ and from source under the test runner. New ones append a line.
+ */
+export const migrations: Record<string, Migration> = {
+  '001-initial': initial,
+};

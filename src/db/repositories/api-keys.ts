@@ -1,0 +1,53 @@
+import type { Db } from '../database.js';
+import type { ApiKeyKind } from '../schema.js';
+
+export interface NewApiKey {
+  id: string;
+  name: string;
+  kind: ApiKeyKind;
+  organizationId: string;
+  workspaceId: string | null;
+  userId: string;
+  keyHash: string;
+  keyPrefix: string;
+  expiresAt: string | null;
+  createdAt: string;
+}
+
+export function findApiKeyByHash(db: Db, keyHash: string) {
+  return db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+}
+
+export async function insertApiKey(db: Db, key: NewApiKey): Promise<void> {
+  await db
+    .insertInto('api_keys')
+    .values({
+      id: key.id,
+      name: key.name,
+      kind: key.kind,
+      organization_id: key.organizationId,
+      workspace_id: key.workspaceId,
+      user_id: key.userId,
+      key_hash: key.keyHash,
+      key_prefix: key.keyPrefix,
+      expires_at: key.expiresAt,
+      revoked_at: null,
+      last_used_at: null,
+      created_at: key.createdAt,
+    })
+    .execute();
+}
+
+export async function revokeApiKey(db: Db, id: string, at: string): Promise<boolean> {
+  const result = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: at })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function touchApiKey(db: Db, id: string, at: string): Promise<void> {
+  await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+}

@@ -1,0 +1,30 @@
+import type { Db } from '../database.js';
+import type { ProjectTable } from '../schema.js';
+
+export type ProjectRow = ProjectTable;
+
+export async function insertProject(db: Db, project: ProjectRow): Promise<void> {
+  await db.insertInto('projects').values(project).execute();
+}
+
+/** Active projects, most recently updated first (then id, so equal times keep a stable order). */
+export function listActiveProjects(db: Db, workspaceId: string) {
+  return db
+    .selectFrom('projects')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('archived', '=', 0)
+    .orderBy('updated_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
+}
+
+/** A project of the workspace (archived ones included), or undefined. */
+export function findProject(db: Db, workspaceId: string, projectId: string) {
+  return db
+    .selectFrom('projects')
+    .selectAll()
+    .where('id', '=', projectId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+}

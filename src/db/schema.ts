@@ -1,0 +1,223 @@
+/**
+ * Kysely table types. Both engines store the same shapes: timestamps as ISO 8601 text (which
+ * sorts in time order), booleans as 0/1 integers, structured values as JSON text.
+ */
+export interface Database {
+  organizations: OrganizationTable;
+  users: UserTable;
+  workspaces: WorkspaceTable;
+  workspace_members: WorkspaceMemberTable;
+  api_keys: ApiKeyTable;
+  providers: ProviderTable;
+  models: ModelTable;
+  workspace_models: WorkspaceModelTable;
+  agents: AgentTable;
+  projects: ProjectTable;
+  project_files: ProjectFileTable;
+  chats: ChatTable;
+  messages: MessageTable;
+  agent_runs: AgentRunTable;
+  skills: SkillTable;
+  usage_ledger: UsageLedgerTable;
+}
+
+export interface OrganizationTable {
+  id: string;
+  name: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface UserTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  email: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WorkspaceTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  default_model: string | null;
+  monthly_tokens: number | null;
+  monthly_cost_usd: number | null;
+  chat_spend_cap_usd: number | null;
+  rate_limit_per_minute: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export type Role = 'owner' | 'admin' | 'member';
+
+export interface WorkspaceMemberTable {
+  workspace_id: string;
+  user_id: string;
+  role: Role;
+  created_at: string;
+}
+
+export type ApiKeyKind = 'workspace' | 'organization';
+
+export interface ApiKeyTable {
+  id: string;
+  name: string;
+  kind: ApiKeyKind;
+  organization_id: string;
+  /** Set for workspace keys only. */
+  workspace_id: string | null;
+  user_id: string;
+  /** SHA-256 of the plaintext key, hex. The plaintext is never stored. */
+  key_hash: string;
+  /** The first characters of the key, to tell keys apart in listings. */
+  key_prefix: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+  created_at: string;
+}
+
+export type ProviderType = 'openai' | 'anthropic' | 'openai-compatible';
+
+export interface ProviderTable {
+  id: string;
+  type: ProviderType;
+  base_url: string | null;
+  api_key: string | null;
+  api_key_env: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ModelTable {
+  id: string;
+  provider_id: string;
+  provider_model: string;
+  input_per_mtok: number;
+  output_per_mtok: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WorkspaceModelTable {
+  workspace_id: string;
+  model_id: string;
+}
+
+export type Visibility = 'workspace' | 'organization' | 'private';
+
+export interface AgentTable {
+  id: string;
+  workspace_id: string;
+  title: string;
+  description: string;
+  image: string;
+  category: string;
+  visibility: Visibility;
+  model: string | null;
+  instructions: string;
+  /** JSON array of tool definitions, e.g. `[{ "type": "mcp", "name": …, "url": … }]`. */
+  tools: string;
+  /** JSON `{ "agents": [ids] }` or null. */
+  orchestration: string | null;
+  deleted_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ProjectTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string;
+  instructions: string;
+  color: string;
+  icon: string;
+  memory: string;
+  archived: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ProjectFileTable {
+  id: string;
+  workspace_id: string;
+  project_id: string;
+  name: string;
+  path: string;
+  mime_type: string;
+  size_bytes: number;
+  /** Storage's fingerprint of the content (ETag or mtime+size), to tell a replaced object. */
+  etag: string;
+  type: string;
+  created_at: string;
+  updated_at: string;
+  synced_at: string;
+}
+
+export interface ChatTable {
+  id: string;
+  workspace_id: string;
+  agent_id: string;
+  project_id: string | null;
+  title: string;
+  spend_usd: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MessageTable {
+  id: string;
+  chat_id: string;
+  workspace_id: string;
+  role: 'user' | 'assistant' | 'system';
+  /** JSON array of UI message parts. */
+  parts: string;
+  /** Order of the message in its chat. */
+  position: number;
+  model: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  created_at: string;
+}
+
+export interface AgentRunTable {
+  id: string;
+  workspace_id: string;
+  agent_id: string;
+  chat_id: string | null;
+  status: 'completed' | 'failed';
+  input: string;
+  response: string;
+  error: string | null;
+  execution_time_ms: number;
+  created_at: string;
+  completed_at: string;
+}
+
+export interface SkillTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string;
+  visibility: Visibility;
+  owner_user_id: string;
+  storage_path: string;
+  /** JSON of the remaining front matter (license, allowed-tools, metadata). */
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface UsageLedgerTable {
+  workspace_id: string;
+  /** `YYYY-MM` in UTC. */
+  month: string;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  updated_at: string;
+}

@@ -1,0 +1,57 @@
+/** Every error code the API answers with, and the one HTTP status each maps to (decisions.md). */
+export const ERROR_STATUS = {
+  bad_request: 400,
+  not_authenticated: 401,
+  unauthorized: 401,
+  usage_limit_exceeded: 402,
+  spend_cap_exceeded: 402,
+  invalid_signature: 403,
+  url_expired: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  quota_exceeded: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  upstream_error: 502,
+  service_unavailable: 503,
+  upstream_timeout: 504,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ValidationIssue {
+  path: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'ApiError';
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+/** Factories keep codes and messages consistent across the code base. */
+export const errors = {
+  badRequest: (message: string, issues?: ValidationIssue[]) =>
+    new ApiError('bad_request', message, issues ? { issues } : {}),
+  notAuthenticated: (message = 'A valid API key is required') => new ApiError('not_authenticated', message),
+  unauthorized: (message = 'This API key may not access this resource') => new ApiError('unauthorized', message),
+  notFound: (what: string) => new ApiError('not_found', `${what} not found`),
+  quotaExceeded: (message: string, details: Record<string, unknown> = {}) =>
+    new ApiError('quota_exceeded', message, details),
+  payloadTooLarge: (message: string, details: Record<string, unknown> = {}) =>
+    new ApiError('payload_too_large', message, details),
+  unsupportedMediaType: (message: string) => new ApiError('unsupported_media_type', message),
+  internal: (cause?: unknown) => new ApiError('internal_error', 'Internal server error', {}, { cause }),
+};

@@ -1,0 +1,47 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AppDeps } from '../../app.js';
+import { authenticateKey, type Principal } from '../../services/access.js';
+import { RateLimiter } from './rate-limit.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal;
+  }
+}
+
+function presentedKey(request: FastifyRequest, headerName: string): string | undefined {
+  const header = request.headers[headerName];
+  if (typeof header === 'string' && header.length > 0) return header;
+  const authorization = request.headers.authorization;
+  if (authorization?.startsWith('Bearer ')) return authorization.slice('Bearer '.length).trim() || undefined;
+  return undefined;
+}
+
+/**
+ * Authenticates every request of the scope it is registered in, before the body is read, then
+ * applies the per-key rate limit.
+ */
+export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
+  const limiter = new RateLimiter(() => deps.clock().getTime());
+  app.decorateRequest('principal', null as unknown as Principal);
+  app.addHook('onRequest', async (request, reply) => {
+    const principal = await authenticateKey(
+      deps.db,
+      presentedKey(request, deps.config.apiKeyHeader),
+      deps.clock(),
+    );
+    const limit = principal.rateLimitPerMinute ?? deps.config.defaultRateLimitPerMinute;
+    const { remaining } = limiter.hit(principal.keyId, limit);
+    if (limit > 0) {
+      reply.header('x-ratelimit-limit', String(limit));
+      reply.header('x-ratelimit-remaining', String(remaining));
+    }
+    request.principal = principal;
+  });
+}
+
+/** The `x-workspace-id` header an organization key uses to pick a workspace. */
+export function requestedWorkspaceId(request: FastifyRequest): string | undefined {
+  const value = request.headers['x-workspace-id'];
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}

@@ -1,0 +1,110 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import FindMyWay from 'find-my-way';
+import { ApiError, type ErrorCode, type ValidationIssue } from '../../errors.js';
+
+const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+const FASTIFY_ERROR_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'bad_request',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'bad_request',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad_request',
+  FST_ERR_CTP_INVALID_TYPE: 'bad_request',
+  FST_ERR_VALIDATION: 'bad_request',
+};
+
+const CLIENT_STATUS_CODES: Record<number, ErrorCode> = {
+  400: 'bad_request',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+};
+
+function validationIssues(error: FastifyError): ValidationIssue[] {
+  const where = error.validationContext === 'querystring' ? 'query' : (error.validationContext ?? 'body');
+  return (error.validation ?? []).map((issue) => {
+    const segments = issue.instancePath.split('/').filter(Boolean);
+    const missing = (issue.params as { missingProperty?: string }).missingProperty;
+    if (missing) segments.push(missing);
+    return { path: [where, ...segments].join('.'), message: issue.message ?? 'is invalid' };
+  });
+}
+
+/** Any thrown value → the API error it stands for. Unknown errors become a 500 that says nothing. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  const fastifyError = error as FastifyError;
+  if (fastifyError?.validation) {
+    const issues = validationIssues(fastifyError);
+    const first = issues[0];
+    return new ApiError('bad_request', first ? `${first.path} ${first.message}` : 'Invalid request', {
+      issues,
+    });
+  }
+  const mapped =
+    (fastifyError?.code && FASTIFY_ERROR_CODES[fastifyError.code]) ||
+    (fastifyError?.statusCode && CLIENT_STATUS_CODES[fastifyError.statusCode]);
+  if (mapped) {
+    // Fastify's own messages for these are safe and useful ("Body is too large", "Unexpected token…").
+    return new ApiError(mapped, fastifyError.message, {}, { cause: error });
+  }
+  if (fastifyError instanceof SyntaxError) {
+    return new ApiError('bad_request', 'Malformed JSON body', {}, { cause: error });
+  }
+  return new ApiError('internal_error', 'Internal server error', {}, { cause: error });
+}
+
+export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  if (error.code === 'rate_limited' && typeof error.details.retryAfterSeconds === 'number') {
+    reply.header('retry-after', String(error.details.retryAfterSeconds));
+  }
+  return reply.code(error.status).type('application/json; charset=utf-8').send({
+    code: error.code,
+    message: error.message,
+    details: error.details,
+  });
+}
+
+/**
+ * One handler renders every failure as the error body: ours, Fastify's (validation, parsing,
+ * body limits), and unknown ones. 5xx causes go to the log only.
+ */
+export function registerErrorHandling(app: FastifyInstance): void {
+  // A second router that knows every route, used only to tell 405 from 404.
+  const routeTable = FindMyWay();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      try {
+        routeTable.on(method as (typeof HTTP_METHODS)[number], route.url, () => {});
+      } catch {
+        // Duplicate registrations (HEAD added for GET) are harmless here.
+      }
+    }
+  });
+
+  app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) {
+      request.log.error({ err: apiError.cause ?? apiError }, 'request failed');
+    } else {
+      request.log.info({ code: apiError.code, status: apiError.status }, apiError.message);
+    }
+    return sendError(reply, apiError);
+  });
+
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0];
+    const allowed = HTTP_METHODS.filter((method) => routeTable.find(method, path));
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return sendError(
+        reply,
+        new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}`, { allow: allowed }),
+      );
+    }
+    return sendError(reply, new ApiError('not_found', `No route ${request.method} ${path}`));
+  });
+}

@@ -1,0 +1,31 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { accessWorkspaceInPath } from '../../services/access.js';
+import { AGENT_PAGE, clampLimit, listAgents } from '../../services/agents.js';
+import { AgentListQuery, AgentListResponse, WorkspaceParams } from '../schemas/agents.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+
+export async function agentRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get<{ Params: Static<typeof WorkspaceParams>; Querystring: Static<typeof AgentListQuery> }>(
+    '/workspace/:workspaceId/agents',
+    {
+      schema: {
+        summary: 'List agents',
+        description:
+          'Non-deleted agents of the workspace with visibility `workspace` or `organization`, by title (case-insensitive), then id.',
+        tags: ['agents'],
+        security: API_KEY_SECURITY,
+        params: WorkspaceParams,
+        querystring: AgentListQuery,
+        response: { 200: AgentListResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const access = await accessWorkspaceInPath(deps.db, request.principal, request.params.workspaceId);
+      const limit = clampLimit(request.query.limit, AGENT_PAGE.defaultLimit, AGENT_PAGE.maxLimit);
+      const data = await listAgents(deps.db, access, { limit, offset: request.query.offset ?? 0 });
+      return { data };
+    },
+  );
+}

@@ -1,0 +1,66 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { errors } from '../../errors.js';
+import { accessRequestWorkspace } from '../../services/access.js';
+import { createProject, listProjects } from '../../services/projects.js';
+import { requestedWorkspaceId } from '../plugins/auth.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { CreateProjectBody, ProjectListResponse, ProjectResponse } from '../schemas/projects.js';
+
+const NAME_MAX = 200;
+
+const workspaceHeader = {
+  type: 'object',
+  properties: {
+    'x-workspace-id': {
+      type: 'string',
+      description: 'Required with an organization key: the workspace to act in',
+    },
+  },
+} as const;
+
+export async function projectRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.post<{ Body: Static<typeof CreateProjectBody> }>(
+    '/projects',
+    {
+      schema: {
+        summary: 'Create a project',
+        tags: ['projects'],
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        body: CreateProjectBody,
+        response: { 201: ProjectResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request, reply) => {
+      const name = request.body.name.trim();
+      if (name.length === 0 || name.length > NAME_MAX) {
+        throw errors.badRequest(`body.name must be 1–${NAME_MAX} characters after trimming`, [
+          { path: 'body.name', message: `must be 1–${NAME_MAX} characters after trimming` },
+        ]);
+      }
+      const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
+      const project = await createProject(deps.db, deps.clock, access, { ...request.body, name });
+      return reply.code(201).send({ data: { project } });
+    },
+  );
+
+  app.get(
+    '/projects',
+    {
+      schema: {
+        summary: 'List active projects',
+        description: 'Non-archived projects of the workspace, most recently updated first.',
+        tags: ['projects'],
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        response: { 200: ProjectListResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
+      return { data: { projects: await listProjects(deps.db, access) } };
+    },
+  );
+}

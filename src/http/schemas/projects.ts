@@ -1,0 +1,31 @@
+import { Type } from 'typebox';
+import { envelope, Timestamp } from './common.js';
+
+export const Project = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    description: Type.String(),
+    color: Type.String(),
+    icon: Type.String(),
+    archived: Type.Boolean(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { $id: 'Project', title: 'Project' },
+);
+
+const ProjectRef = Type.Unsafe({ $ref: 'Project#' });
+
+export const CreateProjectBody = Type.Object({
+  name: Type.String({ minLength: 1, description: 'Required; 1–200 characters after trimming' }),
+  description: Type.Optional(Type.String({ maxLength: 2000 })),
+  instructions: Type.Optional(
+    Type.String({ maxLength: 20000, description: 'Given to the model in project chats; not returned' }),
+  ),
+  color: Type.Optional(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$', description: '#RRGGBB' })),
+  icon: Type.Optional(Type.String({ maxLength: 64 })),
+});
+
+export const ProjectResponse = envelope(Type.Object({ project: ProjectRef }));
+export const ProjectListResponse = envelope(Type.Object({ projects: Type.Array(ProjectRef) }));

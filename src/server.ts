@@ -1,0 +1,41 @@
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+import { migrateToLatest, openDatabase } from './db/database.js';
+
+/**
+ * The only place that listens: config → database → app → listen. SIGTERM and SIGINT stop
+ * accepting connections, let in-flight requests finish, then close the database.
+ */
+export async function startServer(config: Config, hooks: { onListening?: (url: string) => void } = {}) {
+  const database = await openDatabase(config.database);
+  await migrateToLatest(database.db);
+  const app = await buildApp({ config, db: database.db, dialect: database.dialect });
+
+  let closing: Promise<void> | undefined;
+  const shutdown = (signal: string) => {
+    closing ??= (async () => {
+      app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+      try {
+        await app.close();
+      } finally {
+        await database.close();
+      }
+    })();
+    return closing;
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      shutdown(signal).then(
+        () => process.exit(0),
+        (error) => {
+          app.log.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    });
+  }
+
+  const address = await app.listen({ port: config.port, host: config.host });
+  hooks.onListening?.(address);
+  return { app, address, close: () => shutdown('close') };
+}

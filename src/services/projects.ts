@@ -1,0 +1,52 @@
+import type { Db } from '../db/database.js';
+import { insertProject, listActiveProjects, type ProjectRow } from '../db/repositories/projects.js';
+import { type Clock, isoNow, newId } from '../ids.js';
+import type { WorkspaceAccess } from './access.js';
+
+export const PROJECT_DEFAULTS = { description: '', instructions: '', color: '#64748B', icon: 'folder' } as const;
+
+export interface NewProjectInput {
+  name: string;
+  description?: string;
+  instructions?: string;
+  color?: string;
+  icon?: string;
+}
+
+/** The public form of a project; instructions and memory stay inside (spec §2). */
+export function projectView(project: ProjectRow) {
+  return {
+    id: project.id,
+    name: project.name,
+    description: project.description,
+    color: project.color,
+    icon: project.icon,
+    archived: project.archived === 1,
+    createdAt: project.created_at,
+    updatedAt: project.updated_at,
+  };
+}
+
+export async function createProject(db: Db, clock: Clock, access: WorkspaceAccess, input: NewProjectInput) {
+  const now = isoNow(clock);
+  const project: ProjectRow = {
+    id: newId('prj'),
+    workspace_id: access.workspaceId,
+    name: input.name.trim(),
+    description: input.description ?? PROJECT_DEFAULTS.description,
+    instructions: input.instructions ?? PROJECT_DEFAULTS.instructions,
+    color: input.color ?? PROJECT_DEFAULTS.color,
+    icon: input.icon ?? PROJECT_DEFAULTS.icon,
+    memory: '',
+    archived: 0,
+    created_at: now,
+    updated_at: now,
+  };
+  await insertProject(db, project);
+  return projectView(project);
+}
+
+export async function listProjects(db: Db, access: WorkspaceAccess) {
+  const rows = await listActiveProjects(db, access.workspaceId);
+  return rows.map(projectView);
+}

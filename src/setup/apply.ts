@@ -1,0 +1,310 @@
+import type { Kysely, Transaction } from 'kysely';
+import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
+import type { Database } from '../db/schema.js';
+import { type IdPrefix, newId } from '../ids.js';
+import { PROJECT_DEFAULTS } from '../services/projects.js';
+import type { ApiKeySetup, SetupFile } from './validate.js';
+
+type Trx = Transaction<Database>;
+type Table = keyof Database;
+type Row = Record<string, unknown>;
+
+export interface ApplyReport {
+  created: string[];
+  updated: string[];
+  /** Plaintext of every key this run created (or re-keyed), by key name. Shown once. */
+  keys: Record<string, string>;
+  ids: Record<string, Record<string, string>>;
+}
+
+interface Context {
+  trx: Trx;
+  now: string;
+  report: ApplyReport;
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === null || a === undefined) return b === null || b === undefined;
+  if (typeof a === 'number' || typeof b === 'number') return Number(a) === Number(b);
+  return String(a) === String(b);
+}
+
+/**
+ * Finds a row by its fixed id, else by its natural key within its scope; inserts it when absent,
+ * updates only the columns that differ, and leaves it untouched otherwise (so a second apply of
+ * the same file writes nothing and keeps every `updated_at`).
+ */
+async function upsert(
+  ctx: Context,
+  spec: {
+    table: Table;
+    label: string;
+    prefix: IdPrefix | null;
+    id?: string;
+    match: Row;
+    values: (existing: Row | undefined) => Row;
+    timestamps?: 'both' | 'created' | 'none';
+  },
+): Promise<string> {
+  // Kysely's types cannot follow a table name chosen at run time; the columns are checked by the callers' specs.
+  // biome-ignore lint/suspicious/noExplicitAny: dynamic table name, see above
+  const trx = ctx.trx as Kysely<any>;
+  let query = trx.selectFrom(spec.table).selectAll();
+  if (spec.id) query = query.where('id', '=', spec.id);
+  else for (const [column, value] of Object.entries(spec.match)) query = query.where(column, '=', value);
+  const existing = (await query.executeTakeFirst()) as Row | undefined;
+  const values = spec.values(existing);
+  const timestamps = spec.timestamps ?? 'both';
+
+  if (!existing) {
+    const id = spec.id ?? (spec.prefix ? newId(spec.prefix) : undefined);
+    const row: Row = { ...spec.match, ...values };
+    if (id) row.id = id;
+    if (timestamps !== 'none') row.created_at = ctx.now;
+    if (timestamps === 'both') row.updated_at = ctx.now;
+    await trx.insertInto(spec.table).values(row).execute();
+    ctx.report.created.push(spec.label);
+    return String(row.id ?? '');
+  }
+
+  const changes: Row = {};
+  for (const [column, value] of Object.entries({ ...spec.match, ...values })) {
+    if (!sameValue(existing[column], value)) changes[column] = value;
+  }
+  if (Object.keys(changes).length > 0) {
+    if (timestamps === 'both') changes.updated_at = ctx.now;
+    let update = trx.updateTable(spec.table).set(changes);
+    if (existing.id !== undefined) update = update.where('id', '=', existing.id);
+    else for (const [column, value] of Object.entries(spec.match)) update = update.where(column, '=', value);
+    await update.execute();
+    ctx.report.updated.push(spec.label);
+  }
+  return String(existing.id ?? '');
+}
+
+function record(ctx: Context, kind: string, name: string, id: string) {
+  ctx.report.ids[kind] ??= {};
+  ctx.report.ids[kind][name] = id;
+}
+
+async function applyKey(
+  ctx: Context,
+  key: ApiKeySetup,
+  scope: { kind: 'workspace' | 'organization'; organizationId: string; workspaceId: string | null },
+  userIds: Map<string, string>,
+) {
+  const userId = userIds.get(key.user) ?? userIds.get(key.user.toLowerCase())!;
+  const match: Row =
+    scope.kind === 'workspace'
+      ? { kind: 'workspace', workspace_id: scope.workspaceId, name: key.name }
+      : { kind: 'organization', organization_id: scope.organizationId, name: key.name };
+  let plaintext: string | undefined;
+  const id = await upsert(ctx, {
+    table: 'api_keys',
+    label: `${scope.kind} key ${key.name}`,
+    prefix: 'key',
+    id: key.id,
+    match,
+    timestamps: 'created',
+    values: (existing) => {
+      // A generated key is never rotated by a re-apply; a plaintext key in the file is authoritative.
+      const wanted = key.key ?? (existing ? undefined : generateApiKey(scope.kind));
+      const hash = wanted ? hashApiKey(wanted) : (existing?.key_hash as string);
+      if (wanted && hash !== existing?.key_hash) plaintext = wanted;
+      return {
+        organization_id: scope.organizationId,
+        workspace_id: scope.workspaceId,
+        user_id: userId,
+        key_hash: hash,
+        key_prefix: wanted ? keyPrefix(wanted) : existing?.key_prefix,
+        expires_at: key.expiresAt ? new Date(key.expiresAt).toISOString() : null,
+        revoked_at: existing?.revoked_at ?? null,
+        last_used_at: existing?.last_used_at ?? null,
+      };
+    },
+  });
+  if (plaintext) ctx.report.keys[key.name] = plaintext;
+  record(ctx, 'apiKeys', key.name, id);
+}
+
+async function applyAll(ctx: Context, setup: SetupFile) {
+  for (const provider of setup.providers ?? []) {
+    await upsert(ctx, {
+      table: 'providers',
+      label: `provider ${provider.id}`,
+      prefix: null,
+      id: provider.id,
+      match: {},
+      values: () => ({
+        type: provider.type,
+        base_url: provider.baseURL ?? null,
+        api_key: provider.apiKey ?? null,
+        api_key_env: provider.apiKeyEnv ?? null,
+      }),
+    });
+  }
+  for (const model of setup.models ?? []) {
+    await upsert(ctx, {
+      table: 'models',
+      label: `model ${model.id}`,
+      prefix: null,
+      id: model.id,
+      match: {},
+      values: () => ({
+        provider_id: model.provider,
+        provider_model: model.model,
+        input_per_mtok: model.pricing?.inputPerMTok ?? 0,
+        output_per_mtok: model.pricing?.outputPerMTok ?? 0,
+      }),
+    });
+  }
+
+  for (const org of setup.organizations ?? []) {
+    const organizationId = await upsert(ctx, {
+      table: 'organizations',
+      label: `organization ${org.name}`,
+      prefix: 'org',
+      id: org.id,
+      match: org.id ? {} : { name: org.name },
+      values: () => ({ name: org.name }),
+    });
+    record(ctx, 'organizations', org.name, organizationId);
+
+    const userIds = new Map<string, string>();
+    for (const user of org.users ?? []) {
+      const email = user.email.toLowerCase();
+      const userId = await upsert(ctx, {
+        table: 'users',
+        label: `user ${email}`,
+        prefix: 'usr',
+        id: user.id,
+        match: user.id ? {} : { email },
+        values: () => ({ organization_id: organizationId, name: user.name, email }),
+      });
+      userIds.set(email, userId);
+      if (user.id) userIds.set(user.id, userId);
+      record(ctx, 'users', email, userId);
+    }
+    for (const key of org.apiKeys ?? []) {
+      await applyKey(ctx, key, { kind: 'organization', organizationId, workspaceId: null }, userIds);
+    }
+
+    for (const workspace of org.workspaces ?? []) {
+      const workspaceId = await upsert(ctx, {
+        table: 'workspaces',
+        label: `workspace ${workspace.name}`,
+        prefix: 'wsp',
+        id: workspace.id,
+        match: workspace.id ? {} : { organization_id: organizationId, name: workspace.name },
+        values: () => ({
+          organization_id: organizationId,
+          name: workspace.name,
+          default_model: workspace.defaultModel ?? workspace.models?.[0] ?? null,
+          monthly_tokens: workspace.limits?.monthlyTokens ?? null,
+          monthly_cost_usd: workspace.limits?.monthlyCostUsd ?? null,
+          chat_spend_cap_usd: workspace.limits?.chatSpendCapUsd ?? null,
+          rate_limit_per_minute: workspace.limits?.rateLimitPerMinute ?? null,
+        }),
+      });
+      record(ctx, 'workspaces', workspace.name, workspaceId);
+
+      if (workspace.models) {
+        const wanted = new Set(workspace.models);
+        const current = await ctx.trx
+          .selectFrom('workspace_models')
+          .select('model_id')
+          .where('workspace_id', '=', workspaceId)
+          .execute();
+        const stale = current.map((r) => r.model_id).filter((id) => !wanted.has(id));
+        if (stale.length > 0) {
+          await ctx.trx
+            .deleteFrom('workspace_models')
+            .where('workspace_id', '=', workspaceId)
+            .where('model_id', 'in', stale)
+            .execute();
+          ctx.report.updated.push(`workspace ${workspace.name} models`);
+        }
+        for (const modelId of wanted) {
+          await upsert(ctx, {
+            table: 'workspace_models',
+            label: `workspace ${workspace.name} model ${modelId}`,
+            prefix: null,
+            match: { workspace_id: workspaceId, model_id: modelId },
+            values: () => ({}),
+            timestamps: 'none',
+          });
+        }
+      }
+
+      for (const member of workspace.members ?? []) {
+        const userId = userIds.get(member.user) ?? userIds.get(member.user.toLowerCase())!;
+        await upsert(ctx, {
+          table: 'workspace_members',
+          label: `member ${member.user} of ${workspace.name}`,
+          prefix: null,
+          match: { workspace_id: workspaceId, user_id: userId },
+          values: () => ({ role: member.role }),
+          timestamps: 'created',
+        });
+      }
+      for (const key of workspace.apiKeys ?? []) {
+        await applyKey(ctx, key, { kind: 'workspace', organizationId, workspaceId }, userIds);
+      }
+
+      for (const agent of workspace.agents ?? []) {
+        const agentId = await upsert(ctx, {
+          table: 'agents',
+          label: `agent ${agent.title}`,
+          prefix: 'agt',
+          id: agent.id,
+          match: agent.id ? {} : { workspace_id: workspaceId, title: agent.title },
+          values: (existing) => ({
+            workspace_id: workspaceId,
+            title: agent.title,
+            description: agent.description ?? '',
+            image: agent.image ?? '',
+            category: agent.category ?? '',
+            visibility: agent.visibility ?? 'workspace',
+            model: agent.model ?? null,
+            instructions: agent.instructions ?? '',
+            tools: JSON.stringify(agent.tools ?? []),
+            orchestration: agent.orchestration ? JSON.stringify(agent.orchestration) : null,
+            deleted_at: agent.deleted ? ((existing?.deleted_at as string | null) ?? ctx.now) : null,
+          }),
+        });
+        record(ctx, 'agents', agent.title, agentId);
+      }
+
+      for (const project of workspace.projects ?? []) {
+        const projectId = await upsert(ctx, {
+          table: 'projects',
+          label: `project ${project.name}`,
+          prefix: 'prj',
+          id: project.id,
+          match: project.id ? {} : { workspace_id: workspaceId, name: project.name },
+          values: (existing) => ({
+            workspace_id: workspaceId,
+            name: project.name,
+            description: project.description ?? PROJECT_DEFAULTS.description,
+            instructions: project.instructions ?? PROJECT_DEFAULTS.instructions,
+            color: project.color ?? PROJECT_DEFAULTS.color,
+            icon: project.icon ?? PROJECT_DEFAULTS.icon,
+            // Memory grows through the `remember` tool; the file sets it only when it names it.
+            memory: project.memory ?? (existing?.memory as string | undefined) ?? '',
+            archived: project.archived ? 1 : 0,
+          }),
+        });
+        record(ctx, 'projects', project.name, projectId);
+      }
+    }
+  }
+}
+
+/** Applies a validated setup file in one transaction: all of it or nothing. */
+export async function applySetup(db: Kysely<Database>, setup: SetupFile, options: { now: Date }) {
+  const report: ApplyReport = { created: [], updated: [], keys: {}, ids: {} };
+  await db.transaction().execute(async (trx) => {
+    await applyAll({ trx, now: options.now.toISOString(), report }, setup);
+  });
+  return report;
+}

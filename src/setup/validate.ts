@@ -1,0 +1,328 @@
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+import { type Static, Type } from 'typebox';
+import { parse as parseYaml } from 'yaml';
+import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
+
+/** The offline development model, always available. */
+export const ECHO_MODEL_ID = 'atrium/echo';
+/** Providers built in from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY). */
+export const BUILT_IN_PROVIDERS = ['openai', 'anthropic'] as const;
+
+const Id = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_./:-]+$' });
+const Text = (maxLength: number) => Type.String({ maxLength });
+
+const ApiKeySpec = Type.Object(
+  {
+    id: Type.Optional(Id),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    user: Type.String({ minLength: 1, description: 'User id or email' }),
+    key: Type.Optional(Type.String({ minLength: MIN_KEY_LENGTH, maxLength: 512 })),
+    expiresAt: Type.Optional(Type.String({ format: 'date-time' })),
+  },
+  { additionalProperties: false },
+);
+
+const ToolSpec = Type.Object(
+  {
+    type: Type.Literal('mcp'),
+    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
+    url: Type.String({ format: 'uri' }),
+    headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+  },
+  { additionalProperties: false },
+);
+
+const AgentSpec = Type.Object(
+  {
+    id: Type.Optional(Id),
+    title: Type.String({ minLength: 1, maxLength: 200 }),
+    description: Type.Optional(Text(2000)),
+    image: Type.Optional(Text(2000)),
+    category: Type.Optional(Text(200)),
+    visibility: Type.Optional(
+      Type.Union([Type.Literal('workspace'), Type.Literal('organization'), Type.Literal('private')]),
+    ),
+    model: Type.Optional(Type.String({ minLength: 1 })),
+    instructions: Type.Optional(Text(100_000)),
+    tools: Type.Optional(Type.Array(ToolSpec)),
+    orchestration: Type.Optional(
+      Type.Object({ agents: Type.Array(Type.String({ minLength: 1 })) }, { additionalProperties: false }),
+    ),
+    deleted: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const ProjectSpec = Type.Object(
+  {
+    id: Type.Optional(Id),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    description: Type.Optional(Text(2000)),
+    instructions: Type.Optional(Text(20_000)),
+    color: Type.Optional(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$' })),
+    icon: Type.Optional(Text(64)),
+    memory: Type.Optional(Text(200_000)),
+    archived: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const NonNegative = Type.Number({ minimum: 0 });
+
+const WorkspaceSpec = Type.Object(
+  {
+    id: Type.Optional(Id),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    models: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    defaultModel: Type.Optional(Type.String({ minLength: 1 })),
+    limits: Type.Optional(
+      Type.Object(
+        {
+          monthlyTokens: Type.Optional(Type.Integer({ minimum: 0 })),
+          monthlyCostUsd: Type.Optional(NonNegative),
+          chatSpendCapUsd: Type.Optional(NonNegative),
+          rateLimitPerMinute: Type.Optional(Type.Integer({ minimum: 0 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    members: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            user: Type.String({ minLength: 1 }),
+            role: Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('member')]),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+    apiKeys: Type.Optional(Type.Array(ApiKeySpec)),
+    agents: Type.Optional(Type.Array(AgentSpec)),
+    projects: Type.Optional(Type.Array(ProjectSpec)),
+  },
+  { additionalProperties: false },
+);
+
+const OrganizationSpec = Type.Object(
+  {
+    id: Type.Optional(Id),
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    users: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            id: Type.Optional(Id),
+            name: Type.String({ minLength: 1, maxLength: 200 }),
+            email: Type.String({ format: 'email' }),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+    apiKeys: Type.Optional(Type.Array(ApiKeySpec)),
+    workspaces: Type.Optional(Type.Array(WorkspaceSpec)),
+  },
+  { additionalProperties: false },
+);
+
+export const SetupFileSchema = Type.Object(
+  {
+    providers: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            id: Id,
+            type: Type.Union([Type.Literal('openai'), Type.Literal('anthropic'), Type.Literal('openai-compatible')]),
+            baseURL: Type.Optional(Type.String({ format: 'uri' })),
+            apiKey: Type.Optional(Type.String({ minLength: 1 })),
+            apiKeyEnv: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+    models: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            id: Type.String({ minLength: 1, maxLength: 200 }),
+            provider: Type.String({ minLength: 1 }),
+            model: Type.String({ minLength: 1 }),
+            pricing: Type.Optional(
+              Type.Object(
+                { inputPerMTok: Type.Optional(NonNegative), outputPerMTok: Type.Optional(NonNegative) },
+                { additionalProperties: false },
+              ),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
+    organizations: Type.Optional(Type.Array(OrganizationSpec)),
+  },
+  { additionalProperties: false },
+);
+
+export type SetupFile = Static<typeof SetupFileSchema>;
+export type OrganizationSetup = Static<typeof OrganizationSpec>;
+export type WorkspaceSetup = Static<typeof WorkspaceSpec>;
+export type AgentSetup = Static<typeof AgentSpec>;
+export type ProjectSetup = Static<typeof ProjectSpec>;
+export type ApiKeySetup = Static<typeof ApiKeySpec>;
+
+export interface SetupProblem {
+  path: string;
+  message: string;
+}
+
+export type ParseResult = { ok: true; setup: SetupFile } | { ok: false; problems: SetupProblem[] };
+
+const ajv = addFormats.default(new Ajv.default({ allErrors: true, strict: false }));
+const validateShape = ajv.compile<SetupFile>(SetupFileSchema);
+
+/** `/organizations/0/workspaces/1/name` → `organizations[0].workspaces[1].name` */
+function readablePath(pointer: string): string {
+  return (
+    pointer
+      .split('/')
+      .filter(Boolean)
+      .map((segment) => (/^\d+$/.test(segment) ? `[${segment}]` : `.${segment}`))
+      .join('')
+      .replace(/^\./, '') || '(root)'
+  );
+}
+
+function shapeProblems(): SetupProblem[] {
+  return (validateShape.errors ?? []).map((error) => {
+    const params = error.params as { missingProperty?: string; additionalProperty?: string };
+    let path = readablePath(error.instancePath);
+    let message = error.message ?? 'is invalid';
+    if (params.missingProperty) path = readablePath(`${error.instancePath}/${params.missingProperty}`);
+    if (params.additionalProperty) {
+      path = readablePath(`${error.instancePath}/${params.additionalProperty}`);
+      message = 'is not a known field';
+    }
+    return { path, message };
+  });
+}
+
+/** Checks that every reference in the file points at something the file (or Atrium) defines. */
+function referenceProblems(setup: SetupFile): SetupProblem[] {
+  const problems: SetupProblem[] = [];
+  const seen = new Map<string, string>();
+  const unique = (kind: string, value: string | undefined, path: string) => {
+    if (value === undefined) return;
+    const key = `${kind}:${value}`;
+    const first = seen.get(key);
+    if (first) problems.push({ path, message: `duplicate ${kind} "${value}" (first at ${first})` });
+    else seen.set(key, path);
+  };
+
+  const providerIds = new Set<string>([...BUILT_IN_PROVIDERS]);
+  setup.providers?.forEach((provider, i) => {
+    unique('provider id', provider.id, `providers[${i}].id`);
+    providerIds.add(provider.id);
+    if (provider.type === 'openai-compatible' && !provider.baseURL) {
+      problems.push({ path: `providers[${i}].baseURL`, message: 'is required for openai-compatible providers' });
+    }
+  });
+
+  const modelIds = new Set<string>([ECHO_MODEL_ID]);
+  setup.models?.forEach((model, i) => {
+    unique('model id', model.id, `models[${i}].id`);
+    modelIds.add(model.id);
+    if (!providerIds.has(model.provider)) {
+      problems.push({ path: `models[${i}].provider`, message: `unknown provider "${model.provider}"` });
+    }
+  });
+  const checkModel = (model: string | undefined, path: string) => {
+    if (model !== undefined && !modelIds.has(model)) {
+      problems.push({ path, message: `unknown model "${model}" (define it under models)` });
+    }
+  };
+
+  setup.organizations?.forEach((org, o) => {
+    const orgPath = `organizations[${o}]`;
+    unique('organization id', org.id, `${orgPath}.id`);
+    const users = new Set<string>();
+    org.users?.forEach((user, u) => {
+      unique('user id', user.id, `${orgPath}.users[${u}].id`);
+      unique('user email', user.email.toLowerCase(), `${orgPath}.users[${u}].email`);
+      if (user.id) users.add(user.id);
+      users.add(user.email.toLowerCase());
+    });
+    const checkUser = (user: string, path: string) => {
+      if (!users.has(user) && !users.has(user.toLowerCase())) {
+        problems.push({ path, message: `unknown user "${user}" (not among ${orgPath}.users)` });
+      }
+    };
+    org.apiKeys?.forEach((key, k) => {
+      unique('key name', key.name, `${orgPath}.apiKeys[${k}].name`);
+      unique('key id', key.id, `${orgPath}.apiKeys[${k}].id`);
+      checkUser(key.user, `${orgPath}.apiKeys[${k}].user`);
+    });
+
+    org.workspaces?.forEach((workspace, w) => {
+      const wsPath = `${orgPath}.workspaces[${w}]`;
+      unique('workspace id', workspace.id, `${wsPath}.id`);
+      workspace.models?.forEach((model, m) => checkModel(model, `${wsPath}.models[${m}]`));
+      checkModel(workspace.defaultModel, `${wsPath}.defaultModel`);
+      if (workspace.defaultModel && workspace.models && !workspace.models.includes(workspace.defaultModel)) {
+        problems.push({ path: `${wsPath}.defaultModel`, message: 'must be one of the workspace models' });
+      }
+      const members = new Set<string>();
+      workspace.members?.forEach((member, m) => {
+        checkUser(member.user, `${wsPath}.members[${m}].user`);
+        if (members.has(member.user)) {
+          problems.push({ path: `${wsPath}.members[${m}].user`, message: 'is listed twice' });
+        }
+        members.add(member.user);
+      });
+      workspace.apiKeys?.forEach((key, k) => {
+        unique('key name', key.name, `${wsPath}.apiKeys[${k}].name`);
+        unique('key id', key.id, `${wsPath}.apiKeys[${k}].id`);
+        checkUser(key.user, `${wsPath}.apiKeys[${k}].user`);
+      });
+      const agentIds = new Set(workspace.agents?.map((agent) => agent.id).filter(Boolean));
+      workspace.agents?.forEach((agent, a) => {
+        const agentPath = `${wsPath}.agents[${a}]`;
+        unique('agent id', agent.id, `${agentPath}.id`);
+        unique(`agent title in ${wsPath}`, agent.title, `${agentPath}.title`);
+        checkModel(agent.model, `${agentPath}.model`);
+        agent.orchestration?.agents.forEach((id, i) => {
+          if (!agentIds.has(id)) {
+            problems.push({
+              path: `${agentPath}.orchestration.agents[${i}]`,
+              message: `unknown agent "${id}" (must be an agent id of the same workspace)`,
+            });
+          } else if (id === agent.id) {
+            problems.push({ path: `${agentPath}.orchestration.agents[${i}]`, message: 'an agent cannot lead itself' });
+          }
+        });
+      });
+      workspace.projects?.forEach((project, p) => {
+        unique('project id', project.id, `${wsPath}.projects[${p}].id`);
+      });
+    });
+  });
+  return problems;
+}
+
+/** Parses and validates a whole setup file; every problem is reported, nothing is applied. */
+export function parseSetupText(text: string, fileName: string): ParseResult {
+  let document: unknown;
+  try {
+    document = parseYaml(text, { prettyErrors: true }) ?? {};
+  } catch (error) {
+    return { ok: false, problems: [{ path: '(file)', message: `${fileName} is not valid YAML: ${(error as Error).message}` }] };
+  }
+  if (typeof document !== 'object' || Array.isArray(document)) {
+    return { ok: false, problems: [{ path: '(root)', message: 'must be a mapping (object)' }] };
+  }
+  if (!validateShape(document)) return { ok: false, problems: shapeProblems() };
+  const problems = referenceProblems(document);
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, setup: document };
+}

@@ -1,0 +1,82 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { buildApp } from '../../src/app.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { type DatabaseHandle, migrateToLatest, openDatabase } from '../../src/db/database.js';
+import type { Clock } from '../../src/ids.js';
+import { applySetup } from '../../src/setup/apply.js';
+import { parseSetupText } from '../../src/setup/validate.js';
+
+/** Which engine this run tests: PostgreSQL when TEST_DATABASE_URL is set, else SQLite. */
+export const testDatabaseUrl = process.env.TEST_DATABASE_URL || undefined;
+export const engineName = testDatabaseUrl ? 'postgres' : 'sqlite';
+
+export interface TestEnv {
+  config: Config;
+  database: DatabaseHandle;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh data dir, and a fresh database (a SQLite file, or a PostgreSQL schema of its own),
+ * migrated. Each test file gets its own, so files run in parallel without seeing each other.
+ */
+export async function createTestEnv(env: Record<string, string> = {}): Promise<TestEnv> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-test-'));
+  const config = loadConfig({
+    ATRIUM_DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    ATRIUM_SIGNING_SECRET: 'test-signing-secret',
+    ...env,
+  });
+  const schema = testDatabaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined;
+  if (testDatabaseUrl) config.database = { kind: 'postgres', url: testDatabaseUrl, schema };
+  const database = await openDatabase(config.database);
+  await migrateToLatest(database.db);
+  return {
+    config,
+    database,
+    dataDir,
+    async close() {
+      await database.close();
+      if (testDatabaseUrl && schema) {
+        const client = new pg.Client({ connectionString: testDatabaseUrl });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await client.end();
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function applyFixture(env: TestEnv, yamlText: string) {
+  const parsed = parseSetupText(yamlText, 'fixture.yaml');
+  if (!parsed.ok) throw new Error(parsed.problems.map((p) => `${p.path}: ${p.message}`).join('\n'));
+  return applySetup(env.database.db, parsed.setup, { now: new Date() });
+}
+
+export async function createTestApp(options: { env?: Record<string, string>; clock?: Clock; setup?: string } = {}) {
+  const env = await createTestEnv(options.env);
+  const applied = options.setup ? await applyFixture(env, options.setup) : undefined;
+  const app = await buildApp({
+    config: env.config,
+    db: env.database.db,
+    dialect: env.database.dialect,
+    clock: options.clock,
+  });
+  await app.ready();
+  return {
+    app,
+    env,
+    applied,
+    async close() {
+      await app.close();
+      await env.close();
+    },
+  };
+}
