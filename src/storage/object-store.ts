@@ -1,0 +1,45 @@
+import type { Readable } from 'node:stream';
+
+/** What storage knows of one object. */
+export interface ObjectInfo {
+  /** The storage path (key) of the object, e.g. `projects/{workspaceId}/{projectId}/docs/a.md`. */
+  key: string;
+  size: number;
+  /** A fingerprint of the content (S3 ETag; fs: size + mtime), to tell a replaced object. */
+  etag: string;
+  lastModified: Date;
+  contentType?: string;
+}
+
+export interface SignedUploadOptions {
+  contentType: string;
+  /** The exact size the caller declared; the PUT may not exceed it. */
+  sizeBytes: number;
+  expiresInSeconds: number;
+}
+
+export interface SignedDownloadOptions {
+  filename: string;
+  contentType: string;
+  expiresInSeconds: number;
+}
+
+/**
+ * The one storage interface; `fs-store` and `s3-store` implement it and a factory picks one
+ * from config. Every method streams: no implementation holds a whole object in memory.
+ */
+export interface ObjectStore {
+  readonly kind: 'fs' | 's3';
+  /** Stores a stream under `key`, atomically: a failed or oversized write leaves nothing behind. */
+  put(key: string, body: Readable, options: { contentType: string; maxBytes?: number }): Promise<ObjectInfo>;
+  get(key: string, range?: { start: number; end?: number }): Promise<{ body: Readable; info: ObjectInfo } | null>;
+  head(key: string): Promise<ObjectInfo | null>;
+  /** Every object whose key starts with `prefix`. */
+  list(prefix: string): AsyncIterable<ObjectInfo>;
+  delete(key: string): Promise<void>;
+  deletePrefix(prefix: string): Promise<void>;
+  createUploadUrl(key: string, options: SignedUploadOptions): Promise<string>;
+  createDownloadUrl(key: string, options: SignedDownloadOptions): Promise<string>;
+  /** Readiness: resolves when storage answers. */
+  check(): Promise<void>;
+}
