@@ -13,6 +13,8 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface DatabaseHandle {
   db: Db;
   dialect: Dialect;
+  /** The PostgreSQL schema the tables live in, when not the default one. */
+  schema?: string;
   close(): Promise<void>;
 }
 
@@ -57,13 +59,15 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     options: config.schema ? `-c search_path=${config.schema}` : undefined,
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  return { db, dialect: 'postgres', schema: config.schema, close: () => db.destroy() };
 }
 
-export async function migrateToLatest(db: Db): Promise<string[]> {
+export async function migrateToLatest(db: Db, schema?: string): Promise<string[]> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
+    // Kysely looks for its bookkeeping tables in every schema unless told which one is ours.
+    migrationTableSchema: schema,
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+beforeAll(async () => {
+  t = await createTestApp({ setup: TENANCY_SETUP });
+});
+afterAll(() => t.close());
+
+const key = { 'x-service-api-key': KEYS.mainOwner };
+const errorShape = { code: expect.any(String), message: expect.any(String), details: expect.any(Object) };
+
+describe(`HTTP error handling (${engineName})`, () => {
+  it('answers malformed JSON with 400 bad_request', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...key, 'content-type': 'application/json' }, payload: '{"name":' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ ...errorShape, code: 'bad_request' });
+  });
+
+  it('answers an empty JSON body with 400 bad_request', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...key, 'content-type': 'application/json' }, payload: '' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().code).toBe('bad_request');
+  });
+
+  it('answers a wrong content type with 415 unsupported_media_type', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...key, 'content-type': 'text/plain' }, payload: 'name=x' });
+    expect(res.statusCode).toBe(415);
+    expect(res.json()).toMatchObject({ ...errorShape, code: 'unsupported_media_type' });
+  });
+
+  it('answers a JSON body over 1 MB with 413 payload_too_large', async () => {
+    const payload = JSON.stringify({ name: 'x', description: 'd'.repeat(1024 * 1024) });
+    const res = await t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...key, 'content-type': 'application/json' }, payload });
+    expect(res.statusCode).toBe(413);
+    expect(res.json()).toMatchObject({ ...errorShape, code: 'payload_too_large' });
+  });
+
+  it('answers an unknown route with 404 not_found, with or without a key', async () => {
+    for (const headers of [key, {}]) {
+      const res = await t.app.inject({ method: 'GET', url: '/v1/nothing-here', headers });
+      expect(res.statusCode).toBe(404);
+      expect(res.json()).toMatchObject({ ...errorShape, code: 'not_found' });
+    }
+  });
+
+  it('answers a wrong method on a known path with 405 and an Allow header', async () => {
+    const res = await t.app.inject({ method: 'DELETE', url: '/v1/projects', headers: key });
+    expect(res.statusCode).toBe(405);
+    expect(res.json()).toMatchObject({ ...errorShape, code: 'method_not_allowed' });
+    expect(res.headers.allow).toContain('GET');
+    expect(res.headers.allow).toContain('POST');
+    const withParam = await t.app.inject({ method: 'POST', url: '/v1/workspace/wsp_main/agents', headers: key });
+    expect(withParam.statusCode).toBe(405);
+  });
+
+  it('answers an unexpected failure with 500 internal_error that reveals nothing', async () => {
+    const broken = await createTestApp({ setup: TENANCY_SETUP });
+    await broken.env.database.db.schema.alterTable('projects').renameTo('projects_gone').execute();
+    try {
+      const res = await broken.app.inject({ method: 'GET', url: '/v1/projects', headers: key });
+      expect(res.statusCode).toBe(500);
+      expect(res.json()).toEqual({ code: 'internal_error', message: 'Internal server error', details: {} });
+      expect(res.body).not.toMatch(/projects|sql|at \w+ \(/i);
+    } finally {
+      await broken.close();
+    }
+  });
+
+  it('gives every response a request id', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/v1/projects', headers: key });
+    expect(res.headers['x-request-id']).toMatch(/^req_/);
+  });
+
+  it('serves /healthz and /readyz without a key', async () => {
+    expect((await t.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(200);
+    expect(ready.json().checks.database).toBe('ok');
+  });
+
+  it('answers /readyz with 503 when the database is gone', async () => {
+    const broken = await createTestApp({});
+    await broken.env.database.close();
+    try {
+      const res = await broken.app.inject({ method: 'GET', url: '/readyz' });
+      expect(res.statusCode).toBe(503);
+      expect(res.json().checks.database).toBe('unavailable');
+    } finally {
+      await broken.app.close();
+      await broken.env.close().catch(() => {});
+    }
+  });
+});

@@ -1,0 +1,108 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+let now = new Date('2026-11-22T10:00:00.000Z');
+beforeAll(async () => {
+  t = await createTestApp({ setup: TENANCY_SETUP, clock: () => now });
+});
+afterAll(() => t.close());
+
+const headers = { 'x-service-api-key': KEYS.mainOwner };
+const create = (payload: unknown, extra: Record<string, string> = {}) =>
+  t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...headers, ...extra }, payload: payload as object });
+
+describe(`POST /v1/projects (${engineName})`, () => {
+  it('creates a project with defaults and answers 201 without instructions', async () => {
+    const res = await create({ name: '  Launch plan  ', instructions: 'Be brief.', unknown: 'ignored' });
+    expect(res.statusCode).toBe(201);
+    const { project } = res.json().data;
+    expect(project).toEqual({
+      id: expect.stringMatching(/^prj_/),
+      name: 'Launch plan',
+      description: '',
+      color: '#64748B',
+      icon: 'folder',
+      archived: false,
+      createdAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+    });
+    const row = await t.env.database.db.selectFrom('projects').selectAll().where('id', '=', project.id).executeTakeFirst();
+    expect(row).toMatchObject({ workspace_id: 'wsp_main', instructions: 'Be brief.' });
+  });
+
+  it('keeps every given field', async () => {
+    const res = await create({ name: 'Full', description: 'd', color: '#a1B2c3', icon: 'rocket' });
+    expect(res.statusCode).toBe(201);
+    expect(res.json().data.project).toMatchObject({ name: 'Full', description: 'd', color: '#a1B2c3', icon: 'rocket' });
+  });
+
+  it.each([
+    ['missing name', {}, 'body.name'],
+    ['blank name', { name: '   ' }, 'body.name'],
+    ['name too long', { name: 'n'.repeat(201) }, 'body.name'],
+    ['name of wrong type', { name: 12 }, 'body.name'],
+    ['description too long', { name: 'x', description: 'd'.repeat(2001) }, 'body.description'],
+    ['instructions too long', { name: 'x', instructions: 'i'.repeat(20_001) }, 'body.instructions'],
+    ['icon too long', { name: 'x', icon: 'i'.repeat(65) }, 'body.icon'],
+    ['bad color', { name: 'x', color: 'red' }, 'body.color'],
+    ['short color', { name: 'x', color: '#fff' }, 'body.color'],
+    ['color of wrong type', { name: 'x', color: 5 }, 'body.color'],
+    ['description of wrong type', { name: 'x', description: ['d'] }, 'body.description'],
+  ])('refuses %s with 400 bad_request', async (_label, payload, path) => {
+    const res = await create(payload);
+    expect(res.statusCode).toBe(400);
+    const body = res.json();
+    expect(body.code).toBe('bad_request');
+    expect(body.details.issues.map((i: { path: string }) => i.path)).toContain(path);
+  });
+
+  it('accepts a name of exactly 200 characters and text fields at their maximum', async () => {
+    const res = await create({ name: 'n'.repeat(200), description: 'd'.repeat(2000), instructions: 'i'.repeat(20_000), icon: 'i'.repeat(64) });
+    expect(res.statusCode).toBe(201);
+  });
+
+  it('refuses a body that is not an object', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...headers, 'content-type': 'application/json' }, payload: '"just a string"' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().code).toBe('bad_request');
+  });
+
+  it('creates the project in the workspace an organization key names', async () => {
+    const res = await create({ name: 'Org made' }, { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'wsp_other' });
+    expect(res.statusCode).toBe(201);
+    const row = await t.env.database.db.selectFrom('projects').select('workspace_id').where('id', '=', res.json().data.project.id).executeTakeFirstOrThrow();
+    expect(row.workspace_id).toBe('wsp_other');
+  });
+});
+
+describe(`GET /v1/projects (${engineName})`, () => {
+  it('lists active projects, most recently updated first, without archived ones', async () => {
+    const fresh = await createTestApp({ setup: TENANCY_SETUP, clock: () => now });
+    try {
+      const make = async (name: string, at: string) => {
+        now = new Date(at);
+        const res = await fresh.app.inject({ method: 'POST', url: '/v1/projects', headers, payload: { name } });
+        return res.json().data.project.id as string;
+      };
+      const older = await make('Older', '2030-01-01T00:00:00.000Z');
+      const newer = await make('Newer', '2030-01-02T00:00:00.000Z');
+      const res = await fresh.app.inject({ method: 'GET', url: '/v1/projects', headers });
+      expect(res.statusCode).toBe(200);
+      const ids = res.json().data.projects.map((p: { id: string }) => p.id);
+      expect(ids.slice(0, 2)).toEqual([newer, older]);
+      expect(ids).toContain('prj_docs');
+      expect(ids).not.toContain('prj_2019');
+      expect(ids).not.toContain('prj_other');
+      expect(res.json().data).not.toHaveProperty('pagination');
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("never lists another workspace's projects", async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/v1/projects', headers: { 'x-service-api-key': KEYS.globexWorkspace } });
+    expect(res.json().data.projects.map((p: { id: string }) => p.id)).toEqual(['prj_globex']);
+  });
+});
