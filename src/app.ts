@@ -26,6 +26,8 @@ export interface AppDeps {
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'];
+  /** Runs before any route is registered, so its hooks apply to every route (tests use it). */
+  beforeRoutes?: (app: FastifyInstance) => void;
 }
 
 function createValidators() {
@@ -66,6 +68,7 @@ export async function buildApp(input: Omit<AppDeps, 'clock'> & { clock?: Clock }
   });
 
   registerErrorHandling(app);
+  options.beforeRoutes?.(app);
   for (const schema of [ErrorBody, Pagination, Agent, Project]) {
     app.addSchema(schema);
     validators.body.addSchema(schema);
@@ -76,6 +79,8 @@ export async function buildApp(input: Omit<AppDeps, 'clock'> & { clock?: Clock }
 
   await app.register(
     async (v1) => {
+      // API bodies are JSON (multipart where a route adds its own parser): plain text is a 415.
+      v1.removeContentTypeParser('text/plain');
       registerAuth(v1, deps);
       await agentRoutes(v1, deps);
       await projectRoutes(v1, deps);

@@ -7,6 +7,7 @@ import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../../src/db/database.js';
 import type { Clock } from '../../src/ids.js';
+import { checkResponsesAgainstSchemas } from './response-check.js';
 import { applySetup } from '../../src/setup/apply.js';
 import { parseSetupText } from '../../src/setup/validate.js';
 
@@ -36,7 +37,7 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
   const schema = testDatabaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined;
   if (testDatabaseUrl) config.database = { kind: 'postgres', url: testDatabaseUrl, schema };
   const database = await openDatabase(config.database);
-  await migrateToLatest(database.db);
+  await migrateToLatest(database.db, database.schema);
   return {
     config,
     database,
@@ -68,7 +69,7 @@ export async function createTestApp(options: { env?: Record<string, string>; clo
     db: env.database.db,
     dialect: env.database.dialect,
     clock: options.clock,
-  });
+  }, { beforeRoutes: checkResponsesAgainstSchemas });
   await app.ready();
   return {
     app,
