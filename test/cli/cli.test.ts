@@ -1,0 +1,170 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main.js';
+import { loadConfig } from '../../src/config.js';
+import { openDatabase } from '../../src/db/database.js';
+import { engineName, testDatabaseUrl } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+
+let dir: string;
+let databaseName: string | undefined;
+const output = { out: [] as string[], err: [] as string[] };
+
+async function adminQuery(sql: string) {
+  const client = new pg.Client({ connectionString: testDatabaseUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'atrium-cli-'));
+  process.env.ATRIUM_DATA_DIR = dir;
+  process.env.LOG_LEVEL = 'silent';
+  if (testDatabaseUrl) {
+    // The CLI reads DATABASE_URL like any operator's shell: give it a database of its own.
+    databaseName = `atrium_cli_${randomBytes(4).toString('hex')}`;
+    await adminQuery(`CREATE DATABASE ${databaseName}`);
+    const url = new URL(testDatabaseUrl);
+    url.pathname = `/${databaseName}`;
+    process.env.DATABASE_URL = url.toString();
+  }
+});
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  if (databaseName) await adminQuery(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
+});
+beforeEach(() => {
+  output.out = [];
+  output.err = [];
+  vi.spyOn(console, 'log').mockImplementation((...args) => void output.out.push(args.join(' ')));
+  vi.spyOn(console, 'error').mockImplementation((...args) => void output.err.push(args.join(' ')));
+});
+
+function writeSetup(name: string, text: string): string {
+  const file = path.join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+async function countRows() {
+  const database = await openDatabase(loadConfig().database);
+  try {
+    const counts: Record<string, unknown> = {};
+    for (const table of ['organizations', 'users', 'workspaces', 'api_keys', 'agents', 'projects', 'workspace_members'] as const) {
+      counts[table] = await database.db.selectFrom(table).selectAll().execute();
+    }
+    return counts;
+  } finally {
+    await database.close();
+  }
+}
+
+describe(`atrium command (${engineName})`, () => {
+  it('refuses an invalid setup file whole with exit code 2, naming the file and every problem path', async () => {
+    const file = writeSetup(
+      'bad.yaml',
+      `
+organizations:
+  - id: org_x
+    name: X
+    users: [{ id: usr_a, name: A, email: not-an-email }]
+    workspaces:
+      - id: wsp_x
+        name: X
+        models: [nope]
+        members: [{ user: usr_ghost, role: owner }, { user: usr_a, role: king }]
+        agents:
+          - { title: Lead, orchestration: { agents: [agt_missing] } }
+        projects:
+          - { name: P, color: blue }
+`,
+    );
+    expect(await main(['migrate'])).toBe(0);
+    const before = await countRows();
+    expect(await main(['apply', file])).toBe(2);
+    const text = output.err.join('\n');
+    expect(text).toContain(file);
+    expect(text).toContain('organizations[0].users[0].email');
+    expect(text).toContain('organizations[0].workspaces[0].members[1].role');
+    expect(text).toContain('organizations[0].workspaces[0].projects[0].color');
+    expect(await countRows()).toEqual(before);
+  });
+
+  it('reports reference problems (unknown user, model, sub-agent) with their paths', async () => {
+    const file = writeSetup(
+      'refs.yaml',
+      `
+organizations:
+  - id: org_y
+    name: Y
+    users: [{ id: usr_b, name: B, email: b@y.test }]
+    workspaces:
+      - id: wsp_y
+        name: Y
+        models: [nope]
+        members: [{ user: usr_ghost, role: owner }]
+        agents:
+          - { title: Lead, orchestration: { agents: [agt_missing] } }
+`,
+    );
+    expect(await main(['apply', file])).toBe(2);
+    const text = output.err.join('\n');
+    expect(text).toContain('organizations[0].workspaces[0].models[0]: unknown model "nope"');
+    expect(text).toContain('organizations[0].workspaces[0].members[0].user: unknown user "usr_ghost"');
+    expect(text).toContain('organizations[0].workspaces[0].agents[0].orchestration.agents[0]');
+  });
+
+  it('answers a file that is not YAML, or missing, with exit code 2', async () => {
+    expect(await main(['apply', writeSetup('broken.yaml', 'organizations: [unclosed')])).toBe(2);
+    expect(await main(['apply', path.join(dir, 'missing.yaml')])).toBe(2);
+    expect(await main(['apply'])).toBe(2);
+    expect(await main(['frobnicate'])).toBe(2);
+  });
+
+  it('applies a setup file, and applying it again changes nothing', async () => {
+    const file = writeSetup('tenancy.yaml', `${TENANCY_SETUP}\n      - { id: wsp_gen, name: Generated, members: [{ user: usr_gina, role: owner }], apiKeys: [{ name: generated-key, user: usr_gina }] }\n`);
+    expect(await main(['apply', file, '--json'])).toBe(0);
+    const first = JSON.parse(output.out.join(''));
+    expect(first.keys['main-owner']).toBe(KEYS.mainOwner);
+    expect(first.keys['generated-key']).toMatch(/^atr_ws_[A-Za-z0-9_-]{43}$/);
+    expect(first.ids.workspaces.Main).toBe('wsp_main');
+    const afterFirst = await countRows();
+
+    output.out = [];
+    expect(await main(['apply', file, '--json'])).toBe(0);
+    const second = JSON.parse(output.out.join(''));
+    expect(second.keys).toEqual({});
+    expect(await countRows()).toEqual(afterFirst);
+
+    output.out = [];
+    expect(await main(['apply', file])).toBe(0);
+    expect(output.out.join('\n')).toContain('nothing to change');
+  });
+
+  it('creates and revokes keys from the command line', async () => {
+    expect(await main(['keys', 'create', '--workspace', 'wsp_main', '--user', 'usr_max', '--name', 'cli', '--json'])).toBe(0);
+    const created = JSON.parse(output.out.join(''));
+    expect(created.key).toMatch(/^atr_ws_/);
+    expect(await main(['keys', 'create', '--organization', 'org_acme', '--user', 'usr_olivia', '--json'])).toBe(0);
+    expect(await main(['keys', 'create', '--workspace', 'wsp_main', '--user', 'usr_gina'])).toBe(2);
+    expect(await main(['keys', 'create', '--workspace', 'wsp_main'])).toBe(2);
+    expect(await main(['keys', 'revoke', created.id])).toBe(0);
+    expect(await main(['keys', 'revoke', created.id])).toBe(1);
+    const database = await openDatabase(loadConfig().database);
+    const row = await database.db.selectFrom('api_keys').selectAll().where('id', '=', created.id).executeTakeFirstOrThrow();
+    await database.close();
+    expect(row.revoked_at).not.toBeNull();
+  });
+
+  it('refuses `demo` on a database that is not empty', async () => {
+    expect(await main(['demo'])).toBe(2);
+  });
+});

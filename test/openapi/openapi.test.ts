@@ -1,0 +1,48 @@
+import { compileErrors, validate } from '@readme/openapi-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp } from '../helpers/app.js';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+let doc: Record<string, any>;
+beforeAll(async () => {
+  t = await createTestApp();
+  const res = await t.app.inject({ method: 'GET', url: '/v1/openapi.json' });
+  expect(res.statusCode).toBe(200);
+  doc = res.json();
+});
+afterAll(() => t.close());
+
+describe('OpenAPI document', () => {
+  it('is a valid OpenAPI 3.1 document with version 1.0', async () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info.version).toBe('1.0');
+    // The validator dereferences in place, so give it a copy.
+    const result = await validate(structuredClone(doc));
+    expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
+  });
+
+  it('documents the API key header as the security scheme', () => {
+    expect(doc.components.securitySchemes.apiKey).toEqual({ type: 'apiKey', in: 'header', name: 'x-service-api-key' });
+  });
+
+  it('documents every /v1 route with its security and the shared error body for each error status', () => {
+    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ path, method, op })),
+    );
+    expect(operations.length).toBeGreaterThanOrEqual(3);
+    for (const { path, method, op } of operations.filter((o) => o.path.startsWith('/v1/'))) {
+      const where = `${method.toUpperCase()} ${path}`;
+      expect(op.security, where).toEqual([{ apiKey: [] }, { bearer: [] }]);
+      for (const status of ['400', '401', '404', '500']) {
+        const schema = op.responses[status]?.content?.['application/json']?.schema;
+        expect(schema?.$ref, `${where} ${status}`).toBe('#/components/schemas/Error');
+      }
+    }
+  });
+
+  it('serves a docs page', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/docs/' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toContain('text/html');
+  });
+});

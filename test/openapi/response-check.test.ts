@@ -1,0 +1,22 @@
+import Fastify from 'fastify';
+import { describe, expect, it } from 'vitest';
+import { checkResponsesAgainstSchemas, responseViolations } from '../helpers/response-check.js';
+
+describe('the response schema check used by the whole suite', () => {
+  it('flags a body that breaks its schema and a status the route does not declare', async () => {
+    const app = Fastify();
+    checkResponsesAgainstSchemas(app);
+    app.get(
+      '/x',
+      { schema: { response: { 200: { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } } } } },
+      async (request, reply) => (request.query as { fail?: string }).fail ? reply.code(409).send({ n: 1 }) : { n: 1 },
+    );
+    await app.ready();
+    await app.inject({ url: '/x' });
+    expect(responseViolations).toEqual([]);
+    await app.inject({ url: '/x?fail=1' });
+    expect(responseViolations).toEqual(['GET /x → 409: status not declared in the route\'s response schema']);
+    responseViolations.length = 0;
+    await app.close();
+  });
+});
