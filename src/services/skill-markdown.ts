@@ -1,0 +1,91 @@
+import { parse as parseYaml } from 'yaml';
+import type { Problem } from './skill-archive.js';
+
+/** What a SKILL.md (or standalone markdown part) says about its skill. */
+export interface SkillHeader {
+  name: string;
+  description: string;
+  /** The rest of the front matter (license, allowed-tools, metadata, …), kept as given. */
+  metadata: Record<string, unknown>;
+}
+
+export const SKILL_NAME_MAX = 64;
+export const SKILL_DESCRIPTION_MAX = 1024;
+
+/** Why a skill name cannot be used, or null. Names are compared exactly (case-sensitive). */
+export function invalidSkillNameReason(name: string): string | null {
+  if (name.length === 0) return 'the skill name is empty';
+  if ([...name].length > SKILL_NAME_MAX) return `the skill name is longer than ${SKILL_NAME_MAX} characters`;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
+  if (/[\u0000-\u001f\u007f]/.test(name)) return 'the skill name contains a control character';
+  if (/[/\\]/.test(name)) return 'the skill name contains a slash';
+  return null;
+}
+
+const OPENING = /^---[ \t]*\r?\n/;
+const CLOSING = /^(?:---|\.\.\.)[ \t]*$/m;
+
+/** Splits `---\n<yaml>\n---\n<body>`; no front matter at all gives null. */
+export function splitFrontMatter(text: string): { yaml: string; body: string } | null | 'unterminated' {
+  const source = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  const opening = OPENING.exec(source);
+  if (!opening) return null;
+  const rest = source.slice(opening[0].length);
+  const closing = CLOSING.exec(rest);
+  if (!closing) return 'unterminated';
+  const afterClosing = rest.slice(closing.index + closing[0].length).replace(/^\r?\n/, '');
+  return { yaml: rest.slice(0, closing.index), body: afterClosing };
+}
+
+/**
+ * Reads the YAML front matter of a skill file (the Agent Skills format: `name`, `description`,
+ * optional `license`, `allowed-tools`, `metadata`). A file without front matter is a skill
+ * named after its file or directory with an empty description.
+ */
+export function parseSkillMarkdown(text: string, fallbackName: string): SkillHeader | Problem {
+  const split = splitFrontMatter(text);
+  if (split === 'unterminated') {
+    return { code: 'invalid_front_matter', message: 'the front matter has no closing `---` line' };
+  }
+  let fields: Record<string, unknown> = {};
+  if (split) {
+    let parsed: unknown;
+    try {
+      // `yaml` never runs code and caps alias expansion, so hostile YAML stays cheap.
+      parsed = parseYaml(split.yaml, { prettyErrors: false });
+    } catch (error) {
+      const first = String((error as Error).message).split('\n')[0];
+      return { code: 'invalid_front_matter', message: `the front matter is not valid YAML (${first})` };
+    }
+    if (parsed !== null && parsed !== undefined) {
+      if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+        return { code: 'invalid_front_matter', message: 'the front matter is not a YAML mapping' };
+      }
+      fields = parsed as Record<string, unknown>;
+    }
+  }
+
+  const { name: rawName, description: rawDescription, ...metadata } = fields;
+  if (rawName !== undefined && rawName !== null && typeof rawName !== 'string') {
+    return { code: 'invalid_front_matter', message: '`name` in the front matter must be a string' };
+  }
+  if (rawDescription !== undefined && rawDescription !== null && typeof rawDescription !== 'string') {
+    return { code: 'invalid_front_matter', message: '`description` in the front matter must be a string' };
+  }
+  const name = (typeof rawName === 'string' && rawName.trim() !== '' ? rawName : fallbackName).trim();
+  const nameProblem = invalidSkillNameReason(name);
+  if (nameProblem) return { code: 'invalid_name', message: nameProblem };
+  const description = typeof rawDescription === 'string' ? rawDescription.trim() : '';
+  if ([...description].length > SKILL_DESCRIPTION_MAX) {
+    return {
+      code: 'invalid_front_matter',
+      message: `\`description\` is longer than ${SKILL_DESCRIPTION_MAX} characters`,
+    };
+  }
+  // Dates and other YAML-only values become their JSON form; the metadata is stored as JSON.
+  return { name, description, metadata: JSON.parse(JSON.stringify(metadata)) as Record<string, unknown> };
+}
+
+export function isProblem(value: SkillHeader | Problem): value is Problem {
+  return 'code' in value;
+}

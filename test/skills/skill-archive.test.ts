@@ -1,0 +1,205 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  type ArchiveLimits,
+  ArchiveProblem,
+  DEFAULT_ARCHIVE_LIMITS,
+  planArchive,
+  unsafeEntryNameReason,
+  verifySkillContent,
+} from '../../src/services/skill-archive.js';
+import { isProblem, parseSkillMarkdown, splitFrontMatter } from '../../src/services/skill-markdown.js';
+import { buildZip, patchEntry, replaceBytes, skillMd, type ZipEntrySpec } from './zip-builder.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'atrium-skill-archive-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let counter = 0;
+
+async function writeZip(entries: ZipEntrySpec[] | Buffer): Promise<string> {
+  const bytes = Buffer.isBuffer(entries) ? entries : await buildZip(entries);
+  const file = path.join(dir, `a${counter++}.zip`);
+  writeFileSync(file, bytes);
+  return file;
+}
+
+async function plan(entries: ZipEntrySpec[] | Buffer, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS) {
+  const archive = await planArchive(await writeZip(entries), limits);
+  archive.zip.close();
+  return archive;
+}
+
+describe('entry names', () => {
+  it.each([
+    ['../evil.sh', 'climbs'],
+    ['skill/../../evil.sh', 'climbs'],
+    ['/etc/passwd', 'absolute'],
+    ['C:/Windows/x', 'absolute'],
+    ['skill\\..\\evil', 'backslash'],
+    ['skill/a\0b', 'NUL'],
+    ['skill/./a', '`.` segment'],
+    ['skill//a', 'empty segment'],
+  ])('refuses %j', (name, reason) => {
+    expect(unsafeEntryNameReason(name)).toContain(reason);
+  });
+
+  it.each(['skill/SKILL.md', 'skill/scripts/run.py', 'skill/', 'a b/ü.md'])('accepts %j', (name) => {
+    expect(unsafeEntryNameReason(name)).toBeNull();
+  });
+});
+
+describe('planArchive', () => {
+  it('finds every skill directory, with nested files, and ignores files outside them', async () => {
+    const archive = await plan([
+      { name: 'README.md', content: 'not a skill' },
+      { name: 'bundle/pdf/SKILL.md', content: skillMd('pdf', 'PDFs') },
+      { name: 'bundle/pdf/scripts/deep/extract.py', content: 'print(1)' },
+      { name: 'bundle/pdf/', directory: true },
+      { name: 'bundle/docx/SKILL.md', content: skillMd('docx', 'Word') },
+      { name: '__MACOSX/bundle/._pdf', content: 'junk' },
+    ]);
+    expect(archive.looseProblems).toEqual([]);
+    expect(archive.skills.map((s) => [s.root, s.files.map((f) => f.relativePath).sort(), s.problem])).toEqual([
+      ['bundle/docx/', ['SKILL.md'], null],
+      ['bundle/pdf/', ['SKILL.md', 'scripts/deep/extract.py'], null],
+    ]);
+  });
+
+  it('treats a SKILL.md at the root as one skill holding the whole archive', async () => {
+    const archive = await plan([
+      { name: 'SKILL.md', content: skillMd('root', 'Root') },
+      { name: 'sub/SKILL.md', content: skillMd('inner', 'Inner') },
+      { name: 'sub/data.txt', content: 'x' },
+    ]);
+    expect(archive.skills).toHaveLength(1);
+    expect(archive.skills[0]!.root).toBe('');
+    expect(archive.skills[0]!.files).toHaveLength(3);
+  });
+
+  it('reports a directory beside the skills that has no SKILL.md', async () => {
+    const archive = await plan([
+      { name: 'good/SKILL.md', content: skillMd('good', 'Good') },
+      { name: 'notes/readme.md', content: 'no skill here' },
+    ]);
+    expect(archive.skills.map((s) => [s.directoryName, s.problem?.code ?? null])).toEqual([
+      ['good', null],
+      ['notes', 'missing_skill_md'],
+    ]);
+  });
+
+  it('refuses only the skill an unsafe entry belongs to', async () => {
+    const honest = await buildZip([
+      { name: 'good/SKILL.md', content: skillMd('good', 'Good') },
+      { name: 'evil/SKILL.md', content: skillMd('evil', 'Evil') },
+      { name: 'evil/XX/XX/XX/tmp/pwned', content: 'boom' },
+    ]);
+    const archive = await plan(replaceBytes(honest, 'XX/XX/XX', '../../..'));
+    expect(archive.skills.map((s) => [s.directoryName, s.problem?.code ?? null])).toEqual([
+      ['evil', 'unsafe_path'],
+      ['good', null],
+    ]);
+  });
+
+  it('refuses symbolic links, encrypted entries and special files by their headers', async () => {
+    const zip = await buildZip([
+      { name: 'link/SKILL.md', content: skillMd('link', 'L') },
+      { name: 'link/passwd', content: '/etc/passwd', mode: 0o120777 },
+      { name: 'locked/SKILL.md', content: skillMd('locked', 'E') },
+      { name: 'locked/secret.txt', content: 'secret' },
+      { name: 'fifo/SKILL.md', content: skillMd('fifo', 'F') },
+      { name: 'fifo/pipe', content: '', mode: 0o010644 },
+    ]);
+    const archive = await plan(patchEntry(zip, 'locked/secret.txt', { setFlags: 0x1 }));
+    expect(Object.fromEntries(archive.skills.map((s) => [s.directoryName, s.problem?.code]))).toEqual({
+      fifo: 'special_file',
+      link: 'symlink',
+      locked: 'encrypted_entry',
+    });
+  });
+
+  it('refuses an archive with more entries than the limit before reading them', async () => {
+    const entries = Array.from({ length: 12 }, (_, i) => ({ name: `s/f${i}.txt`, content: 'x' }));
+    await expect(plan(entries, { ...DEFAULT_ARCHIVE_LIMITS, maxEntries: 10 })).rejects.toMatchObject({
+      code: 'too_many_entries',
+    });
+  });
+
+  it('refuses a file that is not a zip', async () => {
+    await expect(plan(Buffer.from('this is plain text, not an archive'))).rejects.toBeInstanceOf(ArchiveProblem);
+  });
+
+  it('reports an archive without any SKILL.md', async () => {
+    const archive = await plan([{ name: 'loose.txt', content: 'x' }]);
+    expect(archive.looseProblems.map((p) => p.code)).toEqual(['no_skills']);
+  });
+});
+
+describe('verifySkillContent', () => {
+  it('returns the SKILL.md text after inflating every file', async () => {
+    const archive = await planArchive(
+      await writeZip([
+        { name: 's/SKILL.md', content: skillMd('s', 'S') },
+        { name: 's/big.bin', content: Buffer.alloc(200_000, 7) },
+      ]),
+      DEFAULT_ARCHIVE_LIMITS,
+    );
+    try {
+      expect(await verifySkillContent(archive.zip, archive.skills[0]!, DEFAULT_ARCHIVE_LIMITS)).toContain('name: s');
+    } finally {
+      archive.zip.close();
+    }
+  });
+
+  it('stops an entry that inflates past the size its header declares (a lying zip bomb)', async () => {
+    const honest = await buildZip([
+      { name: 'bomb/SKILL.md', content: skillMd('bomb', 'B') },
+      { name: 'bomb/zeros.bin', content: Buffer.alloc(5 * 1024 * 1024) },
+    ]);
+    const lying = patchEntry(honest, 'bomb/zeros.bin', { uncompressedSize: 100 });
+    const archive = await planArchive(await writeZip(lying), DEFAULT_ARCHIVE_LIMITS);
+    try {
+      expect(archive.skills[0]!.declaredBytes).toBeLessThan(1000);
+      await expect(verifySkillContent(archive.zip, archive.skills[0]!, DEFAULT_ARCHIVE_LIMITS)).rejects.toMatchObject({
+        code: 'size_mismatch',
+      });
+    } finally {
+      archive.zip.close();
+    }
+  });
+});
+
+describe('front matter', () => {
+  it('reads name, description and keeps the rest as metadata', () => {
+    const header = parseSkillMarkdown(
+      skillMd('pdf-tools', 'Extract text from PDFs', 'license: MIT\nallowed-tools: [Read]\n'),
+      'fallback',
+    );
+    expect(header).toEqual({
+      name: 'pdf-tools',
+      description: 'Extract text from PDFs',
+      metadata: { license: 'MIT', 'allowed-tools': ['Read'] },
+    });
+  });
+
+  it('falls back to the file or directory name, and to no front matter at all', () => {
+    expect(parseSkillMarkdown(skillMd(undefined, 'D'), 'dir-name')).toMatchObject({ name: 'dir-name' });
+    expect(parseSkillMarkdown('# Just markdown\n', 'plain')).toEqual({ name: 'plain', description: '', metadata: {} });
+  });
+
+  it.each([
+    ['---\nname: [unclosed\n---\n', 'invalid_front_matter'],
+    ['---\nname: x\n', 'invalid_front_matter'],
+    ['---\n- a list\n---\n', 'invalid_front_matter'],
+    ['---\nname: 12\n---\n', 'invalid_front_matter'],
+    [`---\nname: ${'n'.repeat(65)}\n---\n`, 'invalid_name'],
+    [`---\ndescription: ${'d'.repeat(1025)}\n---\n`, 'invalid_front_matter'],
+  ])('refuses %j', (text, code) => {
+    const result = parseSkillMarkdown(text, 'fallback');
+    expect(isProblem(result) && result.code).toBe(code);
+  });
+
+  it('splits front matter with CRLF line ends and a byte-order mark', () => {
+    expect(splitFrontMatter('\uFEFF---\r\nname: a\r\n---\r\nbody')).toEqual({ yaml: 'name: a\r\n', body: 'body' });
+  });
+});
