@@ -9,10 +9,13 @@ import { registerOpenApi } from './http/plugins/openapi.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { healthRoutes } from './http/routes/health.js';
 import { projectRoutes } from './http/routes/projects.js';
+import { skillRoutes } from './http/routes/skills.js';
 import { Agent } from './http/schemas/agents.js';
 import { ErrorBody, Pagination } from './http/schemas/common.js';
 import { Project } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
+import { createObjectStore } from './storage/index.js';
+import type { ObjectStore } from './storage/object-store.js';
 
 /** Everything the app needs from outside, built once by the caller (server, CLI or test). */
 export interface AppDeps {
@@ -20,6 +23,8 @@ export interface AppDeps {
   db: Db;
   dialect: Dialect;
   clock: Clock;
+  /** Object storage (fs or s3), built from config by createObjectStore unless given. */
+  store: ObjectStore;
   /** Extra readiness checks beyond the database (e.g. storage), by name. */
   readinessChecks?: Record<string, () => Promise<void>>;
 }
@@ -40,8 +45,18 @@ function createValidators() {
 }
 
 /** Builds the app; never listens (only server.ts does), so tests build it without a port. */
-export async function buildApp(input: Omit<AppDeps, 'clock'> & { clock?: Clock }, options: BuildAppOptions = {}) {
-  const deps: AppDeps = { ...input, clock: input.clock ?? systemClock };
+export async function buildApp(
+  input: Omit<AppDeps, 'clock' | 'store'> & { clock?: Clock; store?: ObjectStore },
+  options: BuildAppOptions = {},
+) {
+  const clock = input.clock ?? systemClock;
+  const store = input.store ?? createObjectStore(input.config, { clock });
+  const deps: AppDeps = {
+    ...input,
+    clock,
+    store,
+    readinessChecks: { storage: () => store.check(), ...input.readinessChecks },
+  };
   const app: FastifyInstance = Fastify({
     logger: options.logger ?? {
       level: deps.config.logLevel,
@@ -84,6 +99,7 @@ export async function buildApp(input: Omit<AppDeps, 'clock'> & { clock?: Clock }
       registerAuth(v1, deps);
       await agentRoutes(v1, deps);
       await projectRoutes(v1, deps);
+      await skillRoutes(v1, deps);
     },
     { prefix: '/v1' },
   );

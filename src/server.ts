@@ -1,6 +1,7 @@
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
+import { createObjectStore } from './storage/index.js';
 
 /**
  * The only place that listens: config → database → app → listen. SIGTERM and SIGINT stop
@@ -9,7 +10,8 @@ import { migrateToLatest, openDatabase } from './db/database.js';
 export async function startServer(config: Config, hooks: { onListening?: (url: string) => void } = {}) {
   const database = await openDatabase(config.database);
   await migrateToLatest(database.db);
-  const app = await buildApp({ config, db: database.db, dialect: database.dialect });
+  const store = createObjectStore(config);
+  const app = await buildApp({ config, db: database.db, dialect: database.dialect, store });
 
   let closing: Promise<void> | undefined;
   const shutdown = (signal: string) => {

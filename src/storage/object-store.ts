@@ -16,12 +16,27 @@ export interface SignedUploadOptions {
   /** The exact size the caller declared; the PUT may not exceed it. */
   sizeBytes: number;
   expiresInSeconds: number;
+  /**
+   * Origin for URLs Atrium serves itself (fs backend) when `ATRIUM_PUBLIC_URL` is not set,
+   * e.g. the origin the API request came in on. Ignored by s3.
+   */
+  origin?: string;
 }
 
 export interface SignedDownloadOptions {
   filename: string;
   contentType: string;
   expiresInSeconds: number;
+  /** As in SignedUploadOptions. */
+  origin?: string;
+}
+
+export interface PutOptions {
+  contentType: string;
+  /** A body longer than this fails with 413 payload_too_large and stores nothing. */
+  maxBytes?: number;
+  /** When set, a body of any other length stores nothing (413 when longer, 400 when shorter). */
+  exactBytes?: number;
 }
 
 /**
@@ -31,7 +46,7 @@ export interface SignedDownloadOptions {
 export interface ObjectStore {
   readonly kind: 'fs' | 's3';
   /** Stores a stream under `key`, atomically: a failed or oversized write leaves nothing behind. */
-  put(key: string, body: Readable, options: { contentType: string; maxBytes?: number }): Promise<ObjectInfo>;
+  put(key: string, body: Readable, options: PutOptions): Promise<ObjectInfo>;
   get(key: string, range?: { start: number; end?: number }): Promise<{ body: Readable; info: ObjectInfo } | null>;
   head(key: string): Promise<ObjectInfo | null>;
   /** Every object whose key starts with `prefix`. */

@@ -10,6 +10,8 @@ import type { Clock } from '../../src/ids.js';
 import { checkResponsesAgainstSchemas } from './response-check.js';
 import { applySetup } from '../../src/setup/apply.js';
 import { parseSetupText } from '../../src/setup/validate.js';
+import { createObjectStore } from '../../src/storage/index.js';
+import type { ObjectStore } from '../../src/storage/object-store.js';
 
 /** Which engine this run tests: PostgreSQL when TEST_DATABASE_URL is set, else SQLite. */
 export const testDatabaseUrl = process.env.TEST_DATABASE_URL || undefined;
@@ -61,19 +63,30 @@ export async function applyFixture(env: TestEnv, yamlText: string) {
   return applySetup(env.database.db, parsed.setup, { now: new Date() });
 }
 
-export async function createTestApp(options: { env?: Record<string, string>; clock?: Clock; setup?: string } = {}) {
+export async function createTestApp(
+  options: {
+    env?: Record<string, string>;
+    clock?: Clock;
+    setup?: string;
+    /** Object storage; default: the one config selects (fs under the test's data dir). */
+    store?: (config: Config) => ObjectStore;
+  } = {},
+) {
   const env = await createTestEnv(options.env);
   const applied = options.setup ? await applyFixture(env, options.setup) : undefined;
+  const store = options.store?.(env.config) ?? createObjectStore(env.config, { clock: options.clock });
   const app = await buildApp({
     config: env.config,
     db: env.database.db,
     dialect: env.database.dialect,
     clock: options.clock,
+    store,
   }, { beforeRoutes: checkResponsesAgainstSchemas });
   await app.ready();
   return {
     app,
     env,
+    store,
     applied,
     async close() {
       await app.close();

@@ -1,0 +1,307 @@
+import { Writable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { Readable } from 'node:stream';
+import type { StorageConfig } from '../config.js';
+import { errors } from '../errors.js';
+import type { Clock } from '../ids.js';
+import { contentDisposition } from './content-disposition.js';
+import { copyInto, MeteredStream } from './fs-store.js';
+import type {
+  ObjectInfo,
+  ObjectStore,
+  PutOptions,
+  SignedDownloadOptions,
+  SignedUploadOptions,
+} from './object-store.js';
+import { keySegments } from './safe-path.js';
+
+export type S3StorageConfig = Extract<StorageConfig, { kind: 's3' }>;
+
+/** Parts of a multipart upload; S3's minimum is 5 MiB. At most one part is held in memory. */
+const PART_SIZE = 8 * 1024 * 1024;
+
+const stripQuotes = (etag: string | undefined) => (etag ?? '').replace(/^"|"$/g, '');
+
+function isNotFound(error: unknown): boolean {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404;
+}
+
+/**
+ * Buffers at most one part, then uploads it: a stream of unknown length becomes one PutObject
+ * (small) or a multipart upload (large), aborted on any failure so nothing partial remains.
+ */
+class S3UploadSink extends Writable {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private uploadId: string | undefined;
+  private readonly parts: { ETag: string | undefined; PartNumber: number }[] = [];
+  total = 0;
+  etag = '';
+
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+    private readonly key: string,
+    private readonly options: PutOptions,
+  ) {
+    super({ highWaterMark: 1024 * 1024 });
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    this.total += chunk.length;
+    if (this.buffered < PART_SIZE) return callback();
+    this.flushPart().then(() => callback(), callback);
+  }
+
+  private takeBuffer(): Buffer {
+    const buffer = Buffer.concat(this.chunks, this.buffered);
+    this.chunks = [];
+    this.buffered = 0;
+    return buffer;
+  }
+
+  private async flushPart(): Promise<void> {
+    if (!this.uploadId) {
+      const created = await this.client.send(
+        new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: this.key, ContentType: this.options.contentType }),
+      );
+      this.uploadId = created.UploadId;
+    }
+    const PartNumber = this.parts.length + 1;
+    const body = this.takeBuffer();
+    const part = await this.client.send(
+      new UploadPartCommand({
+        Bucket: this.bucket,
+        Key: this.key,
+        UploadId: this.uploadId,
+        PartNumber,
+        Body: body,
+        ContentLength: body.length,
+      }),
+    );
+    this.parts.push({ ETag: part.ETag, PartNumber });
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    (async () => {
+      if (this.options.exactBytes !== undefined && this.total !== this.options.exactBytes) {
+        throw errors.badRequest(
+          `The body has ${this.total} bytes but ${this.options.exactBytes} were declared; nothing was stored`,
+        );
+      }
+      if (!this.uploadId) {
+        const body = this.takeBuffer();
+        const put = await this.client.send(
+          new PutObjectCommand({
+            Bucket: this.bucket,
+            Key: this.key,
+            Body: body,
+            ContentLength: body.length,
+            ContentType: this.options.contentType,
+          }),
+        );
+        this.etag = stripQuotes(put.ETag);
+        return;
+      }
+      if (this.buffered > 0) await this.flushPart();
+      const done = await this.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: this.bucket,
+          Key: this.key,
+          UploadId: this.uploadId,
+          MultipartUpload: { Parts: this.parts },
+        }),
+      );
+      this.etag = stripQuotes(done.ETag);
+    })().then(() => callback(), callback);
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.chunks = [];
+    if (error && this.uploadId) {
+      this.client
+        .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.uploadId }))
+        .catch(() => {})
+        .finally(() => callback(error));
+      return;
+    }
+    callback(error);
+  }
+}
+
+/**
+ * S3 and compatibles (AWS S3, MinIO, R2…). Uploads and downloads go straight to S3 through
+ * presigned URLs that bind content type, content length and expiry.
+ */
+export class S3ObjectStore implements ObjectStore {
+  readonly kind = 's3' as const;
+  readonly client: S3Client;
+  private readonly bucket: string;
+
+  constructor(
+    config: S3StorageConfig,
+    private readonly options: { clock: Clock },
+  ) {
+    this.bucket = config.bucket;
+    this.client = new S3Client({
+      region: config.region,
+      endpoint: config.endpoint,
+      forcePathStyle: config.forcePathStyle,
+      credentials:
+        config.accessKeyId && config.secretAccessKey
+          ? { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey }
+          : undefined,
+      // Flexible checksums would be baked into presigned URLs, which browsers and many
+      // S3-compatible servers cannot satisfy; S3 still checks Content-MD5/length itself.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
+  }
+
+  async put(key: string, body: Readable, options: PutOptions): Promise<ObjectInfo> {
+    keySegments(key);
+    const limit = [options.maxBytes, options.exactBytes].filter((n): n is number => n !== undefined);
+    const meter = new MeteredStream(limit.length > 0 ? Math.min(...limit) : undefined);
+    const sink = new S3UploadSink(this.client, this.bucket, key, options);
+    await copyInto(body, meter, sink);
+    return { key, size: sink.total, etag: sink.etag, lastModified: this.options.clock(), contentType: options.contentType };
+  }
+
+  async get(key: string, range?: { start: number; end?: number }) {
+    keySegments(key);
+    try {
+      const result = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Range: range ? `bytes=${range.start}-${range.end ?? ''}` : undefined,
+        }),
+      );
+      const total = /\/(\d+)$/.exec(result.ContentRange ?? '')?.[1];
+      const info: ObjectInfo = {
+        key,
+        size: total ? Number(total) : (result.ContentLength ?? 0),
+        etag: stripQuotes(result.ETag),
+        lastModified: result.LastModified ?? new Date(0),
+        contentType: result.ContentType,
+      };
+      return { body: result.Body as Readable, info };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  async head(key: string): Promise<ObjectInfo | null> {
+    keySegments(key);
+    try {
+      const result = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return {
+        key,
+        size: result.ContentLength ?? 0,
+        etag: stripQuotes(result.ETag),
+        lastModified: result.LastModified ?? new Date(0),
+        contentType: result.ContentType,
+      };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
+      );
+      for (const object of page.Contents ?? []) {
+        if (!object.Key) continue;
+        yield {
+          key: object.Key,
+          size: object.Size ?? 0,
+          etag: stripQuotes(object.ETag),
+          lastModified: object.LastModified ?? new Date(0),
+        };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  async delete(key: string): Promise<void> {
+    keySegments(key);
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+  }
+
+  async deletePrefix(prefix: string): Promise<void> {
+    if (prefix.length === 0) throw new Error('Refusing to delete a whole bucket');
+    let batch: string[] = [];
+    const flush = async () => {
+      if (batch.length === 0) return;
+      await this.client.send(
+        new DeleteObjectsCommand({
+          Bucket: this.bucket,
+          Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+        }),
+      );
+      batch = [];
+    };
+    for await (const object of this.list(prefix)) {
+      batch.push(object.key);
+      if (batch.length === 1000) await flush();
+    }
+    await flush();
+  }
+
+  async createUploadUrl(key: string, options: SignedUploadOptions): Promise<string> {
+    keySegments(key);
+    const command = new PutObjectCommand({
+      Bucket: this.bucket,
+      Key: key,
+      ContentType: options.contentType,
+      ContentLength: options.sizeBytes,
+    });
+    return getSignedUrl(this.client, command, {
+      expiresIn: options.expiresInSeconds,
+      signingDate: this.options.clock(),
+      // Signed as headers (not hoisted to the query), so S3 refuses any other type or length.
+      signableHeaders: new Set(['content-type', 'content-length']),
+      unhoistableHeaders: new Set(['content-type', 'content-length']),
+    });
+  }
+
+  async createDownloadUrl(key: string, options: SignedDownloadOptions): Promise<string> {
+    keySegments(key);
+    const command = new GetObjectCommand({
+      Bucket: this.bucket,
+      Key: key,
+      ResponseContentType: options.contentType,
+      ResponseContentDisposition: contentDisposition(options.filename),
+    });
+    return getSignedUrl(this.client, command, {
+      expiresIn: options.expiresInSeconds,
+      signingDate: this.options.clock(),
+    });
+  }
+
+  async check(): Promise<void> {
+    await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+  }
+}

@@ -1,0 +1,98 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FsObjectStore } from '../../src/storage/fs-store.js';
+import { resolveSafePath, UnsafePathError } from '../../src/storage/safe-path.js';
+
+let root: string;
+let store: FsObjectStore;
+beforeAll(() => {
+  root = mkdtempSync(path.join(tmpdir(), 'atrium-fs-store-'));
+  store = new FsObjectStore({ root, signingSecret: 's', clock: () => new Date(), fallbackOrigin: 'http://127.0.0.1:1' });
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const text = async (body: Readable) => {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString();
+};
+
+async function keys(prefix: string) {
+  const found: string[] = [];
+  for await (const info of store.list(prefix)) found.push(info.key);
+  return found.sort();
+}
+
+describe('FsObjectStore', () => {
+  it('stores, reads, heads, ranges, lists and deletes objects', async () => {
+    const info = await store.put('p/a/b.txt', Readable.from([Buffer.from('hello '), Buffer.from('world')]), {
+      contentType: 'text/plain',
+    });
+    expect(info).toMatchObject({ key: 'p/a/b.txt', size: 11, contentType: 'text/plain' });
+    const got = await store.get('p/a/b.txt');
+    expect(await text(got!.body)).toBe('hello world');
+    const ranged = await store.get('p/a/b.txt', { start: 6, end: 8 });
+    expect(await text(ranged!.body)).toBe('wor');
+    expect(ranged!.info.size).toBe(11);
+    expect(await store.head('p/a/b.txt')).toMatchObject({ size: 11, etag: info.etag, contentType: 'text/plain' });
+    await store.put('p/c.md', Readable.from([Buffer.from('# c')]), { contentType: 'text/markdown' });
+    expect(await keys('p/')).toEqual(['p/a/b.txt', 'p/c.md']);
+    await store.delete('p/a/b.txt');
+    expect(await store.head('p/a/b.txt')).toBeNull();
+    expect(await store.get('p/a/b.txt')).toBeNull();
+    expect(await keys('p/')).toEqual(['p/c.md']);
+    await store.deletePrefix('p/');
+    expect(await keys('p/')).toEqual([]);
+  });
+
+  it('gives replaced content a new etag, even at the same size', async () => {
+    const first = await store.put('r/x', Readable.from([Buffer.from('aaaa')]), { contentType: 'text/plain' });
+    const second = await store.put('r/x', Readable.from([Buffer.from('bbbb')]), { contentType: 'text/plain' });
+    expect(second.etag).not.toBe(first.etag);
+    expect((await store.head('r/x'))!.etag).toBe(second.etag);
+  });
+
+  it('refuses a body over maxBytes with 413 and leaves no object and no temp file', async () => {
+    await expect(
+      store.put('big/x', Readable.from([Buffer.alloc(10), Buffer.alloc(10)]), { contentType: 'a/b', maxBytes: 15 }),
+    ).rejects.toMatchObject({ code: 'payload_too_large', status: 413 });
+    expect(await store.head('big/x')).toBeNull();
+    expect(readdirSync(path.join(root, 'tmp'))).toEqual([]);
+  });
+
+  it('refuses a body shorter than exactBytes and stores nothing', async () => {
+    await expect(
+      store.put('short/x', Readable.from([Buffer.alloc(3)]), { contentType: 'a/b', exactBytes: 5 }),
+    ).rejects.toMatchObject({ code: 'bad_request' });
+    expect(await store.head('short/x')).toBeNull();
+  });
+
+  it('leaves nothing when the body stream fails midway', async () => {
+    const failing = new Readable({
+      read() {
+        this.push(Buffer.alloc(100));
+        this.destroy(new Error('connection reset'));
+      },
+    });
+    await expect(store.put('cut/x', failing, { contentType: 'a/b' })).rejects.toThrow();
+    expect(await store.head('cut/x')).toBeNull();
+    expect(readdirSync(path.join(root, 'tmp'))).toEqual([]);
+  });
+
+  it('reports a file/folder name clash as a bad request', async () => {
+    await store.put('clash/a', Readable.from([Buffer.from('x')]), { contentType: 'a/b' });
+    await expect(store.put('clash/a/b', Readable.from([Buffer.from('y')]), { contentType: 'a/b' })).rejects.toMatchObject({
+      code: 'bad_request',
+    });
+  });
+
+  it('refuses unsafe keys: traversal, absolute, NUL, backslash, empty segments', () => {
+    for (const key of ['../x', 'a/../../x', '/etc/passwd', 'a\0b', 'a\\b', 'a//b', './a', '']) {
+      expect(() => resolveSafePath(root, key), key).toThrow(UnsafePathError);
+    }
+    expect(resolveSafePath(root, 'a/b..c/.env')).toBe(path.join(root, 'a', 'b..c', '.env'));
+  });
+});
