@@ -1,10 +1,20 @@
 import { hashApiKey, keysMatch } from '../auth/api-keys.js';
 import type { Db } from '../db/database.js';
-import { findApiKeyByHash, touchApiKey } from '../db/repositories/api-keys.js';
 import { findAgentLocation } from '../db/repositories/agents.js';
-import { findMemberRole, findWorkspace } from '../db/repositories/tenancy.js';
+import { findApiKeyByHash, touchApiKey } from '../db/repositories/api-keys.js';
+import { findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import type { ApiKeyKind, Role } from '../db/schema.js';
 import { errors } from '../errors.js';
+
+/** The workspace a request acts in, and the calling user's role there (null: not a member). */
+export interface WorkspaceAccess {
+  principal: Principal;
+  workspaceId: string;
+  organizationId: string;
+  role: Role | null;
+  /** The workspace's default model id (null: none set, the offline model). */
+  defaultModel: string | null;
+}
 
 /** Who is calling: resolved from the API key once per request. */
 export interface Principal {
@@ -16,14 +26,8 @@ export interface Principal {
   userId: string;
   /** The rate limit the key's workspace sets, if any. */
   rateLimitPerMinute: number | null;
-}
-
-/** The workspace a request acts in, and the calling user's role there (null: not a member). */
-export interface WorkspaceAccess {
-  principal: Principal;
-  workspaceId: string;
-  organizationId: string;
-  role: Role | null;
+  /** For a workspace key, its own workspace, resolved with the key (no second query). */
+  ownWorkspace: WorkspaceAccess | null;
 }
 
 // Writing last_used_at on every request would make each read a write; a minute's precision is plenty.
@@ -41,36 +45,56 @@ export async function authenticateKey(db: Db, presentedKey: string | undefined, 
   if (!key.last_used_at || now.getTime() - Date.parse(key.last_used_at) > LAST_USED_PRECISION_MS) {
     await touchApiKey(db, key.id, now.toISOString());
   }
-  let rateLimitPerMinute: number | null = null;
-  if (key.workspace_id) {
-    const workspace = await findWorkspace(db, key.workspace_id);
-    rateLimitPerMinute = workspace?.rate_limit_per_minute ?? null;
-  }
-  return {
+  const principal: Principal = {
     keyId: key.id,
     kind: key.kind,
     organizationId: key.organization_id,
     workspaceId: key.workspace_id,
     userId: key.user_id,
-    rateLimitPerMinute,
+    rateLimitPerMinute: key.workspace_rate_limit ?? null,
+    ownWorkspace: null,
   };
+  if (key.workspace_id) {
+    principal.ownWorkspace = {
+      principal,
+      workspaceId: key.workspace_id,
+      organizationId: key.organization_id,
+      role: key.workspace_role ?? null,
+      defaultModel: key.workspace_default_model ?? null,
+    };
+  }
+  return principal;
 }
 
-async function accessTo(db: Db, principal: Principal, workspaceId: string, organizationId: string) {
-  const role = await findMemberRole(db, workspaceId, principal.userId);
-  return { principal, workspaceId, organizationId, role } satisfies WorkspaceAccess;
+/**
+ * The access of the principal to a workspace, when its key may act there (a workspace key in its
+ * own workspace, an organization key in its organization's); null when it may not; undefined
+ * when the workspace does not exist.
+ */
+async function resolveAccess(db: Db, principal: Principal, workspaceId: string) {
+  if (principal.ownWorkspace) {
+    if (principal.ownWorkspace.workspaceId === workspaceId) return principal.ownWorkspace;
+    const exists = await findWorkspaceWithRole(db, workspaceId, principal.userId);
+    return exists ? null : undefined;
+  }
+  const workspace = await findWorkspaceWithRole(db, workspaceId, principal.userId);
+  if (!workspace) return undefined;
+  if (workspace.organization_id !== principal.organizationId) return null;
+  return {
+    principal,
+    workspaceId: workspace.id,
+    organizationId: workspace.organization_id,
+    role: workspace.role ?? null,
+    defaultModel: workspace.default_model,
+  } satisfies WorkspaceAccess;
 }
 
 /** `/workspace/{workspaceId}/…`: unknown workspace → 404; a workspace the key cannot act in → 401. */
 export async function accessWorkspaceInPath(db: Db, principal: Principal, workspaceId: string) {
-  const workspace = await findWorkspace(db, workspaceId);
-  if (!workspace) throw errors.notFound('Workspace');
-  const allowed =
-    principal.kind === 'workspace'
-      ? principal.workspaceId === workspace.id
-      : principal.organizationId === workspace.organization_id;
-  if (!allowed) throw errors.unauthorized('This API key cannot act in this workspace');
-  return accessTo(db, principal, workspace.id, workspace.organization_id);
+  const access = await resolveAccess(db, principal, workspaceId);
+  if (access === undefined) throw errors.notFound('Workspace');
+  if (access === null) throw errors.unauthorized('This API key cannot act in this workspace');
+  return access;
 }
 
 /**
@@ -78,21 +102,18 @@ export async function accessWorkspaceInPath(db: Db, principal: Principal, worksp
  * workspace; an organization key must name one of its organization's workspaces in `x-workspace-id`.
  */
 export async function accessRequestWorkspace(db: Db, principal: Principal, headerWorkspaceId?: string) {
-  if (principal.kind === 'workspace') {
-    const workspaceId = principal.workspaceId!;
-    if (headerWorkspaceId && headerWorkspaceId !== workspaceId) {
+  if (principal.ownWorkspace) {
+    if (headerWorkspaceId && headerWorkspaceId !== principal.ownWorkspace.workspaceId) {
       throw errors.unauthorized('A workspace key acts only in its own workspace');
     }
-    return accessTo(db, principal, workspaceId, principal.organizationId);
+    return principal.ownWorkspace;
   }
   if (!headerWorkspaceId) {
     throw errors.unauthorized('An organization key must name a workspace in the x-workspace-id header');
   }
-  const workspace = await findWorkspace(db, headerWorkspaceId);
-  if (!workspace || workspace.organization_id !== principal.organizationId) {
-    throw errors.unauthorized('The x-workspace-id workspace is not in this key’s organization');
-  }
-  return accessTo(db, principal, workspace.id, workspace.organization_id);
+  const access = await resolveAccess(db, principal, headerWorkspaceId);
+  if (!access) throw errors.unauthorized('The x-workspace-id workspace is not in this key’s organization');
+  return access;
 }
 
 /**
@@ -101,11 +122,8 @@ export async function accessRequestWorkspace(db: Db, principal: Principal, heade
  */
 export async function accessAgentWorkspace(db: Db, principal: Principal, agentId: string) {
   const location = await findAgentLocation(db, agentId);
-  const visible =
-    location &&
-    (principal.kind === 'workspace'
-      ? location.workspaceId === principal.workspaceId
-      : location.organizationId === principal.organizationId);
-  if (!location || !visible) throw errors.notFound('Agent');
-  return accessTo(db, principal, location.workspaceId, location.organizationId);
+  if (!location) throw errors.notFound('Agent');
+  const access = await resolveAccess(db, principal, location.workspaceId);
+  if (!access) throw errors.notFound('Agent');
+  return access;
 }

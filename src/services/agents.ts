@@ -1,6 +1,5 @@
 import type { Db } from '../db/database.js';
 import { listListedAgents } from '../db/repositories/agents.js';
-import { findWorkspace } from '../db/repositories/tenancy.js';
 import type { AgentTable } from '../db/schema.js';
 import type { WorkspaceAccess } from './access.js';
 
@@ -31,13 +30,9 @@ export function agentView(agent: AgentTable, workspaceDefaultModel: string | nul
 }
 
 export async function listAgents(db: Db, access: WorkspaceAccess, page: Page) {
-  const [{ rows, total }, workspace] = await Promise.all([
-    listListedAgents(db, access.workspaceId, page.limit, page.offset),
-    findWorkspace(db, access.workspaceId),
-  ]);
-  const defaultModel = workspace?.default_model ?? null;
+  const { rows, total } = await listListedAgents(db, access.workspaceId, page.limit, page.offset);
   return {
-    agents: rows.map((agent) => agentView(agent, defaultModel)),
+    agents: rows.map((agent) => agentView(agent, access.defaultModel)),
     pagination: { total, limit: page.limit, offset: page.offset },
   };
 }

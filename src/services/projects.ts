@@ -14,7 +14,7 @@ export interface NewProjectInput {
 }
 
 /** The public form of a project; instructions and memory stay inside (spec §2). */
-export function projectView(project: ProjectRow) {
+export function projectView(project: Omit<ProjectRow, 'instructions' | 'memory' | 'workspace_id'>) {
   return {
     id: project.id,
     name: project.name,

@@ -22,12 +22,13 @@ describe(`authentication (${engineName})`, () => {
   });
 
   it('refuses an unknown key, a malformed key and an empty bearer token with 401 not_authenticated', async () => {
-    for (const headers of [
+    const attempts: Record<string, string>[] = [
       { 'x-service-api-key': 'atr_ws_this_key_does_not_exist_000000000000' },
       { 'x-service-api-key': 'x' },
       { authorization: 'Bearer ' },
       { authorization: 'Basic abc' },
-    ]) {
+    ];
+    for (const headers of attempts) {
       const res = await agentsOf('wsp_main', headers);
       expect(res.statusCode, JSON.stringify(headers)).toBe(401);
       expect(res.json().code).toBe('not_authenticated');

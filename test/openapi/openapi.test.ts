@@ -17,7 +17,7 @@ describe('OpenAPI document', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info.version).toBe('1.0');
     // The validator dereferences in place, so give it a copy.
-    const result = await validate(structuredClone(doc));
+    const result = await validate(structuredClone(doc) as Parameters<typeof validate>[0]);
     expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
   });
 

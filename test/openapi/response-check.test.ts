@@ -1,4 +1,4 @@
-import Fastify from 'fastify';
+import Fastify, { type FastifySchema } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { checkResponsesAgainstSchemas, responseViolations } from '../helpers/response-check.js';
 
@@ -6,9 +6,12 @@ describe('the response schema check used by the whole suite', () => {
   it('flags a body that breaks its schema and a status the route does not declare', async () => {
     const app = Fastify();
     checkResponsesAgainstSchemas(app);
+    const schema: FastifySchema = {
+      response: { 200: { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } } },
+    };
     app.get(
       '/x',
-      { schema: { response: { 200: { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } } } } },
+      { schema },
       async (request, reply) => (request.query as { fail?: string }).fail ? reply.code(409).send({ n: 1 }) : { n: 1 },
     );
     await app.ready();

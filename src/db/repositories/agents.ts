@@ -3,23 +3,26 @@ import type { Db } from '../database.js';
 
 const LISTED_VISIBILITIES = ['workspace', 'organization'] as const;
 
-/** Listed agents: not deleted, not private; ordered by title (case-insensitive), then id. */
+/**
+ * Listed agents: not deleted, not private; ordered by title (case-insensitive), then id. The
+ * total comes with the page (a window count); only a page past the end needs a second query.
+ */
 export async function listListedAgents(db: Db, workspaceId: string, limit: number, offset: number) {
   const base = db
     .selectFrom('agents')
     .where('workspace_id', '=', workspaceId)
     .where('deleted_at', 'is', null)
     .where('visibility', 'in', LISTED_VISIBILITIES);
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .orderBy(sql`lower(title)`)
-      .orderBy('id')
-      .limit(limit)
-      .offset(offset)
-      .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
+  const rows = await base
+    .selectAll()
+    .select(sql<number>`count(*) over ()`.as('total'))
+    .orderBy(sql`lower(title)`)
+    .orderBy('id')
+    .limit(limit)
+    .offset(offset)
+    .execute();
+  if (rows.length > 0) return { rows, total: Number(rows[0].total) };
+  const count = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
   return { rows, total: Number(count.total) };
 }
 

@@ -14,8 +14,36 @@ export interface NewApiKey {
   createdAt: string;
 }
 
+/**
+ * The key with this hash, together with what a workspace key needs on every request (its
+ * workspace's settings and its user's role there), in one query: authentication is on every
+ * request's path.
+ */
 export function findApiKeyByHash(db: Db, keyHash: string) {
-  return db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+  return db
+    .selectFrom('api_keys')
+    .leftJoin('workspaces', 'workspaces.id', 'api_keys.workspace_id')
+    .leftJoin('workspace_members', (join) =>
+      join
+        .onRef('workspace_members.workspace_id', '=', 'api_keys.workspace_id')
+        .onRef('workspace_members.user_id', '=', 'api_keys.user_id'),
+    )
+    .select([
+      'api_keys.id',
+      'api_keys.kind',
+      'api_keys.organization_id',
+      'api_keys.workspace_id',
+      'api_keys.user_id',
+      'api_keys.key_hash',
+      'api_keys.expires_at',
+      'api_keys.revoked_at',
+      'api_keys.last_used_at',
+      'workspaces.default_model as workspace_default_model',
+      'workspaces.rate_limit_per_minute as workspace_rate_limit',
+      'workspace_members.role as workspace_role',
+    ])
+    .where('api_keys.key_hash', '=', keyHash)
+    .executeTakeFirst();
 }
 
 export async function insertApiKey(db: Db, key: NewApiKey): Promise<void> {

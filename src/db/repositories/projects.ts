@@ -7,11 +7,14 @@ export async function insertProject(db: Db, project: ProjectRow): Promise<void> 
   await db.insertInto('projects').values(project).execute();
 }
 
+/** The columns a project listing shows; instructions and memory can be large and stay behind. */
+const LISTED_COLUMNS = ['id', 'name', 'description', 'color', 'icon', 'archived', 'created_at', 'updated_at'] as const;
+
 /** Active projects, most recently updated first (then id, so equal times keep a stable order). */
 export function listActiveProjects(db: Db, workspaceId: string) {
   return db
     .selectFrom('projects')
-    .selectAll()
+    .select(LISTED_COLUMNS)
     .where('workspace_id', '=', workspaceId)
     .where('archived', '=', 0)
     .orderBy('updated_at', 'desc')

@@ -1,18 +1,24 @@
 import type { Db } from '../database.js';
-import type { Role } from '../schema.js';
 
 export function findWorkspace(db: Db, workspaceId: string) {
   return db.selectFrom('workspaces').selectAll().where('id', '=', workspaceId).executeTakeFirst();
 }
 
-export async function findMemberRole(db: Db, workspaceId: string, userId: string): Promise<Role | null> {
-  const row = await db
-    .selectFrom('workspace_members')
-    .select('role')
-    .where('workspace_id', '=', workspaceId)
-    .where('user_id', '=', userId)
+/** A workspace with the given user's role in it (null when not a member), in one query. */
+export function findWorkspaceWithRole(db: Db, workspaceId: string, userId: string) {
+  return db
+    .selectFrom('workspaces')
+    .leftJoin('workspace_members', (join) =>
+      join.onRef('workspace_members.workspace_id', '=', 'workspaces.id').on('workspace_members.user_id', '=', userId),
+    )
+    .select([
+      'workspaces.id',
+      'workspaces.organization_id',
+      'workspaces.default_model',
+      'workspace_members.role',
+    ])
+    .where('workspaces.id', '=', workspaceId)
     .executeTakeFirst();
-  return row?.role ?? null;
 }
 
 export function findUser(db: Db, userId: string) {

@@ -1,0 +1,23 @@
+/**
+ * Runs one server for a benchmark in its own process, so the load generator (autocannon, in the
+ * parent) does not share an event loop with it. Sends `{ url }` to the parent once listening.
+ *   mode "atrium": the real app on SQLite in ATRIUM_DATA_DIR (already set up by the parent)
+ *   mode "bare":   a bare Fastify route returning the JSON file given in BARE_PAYLOAD_FILE
+ */
+import { readFileSync } from 'node:fs';
+import Fastify from 'fastify';
+import { loadConfig } from '../../src/config.js';
+import { startServer } from '../../src/server.js';
+
+const mode = process.argv[2];
+if (mode === 'bare') {
+  const payloads = JSON.parse(readFileSync(process.env.BARE_PAYLOAD_FILE!, 'utf8')) as Record<string, unknown>;
+  const app = Fastify({ logger: false });
+  for (const [path, body] of Object.entries(payloads)) app.get(path, async () => body);
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  process.send?.({ url });
+} else {
+  const config = loadConfig({ ...process.env, PORT: '0' });
+  const { address } = await startServer(config);
+  process.send?.({ url: address });
+}
