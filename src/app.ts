@@ -6,7 +6,9 @@ import type { Db, Dialect } from './db/database.js';
 import { registerAuth } from './http/plugins/auth.js';
 import { registerErrorHandling } from './http/plugins/error-handler.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
+import { agentRunRoutes } from './http/routes/agent-runs.js';
 import { agentRoutes } from './http/routes/agents.js';
+import { chatRoutes } from './http/routes/chat.js';
 import { healthRoutes } from './http/routes/health.js';
 import { projectRoutes } from './http/routes/projects.js';
 import { skillRoutes } from './http/routes/skills.js';
@@ -14,6 +16,8 @@ import { Agent } from './http/schemas/agents.js';
 import { ErrorBody, Pagination } from './http/schemas/common.js';
 import { Project } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
+import { ModelRegistry } from './models/registry.js';
+import type { ChatDeps } from './services/chat.js';
 import { createObjectStore } from './storage/index.js';
 import type { ObjectStore } from './storage/object-store.js';
 
@@ -25,6 +29,10 @@ export interface AppDeps {
   clock: Clock;
   /** Object storage (fs or s3), built from config by createObjectStore unless given. */
   store: ObjectStore;
+  /** Model providers and the models registry, built from config unless given. */
+  models: ModelRegistry;
+  /** How long an agent's MCP server may take to connect before it becomes a warning. */
+  mcpConnectTimeoutMs?: number;
   /** Extra readiness checks beyond the database (e.g. storage), by name. */
   readinessChecks?: Record<string, () => Promise<void>>;
 }
@@ -46,7 +54,7 @@ function createValidators() {
 
 /** Builds the app; never listens (only server.ts does), so tests build it without a port. */
 export async function buildApp(
-  input: Omit<AppDeps, 'clock' | 'store'> & { clock?: Clock; store?: ObjectStore },
+  input: Omit<AppDeps, 'clock' | 'store' | 'models'> & { clock?: Clock; store?: ObjectStore; models?: ModelRegistry },
   options: BuildAppOptions = {},
 ) {
   const clock = input.clock ?? systemClock;
@@ -55,6 +63,7 @@ export async function buildApp(
     ...input,
     clock,
     store,
+    models: input.models ?? new ModelRegistry(input.config),
     readinessChecks: { storage: () => store.check(), ...input.readinessChecks },
   };
   const app: FastifyInstance = Fastify({
@@ -89,6 +98,19 @@ export async function buildApp(
     validators.body.addSchema(schema);
     validators.other.addSchema(schema);
   }
+  const chatDeps: ChatDeps = {
+    db: deps.db,
+    clock: deps.clock,
+    config: deps.config,
+    models: deps.models,
+    readObject: async (key) => (await deps.store.get(key))?.body ?? null,
+    mcpConnectTimeoutMs: deps.mcpConnectTimeoutMs,
+    inFlight: new Set(),
+  };
+  // Streamed replies are stored after their response ends: let them finish before closing.
+  app.addHook('onClose', async () => {
+    await Promise.allSettled([...(chatDeps.inFlight ?? [])]);
+  });
   await registerOpenApi(app, deps.config);
   await app.register(async (scope) => healthRoutes(scope, deps));
 
@@ -100,6 +122,8 @@ export async function buildApp(
       await agentRoutes(v1, deps);
       await projectRoutes(v1, deps);
       await skillRoutes(v1, deps);
+      await chatRoutes(v1, chatDeps);
+      await agentRunRoutes(v1, chatDeps);
     },
     { prefix: '/v1' },
   );

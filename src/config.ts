@@ -16,6 +16,8 @@ export interface Config {
     openaiApiKey?: string;
     anthropicApiKey?: string;
     openaiBaseUrl?: string;
+    /** The environment as read at start, for providers that name their key with `apiKeyEnv`. */
+    env: Readonly<Record<string, string | undefined>>;
   };
   /** Per-key requests per minute when the workspace sets none; 0 turns the limit off. */
   defaultRateLimitPerMinute: number;
@@ -114,6 +116,7 @@ export function loadConfig(env: Env = process.env): Config {
       openaiApiKey: env.OPENAI_API_KEY || undefined,
       anthropicApiKey: env.ANTHROPIC_API_KEY || undefined,
       openaiBaseUrl: env.OPENAI_BASE_URL || undefined,
+      env: { ...env },
     },
     defaultRateLimitPerMinute: integer(env, 'ATRIUM_RATE_LIMIT_PER_MINUTE', 600),
     upstreamTimeoutMs: integer(env, 'ATRIUM_UPSTREAM_TIMEOUT_MS', 120_000, 1),

@@ -194,6 +194,9 @@ export interface AgentRunTable {
   response: string;
   error: string | null;
   execution_time_ms: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
   created_at: string;
   completed_at: string;
 }

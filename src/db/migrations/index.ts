@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as initial from './001-initial.js';
+import * as chatMessagesAndRunUsage from './002-chat-messages-and-run-usage.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -7,4 +8,5 @@ import * as initial from './001-initial.js';
  */
 export const migrations: Record<string, Migration> = {
   '001-initial': initial,
+  '002-chat-messages-and-run-usage': chatMessagesAndRunUsage,
 };

@@ -1,0 +1,35 @@
+import type { Transaction } from 'kysely';
+import type { Db } from '../database.js';
+import type { Database, MessageTable } from '../schema.js';
+
+type Executor = Db | Transaction<Database>;
+
+/** The messages of a chat, in order. */
+export function listChatMessages(db: Executor, workspaceId: string, chatId: string) {
+  return db
+    .selectFrom('messages')
+    .select(['id', 'role', 'parts', 'position'])
+    .where('chat_id', '=', chatId)
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('position')
+    .execute();
+}
+
+/** Appends messages after the chat's last one; run inside the transaction that writes them. */
+export async function appendMessages(
+  trx: Transaction<Database>,
+  chatId: string,
+  rows: Array<Omit<MessageTable, 'position' | 'chat_id'>>,
+): Promise<void> {
+  if (rows.length === 0) return;
+  const last = await trx
+    .selectFrom('messages')
+    .select((eb) => eb.fn.max('position').as('position'))
+    .where('chat_id', '=', chatId)
+    .executeTakeFirst();
+  const start = last?.position === null || last?.position === undefined ? 0 : Number(last.position) + 1;
+  await trx
+    .insertInto('messages')
+    .values(rows.map((row, i) => ({ ...row, chat_id: chatId, position: start + i })))
+    .execute();
+}

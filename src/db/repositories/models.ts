@@ -1,0 +1,32 @@
+import type { Db } from '../database.js';
+
+/** A model of the registry with its provider, or undefined when the id is not defined. */
+export function findModelWithProvider(db: Db, modelId: string) {
+  return db
+    .selectFrom('models')
+    .leftJoin('providers', 'providers.id', 'models.provider_id')
+    .select([
+      'models.id as id',
+      'models.provider_id as providerId',
+      'models.provider_model as providerModel',
+      'models.input_per_mtok as inputPerMTok',
+      'models.output_per_mtok as outputPerMTok',
+      'providers.type as providerType',
+      'providers.base_url as baseUrl',
+      'providers.api_key as apiKey',
+      'providers.api_key_env as apiKeyEnv',
+    ])
+    .where('models.id', '=', modelId)
+    .executeTakeFirst();
+}
+
+/** Whether the workspace enables the model. */
+export async function isModelEnabled(db: Db, workspaceId: string, modelId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('workspace_models')
+    .select('model_id')
+    .where('workspace_id', '=', workspaceId)
+    .where('model_id', '=', modelId)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -1,0 +1,28 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import { runAgent } from '../../services/agent-runs.js';
+import type { ChatDeps } from '../../services/chat.js';
+import { AgentRunBody, AgentRunParams, AgentRunResponse } from '../schemas/agent-runs.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+
+export async function agentRunRoutes(app: FastifyInstance, deps: ChatDeps): Promise<void> {
+  app.post<{ Params: Static<typeof AgentRunParams>; Body: Static<typeof AgentRunBody> }>(
+    '/agents/:agentId/runs',
+    {
+      schema: {
+        summary: 'Run an agent',
+        description:
+          'Runs the agent on one message and waits for the reply; creates or continues a chat and records the run. `executionTime` is in milliseconds. A provider failure records the run as `failed` and answers 502/504 with `details.runId`.',
+        tags: ['agents'],
+        security: API_KEY_SECURITY,
+        params: AgentRunParams,
+        body: AgentRunBody,
+        response: { 200: AgentRunResponse, ...errorResponses(...COMMON_ERRORS, 402, 502, 504) },
+      },
+    },
+    async (request) => {
+      const data = await runAgent(deps, request.principal, request.params.agentId, request.body);
+      return { data };
+    },
+  );
+}

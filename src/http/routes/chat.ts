@@ -1,0 +1,50 @@
+import { consumeStream, pipeUIMessageStreamToResponse } from 'ai';
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import { type ChatDeps, completeConversation, startConversation } from '../../services/chat.js';
+import { ChatBody, ChatOkResponse } from '../schemas/chat.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+
+export async function chatRoutes(app: FastifyInstance, deps: ChatDeps): Promise<void> {
+  app.post<{ Body: Static<typeof ChatBody> }>(
+    '/chat',
+    {
+      schema: {
+        summary: 'Create a chat completion',
+        description:
+          'Runs the agent on the conversation and persists it. With `stream: true` the reply is an AI SDK UI message stream (v1); the chat id is in the `x-chat-id` header and in `messageMetadata.chatId` of the `start` chunk.',
+        tags: ['chat'],
+        security: API_KEY_SECURITY,
+        body: ChatBody,
+        response: { 200: ChatOkResponse, ...errorResponses(...COMMON_ERRORS, 402, 502, 504) },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const conversation = await startConversation(deps, request.principal, body);
+      if (!body.stream) {
+        const outcome = await completeConversation(conversation);
+        return {
+          text: outcome.text,
+          messageId: conversation.messageId,
+          chatId: conversation.chatId,
+          ...(conversation.warnings.length > 0 ? { warnings: conversation.warnings } : {}),
+        };
+      }
+      // From here the response is the stream; hooks no longer run, so their headers go along.
+      reply.hijack();
+      pipeUIMessageStreamToResponse({
+        response: reply.raw,
+        stream: conversation.stream,
+        headers: {
+          ...(reply.getHeaders() as Record<string, string>),
+          'x-request-id': request.id,
+          'x-chat-id': conversation.chatId,
+        },
+        // Drains a copy of the stream, so the reply completes and is stored even when the
+        // client goes away mid-stream.
+        consumeSseStream: ({ stream }) => consumeStream({ stream }),
+      });
+    },
+  );
+}

@@ -1,0 +1,34 @@
+import { Type } from 'typebox';
+import { SystemVariables, Temperature, TemplateVariables, ToolWarning } from './chat.js';
+import { envelope, Timestamp } from './common.js';
+
+export const AgentRunParams = Type.Object({ agentId: Type.String({ minLength: 1 }) });
+
+export const AgentRunBody = Type.Object(
+  {
+    message: Type.String({ minLength: 1, maxLength: 100_000, pattern: '\\S', description: 'Required, not blank' }),
+    chatId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    projectId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    variables: Type.Optional(TemplateVariables),
+    systemVariables: Type.Optional(SystemVariables),
+    temperature: Type.Optional(Temperature),
+    model: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: true },
+);
+
+export const AgentRun = Type.Object({
+  id: Type.String(),
+  status: Type.Union([Type.Literal('completed'), Type.Literal('failed')]),
+  agentId: Type.String(),
+  agentName: Type.String(),
+  agentResponse: Type.String(),
+  chatId: Type.String(),
+  input: Type.String(),
+  executionTime: Type.Integer({ description: 'Milliseconds' }),
+  createdAt: Timestamp,
+  completedAt: Timestamp,
+  warnings: Type.Optional(Type.Array(ToolWarning, { description: 'Present only when a tool could not be set up' })),
+});
+
+export const AgentRunResponse = envelope(AgentRun);

@@ -1,0 +1,81 @@
+import { Type } from 'typebox';
+
+const Part = Type.Object(
+  {
+    type: Type.String({ minLength: 1, description: '`text` (needs `text`), `file` (needs `url`, `mediaType`), or any other UI part type (stored, not sent to the model)' }),
+  },
+  { additionalProperties: true },
+);
+
+export const ChatMessage = Type.Object(
+  {
+    id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Generated when absent' })),
+    role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]),
+    parts: Type.Array(Part, { maxItems: 1000 }),
+  },
+  { additionalProperties: true },
+);
+
+export const TemplateVariables = Type.Record(
+  Type.String(),
+  Type.Union([Type.String(), Type.Number(), Type.Boolean()]),
+  { description: 'Values for `{{name}}` placeholders in the agent instructions' },
+);
+
+export const SystemVariables = Type.Object(
+  {
+    user: Type.Optional(
+      Type.Object(
+        { id: Type.Optional(Type.String()), name: Type.Optional(Type.String()), email: Type.Optional(Type.String()) },
+        { additionalProperties: false, description: 'Acting user for `{{user.*}}`; else the key owner' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const Temperature = Type.Number({ minimum: 0, maximum: 2, description: 'Default 0.7' });
+const IdField = (description: string) => Type.String({ minLength: 1, maxLength: 200, description });
+
+export const ChatBody = Type.Object(
+  {
+    messages: Type.Array(ChatMessage, { minItems: 1, description: 'At least one message with role `user`' }),
+    agentId: IdField('Agent to run'),
+    chatId: Type.Optional(IdField('Chat to continue; omitted: a new chat')),
+    projectId: Type.Optional(IdField('Project whose instructions, memory and files join the context')),
+    stream: Type.Optional(Type.Boolean({ description: 'Default false' })),
+    temperature: Type.Optional(Temperature),
+    model: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Falls back to the workspace default when not enabled' })),
+    variables: Type.Optional(TemplateVariables),
+    systemVariables: Type.Optional(SystemVariables),
+  },
+  // AI SDK clients (DefaultChatTransport) add `id`, `trigger` and `messageId`: ignored.
+  { additionalProperties: true },
+);
+
+export const ToolWarning = Type.Object({
+  tool: Type.String(),
+  code: Type.String({ examples: ['mcp_unreachable'] }),
+  message: Type.String(),
+});
+
+export const ChatResult = Type.Object({
+  text: Type.String(),
+  messageId: Type.String(),
+  chatId: Type.String(),
+  warnings: Type.Optional(Type.Array(ToolWarning, { description: 'Present only when a tool could not be set up' })),
+});
+
+/** 200 of POST /chat: JSON, or the UI message stream when `stream: true`. */
+export const ChatOkResponse = {
+  description: 'The reply: JSON, or with `stream: true` an AI SDK UI message stream (v1)',
+  content: {
+    'application/json': { schema: ChatResult },
+    'text/event-stream': {
+      schema: Type.String({
+        description:
+          'Server-sent events `data: <UI message chunk JSON>`: start (messageId, messageMetadata.chatId), text-start, text-delta, text-end, finish, … then `data: [DONE]`',
+      }),
+    },
+  },
+};

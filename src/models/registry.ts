@@ -1,0 +1,156 @@
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import { findModelWithProvider, isModelEnabled } from '../db/repositories/models.js';
+import type { ProviderType } from '../db/schema.js';
+import { ApiError } from '../errors.js';
+import { ECHO_MODEL_ID } from '../setup/validate.js';
+import { createEchoModel } from './echo.js';
+
+export interface Pricing {
+  /** USD per million input tokens. */
+  inputPerMTok: number;
+  /** USD per million output tokens. */
+  outputPerMTok: number;
+}
+
+export interface ResolvedModel {
+  /** The Atrium model id (`llama3`, `atrium/echo`). */
+  id: string;
+  model: LanguageModelV3;
+  pricing: Pricing;
+}
+
+interface ProviderSettings {
+  id: string;
+  type: ProviderType;
+  baseUrl: string | null;
+  apiKey: string | null;
+}
+
+/** Models callers may name without defining them, served by the providers built in from env. */
+const BUILT_IN_DEFAULTS: Record<'openai' | 'anthropic', string> = {
+  openai: 'openai/gpt-4o-mini',
+  anthropic: 'anthropic/claude-haiku-4-5',
+};
+
+const FREE: Pricing = { inputPerMTok: 0, outputPerMTok: 0 };
+
+export function costUsd(pricing: Pricing, inputTokens: number, outputTokens: number): number {
+  return (inputTokens * pricing.inputPerMTok + outputTokens * pricing.outputPerMTok) / 1_000_000;
+}
+
+function noProvider(modelId: string, why: string): ApiError {
+  return new ApiError('upstream_error', `Model "${modelId}" cannot be used: ${why}`, { model: modelId });
+}
+
+/**
+ * Turns Atrium model ids into AI SDK language models: the echo model, models defined in the
+ * `models` table on their `providers` row (or on the built-in `openai` / `anthropic` providers
+ * configured from the environment), and `openai/<name>` / `anthropic/<name>` on those built-ins.
+ * Provider clients are cached per settings, so a changed setup file takes effect at once.
+ */
+export class ModelRegistry {
+  private readonly providers = new Map<string, (model: string) => LanguageModelV3>();
+  private readonly echo = createEchoModel();
+
+  constructor(private readonly config: Pick<Config, 'providers'>) {}
+
+  /** The model used when a workspace names no default. */
+  builtInDefaultModelId(): string {
+    if (this.config.providers.openaiApiKey) return BUILT_IN_DEFAULTS.openai;
+    if (this.config.providers.anthropicApiKey) return BUILT_IN_DEFAULTS.anthropic;
+    return ECHO_MODEL_ID;
+  }
+
+  /**
+   * The model a request runs on: the requested one (the body's `model`, else the agent's) when
+   * the workspace enables it, else — silently — the workspace default.
+   */
+  async resolveForWorkspace(
+    db: Db,
+    workspace: { id: string; default_model: string | null },
+    requested: string | undefined,
+  ): Promise<ResolvedModel> {
+    const fallback = workspace.default_model ?? this.builtInDefaultModelId();
+    let modelId = fallback;
+    if (requested && requested !== fallback && (await isModelEnabled(db, workspace.id, requested))) {
+      modelId = requested;
+    }
+    return this.resolve(db, modelId);
+  }
+
+  async resolve(db: Db, modelId: string): Promise<ResolvedModel> {
+    if (modelId === ECHO_MODEL_ID) return { id: modelId, model: this.echo, pricing: FREE };
+    const row = await findModelWithProvider(db, modelId);
+    if (row) {
+      const pricing = { inputPerMTok: row.inputPerMTok, outputPerMTok: row.outputPerMTok };
+      const settings = row.providerType
+        ? {
+            id: row.providerId,
+            type: row.providerType,
+            baseUrl: row.baseUrl,
+            apiKey: row.apiKey ?? (row.apiKeyEnv ? (this.config.providers.env[row.apiKeyEnv] ?? null) : null),
+          }
+        : this.builtInProvider(row.providerId, modelId);
+      return { id: modelId, model: this.languageModel(settings, row.providerModel), pricing };
+    }
+    const slash = modelId.indexOf('/');
+    const prefix = modelId.slice(0, slash);
+    if (slash > 0 && (prefix === 'openai' || prefix === 'anthropic')) {
+      const settings = this.builtInProvider(prefix, modelId);
+      return { id: modelId, model: this.languageModel(settings, modelId.slice(slash + 1)), pricing: FREE };
+    }
+    throw noProvider(modelId, 'it is not defined in the models registry');
+  }
+
+  private builtInProvider(providerId: string, modelId: string): ProviderSettings {
+    const { openaiApiKey, anthropicApiKey, openaiBaseUrl } = this.config.providers;
+    if (providerId === 'openai' && openaiApiKey) {
+      return { id: 'openai', type: 'openai', baseUrl: openaiBaseUrl ?? null, apiKey: openaiApiKey };
+    }
+    if (providerId === 'anthropic' && anthropicApiKey) {
+      return { id: 'anthropic', type: 'anthropic', baseUrl: null, apiKey: anthropicApiKey };
+    }
+    throw noProvider(modelId, `provider "${providerId}" is not configured`);
+  }
+
+  private languageModel(settings: ProviderSettings, providerModel: string): LanguageModelV3 {
+    const cacheKey = JSON.stringify(settings);
+    let factory = this.providers.get(cacheKey);
+    if (!factory) {
+      factory = createProviderFactory(settings);
+      this.providers.set(cacheKey, factory);
+    }
+    return factory(providerModel);
+  }
+}
+
+function createProviderFactory(settings: ProviderSettings): (model: string) => LanguageModelV3 {
+  const apiKey = settings.apiKey ?? undefined;
+  const baseURL = settings.baseUrl ?? undefined;
+  switch (settings.type) {
+    case 'openai': {
+      // The chat completions API: what every OpenAI-compatible server speaks too.
+      const provider = createOpenAI({ apiKey, baseURL, name: settings.id });
+      return (model) => provider.chat(model);
+    }
+    case 'anthropic': {
+      const provider = createAnthropic({ apiKey, baseURL, name: settings.id });
+      return (model) => provider(model);
+    }
+    case 'openai-compatible': {
+      const provider = createOpenAICompatible({
+        name: settings.id,
+        baseURL: baseURL ?? '',
+        apiKey,
+        // Without it, streamed replies report no token usage.
+        includeUsage: true,
+      });
+      return (model) => provider.chatModel(model);
+    }
+  }
+}

@@ -1,0 +1,97 @@
+import { createMCPClient } from '@ai-sdk/mcp';
+import type { ToolSet } from 'ai';
+import type { ToolWarning } from './warnings.js';
+
+export interface McpToolSpec {
+  type: 'mcp';
+  name: string;
+  url: string;
+  headers?: Record<string, string>;
+}
+
+export interface ConnectedTools {
+  tools: ToolSet;
+  warnings: ToolWarning[];
+  close(): Promise<void>;
+}
+
+type McpClient = Awaited<ReturnType<typeof createMCPClient>>;
+
+class SetupTimeout extends Error {}
+
+function describeFailure(spec: McpToolSpec, error: unknown, timeoutMs: number): ToolWarning {
+  if (error instanceof SetupTimeout || /timed out/i.test(String((error as Error)?.message))) {
+    return { tool: spec.name, code: 'mcp_timeout', message: `MCP server did not answer within ${timeoutMs} ms` };
+  }
+  const cause = (error as { cause?: { code?: string } })?.cause;
+  if (error instanceof TypeError || cause?.code) {
+    return {
+      tool: spec.name,
+      code: 'mcp_unreachable',
+      message: `MCP server is unreachable${cause?.code ? ` (${cause.code})` : ''}`,
+    };
+  }
+  const status = (error as { statusCode?: number })?.statusCode;
+  return {
+    tool: spec.name,
+    code: 'mcp_error',
+    message: status ? `MCP server answered HTTP ${status}` : `MCP server failed: ${String((error as Error)?.message ?? error).slice(0, 200)}`,
+  };
+}
+
+/** A tool name the providers accept: `<server>_<tool>`, letters, digits, `_` and `-`, ≤ 64. */
+function toolName(server: string, tool: string): string {
+  return `${server}_${tool}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
+}
+
+async function connectOne(spec: McpToolSpec, timeoutMs: number): Promise<{ client: McpClient; tools: ToolSet }> {
+  let client: McpClient | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const setup = (async () => {
+    client = await createMCPClient({
+      transport: { type: 'http', url: spec.url, headers: spec.headers, redirect: 'error' },
+      initializationOptions: { timeout: timeoutMs },
+      clientName: 'atrium',
+    });
+    return { client, tools: (await client.tools()) as ToolSet };
+  })();
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SetupTimeout()), timeoutMs);
+  });
+  try {
+    return await Promise.race([setup, timeout]);
+  } catch (error) {
+    setup.catch(() => {});
+    await client?.close().catch(() => {});
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Connects to the agent's MCP servers (streamable HTTP) in parallel, each bounded by the
+ * connect timeout. A server that is down, slow or failing becomes a warning, never an error.
+ */
+export async function connectMcpTools(specs: McpToolSpec[], timeoutMs: number): Promise<ConnectedTools> {
+  const outcomes = await Promise.allSettled(specs.map((spec) => connectOne(spec, timeoutMs)));
+  const tools: ToolSet = {};
+  const warnings: ToolWarning[] = [];
+  const clients: McpClient[] = [];
+  outcomes.forEach((outcome, i) => {
+    const spec = specs[i] as McpToolSpec;
+    if (outcome.status === 'rejected') {
+      warnings.push(describeFailure(spec, outcome.reason, timeoutMs));
+      return;
+    }
+    clients.push(outcome.value.client);
+    for (const [name, tool] of Object.entries(outcome.value.tools)) tools[toolName(spec.name, name)] = tool;
+  });
+  return {
+    tools,
+    warnings,
+    close: async () => {
+      await Promise.allSettled(clients.map((client) => client.close()));
+    },
+  };
+}

@@ -1,0 +1,104 @@
+import { consumeStream } from 'ai';
+import { insertAgentRun } from '../db/repositories/agent-runs.js';
+import type { AgentRunTable } from '../db/schema.js';
+import { ApiError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { TemplateValue } from '../models/template.js';
+import type { ToolWarning } from '../models/tools/warnings.js';
+import type { Principal } from './access.js';
+import { type ChatDeps, type ConversationOutcome, startConversation, type UserVariables } from './chat.js';
+
+export interface AgentRunRequest {
+  message: string;
+  chatId?: string;
+  projectId?: string;
+  variables?: Record<string, TemplateValue>;
+  systemVariables?: { user?: UserVariables };
+  temperature?: number;
+  model?: string;
+}
+
+export interface AgentRunView {
+  id: string;
+  status: 'completed' | 'failed';
+  agentId: string;
+  agentName: string;
+  agentResponse: string;
+  chatId: string;
+  input: string;
+  executionTime: number;
+  createdAt: string;
+  completedAt: string;
+  warnings?: ToolWarning[];
+}
+
+/**
+ * `POST /agents/{agentId}/runs`: one user message through the same path as `/chat` (context,
+ * tools, limits, persistence), recorded as an agent run in the same transaction as the
+ * messages. A provider failure records the run as `failed` and answers 502/504 with its id.
+ */
+export async function runAgent(
+  deps: ChatDeps,
+  principal: Principal,
+  agentId: string,
+  request: AgentRunRequest,
+): Promise<AgentRunView> {
+  const runId = newId('run');
+  const startedAt = deps.clock();
+  let record: AgentRunTable | undefined;
+  const conversation = await startConversation(
+    deps,
+    principal,
+    {
+      agentId,
+      messages: [{ id: newId('msg'), role: 'user', parts: [{ type: 'text', text: request.message }] }],
+      chatId: request.chatId,
+      projectId: request.projectId,
+      variables: request.variables,
+      systemVariables: request.systemVariables,
+      temperature: request.temperature,
+      model: request.model,
+      stream: false,
+    },
+    async (trx, outcome: ConversationOutcome, finishedAt) => {
+      record = {
+        id: runId,
+        workspace_id: conversation.agent.workspace_id,
+        agent_id: agentId,
+        chat_id: conversation.chatId,
+        status: outcome.ok ? 'completed' : 'failed',
+        input: request.message,
+        response: outcome.ok ? outcome.text : '',
+        error: outcome.ok ? null : `${outcome.error.code}: ${outcome.error.message}`,
+        execution_time_ms: Math.max(0, Math.round(finishedAt.getTime() - startedAt.getTime())),
+        input_tokens: outcome.ok ? outcome.usage.inputTokens : 0,
+        output_tokens: outcome.ok ? outcome.usage.outputTokens : 0,
+        cost_usd: outcome.ok ? outcome.costUsd : 0,
+        created_at: startedAt.toISOString(),
+        completed_at: finishedAt.toISOString(),
+      };
+      await insertAgentRun(trx, record);
+    },
+  );
+  await consumeStream({ stream: conversation.stream });
+  const outcome = await conversation.done;
+  if (!outcome.ok) {
+    const { error } = outcome;
+    if (!record || error.code === 'internal_error') throw error;
+    throw new ApiError(error.code, error.message, { ...error.details, runId }, { cause: error.cause });
+  }
+  const run = record as AgentRunTable;
+  return {
+    id: run.id,
+    status: run.status,
+    agentId: run.agent_id,
+    agentName: conversation.agent.title,
+    agentResponse: run.response,
+    chatId: conversation.chatId,
+    input: run.input,
+    executionTime: run.execution_time_ms,
+    createdAt: run.created_at,
+    completedAt: run.completed_at,
+    ...(conversation.warnings.length > 0 ? { warnings: conversation.warnings } : {}),
+  };
+}

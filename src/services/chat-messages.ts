@@ -1,0 +1,163 @@
+import type { UIMessage } from 'ai';
+import { errors, type ValidationIssue } from '../errors.js';
+import { newId } from '../ids.js';
+
+export type MessageRole = 'user' | 'assistant' | 'system';
+
+/** A message as the request carries it (shape checked by the route schema). */
+export interface IncomingMessage {
+  id?: string;
+  role: MessageRole;
+  parts: Array<{ type: string; [key: string]: unknown }>;
+  [key: string]: unknown;
+}
+
+/** A message of the conversation: stored ones and new ones, in order. */
+export interface ConversationMessage {
+  id: string;
+  role: MessageRole;
+  parts: Array<{ type: string; [key: string]: unknown }>;
+}
+
+const MEDIA_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9*][A-Za-z0-9!#$&^_.+*-]*(\s*;.*)?$/;
+const FILE_URL = /^(https?:|data:)/i;
+
+/**
+ * The rules of decisions.md the schema cannot say: text parts need `text`, file parts need a
+ * `url` (http, https or data) and a `mediaType`; at least one user message; ids unique.
+ */
+export function validateIncomingMessages(messages: IncomingMessage[]): void {
+  const issues: ValidationIssue[] = [];
+  const seen = new Set<string>();
+  messages.forEach((message, m) => {
+    if (message.id !== undefined) {
+      if (seen.has(message.id)) issues.push({ path: `body.messages.${m}.id`, message: 'duplicates an earlier message id' });
+      seen.add(message.id);
+    }
+    message.parts.forEach((part, p) => {
+      const at = `body.messages.${m}.parts.${p}`;
+      if (part.type === 'text') {
+        if (typeof part.text !== 'string') issues.push({ path: `${at}.text`, message: 'must be a string' });
+      } else if (part.type === 'file') {
+        if (typeof part.url !== 'string' || !FILE_URL.test(part.url)) {
+          issues.push({ path: `${at}.url`, message: 'must be an http(s) or data: URL' });
+        }
+        if (typeof part.mediaType !== 'string' || !MEDIA_TYPE.test(part.mediaType)) {
+          issues.push({ path: `${at}.mediaType`, message: 'must be a media type such as image/png' });
+        }
+        if (part.filename !== undefined && typeof part.filename !== 'string') {
+          issues.push({ path: `${at}.filename`, message: 'must be a string' });
+        }
+      }
+    });
+  });
+  if (!messages.some((message) => message.role === 'user')) {
+    issues.push({ path: 'body.messages', message: 'must contain at least one message with role user' });
+  }
+  const first = issues[0];
+  if (first) throw errors.badRequest(`${first.path} ${first.message}`, issues);
+}
+
+const TITLE_MAX = 100;
+export const UNTITLED_CHAT = 'New chat';
+
+/**
+ * A chat's title: the first user message's text, whitespace collapsed, at most 100 characters,
+ * cut at a word boundary (a single word longer than that is cut hard).
+ */
+export function chatTitle(messages: ReadonlyArray<ConversationMessage | IncomingMessage>): string {
+  const firstUser = messages.find((message) => message.role === 'user');
+  const text = (firstUser?.parts ?? [])
+    .filter((part) => part.type === 'text' && typeof part.text === 'string')
+    .map((part) => part.text as string)
+    .join(' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  if (text.length === 0) return UNTITLED_CHAT;
+  if (text.length <= TITLE_MAX) return text;
+  if (text[TITLE_MAX] === ' ') return text.slice(0, TITLE_MAX);
+  const cut = text.slice(0, TITLE_MAX);
+  const lastSpace = cut.lastIndexOf(' ');
+  return lastSpace > 0 ? cut.slice(0, lastSpace) : cut;
+}
+
+/**
+ * History merge (decisions.md): the stored messages first, then the request's messages whose id
+ * is not stored yet. So a client may send the whole conversation (as `useChat` does) or only
+ * the new turn. Returns the full conversation and the messages to store.
+ */
+export function mergeHistory(
+  stored: ConversationMessage[],
+  incoming: IncomingMessage[],
+): { conversation: ConversationMessage[]; added: ConversationMessage[] } {
+  const storedIds = new Set(stored.map((message) => message.id));
+  const added: ConversationMessage[] = [];
+  for (const message of incoming) {
+    if (message.id !== undefined && storedIds.has(message.id)) continue;
+    added.push({ id: message.id ?? newId('msg'), role: message.role, parts: message.parts });
+  }
+  return { conversation: [...stored, ...added], added };
+}
+
+function decodeDataUrlText(url: string): string | undefined {
+  const match = /^data:([^,]*),(.*)$/s.exec(url);
+  if (!match) return undefined;
+  const meta = match[1] ?? '';
+  const payload = match[2] ?? '';
+  try {
+    return meta.endsWith(';base64') ? Buffer.from(payload, 'base64').toString('utf8') : decodeURIComponent(payload);
+  } catch {
+    return undefined;
+  }
+}
+
+export function isTextLike(mediaType: string): boolean {
+  const type = mediaType.toLowerCase().split(';')[0]?.trim() ?? '';
+  return (
+    type.startsWith('text/') ||
+    /^application\/(json|ld\+json|xml|yaml|x-yaml|toml|javascript|typescript|x-sh|x-python|sql|graphql|csv|x-ndjson)$/.test(type) ||
+    type.endsWith('+json') ||
+    type.endsWith('+xml')
+  );
+}
+
+type ModelPart = UIMessage['parts'][number];
+
+/**
+ * What the model sees of one part: text as is; images and PDFs as files; text-like data: files
+ * as their text; other files by name. Other part types (tool, reasoning, custom) are stored but
+ * not sent to the model.
+ */
+function toModelPart(part: ConversationMessage['parts'][number]): ModelPart | undefined {
+  if (part.type === 'text' && typeof part.text === 'string') return { type: 'text', text: part.text };
+  if (part.type !== 'file') return undefined;
+  const url = String(part.url);
+  const mediaType = String(part.mediaType);
+  const filename = typeof part.filename === 'string' ? part.filename : undefined;
+  const label = filename ?? 'attachment';
+  if (mediaType.startsWith('image/') || mediaType === 'application/pdf') {
+    return { type: 'file', url, mediaType, ...(filename ? { filename } : {}) };
+  }
+  if (isTextLike(mediaType) && url.startsWith('data:')) {
+    const text = decodeDataUrlText(url);
+    if (text !== undefined) return { type: 'text', text: `<attachment name="${label}" type="${mediaType}">\n${text}\n</attachment>` };
+  }
+  return { type: 'text', text: `<attachment name="${label}" type="${mediaType}" url="${url.startsWith('data:') ? 'data:…' : url}" />` };
+}
+
+/** The conversation as UI messages the AI SDK converts for the model. */
+export function toModelUIMessages(conversation: ConversationMessage[]): UIMessage[] {
+  const result: UIMessage[] = [];
+  for (const message of conversation) {
+    const parts = message.parts.map(toModelPart).filter((part): part is ModelPart => part !== undefined);
+    if (parts.length === 0) continue;
+    if (message.role === 'system') {
+      // The AI SDK takes system messages as text only.
+      const text = parts.map((part) => (part.type === 'text' ? part.text : '')).join('\n');
+      result.push({ id: message.id, role: 'system', parts: [{ type: 'text', text }] });
+    } else {
+      result.push({ id: message.id, role: message.role, parts });
+    }
+  }
+  return result;
+}

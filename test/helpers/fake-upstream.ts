@@ -1,0 +1,215 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** What the fake upstream was sent, one entry per request. */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: {
+    model?: string;
+    messages?: Array<{ role: string; content: unknown; tool_calls?: unknown; tool_call_id?: string }>;
+    temperature?: number;
+    stream?: boolean;
+    stream_options?: unknown;
+    tools?: Array<{ type: string; function: { name: string; description?: string; parameters?: unknown } }>;
+    [key: string]: unknown;
+  };
+}
+
+export interface ToolCallScript {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** One reply of the fake upstream. Without a script, it answers `defaultText`. */
+export type ReplyScript =
+  | { kind: 'text'; text: string; usage?: { prompt: number; completion: number }; pieces?: string[] }
+  | { kind: 'tool-calls'; calls: ToolCallScript[] }
+  /** Answers the HTTP status with an OpenAI-style error body. */
+  | { kind: 'fail'; status: number; message?: string }
+  /** Accepts the request and never answers (a stream sends its headers, then nothing). */
+  | { kind: 'stall' }
+  /** Streams `afterPieces` pieces of `text`, then destroys the connection. */
+  | { kind: 'disconnect'; text: string; afterPieces: number };
+
+export interface FakeUpstream {
+  /** `http://127.0.0.1:PORT/v1`, the baseURL a provider points at. */
+  baseURL: string;
+  requests: RecordedRequest[];
+  /** Queues replies, used in order by the next requests. */
+  enqueue(...replies: ReplyScript[]): void;
+  /** The text answered when no reply is queued. */
+  defaultText: string;
+  /** Sets how many words the default reply has (for long-stream benchmarks). */
+  lastRequest(): RecordedRequest;
+  /** Resolves when `count` requests have arrived. */
+  waitForRequests(count: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_UPSTREAM_TEXT = 'Hello from the fake upstream.';
+
+function words(text: string): string[] {
+  return text.match(/\S+\s*|\s+/g) ?? [];
+}
+
+function chunk(id: string, model: string, delta: Record<string, unknown>, finishReason: string | null = null) {
+  return `data: ${JSON.stringify({
+    id,
+    object: 'chat.completion.chunk',
+    created: 1_700_000_000,
+    model,
+    choices: [{ index: 0, delta, finish_reason: finishReason }],
+  })}\n\n`;
+}
+
+function estimateUsage(body: RecordedRequest['body'], completion: number) {
+  const prompt = Math.max(1, Math.ceil(JSON.stringify(body.messages ?? []).length / 4));
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+/**
+ * A real OpenAI-compatible HTTP server on 127.0.0.1 (chat completions, streamed or not) for
+ * tests and benchmarks: it records every request and answers from a queue of scripts, so a
+ * test forces failures by telling it to fail, never by sleeping.
+ */
+export async function startFakeUpstream(): Promise<FakeUpstream> {
+  const requests: RecordedRequest[] = [];
+  const queue: ReplyScript[] = [];
+  const waiters: Array<{ count: number; resolve: () => void }> = [];
+  const stalled = new Set<ServerResponse>();
+  let counter = 0;
+
+  const handle = (req: IncomingMessage, res: ServerResponse, raw: string) => {
+    const body = raw ? (JSON.parse(raw) as RecordedRequest['body']) : {};
+    requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
+    for (const waiter of waiters.filter((w) => requests.length >= w.count)) {
+      waiters.splice(waiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error' } }));
+      return;
+    }
+    const script: ReplyScript = queue.shift() ?? { kind: 'text', text: upstream.defaultText };
+    const id = `chatcmpl-${++counter}`;
+    const model = body.model ?? 'fake';
+
+    if (script.kind === 'fail') {
+      res.writeHead(script.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: script.message ?? 'upstream failure', type: 'server_error', code: null } }));
+      return;
+    }
+    if (script.kind === 'stall') {
+      stalled.add(res);
+      if (body.stream) res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.flushHeaders();
+      return;
+    }
+
+    if (!body.stream) {
+      let message: Record<string, unknown>;
+      let finish = 'stop';
+      let completion = 0;
+      if (script.kind === 'tool-calls') {
+        finish = 'tool_calls';
+        message = {
+          role: 'assistant',
+          content: null,
+          tool_calls: script.calls.map((call, i) => ({
+            id: `call_${counter}_${i}`,
+            type: 'function',
+            function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+          })),
+        };
+        completion = 5;
+      } else {
+        const text = script.text;
+        message = { role: 'assistant', content: text };
+        completion = words(text).length;
+      }
+      const usage =
+        script.kind === 'text' && script.usage
+          ? { prompt_tokens: script.usage.prompt, completion_tokens: script.usage.completion, total_tokens: script.usage.prompt + script.usage.completion }
+          : estimateUsage(body, completion);
+      if (script.kind === 'disconnect') {
+        req.socket.destroy();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id, object: 'chat.completion', created: 1_700_000_000, model, choices: [{ index: 0, message, finish_reason: finish }], usage }));
+      return;
+    }
+
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    if (script.kind === 'tool-calls') {
+      script.calls.forEach((call, i) => {
+        res.write(
+          chunk(id, model, {
+            role: 'assistant',
+            tool_calls: [{ index: i, id: `call_${counter}_${i}`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.arguments) } }],
+          }),
+        );
+      });
+      res.write(chunk(id, model, {}, 'tool_calls'));
+      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage: estimateUsage(body, 5) })}\n\n`);
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    const pieces = script.kind === 'text' ? (script.pieces ?? words(script.text)) : words(script.text);
+    const limit = script.kind === 'disconnect' ? script.afterPieces : pieces.length;
+    // One write per piece, like a real provider's token stream.
+    for (let i = 0; i < limit; i++) {
+      res.write(chunk(id, model, i === 0 ? { role: 'assistant', content: pieces[i] } : { content: pieces[i] }));
+    }
+    if (script.kind === 'disconnect') {
+      // Let the pieces leave before the connection dies mid-stream.
+      setImmediate(() => req.socket.destroy());
+      return;
+    }
+    res.write(chunk(id, model, {}, 'stop'));
+    const usage = script.usage
+      ? { prompt_tokens: script.usage.prompt, completion_tokens: script.usage.completion, total_tokens: script.usage.prompt + script.usage.completion }
+      : estimateUsage(body, pieces.length);
+    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  };
+
+  const server: Server = createServer((req, res) => {
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (data: string) => {
+      raw += data;
+    });
+    req.on('end', () => handle(req, res, raw));
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  const upstream: FakeUpstream = {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    requests,
+    defaultText: DEFAULT_UPSTREAM_TEXT,
+    enqueue: (...replies) => {
+      queue.push(...replies);
+    },
+    lastRequest() {
+      const last = requests.at(-1);
+      if (!last) throw new Error('the fake upstream received no request');
+      return last;
+    },
+    waitForRequests(count) {
+      if (requests.length >= count) return Promise.resolve();
+      return new Promise((resolve) => waiters.push({ count, resolve }));
+    },
+    async close() {
+      for (const res of stalled) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return upstream;
+}
