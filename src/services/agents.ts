@@ -15,7 +15,12 @@ export function clampLimit(limit: number | undefined, fallback: number, max: num
   return Math.min(limit ?? fallback, max);
 }
 
-export function agentView(agent: AgentTable, workspaceDefaultModel: string | null) {
+type ListedAgent = Pick<
+  AgentTable,
+  'id' | 'title' | 'description' | 'image' | 'category' | 'visibility' | 'model' | 'created_at' | 'updated_at'
+>;
+
+export function agentView(agent: ListedAgent, workspaceDefaultModel: string | null) {
   return {
     id: agent.id,
     title: agent.title,

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 
 // Written once for both engines: only types and constraints that SQLite and PostgreSQL share.
 const TS = 'text';
@@ -108,7 +108,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', TS, (c) => c.notNull())
     .addColumn('updated_at', TS, (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('agents_workspace_idx').on('agents').columns(['workspace_id']).execute();
+  // Serves the agent list in its order (title case-insensitively, then id) without a sort step.
+  await sql`create index agents_listing_idx on agents (workspace_id, lower(title), id)`.execute(db);
 
   await db.schema
     .createTable('projects')
@@ -124,10 +125,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', TS, (c) => c.notNull())
     .addColumn('updated_at', TS, (c) => c.notNull())
     .execute();
+  // Serves the project list (active, newest first, then id) straight from the index, no sort step.
   await db.schema
-    .createIndex('projects_workspace_updated_idx')
+    .createIndex('projects_listing_idx')
     .on('projects')
-    .columns(['workspace_id', 'updated_at'])
+    .columns(['workspace_id', 'archived', 'updated_at', 'id'])
     .execute();
 
   await db.schema

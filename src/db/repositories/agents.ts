@@ -4,8 +4,8 @@ import type { Db } from '../database.js';
 const LISTED_VISIBILITIES = ['workspace', 'organization'] as const;
 
 /**
- * Listed agents: not deleted, not private; ordered by title (case-insensitive), then id. The
- * total comes with the page (a window count); only a page past the end needs a second query.
+ * Listed agents: not deleted, not private; ordered by title (case-insensitive), then id, which
+ * the listing index serves without a sort. (A window count would force one; a count is cheaper.)
  */
 export async function listListedAgents(db: Db, workspaceId: string, limit: number, offset: number) {
   const base = db
@@ -14,14 +14,12 @@ export async function listListedAgents(db: Db, workspaceId: string, limit: numbe
     .where('deleted_at', 'is', null)
     .where('visibility', 'in', LISTED_VISIBILITIES);
   const rows = await base
-    .selectAll()
-    .select(sql<number>`count(*) over ()`.as('total'))
+    .select(['id', 'title', 'description', 'image', 'category', 'visibility', 'model', 'created_at', 'updated_at'])
     .orderBy(sql`lower(title)`)
     .orderBy('id')
     .limit(limit)
     .offset(offset)
     .execute();
-  if (rows.length > 0) return { rows, total: Number(rows[0].total) };
   const count = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
   return { rows, total: Number(count.total) };
 }
