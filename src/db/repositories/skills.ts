@@ -1,0 +1,71 @@
+import { sql, type Transaction } from 'kysely';
+import type { Db } from '../database.js';
+import type { Database, SkillTable } from '../schema.js';
+
+type Executor = Db | Transaction<Database>;
+
+/** Which of `names` the workspace already has a skill for (exact, case-sensitive match). */
+export async function findTakenSkillNames(db: Executor, workspaceId: string, names: string[]): Promise<Set<string>> {
+  const taken = new Set<string>();
+  // Chunked so a request never builds an IN list past what either engine accepts.
+  for (let start = 0; start < names.length; start += 500) {
+    const chunk = names.slice(start, start + 500);
+    if (chunk.length === 0) continue;
+    const rows = await db
+      .selectFrom('skills')
+      .select('name')
+      .where('workspace_id', '=', workspaceId)
+      .where('name', 'in', chunk)
+      .execute();
+    for (const row of rows) taken.add(row.name);
+  }
+  return taken;
+}
+
+/**
+ * Inserts the skills in one transaction. A name taken meanwhile (a concurrent upload) is not
+ * an error: that row is left out, and the ids of the rows really inserted are returned.
+ */
+export async function insertSkills(db: Db, rows: SkillTable[]): Promise<Set<string>> {
+  if (rows.length === 0) return new Set();
+  return db.transaction().execute(async (trx) => {
+    const inserted = new Set<string>();
+    for (const row of rows) {
+      const result = await trx
+        .insertInto('skills')
+        .values(row)
+        .onConflict((oc) => oc.columns(['workspace_id', 'name']).doNothing())
+        .returning('id')
+        .executeTakeFirst();
+      if (result) inserted.add(result.id);
+    }
+    return inserted;
+  });
+}
+
+/**
+ * Skills the user may see in the workspace: shared ones (`workspace`, `organization`) and the
+ * user's own private ones; by name (case-insensitive), then id, so pages are stable.
+ */
+export async function listVisibleSkills(db: Db, workspaceId: string, userId: string, limit: number, offset: number) {
+  const base = db
+    .selectFrom('skills')
+    .where('workspace_id', '=', workspaceId)
+    .where((eb) => eb.or([eb('visibility', 'in', ['workspace', 'organization']), eb('owner_user_id', '=', userId)]));
+  const [rows, count] = await Promise.all([
+    base
+      .selectAll()
+      .orderBy(sql`lower(name)`)
+      .orderBy('id')
+      .limit(limit)
+      .offset(offset)
+      .execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.total) };
+}
+
+/** Every skill row of a workspace (tests and maintenance). */
+export function listWorkspaceSkills(db: Db, workspaceId: string) {
+  return db.selectFrom('skills').selectAll().where('workspace_id', '=', workspaceId).orderBy('name').execute();
+}

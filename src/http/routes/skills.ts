@@ -1,0 +1,100 @@
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import path from 'node:path';
+import multipart from '@fastify/multipart';
+import Ajv from 'ajv';
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { accessWorkspaceInPath } from '../../services/access.js';
+import { clampLimit } from '../../services/agents.js';
+import {
+  assertMayUploadSkills,
+  bulkUploadSkills,
+  listSkills,
+  SKILL_PAGE,
+  SKILL_UPLOAD_LIMITS,
+} from '../../services/skills.js';
+import { WorkspaceParams } from '../schemas/agents.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { BulkUploadForm, BulkUploadResult, SkillListQuery, SkillListResponse } from '../schemas/skills.js';
+import { spoolSkillUpload } from '../skill-upload-spool.js';
+
+/**
+ * The multipart body is read as a stream by the handler, so the body schema only documents the
+ * form; params are still validated (with coercion, as everywhere else).
+ */
+function multipartRouteValidator() {
+  const ajv = new Ajv.default({ coerceTypes: 'array', useDefaults: true, strict: false });
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
+    httpPart === 'body' ? () => true : ajv.compile(schema);
+}
+
+export async function skillRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get<{ Params: Static<typeof WorkspaceParams>; Querystring: Static<typeof SkillListQuery> }>(
+    '/workspace/:workspaceId/skills',
+    {
+      schema: {
+        summary: 'List skills',
+        description:
+          'Skills of the workspace the caller may see (shared ones and the caller’s own private ones), by name (case-insensitive), then id.',
+        tags: ['skills'],
+        security: API_KEY_SECURITY,
+        params: WorkspaceParams,
+        querystring: SkillListQuery,
+        response: { 200: SkillListResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const access = await accessWorkspaceInPath(deps.db, request.principal, request.params.workspaceId);
+      const limit = clampLimit(request.query.limit, SKILL_PAGE.defaultLimit, SKILL_PAGE.maxLimit);
+      return { data: await listSkills(deps.db, access, { limit, offset: request.query.offset ?? 0 }) };
+    },
+  );
+
+  // Multipart parsing is registered for this route only, so other routes keep their content types.
+  await app.register(async (scope) => {
+    await scope.register(multipart, { throwFileSizeLimit: true });
+    const uploadRoot = path.join(deps.config.dataDir, 'tmp', 'skill-uploads');
+
+    scope.post<{ Params: Static<typeof WorkspaceParams> }>(
+      '/workspace/:workspaceId/skills/bulk-upload',
+      {
+        validatorCompiler: multipartRouteValidator(),
+        schema: {
+          summary: 'Bulk upload skills',
+          description:
+            'Zip archives of skill directories (each with a SKILL.md) and standalone .md files. 200 when every skill was created or skipped, 207 (same body) when some failed. At most 32 MB of files and 200 skills per request; archives are checked for unsafe paths, links, encryption and decompressed size before anything is stored.',
+          tags: ['skills'],
+          security: API_KEY_SECURITY,
+          consumes: ['multipart/form-data'],
+          params: WorkspaceParams,
+          body: BulkUploadForm,
+          response: {
+            200: BulkUploadResult,
+            207: { ...BulkUploadResult, description: 'Some skills failed: see `errors`' },
+            ...errorResponses(...COMMON_ERRORS),
+          },
+        },
+      },
+      async (request, reply) => {
+        const access = await accessWorkspaceInPath(deps.db, request.principal, request.params.workspaceId);
+        assertMayUploadSkills(access);
+        await mkdir(uploadRoot, { recursive: true });
+        const dir = await mkdtemp(path.join(uploadRoot, 'req-'));
+        try {
+          const upload = await spoolSkillUpload(request, dir, SKILL_UPLOAD_LIMITS.maxUploadBytes, (visibility) =>
+            assertMayUploadSkills(access, visibility),
+          );
+          const data = await bulkUploadSkills(
+            { db: deps.db, store: deps.store, clock: deps.clock },
+            access,
+            { parts: upload.parts, visibility: upload.visibility ?? 'private' },
+          );
+          return reply.code(data.errors.length > 0 ? 207 : 200).send({ data });
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
+      },
+    );
+  });
+}

@@ -1,0 +1,75 @@
+import { Type } from 'typebox';
+import { envelope, PaginationRef, Timestamp } from './common.js';
+
+const Visibility = Type.Union([Type.Literal('private'), Type.Literal('workspace'), Type.Literal('organization')]);
+
+export const Skill = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    description: Type.String(),
+    visibility: Visibility,
+    ownerUserId: Type.String({ description: 'The user whose key uploaded the skill' }),
+    storagePath: Type.String({ description: 'Where the skill’s files are stored: `skills/{workspaceId}/{skillId}/`' }),
+    metadata: Type.Object(
+      {},
+      {
+        additionalProperties: true,
+        description: 'The rest of the SKILL.md front matter (license, allowed-tools, metadata, …)',
+      },
+    ),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { title: 'Skill' },
+);
+
+export const SkillListQuery = Type.Object({
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, description: 'Page size, default 20; values above 100 are clamped to 100' }),
+  ),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Items to skip' })),
+});
+
+export const SkillListResponse = envelope(
+  Type.Object({
+    skills: Type.Array(Skill),
+    pagination: PaginationRef,
+  }),
+);
+
+/** Documents the multipart form; the route reads it as a stream, not through this schema. */
+export const BulkUploadForm = Type.Object({
+  files: Type.Array(Type.String({ format: 'binary' }), {
+    description: 'Zip archives of skill directories (each with a SKILL.md) or standalone .md files',
+  }),
+  visibility: Type.Optional(
+    Type.Union([Type.Literal('private'), Type.Literal('workspace'), Type.Literal('organization')], {
+      default: 'private',
+      description: '`workspace` and `organization` need a workspace admin or owner',
+    }),
+  ),
+});
+
+export const SkillErrorItem = Type.Object({
+  file: Type.String({ description: 'The uploaded file the skill came from' }),
+  name: Type.Union([Type.String(), Type.Null()], {
+    description: 'The skill (its front-matter or directory name); null when the whole file failed',
+  }),
+  code: Type.String({ examples: ['unsafe_path', 'missing_skill_md', 'invalid_front_matter', 'invalid_archive'] }),
+  message: Type.String(),
+});
+
+export const BulkUploadResult = envelope(
+  Type.Object({
+    created: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), storagePath: Type.String() })),
+    skipped: Type.Array(Type.Object({ name: Type.String(), reason: Type.String(), file: Type.String() })),
+    errors: Type.Array(SkillErrorItem),
+    summary: Type.Object({
+      total: Type.Integer({ description: 'created + skipped + failed' }),
+      created: Type.Integer(),
+      skipped: Type.Integer(),
+      failed: Type.Integer({ description: 'Number of `errors` items' }),
+    }),
+  }),
+);

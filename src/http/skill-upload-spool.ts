@@ -1,0 +1,134 @@
+import { createWriteStream } from 'node:fs';
+import path from 'node:path';
+import { Transform, type TransformCallback, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { FastifyRequest } from 'fastify';
+import type { Visibility } from '../db/schema.js';
+import { ApiError, errors } from '../errors.js';
+import { SKILL_VISIBILITIES, type UploadedPart } from '../services/skills.js';
+
+/** Room for multipart boundaries and part headers on top of the file bytes themselves. */
+const MULTIPART_OVERHEAD_BYTES = 1024 * 1024;
+const MAX_PARTS = 1000;
+
+export interface SpooledUpload {
+  parts: UploadedPart[];
+  visibility: Visibility | undefined;
+}
+
+/** Counts the bytes of every file part of a request together and stops at the limit. */
+class CombinedLimit {
+  total = 0;
+  constructor(readonly maxBytes: number) {}
+
+  /** A pass-through for one part; its `bytes` is that part's size once the pipeline ends. */
+  meter(): Transform & { bytes: number } {
+    const limit = this;
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
+        meter.bytes += chunk.length;
+        limit.total += chunk.length;
+        if (limit.total > limit.maxBytes) {
+          callback(tooLarge(limit.maxBytes));
+          return;
+        }
+        callback(null, chunk);
+      },
+    }) as Transform & { bytes: number };
+    meter.bytes = 0;
+    return meter;
+  }
+}
+
+const discard = () =>
+  new Writable({
+    write(_chunk, _encoding, callback) {
+      callback();
+    },
+  });
+
+function tooLarge(maxBytes: number): ApiError {
+  return errors.payloadTooLarge(`The files of one upload may come to at most ${maxBytes} bytes; nothing was stored`, {
+    maxBytes,
+  });
+}
+
+/** A file name fit to echo back: its last path segment, no control characters, bounded. */
+function displayName(filename: string, index: number): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we drop
+  const last = (filename.split(/[/\\]/).pop() ?? '').replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 255);
+  return last === '' ? `files[${index}]` : last;
+}
+
+/** Multipart and busboy failures → the API error they stand for; a client's mistake is never a 500. */
+export function multipartError(error: unknown, maxBytes: number): ApiError {
+  if (error instanceof ApiError) return error;
+  const status = (error as { statusCode?: number }).statusCode;
+  if (status === 413) return tooLarge(maxBytes);
+  if (status === 406) return errors.unsupportedMediaType('The request must be multipart/form-data');
+  return errors.badRequest(`Malformed multipart body (${(error as Error).message ?? 'unreadable'})`);
+}
+
+/**
+ * Reads the multipart body as a stream: each `files` part goes to its own temporary file in
+ * `dir` while the combined size is counted, so the request fails with 413 as soon as it passes
+ * `maxBytes` and nothing is ever held in memory. `onVisibility` runs as soon as the field is
+ * read, so a key that may not use it is refused before the rest of the body is read.
+ */
+export async function spoolSkillUpload(
+  request: FastifyRequest,
+  dir: string,
+  maxBytes: number,
+  onVisibility: (visibility: Visibility) => void,
+): Promise<SpooledUpload> {
+  if (!request.isMultipart()) {
+    throw errors.unsupportedMediaType('The request must be multipart/form-data with `files` parts');
+  }
+  const declaredLength = Number(request.headers['content-length']);
+  if (Number.isFinite(declaredLength) && declaredLength > maxBytes + MULTIPART_OVERHEAD_BYTES) {
+    throw tooLarge(maxBytes);
+  }
+  const combined = new CombinedLimit(maxBytes);
+  const result: SpooledUpload = { parts: [], visibility: undefined };
+  try {
+    const parts = request.parts({
+      limits: { fileSize: maxBytes + 1, parts: MAX_PARTS, fieldSize: 1024, fields: 20, headerPairs: 100 },
+    });
+    for await (const part of parts) {
+      if (part.type === 'field') {
+        if (part.fieldname !== 'visibility') continue;
+        const value = String(part.value).trim();
+        if (!(SKILL_VISIBILITIES as readonly string[]).includes(value)) {
+          throw errors.badRequest(`visibility must be one of ${SKILL_VISIBILITIES.join(', ')}`, [
+            { path: 'body.visibility', message: `must be one of ${SKILL_VISIBILITIES.join(', ')}` },
+          ]);
+        }
+        result.visibility = value as Visibility;
+        onVisibility(result.visibility);
+        continue;
+      }
+      // A body cut short destroys the part's stream before it reaches us; piping a destroyed
+      // stream would wait forever.
+      if (part.file.destroyed) throw errors.badRequest('Malformed multipart body (a part ends early)');
+      if (part.fieldname !== 'files' && part.fieldname !== 'files[]') {
+        // Unknown fields are ignored, as in JSON bodies; the bytes still count towards the limit.
+        await pipeline(part.file, combined.meter(), discard());
+        continue;
+      }
+      const index = result.parts.length;
+      const filePath = path.join(dir, `part-${index}`);
+      const meter = combined.meter();
+      await pipeline(part.file, meter, createWriteStream(filePath, { flags: 'wx', mode: 0o600 }));
+      if ((part.file as { truncated?: boolean }).truncated) throw tooLarge(maxBytes);
+      result.parts.push({
+        filename: displayName(part.filename ?? '', index),
+        contentType: part.mimetype ?? 'application/octet-stream',
+        path: filePath,
+        size: meter.bytes,
+      });
+    }
+  } catch (error) {
+    throw multipartError(error, maxBytes);
+  }
+  return result;
+}

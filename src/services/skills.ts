@@ -1,0 +1,358 @@
+import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import mime from 'mime-types';
+import type { ZipFile } from 'yauzl';
+import type { Db } from '../db/database.js';
+import { findTakenSkillNames, insertSkills, listVisibleSkills } from '../db/repositories/skills.js';
+import type { SkillTable, Visibility } from '../db/schema.js';
+import { errors } from '../errors.js';
+import { type Clock, newId } from '../ids.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import type { WorkspaceAccess } from './access.js';
+import type { Page } from './agents.js';
+import {
+  type ArchiveLimits,
+  ArchiveProblem,
+  DEFAULT_ARCHIVE_LIMITS,
+  decodeText,
+  entryStream,
+  type PlannedZipSkill,
+  type Problem,
+  planArchive,
+  verifySkillContent,
+} from './skill-archive.js';
+import { isProblem, parseSkillMarkdown, type SkillHeader } from './skill-markdown.js';
+
+export const SKILL_PAGE = { defaultLimit: 20, maxLimit: 100 } as const;
+
+export interface SkillUploadLimits extends ArchiveLimits {
+  /** Skills one request may hold (spec §8). */
+  maxSkills: number;
+  /** Bytes of all file parts of one request together (spec §8). */
+  maxUploadBytes: number;
+}
+
+export const SKILL_UPLOAD_LIMITS: SkillUploadLimits = {
+  ...DEFAULT_ARCHIVE_LIMITS,
+  maxSkills: 200,
+  maxUploadBytes: 32 * 1024 * 1024,
+};
+
+export const SKILL_VISIBILITIES = ['private', 'workspace', 'organization'] as const satisfies readonly Visibility[];
+
+/** A `files` part of the request, already spooled to a temporary file. */
+export interface UploadedPart {
+  filename: string;
+  contentType: string;
+  /** The temporary file holding the part's bytes. */
+  path: string;
+  size: number;
+}
+
+export interface SkillErrorItem {
+  file: string;
+  name: string | null;
+  code: string;
+  message: string;
+}
+
+export interface BulkUploadResult {
+  created: Array<{ id: string; name: string; storagePath: string }>;
+  skipped: Array<{ name: string; reason: string; file: string }>;
+  errors: SkillErrorItem[];
+  summary: { total: number; created: number; skipped: number; failed: number };
+}
+
+export interface SkillServiceDeps {
+  db: Db;
+  store: ObjectStore;
+  clock: Clock;
+}
+
+/** Skills go in through a workspace key; sharing them needs an admin or owner (decisions.md). */
+export function assertMayUploadSkills(access: WorkspaceAccess, visibility?: Visibility): void {
+  if (access.principal.kind !== 'workspace') {
+    throw errors.unauthorized('Skills are uploaded with a workspace API key, not an organization key');
+  }
+  if (visibility && visibility !== 'private' && access.role !== 'owner' && access.role !== 'admin') {
+    throw errors.unauthorized(`Visibility "${visibility}" needs a workspace admin or owner`);
+  }
+}
+
+/** The storage prefix of a skill's files. */
+export const skillStoragePath = (workspaceId: string, skillId: string) => `skills/${workspaceId}/${skillId}/`;
+
+type Candidate =
+  | { kind: 'zip'; file: string; zip: ZipFile; plan: PlannedZipSkill; fallbackName: string }
+  | { kind: 'markdown'; file: string; part: UploadedPart; fallbackName: string };
+
+interface ReadySkill {
+  candidate: Candidate;
+  header: SkillHeader;
+}
+
+function partKind(part: UploadedPart): 'zip' | 'markdown' | null {
+  const extension = path.extname(part.filename).toLowerCase();
+  if (extension === '.zip') return 'zip';
+  if (extension === '.md' || extension === '.markdown') return 'markdown';
+  const type = part.contentType.toLowerCase();
+  if (type === 'application/zip' || type === 'application/x-zip-compressed') return 'zip';
+  if (type === 'text/markdown' || type === 'text/x-markdown') return 'markdown';
+  return null;
+}
+
+const stem = (filename: string) => path.basename(filename, path.extname(filename));
+
+/**
+ * Bulk skill upload (decisions.md, "Skills bulk upload"). Every archive is planned and every
+ * skill fully inflated and parsed before the first object is stored; then the objects are
+ * written, then all rows inserted in one transaction. When that fails, the objects written are
+ * deleted, so a failed request leaves no half-written skill.
+ */
+export async function bulkUploadSkills(
+  deps: SkillServiceDeps,
+  access: WorkspaceAccess,
+  input: { parts: UploadedPart[]; visibility: Visibility },
+  limits: SkillUploadLimits = SKILL_UPLOAD_LIMITS,
+): Promise<BulkUploadResult> {
+  assertMayUploadSkills(access, input.visibility);
+  const usable = input.parts.filter((part) => part.size > 0);
+  if (usable.length === 0) throw errors.badRequest('The upload has no non-empty `files` part');
+
+  const failures: SkillErrorItem[] = [];
+  const fail = (file: string, name: string | null, problem: Problem) =>
+    failures.push({ file, name, code: problem.code, message: problem.message });
+  const zips: ZipFile[] = [];
+  try {
+    const candidates: Candidate[] = [];
+    for (const part of input.parts) {
+      const file = part.filename;
+      if (part.size === 0) {
+        fail(file, null, { code: 'empty_file', message: 'the part is empty' });
+        continue;
+      }
+      const kind = partKind(part);
+      if (kind === 'markdown') {
+        candidates.push({ kind, file, part, fallbackName: stem(file) });
+      } else if (kind === 'zip') {
+        try {
+          const archive = await planArchive(part.path, limits);
+          zips.push(archive.zip);
+          for (const problem of archive.looseProblems) fail(file, null, problem);
+          for (const plan of archive.skills) {
+            const fallbackName = plan.root === '' ? stem(file) : plan.directoryName;
+            candidates.push({ kind, file, zip: archive.zip, plan, fallbackName });
+          }
+        } catch (error) {
+          if (!(error instanceof ArchiveProblem)) throw error;
+          fail(file, null, error);
+        }
+      } else {
+        fail(file, null, { code: 'unsupported_file', message: 'only .zip archives and .md files are read' });
+      }
+    }
+    if (candidates.length > limits.maxSkills) {
+      throw errors.badRequest(
+        `The upload holds ${candidates.length} skills; at most ${limits.maxSkills} are accepted per request`,
+        [{ path: 'body.files', message: `more than ${limits.maxSkills} skills` }],
+      );
+    }
+
+    const ready = await checkCandidates(candidates, limits, fail);
+    const { toCreate, skipped } = await sortOutDuplicates(deps.db, access.workspaceId, ready);
+    const created = await storeSkills(deps, access, input.visibility, toCreate, skipped);
+    return {
+      created,
+      skipped,
+      errors: failures,
+      summary: {
+        total: created.length + skipped.length + failures.length,
+        created: created.length,
+        skipped: skipped.length,
+        failed: failures.length,
+      },
+    };
+  } finally {
+    for (const zip of zips) zip.close();
+  }
+}
+
+/** Inflates and parses every candidate, within the request's decompressed-size budget. */
+async function checkCandidates(
+  candidates: Candidate[],
+  limits: ArchiveLimits,
+  fail: (file: string, name: string | null, problem: Problem) => void,
+): Promise<ReadySkill[]> {
+  let budget = limits.maxRequestBytes;
+  const ready: ReadySkill[] = [];
+  for (const candidate of candidates) {
+    const declared = candidate.kind === 'zip' ? candidate.plan.declaredBytes : candidate.part.size;
+    try {
+      if (candidate.kind === 'zip' && candidate.plan.problem) {
+        throw new ArchiveProblem(candidate.plan.problem.code, candidate.plan.problem.message);
+      }
+      if (declared > limits.maxSkillBytes) {
+        throw new ArchiveProblem(
+          'skill_too_large',
+          `the skill's files come to ${declared} bytes decompressed; at most ${limits.maxSkillBytes} are accepted`,
+        );
+      }
+      if (declared > budget) {
+        throw new ArchiveProblem(
+          'decompressed_budget_exceeded',
+          `the request's skills come to more than ${limits.maxRequestBytes} bytes decompressed`,
+        );
+      }
+      budget -= declared;
+      const text =
+        candidate.kind === 'zip'
+          ? await verifySkillContent(candidate.zip, candidate.plan, limits)
+          : await readMarkdownPart(candidate.part, limits);
+      const header = parseSkillMarkdown(text, candidate.fallbackName);
+      if (isProblem(header)) throw new ArchiveProblem(header.code, header.message);
+      ready.push({ candidate, header });
+    } catch (error) {
+      if (!(error instanceof ArchiveProblem)) throw error;
+      fail(candidate.file, candidate.fallbackName || null, error);
+    }
+  }
+  return ready;
+}
+
+async function readMarkdownPart(part: UploadedPart, limits: ArchiveLimits): Promise<string> {
+  if (part.size > limits.maxSkillMdBytes) {
+    throw new ArchiveProblem(
+      'skill_md_too_large',
+      `the markdown file is ${part.size} bytes; at most ${limits.maxSkillMdBytes} are read`,
+    );
+  }
+  return decodeText(await readFile(part.path), limits);
+}
+
+async function sortOutDuplicates(db: Db, workspaceId: string, ready: ReadySkill[]) {
+  const taken = await findTakenSkillNames(
+    db,
+    workspaceId,
+    ready.map((skill) => skill.header.name),
+  );
+  const firstFile = new Map<string, string>();
+  const toCreate: ReadySkill[] = [];
+  const skipped: BulkUploadResult['skipped'] = [];
+  for (const skill of ready) {
+    const { name } = skill.header;
+    const file = skill.candidate.file;
+    if (taken.has(name)) {
+      skipped.push({ name, file, reason: 'a skill with this name already exists in the workspace' });
+    } else if (firstFile.has(name)) {
+      skipped.push({ name, file, reason: `a skill with this name appears earlier in this upload (${firstFile.get(name)})` });
+    } else {
+      firstFile.set(name, file);
+      toCreate.push(skill);
+    }
+  }
+  return { toCreate, skipped };
+}
+
+function contentTypeOf(relativePath: string): string {
+  if (relativePath.toLowerCase().endsWith('.md')) return 'text/markdown';
+  return mime.lookup(relativePath) || 'application/octet-stream';
+}
+
+async function storeSkills(
+  deps: SkillServiceDeps,
+  access: WorkspaceAccess,
+  visibility: Visibility,
+  toCreate: ReadySkill[],
+  skipped: BulkUploadResult['skipped'],
+) {
+  const now = deps.clock().toISOString();
+  const rows: SkillTable[] = [];
+  const written: string[] = [];
+  try {
+    for (const { candidate, header } of toCreate) {
+      const id = newId('skl');
+      const prefix = skillStoragePath(access.workspaceId, id);
+      written.push(prefix);
+      if (candidate.kind === 'zip') {
+        for (const file of candidate.plan.files) {
+          const body = (await entryStream(candidate.zip, candidate.plan.root, file)) as Readable;
+          try {
+            await deps.store.put(`${prefix}${file.relativePath}`, body, {
+              contentType: contentTypeOf(file.relativePath),
+              exactBytes: file.declaredSize,
+            });
+          } finally {
+            // A failed put may leave the entry unread; an open entry stream keeps the zip open.
+            body.destroy();
+          }
+        }
+      } else {
+        await deps.store.put(`${prefix}SKILL.md`, createReadStream(candidate.part.path), {
+          contentType: 'text/markdown',
+          exactBytes: candidate.part.size,
+        });
+      }
+      rows.push({
+        id,
+        workspace_id: access.workspaceId,
+        name: header.name,
+        description: header.description,
+        visibility,
+        owner_user_id: access.principal.userId,
+        storage_path: prefix,
+        metadata: JSON.stringify(header.metadata),
+        created_at: now,
+        updated_at: now,
+      });
+    }
+    const inserted = await insertSkills(deps.db, rows);
+    const created: BulkUploadResult['created'] = [];
+    for (const [index, row] of rows.entries()) {
+      if (inserted.has(row.id)) {
+        created.push({ id: row.id, name: row.name, storagePath: row.storage_path });
+      } else {
+        // Another request took the name between our check and our insert.
+        skipped.push({
+          name: row.name,
+          file: toCreate[index]!.candidate.file,
+          reason: 'a skill with this name already exists in the workspace',
+        });
+        await deps.store.deletePrefix(row.storage_path);
+      }
+    }
+    return created;
+  } catch (error) {
+    await Promise.allSettled(written.map((prefix) => deps.store.deletePrefix(prefix)));
+    throw errors.internal(error);
+  }
+}
+
+export function skillView(skill: SkillTable) {
+  return {
+    id: skill.id,
+    name: skill.name,
+    description: skill.description,
+    visibility: skill.visibility,
+    ownerUserId: skill.owner_user_id,
+    storagePath: skill.storage_path,
+    metadata: JSON.parse(skill.metadata) as Record<string, unknown>,
+    createdAt: skill.created_at,
+    updatedAt: skill.updated_at,
+  };
+}
+
+export async function listSkills(db: Db, access: WorkspaceAccess, page: Page) {
+  const { rows, total } = await listVisibleSkills(
+    db,
+    access.workspaceId,
+    access.principal.userId,
+    page.limit,
+    page.offset,
+  );
+  return {
+    skills: rows.map(skillView),
+    pagination: { total, limit: page.limit, offset: page.offset },
+  };
+}

@@ -1,0 +1,614 @@
+import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../src/config.js';
+import { listWorkspaceSkills } from '../../src/db/repositories/skills.js';
+import { createObjectStore } from '../../src/storage/index.js';
+import type { ObjectStore } from '../../src/storage/object-store.js';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { buildZip, type MultipartPart, multipartBody, patchEntry, replaceBytes, skillMd } from './zip-builder.js';
+
+export const SKILL_KEYS = {
+  owner: 'atr_ws_skills_owner_0000000000000000000000000',
+  admin: 'atr_ws_skills_admin_0000000000000000000000000',
+  member: 'atr_ws_skills_member_000000000000000000000000',
+  other: 'atr_ws_skills_other_ws_0000000000000000000000',
+  org: 'atr_org_skills_acme_00000000000000000000000000',
+} as const;
+
+export const SKILLS_SETUP = `
+organizations:
+  - id: org_acme
+    name: Acme
+    users:
+      - { id: usr_owner, name: Olivia, email: olivia@acme.test }
+      - { id: usr_admin, name: Ada, email: ada@acme.test }
+      - { id: usr_member, name: Max, email: max@acme.test }
+    apiKeys:
+      - { name: acme-org, user: usr_owner, key: "${SKILL_KEYS.org}" }
+    workspaces:
+      - id: wsp_skills
+        name: Skills
+        members:
+          - { user: usr_owner, role: owner }
+          - { user: usr_admin, role: admin }
+          - { user: usr_member, role: member }
+        apiKeys:
+          - { name: owner, user: usr_owner, key: "${SKILL_KEYS.owner}" }
+          - { name: admin, user: usr_admin, key: "${SKILL_KEYS.admin}" }
+          - { name: member, user: usr_member, key: "${SKILL_KEYS.member}" }
+      - id: wsp_other
+        name: Other
+        members:
+          - { user: usr_owner, role: owner }
+        apiKeys:
+          - { name: other, user: usr_owner, key: "${SKILL_KEYS.other}" }
+`;
+
+const WS = 'wsp_skills';
+const URL = `/v1/workspace/${WS}/skills/bulk-upload`;
+
+type TestApp = Awaited<ReturnType<typeof createTestApp>>;
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await createTestApp({ setup: SKILLS_SETUP });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const zipPart = (filename: string, content: Buffer): MultipartPart => ({
+  name: 'files',
+  filename,
+  contentType: 'application/zip',
+  content,
+});
+const mdPart = (filename: string, content: string): MultipartPart => ({
+  name: 'files',
+  filename,
+  contentType: 'text/markdown',
+  content,
+});
+
+async function upload(parts: MultipartPart[], options: { key?: string; url?: string; app?: TestApp } = {}) {
+  const { body, contentType } = multipartBody(parts);
+  const target = options.app ?? t;
+  const response = await target.app.inject({
+    method: 'POST',
+    url: options.url ?? URL,
+    headers: { 'x-service-api-key': options.key ?? SKILL_KEYS.owner, 'content-type': contentType },
+    payload: body,
+  });
+  return { status: response.statusCode, body: response.json() };
+}
+
+async function storedKeys(store: ObjectStore = t.store, workspaceId = WS): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const info of store.list(`skills/${workspaceId}/`)) keys.push(info.key);
+  return keys.sort();
+}
+
+async function readObject(key: string, store: ObjectStore = t.store): Promise<string> {
+  const object = await store.get(key);
+  if (!object) throw new Error(`no object ${key}`);
+  const chunks: Buffer[] = [];
+  for await (const chunk of object.body) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Rows and objects now, to prove a refused request changed nothing. */
+async function snapshot(app: TestApp = t) {
+  const rows = await listWorkspaceSkills(app.env.database.db, WS);
+  return { rows: rows.map((r) => r.id).sort(), objects: await storedKeys(app.store) };
+}
+
+/** Every stored object belongs to a skill row, and every row has its SKILL.md. */
+async function expectNoOrphans(app: TestApp = t) {
+  const rows = await listWorkspaceSkills(app.env.database.db, WS);
+  const keys = await storedKeys(app.store);
+  for (const key of keys) expect(rows.some((row) => key.startsWith(row.storage_path))).toBe(true);
+  for (const row of rows) expect(keys).toContain(`${row.storage_path}SKILL.md`);
+}
+
+async function names(): Promise<string[]> {
+  return (await listWorkspaceSkills(t.env.database.db, WS)).map((r) => r.name);
+}
+
+describe(`bulk skill upload (${engineName})`, () => {
+  it('creates every skill of a zip, with nested directories, and stores their files under storagePath', async () => {
+    const zip = await buildZip([
+      { name: 'README.md', content: 'outside every skill: ignored' },
+      { name: 'bundle/pdf-tools/SKILL.md', content: skillMd('pdf-tools', 'Extract text from PDFs', 'license: MIT\n') },
+      { name: 'bundle/pdf-tools/scripts/deep/extract.py', content: 'print("pdf")' },
+      { name: 'bundle/pdf-tools/reference/forms.md', content: '# Forms' },
+      { name: 'bundle/docx/SKILL.md', content: skillMd('docx', 'Word documents') },
+      { name: 'bundle/xlsx/SKILL.md', content: skillMd(undefined, 'Spreadsheets') },
+    ]);
+    const { status, body } = await upload([zipPart('office.zip', zip)]);
+    expect(status).toBe(200);
+    expect(body.data.summary).toEqual({ total: 3, created: 3, skipped: 0, failed: 0 });
+    expect(body.data.errors).toEqual([]);
+    const created = body.data.created as Array<{ id: string; name: string; storagePath: string }>;
+    expect(created.map((c) => c.name).sort()).toEqual(['docx', 'pdf-tools', 'xlsx']);
+    const pdf = created.find((c) => c.name === 'pdf-tools')!;
+    expect(pdf.id).toMatch(/^skl_/);
+    expect(pdf.storagePath).toBe(`skills/${WS}/${pdf.id}/`);
+    expect(await readObject(`${pdf.storagePath}scripts/deep/extract.py`)).toBe('print("pdf")');
+    expect(await readObject(`${pdf.storagePath}SKILL.md`)).toContain('name: pdf-tools');
+    expect((await storedKeys()).filter((k) => k.startsWith(pdf.storagePath))).toEqual(
+      ['SKILL.md', 'reference/forms.md', 'scripts/deep/extract.py'].map((f) => `${pdf.storagePath}${f}`),
+    );
+    const row = (await listWorkspaceSkills(t.env.database.db, WS)).find((r) => r.name === 'pdf-tools')!;
+    expect(row).toMatchObject({ visibility: 'private', owner_user_id: 'usr_owner', description: 'Extract text from PDFs' });
+    expect(JSON.parse(row.metadata)).toEqual({ license: 'MIT' });
+    await expectNoOrphans();
+  });
+
+  it('reports a skill directory without SKILL.md as an errors item and answers 207', async () => {
+    const zip = await buildZip([
+      { name: 'good-one/SKILL.md', content: skillMd('good-one', 'Fine') },
+      { name: 'notes/readme.md', content: 'no SKILL.md here' },
+    ]);
+    const { status, body } = await upload([zipPart('mixed.zip', zip)]);
+    expect(status).toBe(207);
+    expect(body.data.summary).toEqual({ total: 2, created: 1, skipped: 0, failed: 1 });
+    expect(body.data.errors).toEqual([
+      { file: 'mixed.zip', name: 'notes', code: 'missing_skill_md', message: expect.any(String) },
+    ]);
+    expect(await names()).not.toContain('notes');
+    await expectNoOrphans();
+  });
+
+  it('refuses a skill with bad front matter and keeps the others', async () => {
+    const zip = await buildZip([
+      { name: 'broken/SKILL.md', content: '---\nname: [broken\ndescription: x\n---\nbody' },
+      { name: 'unclosed/SKILL.md', content: '---\nname: unclosed\n' },
+      { name: 'fine-too/SKILL.md', content: skillMd('fine-too', 'Fine') },
+    ]);
+    const { status, body } = await upload([zipPart('fm.zip', zip)]);
+    expect(status).toBe(207);
+    expect(body.data.summary).toEqual({ total: 3, created: 1, skipped: 0, failed: 2 });
+    expect(body.data.errors.map((e: { name: string; code: string }) => [e.name, e.code])).toEqual([
+      ['broken', 'invalid_front_matter'],
+      ['unclosed', 'invalid_front_matter'],
+    ]);
+    expect(await names()).not.toContain('broken');
+    await expectNoOrphans();
+  });
+
+  it('skips a name that appears twice in one request, keeping the first', async () => {
+    const zip = await buildZip([{ name: 'twice/SKILL.md', content: skillMd('twice', 'From the zip') }]);
+    const { status, body } = await upload([
+      mdPart('first.md', skillMd('twice', 'From markdown')),
+      zipPart('again.zip', zip),
+    ]);
+    expect(status).toBe(200);
+    expect(body.data.summary).toEqual({ total: 2, created: 1, skipped: 1, failed: 0 });
+    expect(body.data.skipped).toEqual([
+      { name: 'twice', file: 'again.zip', reason: expect.stringContaining('earlier in this upload') },
+    ]);
+    const row = (await listWorkspaceSkills(t.env.database.db, WS)).find((r) => r.name === 'twice')!;
+    expect(row.description).toBe('From markdown');
+    await expectNoOrphans();
+  });
+
+  it('skips a name the workspace already has, and stores nothing for it', async () => {
+    const first = await upload([mdPart('existing.md', skillMd('existing', 'v1'))]);
+    expect(first.status).toBe(200);
+    const before = await snapshot();
+    const { status, body } = await upload([mdPart('existing.md', skillMd('existing', 'v2'))]);
+    expect(status).toBe(200);
+    expect(body.data.summary).toEqual({ total: 1, created: 0, skipped: 1, failed: 0 });
+    expect(body.data.skipped[0]).toMatchObject({ name: 'existing', reason: expect.stringContaining('already exists') });
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('takes zip and markdown parts together; a markdown file is named by its front matter or file name', async () => {
+    const zip = await buildZip([{ name: 'SKILL.md', content: skillMd(undefined, 'Root skill') }]);
+    const { status, body } = await upload([
+      zipPart('root-skill.zip', zip),
+      mdPart('plain-notes.md', '# No front matter\n\nJust instructions.\n'),
+      mdPart('named.md', skillMd('named-by-front-matter', 'Named')),
+      { name: 'visibility', content: 'private' },
+    ]);
+    expect(status).toBe(200);
+    expect(body.data.summary).toEqual({ total: 3, created: 3, skipped: 0, failed: 0 });
+    expect(body.data.created.map((c: { name: string }) => c.name)).toEqual([
+      'root-skill',
+      'plain-notes',
+      'named-by-front-matter',
+    ]);
+    const plain = body.data.created[1];
+    expect(await readObject(`${plain.storagePath}SKILL.md`)).toContain('Just instructions.');
+    await expectNoOrphans();
+  });
+
+  it('accepts 200 skills in one request', async () => {
+    const zip = await buildZip(
+      Array.from({ length: 200 }, (_, i) => ({ name: `many-${i}/SKILL.md`, content: skillMd(`many-${i}`, `n${i}`) })),
+    );
+    const { status, body } = await upload([zipPart('two-hundred.zip', zip)]);
+    expect(status).toBe(200);
+    expect(body.data.summary).toEqual({ total: 200, created: 200, skipped: 0, failed: 0 });
+    await expectNoOrphans();
+  });
+
+  it('refuses 201 skills with 400 and stores nothing', async () => {
+    const before = await snapshot();
+    const zip = await buildZip(
+      Array.from({ length: 200 }, (_, i) => ({ name: `over-${i}/SKILL.md`, content: skillMd(`over-${i}`, 'x') })),
+    );
+    const { status, body } = await upload([zipPart('over.zip', zip), mdPart('one-more.md', skillMd('one-more', 'x'))]);
+    expect(status).toBe(400);
+    expect(body.code).toBe('bad_request');
+    expect(body.message).toContain('201 skills');
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('refuses a 33 MB upload with 413 and stores nothing', async () => {
+    const before = await snapshot();
+    const big = await upload([
+      mdPart('small.md', skillMd('would-be-created', 'x')),
+      zipPart('huge.zip', randomBytes(33 * 1024 * 1024)),
+    ]);
+    expect(big.status).toBe(413);
+    expect(big.body.code).toBe('payload_too_large');
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('counts the parts together: two 17 MB parts are over the 32 MB limit', async () => {
+    const before = await snapshot();
+    const { status, body } = await upload([
+      zipPart('half-1.zip', randomBytes(17 * 1024 * 1024)),
+      zipPart('half-2.zip', randomBytes(17 * 1024 * 1024)),
+    ]);
+    expect(status).toBe(413);
+    expect(body.code).toBe('payload_too_large');
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('refuses a zip-slip entry as an errors item, writes nothing outside storage, and keeps the other skills', async () => {
+    const honest = await buildZip([
+      { name: 'slip-ok/SKILL.md', content: skillMd('slip-ok', 'Fine') },
+      { name: 'slip-evil/SKILL.md', content: skillMd('slip-evil', 'Evil') },
+      { name: 'slip-evil/XX/XX/XX/XX/pwned.txt', content: 'boom' },
+      { name: 'slash-evil/SKILL.md', content: skillMd('slash-evil', 'Evil too') },
+      { name: 'slash-evil/YY.\\pwned-too.txt', content: 'boom' },
+    ]);
+    const zip = replaceBytes(replaceBytes(honest, 'XX/XX/XX/XX', '../../../..'), 'YY.', '..\\'.padEnd(3, '.'));
+    const { status, body } = await upload([zipPart('slip.zip', zip)]);
+    expect(status).toBe(207);
+    expect(body.data.summary).toEqual({ total: 3, created: 1, skipped: 0, failed: 2 });
+    expect(body.data.errors.map((e: { name: string; code: string }) => [e.name, e.code]).sort()).toEqual([
+      ['slash-evil', 'unsafe_path'],
+      ['slip-evil', 'unsafe_path'],
+    ]);
+    expect(await names()).not.toContain('slip-evil');
+    const everywhere = readdirSync(path.dirname(t.env.dataDir), { recursive: true }) as string[];
+    expect(everywhere.filter((f) => f.includes('pwned'))).toEqual([]);
+    await expectNoOrphans();
+  });
+
+  it('refuses a symbolic link entry as an errors item', async () => {
+    const zip = await buildZip([
+      { name: 'linked/SKILL.md', content: skillMd('linked', 'Has a link') },
+      { name: 'linked/passwd', content: '/etc/passwd', mode: 0o120777 },
+    ]);
+    const before = await snapshot();
+    const { status, body } = await upload([zipPart('link.zip', zip)]);
+    expect(status).toBe(207);
+    expect(body.data.summary).toEqual({ total: 1, created: 0, skipped: 0, failed: 1 });
+    expect(body.data.errors[0]).toMatchObject({ file: 'link.zip', name: 'linked', code: 'symlink' });
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('refuses an encrypted entry as an errors item', async () => {
+    const zip = await buildZip([
+      { name: 'locked/SKILL.md', content: skillMd('locked', 'Encrypted') },
+      { name: 'locked/secret.txt', content: 'not really encrypted, but flagged' },
+    ]);
+    const before = await snapshot();
+    const { status, body } = await upload([zipPart('locked.zip', patchEntry(zip, 'locked/secret.txt', { setFlags: 1 }))]);
+    expect(status).toBe(207);
+    expect(body.data.errors[0]).toMatchObject({ name: 'locked', code: 'encrypted_entry' });
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('refuses zip bombs: a huge declared size, a size that lies, and a real 80 MB inflation', async () => {
+    const declared = patchEntry(
+      await buildZip([
+        { name: 'declared-bomb/SKILL.md', content: skillMd('declared-bomb', 'x') },
+        { name: 'declared-bomb/zeros.bin', content: Buffer.alloc(1024) },
+      ]),
+      'declared-bomb/zeros.bin',
+      { uncompressedSize: 0xfffffff0 },
+    );
+    const lying = patchEntry(
+      await buildZip([
+        { name: 'lying-bomb/SKILL.md', content: skillMd('lying-bomb', 'x') },
+        { name: 'lying-bomb/zeros.bin', content: Buffer.alloc(20 * 1024 * 1024) },
+      ]),
+      'lying-bomb/zeros.bin',
+      { uncompressedSize: 10 },
+    );
+    const real = await buildZip([
+      { name: 'real-bomb/SKILL.md', content: skillMd('real-bomb', 'x') },
+      { name: 'real-bomb/zeros.bin', content: Buffer.alloc(80 * 1024 * 1024) },
+    ]);
+    expect(declared.length + lying.length + real.length).toBeLessThan(1024 * 1024);
+    const before = await snapshot();
+    const { status, body } = await upload([
+      zipPart('declared.zip', declared),
+      zipPart('lying.zip', lying),
+      zipPart('real.zip', real),
+    ]);
+    expect(status).toBe(207);
+    expect(body.data.summary).toEqual({ total: 3, created: 0, skipped: 0, failed: 3 });
+    expect(body.data.errors.map((e: { name: string; code: string }) => [e.name, e.code])).toEqual([
+      ['declared-bomb', 'skill_too_large'],
+      ['lying-bomb', 'size_mismatch'],
+      ['real-bomb', 'skill_too_large'],
+    ]);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('reports a file named .zip that is not a zip as one errors item', async () => {
+    const before = await snapshot();
+    const { status, body } = await upload([zipPart('fake.zip', Buffer.from('I am plain text pretending'))]);
+    expect(status).toBe(207);
+    expect(body.data).toEqual({
+      created: [],
+      skipped: [],
+      errors: [{ file: 'fake.zip', name: null, code: 'invalid_archive', message: expect.any(String) }],
+      summary: { total: 1, created: 0, skipped: 0, failed: 1 },
+    });
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('reports parts that are neither .zip nor .md', async () => {
+    const { status, body } = await upload([
+      { name: 'files', filename: 'photo.png', contentType: 'image/png', content: randomBytes(64) },
+      mdPart('with-photo.md', skillMd('with-photo', 'x')),
+    ]);
+    expect(status).toBe(207);
+    expect(body.data.errors[0]).toMatchObject({ file: 'photo.png', name: null, code: 'unsupported_file' });
+    expect(body.data.summary).toEqual({ total: 2, created: 1, skipped: 0, failed: 1 });
+  });
+
+  it.each([
+    ['no parts at all', []],
+    ['only the visibility field', [{ name: 'visibility', content: 'private' }]],
+    ['an empty file', [mdPart('empty.md', '')]],
+    ['a file under another field name', [{ name: 'attachment', filename: 'a.md', content: skillMd('a', 'x') }]],
+  ] as Array<[string, MultipartPart[]]>)('refuses an upload with %s as 400', async (_label, parts) => {
+    const before = await snapshot();
+    const { status, body } = await upload(parts);
+    expect(status).toBe(400);
+    expect(body.code).toBe('bad_request');
+    expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe(`bulk skill upload: who may upload (${engineName})`, () => {
+  const one = (name: string, visibility?: string): MultipartPart[] => [
+    ...(visibility ? [{ name: 'visibility', content: visibility }] : []),
+    mdPart(`${name}.md`, skillMd(name, 'x')),
+  ];
+
+  it('refuses an organization key with 401 unauthorized and stores nothing', async () => {
+    const before = await snapshot();
+    const { status, body } = await upload(one('by-org-key'), { key: SKILL_KEYS.org });
+    expect(status).toBe(401);
+    expect(body.code).toBe('unauthorized');
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it.each(['workspace', 'organization'])('refuses visibility %s for a plain member with 401', async (visibility) => {
+    const before = await snapshot();
+    const { status, body } = await upload(one(`member-${visibility}`, visibility), { key: SKILL_KEYS.member });
+    expect(status).toBe(401);
+    expect(body.code).toBe('unauthorized');
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('refuses the visibility field after the files too', async () => {
+    const before = await snapshot();
+    const parts = [mdPart('late.md', skillMd('late-visibility', 'x')), { name: 'visibility', content: 'workspace' }];
+    const { status } = await upload(parts, { key: SKILL_KEYS.member });
+    expect(status).toBe(401);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('lets a member upload private skills and an admin share them', async () => {
+    const member = await upload(one('member-private'), { key: SKILL_KEYS.member });
+    expect(member.status).toBe(200);
+    const admin = await upload(one('admin-shared', 'organization'), { key: SKILL_KEYS.admin });
+    expect(admin.status).toBe(200);
+    const rows = await listWorkspaceSkills(t.env.database.db, WS);
+    expect(rows.find((r) => r.name === 'member-private')).toMatchObject({ visibility: 'private', owner_user_id: 'usr_member' });
+    expect(rows.find((r) => r.name === 'admin-shared')).toMatchObject({ visibility: 'organization', owner_user_id: 'usr_admin' });
+  });
+
+  it('refuses an unknown visibility with 400', async () => {
+    const { status, body } = await upload(one('bad-visibility', 'public'));
+    expect(status).toBe(400);
+    expect(body.details.issues[0].path).toBe('body.visibility');
+  });
+
+  it('answers 401 for a key of another workspace, 404 for an unknown workspace, 401 without a key', async () => {
+    expect((await upload(one('x'), { key: SKILL_KEYS.other })).body.code).toBe('unauthorized');
+    const unknown = await upload(one('x'), { url: '/v1/workspace/wsp_nowhere/skills/bulk-upload' });
+    expect([unknown.status, unknown.body.code]).toEqual([404, 'not_found']);
+    const anonymous = await upload(one('x'), { key: '' });
+    expect([anonymous.status, anonymous.body.code]).toEqual([401, 'not_authenticated']);
+  });
+});
+
+describe(`bulk skill upload: malformed requests (${engineName})`, () => {
+  it('answers 415 for a JSON body', async () => {
+    const response = await t.app.inject({
+      method: 'POST',
+      url: URL,
+      headers: { 'x-service-api-key': SKILL_KEYS.owner },
+      payload: { files: [] },
+    });
+    expect(response.statusCode).toBe(415);
+    expect(response.json().code).toBe('unsupported_media_type');
+  });
+
+  it('answers 400 for a multipart body cut short or without its boundary', async () => {
+    const { body, contentType } = multipartBody([mdPart('cut.md', skillMd('cut', 'x'))]);
+    const cut = await t.app.inject({
+      method: 'POST',
+      url: URL,
+      headers: { 'x-service-api-key': SKILL_KEYS.owner, 'content-type': contentType },
+      payload: body.subarray(0, body.length - 40),
+    });
+    expect(cut.statusCode).toBe(400);
+    expect(cut.json().code).toBe('bad_request');
+    const noBoundary = await t.app.inject({
+      method: 'POST',
+      url: URL,
+      headers: { 'x-service-api-key': SKILL_KEYS.owner, 'content-type': 'multipart/form-data' },
+      payload: body,
+    });
+    expect(noBoundary.statusCode).toBe(400);
+    expect(await names()).not.toContain('cut');
+  });
+});
+
+describe(`skill list (${engineName})`, () => {
+  const list = async (query = '', key: string = SKILL_KEYS.owner) => {
+    const response = await t.app.inject({
+      method: 'GET',
+      url: `/v1/workspace/${WS}/skills${query}`,
+      headers: { 'x-service-api-key': key },
+    });
+    return { status: response.statusCode, body: response.json() };
+  };
+
+  it('pages by name with a default of 20 and clamps the limit to 100', async () => {
+    const first = await list();
+    expect(first.status).toBe(200);
+    expect(first.body.data.skills).toHaveLength(20);
+    const all = await list('?limit=1000');
+    expect(all.body.data.pagination).toMatchObject({ limit: 100, offset: 0 });
+    const total = all.body.data.pagination.total;
+    expect(total).toBeGreaterThan(200);
+    const namesInOrder = all.body.data.skills.map((s: { name: string }) => s.name.toLowerCase());
+    expect(namesInOrder).toEqual([...namesInOrder].sort());
+    const second = await list('?limit=5&offset=5');
+    expect(second.body.data.skills.map((s: { id: string }) => s.id)).toEqual(
+      all.body.data.skills.slice(5, 10).map((s: { id: string }) => s.id),
+    );
+    expect(first.body.data.skills[0]).toEqual({
+      id: expect.stringMatching(/^skl_/),
+      name: expect.any(String),
+      description: expect.any(String),
+      visibility: expect.any(String),
+      ownerUserId: expect.any(String),
+      storagePath: expect.stringMatching(new RegExp(`^skills/${WS}/skl_`)),
+      metadata: expect.any(Object),
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+    });
+  });
+
+  it('shows private skills only to their owner', async () => {
+    const all = async (key: string) => {
+      const found: string[] = [];
+      for (let offset = 0; ; offset += 100) {
+        const page = await list(`?limit=100&offset=${offset}`, key);
+        found.push(...page.body.data.skills.map((s: { name: string }) => s.name));
+        if (offset + 100 >= page.body.data.pagination.total) return found;
+      }
+    };
+    const asMember = await all(SKILL_KEYS.member);
+    const asOwner = await all(SKILL_KEYS.owner);
+    expect(asMember).toContain('member-private');
+    expect(asMember).toContain('admin-shared');
+    expect(asMember).not.toContain('pdf-tools');
+    expect(asOwner).toContain('pdf-tools');
+    expect(asOwner).not.toContain('member-private');
+  });
+
+  it.each(['?limit=0', '?limit=-1', '?limit=abc', '?offset=-1'])('refuses %s with 400', async (query) => {
+    const { status, body } = await list(query);
+    expect(status).toBe(400);
+    expect(body.code).toBe('bad_request');
+  });
+});
+
+describe(`bulk skill upload: failures leave nothing behind (${engineName})`, () => {
+  it('deletes the objects already written when storage fails part way, and inserts no row', async () => {
+    let puts = 0;
+    const failing = await createTestApp({
+      setup: SKILLS_SETUP,
+      store: (config) =>
+        wrapStore(config, () => {
+          puts += 1;
+          if (puts === 4) throw new Error('disk full');
+        }),
+    });
+    try {
+      const zip = await buildZip(
+        Array.from({ length: 3 }, (_, i) => [
+          { name: `s${i}/SKILL.md`, content: skillMd(`s${i}`, 'x') },
+          { name: `s${i}/data.txt`, content: 'data' },
+        ]).flat(),
+      );
+      const { status, body } = await upload([zipPart('three.zip', zip)], { app: failing });
+      expect(status).toBe(500);
+      expect(body.code).toBe('internal_error');
+      expect(puts).toBe(4);
+      expect(await snapshot(failing)).toEqual({ rows: [], objects: [] });
+    } finally {
+      await failing.close();
+    }
+  });
+
+  it('deletes the objects written when the database transaction fails', async () => {
+    const db = t.env.database.db;
+    if (t.env.database.dialect === 'sqlite') {
+      await sql`CREATE TRIGGER skills_fail BEFORE INSERT ON skills WHEN NEW.name = 'tx-fail-2' BEGIN SELECT RAISE(ABORT, 'forced'); END`.execute(db);
+    } else {
+      await sql`CREATE FUNCTION skills_fail() RETURNS trigger AS $$ BEGIN IF NEW.name = 'tx-fail-2' THEN RAISE EXCEPTION 'forced'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`.execute(db);
+      await sql`CREATE TRIGGER skills_fail BEFORE INSERT ON skills FOR EACH ROW EXECUTE FUNCTION skills_fail()`.execute(db);
+    }
+    try {
+      const before = await snapshot();
+      const { status } = await upload([
+        mdPart('tx-fail-1.md', skillMd('tx-fail-1', 'x')),
+        mdPart('tx-fail-2.md', skillMd('tx-fail-2', 'x')),
+      ]);
+      expect(status).toBe(500);
+      expect(await snapshot()).toEqual(before);
+    } finally {
+      if (t.env.database.dialect === 'sqlite') await sql`DROP TRIGGER skills_fail`.execute(db);
+      else {
+        await sql`DROP TRIGGER skills_fail ON skills`.execute(db);
+        await sql`DROP FUNCTION skills_fail()`.execute(db);
+      }
+    }
+  });
+});
+
+/** The configured store, with `beforePut` run before every put (to force failures). */
+function wrapStore(config: Config, beforePut: () => void): ObjectStore {
+  const real = createObjectStore(config);
+  return new Proxy(real, {
+    get(target, property, receiver) {
+      if (property === 'put') {
+        return async (...args: Parameters<ObjectStore['put']>) => {
+          beforePut();
+          return target.put(...args);
+        };
+      }
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
