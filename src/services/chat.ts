@@ -366,6 +366,8 @@ export async function startConversation(
     model: model.model,
     system,
     messages: modelMessages,
+    // The API accepts system messages from the caller (decisions.md: role `system`).
+    allowSystemInMessages: true,
     temperature,
     maxRetries: 0,
     abortSignal: abort.signal,

@@ -1,0 +1,158 @@
+import { buildApp } from '../../src/app.js';
+import type { Db } from '../../src/db/database.js';
+import { createObjectStore } from '../../src/storage/index.js';
+import { applyFixture, createTestEnv } from '../helpers/app.js';
+import type { FakeUpstream } from '../helpers/fake-upstream.js';
+import { checkResponsesAgainstSchemas } from '../helpers/response-check.js';
+
+export const CHAT_KEYS = {
+  main: 'atr_ws_fixture_chat_main_owner_000000000000000',
+  mainMember: 'atr_ws_fixture_chat_main_member_00000000000000',
+  other: 'atr_ws_fixture_chat_other_ws_0000000000000000',
+  limited: 'atr_ws_fixture_chat_limited_ws_00000000000000',
+  capped: 'atr_ws_fixture_chat_capped_ws_000000000000000',
+  org: 'atr_org_fixture_chat_acme_0000000000000000000',
+} as const;
+
+export const UPSTREAM_KEY = 'sk-fake-upstream-key-000000000000000000000000';
+
+/** A closed port: connecting there is refused at once. */
+export const DEAD_MCP_URL = 'http://127.0.0.1:9/mcp';
+
+/**
+ * One organization with a workspace on the fake upstream (two priced models and the echo
+ * model), a workspace of another tenant, and two workspaces with limits.
+ */
+export function chatSetup(upstream: FakeUpstream, extra: { mcpUrl?: string } = {}) {
+  return `
+providers:
+  - id: fake
+    type: openai-compatible
+    baseURL: ${upstream.baseURL}
+    apiKey: "${UPSTREAM_KEY}"
+models:
+  - { id: fake-small, provider: fake, model: small-1, pricing: { inputPerMTok: 1, outputPerMTok: 2 } }
+  - { id: fake-large, provider: fake, model: large-1, pricing: { inputPerMTok: 10, outputPerMTok: 20 } }
+  - { id: fake-disabled, provider: fake, model: disabled-1 }
+organizations:
+  - id: org_acme
+    name: Acme
+    users:
+      - { id: usr_olivia, name: Olivia, email: olivia@acme.test }
+      - { id: usr_max, name: Max, email: max@acme.test }
+    apiKeys:
+      - { name: acme-org, user: usr_olivia, key: "${CHAT_KEYS.org}" }
+    workspaces:
+      - id: wsp_main
+        name: Main
+        models: [fake-small, fake-large, atrium/echo]
+        defaultModel: fake-small
+        members:
+          - { user: usr_olivia, role: owner }
+          - { user: usr_max, role: member }
+        apiKeys:
+          - { name: main-owner, user: usr_olivia, key: "${CHAT_KEYS.main}" }
+          - { name: main-member, user: usr_max, key: "${CHAT_KEYS.mainMember}" }
+        agents:
+          - id: agt_helper
+            title: Helper
+            description: Answers questions
+            instructions: "You help {{user.name}} ({{user.email}}, {{user.id}}) at {{company}}. Tier {{tier}}, beta {{beta}}. Keep {{unknown}} as is."
+          - { id: agt_plain, title: Plain }
+          - { id: agt_echo, title: Echo, model: atrium/echo, instructions: "Be an echo." }
+          - id: agt_tools
+            title: Tools
+            tools:
+              - { type: mcp, name: search, url: ${DEAD_MCP_URL} }
+${extra.mcpUrl ? `              - { type: mcp, name: live, url: ${extra.mcpUrl} }` : ''}
+          - id: agt_lead
+            title: Lead
+            instructions: Delegate.
+            orchestration: { agents: [agt_plain, agt_gone] }
+          - { id: agt_gone, title: Gone, deleted: true }
+        projects:
+          - { id: prj_docs, name: Docs, instructions: "Cite file names.", memory: "The launch is on Monday." }
+          - { id: prj_empty, name: Empty }
+      - id: wsp_other
+        name: Other
+        models: [fake-small]
+        defaultModel: fake-small
+        members:
+          - { user: usr_olivia, role: owner }
+        apiKeys:
+          - { name: other-owner, user: usr_olivia, key: "${CHAT_KEYS.other}" }
+        agents:
+          - { id: agt_other, title: Other agent }
+        projects:
+          - { id: prj_other, name: Other project }
+      - id: wsp_limited
+        name: Limited
+        models: [fake-small]
+        defaultModel: fake-small
+        limits: { monthlyTokens: 100, monthlyCostUsd: 0.5 }
+        members:
+          - { user: usr_olivia, role: owner }
+        apiKeys:
+          - { name: limited-owner, user: usr_olivia, key: "${CHAT_KEYS.limited}" }
+        agents:
+          - { id: agt_limited, title: Limited agent }
+      - id: wsp_capped
+        name: Capped
+        models: [fake-large]
+        defaultModel: fake-large
+        limits: { chatSpendCapUsd: 0.001 }
+        members:
+          - { user: usr_olivia, role: owner }
+        apiKeys:
+          - { name: capped-owner, user: usr_olivia, key: "${CHAT_KEYS.capped}" }
+        agents:
+          - { id: agt_capped, title: Capped agent }
+`;
+}
+
+export async function createChatApp(setup: string, options: { env?: Record<string, string>; mcpConnectTimeoutMs?: number } = {}) {
+  const env = await createTestEnv(options.env);
+  await applyFixture(env, setup);
+  const store = createObjectStore(env.config, {});
+  const app = await buildApp(
+    {
+      config: env.config,
+      db: env.database.db,
+      dialect: env.database.dialect,
+      store,
+      mcpConnectTimeoutMs: options.mcpConnectTimeoutMs,
+    },
+    { beforeRoutes: checkResponsesAgainstSchemas },
+  );
+  await app.ready();
+  return {
+    app,
+    db: env.database.db as Db,
+    env,
+    store,
+    async close() {
+      await app.close();
+      await env.close();
+    },
+  };
+}
+
+export type ChatApp = Awaited<ReturnType<typeof createChatApp>>;
+
+export function userText(text: string, id?: string) {
+  return { ...(id ? { id } : {}), role: 'user' as const, parts: [{ type: 'text', text }] };
+}
+
+export async function chatRows(db: Db, chatId: string) {
+  return db.selectFrom('messages').selectAll().where('chat_id', '=', chatId).orderBy('position').execute();
+}
+
+export async function countRows(db: Db) {
+  const [chats, messages, runs, ledger] = await Promise.all([
+    db.selectFrom('chats').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    db.selectFrom('messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    db.selectFrom('agent_runs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    db.selectFrom('usage_ledger').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { chats: Number(chats.n), messages: Number(messages.n), runs: Number(runs.n), ledger: Number(ledger.n) };
+}
