@@ -10,10 +10,13 @@ import { agentRunRoutes } from './http/routes/agent-runs.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { chatRoutes } from './http/routes/chat.js';
 import { healthRoutes } from './http/routes/health.js';
+import { projectFileRoutes } from './http/routes/project-files.js';
 import { projectRoutes } from './http/routes/projects.js';
 import { skillRoutes } from './http/routes/skills.js';
+import { storageRoutes } from './http/routes/storage.js';
 import { Agent } from './http/schemas/agents.js';
 import { ErrorBody, Pagination } from './http/schemas/common.js';
+import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
 import { ModelRegistry } from './models/registry.js';
@@ -93,7 +96,7 @@ export async function buildApp(
 
   registerErrorHandling(app);
   options.beforeRoutes?.(app);
-  for (const schema of [ErrorBody, Pagination, Agent, Project]) {
+  for (const schema of [ErrorBody, Pagination, Agent, Project, ProjectFile, ProjectFileTreeNode]) {
     app.addSchema(schema);
     validators.body.addSchema(schema);
     validators.other.addSchema(schema);
@@ -113,6 +116,8 @@ export async function buildApp(
   });
   await registerOpenApi(app, deps.config);
   await app.register(async (scope) => healthRoutes(scope, deps));
+  // Signed URLs of the fs backend: outside /v1 and its key check (the signature is the credential).
+  if (deps.store.kind === 'fs') await app.register(async (scope) => storageRoutes(scope, deps));
 
   await app.register(
     async (v1) => {
@@ -121,6 +126,7 @@ export async function buildApp(
       registerAuth(v1, deps);
       await agentRoutes(v1, deps);
       await projectRoutes(v1, deps);
+      await projectFileRoutes(v1, deps);
       await skillRoutes(v1, deps);
       await chatRoutes(v1, chatDeps);
       await agentRunRoutes(v1, chatDeps);

@@ -184,7 +184,7 @@ export class S3ObjectStore implements ObjectStore {
     return { key, size: sink.total, etag: sink.etag, lastModified: this.options.clock(), contentType: options.contentType };
   }
 
-  async get(key: string, range?: { start: number; end?: number }) {
+  async get(key: string, range?: { start: number; end?: number }): Promise<{ body: Readable; info: ObjectInfo } | null> {
     keySegments(key);
     try {
       const result = await this.client.send(
@@ -205,6 +205,10 @@ export class S3ObjectStore implements ObjectStore {
       return { body: result.Body as Readable, info };
     } catch (error) {
       if (isNotFound(error)) return null;
+      // A range past the end of an (empty) object: S3 answers 416; read it whole instead.
+      if (range && (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416) {
+        return this.get(key);
+      }
       throw error;
     }
   }

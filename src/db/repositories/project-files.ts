@@ -1,0 +1,148 @@
+import { sql } from 'kysely';
+import type { Db } from '../database.js';
+import type { ProjectFileTable } from '../schema.js';
+
+export type ProjectFileRow = ProjectFileTable;
+
+/** SQLite's default limit is 32,766 bound values; 12 columns × 200 rows stays far below it. */
+const INSERT_BATCH = 200;
+const ID_BATCH = 500;
+
+/** Files of a project, newest `updated_at` first, then id; all of them when limit is undefined. */
+export function listProjectFileRows(
+  db: Db,
+  workspaceId: string,
+  projectId: string,
+  page: { limit?: number; offset?: number } = {},
+) {
+  let query = db
+    .selectFrom('project_files')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('project_id', '=', projectId)
+    .orderBy('updated_at', 'desc')
+    .orderBy('id', 'desc');
+  if (page.limit === undefined) {
+    // No limit: every file from offset on (a project holds at most 500, so slicing here is cheap
+    // and avoids dialect-specific "LIMIT ALL" spellings).
+    return query.execute().then((rows) => rows.slice(page.offset ?? 0));
+  }
+  return query.limit(page.limit).offset(page.offset ?? 0).execute();
+}
+
+/** How many files a project has and their total size. */
+export async function projectFileUsage(db: Db, workspaceId: string, projectId: string) {
+  const row = await db
+    .selectFrom('project_files')
+    .select((eb) => [eb.fn.countAll<number>().as('files'), eb.fn.sum<number | null>('size_bytes').as('bytes')])
+    .where('workspace_id', '=', workspaceId)
+    .where('project_id', '=', projectId)
+    .executeTakeFirstOrThrow();
+  return { files: Number(row.files), bytes: Number(row.bytes ?? 0) };
+}
+
+export function findProjectFile(db: Db, workspaceId: string, projectId: string, fileId: string) {
+  return db
+    .selectFrom('project_files')
+    .selectAll()
+    .where('id', '=', fileId)
+    .where('workspace_id', '=', workspaceId)
+    .where('project_id', '=', projectId)
+    .executeTakeFirst();
+}
+
+export function findProjectFileByPath(db: Db, workspaceId: string, projectId: string, path: string) {
+  return db
+    .selectFrom('project_files')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('project_id', '=', projectId)
+    .where('path', '=', path)
+    .executeTakeFirst();
+}
+
+/**
+ * A registered file that clashes with `path` as a folder: one of path's parent folders is a
+ * file, or path itself is a folder that holds files.
+ */
+export function findPathClash(db: Db, workspaceId: string, projectId: string, path: string) {
+  const segments = path.split('/');
+  const parents = segments.slice(0, -1).map((_, i) => segments.slice(0, i + 1).join('/'));
+  const asFolder = `${path}/`;
+  return db
+    .selectFrom('project_files')
+    .select(['id', 'path'])
+    .where('workspace_id', '=', workspaceId)
+    .where('project_id', '=', projectId)
+    .where((eb) =>
+      eb.or([
+        ...(parents.length > 0 ? [eb('path', 'in', parents)] : []),
+        eb(sql<string>`substr(${sql.ref('path')}, 1, ${asFolder.length})`, '=', asFolder),
+      ]),
+    )
+    .executeTakeFirst();
+}
+
+/**
+ * Inserts rows whose (project_id, path) is not registered yet; a row a concurrent caller
+ * registered first is left alone. Returns how many rows this call inserted.
+ */
+export async function insertProjectFilesIfAbsent(db: Db, rows: ProjectFileRow[]): Promise<number> {
+  let inserted = 0;
+  for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+    const result = await db
+      .insertInto('project_files')
+      .values(rows.slice(i, i + INSERT_BATCH))
+      .onConflict((oc) => oc.columns(['project_id', 'path']).doNothing())
+      .returning('id')
+      .execute();
+    inserted += result.length;
+  }
+  return inserted;
+}
+
+/** Records new content for a file, only if nobody changed it since it was read (its etag). */
+export async function updateProjectFileContent(
+  db: Db,
+  row: Pick<ProjectFileRow, 'id' | 'etag'>,
+  change: Pick<ProjectFileRow, 'etag' | 'size_bytes' | 'mime_type' | 'updated_at' | 'synced_at'>,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('project_files')
+    .set(change)
+    .where('id', '=', row.id)
+    .where('etag', '=', row.etag)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function markProjectFilesSynced(db: Db, projectId: string, ids: string[], syncedAt: string) {
+  for (let i = 0; i < ids.length; i += ID_BATCH) {
+    await db
+      .updateTable('project_files')
+      .set({ synced_at: syncedAt })
+      .where('project_id', '=', projectId)
+      .where('id', 'in', ids.slice(i, i + ID_BATCH))
+      .execute();
+  }
+}
+
+/** Deletes a file record, only while it still has the content it was read with. */
+export async function deleteProjectFileIfUnchanged(db: Db, row: Pick<ProjectFileRow, 'id' | 'etag'>) {
+  const result = await db
+    .deleteFrom('project_files')
+    .where('id', '=', row.id)
+    .where('etag', '=', row.etag)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+export async function deleteProjectFileRow(db: Db, workspaceId: string, projectId: string, fileId: string) {
+  const result = await db
+    .deleteFrom('project_files')
+    .where('id', '=', fileId)
+    .where('workspace_id', '=', workspaceId)
+    .where('project_id', '=', projectId)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}

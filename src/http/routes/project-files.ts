@@ -1,0 +1,158 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Static } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { accessRequestWorkspace } from '../../services/access.js';
+import {
+  createDownloadUrl,
+  createUploadUrl,
+  deleteProjectFile,
+  listProjectFiles,
+  projectFileTree,
+  syncProjectFiles,
+} from '../../services/project-files.js';
+import { requestedWorkspaceId } from '../plugins/auth.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import {
+  DeleteFileResponse,
+  DownloadUrlResponse,
+  ListProjectFilesQuery,
+  ProjectFileIdParams,
+  ProjectFileListResponse,
+  ProjectFileParams,
+  SyncResponse,
+  UploadUrlBody,
+  UploadUrlResponse,
+} from '../schemas/project-files.js';
+
+const workspaceHeader = {
+  type: 'object',
+  properties: {
+    'x-workspace-id': { type: 'string', description: 'Required with an organization key: the workspace to act in' },
+  },
+} as const;
+
+const TAGS = ['project files'];
+
+/** Where the caller reached us: the origin of signed URLs when ATRIUM_PUBLIC_URL is not set. */
+function requestOrigin(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host}`;
+}
+
+export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  const workspaceOf = async (request: FastifyRequest) =>
+    (await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request))).workspaceId;
+
+  app.post<{ Params: Static<typeof ProjectFileParams>; Body: Static<typeof UploadUrlBody> }>(
+    '/projects/:projectId/files/upload',
+    {
+      schema: {
+        summary: 'Request a file upload URL',
+        description:
+          'Step 1 of 2. Returns a URL to PUT the bytes to, with the same Content-Type and exactly `sizeBytes` bytes, within 15 minutes. Then call sync.',
+        tags: TAGS,
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        params: ProjectFileParams,
+        body: UploadUrlBody,
+        response: { 200: UploadUrlResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+      },
+    },
+    async (request) => {
+      const workspaceId = await workspaceOf(request);
+      const target = await createUploadUrl(deps, workspaceId, request.params.projectId, request.body, {
+        origin: requestOrigin(request),
+      });
+      return { data: target };
+    },
+  );
+
+  app.post<{ Params: Static<typeof ProjectFileParams> }>(
+    '/projects/:projectId/files/sync',
+    {
+      schema: {
+        summary: 'Sync project files with storage',
+        description:
+          'Step 2 of 2. Registers new uploads (`added`), removes records of deleted objects (`removed`), records changed content (`updated`). Idempotent. 409 `quota_exceeded` when objects in storage would exceed the quota (the others are registered; `details` lists the rest).',
+        tags: TAGS,
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        params: ProjectFileParams,
+        response: { 200: SyncResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+      },
+    },
+    async (request) => {
+      const workspaceId = await workspaceOf(request);
+      return { data: await syncProjectFiles(deps, workspaceId, request.params.projectId) };
+    },
+  );
+
+  app.get<{ Params: Static<typeof ProjectFileParams>; Querystring: Static<typeof ListProjectFilesQuery> }>(
+    '/projects/:projectId/files',
+    {
+      schema: {
+        summary: 'List project files',
+        description:
+          'Flat: newest `updatedAt` first, then id, paged by `limit` (1–100, omitted: all) and `offset`. `tree=true`: `{ data: { tree: [node] } }`, folders first, then files, each by name.',
+        tags: TAGS,
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        params: ProjectFileParams,
+        querystring: ListProjectFilesQuery,
+        response: { 200: ProjectFileListResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const workspaceId = await workspaceOf(request);
+      const { projectId } = request.params;
+      if (request.query.tree) return { data: { tree: await projectFileTree(deps.db, workspaceId, projectId) } };
+      return {
+        data: await listProjectFiles(deps.db, workspaceId, projectId, {
+          limit: request.query.limit,
+          offset: request.query.offset,
+        }),
+      };
+    },
+  );
+
+  app.get<{ Params: Static<typeof ProjectFileIdParams> }>(
+    '/projects/:projectId/files/:fileId/download',
+    {
+      schema: {
+        summary: 'Get a file download URL',
+        description: 'A signed URL valid 4 hours, plus the file name, type and size.',
+        tags: TAGS,
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        params: ProjectFileIdParams,
+        response: { 200: DownloadUrlResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const workspaceId = await workspaceOf(request);
+      const { projectId, fileId } = request.params;
+      return {
+        data: await createDownloadUrl(deps, workspaceId, projectId, fileId, { origin: requestOrigin(request) }),
+      };
+    },
+  );
+
+  app.delete<{ Params: Static<typeof ProjectFileIdParams> }>(
+    '/projects/:projectId/files/:fileId',
+    {
+      schema: {
+        summary: 'Delete a project file',
+        description: 'Removes the object and the record. A second delete is 404.',
+        tags: TAGS,
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        params: ProjectFileIdParams,
+        response: { 200: DeleteFileResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const workspaceId = await workspaceOf(request);
+      const { projectId, fileId } = request.params;
+      return { data: await deleteProjectFile(deps, workspaceId, projectId, fileId) };
+    },
+  );
+}

@@ -1,0 +1,151 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { ApiError, errors } from '../../errors.js';
+import { contentDisposition } from '../../storage/content-disposition.js';
+import { normalizeMediaType } from '../../storage/media-type.js';
+import { decodeKeyPath, STORAGE_ROUTE_PREFIX, verifySignedUrl } from '../../storage/signed-url.js';
+import { errorResponses } from '../schemas/common.js';
+import { StoredObjectResponse } from '../schemas/project-files.js';
+
+/** Uploads are at most 50 MB (the per-file limit); the exact bound is the signed size. */
+const UPLOAD_BODY_LIMIT = 50 * 1024 * 1024;
+
+const ObjectBytes = Type.Unsafe({ type: 'string', format: 'binary', description: 'The object bytes' });
+
+const signedQuery = {
+  type: 'object',
+  properties: {
+    contentType: { type: 'string' },
+    size: { type: 'string' },
+    filename: { type: 'string' },
+    expires: { type: 'string' },
+    signature: { type: 'string' },
+  },
+} as const;
+
+/** The storage path a signed URL names (the part after `/storage/objects/`), decoded. */
+function requestedKey(request: FastifyRequest): string {
+  const rawPath = request.url.split('?')[0]!;
+  const key = decodeKeyPath(rawPath.slice(STORAGE_ROUTE_PREFIX.length));
+  if (!key) throw new ApiError('invalid_signature', 'The signed URL is invalid or has been tampered with');
+  return key;
+}
+
+/**
+ * `bytes=a-b`, `bytes=a-`, `bytes=-n` within `size`. Anything else (several ranges, a range
+ * past the end, garbage) is ignored and the whole object is served, as RFC 9110 allows.
+ */
+export function parseRange(header: string | undefined, size: number): { start: number; end: number } | undefined {
+  const match = header ? /^bytes=(\d*)-(\d*)$/.exec(header.trim()) : null;
+  if (!match || size === 0) return undefined;
+  const [, from, to] = match;
+  if (from === '' && to === '') return undefined;
+  if (from === '') {
+    const suffix = Number(to);
+    if (suffix === 0) return undefined;
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(from);
+  const end = to === '' ? size - 1 : Math.min(Number(to), size - 1);
+  if (start >= size || end < start) return undefined;
+  return { start, end };
+}
+
+/**
+ * The URLs the fs backend signs, served without an API key (the signature is the credential):
+ * `PUT` streams an upload into storage, `GET` serves a download with Range support. Registered
+ * in a scope of its own, where every content type reaches the handler as the raw stream.
+ */
+export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  // An error answered before the body was read: close the connection rather than read on.
+  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload) => {
+    if (request.method === 'PUT' && !request.raw.complete) reply.header('connection', 'close');
+    return payload;
+  });
+
+  app.put(
+    `${STORAGE_ROUTE_PREFIX}*`,
+    {
+      bodyLimit: UPLOAD_BODY_LIMIT,
+      schema: {
+        summary: 'Upload an object through a signed URL (fs storage)',
+        description:
+          'The `uploadUrl` of an upload-URL request. Send exactly the declared number of bytes with the declared Content-Type; no API key.',
+        tags: ['storage'],
+        querystring: signedQuery,
+        response: { 200: StoredObjectResponse, ...errorResponses(400, 403, 404, 405, 413, 500) },
+      },
+    },
+    async (request, reply) => {
+      const key = requestedKey(request);
+      const signed = verifySignedUrl(deps.config.signingSecret, 'PUT', key, request.query as Record<string, unknown>, deps.clock());
+      const declaredSize = signed.sizeBytes!;
+      const sent = request.headers['content-type'];
+      if (!sent || normalizeMediaType(sent) !== normalizeMediaType(signed.contentType)) {
+        throw new ApiError('bad_request', `Content-Type must be "${signed.contentType}", as declared for this upload URL`, {
+          expected: signed.contentType,
+          received: sent ?? null,
+        });
+      }
+      const lengthHeader = request.headers['content-length'];
+      if (lengthHeader !== undefined) {
+        const length = Number(lengthHeader);
+        if (length > declaredSize) {
+          throw errors.payloadTooLarge(`The body is larger than the declared ${declaredSize} bytes; nothing was stored`, {
+            maxBytes: declaredSize,
+          });
+        }
+        if (length < declaredSize) {
+          throw errors.badRequest(`Content-Length is ${length} but ${declaredSize} bytes were declared`);
+        }
+      }
+      const info = await deps.store.put(key, request.raw, { contentType: signed.contentType, exactBytes: declaredSize });
+      reply.header('etag', `"${info.etag}"`);
+      return { data: { storagePath: key, sizeBytes: info.size, etag: info.etag } };
+    },
+  );
+
+  app.get(
+    `${STORAGE_ROUTE_PREFIX}*`,
+    {
+      schema: {
+        summary: 'Download an object through a signed URL (fs storage)',
+        description: 'The `downloadUrl` of a download-URL request. Supports a single byte `Range`; no API key.',
+        tags: ['storage'],
+        querystring: signedQuery,
+        response: { 200: ObjectBytes, 206: ObjectBytes, ...errorResponses(400, 403, 404, 405, 500) },
+      },
+    },
+    async (request, reply) => {
+      const key = requestedKey(request);
+      const signed = verifySignedUrl(deps.config.signingSecret, 'GET', key, request.query as Record<string, unknown>, deps.clock());
+      const head = await deps.store.head(key);
+      if (!head) throw errors.notFound('Object');
+      const range = parseRange(request.headers.range, head.size);
+      const object = await deps.store.get(key, range);
+      if (!object) throw errors.notFound('Object');
+      const size = object.info.size;
+      reply
+        .header('content-type', signed.contentType)
+        .header('content-disposition', contentDisposition(signed.filename ?? key.slice(key.lastIndexOf('/') + 1)))
+        .header('accept-ranges', 'bytes')
+        .header('etag', `"${object.info.etag}"`)
+        .header('last-modified', object.info.lastModified.toUTCString())
+        .header('cache-control', 'private, max-age=0')
+        .header('x-content-type-options', 'nosniff');
+      if (range && range.end < size) {
+        reply
+          .code(206)
+          .header('content-range', `bytes ${range.start}-${range.end}/${size}`)
+          .header('content-length', String(range.end - range.start + 1));
+      } else {
+        reply.header('content-length', String(size));
+      }
+      return reply.send(object.body);
+    },
+  );
+}

@@ -1,0 +1,95 @@
+import { Type } from 'typebox';
+import { envelope, PaginationRef, Timestamp } from './common.js';
+
+const fileFields = {
+  id: Type.String(),
+  projectId: Type.String(),
+  name: Type.String({ description: 'File name (last segment of path)' }),
+  path: Type.String({ description: 'Folder and file name, e.g. `docs/specs/a.md`' }),
+  mimeType: Type.String(),
+  sizeBytes: Type.Integer({ minimum: 0 }),
+  type: Type.String({ description: '`uploaded`', examples: ['uploaded'] }),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  syncedAt: Timestamp,
+};
+
+export const ProjectFile = Type.Object(fileFields, { $id: 'ProjectFile', title: 'ProjectFile' });
+const ProjectFileRef = Type.Unsafe({ $ref: 'ProjectFile#' });
+
+const TreeNodeRef = Type.Unsafe({ $ref: 'ProjectFileTreeNode#' });
+
+/** A node of `tree=true`: a folder with children, or a file with every project file field. */
+export const ProjectFileTreeNode = Type.Union(
+  [
+    Type.Object(
+      {
+        kind: Type.Literal('folder'),
+        name: Type.String(),
+        path: Type.String(),
+        children: Type.Array(TreeNodeRef),
+      },
+      { title: 'ProjectFileTreeFolder' },
+    ),
+    Type.Object({ kind: Type.Literal('file'), ...fileFields }, { title: 'ProjectFileTreeFile' }),
+  ],
+  { $id: 'ProjectFileTreeNode', title: 'ProjectFileTreeNode' },
+);
+
+export const ProjectFileParams = Type.Object({ projectId: Type.String() });
+export const ProjectFileIdParams = Type.Object({ projectId: Type.String(), fileId: Type.String() });
+
+export const ListProjectFilesQuery = Type.Object({
+  tree: Type.Optional(
+    Type.Boolean({ description: 'Return the nested folder tree; limit and offset are then ignored' }),
+  ),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Page size; omitted: all files' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+});
+
+export const ProjectFileListResponse = Type.Union([
+  envelope(Type.Object({ files: Type.Array(ProjectFileRef), pagination: PaginationRef })),
+  envelope(Type.Object({ tree: Type.Array(TreeNodeRef) })),
+]);
+
+export const UploadUrlBody = Type.Object({
+  filename: Type.String({
+    minLength: 1,
+    maxLength: 255,
+    description: '1–255 characters; no `/`, `\\`, NUL; not `.` or `..`',
+  }),
+  contentType: Type.String({ minLength: 1, maxLength: 255, description: 'A MIME type, e.g. `text/markdown`' }),
+  sizeBytes: Type.Integer({ minimum: 0, maximum: 52_428_800, description: 'Exact size of the upload (≤ 50 MB)' }),
+  folder: Type.Optional(
+    Type.String({
+      maxLength: 2600,
+      description: 'Relative folder, e.g. `docs/specs`; no empty, `.` or `..` segments; depth ≤ 10',
+    }),
+  ),
+});
+
+export const UploadUrlResponse = envelope(
+  Type.Object({
+    uploadUrl: Type.String({ description: 'PUT the bytes here with the declared Content-Type; valid 15 minutes' }),
+    storagePath: Type.String(),
+  }),
+);
+
+export const SyncResponse = envelope(
+  Type.Object({ added: Type.Integer(), removed: Type.Integer(), updated: Type.Integer() }),
+);
+
+export const DownloadUrlResponse = envelope(
+  Type.Object({
+    downloadUrl: Type.String({ description: 'Signed URL, valid 4 hours' }),
+    filename: Type.String(),
+    contentType: Type.String(),
+    sizeBytes: Type.Integer(),
+  }),
+);
+
+export const DeleteFileResponse = envelope(Type.Object({ deleted: Type.Literal(true) }));
+
+export const StoredObjectResponse = envelope(
+  Type.Object({ storagePath: Type.String(), sizeBytes: Type.Integer(), etag: Type.String() }),
+);

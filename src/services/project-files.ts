@@ -1,0 +1,469 @@
+import mime from 'mime-types';
+import type { Db } from '../db/database.js';
+import {
+  deleteProjectFileIfUnchanged,
+  deleteProjectFileRow,
+  findPathClash,
+  findProjectFile,
+  findProjectFileByPath,
+  insertProjectFilesIfAbsent,
+  listProjectFileRows,
+  markProjectFilesSynced,
+  type ProjectFileRow,
+  projectFileUsage,
+  updateProjectFileContent,
+} from '../db/repositories/project-files.js';
+import { findProject } from '../db/repositories/projects.js';
+import { ApiError, errors, type ValidationIssue } from '../errors.js';
+import { type Clock, isoNow, newId } from '../ids.js';
+import { isValidMediaType } from '../storage/media-type.js';
+import type { ObjectInfo, ObjectStore } from '../storage/object-store.js';
+
+/** decisions.md "Project files" and spec §8. */
+export const PROJECT_FILE_LIMITS = {
+  maxFileBytes: 50 * 1024 * 1024,
+  maxFiles: 500,
+  maxProjectBytes: 500 * 1024 * 1024,
+  maxNameLength: 255,
+  maxFolderDepth: 10,
+  uploadUrlSeconds: 15 * 60,
+  downloadUrlSeconds: 4 * 60 * 60,
+} as const;
+
+export interface ProjectFileDeps {
+  db: Db;
+  store: ObjectStore;
+  clock: Clock;
+}
+
+/** Every object of a project lives under this prefix; nothing else does. */
+export function projectStoragePrefix(workspaceId: string, projectId: string): string {
+  return `projects/${workspaceId}/${projectId}/`;
+}
+
+export interface ProjectFileView {
+  id: string;
+  projectId: string;
+  name: string;
+  path: string;
+  mimeType: string;
+  sizeBytes: number;
+  type: string;
+  createdAt: string;
+  updatedAt: string;
+  syncedAt: string;
+}
+
+export function projectFileView(row: ProjectFileRow): ProjectFileView {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    name: row.name,
+    path: row.path,
+    mimeType: row.mime_type,
+    sizeBytes: Number(row.size_bytes),
+    type: row.type,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    syncedAt: row.synced_at,
+  };
+}
+
+async function requireProject(db: Db, workspaceId: string, projectId: string) {
+  const project = await findProject(db, workspaceId, projectId);
+  if (!project) throw errors.notFound('Project');
+  return project;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names and folders
+
+function nameProblem(name: string, store: ObjectStore): string | undefined {
+  if (name.length === 0) return 'must not be empty';
+  if ([...name].length > PROJECT_FILE_LIMITS.maxNameLength) return `must be at most ${PROJECT_FILE_LIMITS.maxNameLength} characters`;
+  if (name.includes('/')) return 'must not contain "/"';
+  if (name.includes('\\')) return 'must not contain "\\"';
+  if (name.includes('\0')) return 'must not contain NUL';
+  if (name === '.' || name === '..') return 'must not be "." or ".."';
+  // Local file systems cap one name at 255 bytes; S3 keys have no such per-segment cap.
+  if (store.kind === 'fs' && Buffer.byteLength(name) > 255) return 'must be at most 255 bytes in UTF-8 on this storage';
+  return undefined;
+}
+
+/** `"/docs/specs/"` → `["docs", "specs"]`, or the problem with it. */
+export function parseFolder(folder: string, store: ObjectStore): { segments: string[] } | { problem: string } {
+  const trimmed = folder.replace(/^\/+|\/+$/g, '');
+  if (trimmed === '') return { segments: [] };
+  const segments = trimmed.split('/');
+  if (segments.length > PROJECT_FILE_LIMITS.maxFolderDepth) {
+    return { problem: `must be at most ${PROJECT_FILE_LIMITS.maxFolderDepth} folders deep` };
+  }
+  for (const segment of segments) {
+    if (segment === '') return { problem: 'must not contain empty segments ("//")' };
+    const problem = nameProblem(segment, store);
+    if (problem) return { problem: `segment "${segment.slice(0, 50)}" ${problem}` };
+  }
+  return { segments };
+}
+
+/** A path found in storage that Atrium could have written; anything else is left unregistered. */
+function isAcceptablePath(path: string, store: ObjectStore): boolean {
+  const segments = path.split('/');
+  if (segments.length > PROJECT_FILE_LIMITS.maxFolderDepth + 1) return false;
+  return segments.every((segment) => nameProblem(segment, store) === undefined);
+}
+
+export interface UploadRequest {
+  filename: string;
+  contentType: string;
+  sizeBytes: number;
+  folder?: string;
+}
+
+function validateUploadRequest(input: UploadRequest, store: ObjectStore) {
+  const issues: ValidationIssue[] = [];
+  const filenameProblem = nameProblem(input.filename, store);
+  if (filenameProblem) issues.push({ path: 'body.filename', message: filenameProblem });
+  if (!isValidMediaType(input.contentType)) {
+    issues.push({ path: 'body.contentType', message: 'must be a valid MIME type such as "text/plain"' });
+  }
+  if (!Number.isInteger(input.sizeBytes) || input.sizeBytes < 0 || input.sizeBytes > PROJECT_FILE_LIMITS.maxFileBytes) {
+    issues.push({ path: 'body.sizeBytes', message: `must be an integer from 0 to ${PROJECT_FILE_LIMITS.maxFileBytes}` });
+  }
+  const folder = parseFolder(input.folder ?? '', store);
+  if ('problem' in folder) issues.push({ path: 'body.folder', message: folder.problem });
+  if (issues.length > 0 || 'problem' in folder) {
+    throw errors.badRequest(`${issues[0]!.path} ${issues[0]!.message}`, issues);
+  }
+  return { path: [...folder.segments, input.filename].join('/') };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Upload URL
+
+function quotaError(kind: 'files' | 'bytes', details: Record<string, unknown>) {
+  return errors.quotaExceeded(
+    kind === 'files'
+      ? `A project holds at most ${PROJECT_FILE_LIMITS.maxFiles} files`
+      : `A project holds at most ${PROJECT_FILE_LIMITS.maxProjectBytes} bytes (500 MB)`,
+    { limit: kind, maxFiles: PROJECT_FILE_LIMITS.maxFiles, maxBytes: PROJECT_FILE_LIMITS.maxProjectBytes, ...details },
+  );
+}
+
+/**
+ * Step 1 of an upload: checks the request against the rules and quotas (declared size), then
+ * returns a URL bound to the storage path, content type, size and a 15-minute expiry.
+ * Uploading to a registered path replaces that file.
+ */
+export async function createUploadUrl(
+  deps: ProjectFileDeps,
+  workspaceId: string,
+  projectId: string,
+  input: UploadRequest,
+  options: { origin?: string } = {},
+) {
+  const { path } = validateUploadRequest(input, deps.store);
+  await requireProject(deps.db, workspaceId, projectId);
+  const clash = await findPathClash(deps.db, workspaceId, projectId, path);
+  if (clash) {
+    throw errors.badRequest(`"${path}" clashes with the existing file or folder "${clash.path}"`, [
+      { path: 'body.filename', message: `clashes with "${clash.path}"` },
+    ]);
+  }
+  const existing = await findProjectFileByPath(deps.db, workspaceId, projectId, path);
+  const usage = await projectFileUsage(deps.db, workspaceId, projectId);
+  const files = usage.files + (existing ? 0 : 1);
+  const bytes = usage.bytes - Number(existing?.size_bytes ?? 0) + input.sizeBytes;
+  if (files > PROJECT_FILE_LIMITS.maxFiles) throw quotaError('files', { files: usage.files });
+  if (bytes > PROJECT_FILE_LIMITS.maxProjectBytes) {
+    throw quotaError('bytes', { bytes: usage.bytes, requestedBytes: input.sizeBytes });
+  }
+  const storagePath = projectStoragePrefix(workspaceId, projectId) + path;
+  const uploadUrl = await deps.store.createUploadUrl(storagePath, {
+    contentType: input.contentType,
+    sizeBytes: input.sizeBytes,
+    expiresInSeconds: PROJECT_FILE_LIMITS.uploadUrlSeconds,
+    origin: options.origin,
+  });
+  return { uploadUrl, storagePath };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sync
+
+export interface SyncResult {
+  added: number;
+  removed: number;
+  updated: number;
+}
+
+async function mapWithConcurrency<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+async function mediaTypeOf(store: ObjectStore, info: ObjectInfo, name: string): Promise<string> {
+  const known = info.contentType ?? (await store.head(info.key))?.contentType;
+  if (known && isValidMediaType(known)) return known;
+  return mime.lookup(name) || 'application/octet-stream';
+}
+
+/**
+ * Step 2 of an upload, and the repair of any drift: reconciles the records of a project with
+ * the objects under its storage prefix. New objects are `added`, records without an object
+ * `removed`, changed content `updated` (same id). Every write is conditional (insert on
+ * conflict do nothing; update/delete where the etag is still the one read), so concurrent
+ * syncs never duplicate a record or count a change twice, and a second run changes nothing.
+ * New objects beyond the file or byte quota are left unregistered: 409 with the counts and
+ * the paths left out.
+ */
+export async function syncProjectFiles(deps: ProjectFileDeps, workspaceId: string, projectId: string): Promise<SyncResult> {
+  const { db, store } = deps;
+  await requireProject(db, workspaceId, projectId);
+  const prefix = projectStoragePrefix(workspaceId, projectId);
+  const objects = new Map<string, ObjectInfo>();
+  for await (const info of store.list(prefix)) {
+    const path = info.key.slice(prefix.length);
+    if (isAcceptablePath(path, store)) objects.set(path, info);
+  }
+  const rows = await listProjectFileRows(db, workspaceId, projectId);
+  const now = isoNow(deps.clock);
+
+  let removed = 0;
+  const gone = rows.filter((row) => !objects.has(row.path));
+  for (const row of gone) if (await deleteProjectFileIfUnchanged(db, row)) removed++;
+
+  const present = rows.filter((row) => objects.has(row.path));
+  const changed = present.filter((row) => {
+    const info = objects.get(row.path)!;
+    return info.etag !== row.etag || info.size !== Number(row.size_bytes);
+  });
+  const unchangedIds = present.filter((row) => !changed.includes(row)).map((row) => row.id);
+  await markProjectFilesSynced(db, projectId, unchangedIds, now);
+  const updates = await mapWithConcurrency(changed, 16, async (row) => {
+    const info = objects.get(row.path)!;
+    return updateProjectFileContent(db, row, {
+      etag: info.etag,
+      size_bytes: info.size,
+      mime_type: await mediaTypeOf(store, info, row.name),
+      updated_at: now,
+      synced_at: now,
+    });
+  });
+  const updated = updates.filter(Boolean).length;
+
+  // Quota for new objects: what the project holds once removals and updates are in.
+  let files = present.length;
+  let bytes = present.reduce((sum, row) => sum + objects.get(row.path)!.size, 0);
+  const registered = new Set(rows.map((row) => row.path));
+  const candidates = [...objects.entries()]
+    .filter(([path]) => !registered.has(path))
+    .sort(([pa, a], [pb, b]) => a.lastModified.getTime() - b.lastModified.getTime() || (pa < pb ? -1 : 1));
+  const accepted: [string, ObjectInfo][] = [];
+  const refused: string[] = [];
+  for (const [path, info] of candidates) {
+    if (files + 1 > PROJECT_FILE_LIMITS.maxFiles || bytes + info.size > PROJECT_FILE_LIMITS.maxProjectBytes) {
+      refused.push(path);
+      continue;
+    }
+    accepted.push([path, info]);
+    files++;
+    bytes += info.size;
+  }
+  const newRows = await mapWithConcurrency(accepted, 16, async ([path, info]): Promise<ProjectFileRow> => {
+    const name = path.slice(path.lastIndexOf('/') + 1);
+    return {
+      id: newId('fil'),
+      workspace_id: workspaceId,
+      project_id: projectId,
+      name,
+      path,
+      mime_type: await mediaTypeOf(store, info, name),
+      size_bytes: info.size,
+      etag: info.etag,
+      type: 'uploaded',
+      created_at: now,
+      updated_at: now,
+      synced_at: now,
+    };
+  });
+  const added = await insertProjectFilesIfAbsent(db, newRows);
+
+  const result = { added, removed, updated };
+  if (refused.length > 0) {
+    throw new ApiError(
+      'quota_exceeded',
+      `${refused.length} object(s) in storage were not registered: the project would exceed ${PROJECT_FILE_LIMITS.maxFiles} files or 500 MB`,
+      {
+        ...result,
+        notRegistered: refused.slice(0, 100),
+        notRegisteredCount: refused.length,
+        maxFiles: PROJECT_FILE_LIMITS.maxFiles,
+        maxBytes: PROJECT_FILE_LIMITS.maxProjectBytes,
+      },
+    );
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// List and tree
+
+export async function listProjectFiles(
+  db: Db,
+  workspaceId: string,
+  projectId: string,
+  page: { limit?: number; offset?: number },
+) {
+  await requireProject(db, workspaceId, projectId);
+  const offset = page.offset ?? 0;
+  const [rows, usage] = await Promise.all([
+    listProjectFileRows(db, workspaceId, projectId, { limit: page.limit, offset }),
+    projectFileUsage(db, workspaceId, projectId),
+  ]);
+  return {
+    files: rows.map(projectFileView),
+    pagination: { total: usage.files, limit: page.limit ?? usage.files, offset },
+  };
+}
+
+export type TreeNode =
+  | { kind: 'folder'; name: string; path: string; children: TreeNode[] }
+  | ({ kind: 'file' } & ProjectFileView);
+
+const byName = (a: { name: string }, b: { name: string }) => {
+  const la = a.name.toLowerCase();
+  const lb = b.name.toLowerCase();
+  if (la !== lb) return la < lb ? -1 : 1;
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+};
+
+/** Files as nested folders; in each folder, folders first, then files, each by name (case-insensitive). */
+export function buildFileTree(files: ProjectFileView[]): TreeNode[] {
+  type Folder = Extract<TreeNode, { kind: 'folder' }>;
+  const root: Folder = { kind: 'folder', name: '', path: '', children: [] };
+  const folders = new Map<string, Folder>([['', root]]);
+  const folderFor = (path: string): Folder => {
+    const known = folders.get(path);
+    if (known) return known;
+    const cut = path.lastIndexOf('/');
+    const parent = folderFor(cut < 0 ? '' : path.slice(0, cut));
+    const folder: Folder = { kind: 'folder', name: path.slice(cut + 1), path, children: [] };
+    parent.children.push(folder);
+    folders.set(path, folder);
+    return folder;
+  };
+  for (const file of files) {
+    const cut = file.path.lastIndexOf('/');
+    folderFor(cut < 0 ? '' : file.path.slice(0, cut)).children.push({ kind: 'file', ...file });
+  }
+  const sort = (nodes: TreeNode[]) => {
+    nodes.sort((a, b) => (a.kind === b.kind ? byName(a, b) : a.kind === 'folder' ? -1 : 1));
+    for (const node of nodes) if (node.kind === 'folder') sort(node.children);
+  };
+  sort(root.children);
+  return root.children;
+}
+
+export async function projectFileTree(db: Db, workspaceId: string, projectId: string) {
+  await requireProject(db, workspaceId, projectId);
+  const rows = await listProjectFileRows(db, workspaceId, projectId);
+  return buildFileTree(rows.map(projectFileView));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Download and delete
+
+async function requireFile(db: Db, workspaceId: string, projectId: string, fileId: string) {
+  await requireProject(db, workspaceId, projectId);
+  const row = await findProjectFile(db, workspaceId, projectId, fileId);
+  if (!row) throw errors.notFound('File');
+  return row;
+}
+
+/** A signed URL (4 hours) that serves the file's bytes with its name and type. */
+export async function createDownloadUrl(
+  deps: ProjectFileDeps,
+  workspaceId: string,
+  projectId: string,
+  fileId: string,
+  options: { origin?: string } = {},
+) {
+  const row = await requireFile(deps.db, workspaceId, projectId, fileId);
+  const downloadUrl = await deps.store.createDownloadUrl(projectStoragePrefix(workspaceId, projectId) + row.path, {
+    filename: row.name,
+    contentType: row.mime_type,
+    expiresInSeconds: PROJECT_FILE_LIMITS.downloadUrlSeconds,
+    origin: options.origin,
+  });
+  return { downloadUrl, filename: row.name, contentType: row.mime_type, sizeBytes: Number(row.size_bytes) };
+}
+
+/** Removes the object, then the record; a file already deleted is not found. */
+export async function deleteProjectFile(deps: ProjectFileDeps, workspaceId: string, projectId: string, fileId: string) {
+  const row = await requireFile(deps.db, workspaceId, projectId, fileId);
+  await deps.store.delete(projectStoragePrefix(workspaceId, projectId) + row.path);
+  if (!(await deleteProjectFileRow(deps.db, workspaceId, projectId, fileId))) throw errors.notFound('File');
+  return { deleted: true as const };
+}
+
+// ---------------------------------------------------------------------------------------------
+// For other modules (chat context)
+
+export interface ProjectFileForContext extends ProjectFileView {
+  /** The object's key: read it with `store.get(storagePath)` or readProjectFileBytes. */
+  storagePath: string;
+}
+
+/**
+ * The registered files of a project, oldest first (stable context order), each with its
+ * storage path. The caller is responsible for having checked access to the project's workspace.
+ */
+export async function listProjectFilesForContext(
+  db: Db,
+  _store: ObjectStore,
+  workspaceId: string,
+  projectId: string,
+): Promise<ProjectFileForContext[]> {
+  const rows = await listProjectFileRows(db, workspaceId, projectId);
+  const prefix = projectStoragePrefix(workspaceId, projectId);
+  return rows
+    .map((row) => ({ ...projectFileView(row), storagePath: prefix + row.path }))
+    .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.path < b.path ? -1 : 1));
+}
+
+/**
+ * Up to `maxBytes` of an object (a ranged read, never the whole file when it is larger), or
+ * null when the object is gone. `truncated` says whether more bytes exist.
+ */
+export async function readProjectFileBytes(
+  store: ObjectStore,
+  storagePath: string,
+  maxBytes: number,
+): Promise<{ bytes: Buffer; truncated: boolean; size: number } | null> {
+  if (maxBytes <= 0) {
+    const info = await store.head(storagePath);
+    return info ? { bytes: Buffer.alloc(0), truncated: info.size > 0, size: info.size } : null;
+  }
+  const object = await store.get(storagePath, { start: 0, end: maxBytes - 1 });
+  if (!object) return null;
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of object.body) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    chunks.push(buffer);
+    length += buffer.length;
+    if (length >= maxBytes) break;
+  }
+  object.body.destroy();
+  const bytes = Buffer.concat(chunks, length).subarray(0, maxBytes);
+  return { bytes, truncated: object.info.size > bytes.length, size: object.info.size };
+}
