@@ -83,7 +83,8 @@ export async function buildApp(
     bodyLimit: deps.config.jsonBodyLimitBytes,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true },
+    // Long path parameters reach validation (400 with a path) instead of the router's bare 414.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
   });
 
   const validators = createValidators();

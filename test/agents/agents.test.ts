@@ -73,6 +73,12 @@ describe(`GET /v1/workspace/{workspaceId}/agents (${engineName})`, () => {
     expect(body.details.issues[0].path).toBe(path);
   });
 
+  it('refuses an oversized workspace id with 400 bad_request', async () => {
+    const res = await list('', 'w'.repeat(201));
+    expect(res.statusCode).toBe(400);
+    expect(res.json().details.issues[0].path).toBe('params.workspaceId');
+  });
+
   it("never shows another organization's agents", async () => {
     const res = await t.app.inject({
       method: 'GET',

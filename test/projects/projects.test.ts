@@ -69,6 +69,12 @@ describe(`POST /v1/projects (${engineName})`, () => {
     expect(res.json().code).toBe('bad_request');
   });
 
+  it('refuses an oversized x-workspace-id header with 400 bad_request', async () => {
+    const res = await create({ name: 'x' }, { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'w'.repeat(201) });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().details.issues[0].path).toBe('headers.x-workspace-id');
+  });
+
   it('creates the project in the workspace an organization key names', async () => {
     const res = await create({ name: 'Org made' }, { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'wsp_other' });
     expect(res.statusCode).toBe(201);

@@ -15,6 +15,7 @@ const workspaceHeader = {
   properties: {
     'x-workspace-id': {
       type: 'string',
+      maxLength: 200,
       description: 'Required with an organization key: the workspace to act in',
     },
   },
