@@ -9,6 +9,7 @@ import type { ProviderType } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { ECHO_MODEL_ID } from '../setup/validate.js';
 import { createEchoModel } from './echo.js';
+import { withStreamFailuresAsErrors } from './stream-guard.js';
 
 export interface Pricing {
   /** USD per million input tokens. */
@@ -122,7 +123,8 @@ export class ModelRegistry {
     const cacheKey = JSON.stringify(settings);
     let factory = this.providers.get(cacheKey);
     if (!factory) {
-      factory = createProviderFactory(settings);
+      const create = createProviderFactory(settings);
+      factory = (model) => withStreamFailuresAsErrors(create(model));
       this.providers.set(cacheKey, factory);
     }
     return factory(providerModel);

@@ -31,7 +31,9 @@ export type ReplyScript =
   /** Accepts the request and never answers (a stream sends its headers, then nothing). */
   | { kind: 'stall' }
   /** Streams `afterPieces` pieces of `text`, then destroys the connection. */
-  | { kind: 'disconnect'; text: string; afterPieces: number };
+  | { kind: 'disconnect'; text: string; afterPieces: number }
+  /** Streams `afterPieces` pieces of `text`, waits for `release()`, then streams the rest. */
+  | { kind: 'held'; text: string; afterPieces: number };
 
 export interface FakeUpstream {
   /** `http://127.0.0.1:PORT/v1`, the baseURL a provider points at. */
@@ -41,8 +43,10 @@ export interface FakeUpstream {
   enqueue(...replies: ReplyScript[]): void;
   /** The text answered when no reply is queued. */
   defaultText: string;
-  /** Sets how many words the default reply has (for long-stream benchmarks). */
+  /** The last request, or a failure when there was none. */
   lastRequest(): RecordedRequest;
+  /** Lets held replies (`kind: 'held'`) go on. */
+  release(): void;
   /** Resolves when `count` requests have arrived. */
   waitForRequests(count: number): Promise<void>;
   close(): Promise<void>;
@@ -79,6 +83,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   const queue: ReplyScript[] = [];
   const waiters: Array<{ count: number; resolve: () => void }> = [];
   const stalled = new Set<ServerResponse>();
+  const held: Array<() => void> = [];
   let counter = 0;
 
   const handle = (req: IncomingMessage, res: ServerResponse, raw: string) => {
@@ -127,6 +132,13 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         completion = 5;
       } else {
         const text = script.text;
+        if (script.kind === 'held') {
+          held.push(() => {
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.end(JSON.stringify({ id, object: 'chat.completion', created: 1_700_000_000, model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: estimateUsage(body, words(text).length) }));
+          });
+          return;
+        }
         message = { role: 'assistant', content: text };
         completion = words(text).length;
       }
@@ -159,14 +171,30 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       return;
     }
     const pieces = script.kind === 'text' ? (script.pieces ?? words(script.text)) : words(script.text);
-    const limit = script.kind === 'disconnect' ? script.afterPieces : pieces.length;
-    // One write per piece, like a real provider's token stream.
-    for (let i = 0; i < limit; i++) {
-      res.write(chunk(id, model, i === 0 ? { role: 'assistant', content: pieces[i] } : { content: pieces[i] }));
-    }
+    const limit = script.kind === 'disconnect' || script.kind === 'held' ? script.afterPieces : pieces.length;
+    const writePieces = (from: number, to: number) => {
+      // One write per piece, like a real provider's token stream.
+      for (let i = from; i < to; i++) {
+        res.write(chunk(id, model, i === 0 ? { role: 'assistant', content: pieces[i] } : { content: pieces[i] }));
+      }
+    };
+    writePieces(0, limit);
     if (script.kind === 'disconnect') {
       // Let the pieces leave before the connection dies mid-stream.
       setImmediate(() => req.socket.destroy());
+      return;
+    }
+    const finish = () => {
+      res.write(chunk(id, model, {}, 'stop'));
+      const usage = estimateUsage(body, pieces.length);
+      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage })}\n\n`);
+      res.end('data: [DONE]\n\n');
+    };
+    if (script.kind === 'held') {
+      held.push(() => {
+        writePieces(limit, pieces.length);
+        finish();
+      });
       return;
     }
     res.write(chunk(id, model, {}, 'stop'));
@@ -193,6 +221,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
     defaultText: DEFAULT_UPSTREAM_TEXT,
+    release() {
+      for (const go of held.splice(0)) go();
+    },
     enqueue: (...replies) => {
       queue.push(...replies);
     },

@@ -43,7 +43,7 @@ export async function chatRoutes(app: FastifyInstance, deps: ChatDeps): Promise<
         },
         // Drains a copy of the stream, so the reply completes and is stored even when the
         // client goes away mid-stream.
-        consumeSseStream: ({ stream }) => consumeStream({ stream }),
+        consumeSseStream: ({ stream }) => consumeStream({ stream, onError: () => {} }),
       });
     },
   );

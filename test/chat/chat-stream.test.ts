@@ -1,0 +1,178 @@
+import { DefaultChatTransport, parseJsonEventStream, readUIMessageStream, type UIMessage, type UIMessageChunk, uiMessageChunkSchema } from 'ai';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, createChatApp, userText } from './fixtures.js';
+
+let upstream: FakeUpstream;
+let t: ChatApp;
+let baseUrl: string;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  t = await createChatApp(chatSetup(upstream));
+  baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
+});
+afterAll(async () => {
+  await t.close();
+  await upstream.close();
+});
+beforeEach(() => {
+  upstream.requests.length = 0;
+});
+
+const headers = { 'content-type': 'application/json', 'x-service-api-key': CHAT_KEYS.main };
+
+function post(body: Record<string, unknown>, signal?: AbortSignal) {
+  return fetch(`${baseUrl}/v1/chat`, { method: 'POST', headers, body: JSON.stringify(body), signal });
+}
+
+async function chunksOf(response: Response): Promise<{ events: string[]; chunks: UIMessageChunk[] }> {
+  const [raw, parsed] = response.body!.tee();
+  const eventsPromise = (async () => {
+    const events: string[] = [];
+    const reader = raw.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return events;
+      events.push(value.data);
+    }
+  })();
+  const chunks: UIMessageChunk[] = [];
+  const reader = parseJsonEventStream({ stream: parsed, schema: uiMessageChunkSchema }).getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (value.success) chunks.push(value.value as UIMessageChunk);
+    else if (value.rawValue !== '[DONE]') throw value.error;
+  }
+  return { events: await eventsPromise, chunks };
+}
+
+async function waitFor<T>(read: () => Promise<T | undefined>, what: string): Promise<T> {
+  for (let i = 0; i < 200; i++) {
+    const value = await read();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('POST /v1/chat with stream: true', () => {
+  it('answers the UI message stream protocol v1 with chat id, message id and [DONE]', async () => {
+    const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('hi')] });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    expect(response.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
+    const chatId = response.headers.get('x-chat-id');
+    expect(chatId).toMatch(/^cht_/);
+    expect(response.headers.get('x-request-id')).toMatch(/^req_/);
+
+    const { events, chunks } = await chunksOf(response);
+    expect(events.at(-1)).toBe('[DONE]');
+    const types = chunks.map((c) => c.type);
+    expect(types[0]).toBe('start');
+    expect(types.at(-1)).toBe('finish');
+    expect(types).toEqual(expect.arrayContaining(['text-start', 'text-delta', 'text-end']));
+    const start = chunks[0] as Extract<UIMessageChunk, { type: 'start' }>;
+    expect(start.messageId).toMatch(/^msg_/);
+    expect(start.messageMetadata).toEqual({ chatId });
+    // Token by token: one delta per upstream piece.
+    const deltas = chunks.filter((c) => c.type === 'text-delta').map((c) => (c as { delta: string }).delta);
+    expect(deltas).toEqual(['Hello ', 'from ', 'the ', 'fake ', 'upstream.']);
+    const finish = chunks.at(-1) as Extract<UIMessageChunk, { type: 'finish' }>;
+    expect(finish.messageMetadata).toMatchObject({ chatId, model: 'fake-small', usage: { outputTokens: 5 } });
+
+    expect(upstream.lastRequest().body.stream).toBe(true);
+    expect(upstream.lastRequest().body.stream_options).toEqual({ include_usage: true });
+    const rows = await waitFor(async () => {
+      const r = await chatRows(t.db, chatId!);
+      return r.length === 2 ? r : undefined;
+    }, 'the reply to be stored');
+    expect(rows[1]!.id).toBe(start.messageId);
+    expect(rows[1]!.output_tokens).toBe(5);
+  });
+
+  it('is consumed by the AI SDK client (DefaultChatTransport) with the same text as JSON mode', async () => {
+    const json = await post({ agentId: 'agt_echo', messages: [userText('Same words both ways', 'u-json')] });
+    const jsonText = (await json.json()).text as string;
+
+    const transport = new DefaultChatTransport<UIMessage>({ api: `${baseUrl}/v1/chat`, headers: { 'x-service-api-key': CHAT_KEYS.main }, body: { agentId: 'agt_echo', stream: true } });
+    const userMessage: UIMessage = { id: 'u-sse', role: 'user', parts: [{ type: 'text', text: 'Same words both ways' }] };
+    const stream = await transport.sendMessages({
+      chatId: 'client-side-chat-id',
+      messages: [userMessage],
+      trigger: 'submit-message',
+      messageId: undefined,
+      abortSignal: undefined,
+    });
+    let last: UIMessage | undefined;
+    for await (const message of readUIMessageStream({ stream, terminateOnError: true })) last = message;
+    expect(last?.role).toBe('assistant');
+    const text = last!.parts.map((p) => (p.type === 'text' ? p.text : '')).join('');
+    expect(text).toBe(jsonText);
+    expect(text).toContain('Same words both ways');
+    expect((last!.metadata as { chatId: string }).chatId).toMatch(/^cht_/);
+  });
+
+  it('stores the whole reply when the client disconnects mid-stream', async () => {
+    const text = 'one two three four five six seven eight';
+    upstream.enqueue({ kind: 'held', text, afterPieces: 3 });
+    const abort = new AbortController();
+    const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('long please')] }, abort.signal);
+    const chatId = response.headers.get('x-chat-id')!;
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let seen = '';
+    while (!seen.includes('"delta":"three "')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error('stream ended early');
+      seen += value;
+    }
+    abort.abort();
+    await reader.cancel().catch(() => {});
+    upstream.release();
+    const rows = await waitFor(async () => {
+      const r = await chatRows(t.db, chatId);
+      return r.length === 2 ? r : undefined;
+    }, 'the reply to be stored after the disconnect');
+    expect(rows.map((r) => r.role)).toEqual(['user', 'assistant']);
+    const parts = JSON.parse(rows[1]!.parts) as Array<{ type: string; text?: string }>;
+    expect(parts.filter((p) => p.type === 'text').map((p) => p.text).join('')).toBe(text);
+    expect(rows[1]!.output_tokens).toBe(8);
+  });
+
+  it('turns an upstream 500 into an error chunk and keeps only the user message', async () => {
+    upstream.enqueue({ kind: 'fail', status: 500, message: 'boom' });
+    const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('fail please')] });
+    expect(response.status).toBe(200);
+    const chatId = response.headers.get('x-chat-id')!;
+    const { events, chunks } = await chunksOf(response);
+    expect(chunks.map((c) => c.type)).toEqual(['start', 'error']);
+    expect((chunks[1] as { errorText: string }).errorText).toBe('The model provider answered HTTP 500');
+    expect(events.at(-1)).toBe('[DONE]');
+    const rows = await waitFor(async () => {
+      const r = await chatRows(t.db, chatId);
+      return r.length >= 1 ? r : undefined;
+    }, 'the user message');
+    expect(rows.map((r) => r.role)).toEqual(['user']);
+  });
+
+  it('turns an upstream disconnect mid-stream into an error chunk and stores no half reply', async () => {
+    upstream.enqueue({ kind: 'disconnect', text: 'this reply will be cut', afterPieces: 2 });
+    const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('cut please')] });
+    const chatId = response.headers.get('x-chat-id')!;
+    const { chunks } = await chunksOf(response);
+    const types = chunks.map((c) => c.type);
+    expect(types[0]).toBe('start');
+    expect(types).toContain('error');
+    expect(chunks.filter((c) => c.type === 'text-delta').length).toBe(2);
+    const rows = await waitFor(async () => {
+      const r = await chatRows(t.db, chatId);
+      return r.length >= 1 ? r : undefined;
+    }, 'the user message');
+    // Give a (wrong) assistant write the chance to land before asserting its absence.
+    await t.app.close().catch(() => {});
+    expect((await chatRows(t.db, chatId)).map((r) => r.role)).toEqual(['user']);
+    expect(rows).toHaveLength(1);
+  });
+});
