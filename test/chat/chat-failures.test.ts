@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, countRows, createChatApp, userText } from './fixtures.js';
+
+const TIMEOUT_MS = 300;
+let upstream: FakeUpstream;
+let t: ChatApp;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  t = await createChatApp(chatSetup(upstream), { env: { ATRIUM_UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS) } });
+});
+afterAll(async () => {
+  await t.close();
+  await upstream.close();
+});
+beforeEach(() => {
+  upstream.requests.length = 0;
+});
+
+function chat(payload: Record<string, unknown>) {
+  return t.app.inject({ method: 'POST', url: '/v1/chat', headers: { 'x-service-api-key': CHAT_KEYS.main }, payload });
+}
+
+async function onlyChatOf(before: Set<string>) {
+  const chats = await t.db.selectFrom('chats').select('id').execute();
+  const created = chats.filter((c) => !before.has(c.id));
+  expect(created).toHaveLength(1);
+  return created[0]!.id;
+}
+
+async function chatIds() {
+  return new Set((await t.db.selectFrom('chats').select('id').execute()).map((c) => c.id));
+}
+
+describe('provider failures in JSON mode', () => {
+  it('answers 502 upstream_error for an upstream HTTP 500, keeps the user message, stores no assistant message', async () => {
+    const before = await chatIds();
+    upstream.enqueue({ kind: 'fail', status: 500, message: 'model exploded' });
+    const res = await chat({ agentId: 'agt_plain', messages: [userText('please', 'u-500')] });
+    expect(res.statusCode).toBe(502);
+    expect(res.json()).toEqual({
+      code: 'upstream_error',
+      message: 'The model provider answered HTTP 500',
+      details: { providerStatus: 500 },
+    });
+    expect(upstream.requests).toHaveLength(1);
+    const chatId = await onlyChatOf(before);
+    expect((await chatRows(t.db, chatId)).map((r) => [r.id, r.role])).toEqual([['u-500', 'user']]);
+  });
+
+  it('answers 504 upstream_timeout when the upstream stalls past the configured timeout', async () => {
+    const before = await chatIds();
+    upstream.enqueue({ kind: 'stall' });
+    const started = Date.now();
+    const res = await chat({ agentId: 'agt_plain', messages: [userText('anyone there?')] });
+    expect(res.statusCode).toBe(504);
+    expect(res.json()).toMatchObject({ code: 'upstream_timeout' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+    const chatId = await onlyChatOf(before);
+    expect((await chatRows(t.db, chatId)).map((r) => r.role)).toEqual(['user']);
+  });
+
+  it('answers 502 when the upstream disconnects mid-stream, without a half assistant message', async () => {
+    const before = await chatIds();
+    upstream.enqueue({ kind: 'disconnect', text: 'a reply that breaks', afterPieces: 2 });
+    const res = await chat({ agentId: 'agt_plain', messages: [userText('go')] });
+    expect(res.statusCode).toBe(502);
+    expect(res.json().code).toBe('upstream_error');
+    const chatId = await onlyChatOf(before);
+    expect((await chatRows(t.db, chatId)).map((r) => r.role)).toEqual(['user']);
+  });
+
+  it('keeps the chat usable after a failure: the next turn sees the kept user message', async () => {
+    upstream.enqueue({ kind: 'fail', status: 503 });
+    const failed = await chat({ agentId: 'agt_plain', messages: [userText('first try', 'u-a')] });
+    expect(failed.statusCode).toBe(502);
+    const rows = await t.db.selectFrom('messages').select('chat_id').where('id', '=', 'u-a').execute();
+    expect(rows).toHaveLength(1);
+    const chatId = rows[0]!.chat_id;
+    const retry = await chat({ agentId: 'agt_plain', chatId, messages: [userText('first try', 'u-a'), userText('again', 'u-b')] });
+    expect(retry.statusCode).toBe(200);
+    expect(upstream.lastRequest().body.messages).toEqual([
+      { role: 'user', content: 'first try' },
+      { role: 'user', content: 'again' },
+    ]);
+  });
+
+  it('answers 502 (not 500) when the upstream cannot be reached and records no usage', async () => {
+    const counts = await countRows(t.db);
+    const ledgerBefore = await t.db.selectFrom('usage_ledger').selectAll().execute();
+    await t.db.updateTable('providers').set({ base_url: 'http://127.0.0.1:9/v1' }).where('id', '=', 'fake').execute();
+    try {
+      const res = await chat({ agentId: 'agt_plain', messages: [userText('hello?')] });
+      expect(res.statusCode).toBe(502);
+      expect(res.json()).toMatchObject({ code: 'upstream_error', message: 'The model provider could not be reached' });
+    } finally {
+      await t.db.updateTable('providers').set({ base_url: upstream.baseURL }).where('id', '=', 'fake').execute();
+    }
+    const after = await countRows(t.db);
+    expect(after.messages).toBe(counts.messages + 1);
+    expect(await t.db.selectFrom('usage_ledger').selectAll().execute()).toEqual(ledgerBefore);
+  });
+});
