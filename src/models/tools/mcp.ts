@@ -19,23 +19,32 @@ type McpClient = Awaited<ReturnType<typeof createMCPClient>>;
 
 class SetupTimeout extends Error {}
 
+/** The network error code (ECONNREFUSED, ENOTFOUND…) somewhere in the cause chain, if any. */
+function networkCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 6 && current; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 function describeFailure(spec: McpToolSpec, error: unknown, timeoutMs: number): ToolWarning {
   if (error instanceof SetupTimeout || /timed out/i.test(String((error as Error)?.message))) {
     return { tool: spec.name, code: 'mcp_timeout', message: `MCP server did not answer within ${timeoutMs} ms` };
   }
-  const cause = (error as { cause?: { code?: string } })?.cause;
-  if (error instanceof TypeError || cause?.code) {
-    return {
-      tool: spec.name,
-      code: 'mcp_unreachable',
-      message: `MCP server is unreachable${cause?.code ? ` (${cause.code})` : ''}`,
-    };
+  const code = networkCode(error);
+  if (code || error instanceof TypeError) {
+    return { tool: spec.name, code: 'mcp_unreachable', message: `MCP server is unreachable${code ? ` (${code})` : ''}` };
   }
   const status = (error as { statusCode?: number })?.statusCode;
   return {
     tool: spec.name,
     code: 'mcp_error',
-    message: status ? `MCP server answered HTTP ${status}` : `MCP server failed: ${String((error as Error)?.message ?? error).slice(0, 200)}`,
+    message: status
+      ? `MCP server answered HTTP ${status}`
+      : `MCP server failed: ${String((error as Error)?.message ?? error).slice(0, 200)}`,
   };
 }
 

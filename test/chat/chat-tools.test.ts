@@ -1,0 +1,163 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, type ChatApp, chatSetup, createChatApp, DEAD_MCP_URL, userText } from './fixtures.js';
+import { startMcpServer, type TestMcpServer } from './mcp-server.js';
+
+const MCP_TIMEOUT_MS = 300;
+
+/** A URL on a port that was free a moment ago: connecting there is refused. */
+async function closedPortUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}/mcp`;
+}
+let upstream: FakeUpstream;
+let t: ChatApp;
+let mcp: TestMcpServer;
+let failingMcp: TestMcpServer;
+let stallingMcp: TestMcpServer;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  [mcp, failingMcp, stallingMcp] = await Promise.all([startMcpServer('ok'), startMcpServer('fail'), startMcpServer('stall')]);
+  t = await createChatApp(chatSetup(upstream), { mcpConnectTimeoutMs: MCP_TIMEOUT_MS });
+});
+afterAll(async () => {
+  await t.close();
+  await Promise.all([upstream.close(), mcp.close(), failingMcp.close(), stallingMcp.close()]);
+});
+beforeEach(() => {
+  upstream.requests.length = 0;
+});
+
+function post(url: string, payload: Record<string, unknown>) {
+  return t.app.inject({ method: 'POST', url, headers: { 'x-service-api-key': CHAT_KEYS.main }, payload });
+}
+
+async function setTools(tools: Array<{ name: string; url: string }>) {
+  await t.db
+    .updateTable('agents')
+    .set({ tools: JSON.stringify(tools.map((tool) => ({ type: 'mcp', ...tool }))) })
+    .where('id', '=', 'agt_tools')
+    .execute();
+}
+
+describe('MCP tools', () => {
+  it('reports an unreachable MCP server as a warning and still answers', async () => {
+    await setTools([{ name: 'search', url: await closedPortUrl() }]);
+    const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('hi')] });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().warnings).toEqual([
+      { tool: 'search', code: 'mcp_unreachable', message: 'MCP server is unreachable (ECONNREFUSED)' },
+    ]);
+    expect(res.json().text).toBe(upstream.defaultText);
+    expect(upstream.lastRequest().body.tools).toBeUndefined();
+  });
+
+  it('reports a failing and a stalling MCP server (connect timeout) as warnings', async () => {
+    await setTools([
+      { name: 'broken', url: failingMcp.url },
+      { name: 'slow', url: stallingMcp.url },
+    ]);
+    const started = Date.now();
+    const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('hi')] });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().warnings).toEqual([
+      { tool: 'broken', code: 'mcp_error', message: expect.stringContaining('500') },
+      { tool: 'slow', code: 'mcp_timeout', message: `MCP server did not answer within ${MCP_TIMEOUT_MS} ms` },
+    ]);
+    expect(Date.now() - started).toBeLessThan(MCP_TIMEOUT_MS + 2000);
+  });
+
+  it('gives the model the tools of a live MCP server and runs them; a dead one beside it is a warning', async () => {
+    await setTools([
+      { name: 'live', url: mcp.url },
+      { name: 'search', url: DEAD_MCP_URL },
+    ]);
+    upstream.enqueue({ kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'atrium' } }] }, { kind: 'text', text: 'An atrium is a hall.' });
+    const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('what is an atrium?')] });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().text).toBe('An atrium is a hall.');
+    expect(res.json().warnings).toEqual([expect.objectContaining({ tool: 'search', code: 'mcp_unreachable' })]);
+    expect(mcp.calls).toEqual([{ term: 'atrium' }]);
+    expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual(['live_lookup']);
+    const toolMessage = upstream.requests[1]!.body.messages?.find((m) => m.role === 'tool');
+    expect(JSON.stringify(toolMessage?.content)).toContain('definition of atrium');
+  });
+
+  it('sends warnings in a stream as a transient data-warnings chunk after start', async () => {
+    await setTools([{ name: 'search', url: DEAD_MCP_URL }]);
+    const res = await post('/v1/chat', { agentId: 'agt_tools', stream: true, messages: [userText('hi')] });
+    expect(res.statusCode).toBe(200);
+    const chunks = res.body
+      .split('\n\n')
+      .filter((line) => line.startsWith('data: {'))
+      .map((line) => JSON.parse(line.slice(6)));
+    expect(chunks[0].type).toBe('start');
+    expect(chunks[1]).toEqual({ type: 'data-warnings', data: [expect.objectContaining({ code: 'mcp_unreachable' })], transient: true });
+  });
+});
+
+describe('remember tool', () => {
+  it('appends a note to the project memory in project chats', async () => {
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Budget is 10k.' } }] },
+      { kind: 'text', text: 'Noted.' },
+    );
+    const res = await post('/v1/chat', { agentId: 'agt_plain', projectId: 'prj_docs', messages: [userText('remember the budget')] });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().text).toBe('Noted.');
+    const project = await t.db.selectFrom('projects').select('memory').where('id', '=', 'prj_docs').executeTakeFirstOrThrow();
+    expect(project.memory).toBe('The launch is on Monday.\n\nBudget is 10k.');
+    // The next project chat carries the new memory.
+    await post('/v1/chat', { agentId: 'agt_plain', projectId: 'prj_docs', messages: [userText('and?')] });
+    expect(upstream.lastRequest().body.messages?.[0]?.content).toContain('Budget is 10k.');
+  });
+
+  it('is not offered outside a project', async () => {
+    await post('/v1/chat', { agentId: 'agt_plain', messages: [userText('hi')] });
+    expect(upstream.lastRequest().body.tools).toBeUndefined();
+  });
+});
+
+describe('orchestration', () => {
+  it('refuses stream: true for an orchestrating agent with 400, before calling anything', async () => {
+    const res = await post('/v1/chat', { agentId: 'agt_lead', stream: true, messages: [userText('hi')] });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'bad_request', details: { issues: [{ path: 'body.stream' }] } });
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('gives the lead agent its sub-agents as tools, records their runs, and warns about a missing one', async () => {
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize the plan' } }] },
+      { kind: 'text', text: 'Plan summary from plain.', usage: { prompt: 10, completion: 5 } },
+      { kind: 'text', text: 'The plain agent says: Plan summary from plain.' },
+    );
+    const res = await post('/v1/chat', { agentId: 'agt_lead', messages: [userText('What is the plan?')] });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body.text).toBe('The plain agent says: Plan summary from plain.');
+    expect(body.warnings).toEqual([expect.objectContaining({ tool: 'agt_gone', code: 'agent_unavailable' })]);
+    expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual(['agt_plain']);
+    // The sub-agent's own call: its instructions (none) and the delegated message.
+    expect(upstream.requests[1]!.body.messages).toEqual([{ role: 'user', content: 'Summarize the plan' }]);
+    const runs = await t.db.selectFrom('agent_runs').selectAll().where('chat_id', '=', body.chatId).execute();
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({
+      agent_id: 'agt_plain',
+      status: 'completed',
+      input: 'Summarize the plan',
+      response: 'Plan summary from plain.',
+      input_tokens: 10,
+      output_tokens: 5,
+    });
+    // The sub-agent's usage counts toward the lead's reply.
+    const reply = await t.db.selectFrom('messages').selectAll().where('id', '=', body.messageId).executeTakeFirstOrThrow();
+    expect(reply.input_tokens).toBeGreaterThan(10);
+  });
+});

@@ -1,0 +1,58 @@
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+
+export interface TestMcpServer {
+  url: string;
+  /** Inputs the `lookup` tool was called with. */
+  calls: Array<{ term: string }>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real streamable-HTTP MCP server (stateless) with one tool, `lookup`. `mode: 'fail'` answers
+ * every request with HTTP 500; `mode: 'stall'` accepts requests and never answers.
+ */
+export async function startMcpServer(mode: 'ok' | 'fail' | 'stall' = 'ok'): Promise<TestMcpServer> {
+  const calls: Array<{ term: string }> = [];
+  const stalled: ServerResponse[] = [];
+  const server: Server = createServer(async (req, res) => {
+    if (mode === 'fail') {
+      res.writeHead(500).end('broken');
+      return;
+    }
+    if (mode === 'stall') {
+      stalled.push(res);
+      return;
+    }
+    const mcp = new McpServer({ name: 'test-mcp', version: '1.0.0' });
+    mcp.registerTool(
+      'lookup',
+      { description: 'Looks a term up', inputSchema: { term: z.string() } },
+      async ({ term }) => {
+        calls.push({ term });
+        return { content: [{ type: 'text', text: `definition of ${term}` }] };
+      },
+    );
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void mcp.close();
+    });
+    await mcp.connect(transport);
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    calls,
+    async close() {
+      for (const res of stalled) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
