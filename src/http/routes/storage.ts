@@ -52,6 +52,29 @@ export function parseRange(header: string | undefined, size: number): { start: n
   return { start, end };
 }
 
+/** How much of a refused upload's remaining body is read and discarded so the client sees the answer. */
+const DRAIN_LIMIT = 8 * 1024 * 1024;
+
+/**
+ * A PUT answered before its body was read (wrong type, too long, bad signature). A client still
+ * writing would see a broken pipe instead of our answer if we closed at once, so a little of
+ * the rest is read and thrown away; past DRAIN_LIMIT the connection is closed.
+ */
+function drainOrClose(request: FastifyRequest, reply: FastifyReply): void {
+  const raw = request.raw;
+  const declared = Number(raw.headers['content-length']);
+  if (Number.isFinite(declared) && declared > DRAIN_LIMIT) {
+    reply.header('connection', 'close');
+    return;
+  }
+  let drained = 0;
+  raw.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_LIMIT) raw.socket?.destroy();
+  });
+  raw.resume();
+}
+
 /**
  * The URLs the fs backend signs, served without an API key (the signature is the credential):
  * `PUT` streams an upload into storage, `GET` serves a download with Range support. Registered
@@ -61,9 +84,8 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-  // An error answered before the body was read: close the connection rather than read on.
   app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload) => {
-    if (request.method === 'PUT' && !request.raw.complete) reply.header('connection', 'close');
+    if (request.method === 'PUT' && !request.raw.complete) drainOrClose(request, reply);
     return payload;
   });
 

@@ -1,0 +1,224 @@
+import http from 'node:http';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { TENANCY_SETUP } from '../helpers/fixtures.js';
+import { filesApi, injectable, PREFIX } from './helpers.js';
+
+let now = new Date('2026-11-22T10:00:00.000Z');
+let t: Awaited<ReturnType<typeof createTestApp>>;
+let origin: string;
+beforeAll(async () => {
+  t = await createTestApp({ setup: TENANCY_SETUP, clock: () => now });
+  origin = await t.app.listen({ port: 0, host: '127.0.0.1' });
+});
+afterAll(() => t.close());
+beforeEach(() => {
+  now = new Date('2026-11-22T10:00:00.000Z');
+});
+
+async function requestUploadUrl(filename: string, sizeBytes: number, contentType = 'text/plain') {
+  const res = await filesApi(t.app).requestUpload({ filename, contentType, sizeBytes });
+  expect(res.statusCode).toBe(200);
+  return res.json().data as { uploadUrl: string; storagePath: string };
+}
+
+const put = (url: string, body: string | Buffer, contentType = 'text/plain') =>
+  t.app.inject({ method: 'PUT', url: injectable(url), headers: { 'content-type': contentType }, payload: body });
+
+const flipFirst = (text: string) => `${text[0] === 'A' ? 'B' : 'A'}${text.slice(1)}`;
+
+/** A chunked PUT with no Content-Length, so the server only learns the size while streaming. */
+function chunkedPut(url: string, chunks: Buffer[], contentType: string) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const request = http.request(url, { method: 'PUT', headers: { 'content-type': contentType } }, (response) => {
+      let body = '';
+      response.on('data', (chunk) => (body += chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, body }));
+    });
+    // The server answers 413 and closes while we still write: a write error (EPIPE) is expected
+    // then, and the answer is still read, as curl does.
+    request.on('error', (error) => setTimeout(() => reject(error), 1000));
+    let i = 0;
+    const writeNext = () => {
+      if (i === chunks.length) return request.end();
+      request.write(chunks[i++], (error) => {
+        if (!error) setImmediate(writeNext);
+      });
+    };
+    writeNext();
+  });
+}
+
+describe(`signed storage URLs of the fs backend (${engineName})`, () => {
+  it('stores a PUT with the declared type and size, without an API key', async () => {
+    const { uploadUrl, storagePath } = await requestUploadUrl('ok.txt', 5);
+    const res = await put(uploadUrl, 'hello');
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data).toMatchObject({ storagePath, sizeBytes: 5 });
+    expect((await t.store.head(storagePath))?.size).toBe(5);
+  });
+
+  it('accepts the declared content type spelled with other case and spacing', async () => {
+    const { uploadUrl } = await requestUploadUrl('ct.txt', 2, 'text/plain; charset=utf-8');
+    expect((await put(uploadUrl, 'hi', 'Text/Plain;charset=utf-8')).statusCode).toBe(200);
+  });
+
+  it('refuses a PUT with another content type (400), storing nothing', async () => {
+    const { uploadUrl, storagePath } = await requestUploadUrl('wrong-type.txt', 5);
+    const res = await put(uploadUrl, 'hello', 'application/json');
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'bad_request', details: { expected: 'text/plain', received: 'application/json' } });
+    const none = await t.app.inject({ method: 'PUT', url: injectable(uploadUrl), payload: 'hello' });
+    expect(none.statusCode).toBe(400);
+    expect(await t.store.head(storagePath)).toBeNull();
+  });
+
+  it('refuses a body longer than declared with 413, storing nothing', async () => {
+    const { uploadUrl, storagePath } = await requestUploadUrl('too-long.txt', 5);
+    const res = await put(uploadUrl, 'hello, world');
+    expect(res.statusCode).toBe(413);
+    expect(res.json().code).toBe('payload_too_large');
+    expect(await t.store.head(storagePath)).toBeNull();
+  });
+
+  it('aborts a streamed body that grows past the declared size with 413 over a real connection, storing nothing', async () => {
+    const { uploadUrl, storagePath } = await requestUploadUrl('streamed.bin', 100_000, 'application/octet-stream');
+    const chunks = Array.from({ length: 20 }, () => Buffer.alloc(16 * 1024, 1)); // 320 KiB
+    const res = await chunkedPut(uploadUrl.replace(/^http:\/\/[^/]+/, origin), chunks, 'application/octet-stream');
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body).code).toBe('payload_too_large');
+    expect(await t.store.head(storagePath)).toBeNull();
+  });
+
+  it('refuses a body shorter than declared with 400, storing nothing', async () => {
+    const { uploadUrl, storagePath } = await requestUploadUrl('short.txt', 50);
+    expect((await put(uploadUrl, 'hello')).statusCode).toBe(400);
+    const streamed = await chunkedPut(uploadUrl.replace(/^http:\/\/[^/]+/, origin), [Buffer.from('hello')], 'text/plain');
+    expect(streamed.status).toBe(400);
+    expect(await t.store.head(storagePath)).toBeNull();
+  });
+
+  it('refuses a tampered signature, size, type or expiry with 403 invalid_signature', async () => {
+    const { uploadUrl, storagePath } = await requestUploadUrl('tampered.txt', 5);
+    const url = new URL(uploadUrl);
+    const variants: Array<[string, string]> = [
+      ['signature', flipFirst(url.searchParams.get('signature')!)],
+      ['size', '6'],
+      ['contentType', 'text/html'],
+      ['expires', String(Number(url.searchParams.get('expires')) + 3600)],
+    ];
+    for (const [param, value] of variants) {
+      const tampered = new URL(uploadUrl);
+      tampered.searchParams.set(param, value);
+      const res = await put(tampered.toString(), param === 'size' ? 'hello!' : 'hello', param === 'contentType' ? 'text/html' : 'text/plain');
+      expect(res.statusCode, param).toBe(403);
+      expect(res.json().code, param).toBe('invalid_signature');
+    }
+    const unsigned = new URL(uploadUrl);
+    unsigned.searchParams.delete('signature');
+    expect((await put(unsigned.toString(), 'hello')).json().code).toBe('invalid_signature');
+    expect(await t.store.head(storagePath)).toBeNull();
+  });
+
+  it('refuses an upload URL used for another path with 403 invalid_signature', async () => {
+    const { uploadUrl } = await requestUploadUrl('mine.txt', 5);
+    const url = new URL(uploadUrl);
+    for (const path of [
+      `/storage/objects/${PREFIX}other.txt`,
+      '/storage/objects/projects/wsp_other/prj_other/mine.txt',
+      `/storage/objects/${PREFIX}docs/mine.txt`,
+    ]) {
+      const res = await t.app.inject({
+        method: 'PUT',
+        url: `${path}${url.search}`,
+        headers: { 'content-type': 'text/plain' },
+        payload: 'hello',
+      });
+      expect(res.statusCode, path).toBe(403);
+      expect(res.json().code).toBe('invalid_signature');
+    }
+    expect(await t.store.head('projects/wsp_other/prj_other/mine.txt')).toBeNull();
+  });
+
+  it('refuses an upload URL after its 15 minutes with 403 url_expired, and accepts it just before', async () => {
+    const { uploadUrl, storagePath } = await requestUploadUrl('late.txt', 5);
+    now = new Date(now.getTime() + 15 * 60 * 1000);
+    const late = await put(uploadUrl, 'hello');
+    expect(late.statusCode).toBe(403);
+    expect(late.json().code).toBe('url_expired');
+    expect(await t.store.head(storagePath)).toBeNull();
+    now = new Date(now.getTime() - 1000);
+    expect((await put(uploadUrl, 'hello')).statusCode).toBe(200);
+  });
+
+  it('does not accept an upload URL for a download, nor the reverse', async () => {
+    const { uploadUrl } = await requestUploadUrl('methods.txt', 5);
+    expect((await put(uploadUrl, 'hello')).statusCode).toBe(200);
+    expect((await t.app.inject({ method: 'GET', url: injectable(uploadUrl) })).json().code).toBe('invalid_signature');
+    await filesApi(t.app).sync();
+    const file = (await filesApi(t.app).list()).json().data.files.find((f: { name: string }) => f.name === 'methods.txt');
+    const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
+    expect((await put(downloadUrl, 'hello')).json().code).toBe('invalid_signature');
+  });
+
+  it('serves downloads with type, length, disposition and ranges, until the URL expires after 4 hours', async () => {
+    const { uploadUrl } = await requestUploadUrl('range.txt', 10);
+    expect((await put(uploadUrl, '0123456789')).statusCode).toBe(200);
+    await filesApi(t.app).sync();
+    const file = (await filesApi(t.app).list()).json().data.files.find((f: { name: string }) => f.name === 'range.txt');
+    const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
+    const get = (range?: string) =>
+      t.app.inject({ method: 'GET', url: injectable(downloadUrl), headers: range ? { range } : {} });
+
+    const whole = await get();
+    expect(whole.statusCode).toBe(200);
+    expect(whole.headers['content-type']).toBe('text/plain');
+    expect(whole.headers['content-length']).toBe('10');
+    expect(whole.headers['accept-ranges']).toBe('bytes');
+    expect(whole.headers['content-disposition']).toBe(`attachment; filename="range.txt"; filename*=UTF-8''range.txt`);
+    expect(whole.body).toBe('0123456789');
+
+    const cases: Array<[string, number, string, string | undefined]> = [
+      ['bytes=0-3', 206, '0123', 'bytes 0-3/10'],
+      ['bytes=7-', 206, '789', 'bytes 7-9/10'],
+      ['bytes=-2', 206, '89', 'bytes 8-9/10'],
+      ['bytes=5-100', 206, '56789', 'bytes 5-9/10'],
+      ['bytes=20-30', 200, '0123456789', undefined],
+      ['bytes=0-1,4-5', 200, '0123456789', undefined],
+      ['lines=1-2', 200, '0123456789', undefined],
+    ];
+    for (const [range, status, body, contentRange] of cases) {
+      const res = await get(range);
+      expect(res.statusCode, range).toBe(status);
+      expect(res.body, range).toBe(body);
+      expect(res.headers['content-length'], range).toBe(String(body.length));
+      expect(res.headers['content-range'], range).toBe(contentRange);
+    }
+
+    const head = await t.app.inject({ method: 'HEAD', url: injectable(downloadUrl) });
+    expect(head.statusCode).toBe(200);
+    expect(head.headers['content-length']).toBe('10');
+
+    now = new Date(now.getTime() + 4 * 60 * 60 * 1000 - 1000);
+    expect((await get()).statusCode).toBe(200);
+    now = new Date(now.getTime() + 1000);
+    const expired = await get();
+    expect(expired.statusCode).toBe(403);
+    expect(expired.json().code).toBe('url_expired');
+  });
+
+  it('refuses a download URL with a tampered filename or type', async () => {
+    const { uploadUrl } = await requestUploadUrl('dl.txt', 2);
+    await put(uploadUrl, 'hi');
+    await filesApi(t.app).sync();
+    const file = (await filesApi(t.app).list()).json().data.files.find((f: { name: string }) => f.name === 'dl.txt');
+    const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
+    for (const [param, value] of [['filename', 'evil.html'], ['contentType', 'text/html']]) {
+      const tampered = new URL(downloadUrl);
+      tampered.searchParams.set(param!, value!);
+      const res = await t.app.inject({ method: 'GET', url: injectable(tampered.toString()) });
+      expect(res.statusCode).toBe(403);
+      expect(res.json().code).toBe('invalid_signature');
+    }
+  });
+});

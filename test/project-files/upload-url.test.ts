@@ -1,0 +1,203 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../../src/ids.js';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+import { filesApi, PREFIX } from './helpers.js';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+beforeAll(async () => {
+  t = await createTestApp({ setup: TENANCY_SETUP });
+});
+afterAll(() => t.close());
+
+const valid = { filename: 'notes.md', contentType: 'text/markdown', sizeBytes: 10 };
+const MB = 1024 * 1024;
+
+async function newProject(name: string): Promise<string> {
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/v1/projects',
+    headers: { 'x-service-api-key': KEYS.mainOwner },
+    payload: { name },
+  });
+  return res.json().data.project.id;
+}
+
+/** Registers files straight in the database (fast: no bytes are written). */
+async function insertRecords(projectId: string, sizes: number[], pathOf = (i: number) => `f${i}.txt`) {
+  const now = new Date().toISOString();
+  const rows = sizes.map((size, i) => ({
+    id: newId('fil'),
+    workspace_id: 'wsp_main',
+    project_id: projectId,
+    name: pathOf(i).split('/').pop()!,
+    path: pathOf(i),
+    mime_type: 'text/plain',
+    size_bytes: size,
+    etag: `e${i}`,
+    type: 'uploaded',
+    created_at: now,
+    updated_at: now,
+    synced_at: now,
+  }));
+  for (let i = 0; i < rows.length; i += 100) {
+    await t.env.database.db.insertInto('project_files').values(rows.slice(i, i + 100)).execute();
+  }
+}
+
+function expectBadRequest(res: { statusCode: number; json(): any }, path: string) {
+  expect(res.statusCode, JSON.stringify(res.json())).toBe(400);
+  const body = res.json();
+  expect(body.code).toBe('bad_request');
+  expect(body.details.issues.map((i: { path: string }) => i.path)).toContain(path);
+}
+
+describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
+  it('returns a signed upload URL and the storage path for a valid request', async () => {
+    const res = await filesApi(t.app).requestUpload({ ...valid, folder: 'docs' });
+    expect(res.statusCode).toBe(200);
+    const { uploadUrl, storagePath } = res.json().data;
+    expect(storagePath).toBe(`${PREFIX}docs/notes.md`);
+    const url = new URL(uploadUrl);
+    expect(url.pathname).toBe(`/storage/objects/${PREFIX}docs/notes.md`);
+    expect(url.searchParams.get('contentType')).toBe('text/markdown');
+    expect(url.searchParams.get('size')).toBe('10');
+    expect(Number(url.searchParams.get('expires')) * 1000 - Date.now()).toBeGreaterThan(14 * 60 * 1000);
+    expect(Number(url.searchParams.get('expires')) * 1000 - Date.now()).toBeLessThanOrEqual(15 * 60 * 1000);
+  });
+
+  it.each([
+    ['a "/"', 'a/b.txt'],
+    ['a backslash', 'a\\b.txt'],
+    ['a NUL byte', 'a\0b.txt'],
+    ['"."', '.'],
+    ['".."', '..'],
+    ['256 characters', 'x'.repeat(256)],
+    ['nothing', ''],
+  ])('refuses a filename with %s', async (_what, filename) => {
+    expectBadRequest(await filesApi(t.app).requestUpload({ ...valid, filename }), 'body.filename');
+  });
+
+  it('accepts a filename of 255 characters, dots inside, spaces and unicode', async () => {
+    for (const filename of ['x'.repeat(251) + '.txt', '..hidden..', '.env', 'Résumé final (2).pdf']) {
+      expect((await filesApi(t.app).requestUpload({ ...valid, filename })).statusCode, filename).toBe(200);
+    }
+  });
+
+  it.each([
+    ['negative', -1],
+    ['50 MB + 1', 50 * MB + 1],
+    ['fractional', 1.5],
+    ['a string', '10'],
+  ])('refuses a %s sizeBytes', async (_what, sizeBytes) => {
+    expectBadRequest(await filesApi(t.app).requestUpload({ ...valid, sizeBytes }), 'body.sizeBytes');
+  });
+
+  it('accepts sizes 0 and exactly 50 MB', async () => {
+    expect((await filesApi(t.app).requestUpload({ ...valid, sizeBytes: 0 })).statusCode).toBe(200);
+    expect((await filesApi(t.app).requestUpload({ ...valid, sizeBytes: 50 * MB })).statusCode).toBe(200);
+  });
+
+  it.each([['text'], ['text/'], ['/plain'], ['text plain'], ['text/plain;'], ['']])(
+    'refuses the MIME type %j',
+    async (contentType) => {
+      expectBadRequest(await filesApi(t.app).requestUpload({ ...valid, contentType }), 'body.contentType');
+    },
+  );
+
+  it('accepts MIME types with parameters and vendor subtypes', async () => {
+    for (const contentType of [
+      'text/plain; charset=utf-8',
+      'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+      'image/svg+xml',
+    ]) {
+      expect((await filesApi(t.app).requestUpload({ ...valid, contentType })).statusCode, contentType).toBe(200);
+    }
+  });
+
+  it.each([
+    ['a ".." segment (folder traversal)', 'docs/../../etc'],
+    ['only ".."', '..'],
+    ['a "." segment', './docs'],
+    ['an empty segment', 'docs//specs'],
+    ['a backslash', 'docs\\specs'],
+    ['a NUL byte', 'docs\0'],
+    ['depth 11', Array.from({ length: 11 }, (_, i) => `d${i}`).join('/')],
+    ['a 256-character segment', `docs/${'y'.repeat(256)}`],
+  ])('refuses a folder with %s', async (_what, folder) => {
+    expectBadRequest(await filesApi(t.app).requestUpload({ ...valid, folder }), 'body.folder');
+  });
+
+  it('trims leading and trailing slashes of the folder and allows depth 10', async () => {
+    const trimmed = await filesApi(t.app).requestUpload({ ...valid, folder: '/docs/specs/' });
+    expect(trimmed.json().data.storagePath).toBe(`${PREFIX}docs/specs/notes.md`);
+    const deep = Array.from({ length: 10 }, (_, i) => `d${i}`).join('/');
+    const res = await filesApi(t.app).requestUpload({ ...valid, folder: deep });
+    expect(res.json().data.storagePath).toBe(`${PREFIX}${deep}/notes.md`);
+    const root = await filesApi(t.app).requestUpload({ ...valid, folder: '/' });
+    expect(root.json().data.storagePath).toBe(`${PREFIX}notes.md`);
+  });
+
+  it('refuses a body without the required fields, and malformed JSON, with 400', async () => {
+    for (const field of ['filename', 'contentType', 'sizeBytes'] as const) {
+      const body: Record<string, unknown> = { ...valid };
+      delete body[field];
+      expectBadRequest(await filesApi(t.app).requestUpload(body), `body.${field}`);
+    }
+    const malformed = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects/prj_docs/files/upload',
+      headers: { 'x-service-api-key': KEYS.mainOwner, 'content-type': 'application/json' },
+      payload: '{"filename":',
+    });
+    expect(malformed.statusCode).toBe(400);
+  });
+
+  it('refuses a path that clashes with a registered file used as a folder, and vice versa', async () => {
+    const projectId = await newProject('Clash');
+    await insertRecords(projectId, [1, 1], (i) => ['report', 'docs/a.md'][i]!);
+    expectBadRequest(await filesApi(t.app, projectId).requestUpload({ ...valid, folder: 'report' }), 'body.filename');
+    expectBadRequest(await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'docs' }), 'body.filename');
+  });
+
+  it('answers 409 quota_exceeded for file 501, but lets an existing path be replaced', async () => {
+    const projectId = await newProject('Full of files');
+    await insertRecords(projectId, Array.from({ length: 500 }, () => 1));
+    const res = await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'one-more.txt' });
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ code: 'quota_exceeded', details: { limit: 'files', maxFiles: 500, files: 500 } });
+    const replace = await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'f7.txt' });
+    expect(replace.statusCode).toBe(200);
+  });
+
+  it('answers 409 quota_exceeded past 500 MB, and accepts exactly 500 MB', async () => {
+    const projectId = await newProject('Full of bytes');
+    await insertRecords(projectId, Array.from({ length: 10 }, () => 50 * MB - 1));
+    const free = 500 * MB - 10 * (50 * MB - 1); // 10 bytes left
+    const over = await filesApi(t.app, projectId).requestUpload({ ...valid, sizeBytes: free + 1 });
+    expect(over.statusCode).toBe(409);
+    expect(over.json()).toMatchObject({ code: 'quota_exceeded', details: { limit: 'bytes', maxBytes: 500 * MB } });
+    expect((await filesApi(t.app, projectId).requestUpload({ ...valid, sizeBytes: free })).statusCode).toBe(200);
+    // Replacing a file counts its new size instead of its old one.
+    const shrink = await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'f0.txt', sizeBytes: 50 * MB });
+    expect(shrink.statusCode).toBe(200);
+  });
+
+  it('answers 404 for an unknown project, and for projects of another workspace or organization', async () => {
+    for (const projectId of ['prj_nope', 'prj_other', 'prj_globex']) {
+      const res = await filesApi(t.app, projectId).requestUpload(valid);
+      expect(res.statusCode, projectId).toBe(404);
+      expect(res.json().code).toBe('not_found');
+    }
+  });
+
+  it('lets an organization key act in a workspace named by x-workspace-id, and refuses it without one', async () => {
+    const withHeader = filesApi(t.app, 'prj_docs', { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'wsp_main' });
+    expect((await withHeader.requestUpload(valid)).statusCode).toBe(200);
+    const without = filesApi(t.app, 'prj_docs', { 'x-service-api-key': KEYS.acmeOrg });
+    expect((await without.requestUpload(valid)).statusCode).toBe(401);
+    const otherOrg = filesApi(t.app, 'prj_docs', { 'x-service-api-key': KEYS.globexOrg, 'x-workspace-id': 'wsp_main' });
+    expect((await otherOrg.requestUpload(valid)).statusCode).toBe(401);
+    expect((await filesApi(t.app, 'prj_docs', {}).requestUpload(valid)).statusCode).toBe(401);
+  });
+});
