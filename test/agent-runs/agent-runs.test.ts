@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, countRows, createChatApp, userText } from '../chat/fixtures.js';
+
+let upstream: FakeUpstream;
+let t: ChatApp;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  t = await createChatApp(chatSetup(upstream), { env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '300' } });
+});
+afterAll(async () => {
+  await t.close();
+  await upstream.close();
+});
+beforeEach(() => {
+  upstream.requests.length = 0;
+});
+
+function run(agentId: string, payload: unknown, key: string = CHAT_KEYS.main) {
+  return t.app.inject({
+    method: 'POST',
+    url: `/v1/agents/${agentId}/runs`,
+    headers: { 'x-service-api-key': key, 'content-type': 'application/json' },
+    payload: JSON.stringify(payload),
+  });
+}
+
+describe('POST /v1/agents/:agentId/runs', () => {
+  it('runs the agent with the chat context rules and records a completed run', async () => {
+    upstream.enqueue({ kind: 'text', text: 'Run reply', usage: { prompt: 200, completion: 100 } });
+    const res = await run('agt_helper', {
+      message: 'Status?',
+      projectId: 'prj_docs',
+      temperature: 1.1,
+      variables: { company: 'Acme', tier: 'gold', beta: false },
+    });
+    expect(res.statusCode).toBe(200);
+    const { data } = res.json();
+    expect(data).toEqual({
+      id: expect.stringMatching(/^run_/),
+      status: 'completed',
+      agentId: 'agt_helper',
+      agentName: 'Helper',
+      agentResponse: 'Run reply',
+      chatId: expect.stringMatching(/^cht_/),
+      input: 'Status?',
+      executionTime: expect.any(Number),
+      createdAt: expect.stringMatching(/Z$/),
+      completedAt: expect.stringMatching(/Z$/),
+    });
+    expect(Number.isInteger(data.executionTime)).toBe(true);
+    expect(data.executionTime).toBeGreaterThanOrEqual(0);
+    expect(Date.parse(data.completedAt)).toBeGreaterThanOrEqual(Date.parse(data.createdAt));
+
+    const sent = upstream.lastRequest().body;
+    expect(sent.temperature).toBe(1.1);
+    expect(sent.messages?.[0]?.content).toBe(
+      'You help Olivia (olivia@acme.test, usr_olivia) at Acme. Tier gold, beta false. Keep {{unknown}} as is.\n\n' +
+        '<project_instructions>\nCite file names.\n</project_instructions>\n\n' +
+        '<project_memory>\nThe launch is on Monday.\n</project_memory>',
+    );
+    expect(sent.messages?.[1]).toEqual({ role: 'user', content: 'Status?' });
+
+    const row = await t.db.selectFrom('agent_runs').selectAll().where('id', '=', data.id).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({
+      workspace_id: 'wsp_main',
+      agent_id: 'agt_helper',
+      chat_id: data.chatId,
+      status: 'completed',
+      input: 'Status?',
+      response: 'Run reply',
+      error: null,
+      execution_time_ms: data.executionTime,
+      input_tokens: 200,
+      output_tokens: 100,
+    });
+    expect(row.cost_usd).toBeCloseTo((200 * 1 + 100 * 2) / 1e6, 12);
+    const messages = await chatRows(t.db, data.chatId);
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+    const chat = await t.db.selectFrom('chats').selectAll().where('id', '=', data.chatId).executeTakeFirstOrThrow();
+    expect(chat.title).toBe('Status?');
+    expect(chat.project_id).toBe('prj_docs');
+  });
+
+  it('continues an existing chat', async () => {
+    const first = await run('agt_plain', { message: 'one' });
+    const chatId = first.json().data.chatId;
+    const second = await run('agt_plain', { message: 'two', chatId });
+    expect(second.statusCode).toBe(200);
+    expect(second.json().data.chatId).toBe(chatId);
+    expect(upstream.lastRequest().body.messages).toEqual([
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: upstream.defaultText },
+      { role: 'user', content: 'two' },
+    ]);
+  });
+
+  it('records a failed run and answers 502 with details.runId on an upstream error', async () => {
+    upstream.enqueue({ kind: 'fail', status: 500 });
+    const res = await run('agt_plain', { message: 'break' });
+    expect(res.statusCode).toBe(502);
+    const error = res.json();
+    expect(error).toMatchObject({ code: 'upstream_error', details: { runId: expect.stringMatching(/^run_/), providerStatus: 500 } });
+    const row = await t.db.selectFrom('agent_runs').selectAll().where('id', '=', error.details.runId).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'failed', response: '', input: 'break' });
+    expect(row.error).toContain('upstream_error');
+    const messages = await chatRows(t.db, row.chat_id!);
+    expect(messages.map((m) => m.role)).toEqual(['user']);
+  });
+
+  it('records a failed run and answers 504 with details.runId on a timeout', async () => {
+    upstream.enqueue({ kind: 'stall' });
+    const res = await run('agt_plain', { message: 'wait' });
+    expect(res.statusCode).toBe(504);
+    const error = res.json();
+    expect(error).toMatchObject({ code: 'upstream_timeout', details: { runId: expect.stringMatching(/^run_/) } });
+    const row = await t.db.selectFrom('agent_runs').selectAll().where('id', '=', error.details.runId).executeTakeFirstOrThrow();
+    expect(row.status).toBe('failed');
+    expect(row.execution_time_ms).toBeGreaterThanOrEqual(250);
+  });
+
+  it('runs an orchestrating agent (no stream involved)', async () => {
+    const res = await run('agt_lead', { message: 'hi' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.warnings).toEqual([expect.objectContaining({ tool: 'agt_gone' })]);
+  });
+
+  it.each([
+    ['message missing', {}],
+    ['message empty', { message: '' }],
+    ['message blank', { message: '   ' }],
+    ['message not a string', { message: 42 }],
+    ['message over 100,000 characters', { message: 'x'.repeat(100_001) }],
+    ['temperature over 2', { message: 'hi', temperature: 3 }],
+    ['temperature a string', { message: 'hi', temperature: '1' }],
+    ['chatId a number', { message: 'hi', chatId: 5 }],
+    ['variables with an array value', { message: 'hi', variables: { a: [1] } }],
+    ['systemVariables.user.email a number', { message: 'hi', systemVariables: { user: { email: 1 } } }],
+  ])('400 when %s, with nothing stored', async (_name, body) => {
+    const before = await countRows(t.db);
+    const res = await run('agt_plain', body);
+    expect(res.statusCode).toBe(400);
+    expect(res.json().code).toBe('bad_request');
+    expect(await countRows(t.db)).toEqual(before);
+  });
+
+  it('accepts a message of exactly 100,000 characters', async () => {
+    const res = await run('agt_plain', { message: 'x'.repeat(100_000) });
+    expect(res.statusCode).toBe(200);
+  });
+
+  it('answers 404 for an agent of another workspace, an unknown chat, a project of another workspace', async () => {
+    expect((await run('agt_other', { message: 'hi' })).statusCode).toBe(404);
+    expect((await run('agt_nope', { message: 'hi' })).statusCode).toBe(404);
+    expect((await run('agt_plain', { message: 'hi', chatId: 'cht_nope' })).statusCode).toBe(404);
+    expect((await run('agt_plain', { message: 'hi', projectId: 'prj_other' })).statusCode).toBe(404);
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('answers 400 for a chat of another agent', async () => {
+    const chat = await t.app.inject({
+      method: 'POST',
+      url: '/v1/chat',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+      payload: { agentId: 'agt_plain', messages: [userText('hi')] },
+    });
+    const res = await run('agt_helper', { message: 'hi', chatId: chat.json().chatId });
+    expect(res.statusCode).toBe(400);
+  });
+});
