@@ -47,7 +47,7 @@ async function upsert(
   },
 ): Promise<string> {
   // Kysely's types cannot follow a table name chosen at run time; the columns are checked by the callers' specs.
-  // biome-ignore lint/suspicious/noExplicitAny: dynamic table name, see above
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- dynamic table name, see above
   const trx = ctx.trx as Kysely<any>;
   let query = trx.selectFrom(spec.table).selectAll();
   if (spec.id) query = query.where('id', '=', spec.id);
