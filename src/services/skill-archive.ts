@@ -1,4 +1,5 @@
-import { Transform, type TransformCallback, Writable } from 'node:stream';
+import fs from 'node:fs';
+import { Readable, Transform, type TransformCallback, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
 
@@ -122,16 +123,71 @@ function isJunk(name: string): boolean {
   return name.startsWith('__MACOSX/') || name === '.DS_Store' || name.endsWith('/.DS_Store');
 }
 
-function openZip(zipPath: string): Promise<ZipFile> {
-  return new Promise((resolve, reject) => {
-    yauzl.open(
-      zipPath,
-      // Names are decoded and checked here, not by yauzl, so that one unsafe entry refuses its
-      // skill instead of the whole archive; sizes are checked by counting the inflated bytes.
-      { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: false, strictFileNames: true },
-      (error, zip) => (error || !zip ? reject(error) : resolve(zip)),
-    );
-  });
+const READ_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * Reads the archive file with positional reads of up to 1 MB (yauzl's own file reader reads in
+ * 64 KB steps); one descriptor for the whole archive, closed when the zip is closed.
+ */
+class ArchiveFileReader extends yauzl.RandomAccessReader {
+  constructor(private readonly fd: number) {
+    super();
+  }
+
+  override _readStreamForRange(start: number, end: number): Readable {
+    const fd = this.fd;
+    let position = start;
+    return new Readable({
+      highWaterMark: READ_CHUNK_BYTES,
+      read() {
+        const length = Math.min(READ_CHUNK_BYTES, end - position);
+        if (length <= 0) {
+          this.push(null);
+          return;
+        }
+        const buffer = Buffer.allocUnsafe(length);
+        fs.read(fd, buffer, 0, length, position, (error, bytesRead) => {
+          if (error) return this.destroy(error);
+          if (bytesRead === 0) return this.destroy(new Error('unexpected end of the archive file'));
+          position += bytesRead;
+          this.push(bytesRead === length ? buffer : buffer.subarray(0, bytesRead));
+        });
+      },
+    });
+  }
+
+  override read(buffer: Buffer, offset: number, length: number, position: number, callback: (error: Error | null) => void) {
+    fs.read(this.fd, buffer, offset, length, position, (error, bytesRead) => {
+      if (error) return callback(error);
+      callback(bytesRead < length ? new Error('unexpected end of the archive file') : null);
+    });
+  }
+
+  override close(callback: (error: Error | null) => void) {
+    fs.close(this.fd, callback);
+  }
+}
+
+async function openZip(zipPath: string): Promise<ZipFile> {
+  const fd = await new Promise<number>((resolve, reject) =>
+    fs.open(zipPath, 'r', (error, opened) => (error ? reject(error) : resolve(opened))),
+  );
+  try {
+    const { size } = await fs.promises.stat(zipPath);
+    return await new Promise<ZipFile>((resolve, reject) => {
+      yauzl.fromRandomAccessReader(
+        new ArchiveFileReader(fd),
+        size,
+        // Names are decoded and checked here, not by yauzl, so that one unsafe entry refuses its
+        // skill instead of the whole archive; sizes are checked by counting the inflated bytes.
+        { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: false, strictFileNames: true },
+        (error, zip) => (error || !zip ? reject(error) : resolve(zip)),
+      );
+    });
+  } catch (error) {
+    fs.close(fd, () => {});
+    throw error;
+  }
 }
 
 function readAllEntries(zip: ZipFile): Promise<Entry[]> {

@@ -563,7 +563,7 @@ describe(`bulk skill upload: failures leave nothing behind (${engineName})`, () 
       const { status, body } = await upload([zipPart('three.zip', zip)], { app: failing });
       expect(status).toBe(500);
       expect(body.code).toBe('internal_error');
-      expect(puts).toBe(4);
+      expect(puts).toBeGreaterThanOrEqual(4);
       expect(await snapshot(failing)).toEqual({ rows: [], objects: [] });
     } finally {
       await failing.close();
