@@ -3,6 +3,7 @@ import type { Db } from '../db/database.js';
 import type { ProjectTable } from '../db/schema.js';
 import type { FileInContext } from '../models/context.js';
 import { isTextLike } from './chat-messages.js';
+import { projectStoragePrefix } from './project-files.js';
 
 /** Characters of project file text a conversation may carry, all files together. */
 export const FILE_CONTEXT_BUDGET_CHARS = 60_000;
@@ -43,7 +44,7 @@ async function pdfText(bytes: Buffer): Promise<string> {
 
 /** The storage key of a project file (the layout the project files service writes). */
 export function projectFileKey(workspaceId: string, projectId: string, path: string): string {
-  return `projects/${workspaceId}/${projectId}/${path}`;
+  return `${projectStoragePrefix(workspaceId, projectId)}${path}`;
 }
 
 /**
