@@ -23,13 +23,12 @@ class CombinedLimit {
 
   /** A pass-through for one part; its `bytes` is that part's size once the pipeline ends. */
   meter(): Transform & { bytes: number } {
-    const limit = this;
     const meter = new Transform({
-      transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
+      transform: (chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) => {
         meter.bytes += chunk.length;
-        limit.total += chunk.length;
-        if (limit.total > limit.maxBytes) {
-          callback(tooLarge(limit.maxBytes));
+        this.total += chunk.length;
+        if (this.total > this.maxBytes) {
+          callback(tooLarge(this.maxBytes));
           return;
         }
         callback(null, chunk);
@@ -48,14 +47,16 @@ const discard = () =>
   });
 
 function tooLarge(maxBytes: number): ApiError {
-  return errors.payloadTooLarge(`The files of one upload may come to at most ${maxBytes} bytes; nothing was stored`, {
-    maxBytes,
-  });
+  return errors.payloadTooLarge(
+    `The files of one upload may come to at most ${maxBytes} bytes; nothing was stored`,
+    {
+      maxBytes,
+    },
+  );
 }
 
 /** A file name fit to echo back: its last path segment, no control characters, bounded. */
 function displayName(filename: string, index: number): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we drop
   const last = (filename.split(/[/\\]/).pop() ?? '').replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 255);
   return last === '' ? `files[${index}]` : last;
 }

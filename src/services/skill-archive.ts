@@ -79,7 +79,6 @@ export function unsafeEntryNameReason(name: string): string | null {
   if (name.includes('\0')) return 'entry name contains a NUL byte';
   if (name.includes('\\')) return 'entry name contains a backslash';
   if (name.startsWith('/') || /^[a-zA-Z]:/.test(name)) return 'entry name is an absolute path';
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
   if (/[\u0000-\u001f\u007f]/.test(name)) return 'entry name contains a control character';
   const segments = name.endsWith('/') ? name.slice(0, -1).split('/') : name.split('/');
   if (segments.includes('..')) return 'entry name climbs out of the archive (`..`)';
@@ -115,18 +114,19 @@ export function entryProblem(entry: Entry, name: string): Problem | null {
 }
 
 function printable(name: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: make control characters visible in messages
-  return JSON.stringify(name).slice(1, -1).replace(/[\u0000-\u001f]/g, '?');
+  return JSON.stringify(name)
+    .slice(1, -1)
+    .replace(/[\u0000-\u001f]/g, '?');
 }
 
 function isJunk(name: string): boolean {
   return name.startsWith('__MACOSX/') || name === '.DS_Store' || name.endsWith('/.DS_Store');
 }
 
-const READ_CHUNK_BYTES = 1024 * 1024;
+const READ_CHUNK_BYTES = 256 * 1024;
 
 /**
- * Reads the archive file with positional reads of up to 1 MB (yauzl's own file reader reads in
+ * Reads the archive file with positional reads of up to 256 KB (yauzl's own file reader reads in
  * 64 KB steps); one descriptor for the whole archive, closed when the zip is closed.
  */
 class ArchiveFileReader extends yauzl.RandomAccessReader {
@@ -156,7 +156,13 @@ class ArchiveFileReader extends yauzl.RandomAccessReader {
     });
   }
 
-  override read(buffer: Buffer, offset: number, length: number, position: number, callback: (error: Error | null) => void) {
+  override read(
+    buffer: Buffer,
+    offset: number,
+    length: number,
+    position: number,
+    callback: (error: Error | null) => void,
+  ) {
     fs.read(this.fd, buffer, offset, length, position, (error, bytesRead) => {
       if (error) return callback(error);
       callback(bytesRead < length ? new Error('unexpected end of the archive file') : null);
@@ -180,7 +186,13 @@ async function openZip(zipPath: string): Promise<ZipFile> {
         size,
         // Names are decoded and checked here, not by yauzl, so that one unsafe entry refuses its
         // skill instead of the whole archive; sizes are checked by counting the inflated bytes.
-        { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: false, strictFileNames: true },
+        {
+          lazyEntries: true,
+          autoClose: false,
+          decodeStrings: false,
+          validateEntrySizes: false,
+          strictFileNames: true,
+        },
         (error, zip) => (error || !zip ? reject(error) : resolve(zip)),
       );
     });
@@ -284,7 +296,11 @@ function groupEntries(named: NamedEntry[]): Omit<ArchivePlan, 'zip'> {
     const root = owner(name);
     if (root === undefined || name.endsWith('/')) continue;
     const skill = skills.get(root)!;
-    const file: SkillEntry = { entry, relativePath: name.slice(root.length), declaredSize: entry.uncompressedSize };
+    const file: SkillEntry = {
+      entry,
+      relativePath: name.slice(root.length),
+      declaredSize: entry.uncompressedSize,
+    };
     if (file.relativePath === 'SKILL.md') skill.skillMd = file;
     skill.files.push(file);
     skill.declaredBytes += entry.uncompressedSize;
@@ -300,16 +316,23 @@ function groupEntries(named: NamedEntry[]): Omit<ArchivePlan, 'zip'> {
 
   // Directories beside skill directories (or at the top when there is no skill at all) that
   // hold no SKILL.md were meant as skills: report them rather than ignore them silently.
-  const containers = roots.length === 0 ? [''] : roots.includes('') ? [] : [...new Set(roots.map((root) => dirname(root.slice(0, -1))))];
+  const containers =
+    roots.length === 0
+      ? ['']
+      : roots.includes('')
+        ? []
+        : [...new Set(roots.map((root) => dirname(root.slice(0, -1))))];
   const missing = new Set<string>();
   for (const { name } of safe) {
     for (const container of containers) {
-      if (!name.startsWith(container) || roots.some((root) => container.startsWith(root) && root !== '')) continue;
+      if (!name.startsWith(container) || roots.some((root) => container.startsWith(root) && root !== ''))
+        continue;
       const rest = name.slice(container.length);
       const slash = rest.indexOf('/');
       if (slash <= 0) continue;
       const directory = `${container}${rest.slice(0, slash + 1)}`;
-      if (rest.startsWith('.') || skills.has(directory) || roots.some((root) => root.startsWith(directory))) continue;
+      if (rest.startsWith('.') || skills.has(directory) || roots.some((root) => root.startsWith(directory)))
+        continue;
       missing.add(directory);
     }
   }

@@ -46,7 +46,11 @@ const VERIFY_CONCURRENCY = 4;
 /** Files written to storage at once; each write waits on the disk or network. */
 const STORE_CONCURRENCY = 32;
 
-export const SKILL_VISIBILITIES = ['private', 'workspace', 'organization'] as const satisfies readonly Visibility[];
+export const SKILL_VISIBILITIES = [
+  'private',
+  'workspace',
+  'organization',
+] as const satisfies readonly Visibility[];
 
 /** A `files` part of the request, already spooled to a temporary file. */
 export interface UploadedPart {
@@ -223,7 +227,9 @@ async function checkCandidates(
           ? await verifySkillContent(candidate.zip, candidate.plan, limits)
           : await readMarkdownPart(candidate.part, limits);
       const header = parseSkillMarkdown(text, candidate.fallbackName);
-      outcomes[index] = isProblem(header) ? new ArchiveProblem(header.code, header.message) : { candidate, header };
+      outcomes[index] = isProblem(header)
+        ? new ArchiveProblem(header.code, header.message)
+        : { candidate, header };
     } catch (error) {
       if (!(error instanceof ArchiveProblem)) throw error;
       outcomes[index] = error;
@@ -286,7 +292,11 @@ async function sortOutDuplicates(db: Db, workspaceId: string, ready: ReadySkill[
     if (taken.has(name)) {
       skipped.push({ name, file, reason: 'a skill with this name already exists in the workspace' });
     } else if (firstFile.has(name)) {
-      skipped.push({ name, file, reason: `a skill with this name appears earlier in this upload (${firstFile.get(name)})` });
+      skipped.push({
+        name,
+        file,
+        reason: `a skill with this name appears earlier in this upload (${firstFile.get(name)})`,
+      });
     } else {
       firstFile.set(name, file);
       toCreate.push(skill);
@@ -326,8 +336,11 @@ async function storeSkills(
   const written = new Set<string>();
   // Every file of every skill, written side by side: each write waits on the disk (fsync) or
   // the network, so overlapping them is what makes a 200-skill upload fast.
-  const writes = toCreate.flatMap(({ candidate }, index): Array<{ index: number; file: SkillEntry | null }> =>
-    candidate.kind === 'zip' ? candidate.plan.files.map((file) => ({ index, file })) : [{ index, file: null }],
+  const writes = toCreate.flatMap(
+    ({ candidate }, index): Array<{ index: number; file: SkillEntry | null }> =>
+      candidate.kind === 'zip'
+        ? candidate.plan.files.map((file) => ({ index, file }))
+        : [{ index, file: null }],
   );
   try {
     await forEachConcurrently(writes, STORE_CONCURRENCY, async ({ index, file }) => {

@@ -8,7 +8,14 @@ import { listWorkspaceSkills } from '../../src/db/repositories/skills.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
-import { buildZip, type MultipartPart, multipartBody, patchEntry, replaceBytes, skillMd } from './zip-builder.js';
+import {
+  buildZip,
+  type MultipartPart,
+  multipartBody,
+  patchEntry,
+  replaceBytes,
+  skillMd,
+} from './zip-builder.js';
 
 export const SKILL_KEYS = {
   owner: 'atr_ws_skills_owner_0000000000000000000000000',
@@ -121,7 +128,10 @@ describe(`bulk skill upload (${engineName})`, () => {
   it('creates every skill of a zip, with nested directories, and stores their files under storagePath', async () => {
     const zip = await buildZip([
       { name: 'README.md', content: 'outside every skill: ignored' },
-      { name: 'bundle/pdf-tools/SKILL.md', content: skillMd('pdf-tools', 'Extract text from PDFs', 'license: MIT\n') },
+      {
+        name: 'bundle/pdf-tools/SKILL.md',
+        content: skillMd('pdf-tools', 'Extract text from PDFs', 'license: MIT\n'),
+      },
       { name: 'bundle/pdf-tools/scripts/deep/extract.py', content: 'print("pdf")' },
       { name: 'bundle/pdf-tools/reference/forms.md', content: '# Forms' },
       { name: 'bundle/docx/SKILL.md', content: skillMd('docx', 'Word documents') },
@@ -142,7 +152,11 @@ describe(`bulk skill upload (${engineName})`, () => {
       ['SKILL.md', 'reference/forms.md', 'scripts/deep/extract.py'].map((f) => `${pdf.storagePath}${f}`),
     );
     const row = (await listWorkspaceSkills(t.env.database.db, WS)).find((r) => r.name === 'pdf-tools')!;
-    expect(row).toMatchObject({ visibility: 'private', owner_user_id: 'usr_owner', description: 'Extract text from PDFs' });
+    expect(row).toMatchObject({
+      visibility: 'private',
+      owner_user_id: 'usr_owner',
+      description: 'Extract text from PDFs',
+    });
     expect(JSON.parse(row.metadata)).toEqual({ license: 'MIT' });
     await expectNoOrphans();
   });
@@ -202,7 +216,10 @@ describe(`bulk skill upload (${engineName})`, () => {
     const { status, body } = await upload([mdPart('existing.md', skillMd('existing', 'v2'))]);
     expect(status).toBe(200);
     expect(body.data.summary).toEqual({ total: 1, created: 0, skipped: 1, failed: 0 });
-    expect(body.data.skipped[0]).toMatchObject({ name: 'existing', reason: expect.stringContaining('already exists') });
+    expect(body.data.skipped[0]).toMatchObject({
+      name: 'existing',
+      reason: expect.stringContaining('already exists'),
+    });
     expect(await snapshot()).toEqual(before);
   });
 
@@ -228,7 +245,10 @@ describe(`bulk skill upload (${engineName})`, () => {
 
   it('accepts 200 skills in one request', async () => {
     const zip = await buildZip(
-      Array.from({ length: 200 }, (_, i) => ({ name: `many-${i}/SKILL.md`, content: skillMd(`many-${i}`, `n${i}`) })),
+      Array.from({ length: 200 }, (_, i) => ({
+        name: `many-${i}/SKILL.md`,
+        content: skillMd(`many-${i}`, `n${i}`),
+      })),
     );
     const { status, body } = await upload([zipPart('two-hundred.zip', zip)]);
     expect(status).toBe(200);
@@ -239,9 +259,15 @@ describe(`bulk skill upload (${engineName})`, () => {
   it('refuses 201 skills with 400 and stores nothing', async () => {
     const before = await snapshot();
     const zip = await buildZip(
-      Array.from({ length: 200 }, (_, i) => ({ name: `over-${i}/SKILL.md`, content: skillMd(`over-${i}`, 'x') })),
+      Array.from({ length: 200 }, (_, i) => ({
+        name: `over-${i}/SKILL.md`,
+        content: skillMd(`over-${i}`, 'x'),
+      })),
     );
-    const { status, body } = await upload([zipPart('over.zip', zip), mdPart('one-more.md', skillMd('one-more', 'x'))]);
+    const { status, body } = await upload([
+      zipPart('over.zip', zip),
+      mdPart('one-more.md', skillMd('one-more', 'x')),
+    ]);
     expect(status).toBe(400);
     expect(body.code).toBe('bad_request');
     expect(body.message).toContain('201 skills');
@@ -278,7 +304,11 @@ describe(`bulk skill upload (${engineName})`, () => {
       { name: 'slash-evil/SKILL.md', content: skillMd('slash-evil', 'Evil too') },
       { name: 'slash-evil/YY.\\pwned-too.txt', content: 'boom' },
     ]);
-    const zip = replaceBytes(replaceBytes(honest, 'XX/XX/XX/XX', '../../../..'), 'YY.', '..\\'.padEnd(3, '.'));
+    const zip = replaceBytes(
+      replaceBytes(honest, 'XX/XX/XX/XX', '../../../..'),
+      'YY.',
+      '..\\'.padEnd(3, '.'),
+    );
     const { status, body } = await upload([zipPart('slip.zip', zip)]);
     expect(status).toBe(207);
     expect(body.data.summary).toEqual({ total: 3, created: 1, skipped: 0, failed: 2 });
@@ -311,7 +341,9 @@ describe(`bulk skill upload (${engineName})`, () => {
       { name: 'locked/secret.txt', content: 'not really encrypted, but flagged' },
     ]);
     const before = await snapshot();
-    const { status, body } = await upload([zipPart('locked.zip', patchEntry(zip, 'locked/secret.txt', { setFlags: 1 }))]);
+    const { status, body } = await upload([
+      zipPart('locked.zip', patchEntry(zip, 'locked/secret.txt', { setFlags: 1 })),
+    ]);
     expect(status).toBe(207);
     expect(body.data.errors[0]).toMatchObject({ name: 'locked', code: 'encrypted_entry' });
     expect(await snapshot()).toEqual(before);
@@ -382,7 +414,10 @@ describe(`bulk skill upload (${engineName})`, () => {
     ['no parts at all', []],
     ['only the visibility field', [{ name: 'visibility', content: 'private' }]],
     ['an empty file', [mdPart('empty.md', '')]],
-    ['a file under another field name', [{ name: 'attachment', filename: 'a.md', content: skillMd('a', 'x') }]],
+    [
+      'a file under another field name',
+      [{ name: 'attachment', filename: 'a.md', content: skillMd('a', 'x') }],
+    ],
   ] as Array<[string, MultipartPart[]]>)('refuses an upload with %s as 400', async (_label, parts) => {
     const before = await snapshot();
     const { status, body } = await upload(parts);
@@ -406,17 +441,25 @@ describe(`bulk skill upload: who may upload (${engineName})`, () => {
     expect(await snapshot()).toEqual(before);
   });
 
-  it.each(['workspace', 'organization'])('refuses visibility %s for a plain member with 401', async (visibility) => {
-    const before = await snapshot();
-    const { status, body } = await upload(one(`member-${visibility}`, visibility), { key: SKILL_KEYS.member });
-    expect(status).toBe(401);
-    expect(body.code).toBe('unauthorized');
-    expect(await snapshot()).toEqual(before);
-  });
+  it.each(['workspace', 'organization'])(
+    'refuses visibility %s for a plain member with 401',
+    async (visibility) => {
+      const before = await snapshot();
+      const { status, body } = await upload(one(`member-${visibility}`, visibility), {
+        key: SKILL_KEYS.member,
+      });
+      expect(status).toBe(401);
+      expect(body.code).toBe('unauthorized');
+      expect(await snapshot()).toEqual(before);
+    },
+  );
 
   it('refuses the visibility field after the files too', async () => {
     const before = await snapshot();
-    const parts = [mdPart('late.md', skillMd('late-visibility', 'x')), { name: 'visibility', content: 'workspace' }];
+    const parts = [
+      mdPart('late.md', skillMd('late-visibility', 'x')),
+      { name: 'visibility', content: 'workspace' },
+    ];
     const { status } = await upload(parts, { key: SKILL_KEYS.member });
     expect(status).toBe(401);
     expect(await snapshot()).toEqual(before);
@@ -428,8 +471,14 @@ describe(`bulk skill upload: who may upload (${engineName})`, () => {
     const admin = await upload(one('admin-shared', 'organization'), { key: SKILL_KEYS.admin });
     expect(admin.status).toBe(200);
     const rows = await listWorkspaceSkills(t.env.database.db, WS);
-    expect(rows.find((r) => r.name === 'member-private')).toMatchObject({ visibility: 'private', owner_user_id: 'usr_member' });
-    expect(rows.find((r) => r.name === 'admin-shared')).toMatchObject({ visibility: 'organization', owner_user_id: 'usr_admin' });
+    expect(rows.find((r) => r.name === 'member-private')).toMatchObject({
+      visibility: 'private',
+      owner_user_id: 'usr_member',
+    });
+    expect(rows.find((r) => r.name === 'admin-shared')).toMatchObject({
+      visibility: 'organization',
+      owner_user_id: 'usr_admin',
+    });
   });
 
   it('refuses an unknown visibility with 400', async () => {
@@ -573,10 +622,16 @@ describe(`bulk skill upload: failures leave nothing behind (${engineName})`, () 
   it('deletes the objects written when the database transaction fails', async () => {
     const db = t.env.database.db;
     if (t.env.database.dialect === 'sqlite') {
-      await sql`CREATE TRIGGER skills_fail BEFORE INSERT ON skills WHEN NEW.name = 'tx-fail-2' BEGIN SELECT RAISE(ABORT, 'forced'); END`.execute(db);
+      await sql`CREATE TRIGGER skills_fail BEFORE INSERT ON skills WHEN NEW.name = 'tx-fail-2' BEGIN SELECT RAISE(ABORT, 'forced'); END`.execute(
+        db,
+      );
     } else {
-      await sql`CREATE FUNCTION skills_fail() RETURNS trigger AS $$ BEGIN IF NEW.name = 'tx-fail-2' THEN RAISE EXCEPTION 'forced'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`.execute(db);
-      await sql`CREATE TRIGGER skills_fail BEFORE INSERT ON skills FOR EACH ROW EXECUTE FUNCTION skills_fail()`.execute(db);
+      await sql`CREATE FUNCTION skills_fail() RETURNS trigger AS $$ BEGIN IF NEW.name = 'tx-fail-2' THEN RAISE EXCEPTION 'forced'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`.execute(
+        db,
+      );
+      await sql`CREATE TRIGGER skills_fail BEFORE INSERT ON skills FOR EACH ROW EXECUTE FUNCTION skills_fail()`.execute(
+        db,
+      );
     }
     try {
       const before = await snapshot();

@@ -60,10 +60,12 @@ describe('planArchive', () => {
       { name: '__MACOSX/bundle/._pdf', content: 'junk' },
     ]);
     expect(archive.looseProblems).toEqual([]);
-    expect(archive.skills.map((s) => [s.root, s.files.map((f) => f.relativePath).sort(), s.problem])).toEqual([
-      ['bundle/docx/', ['SKILL.md'], null],
-      ['bundle/pdf/', ['SKILL.md', 'scripts/deep/extract.py'], null],
-    ]);
+    expect(archive.skills.map((s) => [s.root, s.files.map((f) => f.relativePath).sort(), s.problem])).toEqual(
+      [
+        ['bundle/docx/', ['SKILL.md'], null],
+        ['bundle/pdf/', ['SKILL.md', 'scripts/deep/extract.py'], null],
+      ],
+    );
   });
 
   it('treats a SKILL.md at the root as one skill holding the whole archive', async () => {
@@ -126,7 +128,9 @@ describe('planArchive', () => {
   });
 
   it('refuses a file that is not a zip', async () => {
-    await expect(plan(Buffer.from('this is plain text, not an archive'))).rejects.toBeInstanceOf(ArchiveProblem);
+    await expect(plan(Buffer.from('this is plain text, not an archive'))).rejects.toBeInstanceOf(
+      ArchiveProblem,
+    );
   });
 
   it('reports an archive without any SKILL.md', async () => {
@@ -145,7 +149,9 @@ describe('verifySkillContent', () => {
       DEFAULT_ARCHIVE_LIMITS,
     );
     try {
-      expect(await verifySkillContent(archive.zip, archive.skills[0]!, DEFAULT_ARCHIVE_LIMITS)).toContain('name: s');
+      expect(await verifySkillContent(archive.zip, archive.skills[0]!, DEFAULT_ARCHIVE_LIMITS)).toContain(
+        'name: s',
+      );
     } finally {
       archive.zip.close();
     }
@@ -160,7 +166,9 @@ describe('verifySkillContent', () => {
     const archive = await planArchive(await writeZip(lying), DEFAULT_ARCHIVE_LIMITS);
     try {
       expect(archive.skills[0]!.declaredBytes).toBeLessThan(1000);
-      await expect(verifySkillContent(archive.zip, archive.skills[0]!, DEFAULT_ARCHIVE_LIMITS)).rejects.toMatchObject({
+      await expect(
+        verifySkillContent(archive.zip, archive.skills[0]!, DEFAULT_ARCHIVE_LIMITS),
+      ).rejects.toMatchObject({
         code: 'size_mismatch',
       });
     } finally {
@@ -184,7 +192,11 @@ describe('front matter', () => {
 
   it('falls back to the file or directory name, and to no front matter at all', () => {
     expect(parseSkillMarkdown(skillMd(undefined, 'D'), 'dir-name')).toMatchObject({ name: 'dir-name' });
-    expect(parseSkillMarkdown('# Just markdown\n', 'plain')).toEqual({ name: 'plain', description: '', metadata: {} });
+    expect(parseSkillMarkdown('# Just markdown\n', 'plain')).toEqual({
+      name: 'plain',
+      description: '',
+      metadata: {},
+    });
   });
 
   it.each([
@@ -200,6 +212,9 @@ describe('front matter', () => {
   });
 
   it('splits front matter with CRLF line ends and a byte-order mark', () => {
-    expect(splitFrontMatter('\uFEFF---\r\nname: a\r\n---\r\nbody')).toEqual({ yaml: 'name: a\r\n', body: 'body' });
+    expect(splitFrontMatter('\uFEFF---\r\nname: a\r\n---\r\nbody')).toEqual({
+      yaml: 'name: a\r\n',
+      body: 'body',
+    });
   });
 });

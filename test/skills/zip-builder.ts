@@ -17,7 +17,8 @@ export function buildZip(entries: ZipEntrySpec[]): Promise<Buffer> {
       zip.addEmptyDirectory(entry.name, { mtime: new Date('2026-01-01T00:00:00Z') });
       continue;
     }
-    const content = typeof entry.content === 'string' ? Buffer.from(entry.content) : (entry.content ?? Buffer.alloc(0));
+    const content =
+      typeof entry.content === 'string' ? Buffer.from(entry.content) : (entry.content ?? Buffer.alloc(0));
     zip.addBuffer(content, entry.name, {
       mtime: new Date('2026-01-01T00:00:00Z'),
       ...(entry.mode !== undefined ? { mode: entry.mode } : {}),

@@ -5,7 +5,11 @@ import type { Database, SkillTable } from '../schema.js';
 type Executor = Db | Transaction<Database>;
 
 /** Which of `names` the workspace already has a skill for (exact, case-sensitive match). */
-export async function findTakenSkillNames(db: Executor, workspaceId: string, names: string[]): Promise<Set<string>> {
+export async function findTakenSkillNames(
+  db: Executor,
+  workspaceId: string,
+  names: string[],
+): Promise<Set<string>> {
   const taken = new Set<string>();
   // Chunked so a request never builds an IN list past what either engine accepts.
   for (let start = 0; start < names.length; start += 500) {
@@ -47,11 +51,19 @@ export async function insertSkills(db: Db, rows: SkillTable[]): Promise<Set<stri
  * Skills the user may see in the workspace: shared ones (`workspace`, `organization`) and the
  * user's own private ones; by name (case-insensitive), then id, so pages are stable.
  */
-export async function listVisibleSkills(db: Db, workspaceId: string, userId: string, limit: number, offset: number) {
+export async function listVisibleSkills(
+  db: Db,
+  workspaceId: string,
+  userId: string,
+  limit: number,
+  offset: number,
+) {
   const base = db
     .selectFrom('skills')
     .where('workspace_id', '=', workspaceId)
-    .where((eb) => eb.or([eb('visibility', 'in', ['workspace', 'organization']), eb('owner_user_id', '=', userId)]));
+    .where((eb) =>
+      eb.or([eb('visibility', 'in', ['workspace', 'organization']), eb('owner_user_id', '=', userId)]),
+    );
   const [rows, count] = await Promise.all([
     base
       .selectAll()
@@ -67,5 +79,10 @@ export async function listVisibleSkills(db: Db, workspaceId: string, userId: str
 
 /** Every skill row of a workspace (tests and maintenance). */
 export function listWorkspaceSkills(db: Db, workspaceId: string) {
-  return db.selectFrom('skills').selectAll().where('workspace_id', '=', workspaceId).orderBy('name').execute();
+  return db
+    .selectFrom('skills')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('name')
+    .execute();
 }

@@ -82,14 +82,16 @@ export async function skillRoutes(app: FastifyInstance, deps: AppDeps): Promise<
         await mkdir(uploadRoot, { recursive: true });
         const dir = await mkdtemp(path.join(uploadRoot, 'req-'));
         try {
-          const upload = await spoolSkillUpload(request, dir, SKILL_UPLOAD_LIMITS.maxUploadBytes, (visibility) =>
-            assertMayUploadSkills(access, visibility),
+          const upload = await spoolSkillUpload(
+            request,
+            dir,
+            SKILL_UPLOAD_LIMITS.maxUploadBytes,
+            (visibility) => assertMayUploadSkills(access, visibility),
           );
-          const data = await bulkUploadSkills(
-            { db: deps.db, store: deps.store, clock: deps.clock },
-            access,
-            { parts: upload.parts, visibility: upload.visibility ?? 'private' },
-          );
+          const data = await bulkUploadSkills({ db: deps.db, store: deps.store, clock: deps.clock }, access, {
+            parts: upload.parts,
+            visibility: upload.visibility ?? 'private',
+          });
           return reply.code(data.errors.length > 0 ? 207 : 200).send({ data });
         } finally {
           await rm(dir, { recursive: true, force: true });

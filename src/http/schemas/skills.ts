@@ -1,7 +1,11 @@
 import { Type } from 'typebox';
 import { envelope, PaginationRef, Timestamp } from './common.js';
 
-const Visibility = Type.Union([Type.Literal('private'), Type.Literal('workspace'), Type.Literal('organization')]);
+const Visibility = Type.Union([
+  Type.Literal('private'),
+  Type.Literal('workspace'),
+  Type.Literal('organization'),
+]);
 
 export const Skill = Type.Object(
   {
@@ -10,7 +14,9 @@ export const Skill = Type.Object(
     description: Type.String(),
     visibility: Visibility,
     ownerUserId: Type.String({ description: 'The user whose key uploaded the skill' }),
-    storagePath: Type.String({ description: 'Where the skill’s files are stored: `skills/{workspaceId}/{skillId}/`' }),
+    storagePath: Type.String({
+      description: 'Where the skill’s files are stored: `skills/{workspaceId}/{skillId}/`',
+    }),
     metadata: Type.Object(
       {},
       {
@@ -56,7 +62,9 @@ export const SkillErrorItem = Type.Object({
   name: Type.Union([Type.String(), Type.Null()], {
     description: 'The skill (its front-matter or directory name); null when the whole file failed',
   }),
-  code: Type.String({ examples: ['unsafe_path', 'missing_skill_md', 'invalid_front_matter', 'invalid_archive'] }),
+  code: Type.String({
+    examples: ['unsafe_path', 'missing_skill_md', 'invalid_front_matter', 'invalid_archive'],
+  }),
   message: Type.String(),
 });
 
