@@ -9,7 +9,9 @@ import { SKILL_VISIBILITIES, type UploadedPart } from '../services/skills.js';
 
 /** Room for multipart boundaries and part headers on top of the file bytes themselves. */
 const MULTIPART_OVERHEAD_BYTES = 1024 * 1024;
-const MAX_PARTS = 1000;
+/** Every zip part stays open until the request ends: bounded, and above the 200 skills anyway. */
+const MAX_PARTS = 250;
+const MAX_FIELDS = 20;
 
 export interface SpooledUpload {
   parts: UploadedPart[];
@@ -64,6 +66,10 @@ function displayName(filename: string, index: number): string {
 /** Multipart and busboy failures → the API error they stand for; a client's mistake is never a 500. */
 export function multipartError(error: unknown, maxBytes: number): ApiError {
   if (error instanceof ApiError) return error;
+  const code = (error as { code?: string }).code;
+  if (code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT') {
+    return errors.badRequest(`An upload may have at most ${MAX_PARTS} parts and ${MAX_FIELDS} fields`);
+  }
   const status = (error as { statusCode?: number }).statusCode;
   if (status === 413) return tooLarge(maxBytes);
   if (status === 406) return errors.unsupportedMediaType('The request must be multipart/form-data');
@@ -93,7 +99,13 @@ export async function spoolSkillUpload(
   const result: SpooledUpload = { parts: [], visibility: undefined };
   try {
     const parts = request.parts({
-      limits: { fileSize: maxBytes + 1, parts: MAX_PARTS, fieldSize: 1024, fields: 20, headerPairs: 100 },
+      limits: {
+        fileSize: maxBytes + 1,
+        parts: MAX_PARTS,
+        fieldSize: 1024,
+        fields: MAX_FIELDS,
+        headerPairs: 100,
+      },
     });
     for await (const part of parts) {
       if (part.type === 'field') {

@@ -64,6 +64,8 @@ export interface ArchivePlan {
   looseProblems: Problem[];
 }
 
+const MAX_SEGMENT_BYTES = 255;
+const MAX_NAME_BYTES = 900;
 const S_IFMT = 0o170000;
 const S_IFREG = 0o100000;
 const S_IFDIR = 0o040000;
@@ -84,6 +86,11 @@ export function unsafeEntryNameReason(name: string): string | null {
   if (segments.includes('..')) return 'entry name climbs out of the archive (`..`)';
   if (segments.includes('.')) return 'entry name has a `.` segment';
   if (segments.includes('')) return 'entry name has an empty segment';
+  // Storage limits: a file name of at most 255 bytes on common filesystems; S3 keys of 1,024.
+  if (segments.some((segment) => Buffer.byteLength(segment) > MAX_SEGMENT_BYTES)) {
+    return `entry name has a segment longer than ${MAX_SEGMENT_BYTES} bytes`;
+  }
+  if (Buffer.byteLength(name) > MAX_NAME_BYTES) return `entry name is longer than ${MAX_NAME_BYTES} bytes`;
   return null;
 }
 
@@ -304,6 +311,33 @@ function groupEntries(named: NamedEntry[]): Omit<ArchivePlan, 'zip'> {
     if (file.relativePath === 'SKILL.md') skill.skillMd = file;
     skill.files.push(file);
     skill.declaredBytes += entry.uncompressedSize;
+  }
+
+  // Two entries with one name, or a file where another entry needs a directory, cannot both be
+  // stored: the skill is refused rather than stored with one of them silently lost.
+  for (const skill of skills.values()) {
+    const paths = new Set<string>();
+    for (const file of skill.files) {
+      if (paths.has(file.relativePath)) {
+        skill.problem ??= {
+          code: 'path_conflict',
+          message: `the archive holds ${skill.root}${file.relativePath} twice`,
+        };
+      }
+      paths.add(file.relativePath);
+    }
+    for (const file of skill.files) {
+      const segments = file.relativePath.split('/');
+      for (let depth = 1; depth < segments.length; depth++) {
+        const ancestor = segments.slice(0, depth).join('/');
+        if (paths.has(ancestor)) {
+          skill.problem ??= {
+            code: 'path_conflict',
+            message: `${skill.root}${ancestor} is both a file and a directory in the archive`,
+          };
+        }
+      }
+    }
   }
 
   const looseProblems: Problem[] = [];

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -496,7 +497,59 @@ describe(`bulk skill upload: who may upload (${engineName})`, () => {
   });
 });
 
+describe(`bulk skill upload over a real connection (${engineName})`, () => {
+  it('answers a 33 MB upload with 413 while it streams in, and the client reads the answer', async () => {
+    const server = await createTestApp({ setup: SKILLS_SETUP });
+    try {
+      const base = await server.app.listen({ port: 0, host: '127.0.0.1' });
+      const { body, contentType } = multipartBody([zipPart('huge.zip', randomBytes(33 * 1024 * 1024))]);
+      const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const request = http.request(
+          `${base}${URL}`,
+          {
+            method: 'POST',
+            headers: { 'x-service-api-key': SKILL_KEYS.owner, 'content-type': contentType },
+          },
+          (response) => {
+            const chunks: Buffer[] = [];
+            response.on('data', (chunk: Buffer) => chunks.push(chunk));
+            response.on('end', () =>
+              resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }),
+            );
+          },
+        );
+        request.on('error', reject);
+        // Chunked, without a content length: the limit must hold while the bytes arrive.
+        let offset = 0;
+        const pump = () => {
+          while (offset < body.length) {
+            const chunk = body.subarray(offset, offset + 256 * 1024);
+            offset += chunk.length;
+            if (!request.write(chunk)) return request.once('drain', pump);
+          }
+          request.end();
+        };
+        pump();
+      });
+      expect(answer.status).toBe(413);
+      expect(JSON.parse(answer.text).code).toBe('payload_too_large');
+      expect(await snapshot(server)).toEqual({ rows: [], objects: [] });
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe(`bulk skill upload: malformed requests (${engineName})`, () => {
+  it('refuses more parts than an upload may have with 400', async () => {
+    const parts = Array.from({ length: 260 }, (_, i) => mdPart(`p${i}.md`, skillMd(`parts-${i}`, 'x')));
+    const before = await snapshot();
+    const { status, body } = await upload(parts);
+    expect(status).toBe(400);
+    expect(body.message).toContain('at most 250 parts');
+    expect(await snapshot()).toEqual(before);
+  });
+
   it('answers 415 for a JSON body', async () => {
     const response = await t.app.inject({
       method: 'POST',

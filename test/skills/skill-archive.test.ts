@@ -40,6 +40,8 @@ describe('entry names', () => {
     ['skill/a\0b', 'NUL'],
     ['skill/./a', '`.` segment'],
     ['skill//a', 'empty segment'],
+    [`skill/${'n'.repeat(256)}`, 'longer than 255 bytes'],
+    [`skill/${'d/'.repeat(460)}f`, 'longer than 900 bytes'],
   ])('refuses %j', (name, reason) => {
     expect(unsafeEntryNameReason(name)).toContain(reason);
   });
@@ -118,6 +120,21 @@ describe('planArchive', () => {
       link: 'symlink',
       locked: 'encrypted_entry',
     });
+  });
+
+  it('refuses a skill where one entry is both a file and a directory, or appears twice', async () => {
+    const archive = await plan([
+      { name: 'clash/SKILL.md', content: skillMd('clash', 'C') },
+      { name: 'clash/data', content: 'a file' },
+      { name: 'clash/data/inner.txt', content: 'needs data/ as a directory' },
+      { name: 'twice/SKILL.md', content: skillMd('twice', 'T') },
+      { name: 'twice/a.txt', content: '1' },
+      { name: 'twice/a.txt', content: '2' },
+    ]);
+    expect(archive.skills.map((s) => [s.directoryName, s.problem?.code])).toEqual([
+      ['clash', 'path_conflict'],
+      ['twice', 'path_conflict'],
+    ]);
   });
 
   it('refuses an archive with more entries than the limit before reading them', async () => {
