@@ -1,4 +1,3 @@
-import { consumeStream } from 'ai';
 import { insertAgentRun } from '../db/repositories/agent-runs.js';
 import type { AgentRunTable } from '../db/schema.js';
 import { ApiError } from '../errors.js';
@@ -80,8 +79,7 @@ export async function runAgent(
       await insertAgentRun(trx, record);
     },
   );
-  await consumeStream({ stream: conversation.stream });
-  const outcome = await conversation.done;
+  const outcome = await conversation.complete();
   if (!outcome.ok) {
     const { error } = outcome;
     if (!record || error.code === 'internal_error') throw error;

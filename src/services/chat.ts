@@ -101,8 +101,13 @@ export interface Conversation {
   agent: AgentTable;
   model: string;
   warnings: ToolWarning[];
-  /** The reply as UI message chunks; must be read to the end (persistence runs at its end). */
-  stream: ReadableStream<UIMessageChunk<ChatMessageMetadata>>;
+  /**
+   * Stream mode: starts the model call and returns the reply as UI message chunks, which must
+   * be read to the end (persistence runs at its end). A conversation runs once: stream or complete.
+   */
+  stream(): ReadableStream<UIMessageChunk<ChatMessageMetadata>>;
+  /** JSON mode: runs the model call to its end and persists the exchange. */
+  complete(): Promise<ConversationOutcome>;
   /** Settles after the conversation is persisted. */
   done: Promise<ConversationOutcome>;
 }
@@ -359,10 +364,7 @@ export async function startConversation(
   }
   const hasTools = Object.keys(tools).length > 0;
 
-  let failure: unknown;
-  let usage: TokenUsage | undefined;
-  armTimer();
-  const result = streamText({
+  const callSettings = {
     model: model.model,
     system,
     messages: modelMessages,
@@ -372,36 +374,31 @@ export async function startConversation(
     maxRetries: 0,
     abortSignal: abort.signal,
     ...(hasTools ? { tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
-    onChunk: armTimer,
-    onError: ({ error }) => {
-      failure ??= error;
-    },
-  });
+  };
 
   let settle!: (outcome: ConversationOutcome) => void;
   const done = new Promise<ConversationOutcome>((resolve) => {
     settle = resolve;
   });
+  deps.inFlight?.add(done);
+  done.finally(() => deps.inFlight?.delete(done));
 
-  const persist = async (responseMessage: UIMessage<ChatMessageMetadata> | undefined, aborted: boolean) => {
+  const success = (text: string, usage: TokenUsage | undefined): ConversationOutcome => ({
+    ok: true,
+    text,
+    usage: {
+      inputTokens: (usage?.inputTokens ?? 0) + subUsage.inputTokens,
+      outputTokens: (usage?.outputTokens ?? 0) + subUsage.outputTokens,
+    },
+    costUsd: costUsd(model.pricing, usage?.inputTokens ?? 0, usage?.outputTokens ?? 0) + subUsage.costUsd,
+  });
+
+  /** One transaction: the chat (when new), the new messages, usage, sub-agent runs, extras. */
+  const persist = async (result: ConversationOutcome, parts: unknown[]): Promise<ConversationOutcome> => {
     clearTimeout(idleTimer);
     const finishedAt = deps.clock();
     const now = finishedAt.toISOString();
-    let outcome: ConversationOutcome;
-    if (failure !== undefined || aborted || timedOut) {
-      outcome = { ok: false, error: upstreamFailure(failure, timedOut || aborted, timeoutMs) };
-    } else {
-      const total = {
-        inputTokens: (usage?.inputTokens ?? 0) + subUsage.inputTokens,
-        outputTokens: (usage?.outputTokens ?? 0) + subUsage.outputTokens,
-      };
-      outcome = {
-        ok: true,
-        text: replyText(responseMessage),
-        usage: total,
-        costUsd: costUsd(model.pricing, usage?.inputTokens ?? 0, usage?.outputTokens ?? 0) + subUsage.costUsd,
-      };
-    }
+    let outcome = result;
     try {
       await db.transaction().execute(async (trx) => {
         if (!chat) {
@@ -422,7 +419,7 @@ export async function startConversation(
             id: messageId,
             workspace_id: workspace.id,
             role: 'assistant',
-            parts: JSON.stringify(responseMessage?.parts ?? []),
+            parts: JSON.stringify(parts),
             model: model.id,
             input_tokens: outcome.usage.inputTokens,
             output_tokens: outcome.usage.outputTokens,
@@ -432,14 +429,8 @@ export async function startConversation(
         }
         await appendMessages(trx, chatId, rows);
         await addChatSpend(trx, chatId, outcome.ok ? outcome.costUsd : 0, now);
-        if (outcome.ok) {
-          await addMonthUsage(
-            trx,
-            workspace.id,
-            ledgerMonth(finishedAt),
-            { ...outcome.usage, costUsd: outcome.costUsd },
-            now,
-          );
+        if (outcome.ok && (outcome.usage.inputTokens > 0 || outcome.usage.outputTokens > 0)) {
+          await addMonthUsage(trx, workspace.id, ledgerMonth(finishedAt), { ...outcome.usage, costUsd: outcome.costUsd }, now);
         }
         for (const run of subRuns) await insertAgentRun(trx, run);
         await extraWrites?.(trx, outcome, finishedAt);
@@ -450,42 +441,104 @@ export async function startConversation(
       await mcp.close();
     }
     settle(outcome);
+    return outcome;
   };
 
-  const stream = result.toUIMessageStream<UIMessage<ChatMessageMetadata>>({
-    originalMessages: [],
-    generateMessageId: () => messageId,
-    sendReasoning: false,
-    messageMetadata: ({ part }) => {
-      if (part.type === 'start') return { chatId };
-      if (part.type === 'finish') {
-        usage = { inputTokens: part.totalUsage.inputTokens ?? 0, outputTokens: part.totalUsage.outputTokens ?? 0 };
-        return {
-          chatId,
-          model: model.id,
-          usage: {
-            inputTokens: usage.inputTokens + subUsage.inputTokens,
-            outputTokens: usage.outputTokens + subUsage.outputTokens,
-          },
-        };
+  let started = false;
+  const begin = () => {
+    if (started) throw new Error('A conversation runs once');
+    started = true;
+    armTimer();
+  };
+
+  /** JSON mode: one non-streaming model call (per tool step), then persistence. */
+  const complete = async (): Promise<ConversationOutcome> => {
+    begin();
+    try {
+      const result = await generateText({ ...callSettings, onStepFinish: armTimer });
+      if (timedOut) throw new Error('upstream timeout');
+      return await persist(
+        success(result.steps.map((step) => step.text).join(''), {
+          inputTokens: result.totalUsage.inputTokens ?? 0,
+          outputTokens: result.totalUsage.outputTokens ?? 0,
+        }),
+        replyParts(result.steps),
+      );
+    } catch (error) {
+      return persist({ ok: false, error: upstreamFailure(error, timedOut, timeoutMs) }, []);
+    }
+  };
+
+  /** Stream mode: the reply as UI message chunks; persistence runs when the stream ends. */
+  const stream = (): ReadableStream<UIMessageChunk<ChatMessageMetadata>> => {
+    begin();
+    let failure: unknown;
+    let usage: TokenUsage | undefined;
+    const result = streamText({
+      ...callSettings,
+      onChunk: armTimer,
+      onError: ({ error }) => {
+        failure ??= error;
+      },
+    });
+    const chunks = result.toUIMessageStream<UIMessage<ChatMessageMetadata>>({
+      originalMessages: [],
+      generateMessageId: () => messageId,
+      sendReasoning: false,
+      messageMetadata: ({ part }) => {
+        if (part.type === 'start') return { chatId };
+        if (part.type === 'finish') {
+          usage = { inputTokens: part.totalUsage.inputTokens ?? 0, outputTokens: part.totalUsage.outputTokens ?? 0 };
+          return {
+            chatId,
+            model: model.id,
+            usage: {
+              inputTokens: usage.inputTokens + subUsage.inputTokens,
+              outputTokens: usage.outputTokens + subUsage.outputTokens,
+            },
+          };
+        }
+        return undefined;
+      },
+      onError: (error) => upstreamFailure(error, timedOut, timeoutMs).message,
+      onFinish: async ({ responseMessage, isAborted }) => {
+        if (failure !== undefined || isAborted || timedOut) {
+          await persist({ ok: false, error: upstreamFailure(failure, timedOut || isAborted, timeoutMs) }, []);
+        } else {
+          await persist(success(replyText(responseMessage), usage), responseMessage.parts);
+        }
+      },
+    });
+    return warnings.length > 0 ? withWarningsChunk(chunks, warnings) : chunks;
+  };
+
+  return { chatId, messageId, agent, model: model.id, warnings, stream, complete, done };
+}
+
+type GeneratedStep = Awaited<ReturnType<typeof generateText>>['steps'][number];
+
+/** The assistant message's UI parts from the steps of a generateText call (as a stream gives). */
+function replyParts(steps: GeneratedStep[]): unknown[] {
+  const parts: unknown[] = [];
+  for (const step of steps) {
+    parts.push({ type: 'step-start' });
+    for (const part of step.content) {
+      if (part.type === 'text' && part.text) parts.push({ type: 'text', text: part.text, state: 'done' });
+      else if (part.type === 'tool-call') {
+        const output = step.content.find((p) => p.type === 'tool-result' && p.toolCallId === part.toolCallId);
+        const error = step.content.find((p) => p.type === 'tool-error' && p.toolCallId === part.toolCallId);
+        parts.push({
+          ...(part.dynamic ? { type: 'dynamic-tool', toolName: part.toolName } : { type: `tool-${part.toolName}` }),
+          toolCallId: part.toolCallId,
+          input: part.input,
+          ...(error && error.type === 'tool-error'
+            ? { state: 'output-error', errorText: String((error.error as Error)?.message ?? error.error) }
+            : { state: 'output-available', output: output?.type === 'tool-result' ? output.output : undefined }),
+        });
       }
-      return undefined;
-    },
-    onError: (error) => upstreamFailure(error, timedOut, timeoutMs).message,
-    onFinish: ({ responseMessage, isAborted }) => persist(responseMessage, isAborted),
-  });
-  deps.inFlight?.add(done);
-  done.finally(() => deps.inFlight?.delete(done));
-
-  return {
-    chatId,
-    messageId,
-    agent,
-    model: model.id,
-    warnings,
-    stream: request.stream && warnings.length > 0 ? withWarningsChunk(stream, warnings) : stream,
-    done,
-  };
+    }
+  }
+  return parts;
 }
 
 /**
@@ -510,10 +563,9 @@ function withWarningsChunk(
   );
 }
 
-/** Runs a conversation to its end (JSON mode): the reply, or the ApiError of the failure. */
+/** Runs a conversation to its end in JSON mode: the reply, or the ApiError of the failure. */
 export async function completeConversation(conversation: Conversation) {
-  await consumeStream({ stream: conversation.stream });
-  const outcome = await conversation.done;
+  const outcome = await conversation.complete();
   if (!outcome.ok) throw outcome.error;
   return outcome;
 }

@@ -35,7 +35,7 @@ export async function chatRoutes(app: FastifyInstance, deps: ChatDeps): Promise<
       reply.hijack();
       pipeUIMessageStreamToResponse({
         response: reply.raw,
-        stream: conversation.stream,
+        stream: conversation.stream(),
         headers: {
           ...(reply.getHeaders() as Record<string, string>),
           'x-request-id': request.id,

@@ -1,0 +1,175 @@
+/**
+ * Issue 3: what Atrium adds on top of the model provider. A fake OpenAI-compatible upstream runs
+ * in this process; the baseline calls it directly (the same streamed chat completion Atrium
+ * makes), in the same run. Targets: < 3 ms added p50 for non-streaming chat on SQLite; first
+ * streamed byte within 5 ms of the upstream's; ≥ 50,000 chunks/s relayed.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { migrateToLatest, openDatabase } from '../src/db/database.js';
+import { applySetup } from '../src/setup/apply.js';
+import type { SetupFile } from '../src/setup/validate.js';
+import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
+import type { Report } from './run.js';
+
+const KEY = 'atr_ws_bench_chat_key_00000000000000000000000';
+const REQUESTS = Number(process.env.BENCH_CHAT_REQUESTS ?? 1500);
+const LONG_PIECES = Number(process.env.BENCH_CHAT_PIECES ?? 100_000);
+
+function setup(baseURL: string): SetupFile {
+  return {
+    providers: [{ id: 'fake', type: 'openai-compatible', baseURL, apiKey: 'sk-bench-000000000000000000000000000000' }],
+    models: [{ id: 'fake-small', provider: 'fake', model: 'small-1', pricing: { inputPerMTok: 1, outputPerMTok: 2 } }],
+    organizations: [
+      {
+        id: 'org_bench',
+        name: 'Bench',
+        users: [{ id: 'usr_bench', name: 'Bench', email: 'bench@bench.test' }],
+        workspaces: [
+          {
+            id: 'wsp_bench',
+            name: 'Bench',
+            models: ['fake-small'],
+            defaultModel: 'fake-small',
+            limits: { rateLimitPerMinute: 0 },
+            members: [{ user: 'usr_bench', role: 'owner' }],
+            apiKeys: [{ name: 'bench', user: 'usr_bench', key: KEY }],
+            agents: [{ id: 'agt_bench', title: 'Bench', instructions: 'You help {{user.name}}.' }],
+          },
+        ],
+      },
+    ],
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+async function timeEach(count: number, once: () => Promise<void>): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    await once();
+    samples.push(performance.now() - started);
+  }
+  return samples.sort((a, b) => a - b);
+}
+
+/** Milliseconds until the first body chunk that carries reply text, and the content chunks seen. */
+async function streamTimings(response: Promise<Response>, marker: string, started: number) {
+  const res = await response;
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let first = Number.NaN;
+  let chunks = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    let at = value.indexOf(marker);
+    if (at !== -1 && Number.isNaN(first)) first = performance.now() - started;
+    while (at !== -1) {
+      chunks++;
+      at = value.indexOf(marker, at + marker.length);
+    }
+  }
+  return { first, chunks, total: performance.now() - started };
+}
+
+const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+
+export async function run(report: Report) {
+  const upstream = await startFakeUpstream();
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-chat-'));
+  const config = loadConfig({ ATRIUM_DATA_DIR: dataDir, LOG_LEVEL: 'silent', ATRIUM_SIGNING_SECRET: 'bench' });
+  const database = await openDatabase(config.database);
+  await migrateToLatest(database.db);
+  await applySetup(database.db, setup(upstream.baseURL), { now: new Date() });
+  const app = await buildApp({ config, db: database.db, dialect: database.dialect }, { logger: false });
+  const atriumUrl = `${await app.listen({ port: 0, host: '127.0.0.1' })}/v1/chat`;
+  const upstreamUrl = `${upstream.baseURL}/chat/completions`;
+  const chatBody = (stream: boolean) =>
+    JSON.stringify({ agentId: 'agt_bench', stream, messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hello there' }] }] });
+  const upstreamBody = JSON.stringify({
+    model: 'small-1',
+    stream: true,
+    stream_options: { include_usage: true },
+    temperature: 0.7,
+    messages: [
+      { role: 'system', content: 'You help Bench.' },
+      { role: 'user', content: 'Hello there' },
+    ],
+  });
+  const atriumHeaders = { 'content-type': 'application/json', 'x-service-api-key': KEY };
+  const upstreamHeaders = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
+  const direct = async () => {
+    await (await fetch(upstreamUrl, { method: 'POST', headers: upstreamHeaders, body: upstreamBody })).text();
+  };
+  const viaAtrium = async () => {
+    const res = await fetch(atriumUrl, { method: 'POST', headers: atriumHeaders, body: chatBody(false) });
+    if (res.status !== 200) throw new Error(`atrium answered ${res.status}: ${await res.text()}`);
+    await res.text();
+  };
+
+  try {
+    // Warm up both paths (JIT, connection pools, prepared statements).
+    await timeEach(200, direct);
+    await timeEach(200, viaAtrium);
+    upstream.requests.length = 0;
+
+    // Interleaved rounds so drift (GC, CPU frequency) hits both sides alike.
+    const base: number[] = [];
+    const atrium: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      base.push(...(await timeEach(REQUESTS / 5, direct)));
+      atrium.push(...(await timeEach(REQUESTS / 5, viaAtrium)));
+      upstream.requests.length = 0;
+    }
+    base.sort((a, b) => a - b);
+    atrium.sort((a, b) => a - b);
+    const [b50, b99, a50, a99] = [percentile(base, 50), percentile(base, 99), percentile(atrium, 50), percentile(atrium, 99)];
+    report(
+      `non-streaming chat, ${REQUESTS} sequential requests: upstream direct p50 ${fmt(b50)} p99 ${fmt(b99)}; via Atrium p50 ${fmt(a50)} p99 ${fmt(a99)}; added p50 ${fmt(a50 - b50)} (target < 3 ms) p99 ${fmt(a99 - b99)}`,
+    );
+
+    // Time to first reply byte, streamed.
+    const firstDirect: number[] = [];
+    const firstAtrium: number[] = [];
+    for (let i = 0; i < 300; i++) {
+      let started = performance.now();
+      firstDirect.push(
+        (await streamTimings(fetch(upstreamUrl, { method: 'POST', headers: upstreamHeaders, body: upstreamBody }), '"content"', started)).first,
+      );
+      started = performance.now();
+      firstAtrium.push(
+        (await streamTimings(fetch(atriumUrl, { method: 'POST', headers: atriumHeaders, body: chatBody(true) }), '"text-delta"', started)).first,
+      );
+      upstream.requests.length = 0;
+    }
+    firstDirect.sort((a, b) => a - b);
+    firstAtrium.sort((a, b) => a - b);
+    const [fd, fa] = [percentile(firstDirect, 50), percentile(firstAtrium, 50)];
+    report(
+      `streamed reply, time to first text byte (p50 of 300): upstream direct ${fmt(fd)}; via Atrium ${fmt(fa)}; added ${fmt(fa - fd)} (target ≤ 5 ms); p99 added ${fmt(percentile(firstAtrium, 99) - percentile(firstDirect, 99))}`,
+    );
+
+    // Relay rate of a long streamed reply.
+    const pieces = Array.from({ length: LONG_PIECES }, (_, i) => `w${i} `);
+    upstream.enqueue({ kind: 'text', text: '', pieces });
+    let started = performance.now();
+    const directLong = await streamTimings(fetch(upstreamUrl, { method: 'POST', headers: upstreamHeaders, body: upstreamBody }), '"content"', started);
+    upstream.enqueue({ kind: 'text', text: '', pieces });
+    started = performance.now();
+    const atriumLong = await streamTimings(fetch(atriumUrl, { method: 'POST', headers: atriumHeaders, body: chatBody(true) }), '"text-delta"', started);
+    report(
+      `long streamed reply, ${LONG_PIECES} pieces: upstream direct ${Math.round(directLong.chunks / (directLong.total / 1000))} chunks/s; relayed by Atrium ${atriumLong.chunks} text-delta chunks in ${fmt(atriumLong.total)} = ${Math.round(atriumLong.chunks / (atriumLong.total / 1000))} chunks/s (target ≥ 50,000)`,
+    );
+  } finally {
+    await app.close();
+    await database.close();
+    await upstream.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
