@@ -1,0 +1,246 @@
+/**
+ * Issue 4: project files.
+ *  - A 50 MB upload through the fs signed URL to a real server in its own process, in MB/s,
+ *    next to writing the same bytes to the same disk with Node's fs in this process (target:
+ *    ≥ 70% of it). The server writes to a temp file, fsyncs it and renames it into place.
+ *  - Peak RSS growth of the server process during the upload (target: < 32 MB), read from
+ *    /proc: VmHWM reset before each upload, against VmRSS just before it.
+ *  - Sync of a project with 500 files (target: < 250 ms): the first sync (500 added) and a
+ *    sync with nothing to change.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../src/config.js';
+import { migrateToLatest, openDatabase } from '../src/db/database.js';
+import { applySetup } from '../src/setup/apply.js';
+import { createObjectStore } from '../src/storage/index.js';
+import type { Report } from './run.js';
+
+const KEY = 'atr_ws_bench_files_owner_0000000000000000000';
+const FILE_BYTES = 50 * 1024 * 1024;
+const RUNS = 5;
+const SYNC_FILES = 500;
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function resetPeak(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function startServer(dataDir: string, kind: 'atrium' | 'bare' = 'atrium') {
+  const script = kind === 'atrium' ? path.join(here, 'support', 'child-server.ts') : path.join(here, 'support', 'bare-upload-server.ts');
+  const child: ChildProcess = fork(script, ['atrium'], {
+    env: {
+      ...process.env,
+      ATRIUM_DATA_DIR: dataDir,
+      ATRIUM_SIGNING_SECRET: 'bench-secret',
+      LOG_LEVEL: 'silent',
+      DATABASE_URL: '',
+      BARE_UPLOAD_DIR: dataDir,
+    },
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('message', (message) => resolve((message as { url: string }).url));
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  return {
+    url,
+    pid: child.pid!,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+async function api(base: string, method: string, url: string, body?: unknown) {
+  const res = await fetch(`${base}/v1${url}`, {
+    method,
+    headers: { 'x-service-api-key': KEY, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = (await res.json()) as { data: any };
+  if (!res.ok) throw new Error(`${method} ${url} → ${res.status} ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+/** PUTs a file from disk, streamed, as curl -T would. */
+function putFile(url: string, file: string, contentType: string, size: number) {
+  return new Promise<number>((resolve, reject) => {
+    const request = http.request(
+      url,
+      { method: 'PUT', headers: { 'content-type': contentType, 'content-length': String(size) } },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode!));
+      },
+    );
+    request.on('error', reject);
+    createReadStream(file, { highWaterMark: 256 * 1024 }).pipe(request);
+  });
+}
+
+/** One streamed PUT, timed, with the peak RSS growth of the receiving process. */
+async function measuredPut(pid: number, url: string, source: string) {
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const canReset = resetPeak(pid);
+  const before = procStatus(pid, 'VmRSS') ?? 0;
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, procStatus(pid, 'VmRSS') ?? 0);
+  }, 5);
+  const started = performance.now();
+  const status = await putFile(url, source, 'application/octet-stream', FILE_BYTES);
+  const elapsed = performance.now() - started;
+  clearInterval(sampler);
+  if (status !== 200) throw new Error(`upload answered ${status}`);
+  if (canReset) peak = Math.max(peak, procStatus(pid, 'VmHWM') ?? 0);
+  return { elapsed, growth: peak - before };
+}
+
+export async function run(report: Report) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-files-'));
+  try {
+    const config = loadConfig({ ATRIUM_DATA_DIR: dataDir, ATRIUM_SIGNING_SECRET: 'bench-secret', LOG_LEVEL: 'silent' });
+    const database = await openDatabase(config.database);
+    await migrateToLatest(database.db);
+    await applySetup(
+      database.db,
+      {
+        organizations: [
+          {
+            id: 'org_bench',
+            name: 'Bench',
+            users: [{ id: 'usr_bench', name: 'Bench', email: 'bench@bench.test' }],
+            workspaces: [
+              {
+                id: 'wsp_bench',
+                name: 'Bench',
+                limits: { rateLimitPerMinute: 0 },
+                members: [{ user: 'usr_bench', role: 'owner' as const }],
+                apiKeys: [{ name: 'bench', user: 'usr_bench', key: KEY }],
+                projects: [
+                  { id: 'prj_upload', name: 'Upload' },
+                  { id: 'prj_sync', name: 'Sync' },
+                ],
+              },
+            ],
+          },
+        ],
+      } as never,
+      { now: new Date() },
+    );
+    await database.close();
+
+    // The source file and the baseline copies live on the same disk as the data dir.
+    const source = path.join(dataDir, 'source.bin');
+    await pipeline(
+      Readable.from((function* () { for (let i = 0; i < FILE_BYTES / (1024 * 1024); i++) yield randomBytes(1024 * 1024); })()),
+      createWriteStream(source),
+    );
+
+    // Baselines, interleaved with the measured uploads so that disk and CPU noise hits all
+    // three alike: node fs writing the same bytes, and the same PUT to a bare node:http server
+    // that only streams the body to disk.
+    const baseline: number[] = [];
+    const bareUploads: number[] = [];
+    const bareGrowth: number[] = [];
+    const bare = await startServer(dataDir, 'bare');
+    const server = await startServer(dataDir);
+    try {
+      const uploads: number[] = [];
+      const growth: number[] = [];
+      for (let i = 0; i < RUNS; i++) {
+        const target = path.join(dataDir, `baseline-${i}.bin`);
+        let begun = performance.now();
+        await pipeline(createReadStream(source, { highWaterMark: 256 * 1024 }), createWriteStream(target));
+        baseline.push(performance.now() - begun);
+        const bareRun = await measuredPut(bare.pid, bare.url, source);
+        bareUploads.push(bareRun.elapsed);
+        bareGrowth.push(bareRun.growth);
+
+        const { uploadUrl } = await api(server.url, 'POST', '/projects/prj_upload/files/upload', {
+          filename: `big-${i}.bin`,
+          contentType: 'application/octet-stream',
+          sizeBytes: FILE_BYTES,
+        });
+        const atriumRun = await measuredPut(server.pid, uploadUrl, source);
+        uploads.push(atriumRun.elapsed);
+        growth.push(atriumRun.growth);
+      }
+      const synced = await api(server.url, 'POST', '/projects/prj_upload/files/sync');
+      if (synced.added !== RUNS) throw new Error(`sync registered ${synced.added} uploads`);
+
+      const mbps = (ms: number) => FILE_BYTES / (1024 * 1024) / (ms / 1000);
+      const uploadRate = mbps(median(uploads));
+      const fsRate = mbps(median(baseline));
+      const bareRate = mbps(median(bareUploads));
+      report(
+        `upload 50 MB via fs signed URL: ${uploadRate.toFixed(0)} MB/s (median of ${RUNS}; temp file, fsync, rename); node fs write of the same bytes, same disk: ${fsRate.toFixed(0)} MB/s → ${((uploadRate / fsRate) * 100).toFixed(0)}% (target ≥ 70%)`,
+      );
+      report(
+        `  same PUT to a bare node:http server streaming to disk (no checks, no fsync): ${bareRate.toFixed(0)} MB/s → Atrium at ${((uploadRate / bareRate) * 100).toFixed(0)}% of it; the bare server itself reaches ${((bareRate / fsRate) * 100).toFixed(0)}% of node fs`,
+      );
+      report(
+        `peak server RSS growth during a 50 MB upload: ${(Math.max(...growth) / (1024 * 1024)).toFixed(1)} MB (max of ${RUNS}, median ${(median(growth) / (1024 * 1024)).toFixed(1)} MB; target < 32 MB); bare node:http server: ${(Math.max(...bareGrowth) / (1024 * 1024)).toFixed(1)} MB`,
+      );
+
+      // 500 objects as finished uploads leave them (with their metadata), then sync.
+      const store = createObjectStore(config);
+      const prefix = 'projects/wsp_bench/prj_sync/';
+      for (let i = 0; i < SYNC_FILES; i += 50) {
+        await Promise.all(
+          Array.from({ length: 50 }, (_, j) =>
+            store.put(`${prefix}folder-${(i + j) % 10}/file-${i + j}.md`, Readable.from([Buffer.from(`# File ${i + j}\n`)]), {
+              contentType: 'text/markdown',
+            }),
+          ),
+        );
+      }
+      let started = performance.now();
+      const first = await api(server.url, 'POST', '/projects/prj_sync/files/sync');
+      const firstMs = performance.now() - started;
+      if (first.added !== SYNC_FILES) throw new Error(`first sync added ${first.added}`);
+      const again: number[] = [];
+      for (let i = 0; i < RUNS; i++) {
+        started = performance.now();
+        const result = await api(server.url, 'POST', '/projects/prj_sync/files/sync');
+        again.push(performance.now() - started);
+        if (result.added + result.removed + result.updated !== 0) throw new Error('second sync changed something');
+      }
+      report(
+        `sync of a project with ${SYNC_FILES} files: first sync (${SYNC_FILES} added) ${firstMs.toFixed(0)} ms; unchanged re-sync ${median(again).toFixed(0)} ms (median of ${RUNS}; target < 250 ms)`,
+      );
+    } finally {
+      await server.stop();
+      await bare.stop();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
