@@ -637,6 +637,14 @@ describe(`skill list (${engineName})`, () => {
     expect(asOwner).not.toContain('member-private');
   });
 
+  it('lets an organization key list (it may not upload), and refuses a key of another workspace', async () => {
+    const asOrg = await list('?limit=1', SKILL_KEYS.org);
+    expect(asOrg.status).toBe(200);
+    expect(asOrg.body.data.pagination).toMatchObject({ limit: 1, offset: 0 });
+    const other = await list('', SKILL_KEYS.other);
+    expect([other.status, other.body.code]).toEqual([401, 'unauthorized']);
+  });
+
   it.each(['?limit=0', '?limit=-1', '?limit=abc', '?offset=-1'])('refuses %s with 400', async (query) => {
     const { status, body } = await list(query);
     expect(status).toBe(400);
