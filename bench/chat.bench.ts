@@ -1,7 +1,7 @@
 /**
  * Issue 3: what Atrium adds on top of the model provider. A fake OpenAI-compatible upstream runs
- * in this process; the baseline calls it directly (the same streamed chat completion Atrium
- * makes), in the same run. Targets: < 3 ms added p50 for non-streaming chat on SQLite; first
+ * in this process; the baseline calls it directly with the same completion request Atrium
+ * makes (non-streaming for JSON chat, streaming for SSE), in the same run. Targets: < 3 ms added p50 for non-streaming chat on SQLite; first
  * streamed byte within 5 ms of the upstream's; ≥ 50,000 chunks/s relayed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -104,8 +104,10 @@ export async function run(report: Report) {
   });
   const atriumHeaders = { 'content-type': 'application/json', 'x-service-api-key': KEY };
   const upstreamHeaders = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
+  // Non-streaming chat makes one non-streaming completion call; the baseline makes the same.
+  const upstreamJsonBody = JSON.stringify({ ...JSON.parse(upstreamBody), stream: false, stream_options: undefined });
   const direct = async () => {
-    await (await fetch(upstreamUrl, { method: 'POST', headers: upstreamHeaders, body: upstreamBody })).text();
+    await (await fetch(upstreamUrl, { method: 'POST', headers: upstreamHeaders, body: upstreamJsonBody })).text();
   };
   const viaAtrium = async () => {
     const res = await fetch(atriumUrl, { method: 'POST', headers: atriumHeaders, body: chatBody(false) });

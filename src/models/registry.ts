@@ -38,6 +38,9 @@ const BUILT_IN_DEFAULTS: Record<'openai' | 'anthropic', string> = {
   anthropic: 'anthropic/claude-haiku-4-5',
 };
 
+/** Bounds the model cache when setup files keep changing provider settings. */
+const MAX_CACHED_MODELS = 500;
+
 const FREE: Pricing = { inputPerMTok: 0, outputPerMTok: 0 };
 
 export function costUsd(pricing: Pricing, inputTokens: number, outputTokens: number): number {
@@ -56,6 +59,7 @@ function noProvider(modelId: string, why: string): ApiError {
  */
 export class ModelRegistry {
   private readonly providers = new Map<string, (model: string) => LanguageModelV3>();
+  private readonly models = new Map<string, LanguageModelV3>();
   private readonly echo = createEchoModel();
 
   constructor(private readonly config: Pick<Config, 'providers'>) {}
@@ -120,14 +124,21 @@ export class ModelRegistry {
   }
 
   private languageModel(settings: ProviderSettings, providerModel: string): LanguageModelV3 {
-    const cacheKey = JSON.stringify(settings);
-    let factory = this.providers.get(cacheKey);
-    if (!factory) {
-      const create = createProviderFactory(settings);
-      factory = (model) => withStreamFailuresAsErrors(create(model));
-      this.providers.set(cacheKey, factory);
+    // Model objects are cached too: building one compiles the provider's response schemas,
+    // which costs more than the rest of a request.
+    const cacheKey = `${JSON.stringify(settings)}\u0000${providerModel}`;
+    let model = this.models.get(cacheKey);
+    if (!model) {
+      let factory = this.providers.get(JSON.stringify(settings));
+      if (!factory) {
+        factory = createProviderFactory(settings);
+        this.providers.set(JSON.stringify(settings), factory);
+      }
+      model = withStreamFailuresAsErrors(factory(providerModel));
+      if (this.models.size >= MAX_CACHED_MODELS) this.models.clear();
+      this.models.set(cacheKey, model);
     }
-    return factory(providerModel);
+    return model;
   }
 }
 

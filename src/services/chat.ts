@@ -15,10 +15,10 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { findAgent } from '../db/repositories/agents.js';
 import { insertAgentRun } from '../db/repositories/agent-runs.js';
-import { addChatSpend, appendProjectMemory, findChat, insertChat } from '../db/repositories/chats.js';
+import { addChatSpend, appendProjectMemory, findAgentWithWorkspace, findChat, insertChat } from '../db/repositories/chats.js';
 import { appendMessages, listChatMessages } from '../db/repositories/messages.js';
 import { findProject } from '../db/repositories/projects.js';
-import { findUser, findWorkspace } from '../db/repositories/tenancy.js';
+import { findUser } from '../db/repositories/tenancy.js';
 import { addMonthUsage } from '../db/repositories/usage.js';
 import type { AgentRunTable, AgentTable, ChatTable, Database } from '../db/schema.js';
 import { ApiError, errors } from '../errors.js';
@@ -30,7 +30,7 @@ import { connectMcpTools, type McpToolSpec } from '../models/tools/mcp.js';
 import { REMEMBER_TOOL, rememberTool } from '../models/tools/remember.js';
 import { type SubAgent, subAgentTools } from '../models/tools/sub-agents.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
-import { accessAgentWorkspace, type Principal } from './access.js';
+import type { Principal } from './access.js';
 import { type ObjectReader, projectFilesContext } from './chat-context.js';
 import {
   type ConversationMessage,
@@ -207,17 +207,22 @@ export async function startConversation(
 ): Promise<Conversation> {
   const { db } = deps;
   validateIncomingMessages(request.messages);
-  const access = await accessAgentWorkspace(db, principal, request.agentId);
-  const agent = await findAgent(db, access.workspaceId, request.agentId);
-  if (!agent) throw errors.notFound('Agent');
+  // One query for the agent and its workspace; visibility as in accessAgentWorkspace: an agent
+  // the key cannot act on is reported missing, so existence does not leak across tenants.
+  const found = await findAgentWithWorkspace(db, request.agentId);
+  const visible =
+    found &&
+    (principal.kind === 'workspace'
+      ? found.workspace.id === principal.workspaceId
+      : found.workspace.organization_id === principal.organizationId);
+  if (!found || !visible) throw errors.notFound('Agent');
+  const { agent, workspace } = found;
   const orchestrated = orchestrationOf(agent);
   if (request.stream && orchestrated.length > 0) {
     throw errors.badRequest('An agent with multi-agent orchestration requires stream: false', [
       { path: 'body.stream', message: 'must be false for an orchestrating agent' },
     ]);
   }
-  const workspace = await findWorkspace(db, access.workspaceId);
-  if (!workspace) throw errors.notFound('Workspace');
   const startedAt = deps.clock();
   await assertWithinWorkspaceLimits(db, workspace, startedAt);
 
@@ -256,7 +261,9 @@ export async function startConversation(
     workspace,
     request.model ?? agent.model ?? undefined,
   );
-  const owner = await findUser(db, principal.userId);
+  // The key owner is read only when a prompt can use it.
+  const needsUser = orchestrated.length > 0 || agent.instructions.includes('{{');
+  const owner = needsUser ? await findUser(db, principal.userId) : undefined;
   const values: Record<string, TemplateValue> = {
     ...request.variables,
     ...userVariables(owner, request.systemVariables?.user),
@@ -408,7 +415,7 @@ export async function startConversation(
             agent_id: agent.id,
             project_id: project?.id ?? null,
             title: chatTitle(conversation),
-            spend_usd: 0,
+            spend_usd: outcome.ok ? outcome.costUsd : 0,
             created_at: startedAt.toISOString(),
             updated_at: now,
           });
@@ -427,8 +434,8 @@ export async function startConversation(
             created_at: now,
           });
         }
-        await appendMessages(trx, chatId, rows);
-        await addChatSpend(trx, chatId, outcome.ok ? outcome.costUsd : 0, now);
+        await appendMessages(trx, chatId, rows, chat ? undefined : 0);
+        if (chat) await addChatSpend(trx, chatId, outcome.ok ? outcome.costUsd : 0, now);
         if (outcome.ok && (outcome.usage.inputTokens > 0 || outcome.usage.outputTokens > 0)) {
           await addMonthUsage(trx, workspace.id, ledgerMonth(finishedAt), { ...outcome.usage, costUsd: outcome.costUsd }, now);
         }

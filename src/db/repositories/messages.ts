@@ -15,19 +15,27 @@ export function listChatMessages(db: Executor, workspaceId: string, chatId: stri
     .execute();
 }
 
-/** Appends messages after the chat's last one; run inside the transaction that writes them. */
+/**
+ * Appends messages after the chat's last one; run inside the transaction that writes them.
+ * `firstPosition` skips the lookup when the caller knows it (0 for a chat created in the same
+ * transaction).
+ */
 export async function appendMessages(
   trx: Transaction<Database>,
   chatId: string,
   rows: Array<Omit<MessageTable, 'position' | 'chat_id'>>,
+  firstPosition?: number,
 ): Promise<void> {
   if (rows.length === 0) return;
-  const last = await trx
-    .selectFrom('messages')
-    .select((eb) => eb.fn.max('position').as('position'))
-    .where('chat_id', '=', chatId)
-    .executeTakeFirst();
-  const start = last?.position === null || last?.position === undefined ? 0 : Number(last.position) + 1;
+  let start = firstPosition;
+  if (start === undefined) {
+    const last = await trx
+      .selectFrom('messages')
+      .select((eb) => eb.fn.max('position').as('position'))
+      .where('chat_id', '=', chatId)
+      .executeTakeFirst();
+    start = last?.position === null || last?.position === undefined ? 0 : Number(last.position) + 1;
+  }
   await trx
     .insertInto('messages')
     .values(rows.map((row, i) => ({ ...row, chat_id: chatId, position: start + i })))
