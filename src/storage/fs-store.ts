@@ -102,6 +102,7 @@ export class FsObjectStore implements ObjectStore {
   private readonly dataRoot: string;
   private readonly metaRoot: string;
   private readonly tmpRoot: string;
+  private sweptTemp = false;
 
   constructor(private readonly options: FsObjectStoreOptions) {
     const root = path.resolve(options.root);
@@ -114,6 +115,10 @@ export class FsObjectStore implements ObjectStore {
     const dataPath = resolveSafePath(this.dataRoot, key);
     const metaPath = resolveSafePath(this.metaRoot, key);
     await fs.mkdir(this.tmpRoot, { recursive: true });
+    if (!this.sweptTemp) {
+      this.sweptTemp = true;
+      this.sweepStaleTemp().catch(() => {});
+    }
     const tmpName = `${Date.now()}-${randomBytes(8).toString('hex')}`;
     const tmpData = path.join(this.tmpRoot, `${tmpName}.data`);
     const tmpMeta = path.join(this.tmpRoot, `${tmpName}.meta`);
@@ -155,6 +160,24 @@ export class FsObjectStore implements ObjectStore {
     } finally {
       await Promise.all([fs.rm(tmpData, { force: true }), fs.rm(tmpMeta, { force: true })]);
     }
+  }
+
+  /**
+   * Temp files older than an hour belong to writes that can no longer finish (a process that
+   * crashed mid-upload): removed once per process, on the first write.
+   */
+  async sweepStaleTemp(olderThanMs = 60 * 60 * 1000): Promise<number> {
+    let removed = 0;
+    const cutoff = Date.now() - olderThanMs;
+    for (const name of await fs.readdir(this.tmpRoot).catch(() => [] as string[])) {
+      const file = path.join(this.tmpRoot, name);
+      const stat = await fs.stat(file).catch(() => undefined);
+      if (stat && stat.mtimeMs < cutoff) {
+        await fs.rm(file, { force: true });
+        removed++;
+      }
+    }
+    return removed;
   }
 
   private async moveIntoPlace(key: string, from: string, to: string): Promise<void> {

@@ -89,6 +89,19 @@ describe('FsObjectStore', () => {
     });
   });
 
+  it('sweeps temp files left over by a crashed write, keeping recent ones', async () => {
+    const { utimesSync, writeFileSync, mkdirSync } = await import('node:fs');
+    const tmp = path.join(root, 'tmp');
+    mkdirSync(tmp, { recursive: true });
+    writeFileSync(path.join(tmp, 'stale.data'), 'x');
+    const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    utimesSync(path.join(tmp, 'stale.data'), old, old);
+    writeFileSync(path.join(tmp, 'fresh.data'), 'y');
+    expect(await store.sweepStaleTemp()).toBe(1);
+    expect(readdirSync(tmp)).toEqual(['fresh.data']);
+    rmSync(path.join(tmp, 'fresh.data'));
+  });
+
   it('refuses unsafe keys: traversal, absolute, NUL, backslash, empty segments', () => {
     for (const key of ['../x', 'a/../../x', '/etc/passwd', 'a\0b', 'a\\b', 'a//b', './a', '']) {
       expect(() => resolveSafePath(root, key), key).toThrow(UnsafePathError);

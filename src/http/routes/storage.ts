@@ -13,6 +13,11 @@ const UPLOAD_BODY_LIMIT = 50 * 1024 * 1024;
 
 const ObjectBytes = Type.Unsafe({ type: 'string', format: 'binary', description: 'The object bytes' });
 
+const objectParams = {
+  type: 'object',
+  properties: { '*': { type: 'string', description: 'The storage path (`storagePath`), each segment percent-encoded' } },
+} as const;
+
 const signedQuery = {
   type: 'object',
   properties: {
@@ -98,6 +103,7 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
         description:
           'The `uploadUrl` of an upload-URL request. Send exactly the declared number of bytes with the declared Content-Type; no API key.',
         tags: ['storage'],
+        params: objectParams,
         querystring: signedQuery,
         response: { 200: StoredObjectResponse, ...errorResponses(400, 403, 404, 405, 413, 500) },
       },
@@ -138,6 +144,7 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
         summary: 'Download an object through a signed URL (fs storage)',
         description: 'The `downloadUrl` of a download-URL request. Supports a single byte `Range`; no API key.',
         tags: ['storage'],
+        params: objectParams,
         querystring: signedQuery,
         response: { 200: ObjectBytes, 206: ObjectBytes, ...errorResponses(400, 403, 404, 405, 500) },
       },
