@@ -10,7 +10,10 @@ import { pipeline } from 'node:stream/promises';
 
 let counter = 0;
 const server = http.createServer(async (request, response) => {
-  await pipeline(request, createWriteStream(path.join(process.env.BARE_UPLOAD_DIR!, `bare-${counter++}.bin`)));
+  await pipeline(
+    request,
+    createWriteStream(path.join(process.env.BARE_UPLOAD_DIR!, `bare-${counter++}.bin`)),
+  );
   response.end('ok');
 });
 server.listen(0, '127.0.0.1', () => {

@@ -80,18 +80,23 @@ async function requireProject(db: Db, workspaceId: string, projectId: string) {
 
 function nameProblem(name: string, store: ObjectStore): string | undefined {
   if (name.length === 0) return 'must not be empty';
-  if ([...name].length > PROJECT_FILE_LIMITS.maxNameLength) return `must be at most ${PROJECT_FILE_LIMITS.maxNameLength} characters`;
+  if ([...name].length > PROJECT_FILE_LIMITS.maxNameLength)
+    return `must be at most ${PROJECT_FILE_LIMITS.maxNameLength} characters`;
   if (name.includes('/')) return 'must not contain "/"';
   if (name.includes('\\')) return 'must not contain "\\"';
   if (name.includes('\0')) return 'must not contain NUL';
   if (name === '.' || name === '..') return 'must not be "." or ".."';
   // Local file systems cap one name at 255 bytes; S3 keys have no such per-segment cap.
-  if (store.kind === 'fs' && Buffer.byteLength(name) > 255) return 'must be at most 255 bytes in UTF-8 on this storage';
+  if (store.kind === 'fs' && Buffer.byteLength(name) > 255)
+    return 'must be at most 255 bytes in UTF-8 on this storage';
   return undefined;
 }
 
 /** `"/docs/specs/"` → `["docs", "specs"]`, or the problem with it. */
-export function parseFolder(folder: string, store: ObjectStore): { segments: string[] } | { problem: string } {
+export function parseFolder(
+  folder: string,
+  store: ObjectStore,
+): { segments: string[] } | { problem: string } {
   const trimmed = folder.replace(/^\/+|\/+$/g, '');
   if (trimmed === '') return { segments: [] };
   const segments = trimmed.split('/');
@@ -127,8 +132,15 @@ function validateUploadRequest(input: UploadRequest, store: ObjectStore) {
   if (!isValidMediaType(input.contentType)) {
     issues.push({ path: 'body.contentType', message: 'must be a valid MIME type such as "text/plain"' });
   }
-  if (!Number.isInteger(input.sizeBytes) || input.sizeBytes < 0 || input.sizeBytes > PROJECT_FILE_LIMITS.maxFileBytes) {
-    issues.push({ path: 'body.sizeBytes', message: `must be an integer from 0 to ${PROJECT_FILE_LIMITS.maxFileBytes}` });
+  if (
+    !Number.isInteger(input.sizeBytes) ||
+    input.sizeBytes < 0 ||
+    input.sizeBytes > PROJECT_FILE_LIMITS.maxFileBytes
+  ) {
+    issues.push({
+      path: 'body.sizeBytes',
+      message: `must be an integer from 0 to ${PROJECT_FILE_LIMITS.maxFileBytes}`,
+    });
   }
   const folder = parseFolder(input.folder ?? '', store);
   if ('problem' in folder) issues.push({ path: 'body.folder', message: folder.problem });
@@ -146,7 +158,12 @@ function quotaError(kind: 'files' | 'bytes', details: Record<string, unknown>) {
     kind === 'files'
       ? `A project holds at most ${PROJECT_FILE_LIMITS.maxFiles} files`
       : `A project holds at most ${PROJECT_FILE_LIMITS.maxProjectBytes} bytes (500 MB)`,
-    { limit: kind, maxFiles: PROJECT_FILE_LIMITS.maxFiles, maxBytes: PROJECT_FILE_LIMITS.maxProjectBytes, ...details },
+    {
+      limit: kind,
+      maxFiles: PROJECT_FILE_LIMITS.maxFiles,
+      maxBytes: PROJECT_FILE_LIMITS.maxProjectBytes,
+      ...details,
+    },
   );
 }
 
@@ -197,7 +214,11 @@ export interface SyncResult {
   updated: number;
 }
 
-async function mapWithConcurrency<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+async function mapWithConcurrency<T, R>(
+  items: T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const worker = async () => {
@@ -225,7 +246,11 @@ async function mediaTypeOf(store: ObjectStore, info: ObjectInfo, name: string): 
  * New objects beyond the file or byte quota are left unregistered: 409 with the counts and
  * the paths left out.
  */
-export async function syncProjectFiles(deps: ProjectFileDeps, workspaceId: string, projectId: string): Promise<SyncResult> {
+export async function syncProjectFiles(
+  deps: ProjectFileDeps,
+  workspaceId: string,
+  projectId: string,
+): Promise<SyncResult> {
   const { db, store } = deps;
   await requireProject(db, workspaceId, projectId);
   const prefix = projectStoragePrefix(workspaceId, projectId);
@@ -336,8 +361,7 @@ export async function listProjectFiles(
 }
 
 export type TreeNode =
-  | { kind: 'folder'; name: string; path: string; children: TreeNode[] }
-  | ({ kind: 'file' } & ProjectFileView);
+  { kind: 'folder'; name: string; path: string; children: TreeNode[] } | ({ kind: 'file' } & ProjectFileView);
 
 const byName = (a: { name: string }, b: { name: string }) => {
   const la = a.name.toLowerCase();
@@ -398,17 +422,25 @@ export async function createDownloadUrl(
   options: { origin?: string } = {},
 ) {
   const row = await requireFile(deps.db, workspaceId, projectId, fileId);
-  const downloadUrl = await deps.store.createDownloadUrl(projectStoragePrefix(workspaceId, projectId) + row.path, {
-    filename: row.name,
-    contentType: row.mime_type,
-    expiresInSeconds: PROJECT_FILE_LIMITS.downloadUrlSeconds,
-    origin: options.origin,
-  });
+  const downloadUrl = await deps.store.createDownloadUrl(
+    projectStoragePrefix(workspaceId, projectId) + row.path,
+    {
+      filename: row.name,
+      contentType: row.mime_type,
+      expiresInSeconds: PROJECT_FILE_LIMITS.downloadUrlSeconds,
+      origin: options.origin,
+    },
+  );
   return { downloadUrl, filename: row.name, contentType: row.mime_type, sizeBytes: Number(row.size_bytes) };
 }
 
 /** Removes the object, then the record; a file already deleted is not found. */
-export async function deleteProjectFile(deps: ProjectFileDeps, workspaceId: string, projectId: string, fileId: string) {
+export async function deleteProjectFile(
+  deps: ProjectFileDeps,
+  workspaceId: string,
+  projectId: string,
+  fileId: string,
+) {
   const row = await requireFile(deps.db, workspaceId, projectId, fileId);
   await deps.store.delete(projectStoragePrefix(workspaceId, projectId) + row.path);
   if (!(await deleteProjectFileRow(deps.db, workspaceId, projectId, fileId))) throw errors.notFound('File');
@@ -437,7 +469,9 @@ export async function listProjectFilesForContext(
   const prefix = projectStoragePrefix(workspaceId, projectId);
   return rows
     .map((row) => ({ ...projectFileView(row), storagePath: prefix + row.path }))
-    .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.path < b.path ? -1 : 1));
+    .sort((a, b) =>
+      a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.path < b.path ? -1 : 1,
+    );
 }
 
 /**

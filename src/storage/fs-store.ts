@@ -47,9 +47,12 @@ export class MeteredStream extends Transform {
     this.bytes += chunk.length;
     if (this.maxBytes !== undefined && this.bytes > this.maxBytes) {
       callback(
-        errors.payloadTooLarge(`The body is larger than the declared ${this.maxBytes} bytes; nothing was stored`, {
-          maxBytes: this.maxBytes,
-        }),
+        errors.payloadTooLarge(
+          `The body is larger than the declared ${this.maxBytes} bytes; nothing was stored`,
+          {
+            maxBytes: this.maxBytes,
+          },
+        ),
       );
       return;
     }
@@ -156,7 +159,13 @@ export class FsObjectStore implements ObjectStore {
       await fs.writeFile(tmpMeta, JSON.stringify(sidecar), { mode: 0o600 });
       await this.moveIntoPlace(key, tmpMeta, metaPath);
       await this.moveIntoPlace(key, tmpData, dataPath);
-      return { key, size: stat.size, etag: sidecar.etag, lastModified: stat.mtime, contentType: options.contentType };
+      return {
+        key,
+        size: stat.size,
+        etag: sidecar.etag,
+        lastModified: stat.mtime,
+        contentType: options.contentType,
+      };
     } finally {
       await Promise.all([fs.rm(tmpData, { force: true }), fs.rm(tmpMeta, { force: true })]);
     }
@@ -191,7 +200,12 @@ export class FsObjectStore implements ObjectStore {
         if (isCode(error, 'ENOENT') && attempt === 0) continue;
         if (isCode(error, 'ENOTDIR', 'EISDIR', 'EEXIST', 'ENOTEMPTY')) throw pathConflict(key, error);
         if (isCode(error, 'ENAMETOOLONG')) {
-          throw new ApiError('bad_request', 'The storage path is too long for this file system', { storagePath: key }, { cause: error });
+          throw new ApiError(
+            'bad_request',
+            'The storage path is too long for this file system',
+            { storagePath: key },
+            { cause: error },
+          );
         }
         throw error;
       }
@@ -208,7 +222,8 @@ export class FsObjectStore implements ObjectStore {
     }
     if (!stat.isFile()) return null;
     const sidecar = await this.readSidecar(key);
-    const current = sidecar && sidecar.size === stat.size && sidecar.mtimeMs === stat.mtimeMs ? sidecar : undefined;
+    const current =
+      sidecar && sidecar.size === stat.size && sidecar.mtimeMs === stat.mtimeMs ? sidecar : undefined;
     return {
       key,
       size: stat.size,
@@ -260,7 +275,9 @@ export class FsObjectStore implements ObjectStore {
       throw error;
     }
     const files = entries.filter((e) => e.isFile());
-    const infos = await Promise.all(files.map((e) => this.info(`${keyPrefix}${e.name}`, path.join(dir, e.name))));
+    const infos = await Promise.all(
+      files.map((e) => this.info(`${keyPrefix}${e.name}`, path.join(dir, e.name))),
+    );
     for (const info of infos) if (info) yield info;
     for (const entry of entries) {
       if (entry.isDirectory()) yield* this.walk(path.join(dir, entry.name), `${keyPrefix}${entry.name}/`);

@@ -47,7 +47,10 @@ export interface ObjectStore {
   readonly kind: 'fs' | 's3';
   /** Stores a stream under `key`, atomically: a failed or oversized write leaves nothing behind. */
   put(key: string, body: Readable, options: PutOptions): Promise<ObjectInfo>;
-  get(key: string, range?: { start: number; end?: number }): Promise<{ body: Readable; info: ObjectInfo } | null>;
+  get(
+    key: string,
+    range?: { start: number; end?: number },
+  ): Promise<{ body: Readable; info: ObjectInfo } | null>;
   head(key: string): Promise<ObjectInfo | null>;
   /** Every object whose key starts with `prefix`. */
   list(prefix: string): AsyncIterable<ObjectInfo>;

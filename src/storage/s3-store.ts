@@ -80,7 +80,11 @@ class S3UploadSink extends Writable {
   private async flushPart(): Promise<void> {
     if (!this.uploadId) {
       const created = await this.client.send(
-        new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: this.key, ContentType: this.options.contentType }),
+        new CreateMultipartUploadCommand({
+          Bucket: this.bucket,
+          Key: this.key,
+          ContentType: this.options.contentType,
+        }),
       );
       this.uploadId = created.UploadId;
     }
@@ -137,7 +141,9 @@ class S3UploadSink extends Writable {
     this.chunks = [];
     if (error && this.uploadId) {
       this.client
-        .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.uploadId }))
+        .send(
+          new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.uploadId }),
+        )
         .catch(() => {})
         .finally(() => callback(error));
       return;
@@ -181,10 +187,19 @@ export class S3ObjectStore implements ObjectStore {
     const meter = new MeteredStream(limit.length > 0 ? Math.min(...limit) : undefined);
     const sink = new S3UploadSink(this.client, this.bucket, key, options);
     await copyInto(body, meter, sink);
-    return { key, size: sink.total, etag: sink.etag, lastModified: this.options.clock(), contentType: options.contentType };
+    return {
+      key,
+      size: sink.total,
+      etag: sink.etag,
+      lastModified: this.options.clock(),
+      contentType: options.contentType,
+    };
   }
 
-  async get(key: string, range?: { start: number; end?: number }): Promise<{ body: Readable; info: ObjectInfo } | null> {
+  async get(
+    key: string,
+    range?: { start: number; end?: number },
+  ): Promise<{ body: Readable; info: ObjectInfo } | null> {
     keySegments(key);
     try {
       const result = await this.client.send(

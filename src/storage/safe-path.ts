@@ -1,7 +1,10 @@
 import path from 'node:path';
 
 export class UnsafePathError extends Error {
-  constructor(readonly key: string, reason: string) {
+  constructor(
+    readonly key: string,
+    reason: string,
+  ) {
     super(`Unsafe storage path: ${reason}`);
     this.name = 'UnsafePathError';
   }

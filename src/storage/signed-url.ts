@@ -78,7 +78,8 @@ export function createSignedUrl(origin: string, secret: string, fields: SignedFi
   return `${origin.replace(/\/+$/, '')}${STORAGE_ROUTE_PREFIX}${encodeKeyPath(fields.key)}?${query.toString()}`;
 }
 
-const invalid = () => new ApiError('invalid_signature', 'The signed URL is invalid or has been tampered with');
+const invalid = () =>
+  new ApiError('invalid_signature', 'The signed URL is invalid or has been tampered with');
 
 /**
  * Checks a signed URL's query against the method and storage path of the request. A signature
@@ -97,7 +98,8 @@ export function verifySignedUrl(
   const signature = text(PARAM.signature);
   const sizeRaw = text(PARAM.sizeBytes);
   const filename = text(PARAM.filename);
-  if (contentType === undefined || !expiresRaw || !signature || !/^\d{1,12}$/.test(expiresRaw)) throw invalid();
+  if (contentType === undefined || !expiresRaw || !signature || !/^\d{1,12}$/.test(expiresRaw))
+    throw invalid();
   if (sizeRaw !== undefined && !/^\d{1,15}$/.test(sizeRaw)) throw invalid();
   const fields: SignedFields = {
     method,

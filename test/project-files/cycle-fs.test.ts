@@ -31,7 +31,11 @@ describe(`project files, whole cycle over a listening server, fs storage (${engi
     expect(storagePath).toBe('projects/wsp_main/prj_docs/docs/specs/spec one.md');
     expect(uploadUrl.startsWith(`${origin}/storage/objects/`)).toBe(true);
 
-    const put = await fetch(uploadUrl, { method: 'PUT', headers: { 'content-type': 'text/markdown' }, body: bytes });
+    const put = await fetch(uploadUrl, {
+      method: 'PUT',
+      headers: { 'content-type': 'text/markdown' },
+      body: bytes,
+    });
     expect(put.status).toBe(200);
 
     const synced = await api('POST', '/projects/prj_docs/files/sync');
@@ -60,12 +64,18 @@ describe(`project files, whole cycle over a listening server, fs storage (${engi
         kind: 'folder',
         name: 'docs',
         path: 'docs',
-        children: [{ kind: 'folder', name: 'specs', path: 'docs/specs', children: [{ kind: 'file', ...file }] }],
+        children: [
+          { kind: 'folder', name: 'specs', path: 'docs/specs', children: [{ kind: 'file', ...file }] },
+        ],
       },
     ]);
 
     const download = (await (await api('GET', `/projects/prj_docs/files/${file.id}/download`)).json()).data;
-    expect(download).toMatchObject({ filename: 'spec one.md', contentType: 'text/markdown', sizeBytes: bytes.length });
+    expect(download).toMatchObject({
+      filename: 'spec one.md',
+      contentType: 'text/markdown',
+      sizeBytes: bytes.length,
+    });
     const got = await fetch(download.downloadUrl);
     expect(got.status).toBe(200);
     expect(got.headers.get('content-type')).toBe('text/markdown');

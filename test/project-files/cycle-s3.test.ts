@@ -10,7 +10,10 @@ let t: Awaited<ReturnType<typeof createTestApp>>;
 let origin: string;
 beforeAll(async () => {
   s3 = await startS3rver();
-  t = await createTestApp({ setup: TENANCY_SETUP, store: () => new S3ObjectStore(s3.config, { clock: systemClock }) });
+  t = await createTestApp({
+    setup: TENANCY_SETUP,
+    store: () => new S3ObjectStore(s3.config, { clock: systemClock }),
+  });
   origin = await t.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {
@@ -45,7 +48,11 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
     );
     expect(signed.searchParams.get('X-Amz-Expires')).toBe('900');
 
-    const put = await fetch(uploadUrl, { method: 'PUT', headers: { 'content-type': 'text/csv' }, body: bytes });
+    const put = await fetch(uploadUrl, {
+      method: 'PUT',
+      headers: { 'content-type': 'text/csv' },
+      body: bytes,
+    });
     expect(put.status).toBe(200);
 
     expect((await (await api('POST', '/projects/prj_docs/files/sync')).json()).data).toEqual({
@@ -55,15 +62,25 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
     });
     const { files } = (await (await api('GET', '/projects/prj_docs/files')).json()).data;
     expect(files).toHaveLength(1);
-    expect(files[0]).toMatchObject({ name: 'data.csv', path: 'tables/data.csv', mimeType: 'text/csv', sizeBytes: bytes.length });
+    expect(files[0]).toMatchObject({
+      name: 'data.csv',
+      path: 'tables/data.csv',
+      mimeType: 'text/csv',
+      sizeBytes: bytes.length,
+    });
 
     const tree = (await (await api('GET', '/projects/prj_docs/files?tree=true')).json()).data.tree;
     expect(tree).toEqual([
       { kind: 'folder', name: 'tables', path: 'tables', children: [{ kind: 'file', ...files[0] }] },
     ]);
 
-    const download = (await (await api('GET', `/projects/prj_docs/files/${files[0].id}/download`)).json()).data;
-    expect(download).toMatchObject({ filename: 'data.csv', contentType: 'text/csv', sizeBytes: bytes.length });
+    const download = (await (await api('GET', `/projects/prj_docs/files/${files[0].id}/download`)).json())
+      .data;
+    expect(download).toMatchObject({
+      filename: 'data.csv',
+      contentType: 'text/csv',
+      sizeBytes: bytes.length,
+    });
     expect(new URL(download.downloadUrl).searchParams.get('X-Amz-Expires')).toBe('14400');
     const got = await fetch(download.downloadUrl);
     expect(got.status).toBe(200);
@@ -83,21 +100,41 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
         })
       ).json()
     ).data;
-    expect((await fetch(again.uploadUrl, { method: 'PUT', headers: { 'content-type': 'text/csv' }, body: replacement })).status).toBe(200);
-    expect((await (await api('POST', '/projects/prj_docs/files/sync')).json()).data).toEqual({ added: 0, removed: 0, updated: 1 });
+    expect(
+      (
+        await fetch(again.uploadUrl, {
+          method: 'PUT',
+          headers: { 'content-type': 'text/csv' },
+          body: replacement,
+        })
+      ).status,
+    ).toBe(200);
+    expect((await (await api('POST', '/projects/prj_docs/files/sync')).json()).data).toEqual({
+      added: 0,
+      removed: 0,
+      updated: 1,
+    });
     const relisted = (await (await api('GET', '/projects/prj_docs/files')).json()).data.files;
     expect(relisted).toEqual([expect.objectContaining({ id: files[0].id, sizeBytes: replacement.length })]);
 
     expect((await api('DELETE', `/projects/prj_docs/files/${files[0].id}`)).status).toBe(200);
     expect((await api('DELETE', `/projects/prj_docs/files/${files[0].id}`)).status).toBe(404);
     expect(await t.store.head(storagePath)).toBeNull();
-    expect((await (await api('POST', '/projects/prj_docs/files/sync')).json()).data).toEqual({ added: 0, removed: 0, updated: 0 });
+    expect((await (await api('POST', '/projects/prj_docs/files/sync')).json()).data).toEqual({
+      added: 0,
+      removed: 0,
+      updated: 0,
+    });
   });
 
   it('refuses an expired presigned upload URL', async () => {
     const past = new Date(Date.now() - 60 * 60 * 1000);
     const store = new S3ObjectStore(s3.config, { clock: () => past });
-    const url = await store.createUploadUrl('projects/x/y/z.txt', { contentType: 'text/plain', sizeBytes: 2, expiresInSeconds: 900 });
+    const url = await store.createUploadUrl('projects/x/y/z.txt', {
+      contentType: 'text/plain',
+      sizeBytes: 2,
+      expiresInSeconds: 900,
+    });
     const put = await fetch(url, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'hi' });
     expect(put.status).toBe(403);
     expect(await store.head('projects/x/y/z.txt')).toBeNull();
@@ -107,9 +144,13 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
     const { Readable } = await import('node:stream');
     const big = Buffer.alloc(9 * 1024 * 1024 + 123, 7);
     big.write('head', 0);
-    const info = await t.store.put('scratch/big.bin', Readable.from([big.subarray(0, 5_000_000), big.subarray(5_000_000)]), {
-      contentType: 'application/octet-stream',
-    });
+    const info = await t.store.put(
+      'scratch/big.bin',
+      Readable.from([big.subarray(0, 5_000_000), big.subarray(5_000_000)]),
+      {
+        contentType: 'application/octet-stream',
+      },
+    );
     expect(info.size).toBe(big.length);
     expect((await t.store.head('scratch/big.bin'))?.size).toBe(big.length);
     const part = await t.store.get('scratch/big.bin', { start: 0, end: 3 });
@@ -117,7 +158,10 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
     for await (const chunk of part!.body) text += Buffer.from(chunk as Uint8Array).toString();
     expect(text).toBe('head');
     await expect(
-      t.store.put('scratch/over.bin', Readable.from([Buffer.alloc(100)]), { contentType: 'a/b', maxBytes: 10 }),
+      t.store.put('scratch/over.bin', Readable.from([Buffer.alloc(100)]), {
+        contentType: 'a/b',
+        maxBytes: 10,
+      }),
     ).rejects.toMatchObject({ code: 'payload_too_large' });
     expect(await t.store.head('scratch/over.bin')).toBeNull();
     await t.store.deletePrefix('scratch/');

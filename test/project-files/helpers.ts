@@ -10,7 +10,8 @@ export const PREFIX = `projects/${WORKSPACE}/${PROJECT}/`;
 export function filesApi(app: FastifyInstance, projectId = PROJECT, headers: Record<string, string> = OWNER) {
   const base = `/v1/projects/${projectId}/files`;
   return {
-    requestUpload: (body: unknown) => app.inject({ method: 'POST', url: `${base}/upload`, headers, payload: body as object }),
+    requestUpload: (body: unknown) =>
+      app.inject({ method: 'POST', url: `${base}/upload`, headers, payload: body as object }),
     sync: () => app.inject({ method: 'POST', url: `${base}/sync`, headers }),
     list: (query = '') => app.inject({ method: 'GET', url: `${base}${query}`, headers }),
     download: (fileId: string) => app.inject({ method: 'GET', url: `${base}/${fileId}/download`, headers }),

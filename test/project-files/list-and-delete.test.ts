@@ -1,7 +1,11 @@
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import { buildFileTree, listProjectFilesForContext, readProjectFileBytes } from '../../src/services/project-files.js';
+import {
+  buildFileTree,
+  listProjectFilesForContext,
+  readProjectFileBytes,
+} from '../../src/services/project-files.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 import { filesApi } from './helpers.js';
@@ -13,12 +17,21 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 async function newProject(name: string, key: string = KEYS.mainOwner): Promise<string> {
-  const res = await t.app.inject({ method: 'POST', url: '/v1/projects', headers: { 'x-service-api-key': key }, payload: { name } });
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/v1/projects',
+    headers: { 'x-service-api-key': key },
+    payload: { name },
+  });
   return res.json().data.project.id;
 }
 
 /** Records with chosen paths and updatedAt, straight in the database. */
-async function insertRecords(projectId: string, entries: Array<{ path: string; updatedAt?: string; id?: string }>, workspaceId = 'wsp_main') {
+async function insertRecords(
+  projectId: string,
+  entries: Array<{ path: string; updatedAt?: string; id?: string }>,
+  workspaceId = 'wsp_main',
+) {
   const rows = entries.map((entry, i) => ({
     id: entry.id ?? newId('fil'),
     workspace_id: workspaceId,
@@ -48,7 +61,12 @@ describe(`GET /v1/projects/{projectId}/files (${engineName})`, () => {
     ]);
     const api = filesApi(t.app, projectId);
     const all = (await api.list()).json().data;
-    expect(all.files.map((f: { path: string }) => f.path)).toEqual(['new.txt', 'tie-b.txt', 'tie-a.txt', 'old.txt']);
+    expect(all.files.map((f: { path: string }) => f.path)).toEqual([
+      'new.txt',
+      'tie-b.txt',
+      'tie-a.txt',
+      'old.txt',
+    ]);
     expect(all.pagination).toEqual({ total: 4, limit: 4, offset: 0 });
     const page = (await api.list('?limit=2&offset=1')).json().data;
     expect(page.files.map((f: { path: string }) => f.path)).toEqual(['tie-b.txt', 'tie-a.txt']);
@@ -59,18 +77,27 @@ describe(`GET /v1/projects/{projectId}/files (${engineName})`, () => {
     expect((await api.list('?offset=10')).json().data.files).toEqual([]);
   });
 
-  it.each([['limit=0'], ['limit=101'], ['limit=-1'], ['limit=abc'], ['limit=1.5'], ['offset=-1'], ['offset=x'], ['tree=maybe']])(
-    'refuses the query %s with 400',
-    async (query) => {
-      const res = await filesApi(t.app).list(`?${query}`);
-      expect(res.statusCode).toBe(400);
-      expect(res.json().code).toBe('bad_request');
-    },
-  );
+  it.each([
+    ['limit=0'],
+    ['limit=101'],
+    ['limit=-1'],
+    ['limit=abc'],
+    ['limit=1.5'],
+    ['offset=-1'],
+    ['offset=x'],
+    ['tree=maybe'],
+  ])('refuses the query %s with 400', async (query) => {
+    const res = await filesApi(t.app).list(`?${query}`);
+    expect(res.statusCode).toBe(400);
+    expect(res.json().code).toBe('bad_request');
+  });
 
   it('returns an empty list with total 0 for a project without files', async () => {
     const projectId = await newProject('Empty');
-    expect((await filesApi(t.app, projectId).list()).json().data).toEqual({ files: [], pagination: { total: 0, limit: 0, offset: 0 } });
+    expect((await filesApi(t.app, projectId).list()).json().data).toEqual({
+      files: [],
+      pagination: { total: 0, limit: 0, offset: 0 },
+    });
     expect((await filesApi(t.app, projectId).list('?tree=true')).json().data).toEqual({ tree: [] });
   });
 
@@ -87,13 +114,19 @@ describe(`GET /v1/projects/{projectId}/files (${engineName})`, () => {
     ]);
     const res = await filesApi(t.app, projectId).list('?tree=true&limit=1&offset=5');
     expect(res.statusCode).toBe(200);
-    const shape = (nodes: any[]): unknown =>
-      nodes.map((n) => (n.kind === 'folder' ? { [`${n.path}/`]: shape(n.children) } : n.path));
+    type Node = { kind: string; path: string; children?: Node[] };
+    const shape = (nodes: Node[]): unknown =>
+      nodes.map((n) => (n.kind === 'folder' ? { [`${n.path}/`]: shape(n.children!) } : n.path));
     expect(shape(res.json().data.tree)).toEqual([
       { 'assets/': ['assets/logo.png'] },
       {
         'docs/': [
-          { 'docs/specs/': [{ 'docs/specs/deep/': [{ 'docs/specs/deep/er/': ['docs/specs/deep/er/x.md'] }] }, 'docs/specs/api.md'] },
+          {
+            'docs/specs/': [
+              { 'docs/specs/deep/': [{ 'docs/specs/deep/er/': ['docs/specs/deep/er/x.md'] }] },
+              'docs/specs/api.md',
+            ],
+          },
           { 'docs/Zed/': ['docs/Zed/a.txt'] },
           'docs/readme.md',
         ],
@@ -103,14 +136,41 @@ describe(`GET /v1/projects/{projectId}/files (${engineName})`, () => {
     ]);
     const folder = res.json().data.tree[0];
     expect(folder).toMatchObject({ kind: 'folder', name: 'assets', path: 'assets' });
-    expect(folder.children[0]).toMatchObject({ kind: 'file', name: 'logo.png', path: 'assets/logo.png', projectId, type: 'uploaded' });
-    expect(Object.keys(folder.children[0]).sort()).toEqual(
-      ['createdAt', 'id', 'kind', 'mimeType', 'name', 'path', 'projectId', 'sizeBytes', 'syncedAt', 'type', 'updatedAt'],
-    );
+    expect(folder.children[0]).toMatchObject({
+      kind: 'file',
+      name: 'logo.png',
+      path: 'assets/logo.png',
+      projectId,
+      type: 'uploaded',
+    });
+    expect(Object.keys(folder.children[0]).sort()).toEqual([
+      'createdAt',
+      'id',
+      'kind',
+      'mimeType',
+      'name',
+      'path',
+      'projectId',
+      'sizeBytes',
+      'syncedAt',
+      'type',
+      'updatedAt',
+    ]);
   });
 
   it('builds the tree from paths alone (unit)', () => {
-    const file = (p: string) => ({ id: p, projectId: 'p', name: p.split('/').pop()!, path: p, mimeType: 'a/b', sizeBytes: 0, type: 'uploaded', createdAt: '', updatedAt: '', syncedAt: '' });
+    const file = (p: string) => ({
+      id: p,
+      projectId: 'p',
+      name: p.split('/').pop()!,
+      path: p,
+      mimeType: 'a/b',
+      sizeBytes: 0,
+      type: 'uploaded',
+      createdAt: '',
+      updatedAt: '',
+      syncedAt: '',
+    });
     const tree = buildFileTree([file('b/c.txt'), file('a.txt'), file('b/a/d.txt')]);
     expect(tree.map((n) => `${n.kind}:${n.path}`)).toEqual(['folder:b', 'file:a.txt']);
   });
@@ -120,7 +180,10 @@ describe(`GET /v1/projects/{projectId}/files (${engineName})`, () => {
       expect((await filesApi(t.app, projectId).list()).statusCode, projectId).toBe(404);
       expect((await filesApi(t.app, projectId).list('?tree=true')).statusCode, projectId).toBe(404);
     }
-    const orgKey = filesApi(t.app, 'prj_other', { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'wsp_main' });
+    const orgKey = filesApi(t.app, 'prj_other', {
+      'x-service-api-key': KEYS.acmeOrg,
+      'x-workspace-id': 'wsp_main',
+    });
     expect((await orgKey.list()).statusCode).toBe(404);
   });
 });
@@ -159,7 +222,11 @@ describe(`download URL and delete (${engineName})`, () => {
     expect(await t.store.head(key)).toBeNull();
     expect((await filesApi(t.app, projectId).remove(file.id)).statusCode).toBe(404);
     expect((await filesApi(t.app, projectId).download(file.id)).statusCode).toBe(404);
-    expect((await filesApi(t.app, projectId).sync()).json().data).toEqual({ added: 0, removed: 0, updated: 0 });
+    expect((await filesApi(t.app, projectId).sync()).json().data).toEqual({
+      added: 0,
+      removed: 0,
+      updated: 0,
+    });
   });
 });
 
@@ -167,7 +234,9 @@ describe(`reading project files from other modules (${engineName})`, () => {
   it('lists records with storage paths and reads a bounded prefix of their bytes', async () => {
     const projectId = await newProject('Context');
     const prefix = `projects/wsp_main/${projectId}/`;
-    await t.store.put(`${prefix}notes.md`, Readable.from([Buffer.from('# Notes\nline two\n')]), { contentType: 'text/markdown' });
+    await t.store.put(`${prefix}notes.md`, Readable.from([Buffer.from('# Notes\nline two\n')]), {
+      contentType: 'text/markdown',
+    });
     await t.store.put(`${prefix}empty.txt`, Readable.from([]), { contentType: 'text/plain' });
     await filesApi(t.app, projectId).sync();
     const records = await listProjectFilesForContext(t.env.database.db, t.store, 'wsp_main', projectId);

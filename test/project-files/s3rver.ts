@@ -8,7 +8,13 @@ import type { S3StorageConfig } from '../../src/storage/s3-store.js';
 /** A local S3-compatible server (s3rver) on a random port with one bucket, for tests and benches. */
 export async function startS3rver(bucket = 'atrium-test') {
   const directory = mkdtempSync(path.join(tmpdir(), 'atrium-s3rver-'));
-  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: bucket }] });
+  const server = new S3rver({
+    port: 0,
+    address: '127.0.0.1',
+    silent: true,
+    directory,
+    configureBuckets: [{ name: bucket }],
+  });
   const address = (await server.run()) as AddressInfo;
   const config: S3StorageConfig = {
     kind: 's3',

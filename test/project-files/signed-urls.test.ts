@@ -23,18 +23,27 @@ async function requestUploadUrl(filename: string, sizeBytes: number, contentType
 }
 
 const put = (url: string, body: string | Buffer, contentType = 'text/plain') =>
-  t.app.inject({ method: 'PUT', url: injectable(url), headers: { 'content-type': contentType }, payload: body });
+  t.app.inject({
+    method: 'PUT',
+    url: injectable(url),
+    headers: { 'content-type': contentType },
+    payload: body,
+  });
 
 const flipFirst = (text: string) => `${text[0] === 'A' ? 'B' : 'A'}${text.slice(1)}`;
 
 /** A chunked PUT with no Content-Length, so the server only learns the size while streaming. */
 function chunkedPut(url: string, chunks: Buffer[], contentType: string) {
   return new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const request = http.request(url, { method: 'PUT', headers: { 'content-type': contentType } }, (response) => {
-      let body = '';
-      response.on('data', (chunk) => (body += chunk));
-      response.on('end', () => resolve({ status: response.statusCode!, body }));
-    });
+    const request = http.request(
+      url,
+      { method: 'PUT', headers: { 'content-type': contentType } },
+      (response) => {
+        let body = '';
+        response.on('data', (chunk) => (body += chunk));
+        response.on('end', () => resolve({ status: response.statusCode!, body }));
+      },
+    );
     // The server answers 413 and closes while we still write: a write error (EPIPE) is expected
     // then, and the answer is still read, as curl does.
     request.on('error', (error) => setTimeout(() => reject(error), 1000));
@@ -67,7 +76,10 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     const { uploadUrl, storagePath } = await requestUploadUrl('wrong-type.txt', 5);
     const res = await put(uploadUrl, 'hello', 'application/json');
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toMatchObject({ code: 'bad_request', details: { expected: 'text/plain', received: 'application/json' } });
+    expect(res.json()).toMatchObject({
+      code: 'bad_request',
+      details: { expected: 'text/plain', received: 'application/json' },
+    });
     const none = await t.app.inject({ method: 'PUT', url: injectable(uploadUrl), payload: 'hello' });
     expect(none.statusCode).toBe(400);
     expect(await t.store.head(storagePath)).toBeNull();
@@ -82,9 +94,17 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
   });
 
   it('aborts a streamed body that grows past the declared size with 413 over a real connection, storing nothing', async () => {
-    const { uploadUrl, storagePath } = await requestUploadUrl('streamed.bin', 100_000, 'application/octet-stream');
+    const { uploadUrl, storagePath } = await requestUploadUrl(
+      'streamed.bin',
+      100_000,
+      'application/octet-stream',
+    );
     const chunks = Array.from({ length: 20 }, () => Buffer.alloc(16 * 1024, 1)); // 320 KiB
-    const res = await chunkedPut(uploadUrl.replace(/^http:\/\/[^/]+/, origin), chunks, 'application/octet-stream');
+    const res = await chunkedPut(
+      uploadUrl.replace(/^http:\/\/[^/]+/, origin),
+      chunks,
+      'application/octet-stream',
+    );
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body).code).toBe('payload_too_large');
     expect(await t.store.head(storagePath)).toBeNull();
@@ -93,7 +113,11 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
   it('refuses a body shorter than declared with 400, storing nothing', async () => {
     const { uploadUrl, storagePath } = await requestUploadUrl('short.txt', 50);
     expect((await put(uploadUrl, 'hello')).statusCode).toBe(400);
-    const streamed = await chunkedPut(uploadUrl.replace(/^http:\/\/[^/]+/, origin), [Buffer.from('hello')], 'text/plain');
+    const streamed = await chunkedPut(
+      uploadUrl.replace(/^http:\/\/[^/]+/, origin),
+      [Buffer.from('hello')],
+      'text/plain',
+    );
     expect(streamed.status).toBe(400);
     expect(await t.store.head(storagePath)).toBeNull();
   });
@@ -110,7 +134,11 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     for (const [param, value] of variants) {
       const tampered = new URL(uploadUrl);
       tampered.searchParams.set(param, value);
-      const res = await put(tampered.toString(), param === 'size' ? 'hello!' : 'hello', param === 'contentType' ? 'text/html' : 'text/plain');
+      const res = await put(
+        tampered.toString(),
+        param === 'size' ? 'hello!' : 'hello',
+        param === 'contentType' ? 'text/html' : 'text/plain',
+      );
       expect(res.statusCode, param).toBe(403);
       expect(res.json().code, param).toBe('invalid_signature');
     }
@@ -154,9 +182,13 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
   it('does not accept an upload URL for a download, nor the reverse', async () => {
     const { uploadUrl } = await requestUploadUrl('methods.txt', 5);
     expect((await put(uploadUrl, 'hello')).statusCode).toBe(200);
-    expect((await t.app.inject({ method: 'GET', url: injectable(uploadUrl) })).json().code).toBe('invalid_signature');
+    expect((await t.app.inject({ method: 'GET', url: injectable(uploadUrl) })).json().code).toBe(
+      'invalid_signature',
+    );
     await filesApi(t.app).sync();
-    const file = (await filesApi(t.app).list()).json().data.files.find((f: { name: string }) => f.name === 'methods.txt');
+    const file = (await filesApi(t.app).list())
+      .json()
+      .data.files.find((f: { name: string }) => f.name === 'methods.txt');
     const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
     expect((await put(downloadUrl, 'hello')).json().code).toBe('invalid_signature');
   });
@@ -165,7 +197,9 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     const { uploadUrl } = await requestUploadUrl('range.txt', 10);
     expect((await put(uploadUrl, '0123456789')).statusCode).toBe(200);
     await filesApi(t.app).sync();
-    const file = (await filesApi(t.app).list()).json().data.files.find((f: { name: string }) => f.name === 'range.txt');
+    const file = (await filesApi(t.app).list())
+      .json()
+      .data.files.find((f: { name: string }) => f.name === 'range.txt');
     const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
     const get = (range?: string) =>
       t.app.inject({ method: 'GET', url: injectable(downloadUrl), headers: range ? { range } : {} });
@@ -175,7 +209,9 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     expect(whole.headers['content-type']).toBe('text/plain');
     expect(whole.headers['content-length']).toBe('10');
     expect(whole.headers['accept-ranges']).toBe('bytes');
-    expect(whole.headers['content-disposition']).toBe(`attachment; filename="range.txt"; filename*=UTF-8''range.txt`);
+    expect(whole.headers['content-disposition']).toBe(
+      `attachment; filename="range.txt"; filename*=UTF-8''range.txt`,
+    );
     expect(whole.body).toBe('0123456789');
 
     const cases: Array<[string, number, string, string | undefined]> = [
@@ -211,9 +247,14 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     const { uploadUrl } = await requestUploadUrl('dl.txt', 2);
     await put(uploadUrl, 'hi');
     await filesApi(t.app).sync();
-    const file = (await filesApi(t.app).list()).json().data.files.find((f: { name: string }) => f.name === 'dl.txt');
+    const file = (await filesApi(t.app).list())
+      .json()
+      .data.files.find((f: { name: string }) => f.name === 'dl.txt');
     const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
-    for (const [param, value] of [['filename', 'evil.html'], ['contentType', 'text/html']]) {
+    for (const [param, value] of [
+      ['filename', 'evil.html'],
+      ['contentType', 'text/html'],
+    ]) {
       const tampered = new URL(downloadUrl);
       tampered.searchParams.set(param!, value!);
       const res = await t.app.inject({ method: 'GET', url: injectable(tampered.toString()) });

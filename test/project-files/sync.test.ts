@@ -66,7 +66,9 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
     tick();
     expect((await sync(projectId)).body.data).toEqual({ added: 0, removed: 0, updated: 0 });
     const again = await files(projectId);
-    expect(again.map((f: { id: string }) => f.id).sort()).toEqual(listed.map((f: { id: string }) => f.id).sort());
+    expect(again.map((f: { id: string }) => f.id).sort()).toEqual(
+      listed.map((f: { id: string }) => f.id).sort(),
+    );
   });
 
   it('sets syncedAt on every present file, leaving updatedAt alone when nothing changed', async () => {
@@ -106,7 +108,11 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
     expect(after.updatedAt).toBe(now.toISOString());
     await putObject(projectId, 'r.txt', 'longer content', 'text/markdown');
     expect((await sync(projectId)).body.data).toEqual({ added: 0, removed: 0, updated: 1 });
-    expect((await files(projectId))[0]).toMatchObject({ id: before.id, sizeBytes: 14, mimeType: 'text/markdown' });
+    expect((await files(projectId))[0]).toMatchObject({
+      id: before.id,
+      sizeBytes: 14,
+      mimeType: 'text/markdown',
+    });
     expect((await sync(projectId)).body.data).toEqual({ added: 0, removed: 0, updated: 0 });
   });
 
@@ -114,7 +120,9 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
     const projectId = await newProject('Twice');
     const api = filesApi(t.app, projectId);
     for (const content of ['first', 'again']) {
-      const { uploadUrl } = (await api.requestUpload({ filename: 'twice.txt', contentType: 'text/plain', sizeBytes: 5 })).json().data;
+      const { uploadUrl } = (
+        await api.requestUpload({ filename: 'twice.txt', contentType: 'text/plain', sizeBytes: 5 })
+      ).json().data;
       const url = new URL(uploadUrl);
       const put = await t.app.inject({
         method: 'PUT',
@@ -149,7 +157,8 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
 
   it('answers 409 when objects put behind its back exceed 500 files, registering up to the limit', async () => {
     const projectId = await newProject('Too many objects');
-    for (let i = 0; i < 502; i++) writeBehindTheBack(projectId, `bulk/${String(i).padStart(3, '0')}.txt`, 'x');
+    for (let i = 0; i < 502; i++)
+      writeBehindTheBack(projectId, `bulk/${String(i).padStart(3, '0')}.txt`, 'x');
     const first = await sync(projectId);
     expect(first.status).toBe(409);
     expect(first.body).toMatchObject({
@@ -164,7 +173,11 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
     expect(second.status).toBe(409);
     expect(second.body.details).toMatchObject({ added: 0, notRegisteredCount: 2 });
     // Upload URLs are refused at the limit too.
-    const refused = await filesApi(t.app, projectId).requestUpload({ filename: 'n.txt', contentType: 'text/plain', sizeBytes: 1 });
+    const refused = await filesApi(t.app, projectId).requestUpload({
+      filename: 'n.txt',
+      contentType: 'text/plain',
+      sizeBytes: 1,
+    });
     expect(refused.statusCode).toBe(409);
   });
 
@@ -177,7 +190,10 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
     writeBehindTheBack(projectId, 'c.bin', 200 * MB);
     const res = await sync(projectId);
     expect(res.status).toBe(409);
-    expect(res.body).toMatchObject({ code: 'quota_exceeded', details: { added: 2, notRegisteredCount: 1, maxBytes: 500 * MB } });
+    expect(res.body).toMatchObject({
+      code: 'quota_exceeded',
+      details: { added: 2, notRegisteredCount: 1, maxBytes: 500 * MB },
+    });
     const listed = await files(projectId);
     expect(listed).toHaveLength(2);
     expect(listed.reduce((sum: number, f: { sizeBytes: number }) => sum + f.sizeBytes, 0)).toBe(400 * MB);

@@ -41,11 +41,17 @@ async function insertRecords(projectId: string, sizes: number[], pathOf = (i: nu
     synced_at: now,
   }));
   for (let i = 0; i < rows.length; i += 100) {
-    await t.env.database.db.insertInto('project_files').values(rows.slice(i, i + 100)).execute();
+    await t.env.database.db
+      .insertInto('project_files')
+      .values(rows.slice(i, i + 100))
+      .execute();
   }
 }
 
-function expectBadRequest(res: { statusCode: number; json(): any }, path: string) {
+function expectBadRequest(
+  res: { statusCode: number; json(): { code: string; details: { issues: { path: string }[] } } },
+  path: string,
+) {
   expect(res.statusCode, JSON.stringify(res.json())).toBe(400);
   const body = res.json();
   expect(body.code).toBe('bad_request');
@@ -111,7 +117,9 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
       'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
       'image/svg+xml',
     ]) {
-      expect((await filesApi(t.app).requestUpload({ ...valid, contentType })).statusCode, contentType).toBe(200);
+      expect((await filesApi(t.app).requestUpload({ ...valid, contentType })).statusCode, contentType).toBe(
+        200,
+      );
     }
   });
 
@@ -156,30 +164,54 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
   it('refuses a path that clashes with a registered file used as a folder, and vice versa', async () => {
     const projectId = await newProject('Clash');
     await insertRecords(projectId, [1, 1], (i) => ['report', 'docs/a.md'][i]!);
-    expectBadRequest(await filesApi(t.app, projectId).requestUpload({ ...valid, folder: 'report' }), 'body.filename');
-    expectBadRequest(await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'docs' }), 'body.filename');
+    expectBadRequest(
+      await filesApi(t.app, projectId).requestUpload({ ...valid, folder: 'report' }),
+      'body.filename',
+    );
+    expectBadRequest(
+      await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'docs' }),
+      'body.filename',
+    );
   });
 
   it('answers 409 quota_exceeded for file 501, but lets an existing path be replaced', async () => {
     const projectId = await newProject('Full of files');
-    await insertRecords(projectId, Array.from({ length: 500 }, () => 1));
+    await insertRecords(
+      projectId,
+      Array.from({ length: 500 }, () => 1),
+    );
     const res = await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'one-more.txt' });
     expect(res.statusCode).toBe(409);
-    expect(res.json()).toMatchObject({ code: 'quota_exceeded', details: { limit: 'files', maxFiles: 500, files: 500 } });
+    expect(res.json()).toMatchObject({
+      code: 'quota_exceeded',
+      details: { limit: 'files', maxFiles: 500, files: 500 },
+    });
     const replace = await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'f7.txt' });
     expect(replace.statusCode).toBe(200);
   });
 
   it('answers 409 quota_exceeded past 500 MB, and accepts exactly 500 MB', async () => {
     const projectId = await newProject('Full of bytes');
-    await insertRecords(projectId, Array.from({ length: 10 }, () => 50 * MB - 1));
+    await insertRecords(
+      projectId,
+      Array.from({ length: 10 }, () => 50 * MB - 1),
+    );
     const free = 500 * MB - 10 * (50 * MB - 1); // 10 bytes left
     const over = await filesApi(t.app, projectId).requestUpload({ ...valid, sizeBytes: free + 1 });
     expect(over.statusCode).toBe(409);
-    expect(over.json()).toMatchObject({ code: 'quota_exceeded', details: { limit: 'bytes', maxBytes: 500 * MB } });
-    expect((await filesApi(t.app, projectId).requestUpload({ ...valid, sizeBytes: free })).statusCode).toBe(200);
+    expect(over.json()).toMatchObject({
+      code: 'quota_exceeded',
+      details: { limit: 'bytes', maxBytes: 500 * MB },
+    });
+    expect((await filesApi(t.app, projectId).requestUpload({ ...valid, sizeBytes: free })).statusCode).toBe(
+      200,
+    );
     // Replacing a file counts its new size instead of its old one.
-    const shrink = await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'f0.txt', sizeBytes: 50 * MB });
+    const shrink = await filesApi(t.app, projectId).requestUpload({
+      ...valid,
+      filename: 'f0.txt',
+      sizeBytes: 50 * MB,
+    });
     expect(shrink.statusCode).toBe(200);
   });
 
@@ -192,11 +224,17 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
   });
 
   it('lets an organization key act in a workspace named by x-workspace-id, and refuses it without one', async () => {
-    const withHeader = filesApi(t.app, 'prj_docs', { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'wsp_main' });
+    const withHeader = filesApi(t.app, 'prj_docs', {
+      'x-service-api-key': KEYS.acmeOrg,
+      'x-workspace-id': 'wsp_main',
+    });
     expect((await withHeader.requestUpload(valid)).statusCode).toBe(200);
     const without = filesApi(t.app, 'prj_docs', { 'x-service-api-key': KEYS.acmeOrg });
     expect((await without.requestUpload(valid)).statusCode).toBe(401);
-    const otherOrg = filesApi(t.app, 'prj_docs', { 'x-service-api-key': KEYS.globexOrg, 'x-workspace-id': 'wsp_main' });
+    const otherOrg = filesApi(t.app, 'prj_docs', {
+      'x-service-api-key': KEYS.globexOrg,
+      'x-workspace-id': 'wsp_main',
+    });
     expect((await otherOrg.requestUpload(valid)).statusCode).toBe(401);
     expect((await filesApi(t.app, 'prj_docs', {}).requestUpload(valid)).statusCode).toBe(401);
   });

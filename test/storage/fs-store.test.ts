@@ -10,7 +10,12 @@ let root: string;
 let store: FsObjectStore;
 beforeAll(() => {
   root = mkdtempSync(path.join(tmpdir(), 'atrium-fs-store-'));
-  store = new FsObjectStore({ root, signingSecret: 's', clock: () => new Date(), fallbackOrigin: 'http://127.0.0.1:1' });
+  store = new FsObjectStore({
+    root,
+    signingSecret: 's',
+    clock: () => new Date(),
+    fallbackOrigin: 'http://127.0.0.1:1',
+  });
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -37,7 +42,11 @@ describe('FsObjectStore', () => {
     const ranged = await store.get('p/a/b.txt', { start: 6, end: 8 });
     expect(await text(ranged!.body)).toBe('wor');
     expect(ranged!.info.size).toBe(11);
-    expect(await store.head('p/a/b.txt')).toMatchObject({ size: 11, etag: info.etag, contentType: 'text/plain' });
+    expect(await store.head('p/a/b.txt')).toMatchObject({
+      size: 11,
+      etag: info.etag,
+      contentType: 'text/plain',
+    });
     await store.put('p/c.md', Readable.from([Buffer.from('# c')]), { contentType: 'text/markdown' });
     expect(await keys('p/')).toEqual(['p/a/b.txt', 'p/c.md']);
     await store.delete('p/a/b.txt');
@@ -50,14 +59,19 @@ describe('FsObjectStore', () => {
 
   it('gives replaced content a new etag, even at the same size', async () => {
     const first = await store.put('r/x', Readable.from([Buffer.from('aaaa')]), { contentType: 'text/plain' });
-    const second = await store.put('r/x', Readable.from([Buffer.from('bbbb')]), { contentType: 'text/plain' });
+    const second = await store.put('r/x', Readable.from([Buffer.from('bbbb')]), {
+      contentType: 'text/plain',
+    });
     expect(second.etag).not.toBe(first.etag);
     expect((await store.head('r/x'))!.etag).toBe(second.etag);
   });
 
   it('refuses a body over maxBytes with 413 and leaves no object and no temp file', async () => {
     await expect(
-      store.put('big/x', Readable.from([Buffer.alloc(10), Buffer.alloc(10)]), { contentType: 'a/b', maxBytes: 15 }),
+      store.put('big/x', Readable.from([Buffer.alloc(10), Buffer.alloc(10)]), {
+        contentType: 'a/b',
+        maxBytes: 15,
+      }),
     ).rejects.toMatchObject({ code: 'payload_too_large', status: 413 });
     expect(await store.head('big/x')).toBeNull();
     expect(readdirSync(path.join(root, 'tmp'))).toEqual([]);
@@ -84,7 +98,9 @@ describe('FsObjectStore', () => {
 
   it('reports a file/folder name clash as a bad request', async () => {
     await store.put('clash/a', Readable.from([Buffer.from('x')]), { contentType: 'a/b' });
-    await expect(store.put('clash/a/b', Readable.from([Buffer.from('y')]), { contentType: 'a/b' })).rejects.toMatchObject({
+    await expect(
+      store.put('clash/a/b', Readable.from([Buffer.from('y')]), { contentType: 'a/b' }),
+    ).rejects.toMatchObject({
       code: 'bad_request',
     });
   });

@@ -15,7 +15,7 @@ export function listProjectFileRows(
   projectId: string,
   page: { limit?: number; offset?: number } = {},
 ) {
-  let query = db
+  const query = db
     .selectFrom('project_files')
     .selectAll()
     .where('workspace_id', '=', workspaceId)
@@ -27,14 +27,20 @@ export function listProjectFileRows(
     // and avoids dialect-specific "LIMIT ALL" spellings).
     return query.execute().then((rows) => rows.slice(page.offset ?? 0));
   }
-  return query.limit(page.limit).offset(page.offset ?? 0).execute();
+  return query
+    .limit(page.limit)
+    .offset(page.offset ?? 0)
+    .execute();
 }
 
 /** How many files a project has and their total size. */
 export async function projectFileUsage(db: Db, workspaceId: string, projectId: string) {
   const row = await db
     .selectFrom('project_files')
-    .select((eb) => [eb.fn.countAll<number>().as('files'), eb.fn.sum<number | null>('size_bytes').as('bytes')])
+    .select((eb) => [
+      eb.fn.countAll<number>().as('files'),
+      eb.fn.sum<number | null>('size_bytes').as('bytes'),
+    ])
     .where('workspace_id', '=', workspaceId)
     .where('project_id', '=', projectId)
     .executeTakeFirstOrThrow();

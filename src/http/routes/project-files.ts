@@ -27,7 +27,10 @@ import {
 const workspaceHeader = {
   type: 'object',
   properties: {
-    'x-workspace-id': { type: 'string', description: 'Required with an organization key: the workspace to act in' },
+    'x-workspace-id': {
+      type: 'string',
+      description: 'Required with an organization key: the workspace to act in',
+    },
   },
 } as const;
 
@@ -104,7 +107,8 @@ export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Pr
     async (request) => {
       const workspaceId = await workspaceOf(request);
       const { projectId } = request.params;
-      if (request.query.tree) return { data: { tree: await projectFileTree(deps.db, workspaceId, projectId) } };
+      if (request.query.tree)
+        return { data: { tree: await projectFileTree(deps.db, workspaceId, projectId) } };
       return {
         data: await listProjectFiles(deps.db, workspaceId, projectId, {
           limit: request.query.limit,
@@ -131,7 +135,9 @@ export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Pr
       const workspaceId = await workspaceOf(request);
       const { projectId, fileId } = request.params;
       return {
-        data: await createDownloadUrl(deps, workspaceId, projectId, fileId, { origin: requestOrigin(request) }),
+        data: await createDownloadUrl(deps, workspaceId, projectId, fileId, {
+          origin: requestOrigin(request),
+        }),
       };
     },
   );

@@ -15,7 +15,9 @@ const ObjectBytes = Type.Unsafe({ type: 'string', format: 'binary', description:
 
 const objectParams = {
   type: 'object',
-  properties: { '*': { type: 'string', description: 'The storage path (`storagePath`), each segment percent-encoded' } },
+  properties: {
+    '*': { type: 'string', description: 'The storage path (`storagePath`), each segment percent-encoded' },
+  },
 } as const;
 
 const signedQuery = {
@@ -41,7 +43,10 @@ function requestedKey(request: FastifyRequest): string {
  * `bytes=a-b`, `bytes=a-`, `bytes=-n` within `size`. Anything else (several ranges, a range
  * past the end, garbage) is ignored and the whole object is served, as RFC 9110 allows.
  */
-export function parseRange(header: string | undefined, size: number): { start: number; end: number } | undefined {
+export function parseRange(
+  header: string | undefined,
+  size: number,
+): { start: number; end: number } | undefined {
   const match = header ? /^bytes=(\d*)-(\d*)$/.exec(header.trim()) : null;
   if (!match || size === 0) return undefined;
   const [, from, to] = match;
@@ -110,28 +115,44 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
     },
     async (request, reply) => {
       const key = requestedKey(request);
-      const signed = verifySignedUrl(deps.config.signingSecret, 'PUT', key, request.query as Record<string, unknown>, deps.clock());
+      const signed = verifySignedUrl(
+        deps.config.signingSecret,
+        'PUT',
+        key,
+        request.query as Record<string, unknown>,
+        deps.clock(),
+      );
       const declaredSize = signed.sizeBytes!;
       const sent = request.headers['content-type'];
       if (!sent || normalizeMediaType(sent) !== normalizeMediaType(signed.contentType)) {
-        throw new ApiError('bad_request', `Content-Type must be "${signed.contentType}", as declared for this upload URL`, {
-          expected: signed.contentType,
-          received: sent ?? null,
-        });
+        throw new ApiError(
+          'bad_request',
+          `Content-Type must be "${signed.contentType}", as declared for this upload URL`,
+          {
+            expected: signed.contentType,
+            received: sent ?? null,
+          },
+        );
       }
       const lengthHeader = request.headers['content-length'];
       if (lengthHeader !== undefined) {
         const length = Number(lengthHeader);
         if (length > declaredSize) {
-          throw errors.payloadTooLarge(`The body is larger than the declared ${declaredSize} bytes; nothing was stored`, {
-            maxBytes: declaredSize,
-          });
+          throw errors.payloadTooLarge(
+            `The body is larger than the declared ${declaredSize} bytes; nothing was stored`,
+            {
+              maxBytes: declaredSize,
+            },
+          );
         }
         if (length < declaredSize) {
           throw errors.badRequest(`Content-Length is ${length} but ${declaredSize} bytes were declared`);
         }
       }
-      const info = await deps.store.put(key, request.raw, { contentType: signed.contentType, exactBytes: declaredSize });
+      const info = await deps.store.put(key, request.raw, {
+        contentType: signed.contentType,
+        exactBytes: declaredSize,
+      });
       reply.header('etag', `"${info.etag}"`);
       return { data: { storagePath: key, sizeBytes: info.size, etag: info.etag } };
     },
@@ -142,7 +163,8 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
     {
       schema: {
         summary: 'Download an object through a signed URL (fs storage)',
-        description: 'The `downloadUrl` of a download-URL request. Supports a single byte `Range`; no API key.',
+        description:
+          'The `downloadUrl` of a download-URL request. Supports a single byte `Range`; no API key.',
         tags: ['storage'],
         params: objectParams,
         querystring: signedQuery,
@@ -151,7 +173,13 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
     },
     async (request, reply) => {
       const key = requestedKey(request);
-      const signed = verifySignedUrl(deps.config.signingSecret, 'GET', key, request.query as Record<string, unknown>, deps.clock());
+      const signed = verifySignedUrl(
+        deps.config.signingSecret,
+        'GET',
+        key,
+        request.query as Record<string, unknown>,
+        deps.clock(),
+      );
       const head = await deps.store.head(key);
       if (!head) throw errors.notFound('Object');
       const range = parseRange(request.headers.range, head.size);
@@ -160,7 +188,10 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
       const size = object.info.size;
       reply
         .header('content-type', signed.contentType)
-        .header('content-disposition', contentDisposition(signed.filename ?? key.slice(key.lastIndexOf('/') + 1)))
+        .header(
+          'content-disposition',
+          contentDisposition(signed.filename ?? key.slice(key.lastIndexOf('/') + 1)),
+        )
         .header('accept-ranges', 'bytes')
         .header('etag', `"${object.info.etag}"`)
         .header('last-modified', object.info.lastModified.toUTCString())

@@ -43,7 +43,9 @@ export const ListProjectFilesQuery = Type.Object({
   tree: Type.Optional(
     Type.Boolean({ description: 'Return the nested folder tree; limit and offset are then ignored' }),
   ),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Page size; omitted: all files' })),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 100, description: 'Page size; omitted: all files' }),
+  ),
   offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
 });
 
@@ -58,8 +60,16 @@ export const UploadUrlBody = Type.Object({
     maxLength: 255,
     description: '1–255 characters; no `/`, `\\`, NUL; not `.` or `..`',
   }),
-  contentType: Type.String({ minLength: 1, maxLength: 255, description: 'A MIME type, e.g. `text/markdown`' }),
-  sizeBytes: Type.Integer({ minimum: 0, maximum: 52_428_800, description: 'Exact size of the upload (≤ 50 MB)' }),
+  contentType: Type.String({
+    minLength: 1,
+    maxLength: 255,
+    description: 'A MIME type, e.g. `text/markdown`',
+  }),
+  sizeBytes: Type.Integer({
+    minimum: 0,
+    maximum: 52_428_800,
+    description: 'Exact size of the upload (≤ 50 MB)',
+  }),
   folder: Type.Optional(
     Type.String({
       maxLength: 2600,
@@ -70,7 +80,9 @@ export const UploadUrlBody = Type.Object({
 
 export const UploadUrlResponse = envelope(
   Type.Object({
-    uploadUrl: Type.String({ description: 'PUT the bytes here with the declared Content-Type; valid 15 minutes' }),
+    uploadUrl: Type.String({
+      description: 'PUT the bytes here with the declared Content-Type; valid 15 minutes',
+    }),
     storagePath: Type.String(),
   }),
 );
