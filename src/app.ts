@@ -24,6 +24,9 @@ import type { ChatDeps } from './services/chat.js';
 import { createObjectStore } from './storage/index.js';
 import type { ObjectStore } from './storage/object-store.js';
 
+/** How long shutdown waits for streamed replies still being stored. */
+const SHUTDOWN_WAIT_MS = 15_000;
+
 /** Everything the app needs from outside, built once by the caller (server, CLI or test). */
 export interface AppDeps {
   config: Config;
@@ -113,7 +116,14 @@ export async function buildApp(
   };
   // Streamed replies are stored after their response ends: let them finish before closing.
   app.addHook('onClose', async () => {
-    await Promise.allSettled([...(chatDeps.inFlight ?? [])]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...(chatDeps.inFlight ?? [])]),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, SHUTDOWN_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
   });
   await registerOpenApi(app, deps.config);
   await app.register(async (scope) => healthRoutes(scope, deps));

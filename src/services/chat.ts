@@ -407,7 +407,7 @@ export async function startConversation(
     const now = finishedAt.toISOString();
     let outcome = result;
     try {
-      await db.transaction().execute(async (trx) => {
+      await withConflictRetry(Boolean(chat), (attempt) => db.transaction().execute(async (trx) => {
         if (!chat) {
           await insertChat(trx, {
             id: chatId,
@@ -420,7 +420,11 @@ export async function startConversation(
             updated_at: now,
           });
         }
-        const rows = added.map((message) => rowOf(message, workspace.id, startedAt.toISOString()));
+        // After a conflict with a concurrent request on the same chat, skip what it stored.
+        const storedNow = attempt > 0 ? new Set((await listChatMessages(trx, workspace.id, chatId)).map((m) => m.id)) : undefined;
+        const rows = added
+          .filter((message) => !storedNow?.has(message.id))
+          .map((message) => rowOf(message, workspace.id, startedAt.toISOString()));
         if (outcome.ok) {
           rows.push({
             id: messageId,
@@ -441,7 +445,7 @@ export async function startConversation(
         }
         for (const run of subRuns) await insertAgentRun(trx, run);
         await extraWrites?.(trx, outcome, finishedAt);
-      });
+      }));
     } catch (error) {
       outcome = { ok: false, error: errors.internal(error) };
     } finally {
@@ -520,6 +524,27 @@ export async function startConversation(
   };
 
   return { chatId, messageId, agent, model: model.id, warnings, stream, complete, done };
+}
+
+/** SQLite and PostgreSQL report a unique or primary key violation differently. */
+function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
+/**
+ * Two requests on one chat may both take the next message position; the loser's transaction
+ * fails on the (chat_id, position) key and is run again, after the winner's messages.
+ */
+async function withConflictRetry(retryable: boolean, write: (attempt: number) => Promise<void>): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await write(attempt);
+      return;
+    } catch (error) {
+      if (!retryable || attempt >= 4 || !isUniqueViolation(error)) throw error;
+    }
+  }
 }
 
 type GeneratedStep = Awaited<ReturnType<typeof generateText>>['steps'][number];

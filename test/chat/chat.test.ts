@@ -269,3 +269,18 @@ describe('model choice', () => {
     expect(res.json().text).toContain('atrium/echo');
   });
 });
+
+describe('concurrent turns on one chat', () => {
+  it('stores every turn with distinct positions when requests race', async () => {
+    const first = await chat({ agentId: 'agt_plain', messages: [userText('start')] });
+    const { chatId } = first.json();
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => chat({ agentId: 'agt_plain', chatId, messages: [userText(`turn ${i}`, `turn-${i}`)] })),
+    );
+    expect(results.map((r) => r.statusCode)).toEqual([200, 200, 200, 200, 200, 200]);
+    const rows = await chatRows(t.db, chatId);
+    expect(rows).toHaveLength(2 + 6 * 2);
+    expect(rows.map((r) => r.position)).toEqual(rows.map((_, i) => i));
+    expect(new Set(rows.map((r) => r.id)).size).toBe(rows.length);
+  });
+});
