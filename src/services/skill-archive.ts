@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import zlib from 'node:zlib';
 import { Readable, Transform, type TransformCallback, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
@@ -438,12 +439,71 @@ function contentProblem(error: unknown, label: string): ArchiveProblem {
   return new ArchiveProblem('corrupt_entry', `entry ${label} cannot be read (${(error as Error).message})`);
 }
 
+/** Entries up to this size (compressed and declared) are read and inflated in one step. */
+const SMALL_ENTRY_BYTES = 256 * 1024;
+
+function readLocalHeader(zip: ZipFile, entry: Entry): Promise<number> {
+  return new Promise((resolve, reject) =>
+    zip.readLocalFileHeader(entry, { minimal: true }, (error, header) =>
+      error ? reject(error) : resolve(header.fileDataStart),
+    ),
+  );
+}
+
+/**
+ * A small entry in one read and one bounded inflate: most skill files are small, and a stream
+ * per entry (a zlib instance, several thread-pool hops) costs more than the bytes themselves.
+ * The inflate stops one byte past the declared size, so a lying entry costs no more than that.
+ */
+async function readSmallEntry(zip: ZipFile, file: SkillEntry, label: string): Promise<Buffer> {
+  const { entry } = file;
+  const dataStart = await readLocalHeader(zip, entry);
+  const compressed = Buffer.allocUnsafe(entry.compressedSize);
+  const reader = (zip as unknown as { reader: yauzl.RandomAccessReader }).reader;
+  await new Promise<void>((resolve, reject) =>
+    reader.read(compressed, 0, compressed.length, dataStart, (error) => (error ? reject(error) : resolve())),
+  );
+  let data: Buffer;
+  if (entry.compressionMethod === 0) {
+    data = compressed;
+  } else {
+    try {
+      data = zlib.inflateRawSync(compressed, { maxOutputLength: file.declaredSize + 1 });
+    } catch (error) {
+      if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') {
+        throw new ArchiveProblem(
+          'size_mismatch',
+          `entry ${label} inflates past the ${file.declaredSize} bytes its header declares (a zip bomb?)`,
+        );
+      }
+      throw error;
+    }
+  }
+  if (data.length !== file.declaredSize) {
+    throw new ArchiveProblem(
+      'size_mismatch',
+      `entry ${label} inflates to ${data.length} bytes, its header declares ${file.declaredSize}`,
+    );
+  }
+  return data;
+}
+
+const isSmall = (file: SkillEntry) =>
+  file.entry.compressedSize <= SMALL_ENTRY_BYTES && file.declaredSize <= SMALL_ENTRY_BYTES;
+
 /**
  * Inflates one entry of a skill, checked: the result is exactly the declared number of bytes.
  * Rejects with an ArchiveProblem when the entry is corrupt or lies about its size.
  */
-export async function entryStream(zip: ZipFile, root: string, file: SkillEntry) {
+export async function entryStream(zip: ZipFile, root: string, file: SkillEntry): Promise<Readable> {
   const label = `${root}${file.relativePath}`;
+  if (isSmall(file)) {
+    try {
+      return Readable.from([await readSmallEntry(zip, file, label)], { objectMode: false });
+    } catch (error) {
+      throw contentProblem(error, label);
+    }
+  }
   let source: NodeJS.ReadableStream;
   try {
     source = await openEntryStream(zip, file.entry);
@@ -470,8 +530,17 @@ export async function verifySkillContent(zip: ZipFile, skill: PlannedZipSkill, l
   }
   let skillMdText = '';
   for (const file of skill.files) {
-    const stream = await entryStream(zip, skill.root, file);
     const isSkillMd = file === skill.skillMd;
+    if (isSmall(file)) {
+      const data = await readSmallEntry(zip, file, `${skill.root}${file.relativePath}`).catch(
+        (error: unknown) => {
+          throw contentProblem(error, `${skill.root}${file.relativePath}`);
+        },
+      );
+      if (isSkillMd) skillMdText = decodeText(data, limits);
+      continue;
+    }
+    const stream = await entryStream(zip, skill.root, file);
     const chunks: Buffer[] = [];
     try {
       await pipeline(

@@ -174,6 +174,50 @@ describe('verifySkillContent', () => {
     }
   });
 
+  it('stops a small entry that lies about its size after one byte past what it declares', async () => {
+    const honest = await buildZip([
+      { name: 'small-bomb/SKILL.md', content: skillMd('small-bomb', 'B') },
+      { name: 'small-bomb/zeros.bin', content: Buffer.alloc(2 * 1024 * 1024) },
+    ]);
+    const lying = patchEntry(honest, 'small-bomb/zeros.bin', { uncompressedSize: 64 });
+    const archive = await planArchive(await writeZip(lying), DEFAULT_ARCHIVE_LIMITS);
+    try {
+      expect(
+        archive.skills[0]!.files.find((f) => f.relativePath === 'zeros.bin')!.entry.compressedSize,
+      ).toBeLessThan(256 * 1024);
+      await expect(
+        verifySkillContent(archive.zip, archive.skills[0]!, DEFAULT_ARCHIVE_LIMITS),
+      ).rejects.toMatchObject({
+        code: 'size_mismatch',
+      });
+    } finally {
+      archive.zip.close();
+    }
+  });
+
+  it('reports an entry whose deflate data is corrupt', async () => {
+    const honest = await buildZip([
+      { name: 'corrupt/SKILL.md', content: skillMd('corrupt', 'C') },
+      { name: 'corrupt/data.txt', content: 'hello hello hello hello hello hello hello hello' },
+    ]);
+    const archive0 = await planArchive(await writeZip(honest), DEFAULT_ARCHIVE_LIMITS);
+    const entry = archive0.skills[0]!.files.find((f) => f.relativePath === 'data.txt')!.entry;
+    archive0.zip.close();
+    const broken = Buffer.from(honest);
+    const dataStart = entry.relativeOffsetOfLocalHeader + 30 + 'corrupt/data.txt'.length;
+    broken.fill(0xff, dataStart, dataStart + entry.compressedSize);
+    const archive = await planArchive(await writeZip(broken), DEFAULT_ARCHIVE_LIMITS);
+    try {
+      await expect(
+        verifySkillContent(archive.zip, archive.skills[0]!, DEFAULT_ARCHIVE_LIMITS),
+      ).rejects.toMatchObject({
+        code: 'corrupt_entry',
+      });
+    } finally {
+      archive.zip.close();
+    }
+  });
+
   it('stops an entry that inflates past the size its header declares (a lying zip bomb)', async () => {
     const honest = await buildZip([
       { name: 'bomb/SKILL.md', content: skillMd('bomb', 'B') },
