@@ -9,7 +9,7 @@ import type { ProviderType } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { ECHO_MODEL_ID } from '../setup/validate.js';
 import { createEchoModel } from './echo.js';
-import { withStreamFailuresAsErrors } from './stream-guard.js';
+import { guardedFetch, withStreamFailuresAsErrors } from './stream-guard.js';
 
 export interface Pricing {
   /** USD per million input tokens. */
@@ -134,7 +134,8 @@ export class ModelRegistry {
         factory = createProviderFactory(settings);
         this.providers.set(JSON.stringify(settings), factory);
       }
-      model = withStreamFailuresAsErrors(factory(providerModel));
+      model = factory(providerModel);
+      if (settings.type === 'anthropic') model = withStreamFailuresAsErrors(model);
       if (this.models.size >= MAX_CACHED_MODELS) this.models.clear();
       this.models.set(cacheKey, model);
     }
@@ -148,7 +149,7 @@ function createProviderFactory(settings: ProviderSettings): (model: string) => L
   switch (settings.type) {
     case 'openai': {
       // The chat completions API: what every OpenAI-compatible server speaks too.
-      const provider = createOpenAI({ apiKey, baseURL, name: settings.id });
+      const provider = createOpenAI({ apiKey, baseURL, name: settings.id, fetch: guardedFetch });
       return (model) => provider.chat(model);
     }
     case 'anthropic': {
@@ -162,6 +163,7 @@ function createProviderFactory(settings: ProviderSettings): (model: string) => L
         apiKey,
         // Without it, streamed replies report no token usage.
         includeUsage: true,
+        fetch: guardedFetch,
       });
       return (model) => provider.chatModel(model);
     }

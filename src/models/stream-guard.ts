@@ -1,13 +1,55 @@
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { wrapLanguageModel } from 'ai';
 
-/**
+/*
  * A provider stream that breaks mid-way (connection reset, truncated body) errors the stream
  * itself, which the AI SDK passes on as a broken UI stream: no `error` chunk, no finish, no
- * persistence. This turns such a failure into an `error` part, the way the SDK reports a
- * provider failure, so the reply ends cleanly with an `error` chunk.
+ * persistence. Both guards below turn such a break into the provider error the SDK reports as
+ * an `error` part, so the reply ends cleanly with an `error` chunk.
  */
-function guard(stream: ReadableStream<LanguageModelV3StreamPart>): ReadableStream<LanguageModelV3StreamPart> {
+
+const encoder = new TextEncoder();
+
+function brokenStreamEvent(error: unknown): Uint8Array {
+  const reason = error instanceof Error ? error.message : String(error);
+  // A blank line first ends any event the break cut in half (it then fails to parse: also an error).
+  return encoder.encode(
+    `\n\ndata: ${JSON.stringify({ error: { message: `The provider stream broke: ${reason}`, type: 'stream_broken' } })}\n\n`,
+  );
+}
+
+/**
+ * `fetch` for OpenAI-style providers: an event-stream body that fails while being read ends with
+ * an OpenAI error event instead. Works per network read, not per token, so it costs next to nothing.
+ */
+export const guardedFetch: typeof fetch = async (input, init) => {
+  const response = await fetch(input, init);
+  const body = response.body;
+  if (!body || !response.headers.get('content-type')?.includes('text/event-stream')) return response;
+  const reader = body.getReader();
+  const guarded = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (error) {
+        if (init?.signal?.aborted) {
+          controller.error(error);
+          return;
+        }
+        controller.enqueue(brokenStreamEvent(error));
+        controller.close();
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(guarded, { status: response.status, statusText: response.statusText, headers: response.headers });
+};
+
+function guardParts(stream: ReadableStream<LanguageModelV3StreamPart>): ReadableStream<LanguageModelV3StreamPart> {
   const reader = stream.getReader();
   return new ReadableStream<LanguageModelV3StreamPart>({
     async pull(controller) {
@@ -26,6 +68,7 @@ function guard(stream: ReadableStream<LanguageModelV3StreamPart>): ReadableStrea
   });
 }
 
+/** For providers without an OpenAI-style error event (Anthropic): guards the part stream. */
 export function withStreamFailuresAsErrors(model: LanguageModelV3): LanguageModelV3 {
   return wrapLanguageModel({
     model,
@@ -33,7 +76,7 @@ export function withStreamFailuresAsErrors(model: LanguageModelV3): LanguageMode
       specificationVersion: 'v3',
       wrapStream: async ({ doStream }) => {
         const result = await doStream();
-        return { ...result, stream: guard(result.stream) };
+        return { ...result, stream: guardParts(result.stream) };
       },
     },
   });

@@ -287,12 +287,20 @@ export async function startConversation(
   const abort = new AbortController();
   let timedOut = false;
   let idleTimer: NodeJS.Timeout | undefined;
-  const armTimer = () => {
-    clearTimeout(idleTimer);
-    idleTimer = setTimeout(() => {
+  let lastActivity = 0;
+  // One timer per request, not one per chunk: when it fires, it re-arms for the idle time left.
+  const checkIdle = () => {
+    const idle = performance.now() - lastActivity;
+    if (idle >= timeoutMs) {
       timedOut = true;
       abort.abort(new Error('upstream timeout'));
-    }, timeoutMs);
+    } else {
+      idleTimer = setTimeout(checkIdle, timeoutMs - idle);
+    }
+  };
+  const armTimer = () => {
+    lastActivity = performance.now();
+    idleTimer ??= setTimeout(checkIdle, timeoutMs);
   };
 
   // Tools: MCP servers, `remember` in project chats, sub-agents of an orchestrating agent.
