@@ -271,8 +271,9 @@ export async function syncProjectFiles(
     const info = objects.get(row.path)!;
     return info.etag !== row.etag || info.size !== Number(row.size_bytes);
   });
-  const unchangedIds = present.filter((row) => !changed.includes(row)).map((row) => row.id);
-  await markProjectFilesSynced(db, projectId, unchangedIds, now);
+  const changedIds = new Set(changed.map((row) => row.id));
+  const unchangedIds = present.filter((row) => !changedIds.has(row.id)).map((row) => row.id);
+  await markProjectFilesSynced(db, workspaceId, projectId, unchangedIds, now);
   const updates = await mapWithConcurrency(changed, 16, async (row) => {
     const info = objects.get(row.path)!;
     return updateProjectFileContent(db, row, {
@@ -434,7 +435,11 @@ export async function createDownloadUrl(
   return { downloadUrl, filename: row.name, contentType: row.mime_type, sizeBytes: Number(row.size_bytes) };
 }
 
-/** Removes the object, then the record; a file already deleted is not found. */
+/**
+ * Removes the object, then the record; a file already deleted is not found. A sync running at
+ * the same moment may remove the record first: the file is gone all the same, so that is a
+ * success too.
+ */
 export async function deleteProjectFile(
   deps: ProjectFileDeps,
   workspaceId: string,
@@ -443,7 +448,7 @@ export async function deleteProjectFile(
 ) {
   const row = await requireFile(deps.db, workspaceId, projectId, fileId);
   await deps.store.delete(projectStoragePrefix(workspaceId, projectId) + row.path);
-  if (!(await deleteProjectFileRow(deps.db, workspaceId, projectId, fileId))) throw errors.notFound('File');
+  await deleteProjectFileRow(deps.db, workspaceId, projectId, fileId);
   return { deleted: true as const };
 }
 

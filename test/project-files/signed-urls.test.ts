@@ -1,4 +1,6 @@
+import { readdirSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
@@ -108,6 +110,51 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body).code).toBe('payload_too_large');
     expect(await t.store.head(storagePath)).toBeNull();
+  });
+
+  it('stores nothing and leaves no temp file when the connection is cut mid-upload', async () => {
+    const { uploadUrl, storagePath } = await requestUploadUrl(
+      'cut.bin',
+      1_000_000,
+      'application/octet-stream',
+    );
+    const url = new URL(uploadUrl.replace(/^http:\/\/[^/]+/, origin));
+    await new Promise<void>((resolve) => {
+      const request = http.request(url, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/octet-stream', 'content-length': '1000000' },
+      });
+      request.on('error', () => resolve());
+      request.write(Buffer.alloc(300_000, 1), () => {
+        setTimeout(() => {
+          request.destroy();
+          resolve();
+        }, 50);
+      });
+    });
+    const tmp = path.join(t.env.config.dataDir, 'objects', 'tmp');
+    for (let i = 0; i < 50 && readdirSync(tmp).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(readdirSync(tmp)).toEqual([]);
+    expect(await t.store.head(storagePath)).toBeNull();
+    await filesApi(t.app).sync();
+    const names = (await filesApi(t.app).list()).json().data.files.map((f: { name: string }) => f.name);
+    expect(names).not.toContain('cut.bin');
+  });
+
+  it('refuses a PUT whose path clashes with an existing object used as a folder with 400', async () => {
+    const first = await requestUploadUrl('clash', 1);
+    expect((await put(first.uploadUrl, 'x')).statusCode).toBe(200);
+    // Not yet synced, so the upload-URL check cannot see it; the PUT itself refuses.
+    const res = await filesApi(t.app).requestUpload({
+      filename: 'inner.txt',
+      contentType: 'text/plain',
+      sizeBytes: 1,
+      folder: 'clash',
+    });
+    expect(res.statusCode).toBe(200);
+    const clash = await put(res.json().data.uploadUrl, 'y');
+    expect(clash.statusCode).toBe(400);
+    expect(clash.json().code).toBe('bad_request');
   });
 
   it('refuses a body shorter than declared with 400, storing nothing', async () => {

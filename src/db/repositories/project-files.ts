@@ -110,23 +110,31 @@ export async function insertProjectFilesIfAbsent(db: Db, rows: ProjectFileRow[])
 /** Records new content for a file, only if nobody changed it since it was read (its etag). */
 export async function updateProjectFileContent(
   db: Db,
-  row: Pick<ProjectFileRow, 'id' | 'etag'>,
+  row: Pick<ProjectFileRow, 'id' | 'etag' | 'workspace_id'>,
   change: Pick<ProjectFileRow, 'etag' | 'size_bytes' | 'mime_type' | 'updated_at' | 'synced_at'>,
 ): Promise<boolean> {
   const result = await db
     .updateTable('project_files')
     .set(change)
     .where('id', '=', row.id)
+    .where('workspace_id', '=', row.workspace_id)
     .where('etag', '=', row.etag)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 
-export async function markProjectFilesSynced(db: Db, projectId: string, ids: string[], syncedAt: string) {
+export async function markProjectFilesSynced(
+  db: Db,
+  workspaceId: string,
+  projectId: string,
+  ids: string[],
+  syncedAt: string,
+) {
   for (let i = 0; i < ids.length; i += ID_BATCH) {
     await db
       .updateTable('project_files')
       .set({ synced_at: syncedAt })
+      .where('workspace_id', '=', workspaceId)
       .where('project_id', '=', projectId)
       .where('id', 'in', ids.slice(i, i + ID_BATCH))
       .execute();
@@ -134,10 +142,14 @@ export async function markProjectFilesSynced(db: Db, projectId: string, ids: str
 }
 
 /** Deletes a file record, only while it still has the content it was read with. */
-export async function deleteProjectFileIfUnchanged(db: Db, row: Pick<ProjectFileRow, 'id' | 'etag'>) {
+export async function deleteProjectFileIfUnchanged(
+  db: Db,
+  row: Pick<ProjectFileRow, 'id' | 'etag' | 'workspace_id'>,
+) {
   const result = await db
     .deleteFrom('project_files')
     .where('id', '=', row.id)
+    .where('workspace_id', '=', row.workspace_id)
     .where('etag', '=', row.etag)
     .executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
