@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -215,7 +216,10 @@ export async function run(report: Report) {
     await writeBenchZip(zipPath);
     const zipMb = statSync(zipPath).size / 2 ** 20;
     report(
-      `${SKILLS} skills, ${zipMb.toFixed(1)} MB zip (3 files per skill, deflated), SQLite + fs storage, server in its own process`,
+      `${SKILLS} skills, ${zipMb.toFixed(1)} MB zip (3 files per skill, deflated), SQLite + fs storage, server in its own process; load average ${os
+        .loadavg()
+        .map((n) => n.toFixed(1))
+        .join(' ')} on ${os.cpus().length} CPUs`,
     );
     // Run 1 is the server's first upload (cold: JIT, first allocations, directories).
     for (let i = 1; i <= RUNS; i++) {
