@@ -196,7 +196,9 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
         .header('etag', `"${object.info.etag}"`)
         .header('last-modified', object.info.lastModified.toUTCString())
         .header('cache-control', 'private, max-age=0')
-        .header('x-content-type-options', 'nosniff');
+        .header('x-content-type-options', 'nosniff')
+        // Uploaded HTML or SVG must never run as a page of this origin, even if opened inline.
+        .header('content-security-policy', "default-src 'none'; sandbox");
       if (range && range.end < size) {
         reply
           .code(206)

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { parseRange } from '../../src/http/routes/storage.js';
+import { contentDisposition } from '../../src/storage/content-disposition.js';
+import { isValidMediaType, normalizeMediaType } from '../../src/storage/media-type.js';
+import {
+  createSignedUrl,
+  decodeKeyPath,
+  encodeKeyPath,
+  verifySignedUrl,
+} from '../../src/storage/signed-url.js';
+
+const now = new Date('2026-11-22T10:00:00.000Z');
+const fields = {
+  method: 'PUT' as const,
+  key: 'projects/w/p/a b/ü?.txt',
+  contentType: 'text/plain',
+  sizeBytes: 5,
+  expiresAt: now.getTime() / 1000 + 900,
+};
+
+function queryOf(url: string) {
+  return Object.fromEntries(new URL(url).searchParams.entries());
+}
+
+describe('signed URLs', () => {
+  it('round-trips a key with spaces, unicode and reserved characters', () => {
+    const url = createSignedUrl('http://host:1/', 'secret', fields);
+    const parsed = new URL(url);
+    expect(parsed.pathname).toBe(`/storage/objects/${encodeKeyPath(fields.key)}`);
+    expect(decodeKeyPath(parsed.pathname.slice('/storage/objects/'.length))).toBe(fields.key);
+    expect(verifySignedUrl('secret', 'PUT', fields.key, queryOf(url), now)).toMatchObject(fields);
+  });
+
+  it('refuses another secret, method or key, and expires at the second', () => {
+    const query = queryOf(createSignedUrl('http://h', 'secret', fields));
+    expect(() => verifySignedUrl('other', 'PUT', fields.key, query, now)).toThrow(
+      expect.objectContaining({ code: 'invalid_signature' }),
+    );
+    expect(() => verifySignedUrl('secret', 'GET', fields.key, query, now)).toThrow(
+      expect.objectContaining({ code: 'invalid_signature' }),
+    );
+    expect(() => verifySignedUrl('secret', 'PUT', 'projects/w/p/other.txt', query, now)).toThrow(
+      expect.objectContaining({ code: 'invalid_signature' }),
+    );
+    const atExpiry = new Date(fields.expiresAt * 1000);
+    expect(() => verifySignedUrl('secret', 'PUT', fields.key, query, atExpiry)).toThrow(
+      expect.objectContaining({ code: 'url_expired', status: 403 }),
+    );
+  });
+
+  it('refuses malformed or repeated parameters as invalid signatures', () => {
+    const query = queryOf(createSignedUrl('http://h', 'secret', fields));
+    for (const broken of [
+      { ...query, expires: 'soon' },
+      { ...query, size: '-1' },
+      { ...query, signature: [query.signature, query.signature] },
+      { ...query, size: undefined },
+    ]) {
+      expect(() => verifySignedUrl('secret', 'PUT', fields.key, broken, now)).toThrow(
+        expect.objectContaining({ code: 'invalid_signature' }),
+      );
+    }
+    expect(decodeKeyPath('a/%E0%A4%A')).toBeUndefined();
+  });
+});
+
+describe('media types and headers', () => {
+  it('validates and normalises MIME types', () => {
+    expect(isValidMediaType('text/plain; charset="utf-8"')).toBe(true);
+    expect(isValidMediaType('text/plain\r\nx: y')).toBe(false);
+    expect(normalizeMediaType('Text/HTML ; Charset=UTF-8')).toBe('text/html;charset=UTF-8');
+  });
+
+  it('writes a Content-Disposition that survives quotes, unicode and control characters', () => {
+    expect(contentDisposition('a "b".txt')).toBe(
+      `attachment; filename="a _b_.txt"; filename*=UTF-8''a%20%22b%22.txt`,
+    );
+    expect(contentDisposition('résumé\n.pdf')).toBe(
+      `attachment; filename="r_sum__.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9%0A.pdf`,
+    );
+  });
+
+  it('parses single byte ranges and ignores the rest', () => {
+    expect(parseRange('bytes=0-0', 10)).toEqual({ start: 0, end: 0 });
+    expect(parseRange('bytes=-100', 10)).toEqual({ start: 0, end: 9 });
+    expect(parseRange('bytes=9-', 10)).toEqual({ start: 9, end: 9 });
+    expect(parseRange('bytes=10-', 10)).toBeUndefined();
+    expect(parseRange('bytes=5-2', 10)).toBeUndefined();
+    expect(parseRange('bytes=-0', 10)).toBeUndefined();
+    expect(parseRange('bytes=0-1', 0)).toBeUndefined();
+    expect(parseRange(undefined, 10)).toBeUndefined();
+  });
+});
