@@ -256,6 +256,7 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     expect(whole.headers['content-type']).toBe('text/plain');
     expect(whole.headers['content-length']).toBe('10');
     expect(whole.headers['accept-ranges']).toBe('bytes');
+    expect(whole.headers['content-security-policy']).toContain('sandbox');
     expect(whole.headers['content-disposition']).toBe(
       `attachment; filename="range.txt"; filename*=UTF-8''range.txt`,
     );
