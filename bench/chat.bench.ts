@@ -7,6 +7,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { consumeStream, JsonToSseTransformStream, streamText } from 'ai';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { migrateToLatest, openDatabase } from '../src/db/database.js';
@@ -42,6 +44,45 @@ function setup(baseURL: string): SetupFile {
         ],
       },
     ],
+  };
+}
+
+/** An in-process model streaming `count` deltas as fast as it is read: the SDK's own floor. */
+function instantModel(count: number): LanguageModelV3 {
+  return {
+    specificationVersion: 'v3',
+    provider: 'bench',
+    modelId: 'instant',
+    supportedUrls: {},
+    doGenerate: async () => {
+      throw new Error('stream only');
+    },
+    doStream: async () => {
+      let i = 0;
+      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+        start(controller) {
+          controller.enqueue({ type: 'stream-start', warnings: [] });
+          controller.enqueue({ type: 'text-start', id: 't' });
+        },
+        pull(controller) {
+          if (i < count) {
+            controller.enqueue({ type: 'text-delta', id: 't', delta: `w${i++} ` });
+            return;
+          }
+          controller.enqueue({ type: 'text-end', id: 't' });
+          controller.enqueue({
+            type: 'finish',
+            finishReason: { unified: 'stop', raw: 'stop' },
+            usage: {
+              inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+              outputTokens: { total: count, text: count, reasoning: 0 },
+            },
+          });
+          controller.close();
+        },
+      });
+      return { stream };
+    },
   };
 }
 
@@ -165,6 +206,17 @@ export async function run(report: Report) {
     upstream.enqueue({ kind: 'text', text: '', pieces });
     started = performance.now();
     const atriumLong = await streamTimings(fetch(atriumUrl, { method: 'POST', headers: atriumHeaders, body: chatBody(true) }), '"text-delta"', started);
+    started = performance.now();
+    await consumeStream({
+      stream: streamText({ model: instantModel(LONG_PIECES), prompt: 'x' })
+        .toUIMessageStream({ originalMessages: [], onFinish: () => {} })
+        .pipeThrough(new JsonToSseTransformStream())
+        .pipeThrough(new TextEncoderStream()),
+    });
+    const floor = LONG_PIECES / ((performance.now() - started) / 1000);
+    report(
+      `AI SDK floor, same run: streamText → UI message stream → SSE bytes in-process (no provider, no HTTP) ${Math.round(floor)} chunks/s`,
+    );
     report(
       `long streamed reply, ${LONG_PIECES} pieces: upstream direct ${Math.round(directLong.chunks / (directLong.total / 1000))} chunks/s; relayed by Atrium ${atriumLong.chunks} text-delta chunks in ${fmt(atriumLong.total)} = ${Math.round(atriumLong.chunks / (atriumLong.total / 1000))} chunks/s (target ≥ 50,000)`,
     );
