@@ -66,6 +66,8 @@ function displayName(filename: string, index: number): string {
 /** Multipart and busboy failures → the API error they stand for; a client's mistake is never a 500. */
 export function multipartError(error: unknown, maxBytes: number): ApiError {
   if (error instanceof ApiError) return error;
+  // A failing temporary file (disk full, permissions) is our fault, not the client's.
+  if ((error as { syscall?: string }).syscall) return errors.internal(error);
   const code = (error as { code?: string }).code;
   if (code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT') {
     return errors.badRequest(`An upload may have at most ${MAX_PARTS} parts and ${MAX_FIELDS} fields`);

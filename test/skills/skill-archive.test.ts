@@ -279,3 +279,24 @@ describe('front matter', () => {
     });
   });
 });
+
+describe('multipart errors', () => {
+  it('reports a failing temporary file as a server fault, and busboy complaints as 400', async () => {
+    const { multipartError } = await import('../../src/http/skill-upload-spool.js');
+    const diskFull = Object.assign(new Error('ENOSPC: no space left on device, write'), {
+      code: 'ENOSPC',
+      syscall: 'write',
+    });
+    expect(multipartError(diskFull, 10).status).toBe(500);
+    expect(multipartError(new Error('Multipart: Boundary not found'), 10)).toMatchObject({
+      status: 400,
+      code: 'bad_request',
+    });
+    expect(
+      multipartError(Object.assign(new Error('reach parts limit'), { code: 'FST_PARTS_LIMIT' }), 10).status,
+    ).toBe(400);
+    expect(multipartError(Object.assign(new Error('too large'), { statusCode: 413 }), 10).code).toBe(
+      'payload_too_large',
+    );
+  });
+});
