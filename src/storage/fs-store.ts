@@ -1,10 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import {
+  createReadStream,
+  createWriteStream,
+  readFile as readFileCallback,
+  stat as statCallback,
+} from 'node:fs';
 import { once } from 'node:events';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { type Readable, Transform, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
 import { ApiError, errors } from '../errors.js';
 import type { Clock } from '../ids.js';
 import type {
@@ -82,6 +88,15 @@ export async function copyInto(body: Readable, meter: Transform, sink: Writable)
     body.off('close', onClose);
   }
 }
+
+// The callback forms are about twice as fast as node:fs/promises for many small reads (the
+// promise readFile reads in several round trips); listing a project reads one stat and one
+// sidecar per object, so this is most of what sync costs.
+const statFast = promisify(statCallback);
+const readFileFast = promisify(readFileCallback);
+
+/** How many objects `list` looks at at once. */
+const LIST_BATCH = 256;
 
 const isCode = (error: unknown, ...codes: string[]) =>
   typeof error === 'object' && error !== null && codes.includes((error as NodeJS.ErrnoException).code ?? '');
@@ -215,7 +230,7 @@ export class FsObjectStore implements ObjectStore {
   private async info(key: string, dataPath: string): Promise<ObjectInfo | null> {
     let stat: import('node:fs').Stats;
     try {
-      stat = await fs.stat(dataPath);
+      stat = await statFast(dataPath);
     } catch (error) {
       if (isCode(error, 'ENOENT', 'ENOTDIR')) return null;
       throw error;
@@ -236,7 +251,7 @@ export class FsObjectStore implements ObjectStore {
 
   private async readSidecar(key: string): Promise<Sidecar | undefined> {
     try {
-      const parsed = JSON.parse(await fs.readFile(resolveSafePath(this.metaRoot, key), 'utf8')) as Sidecar;
+      const parsed = JSON.parse(await readFileFast(resolveSafePath(this.metaRoot, key), 'utf8')) as Sidecar;
       return typeof parsed.etag === 'string' && typeof parsed.contentType === 'string' ? parsed : undefined;
     } catch {
       return undefined;
@@ -263,10 +278,22 @@ export class FsObjectStore implements ObjectStore {
     const folder = prefix.endsWith('/') || prefix === '' ? prefix : undefined;
     if (folder === undefined) throw new Error('FsObjectStore.list expects a folder prefix ending in "/"');
     const start = folder === '' ? this.dataRoot : resolveSafePrefix(this.dataRoot, folder);
-    yield* this.walk(start, folder);
+    // Folders are read first (cheap), then files are looked at in parallel batches across
+    // folders: one stat and one sidecar each, so round trips overlap instead of queueing.
+    let batch: { key: string; file: string }[] = [];
+    const flush = async () => {
+      const infos = await Promise.all(batch.map(({ key, file }) => this.info(key, file)));
+      batch = [];
+      return infos.filter((info): info is ObjectInfo => info !== null);
+    };
+    for await (const entry of this.walk(start, folder)) {
+      batch.push(entry);
+      if (batch.length === LIST_BATCH) yield* await flush();
+    }
+    yield* await flush();
   }
 
-  private async *walk(dir: string, keyPrefix: string): AsyncGenerator<ObjectInfo> {
+  private async *walk(dir: string, keyPrefix: string): AsyncGenerator<{ key: string; file: string }> {
     let entries: import('node:fs').Dirent[];
     try {
       entries = await fs.readdir(dir, { withFileTypes: true });
@@ -274,11 +301,9 @@ export class FsObjectStore implements ObjectStore {
       if (isCode(error, 'ENOENT', 'ENOTDIR')) return;
       throw error;
     }
-    const files = entries.filter((e) => e.isFile());
-    const infos = await Promise.all(
-      files.map((e) => this.info(`${keyPrefix}${e.name}`, path.join(dir, e.name))),
-    );
-    for (const info of infos) if (info) yield info;
+    for (const entry of entries) {
+      if (entry.isFile()) yield { key: `${keyPrefix}${entry.name}`, file: path.join(dir, entry.name) };
+    }
     for (const entry of entries) {
       if (entry.isDirectory()) yield* this.walk(path.join(dir, entry.name), `${keyPrefix}${entry.name}/`);
     }
