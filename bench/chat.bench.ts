@@ -23,8 +23,17 @@ const LONG_PIECES = Number(process.env.BENCH_CHAT_PIECES ?? 100_000);
 
 function setup(baseURL: string): SetupFile {
   return {
-    providers: [{ id: 'fake', type: 'openai-compatible', baseURL, apiKey: 'sk-bench-000000000000000000000000000000' }],
-    models: [{ id: 'fake-small', provider: 'fake', model: 'small-1', pricing: { inputPerMTok: 1, outputPerMTok: 2 } }],
+    providers: [
+      { id: 'fake', type: 'openai-compatible', baseURL, apiKey: 'sk-bench-000000000000000000000000000000' },
+    ],
+    models: [
+      {
+        id: 'fake-small',
+        provider: 'fake',
+        model: 'small-1',
+        pricing: { inputPerMTok: 1, outputPerMTok: 2 },
+      },
+    ],
     organizations: [
       {
         id: 'org_bench',
@@ -124,7 +133,11 @@ const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 export async function run(report: Report) {
   const upstream = await startFakeUpstream();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-chat-'));
-  const config = loadConfig({ ATRIUM_DATA_DIR: dataDir, LOG_LEVEL: 'silent', ATRIUM_SIGNING_SECRET: 'bench' });
+  const config = loadConfig({
+    ATRIUM_DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    ATRIUM_SIGNING_SECRET: 'bench',
+  });
   const database = await openDatabase(config.database);
   await migrateToLatest(database.db);
   await applySetup(database.db, setup(upstream.baseURL), { now: new Date() });
@@ -132,7 +145,11 @@ export async function run(report: Report) {
   const atriumUrl = `${await app.listen({ port: 0, host: '127.0.0.1' })}/v1/chat`;
   const upstreamUrl = `${upstream.baseURL}/chat/completions`;
   const chatBody = (stream: boolean) =>
-    JSON.stringify({ agentId: 'agt_bench', stream, messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hello there' }] }] });
+    JSON.stringify({
+      agentId: 'agt_bench',
+      stream,
+      messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hello there' }] }],
+    });
   const upstreamBody = JSON.stringify({
     model: 'small-1',
     stream: true,
@@ -146,9 +163,15 @@ export async function run(report: Report) {
   const atriumHeaders = { 'content-type': 'application/json', 'x-service-api-key': KEY };
   const upstreamHeaders = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
   // Non-streaming chat makes one non-streaming completion call; the baseline makes the same.
-  const upstreamJsonBody = JSON.stringify({ ...JSON.parse(upstreamBody), stream: false, stream_options: undefined });
+  const upstreamJsonBody = JSON.stringify({
+    ...JSON.parse(upstreamBody),
+    stream: false,
+    stream_options: undefined,
+  });
   const direct = async () => {
-    await (await fetch(upstreamUrl, { method: 'POST', headers: upstreamHeaders, body: upstreamJsonBody })).text();
+    await (
+      await fetch(upstreamUrl, { method: 'POST', headers: upstreamHeaders, body: upstreamJsonBody })
+    ).text();
   };
   const viaAtrium = async () => {
     const res = await fetch(atriumUrl, { method: 'POST', headers: atriumHeaders, body: chatBody(false) });
@@ -172,7 +195,12 @@ export async function run(report: Report) {
     }
     base.sort((a, b) => a - b);
     atrium.sort((a, b) => a - b);
-    const [b50, b99, a50, a99] = [percentile(base, 50), percentile(base, 99), percentile(atrium, 50), percentile(atrium, 99)];
+    const [b50, b99, a50, a99] = [
+      percentile(base, 50),
+      percentile(base, 99),
+      percentile(atrium, 50),
+      percentile(atrium, 99),
+    ];
     report(
       `non-streaming chat, ${REQUESTS} sequential requests: upstream direct p50 ${fmt(b50)} p99 ${fmt(b99)}; via Atrium p50 ${fmt(a50)} p99 ${fmt(a99)}; added p50 ${fmt(a50 - b50)} (target < 3 ms) p99 ${fmt(a99 - b99)}`,
     );
@@ -183,11 +211,23 @@ export async function run(report: Report) {
     for (let i = 0; i < 300; i++) {
       let started = performance.now();
       firstDirect.push(
-        (await streamTimings(fetch(upstreamUrl, { method: 'POST', headers: upstreamHeaders, body: upstreamBody }), '"content"', started)).first,
+        (
+          await streamTimings(
+            fetch(upstreamUrl, { method: 'POST', headers: upstreamHeaders, body: upstreamBody }),
+            '"content"',
+            started,
+          )
+        ).first,
       );
       started = performance.now();
       firstAtrium.push(
-        (await streamTimings(fetch(atriumUrl, { method: 'POST', headers: atriumHeaders, body: chatBody(true) }), '"text-delta"', started)).first,
+        (
+          await streamTimings(
+            fetch(atriumUrl, { method: 'POST', headers: atriumHeaders, body: chatBody(true) }),
+            '"text-delta"',
+            started,
+          )
+        ).first,
       );
       upstream.requests.length = 0;
     }
@@ -202,10 +242,18 @@ export async function run(report: Report) {
     const pieces = Array.from({ length: LONG_PIECES }, (_, i) => `w${i} `);
     upstream.enqueue({ kind: 'text', text: '', pieces });
     let started = performance.now();
-    const directLong = await streamTimings(fetch(upstreamUrl, { method: 'POST', headers: upstreamHeaders, body: upstreamBody }), '"content"', started);
+    const directLong = await streamTimings(
+      fetch(upstreamUrl, { method: 'POST', headers: upstreamHeaders, body: upstreamBody }),
+      '"content"',
+      started,
+    );
     upstream.enqueue({ kind: 'text', text: '', pieces });
     started = performance.now();
-    const atriumLong = await streamTimings(fetch(atriumUrl, { method: 'POST', headers: atriumHeaders, body: chatBody(true) }), '"text-delta"', started);
+    const atriumLong = await streamTimings(
+      fetch(atriumUrl, { method: 'POST', headers: atriumHeaders, body: chatBody(true) }),
+      '"text-delta"',
+      started,
+    );
     started = performance.now();
     await consumeStream({
       stream: streamText({ model: instantModel(LONG_PIECES), prompt: 'x' })

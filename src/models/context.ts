@@ -42,10 +42,14 @@ export function buildSystemPrompt(sections: ContextSections): string | undefined
   const project = sections.project;
   if (project) {
     if (project.instructions.trim()) {
-      blocks.push(`<${SECTION_TAGS.projectInstructions}>\n${project.instructions.trim()}\n</${SECTION_TAGS.projectInstructions}>`);
+      blocks.push(
+        `<${SECTION_TAGS.projectInstructions}>\n${project.instructions.trim()}\n</${SECTION_TAGS.projectInstructions}>`,
+      );
     }
     if (project.memory.trim()) {
-      blocks.push(`<${SECTION_TAGS.projectMemory}>\n${project.memory.trim()}\n</${SECTION_TAGS.projectMemory}>`);
+      blocks.push(
+        `<${SECTION_TAGS.projectMemory}>\n${project.memory.trim()}\n</${SECTION_TAGS.projectMemory}>`,
+      );
     }
     if (project.files.length > 0) {
       blocks.push(

@@ -42,7 +42,8 @@ export function echoReply(prompt: LanguageModelV3Prompt): string {
     `${ECHO_LABEL} You said: ${quote(lastUserText(prompt))}`,
     `Agent instructions: ${quote(context.agentInstructions)}`,
   ];
-  if (context.projectInstructions !== undefined) lines.push(`Project instructions: ${quote(context.projectInstructions)}`);
+  if (context.projectInstructions !== undefined)
+    lines.push(`Project instructions: ${quote(context.projectInstructions)}`);
   if (context.projectMemory !== undefined) lines.push(`Project memory: ${quote(context.projectMemory)}`);
   if (context.fileNames.length > 0) lines.push(`Project files: ${context.fileNames.join(', ')}`);
   return lines.join('\n');

@@ -46,10 +46,16 @@ export const guardedFetch: typeof fetch = async (input, init) => {
       return reader.cancel(reason);
     },
   });
-  return new Response(guarded, { status: response.status, statusText: response.statusText, headers: response.headers });
+  return new Response(guarded, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 };
 
-function guardParts(stream: ReadableStream<LanguageModelV3StreamPart>): ReadableStream<LanguageModelV3StreamPart> {
+function guardParts(
+  stream: ReadableStream<LanguageModelV3StreamPart>,
+): ReadableStream<LanguageModelV3StreamPart> {
   const reader = stream.getReader();
   return new ReadableStream<LanguageModelV3StreamPart>({
     async pull(controller) {

@@ -67,7 +67,11 @@ export async function projectFilesContext(
   let remaining = budget;
   const result: FileInContext[] = [];
   for (const file of files) {
-    const entry: FileInContext = { path: file.path, mediaType: file.mime_type, sizeBytes: Number(file.size_bytes) };
+    const entry: FileInContext = {
+      path: file.path,
+      mediaType: file.mime_type,
+      sizeBytes: Number(file.size_bytes),
+    };
     result.push(entry);
     const isPdf = file.mime_type === 'application/pdf' || file.path.toLowerCase().endsWith('.pdf');
     if (!isPdf && !isTextLikeFile(file.path, file.mime_type)) {

@@ -31,7 +31,8 @@ export function validateIncomingMessages(messages: IncomingMessage[]): void {
   const seen = new Set<string>();
   messages.forEach((message, m) => {
     if (message.id !== undefined) {
-      if (seen.has(message.id)) issues.push({ path: `body.messages.${m}.id`, message: 'duplicates an earlier message id' });
+      if (seen.has(message.id))
+        issues.push({ path: `body.messages.${m}.id`, message: 'duplicates an earlier message id' });
       seen.add(message.id);
     }
     message.parts.forEach((part, p) => {
@@ -105,7 +106,9 @@ function decodeDataUrlText(url: string): string | undefined {
   const meta = match[1] ?? '';
   const payload = match[2] ?? '';
   try {
-    return meta.endsWith(';base64') ? Buffer.from(payload, 'base64').toString('utf8') : decodeURIComponent(payload);
+    return meta.endsWith(';base64')
+      ? Buffer.from(payload, 'base64').toString('utf8')
+      : decodeURIComponent(payload);
   } catch {
     return undefined;
   }
@@ -115,7 +118,9 @@ export function isTextLike(mediaType: string): boolean {
   const type = mediaType.toLowerCase().split(';')[0]?.trim() ?? '';
   return (
     type.startsWith('text/') ||
-    /^application\/(json|ld\+json|xml|yaml|x-yaml|toml|javascript|typescript|x-sh|x-python|sql|graphql|csv|x-ndjson)$/.test(type) ||
+    /^application\/(json|ld\+json|xml|yaml|x-yaml|toml|javascript|typescript|x-sh|x-python|sql|graphql|csv|x-ndjson)$/.test(
+      type,
+    ) ||
     type.endsWith('+json') ||
     type.endsWith('+xml')
   );
@@ -140,9 +145,16 @@ function toModelPart(part: ConversationMessage['parts'][number]): ModelPart | un
   }
   if (isTextLike(mediaType) && url.startsWith('data:')) {
     const text = decodeDataUrlText(url);
-    if (text !== undefined) return { type: 'text', text: `<attachment name="${label}" type="${mediaType}">\n${text}\n</attachment>` };
+    if (text !== undefined)
+      return {
+        type: 'text',
+        text: `<attachment name="${label}" type="${mediaType}">\n${text}\n</attachment>`,
+      };
   }
-  return { type: 'text', text: `<attachment name="${label}" type="${mediaType}" url="${url.startsWith('data:') ? 'data:…' : url}" />` };
+  return {
+    type: 'text',
+    text: `<attachment name="${label}" type="${mediaType}" url="${url.startsWith('data:') ? 'data:…' : url}" />`,
+  };
 }
 
 /** The conversation as UI messages the AI SDK converts for the model. */

@@ -1,6 +1,5 @@
 import {
   APICallError,
-  consumeStream,
   convertToModelMessages,
   generateText,
   RetryError,
@@ -15,7 +14,13 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { findAgent } from '../db/repositories/agents.js';
 import { insertAgentRun } from '../db/repositories/agent-runs.js';
-import { addChatSpend, appendProjectMemory, findAgentWithWorkspace, findChat, insertChat } from '../db/repositories/chats.js';
+import {
+  addChatSpend,
+  appendProjectMemory,
+  findAgentWithWorkspace,
+  findChat,
+  insertChat,
+} from '../db/repositories/chats.js';
 import { appendMessages, listChatMessages } from '../db/repositories/messages.js';
 import { findProject } from '../db/repositories/projects.js';
 import { findUser } from '../db/repositories/tenancy.js';
@@ -88,11 +93,14 @@ export interface TokenUsage {
 }
 
 export type ConversationOutcome =
-  | { ok: true; text: string; usage: TokenUsage; costUsd: number }
-  | { ok: false; error: ApiError };
+  { ok: true; text: string; usage: TokenUsage; costUsd: number } | { ok: false; error: ApiError };
 
 /** Writes a caller adds to the conversation's final transaction (an agent run's record). */
-export type ExtraWrites = (trx: Transaction<Database>, outcome: ConversationOutcome, finishedAt: Date) => Promise<void>;
+export type ExtraWrites = (
+  trx: Transaction<Database>,
+  outcome: ConversationOutcome,
+  finishedAt: Date,
+) => Promise<void>;
 
 export interface Conversation {
   chatId: string;
@@ -141,7 +149,10 @@ function mcpSpecsOf(agent: AgentTable): McpToolSpec[] {
   const tools = parseJson<unknown[]>(agent.tools, []);
   return (Array.isArray(tools) ? tools : []).filter(
     (t): t is McpToolSpec =>
-      typeof t === 'object' && t !== null && (t as McpToolSpec).type === 'mcp' && typeof (t as McpToolSpec).url === 'string',
+      typeof t === 'object' &&
+      t !== null &&
+      (t as McpToolSpec).type === 'mcp' &&
+      typeof (t as McpToolSpec).url === 'string',
   );
 }
 
@@ -149,7 +160,12 @@ function mcpSpecsOf(agent: AgentTable): McpToolSpec[] {
 export function upstreamFailure(error: unknown, timedOut: boolean, timeoutMs: number): ApiError {
   if (error instanceof ApiError) return error;
   if (timedOut) {
-    return new ApiError('upstream_timeout', `The model provider did not answer within ${timeoutMs} ms`, {}, { cause: error });
+    return new ApiError(
+      'upstream_timeout',
+      `The model provider did not answer within ${timeoutMs} ms`,
+      {},
+      { cause: error },
+    );
   }
   const last = RetryError.isInstance(error) ? error.lastError : error;
   if (APICallError.isInstance(last)) {
@@ -164,7 +180,10 @@ export function upstreamFailure(error: unknown, timedOut: boolean, timeoutMs: nu
   return new ApiError('upstream_error', 'The model provider failed', {}, { cause: error });
 }
 
-function userVariables(owner: { id: string; name: string; email: string } | undefined, given: UserVariables | undefined) {
+function userVariables(
+  owner: { id: string; name: string; email: string } | undefined,
+  given: UserVariables | undefined,
+) {
   return {
     'user.id': given?.id ?? owner?.id ?? '',
     'user.name': given?.name ?? owner?.name ?? '',
@@ -187,9 +206,7 @@ function rowOf(message: ConversationMessage, workspaceId: string, at: string) {
 }
 
 function replyText(message: UIMessage<ChatMessageMetadata> | undefined): string {
-  return (message?.parts ?? [])
-    .map((part) => (part.type === 'text' ? part.text : ''))
-    .join('');
+  return (message?.parts ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
 }
 
 /**
@@ -304,7 +321,10 @@ export async function startConversation(
   };
 
   // Tools: MCP servers, `remember` in project chats, sub-agents of an orchestrating agent.
-  const mcp = await connectMcpTools(mcpSpecsOf(agent), deps.mcpConnectTimeoutMs ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS);
+  const mcp = await connectMcpTools(
+    mcpSpecsOf(agent),
+    deps.mcpConnectTimeoutMs ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS,
+  );
   const warnings: ToolWarning[] = [...mcp.warnings];
   const tools: ToolSet = { ...mcp.tools };
   if (project) {
@@ -319,7 +339,11 @@ export async function startConversation(
     for (const id of orchestrated) {
       const sub = id === agent.id ? undefined : await findAgent(db, workspace.id, id);
       if (!sub) {
-        warnings.push({ tool: id, code: 'agent_unavailable', message: `Agent "${id}" does not exist in this workspace` });
+        warnings.push({
+          tool: id,
+          code: 'agent_unavailable',
+          message: `Agent "${id}" does not exist in this workspace`,
+        });
         continue;
       }
       subAgents.push({ id: sub.id, title: sub.title, description: sub.description });
@@ -415,45 +439,56 @@ export async function startConversation(
     const now = finishedAt.toISOString();
     let outcome = result;
     try {
-      await withConflictRetry(Boolean(chat), (attempt) => db.transaction().execute(async (trx) => {
-        if (!chat) {
-          await insertChat(trx, {
-            id: chatId,
-            workspace_id: workspace.id,
-            agent_id: agent.id,
-            project_id: project?.id ?? null,
-            title: chatTitle(conversation),
-            spend_usd: outcome.ok ? outcome.costUsd : 0,
-            created_at: startedAt.toISOString(),
-            updated_at: now,
-          });
-        }
-        // After a conflict with a concurrent request on the same chat, skip what it stored.
-        const storedNow = attempt > 0 ? new Set((await listChatMessages(trx, workspace.id, chatId)).map((m) => m.id)) : undefined;
-        const rows = added
-          .filter((message) => !storedNow?.has(message.id))
-          .map((message) => rowOf(message, workspace.id, startedAt.toISOString()));
-        if (outcome.ok) {
-          rows.push({
-            id: messageId,
-            workspace_id: workspace.id,
-            role: 'assistant',
-            parts: JSON.stringify(parts),
-            model: model.id,
-            input_tokens: outcome.usage.inputTokens,
-            output_tokens: outcome.usage.outputTokens,
-            cost_usd: outcome.costUsd,
-            created_at: now,
-          });
-        }
-        await appendMessages(trx, chatId, rows, chat ? undefined : 0);
-        if (chat) await addChatSpend(trx, chatId, outcome.ok ? outcome.costUsd : 0, now);
-        if (outcome.ok && (outcome.usage.inputTokens > 0 || outcome.usage.outputTokens > 0)) {
-          await addMonthUsage(trx, workspace.id, ledgerMonth(finishedAt), { ...outcome.usage, costUsd: outcome.costUsd }, now);
-        }
-        for (const run of subRuns) await insertAgentRun(trx, run);
-        await extraWrites?.(trx, outcome, finishedAt);
-      }));
+      await withConflictRetry(Boolean(chat), (attempt) =>
+        db.transaction().execute(async (trx) => {
+          if (!chat) {
+            await insertChat(trx, {
+              id: chatId,
+              workspace_id: workspace.id,
+              agent_id: agent.id,
+              project_id: project?.id ?? null,
+              title: chatTitle(conversation),
+              spend_usd: outcome.ok ? outcome.costUsd : 0,
+              created_at: startedAt.toISOString(),
+              updated_at: now,
+            });
+          }
+          // After a conflict with a concurrent request on the same chat, skip what it stored.
+          const storedNow =
+            attempt > 0
+              ? new Set((await listChatMessages(trx, workspace.id, chatId)).map((m) => m.id))
+              : undefined;
+          const rows = added
+            .filter((message) => !storedNow?.has(message.id))
+            .map((message) => rowOf(message, workspace.id, startedAt.toISOString()));
+          if (outcome.ok) {
+            rows.push({
+              id: messageId,
+              workspace_id: workspace.id,
+              role: 'assistant',
+              parts: JSON.stringify(parts),
+              model: model.id,
+              input_tokens: outcome.usage.inputTokens,
+              output_tokens: outcome.usage.outputTokens,
+              cost_usd: outcome.costUsd,
+              created_at: now,
+            });
+          }
+          await appendMessages(trx, chatId, rows, chat ? undefined : 0);
+          if (chat) await addChatSpend(trx, chatId, outcome.ok ? outcome.costUsd : 0, now);
+          if (outcome.ok && (outcome.usage.inputTokens > 0 || outcome.usage.outputTokens > 0)) {
+            await addMonthUsage(
+              trx,
+              workspace.id,
+              ledgerMonth(finishedAt),
+              { ...outcome.usage, costUsd: outcome.costUsd },
+              now,
+            );
+          }
+          for (const run of subRuns) await insertAgentRun(trx, run);
+          await extraWrites?.(trx, outcome, finishedAt);
+        }),
+      );
     } catch (error) {
       outcome = { ok: false, error: errors.internal(error) };
     } finally {
@@ -507,7 +542,10 @@ export async function startConversation(
       messageMetadata: ({ part }) => {
         if (part.type === 'start') return { chatId };
         if (part.type === 'finish') {
-          usage = { inputTokens: part.totalUsage.inputTokens ?? 0, outputTokens: part.totalUsage.outputTokens ?? 0 };
+          usage = {
+            inputTokens: part.totalUsage.inputTokens ?? 0,
+            outputTokens: part.totalUsage.outputTokens ?? 0,
+          };
           return {
             chatId,
             model: model.id,
@@ -544,7 +582,10 @@ function isUniqueViolation(error: unknown): boolean {
  * Two requests on one chat may both take the next message position; the loser's transaction
  * fails on the (chat_id, position) key and is run again, after the winner's messages.
  */
-async function withConflictRetry(retryable: boolean, write: (attempt: number) => Promise<void>): Promise<void> {
+async function withConflictRetry(
+  retryable: boolean,
+  write: (attempt: number) => Promise<void>,
+): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
       await write(attempt);
@@ -568,12 +609,17 @@ function replyParts(steps: GeneratedStep[]): unknown[] {
         const output = step.content.find((p) => p.type === 'tool-result' && p.toolCallId === part.toolCallId);
         const error = step.content.find((p) => p.type === 'tool-error' && p.toolCallId === part.toolCallId);
         parts.push({
-          ...(part.dynamic ? { type: 'dynamic-tool', toolName: part.toolName } : { type: `tool-${part.toolName}` }),
+          ...(part.dynamic
+            ? { type: 'dynamic-tool', toolName: part.toolName }
+            : { type: `tool-${part.toolName}` }),
           toolCallId: part.toolCallId,
           input: part.input,
           ...(error && error.type === 'tool-error'
             ? { state: 'output-error', errorText: String((error.error as Error)?.message ?? error.error) }
-            : { state: 'output-available', output: output?.type === 'tool-result' ? output.output : undefined }),
+            : {
+                state: 'output-available',
+                output: output?.type === 'tool-result' ? output.output : undefined,
+              }),
         });
       }
     }

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, countRows, createChatApp, userText } from '../chat/fixtures.js';
+import {
+  CHAT_KEYS,
+  type ChatApp,
+  chatRows,
+  chatSetup,
+  countRows,
+  createChatApp,
+  userText,
+} from '../chat/fixtures.js';
 
 let upstream: FakeUpstream;
 let t: ChatApp;
@@ -62,7 +70,11 @@ describe('POST /v1/agents/:agentId/runs', () => {
     );
     expect(sent.messages?.[1]).toEqual({ role: 'user', content: 'Status?' });
 
-    const row = await t.db.selectFrom('agent_runs').selectAll().where('id', '=', data.id).executeTakeFirstOrThrow();
+    const row = await t.db
+      .selectFrom('agent_runs')
+      .selectAll()
+      .where('id', '=', data.id)
+      .executeTakeFirstOrThrow();
     expect(row).toMatchObject({
       workspace_id: 'wsp_main',
       agent_id: 'agt_helper',
@@ -78,7 +90,11 @@ describe('POST /v1/agents/:agentId/runs', () => {
     expect(row.cost_usd).toBeCloseTo((200 * 1 + 100 * 2) / 1e6, 12);
     const messages = await chatRows(t.db, data.chatId);
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
-    const chat = await t.db.selectFrom('chats').selectAll().where('id', '=', data.chatId).executeTakeFirstOrThrow();
+    const chat = await t.db
+      .selectFrom('chats')
+      .selectAll()
+      .where('id', '=', data.chatId)
+      .executeTakeFirstOrThrow();
     expect(chat.title).toBe('Status?');
     expect(chat.project_id).toBe('prj_docs');
   });
@@ -101,8 +117,15 @@ describe('POST /v1/agents/:agentId/runs', () => {
     const res = await run('agt_plain', { message: 'break' });
     expect(res.statusCode).toBe(502);
     const error = res.json();
-    expect(error).toMatchObject({ code: 'upstream_error', details: { runId: expect.stringMatching(/^run_/), providerStatus: 500 } });
-    const row = await t.db.selectFrom('agent_runs').selectAll().where('id', '=', error.details.runId).executeTakeFirstOrThrow();
+    expect(error).toMatchObject({
+      code: 'upstream_error',
+      details: { runId: expect.stringMatching(/^run_/), providerStatus: 500 },
+    });
+    const row = await t.db
+      .selectFrom('agent_runs')
+      .selectAll()
+      .where('id', '=', error.details.runId)
+      .executeTakeFirstOrThrow();
     expect(row).toMatchObject({ status: 'failed', response: '', input: 'break' });
     expect(row.error).toContain('upstream_error');
     const messages = await chatRows(t.db, row.chat_id!);
@@ -114,8 +137,15 @@ describe('POST /v1/agents/:agentId/runs', () => {
     const res = await run('agt_plain', { message: 'wait' });
     expect(res.statusCode).toBe(504);
     const error = res.json();
-    expect(error).toMatchObject({ code: 'upstream_timeout', details: { runId: expect.stringMatching(/^run_/) } });
-    const row = await t.db.selectFrom('agent_runs').selectAll().where('id', '=', error.details.runId).executeTakeFirstOrThrow();
+    expect(error).toMatchObject({
+      code: 'upstream_timeout',
+      details: { runId: expect.stringMatching(/^run_/) },
+    });
+    const row = await t.db
+      .selectFrom('agent_runs')
+      .selectAll()
+      .where('id', '=', error.details.runId)
+      .executeTakeFirstOrThrow();
     expect(row.status).toBe('failed');
     expect(row.execution_time_ms).toBeGreaterThanOrEqual(250);
   });

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, countRows, createChatApp, userText } from './fixtures.js';
+import {
+  CHAT_KEYS,
+  type ChatApp,
+  chatRows,
+  chatSetup,
+  countRows,
+  createChatApp,
+  userText,
+} from './fixtures.js';
 
 const TIMEOUT_MS = 300;
 let upstream: FakeUpstream;
@@ -19,7 +27,12 @@ beforeEach(() => {
 });
 
 function chat(payload: Record<string, unknown>) {
-  return t.app.inject({ method: 'POST', url: '/v1/chat', headers: { 'x-service-api-key': CHAT_KEYS.main }, payload });
+  return t.app.inject({
+    method: 'POST',
+    url: '/v1/chat',
+    headers: { 'x-service-api-key': CHAT_KEYS.main },
+    payload,
+  });
 }
 
 async function onlyChatOf(before: Set<string>) {
@@ -78,7 +91,11 @@ describe('provider failures in JSON mode', () => {
     const rows = await t.db.selectFrom('messages').select('chat_id').where('id', '=', 'u-a').execute();
     expect(rows).toHaveLength(1);
     const chatId = rows[0]!.chat_id;
-    const retry = await chat({ agentId: 'agt_plain', chatId, messages: [userText('first try', 'u-a'), userText('again', 'u-b')] });
+    const retry = await chat({
+      agentId: 'agt_plain',
+      chatId,
+      messages: [userText('first try', 'u-a'), userText('again', 'u-b')],
+    });
     expect(retry.statusCode).toBe(200);
     expect(upstream.lastRequest().body.messages).toEqual([
       { role: 'user', content: 'first try' },
@@ -89,13 +106,24 @@ describe('provider failures in JSON mode', () => {
   it('answers 502 (not 500) when the upstream cannot be reached and records no usage', async () => {
     const counts = await countRows(t.db);
     const ledgerBefore = await t.db.selectFrom('usage_ledger').selectAll().execute();
-    await t.db.updateTable('providers').set({ base_url: 'http://127.0.0.1:9/v1' }).where('id', '=', 'fake').execute();
+    await t.db
+      .updateTable('providers')
+      .set({ base_url: 'http://127.0.0.1:9/v1' })
+      .where('id', '=', 'fake')
+      .execute();
     try {
       const res = await chat({ agentId: 'agt_plain', messages: [userText('hello?')] });
       expect(res.statusCode).toBe(502);
-      expect(res.json()).toMatchObject({ code: 'upstream_error', message: 'The model provider could not be reached' });
+      expect(res.json()).toMatchObject({
+        code: 'upstream_error',
+        message: 'The model provider could not be reached',
+      });
     } finally {
-      await t.db.updateTable('providers').set({ base_url: upstream.baseURL }).where('id', '=', 'fake').execute();
+      await t.db
+        .updateTable('providers')
+        .set({ base_url: upstream.baseURL })
+        .where('id', '=', 'fake')
+        .execute();
     }
     const after = await countRows(t.db);
     expect(after.messages).toBe(counts.messages + 1);

@@ -17,14 +17,21 @@ afterAll(async () => {
 beforeEach(async () => {
   upstream.requests.length = 0;
   await t.db.deleteFrom('usage_ledger').execute();
-  await t.db.updateTable('workspaces').set({ monthly_tokens: 100, monthly_cost_usd: 0.5 }).where('id', '=', 'wsp_limited').execute();
+  await t.db
+    .updateTable('workspaces')
+    .set({ monthly_tokens: 100, monthly_cost_usd: 0.5 })
+    .where('id', '=', 'wsp_limited')
+    .execute();
 });
 
 function post(url: string, key: string, payload: Record<string, unknown>) {
   return t.app.inject({ method: 'POST', url, headers: { 'x-service-api-key': key }, payload });
 }
 
-async function expectRefusedWithNothingStored(request: () => Promise<{ statusCode: number; json(): any }>, code: string) {
+async function expectRefusedWithNothingStored(
+  request: () => Promise<{ statusCode: number; json(): { code: string; details: Record<string, unknown> } }>,
+  code: string,
+) {
   const before = await countRows(t.db);
   const ledger = await t.db.selectFrom('usage_ledger').selectAll().execute();
   const res = await request();
@@ -39,10 +46,21 @@ async function expectRefusedWithNothingStored(request: () => Promise<{ statusCod
 describe('workspace usage limit (402 usage_limit_exceeded)', () => {
   it('refuses chats and runs once the month has used the token limit, storing nothing', async () => {
     upstream.enqueue({ kind: 'text', text: 'ok', usage: { prompt: 80, completion: 30 } });
-    const first = await post('/v1/chat', CHAT_KEYS.limited, { agentId: 'agt_limited', messages: [userText('hi')] });
+    const first = await post('/v1/chat', CHAT_KEYS.limited, {
+      agentId: 'agt_limited',
+      messages: [userText('hi')],
+    });
     expect(first.statusCode).toBe(200);
-    const ledger = await t.db.selectFrom('usage_ledger').selectAll().where('workspace_id', '=', 'wsp_limited').executeTakeFirstOrThrow();
-    expect([Number(ledger.input_tokens), Number(ledger.output_tokens), ledger.month]).toEqual([80, 30, month]);
+    const ledger = await t.db
+      .selectFrom('usage_ledger')
+      .selectAll()
+      .where('workspace_id', '=', 'wsp_limited')
+      .executeTakeFirstOrThrow();
+    expect([Number(ledger.input_tokens), Number(ledger.output_tokens), ledger.month]).toEqual([
+      80,
+      30,
+      month,
+    ]);
     upstream.requests.length = 0;
 
     const error = await expectRefusedWithNothingStored(
@@ -51,7 +69,12 @@ describe('workspace usage limit (402 usage_limit_exceeded)', () => {
     );
     expect(error.details).toMatchObject({ month, limitTokens: 100, usedTokens: 110 });
     await expectRefusedWithNothingStored(
-      () => post('/v1/chat', CHAT_KEYS.limited, { agentId: 'agt_limited', chatId: first.json().chatId, messages: [userText('again')] }),
+      () =>
+        post('/v1/chat', CHAT_KEYS.limited, {
+          agentId: 'agt_limited',
+          chatId: first.json().chatId,
+          messages: [userText('again')],
+        }),
       'usage_limit_exceeded',
     );
     await expectRefusedWithNothingStored(
@@ -61,10 +84,21 @@ describe('workspace usage limit (402 usage_limit_exceeded)', () => {
   });
 
   it('refuses once the month has spent the cost limit', async () => {
-    await t.db.updateTable('workspaces').set({ monthly_tokens: null }).where('id', '=', 'wsp_limited').execute();
+    await t.db
+      .updateTable('workspaces')
+      .set({ monthly_tokens: null })
+      .where('id', '=', 'wsp_limited')
+      .execute();
     await t.db
       .insertInto('usage_ledger')
-      .values({ workspace_id: 'wsp_limited', month, input_tokens: 1, output_tokens: 1, cost_usd: 0.5, updated_at: new Date().toISOString() })
+      .values({
+        workspace_id: 'wsp_limited',
+        month,
+        input_tokens: 1,
+        output_tokens: 1,
+        cost_usd: 0.5,
+        updated_at: new Date().toISOString(),
+      })
       .execute();
     const error = await expectRefusedWithNothingStored(
       () => post('/v1/chat', CHAT_KEYS.limited, { agentId: 'agt_limited', messages: [userText('hi')] }),
@@ -76,9 +110,19 @@ describe('workspace usage limit (402 usage_limit_exceeded)', () => {
   it('counts only the current month', async () => {
     await t.db
       .insertInto('usage_ledger')
-      .values({ workspace_id: 'wsp_limited', month: '2000-01', input_tokens: 10_000, output_tokens: 0, cost_usd: 100, updated_at: new Date().toISOString() })
+      .values({
+        workspace_id: 'wsp_limited',
+        month: '2000-01',
+        input_tokens: 10_000,
+        output_tokens: 0,
+        cost_usd: 100,
+        updated_at: new Date().toISOString(),
+      })
       .execute();
-    const res = await post('/v1/chat', CHAT_KEYS.limited, { agentId: 'agt_limited', messages: [userText('hi')] });
+    const res = await post('/v1/chat', CHAT_KEYS.limited, {
+      agentId: 'agt_limited',
+      messages: [userText('hi')],
+    });
     expect(res.statusCode).toBe(200);
   });
 
@@ -93,15 +137,23 @@ describe('chat spend cap (402 spend_cap_exceeded)', () => {
   it('refuses to continue a chat that has spent its cap, storing nothing; a new chat still runs', async () => {
     // 100 × $10/M + 100 × $20/M = $0.003, over the $0.001 cap.
     upstream.enqueue({ kind: 'text', text: 'pricey', usage: { prompt: 100, completion: 100 } });
-    const first = await post('/v1/chat', CHAT_KEYS.capped, { agentId: 'agt_capped', messages: [userText('hi')] });
+    const first = await post('/v1/chat', CHAT_KEYS.capped, {
+      agentId: 'agt_capped',
+      messages: [userText('hi')],
+    });
     expect(first.statusCode).toBe(200);
     const { chatId } = first.json();
-    const chat = await t.db.selectFrom('chats').select('spend_usd').where('id', '=', chatId).executeTakeFirstOrThrow();
+    const chat = await t.db
+      .selectFrom('chats')
+      .select('spend_usd')
+      .where('id', '=', chatId)
+      .executeTakeFirstOrThrow();
     expect(chat.spend_usd).toBeCloseTo(0.003, 10);
     upstream.requests.length = 0;
 
     const error = await expectRefusedWithNothingStored(
-      () => post('/v1/chat', CHAT_KEYS.capped, { agentId: 'agt_capped', chatId, messages: [userText('more')] }),
+      () =>
+        post('/v1/chat', CHAT_KEYS.capped, { agentId: 'agt_capped', chatId, messages: [userText('more')] }),
       'spend_cap_exceeded',
     );
     expect(error.details).toMatchObject({ chatId, capUsd: 0.001 });
@@ -110,7 +162,10 @@ describe('chat spend cap (402 spend_cap_exceeded)', () => {
       'spend_cap_exceeded',
     );
 
-    const fresh = await post('/v1/chat', CHAT_KEYS.capped, { agentId: 'agt_capped', messages: [userText('new chat')] });
+    const fresh = await post('/v1/chat', CHAT_KEYS.capped, {
+      agentId: 'agt_capped',
+      messages: [userText('new chat')],
+    });
     expect(fresh.statusCode).toBe(200);
   });
 });

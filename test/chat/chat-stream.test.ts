@@ -1,4 +1,11 @@
-import { DefaultChatTransport, parseJsonEventStream, readUIMessageStream, type UIMessage, type UIMessageChunk, uiMessageChunkSchema } from 'ai';
+import {
+  DefaultChatTransport,
+  parseJsonEventStream,
+  readUIMessageStream,
+  type UIMessage,
+  type UIMessageChunk,
+  uiMessageChunkSchema,
+} from 'ai';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
@@ -31,7 +38,10 @@ async function chunksOf(response: Response): Promise<{ events: string[]; chunks:
   const [raw, parsed] = response.body!.tee();
   const eventsPromise = (async () => {
     const events: string[] = [];
-    const reader = raw.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+    const reader = raw
+      .pipeThrough(new TextDecoderStream())
+      .pipeThrough(new EventSourceParserStream())
+      .getReader();
     for (;;) {
       const { done, value } = await reader.read();
       if (done) return events;
@@ -97,8 +107,16 @@ describe('POST /v1/chat with stream: true', () => {
     const json = await post({ agentId: 'agt_echo', messages: [userText('Same words both ways', 'u-json')] });
     const jsonText = (await json.json()).text as string;
 
-    const transport = new DefaultChatTransport<UIMessage>({ api: `${baseUrl}/v1/chat`, headers: { 'x-service-api-key': CHAT_KEYS.main }, body: { agentId: 'agt_echo', stream: true } });
-    const userMessage: UIMessage = { id: 'u-sse', role: 'user', parts: [{ type: 'text', text: 'Same words both ways' }] };
+    const transport = new DefaultChatTransport<UIMessage>({
+      api: `${baseUrl}/v1/chat`,
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+      body: { agentId: 'agt_echo', stream: true },
+    });
+    const userMessage: UIMessage = {
+      id: 'u-sse',
+      role: 'user',
+      parts: [{ type: 'text', text: 'Same words both ways' }],
+    };
     const stream = await transport.sendMessages({
       chatId: 'client-side-chat-id',
       messages: [userMessage],
@@ -119,7 +137,10 @@ describe('POST /v1/chat with stream: true', () => {
     const text = 'one two three four five six seven eight';
     upstream.enqueue({ kind: 'held', text, afterPieces: 3 });
     const abort = new AbortController();
-    const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('long please')] }, abort.signal);
+    const response = await post(
+      { agentId: 'agt_plain', stream: true, messages: [userText('long please')] },
+      abort.signal,
+    );
     const chatId = response.headers.get('x-chat-id')!;
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     let seen = '';
@@ -137,7 +158,12 @@ describe('POST /v1/chat with stream: true', () => {
     }, 'the reply to be stored after the disconnect');
     expect(rows.map((r) => r.role)).toEqual(['user', 'assistant']);
     const parts = JSON.parse(rows[1]!.parts) as Array<{ type: string; text?: string }>;
-    expect(parts.filter((p) => p.type === 'text').map((p) => p.text).join('')).toBe(text);
+    expect(
+      parts
+        .filter((p) => p.type === 'text')
+        .map((p) => p.text)
+        .join(''),
+    ).toBe(text);
     expect(rows[1]!.output_tokens).toBe(8);
   });
 

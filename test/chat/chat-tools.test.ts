@@ -23,7 +23,11 @@ let stallingMcp: TestMcpServer;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  [mcp, failingMcp, stallingMcp] = await Promise.all([startMcpServer('ok'), startMcpServer('fail'), startMcpServer('stall')]);
+  [mcp, failingMcp, stallingMcp] = await Promise.all([
+    startMcpServer('ok'),
+    startMcpServer('fail'),
+    startMcpServer('stall'),
+  ]);
   t = await createChatApp(chatSetup(upstream), { mcpConnectTimeoutMs: MCP_TIMEOUT_MS });
 });
 afterAll(async () => {
@@ -78,11 +82,16 @@ describe('MCP tools', () => {
       { name: 'live', url: mcp.url },
       { name: 'search', url: DEAD_MCP_URL },
     ]);
-    upstream.enqueue({ kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'atrium' } }] }, { kind: 'text', text: 'An atrium is a hall.' });
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'atrium' } }] },
+      { kind: 'text', text: 'An atrium is a hall.' },
+    );
     const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('what is an atrium?')] });
     expect(res.statusCode).toBe(200);
     expect(res.json().text).toBe('An atrium is a hall.');
-    expect(res.json().warnings).toEqual([expect.objectContaining({ tool: 'search', code: 'mcp_unreachable' })]);
+    expect(res.json().warnings).toEqual([
+      expect.objectContaining({ tool: 'search', code: 'mcp_unreachable' }),
+    ]);
     expect(mcp.calls).toEqual([{ term: 'atrium' }]);
     expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual(['live_lookup']);
     const toolMessage = upstream.requests[1]!.body.messages?.find((m) => m.role === 'tool');
@@ -98,7 +107,11 @@ describe('MCP tools', () => {
       .filter((line) => line.startsWith('data: {'))
       .map((line) => JSON.parse(line.slice(6)));
     expect(chunks[0].type).toBe('start');
-    expect(chunks[1]).toEqual({ type: 'data-warnings', data: [expect.objectContaining({ code: 'mcp_unreachable' })], transient: true });
+    expect(chunks[1]).toEqual({
+      type: 'data-warnings',
+      data: [expect.objectContaining({ code: 'mcp_unreachable' })],
+      transient: true,
+    });
   });
 });
 
@@ -108,10 +121,18 @@ describe('remember tool', () => {
       { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Budget is 10k.' } }] },
       { kind: 'text', text: 'Noted.' },
     );
-    const res = await post('/v1/chat', { agentId: 'agt_plain', projectId: 'prj_docs', messages: [userText('remember the budget')] });
+    const res = await post('/v1/chat', {
+      agentId: 'agt_plain',
+      projectId: 'prj_docs',
+      messages: [userText('remember the budget')],
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json().text).toBe('Noted.');
-    const project = await t.db.selectFrom('projects').select('memory').where('id', '=', 'prj_docs').executeTakeFirstOrThrow();
+    const project = await t.db
+      .selectFrom('projects')
+      .select('memory')
+      .where('id', '=', 'prj_docs')
+      .executeTakeFirstOrThrow();
     expect(project.memory).toBe('The launch is on Monday.\n\nBudget is 10k.');
     // The next project chat carries the new memory.
     await post('/v1/chat', { agentId: 'agt_plain', projectId: 'prj_docs', messages: [userText('and?')] });
@@ -157,7 +178,11 @@ describe('orchestration', () => {
       output_tokens: 5,
     });
     // The sub-agent's usage counts toward the lead's reply.
-    const reply = await t.db.selectFrom('messages').selectAll().where('id', '=', body.messageId).executeTakeFirstOrThrow();
+    const reply = await t.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('id', '=', body.messageId)
+      .executeTakeFirstOrThrow();
     expect(reply.input_tokens).toBeGreaterThan(10);
   });
 });

@@ -29,20 +29,93 @@ const cases: Array<[string, unknown, string]> = [
   ['messages missing', { agentId: 'agt_plain' }, 'body.messages'],
   ['messages not an array', { agentId: 'agt_plain', messages: 'hi' }, 'body.messages'],
   ['messages empty', { agentId: 'agt_plain', messages: [] }, 'body.messages'],
-  ['no user message', { agentId: 'agt_plain', messages: [{ role: 'assistant', parts: [{ type: 'text', text: 'hi' }] }] }, 'body.messages'],
-  ['message role missing', { agentId: 'agt_plain', messages: [{ parts: [{ type: 'text', text: 'hi' }] }] }, 'body.messages.0.role'],
-  ['message role unknown', { agentId: 'agt_plain', messages: [{ role: 'tool', parts: [] }] }, 'body.messages.0.role'],
+  [
+    'no user message',
+    { agentId: 'agt_plain', messages: [{ role: 'assistant', parts: [{ type: 'text', text: 'hi' }] }] },
+    'body.messages',
+  ],
+  [
+    'message role missing',
+    { agentId: 'agt_plain', messages: [{ parts: [{ type: 'text', text: 'hi' }] }] },
+    'body.messages.0.role',
+  ],
+  [
+    'message role unknown',
+    { agentId: 'agt_plain', messages: [{ role: 'tool', parts: [] }] },
+    'body.messages.0.role',
+  ],
   ['message parts missing', { agentId: 'agt_plain', messages: [{ role: 'user' }] }, 'body.messages.0.parts'],
-  ['message id not a string', { agentId: 'agt_plain', messages: [{ id: 7, role: 'user', parts: [] }] }, 'body.messages.0.id'],
-  ['duplicate message ids', { agentId: 'agt_plain', messages: [userText('a', 'x'), userText('b', 'x')] }, 'body.messages.1.id'],
-  ['part without type', { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ text: 'hi' }] }] }, 'body.messages.0.parts.0.type'],
-  ['text part without text', { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'text' }] }] }, 'body.messages.0.parts.0.text'],
-  ['text part with a number', { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'text', text: 5 }] }] }, 'body.messages.0.parts.0.text'],
-  ['file part without url', { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'file', mediaType: 'image/png' }] }] }, 'body.messages.0.parts.0.url'],
-  ['file part with a file: url', { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'file', url: 'file:///etc/passwd', mediaType: 'text/plain' }] }] }, 'body.messages.0.parts.0.url'],
-  ['file part without mediaType', { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'file', url: 'https://example.test/a.png' }] }] }, 'body.messages.0.parts.0.mediaType'],
-  ['file part with a bad mediaType', { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'file', url: 'https://example.test/a.png', mediaType: 'png' }] }] }, 'body.messages.0.parts.0.mediaType'],
-  ['file part with a numeric filename', { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'file', url: 'https://example.test/a.png', mediaType: 'image/png', filename: 1 }] }] }, 'body.messages.0.parts.0.filename'],
+  [
+    'message id not a string',
+    { agentId: 'agt_plain', messages: [{ id: 7, role: 'user', parts: [] }] },
+    'body.messages.0.id',
+  ],
+  [
+    'duplicate message ids',
+    { agentId: 'agt_plain', messages: [userText('a', 'x'), userText('b', 'x')] },
+    'body.messages.1.id',
+  ],
+  [
+    'part without type',
+    { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ text: 'hi' }] }] },
+    'body.messages.0.parts.0.type',
+  ],
+  [
+    'text part without text',
+    { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'text' }] }] },
+    'body.messages.0.parts.0.text',
+  ],
+  [
+    'text part with a number',
+    { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'text', text: 5 }] }] },
+    'body.messages.0.parts.0.text',
+  ],
+  [
+    'file part without url',
+    { agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'file', mediaType: 'image/png' }] }] },
+    'body.messages.0.parts.0.url',
+  ],
+  [
+    'file part with a file: url',
+    {
+      agentId: 'agt_plain',
+      messages: [
+        { role: 'user', parts: [{ type: 'file', url: 'file:///etc/passwd', mediaType: 'text/plain' }] },
+      ],
+    },
+    'body.messages.0.parts.0.url',
+  ],
+  [
+    'file part without mediaType',
+    {
+      agentId: 'agt_plain',
+      messages: [{ role: 'user', parts: [{ type: 'file', url: 'https://example.test/a.png' }] }],
+    },
+    'body.messages.0.parts.0.mediaType',
+  ],
+  [
+    'file part with a bad mediaType',
+    {
+      agentId: 'agt_plain',
+      messages: [
+        { role: 'user', parts: [{ type: 'file', url: 'https://example.test/a.png', mediaType: 'png' }] },
+      ],
+    },
+    'body.messages.0.parts.0.mediaType',
+  ],
+  [
+    'file part with a numeric filename',
+    {
+      agentId: 'agt_plain',
+      messages: [
+        {
+          role: 'user',
+          parts: [{ type: 'file', url: 'https://example.test/a.png', mediaType: 'image/png', filename: 1 }],
+        },
+      ],
+    },
+    'body.messages.0.parts.0.filename',
+  ],
   ['agentId missing', { messages: [userText('hi')] }, 'body.agentId'],
   ['agentId empty', { agentId: '', messages: [userText('hi')] }, 'body.agentId'],
   ['agentId a number', { agentId: 12, messages: [userText('hi')] }, 'body.agentId'],
@@ -58,9 +131,21 @@ const cases: Array<[string, unknown, string]> = [
   ['variables not an object', { ...valid, variables: 'x' }, 'body.variables'],
   ['variables with an object value', { ...valid, variables: { a: { b: 1 } } }, 'body.variables.a'],
   ['variables with a null value', { ...valid, variables: { a: null } }, 'body.variables.a'],
-  ['systemVariables.user not an object', { ...valid, systemVariables: { user: 'me' } }, 'body.systemVariables.user'],
-  ['systemVariables.user.name a number', { ...valid, systemVariables: { user: { name: 1 } } }, 'body.systemVariables.user.name'],
-  ['systemVariables with an unknown field', { ...valid, systemVariables: { team: 'x' } }, 'body.systemVariables'],
+  [
+    'systemVariables.user not an object',
+    { ...valid, systemVariables: { user: 'me' } },
+    'body.systemVariables.user',
+  ],
+  [
+    'systemVariables.user.name a number',
+    { ...valid, systemVariables: { user: { name: 1 } } },
+    'body.systemVariables.user.name',
+  ],
+  [
+    'systemVariables with an unknown field',
+    { ...valid, systemVariables: { team: 'x' } },
+    'body.systemVariables',
+  ],
 ];
 
 describe('POST /v1/chat body validation', () => {
@@ -84,14 +169,31 @@ describe('POST /v1/chat body validation', () => {
 
   it('accepts edge values: temperature 0 and 2, variables of every allowed type, unknown top-level fields (AI SDK clients send id, trigger)', async () => {
     for (const temperature of [0, 2]) {
-      const res = await chat({ ...valid, temperature, variables: { s: 'x', n: 1.5, b: false }, id: 'client-chat', trigger: 'submit-message' });
+      const res = await chat({
+        ...valid,
+        temperature,
+        variables: { s: 'x', n: 1.5, b: false },
+        id: 'client-chat',
+        trigger: 'submit-message',
+      });
       expect(res.statusCode).toBe(200);
       expect(upstream.lastRequest().body.temperature).toBe(temperature);
     }
   });
 
   it('stores unknown part types without sending them to the model', async () => {
-    const res = await chat({ agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'text', text: 'a' }, { type: 'reasoning', text: 'hidden' }] }] });
+    const res = await chat({
+      agentId: 'agt_plain',
+      messages: [
+        {
+          role: 'user',
+          parts: [
+            { type: 'text', text: 'a' },
+            { type: 'reasoning', text: 'hidden' },
+          ],
+        },
+      ],
+    });
     expect(res.statusCode).toBe(200);
     expect(upstream.lastRequest().body.messages).toEqual([{ role: 'user', content: 'a' }]);
   });

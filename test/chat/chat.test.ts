@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_UPSTREAM_TEXT, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, createChatApp, UPSTREAM_KEY, userText } from './fixtures.js';
+import {
+  CHAT_KEYS,
+  type ChatApp,
+  chatRows,
+  chatSetup,
+  createChatApp,
+  UPSTREAM_KEY,
+  userText,
+} from './fixtures.js';
 
 let upstream: FakeUpstream;
 let t: ChatApp;
@@ -33,7 +41,11 @@ describe('POST /v1/chat (JSON) on the provider path', () => {
     });
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body).toEqual({ text: DEFAULT_UPSTREAM_TEXT, messageId: expect.stringMatching(/^msg_/), chatId: expect.stringMatching(/^cht_/) });
+    expect(body).toEqual({
+      text: DEFAULT_UPSTREAM_TEXT,
+      messageId: expect.stringMatching(/^msg_/),
+      chatId: expect.stringMatching(/^cht_/),
+    });
     expect(body.warnings).toBeUndefined();
 
     const sent = upstream.lastRequest();
@@ -61,7 +73,8 @@ describe('POST /v1/chat (JSON) on the provider path', () => {
     expect(sent.body.temperature).toBe(0.7);
     expect(sent.body.messages?.[0]).toEqual({
       role: 'system',
-      content: 'You help Max (max@acme.test, usr_max) at {{company}}. Tier {{tier}}, beta {{beta}}. Keep {{unknown}} as is.',
+      content:
+        'You help Max (max@acme.test, usr_max) at {{company}}. Tier {{tier}}, beta {{beta}}. Keep {{unknown}} as is.',
     });
     expect(sent.body.tools).toBeUndefined();
   });
@@ -85,11 +98,21 @@ describe('POST /v1/chat (JSON) on the provider path', () => {
     expect([assistant.input_tokens, assistant.output_tokens]).toEqual([1000, 500]);
     // 1000 × $1/M + 500 × $2/M
     expect(assistant.cost_usd).toBeCloseTo(0.002, 10);
-    expect(JSON.parse(assistant.parts)).toEqual(expect.arrayContaining([{ type: 'text', text: 'Priced reply', state: 'done' }]));
-    const chatRow = await t.db.selectFrom('chats').selectAll().where('id', '=', chatId).executeTakeFirstOrThrow();
+    expect(JSON.parse(assistant.parts)).toEqual(
+      expect.arrayContaining([{ type: 'text', text: 'Priced reply', state: 'done' }]),
+    );
+    const chatRow = await t.db
+      .selectFrom('chats')
+      .selectAll()
+      .where('id', '=', chatId)
+      .executeTakeFirstOrThrow();
     expect(chatRow.spend_usd).toBeCloseTo(0.002, 10);
     expect(chatRow.agent_id).toBe('agt_plain');
-    const ledger = await t.db.selectFrom('usage_ledger').selectAll().where('workspace_id', '=', 'wsp_main').executeTakeFirstOrThrow();
+    const ledger = await t.db
+      .selectFrom('usage_ledger')
+      .selectAll()
+      .where('workspace_id', '=', 'wsp_main')
+      .executeTakeFirstOrThrow();
     expect(ledger.month).toBe(new Date().toISOString().slice(0, 7));
     expect(Number(ledger.input_tokens)).toBeGreaterThanOrEqual(1000);
   });
@@ -115,7 +138,10 @@ describe('POST /v1/chat (JSON) on the provider path', () => {
     const content = upstream.lastRequest().body.messages?.[0]?.content as Array<Record<string, unknown>>;
     expect(content[0]).toEqual({ type: 'text', text: 'look' });
     expect(content[1]).toMatchObject({ type: 'image_url', image_url: { url: png } });
-    expect(content[2]).toEqual({ type: 'text', text: '<attachment name="notes.txt" type="text/plain">\nfile body\n</attachment>' });
+    expect(content[2]).toEqual({
+      type: 'text',
+      text: '<attachment name="notes.txt" type="text/plain">\nfile body\n</attachment>',
+    });
     expect(content).toHaveLength(3);
     const rows = await chatRows(t.db, res.json().chatId);
     expect(JSON.parse(rows[0]!.parts)).toHaveLength(4);
@@ -126,12 +152,18 @@ describe('chat title', () => {
   it('collapses whitespace and cuts at a word boundary at most 100 characters long', async () => {
     const words = Array.from({ length: 30 }, (_, i) => `word${i}`).join('  \n ');
     const res = await chat({ agentId: 'agt_plain', messages: [userText(words)] });
-    const row = await t.db.selectFrom('chats').select('title').where('id', '=', res.json().chatId).executeTakeFirstOrThrow();
+    const row = await t.db
+      .selectFrom('chats')
+      .select('title')
+      .where('id', '=', res.json().chatId)
+      .executeTakeFirstOrThrow();
     const collapsed = words.replace(/\s+/g, ' ');
     expect(row.title.length).toBeLessThanOrEqual(100);
     expect(collapsed.startsWith(row.title)).toBe(true);
     expect(collapsed[row.title.length]).toBe(' ');
-    expect(row.title).toBe('word0 word1 word2 word3 word4 word5 word6 word7 word8 word9 word10 word11 word12 word13 word14');
+    expect(row.title).toBe(
+      'word0 word1 word2 word3 word4 word5 word6 word7 word8 word9 word10 word11 word12 word13 word14',
+    );
   });
 
   it('uses the first user message, not a system or assistant one, and keeps a short text whole', async () => {
@@ -139,16 +171,30 @@ describe('chat title', () => {
       agentId: 'agt_plain',
       messages: [
         { role: 'system', parts: [{ type: 'text', text: 'Be brief.' }] },
-        { role: 'user', parts: [{ type: 'text', text: '  Plan   the ' }, { type: 'text', text: 'launch ' }] },
+        {
+          role: 'user',
+          parts: [
+            { type: 'text', text: '  Plan   the ' },
+            { type: 'text', text: 'launch ' },
+          ],
+        },
       ],
     });
-    const row = await t.db.selectFrom('chats').select('title').where('id', '=', res.json().chatId).executeTakeFirstOrThrow();
+    const row = await t.db
+      .selectFrom('chats')
+      .select('title')
+      .where('id', '=', res.json().chatId)
+      .executeTakeFirstOrThrow();
     expect(row.title).toBe('Plan the launch');
   });
 
   it('cuts a single word longer than 100 characters hard', async () => {
     const res = await chat({ agentId: 'agt_plain', messages: [userText('x'.repeat(150))] });
-    const row = await t.db.selectFrom('chats').select('title').where('id', '=', res.json().chatId).executeTakeFirstOrThrow();
+    const row = await t.db
+      .selectFrom('chats')
+      .select('title')
+      .where('id', '=', res.json().chatId)
+      .executeTakeFirstOrThrow();
     expect(row.title).toBe('x'.repeat(100));
   });
 });
@@ -157,10 +203,18 @@ describe('continuing a chat', () => {
   it('merges history: full message lists and partial ones give the same conversation', async () => {
     const first = await chat({ agentId: 'agt_plain', messages: [userText('one', 'm1')] });
     const { chatId, messageId } = first.json();
-    const assistant = { id: messageId, role: 'assistant', parts: [{ type: 'text', text: DEFAULT_UPSTREAM_TEXT }] };
+    const assistant = {
+      id: messageId,
+      role: 'assistant',
+      parts: [{ type: 'text', text: DEFAULT_UPSTREAM_TEXT }],
+    };
 
     // useChat style: the whole conversation again, plus the new turn.
-    const full = await chat({ agentId: 'agt_plain', chatId, messages: [userText('one', 'm1'), assistant, userText('two', 'm2')] });
+    const full = await chat({
+      agentId: 'agt_plain',
+      chatId,
+      messages: [userText('one', 'm1'), assistant, userText('two', 'm2')],
+    });
     expect(full.statusCode).toBe(200);
     expect(full.json().chatId).toBe(chatId);
     const expected = [
@@ -195,7 +249,11 @@ describe('continuing a chat', () => {
     const first = await chat({ agentId: 'agt_plain', messages: [userText('Original title')] });
     const { chatId } = first.json();
     await chat({ agentId: 'agt_plain', chatId, messages: [userText('Something else')] });
-    const row = await t.db.selectFrom('chats').select('title').where('id', '=', chatId).executeTakeFirstOrThrow();
+    const row = await t.db
+      .selectFrom('chats')
+      .select('title')
+      .where('id', '=', chatId)
+      .executeTakeFirstOrThrow();
     expect(row.title).toBe('Original title');
   });
 
@@ -214,7 +272,11 @@ describe('continuing a chat', () => {
 
   it('answers 400 for a chat of another agent', async () => {
     const first = await chat({ agentId: 'agt_plain', messages: [userText('hi')] });
-    const res = await chat({ agentId: 'agt_helper', chatId: first.json().chatId, messages: [userText('hi')] });
+    const res = await chat({
+      agentId: 'agt_helper',
+      chatId: first.json().chatId,
+      messages: [userText('hi')],
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ code: 'bad_request', details: { issues: [{ path: 'body.chatId' }] } });
   });
@@ -243,7 +305,11 @@ describe('tenancy', () => {
   });
 
   it('answers 401 without a key', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/v1/chat', payload: { agentId: 'agt_plain', messages: [userText('hi')] } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/chat',
+      payload: { agentId: 'agt_plain', messages: [userText('hi')] },
+    });
     expect(res.statusCode).toBe(401);
   });
 });
@@ -275,7 +341,9 @@ describe('concurrent turns on one chat', () => {
     const first = await chat({ agentId: 'agt_plain', messages: [userText('start')] });
     const { chatId } = first.json();
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => chat({ agentId: 'agt_plain', chatId, messages: [userText(`turn ${i}`, `turn-${i}`)] })),
+      Array.from({ length: 6 }, (_, i) =>
+        chat({ agentId: 'agt_plain', chatId, messages: [userText(`turn ${i}`, `turn-${i}`)] }),
+      ),
     );
     expect(results.map((r) => r.statusCode)).toEqual([200, 200, 200, 200, 200, 200]);
     const rows = await chatRows(t.db, chatId);

@@ -50,17 +50,22 @@ describe('system prompt sections', () => {
 
   it('leaves out empty sections, and is undefined when there is nothing', () => {
     expect(buildSystemPrompt({ agentInstructions: '  ' })).toBeUndefined();
-    expect(buildSystemPrompt({ agentInstructions: '', project: { instructions: '', memory: 'm', files: [] } })).toBe(
-      '<project_memory>\nm\n</project_memory>',
-    );
+    expect(
+      buildSystemPrompt({ agentInstructions: '', project: { instructions: '', memory: 'm', files: [] } }),
+    ).toBe('<project_memory>\nm\n</project_memory>');
   });
 });
 
 describe('templating', () => {
   it('replaces known placeholders, with spaces inside braces, and leaves unknown ones', () => {
-    expect(renderTemplate('Hi {{ name }} / {{n}} / {{flag}} / {{missing}} / {{user.name}}', { name: 'Ann', n: 2, flag: false, 'user.name': 'U' })).toBe(
-      'Hi Ann / 2 / false / {{missing}} / U',
-    );
+    expect(
+      renderTemplate('Hi {{ name }} / {{n}} / {{flag}} / {{missing}} / {{user.name}}', {
+        name: 'Ann',
+        n: 2,
+        flag: false,
+        'user.name': 'U',
+      }),
+    ).toBe('Hi Ann / 2 / false / {{missing}} / U');
   });
 
   it('does not read inherited properties as values', () => {

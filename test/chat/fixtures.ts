@@ -110,7 +110,10 @@ ${extra.mcpUrl ? `              - { type: mcp, name: live, url: ${extra.mcpUrl} 
 `;
 }
 
-export async function createChatApp(setup: string, options: { env?: Record<string, string>; mcpConnectTimeoutMs?: number } = {}) {
+export async function createChatApp(
+  setup: string,
+  options: { env?: Record<string, string>; mcpConnectTimeoutMs?: number } = {},
+) {
   const env = await createTestEnv(options.env);
   await applyFixture(env, setup);
   const store = createObjectStore(env.config, {});
@@ -149,10 +152,27 @@ export async function chatRows(db: Db, chatId: string) {
 
 export async function countRows(db: Db) {
   const [chats, messages, runs, ledger] = await Promise.all([
-    db.selectFrom('chats').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-    db.selectFrom('messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-    db.selectFrom('agent_runs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-    db.selectFrom('usage_ledger').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    db
+      .selectFrom('chats')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow(),
+    db
+      .selectFrom('messages')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow(),
+    db
+      .selectFrom('agent_runs')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow(),
+    db
+      .selectFrom('usage_ledger')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow(),
   ]);
-  return { chats: Number(chats.n), messages: Number(messages.n), runs: Number(runs.n), ledger: Number(ledger.n) };
+  return {
+    chats: Number(chats.n),
+    messages: Number(messages.n),
+    runs: Number(runs.n),
+    ledger: Number(ledger.n),
+  };
 }

@@ -36,7 +36,10 @@ export async function startMcpServer(mode: 'ok' | 'fail' | 'stall' = 'ok'): Prom
         return { content: [{ type: 'text', text: `definition of ${term}` }] };
       },
     );
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
     res.on('close', () => {
       void transport.close();
       void mcp.close();

@@ -40,7 +40,11 @@ afterAll(async () => {
   await upstream.close();
 });
 
-async function chat(app: Awaited<ReturnType<typeof createChatApp>>, key: string, payload: Record<string, unknown>) {
+async function chat(
+  app: Awaited<ReturnType<typeof createChatApp>>,
+  key: string,
+  payload: Record<string, unknown>,
+) {
   return app.app.inject({ method: 'POST', url: '/v1/chat', headers: { 'x-service-api-key': key }, payload });
 }
 
@@ -54,11 +58,18 @@ describe('providers from the environment', () => {
       expect(res.statusCode).toBe(200);
       expect(upstream.lastRequest().headers.authorization).toBe(`Bearer ${OPENAI_KEY}`);
       expect(upstream.lastRequest().body.model).toBe('gpt-test');
-      const row = await t.db.selectFrom('messages').selectAll().where('id', '=', res.json().messageId).executeTakeFirstOrThrow();
+      const row = await t.db
+        .selectFrom('messages')
+        .selectAll()
+        .where('id', '=', res.json().messageId)
+        .executeTakeFirstOrThrow();
       expect(row.cost_usd).toBeGreaterThan(0);
 
       // `openai/<name>` ids need no models row (the setup file only enables defined models).
-      await t.db.insertInto('workspace_models').values({ workspace_id: 'wsp_m', model_id: 'openai/gpt-direct' }).execute();
+      await t.db
+        .insertInto('workspace_models')
+        .values({ workspace_id: 'wsp_m', model_id: 'openai/gpt-direct' })
+        .execute();
       res = await chat(t, KEY, { agentId: 'agt_m', model: 'openai/gpt-direct', messages: [userText('hi')] });
       expect(res.statusCode).toBe(200);
       expect(upstream.lastRequest().body.model).toBe('gpt-direct');
@@ -89,7 +100,9 @@ describe('providers from the environment', () => {
       res = await chat(t, KEY, { agentId: 'agt_m', model: 'builtin-openai', messages: [userText('hi')] });
       expect(res.statusCode).toBe(502);
       expect(res.json()).toMatchObject({ code: 'upstream_error', details: { model: 'builtin-openai' } });
-      expect(await t.db.selectFrom('chats').selectAll().where('agent_id', '=', 'agt_m').execute()).toEqual([]);
+      expect(await t.db.selectFrom('chats').selectAll().where('agent_id', '=', 'agt_m').execute()).toEqual(
+        [],
+      );
     } finally {
       await t.close();
     }
@@ -102,10 +115,15 @@ describe('OpenAPI', () => {
     try {
       const doc = (await t.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
       const chatOp = doc.paths['/v1/chat'].post;
-      expect(Object.keys(chatOp.responses['200'].content).sort()).toEqual(['application/json', 'text/event-stream']);
-      for (const status of ['400', '401', '402', '404', '502', '504']) expect(chatOp.responses[status], status).toBeDefined();
+      expect(Object.keys(chatOp.responses['200'].content).sort()).toEqual([
+        'application/json',
+        'text/event-stream',
+      ]);
+      for (const status of ['400', '401', '402', '404', '502', '504'])
+        expect(chatOp.responses[status], status).toBeDefined();
       const runOp = doc.paths['/v1/agents/{agentId}/runs'].post;
-      for (const status of ['200', '400', '402', '404', '502', '504']) expect(runOp.responses[status], status).toBeDefined();
+      for (const status of ['200', '400', '402', '404', '502', '504'])
+        expect(runOp.responses[status], status).toBeDefined();
     } finally {
       await t.close();
     }

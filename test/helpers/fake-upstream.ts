@@ -58,7 +58,12 @@ function words(text: string): string[] {
   return text.match(/\S+\s*|\s+/g) ?? [];
 }
 
-function chunk(id: string, model: string, delta: Record<string, unknown>, finishReason: string | null = null) {
+function chunk(
+  id: string,
+  model: string,
+  delta: Record<string, unknown>,
+  finishReason: string | null = null,
+) {
   return `data: ${JSON.stringify({
     id,
     object: 'chat.completion.chunk',
@@ -104,7 +109,11 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 
     if (script.kind === 'fail') {
       res.writeHead(script.status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: script.message ?? 'upstream failure', type: 'server_error', code: null } }));
+      res.end(
+        JSON.stringify({
+          error: { message: script.message ?? 'upstream failure', type: 'server_error', code: null },
+        }),
+      );
       return;
     }
     if (script.kind === 'stall') {
@@ -135,7 +144,16 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         if (script.kind === 'held') {
           held.push(() => {
             res.writeHead(200, { 'content-type': 'application/json' });
-            res.end(JSON.stringify({ id, object: 'chat.completion', created: 1_700_000_000, model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: estimateUsage(body, words(text).length) }));
+            res.end(
+              JSON.stringify({
+                id,
+                object: 'chat.completion',
+                created: 1_700_000_000,
+                model,
+                choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+                usage: estimateUsage(body, words(text).length),
+              }),
+            );
           });
           return;
         }
@@ -144,14 +162,27 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       }
       const usage =
         script.kind === 'text' && script.usage
-          ? { prompt_tokens: script.usage.prompt, completion_tokens: script.usage.completion, total_tokens: script.usage.prompt + script.usage.completion }
+          ? {
+              prompt_tokens: script.usage.prompt,
+              completion_tokens: script.usage.completion,
+              total_tokens: script.usage.prompt + script.usage.completion,
+            }
           : estimateUsage(body, completion);
       if (script.kind === 'disconnect') {
         req.socket.destroy();
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id, object: 'chat.completion', created: 1_700_000_000, model, choices: [{ index: 0, message, finish_reason: finish }], usage }));
+      res.end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created: 1_700_000_000,
+          model,
+          choices: [{ index: 0, message, finish_reason: finish }],
+          usage,
+        }),
+      );
       return;
     }
 
@@ -161,12 +192,21 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         res.write(
           chunk(id, model, {
             role: 'assistant',
-            tool_calls: [{ index: i, id: `call_${counter}_${i}`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.arguments) } }],
+            tool_calls: [
+              {
+                index: i,
+                id: `call_${counter}_${i}`,
+                type: 'function',
+                function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+              },
+            ],
           }),
         );
       });
       res.write(chunk(id, model, {}, 'tool_calls'));
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage: estimateUsage(body, 5) })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage: estimateUsage(body, 5) })}\n\n`,
+      );
       res.end('data: [DONE]\n\n');
       return;
     }
@@ -175,7 +215,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const writePieces = (from: number, to: number) => {
       // One write per piece, like a real provider's token stream.
       for (let i = from; i < to; i++) {
-        res.write(chunk(id, model, i === 0 ? { role: 'assistant', content: pieces[i] } : { content: pieces[i] }));
+        res.write(
+          chunk(id, model, i === 0 ? { role: 'assistant', content: pieces[i] } : { content: pieces[i] }),
+        );
       }
     };
     writePieces(0, limit);
@@ -187,7 +229,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const finish = () => {
       res.write(chunk(id, model, {}, 'stop'));
       const usage = estimateUsage(body, pieces.length);
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage })}\n\n`,
+      );
       res.end('data: [DONE]\n\n');
     };
     if (script.kind === 'held') {
@@ -199,9 +243,15 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
     res.write(chunk(id, model, {}, 'stop'));
     const usage = script.usage
-      ? { prompt_tokens: script.usage.prompt, completion_tokens: script.usage.completion, total_tokens: script.usage.prompt + script.usage.completion }
+      ? {
+          prompt_tokens: script.usage.prompt,
+          completion_tokens: script.usage.completion,
+          total_tokens: script.usage.prompt + script.usage.completion,
+        }
       : estimateUsage(body, pieces.length);
-    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage })}\n\n`);
+    res.write(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage })}\n\n`,
+    );
     res.end('data: [DONE]\n\n');
   };
 

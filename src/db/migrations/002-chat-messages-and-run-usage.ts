@@ -33,11 +33,28 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('messages').execute();
   await db.schema.alterTable('messages_v2').renameTo('messages').execute();
 
-  await db.schema.alterTable('agent_runs').addColumn('input_tokens', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.alterTable('agent_runs').addColumn('output_tokens', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.alterTable('agent_runs').addColumn('cost_usd', FLOAT, (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.createIndex('agent_runs_agent_idx').on('agent_runs').columns(['agent_id', 'created_at']).execute();
-  await db.schema.createIndex('chats_workspace_idx').on('chats').columns(['workspace_id', 'updated_at']).execute();
+  await db.schema
+    .alterTable('agent_runs')
+    .addColumn('input_tokens', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .alterTable('agent_runs')
+    .addColumn('output_tokens', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .alterTable('agent_runs')
+    .addColumn('cost_usd', FLOAT, (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .createIndex('agent_runs_agent_idx')
+    .on('agent_runs')
+    .columns(['agent_id', 'created_at'])
+    .execute();
+  await db.schema
+    .createIndex('chats_workspace_idx')
+    .on('chats')
+    .columns(['workspace_id', 'updated_at'])
+    .execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

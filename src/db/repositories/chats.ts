@@ -19,7 +19,12 @@ export async function insertChat(db: Executor, chat: ChatTable): Promise<void> {
 }
 
 /** Adds to what the chat has spent (its spend cap is checked against this) and touches it. */
-export async function addChatSpend(db: Executor, chatId: string, costUsd: number, now: string): Promise<void> {
+export async function addChatSpend(
+  db: Executor,
+  chatId: string,
+  costUsd: number,
+  now: string,
+): Promise<void> {
   await db
     .updateTable('chats')
     .set({ spend_usd: sql<number>`spend_usd + ${costUsd}`, updated_at: now })
@@ -67,7 +72,14 @@ export async function findAgentWithWorkspace(db: Executor, agentId: string) {
     .where('agents.deleted_at', 'is', null)
     .executeTakeFirst();
   if (!row) return undefined;
-  const { ws_organization_id, ws_default_model, ws_monthly_tokens, ws_monthly_cost_usd, ws_chat_spend_cap_usd, ...agent } = row;
+  const {
+    ws_organization_id,
+    ws_default_model,
+    ws_monthly_tokens,
+    ws_monthly_cost_usd,
+    ws_chat_spend_cap_usd,
+    ...agent
+  } = row;
   return {
     agent,
     workspace: {

@@ -6,7 +6,12 @@ export const AgentRunParams = Type.Object({ agentId: Type.String({ minLength: 1 
 
 export const AgentRunBody = Type.Object(
   {
-    message: Type.String({ minLength: 1, maxLength: 100_000, pattern: '\\S', description: 'Required, not blank' }),
+    message: Type.String({
+      minLength: 1,
+      maxLength: 100_000,
+      pattern: '\\S',
+      description: 'Required, not blank',
+    }),
     chatId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     projectId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     variables: Type.Optional(TemplateVariables),
@@ -28,7 +33,9 @@ export const AgentRun = Type.Object({
   executionTime: Type.Integer({ description: 'Milliseconds' }),
   createdAt: Timestamp,
   completedAt: Timestamp,
-  warnings: Type.Optional(Type.Array(ToolWarning, { description: 'Present only when a tool could not be set up' })),
+  warnings: Type.Optional(
+    Type.Array(ToolWarning, { description: 'Present only when a tool could not be set up' }),
+  ),
 });
 
 export const AgentRunResponse = envelope(AgentRun);

@@ -2,7 +2,11 @@ import { Type } from 'typebox';
 
 const Part = Type.Object(
   {
-    type: Type.String({ minLength: 1, description: '`text` (needs `text`), `file` (needs `url`, `mediaType`), or any other UI part type (stored, not sent to the model)' }),
+    type: Type.String({
+      minLength: 1,
+      description:
+        '`text` (needs `text`), `file` (needs `url`, `mediaType`), or any other UI part type (stored, not sent to the model)',
+    }),
   },
   { additionalProperties: true },
 );
@@ -26,7 +30,11 @@ export const SystemVariables = Type.Object(
   {
     user: Type.Optional(
       Type.Object(
-        { id: Type.Optional(Type.String()), name: Type.Optional(Type.String()), email: Type.Optional(Type.String()) },
+        {
+          id: Type.Optional(Type.String()),
+          name: Type.Optional(Type.String()),
+          email: Type.Optional(Type.String()),
+        },
         { additionalProperties: false, description: 'Acting user for `{{user.*}}`; else the key owner' },
       ),
     ),
@@ -45,7 +53,13 @@ export const ChatBody = Type.Object(
     projectId: Type.Optional(IdField('Project whose instructions, memory and files join the context')),
     stream: Type.Optional(Type.Boolean({ description: 'Default false' })),
     temperature: Type.Optional(Temperature),
-    model: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Falls back to the workspace default when not enabled' })),
+    model: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'Falls back to the workspace default when not enabled',
+      }),
+    ),
     variables: Type.Optional(TemplateVariables),
     systemVariables: Type.Optional(SystemVariables),
   },
@@ -63,7 +77,9 @@ export const ChatResult = Type.Object({
   text: Type.String(),
   messageId: Type.String(),
   chatId: Type.String(),
-  warnings: Type.Optional(Type.Array(ToolWarning, { description: 'Present only when a tool could not be set up' })),
+  warnings: Type.Optional(
+    Type.Array(ToolWarning, { description: 'Present only when a tool could not be set up' }),
+  ),
 });
 
 /** 200 of POST /chat: JSON, or the UI message stream when `stream: true`. */

@@ -32,11 +32,19 @@ function networkCode(error: unknown): string | undefined {
 
 function describeFailure(spec: McpToolSpec, error: unknown, timeoutMs: number): ToolWarning {
   if (error instanceof SetupTimeout || /timed out/i.test(String((error as Error)?.message))) {
-    return { tool: spec.name, code: 'mcp_timeout', message: `MCP server did not answer within ${timeoutMs} ms` };
+    return {
+      tool: spec.name,
+      code: 'mcp_timeout',
+      message: `MCP server did not answer within ${timeoutMs} ms`,
+    };
   }
   const code = networkCode(error);
   if (code || error instanceof TypeError) {
-    return { tool: spec.name, code: 'mcp_unreachable', message: `MCP server is unreachable${code ? ` (${code})` : ''}` };
+    return {
+      tool: spec.name,
+      code: 'mcp_unreachable',
+      message: `MCP server is unreachable${code ? ` (${code})` : ''}`,
+    };
   }
   const status = (error as { statusCode?: number })?.statusCode;
   return {
@@ -53,7 +61,10 @@ function toolName(server: string, tool: string): string {
   return `${server}_${tool}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
 }
 
-async function connectOne(spec: McpToolSpec, timeoutMs: number): Promise<{ client: McpClient; tools: ToolSet }> {
+async function connectOne(
+  spec: McpToolSpec,
+  timeoutMs: number,
+): Promise<{ client: McpClient; tools: ToolSet }> {
   let client: McpClient | undefined;
   let timer: NodeJS.Timeout | undefined;
   const setup = (async () => {

@@ -9,7 +9,9 @@ export function rememberTool(append: (note: string) => Promise<void>) {
   return tool({
     description:
       "Save a short markdown note to this project's memory so that future conversations in the project can use it.",
-    inputSchema: z.object({ note: z.string().min(1).max(NOTE_MAX).describe('The note to remember, in markdown') }),
+    inputSchema: z.object({
+      note: z.string().min(1).max(NOTE_MAX).describe('The note to remember, in markdown'),
+    }),
     execute: async ({ note }) => {
       await append(note.trim());
       return { saved: true };

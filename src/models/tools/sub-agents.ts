@@ -8,7 +8,11 @@ export interface SubAgent {
 }
 
 /** Runs one sub-agent on a message and returns its reply text. */
-export type RunSubAgent = (agent: SubAgent, message: string, abortSignal: AbortSignal | undefined) => Promise<string>;
+export type RunSubAgent = (
+  agent: SubAgent,
+  message: string,
+  abortSignal: AbortSignal | undefined,
+) => Promise<string>;
 
 function toolName(agentId: string): string {
   return agentId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
