@@ -127,6 +127,41 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
     });
   });
 
+  it('registers objects put in the bucket directly, with their stored content type, and serves no fs storage routes', async () => {
+    const { Readable } = await import('node:stream');
+    const prefix = 'projects/wsp_main/prj_docs/';
+    await t.store.put(`${prefix}direct/report.pdf`, Readable.from([Buffer.from('%PDF-1.4')]), {
+      contentType: 'application/pdf',
+    });
+    await t.store.put(`${prefix}direct/notes.weird`, Readable.from([Buffer.from('x')]), {
+      contentType: 'text/x-notes',
+    });
+    expect((await (await api('POST', '/projects/prj_docs/files/sync')).json()).data).toEqual({
+      added: 2,
+      removed: 0,
+      updated: 0,
+    });
+    const { files } = (await (await api('GET', '/projects/prj_docs/files')).json()).data;
+    const types = Object.fromEntries(
+      files.map((f: { path: string; mimeType: string }) => [f.path, f.mimeType]),
+    );
+    expect(types).toMatchObject({
+      'direct/report.pdf': 'application/pdf',
+      'direct/notes.weird': 'text/x-notes',
+    });
+    await t.store.deletePrefix(`${prefix}direct/`);
+    expect((await (await api('POST', '/projects/prj_docs/files/sync')).json()).data).toEqual({
+      added: 0,
+      removed: 2,
+      updated: 0,
+    });
+    const fsRoute = await fetch(`${origin}/storage/objects/${prefix}x.txt?signature=x`, {
+      method: 'PUT',
+      body: 'x',
+    });
+    expect(fsRoute.status).toBe(404);
+  });
+
   it('refuses an expired presigned upload URL', async () => {
     const past = new Date(Date.now() - 60 * 60 * 1000);
     const store = new S3ObjectStore(s3.config, { clock: () => past });
