@@ -133,6 +133,51 @@ describe('POST /v1/chat with stream: true', () => {
     expect((last!.metadata as { chatId: string }).chatId).toMatch(/^cht_/);
   });
 
+  it('continues a chat the useChat way: the client resends the whole history, nothing is stored twice', async () => {
+    const transport = (chatId?: string) =>
+      new DefaultChatTransport<UIMessage>({
+        api: `${baseUrl}/v1/chat`,
+        headers: { 'x-service-api-key': CHAT_KEYS.main },
+        body: { agentId: 'agt_plain', stream: true, ...(chatId ? { chatId } : {}) },
+      });
+    const read = async (stream: ReadableStream<UIMessageChunk>) => {
+      let last: UIMessage | undefined;
+      for await (const message of readUIMessageStream({ stream, terminateOnError: true })) last = message;
+      return last!;
+    };
+    const history: UIMessage[] = [{ id: 'c-1', role: 'user', parts: [{ type: 'text', text: 'first' }] }];
+    const first = await read(
+      await transport().sendMessages({
+        chatId: 'local',
+        messages: history,
+        trigger: 'submit-message',
+        messageId: undefined,
+        abortSignal: undefined,
+      }),
+    );
+    const chatId = (first.metadata as { chatId: string }).chatId;
+    history.push(first, { id: 'c-2', role: 'user', parts: [{ type: 'text', text: 'second' }] });
+    await read(
+      await transport(chatId).sendMessages({
+        chatId: 'local',
+        messages: history,
+        trigger: 'submit-message',
+        messageId: undefined,
+        abortSignal: undefined,
+      }),
+    );
+    expect(upstream.lastRequest().body.messages).toEqual([
+      { role: 'user', content: 'first' },
+      { role: 'assistant', content: upstream.defaultText },
+      { role: 'user', content: 'second' },
+    ]);
+    const rows = await waitFor(async () => {
+      const r = await chatRows(t.db, chatId);
+      return r.length === 4 ? r : undefined;
+    }, 'both turns to be stored');
+    expect(rows.map((r) => r.id).slice(0, 3)).toEqual(['c-1', first.id, 'c-2']);
+  });
+
   it('stores the whole reply when the client disconnects mid-stream', async () => {
     const text = 'one two three four five six seven eight';
     upstream.enqueue({ kind: 'held', text, afterPieces: 3 });
