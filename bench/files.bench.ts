@@ -19,7 +19,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -221,6 +221,12 @@ export async function run(report: Report) {
       const uploadRate = mbps(median(uploads));
       const fsRate = mbps(median(baseline));
       const bareRate = mbps(median(bareUploads));
+      report(
+        `load average ${os
+          .loadavg()
+          .map((n) => n.toFixed(1))
+          .join(' ')} on ${os.cpus().length} CPUs`,
+      );
       report(
         `upload 50 MB via fs signed URL: ${uploadRate.toFixed(0)} MB/s (median of ${RUNS}; temp file, fsync, rename); node fs write of the same bytes, same disk: ${fsRate.toFixed(0)} MB/s → ${((uploadRate / fsRate) * 100).toFixed(0)}% (target ≥ 70%)`,
       );
