@@ -30,6 +30,8 @@ export const PROJECT_FILE_LIMITS = {
   downloadUrlSeconds: 4 * 60 * 60,
 } as const;
 
+const MAX_KEY_BYTES = 1024;
+
 export interface ProjectFileDeps {
   db: Db;
   store: ObjectStore;
@@ -180,6 +182,13 @@ export async function createUploadUrl(
   options: { origin?: string } = {},
 ) {
   const { path } = validateUploadRequest(input, deps.store);
+  const storagePath = projectStoragePrefix(workspaceId, projectId) + path;
+  if (Buffer.byteLength(storagePath) > MAX_KEY_BYTES) {
+    // S3 keys are at most 1,024 bytes; the same cap on every backend keeps them interchangeable.
+    throw errors.badRequest('folder and filename together are too long for storage', [
+      { path: 'body.folder', message: `the storage path would exceed ${MAX_KEY_BYTES} bytes` },
+    ]);
+  }
   await requireProject(deps.db, workspaceId, projectId);
   const clash = await findPathClash(deps.db, workspaceId, projectId, path);
   if (clash) {
@@ -195,7 +204,6 @@ export async function createUploadUrl(
   if (bytes > PROJECT_FILE_LIMITS.maxProjectBytes) {
     throw quotaError('bytes', { bytes: usage.bytes, requestedBytes: input.sizeBytes });
   }
-  const storagePath = projectStoragePrefix(workspaceId, projectId) + path;
   const uploadUrl = await deps.store.createUploadUrl(storagePath, {
     contentType: input.contentType,
     sizeBytes: input.sizeBytes,

@@ -136,6 +136,11 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     expectBadRequest(await filesApi(t.app).requestUpload({ ...valid, folder }), 'body.folder');
   });
 
+  it('refuses a folder and filename whose storage path would pass 1,024 bytes (the S3 key limit)', async () => {
+    const folder = Array.from({ length: 5 }, () => 'f'.repeat(200)).join('/');
+    expectBadRequest(await filesApi(t.app).requestUpload({ ...valid, folder }), 'body.folder');
+  });
+
   it('trims leading and trailing slashes of the folder and allows depth 10', async () => {
     const trimmed = await filesApi(t.app).requestUpload({ ...valid, folder: '/docs/specs/' });
     expect(trimmed.json().data.storagePath).toBe(`${PREFIX}docs/specs/notes.md`);
