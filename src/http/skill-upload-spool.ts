@@ -1,4 +1,5 @@
 import { createWriteStream } from 'node:fs';
+import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type TransformCallback, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -146,4 +147,30 @@ export async function spoolSkillUpload(
     throw multipartError(error, maxBytes);
   }
   return result;
+}
+
+/**
+ * Removes request directories a crashed process left behind. Only old ones: another process
+ * sharing the data dir may be spooling right now, and no upload takes an hour.
+ */
+export async function sweepStaleUploads(root: string, olderThanMs: number, now: Date): Promise<number> {
+  let names: string[];
+  try {
+    names = await readdir(root);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    if (!name.startsWith('req-')) continue;
+    const dir = path.join(root, name);
+    try {
+      if (now.getTime() - (await stat(dir)).mtimeMs < olderThanMs) continue;
+      await rm(dir, { recursive: true, force: true });
+      removed++;
+    } catch {
+      // Gone already (another process swept it): nothing to do.
+    }
+  }
+  return removed;
 }

@@ -392,6 +392,15 @@ describe(`bulk skill upload (${engineName})`, () => {
   });
 });
 
+describe(`bulk skill upload: temporary files (${engineName})`, () => {
+  it('leaves no spooled part behind, whatever the outcome', async () => {
+    await upload([mdPart('tmp-check.md', skillMd('tmp-check', 'x'))]);
+    await upload([zipPart('tmp-fake.zip', Buffer.from('not a zip'))]);
+    await upload([mdPart('tmp-refused.md', skillMd('tmp-refused', 'x'))], { key: SKILL_KEYS.org });
+    expect(readdirSync(path.join(t.env.dataDir, 'tmp', 'skill-uploads'))).toEqual([]);
+  });
+});
+
 describe(`bulk skill upload: who may upload (${engineName})`, () => {
   const one = (name: string, visibility?: string): MultipartPart[] => [
     ...(visibility ? [{ name: 'visibility', content: visibility }] : []),

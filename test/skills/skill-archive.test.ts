@@ -300,3 +300,20 @@ describe('multipart errors', () => {
     );
   });
 });
+
+describe('sweepStaleUploads', () => {
+  it('removes request directories older than the limit and keeps recent ones', async () => {
+    const { sweepStaleUploads } = await import('../../src/http/skill-upload-spool.js');
+    const { mkdirSync, utimesSync, readdirSync } = await import('node:fs');
+    const root = path.join(dir, 'uploads');
+    mkdirSync(path.join(root, 'req-old'), { recursive: true });
+    writeFileSync(path.join(root, 'req-old', 'part-0'), 'x');
+    mkdirSync(path.join(root, 'req-new'));
+    mkdirSync(path.join(root, 'unrelated'));
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+    utimesSync(path.join(root, 'req-old'), twoHoursAgo, twoHoursAgo);
+    expect(await sweepStaleUploads(root, 3600_000, new Date())).toBe(1);
+    expect(readdirSync(root).sort()).toEqual(['req-new', 'unrelated']);
+    expect(await sweepStaleUploads(path.join(dir, 'missing'), 3600_000, new Date())).toBe(0);
+  });
+});

@@ -9,6 +9,7 @@ import { accessWorkspaceInPath } from '../../services/access.js';
 import { clampLimit } from '../../services/agents.js';
 import {
   assertMayUploadSkills,
+  type BulkUploadResult as BulkUploadData,
   bulkUploadSkills,
   listSkills,
   SKILL_PAGE,
@@ -17,7 +18,9 @@ import {
 import { WorkspaceParams } from '../schemas/agents.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
 import { BulkUploadForm, BulkUploadResult, SkillListQuery, SkillListResponse } from '../schemas/skills.js';
-import { spoolSkillUpload } from '../skill-upload-spool.js';
+import { spoolSkillUpload, sweepStaleUploads } from '../skill-upload-spool.js';
+
+const STALE_UPLOAD_MS = 60 * 60 * 1000;
 
 /**
  * The multipart body is read as a stream by the handler, so the body schema only documents the
@@ -55,6 +58,7 @@ export async function skillRoutes(app: FastifyInstance, deps: AppDeps): Promise<
   await app.register(async (scope) => {
     await scope.register(multipart, { throwFileSizeLimit: true });
     const uploadRoot = path.join(deps.config.dataDir, 'tmp', 'skill-uploads');
+    await sweepStaleUploads(uploadRoot, STALE_UPLOAD_MS, deps.clock());
 
     scope.post<{ Params: Static<typeof WorkspaceParams> }>(
       '/workspace/:workspaceId/skills/bulk-upload',
@@ -81,6 +85,7 @@ export async function skillRoutes(app: FastifyInstance, deps: AppDeps): Promise<
         assertMayUploadSkills(access);
         await mkdir(uploadRoot, { recursive: true });
         const dir = await mkdtemp(path.join(uploadRoot, 'req-'));
+        let data: BulkUploadData;
         try {
           const upload = await spoolSkillUpload(
             request,
@@ -88,14 +93,18 @@ export async function skillRoutes(app: FastifyInstance, deps: AppDeps): Promise<
             SKILL_UPLOAD_LIMITS.maxUploadBytes,
             (visibility) => assertMayUploadSkills(access, visibility),
           );
-          const data = await bulkUploadSkills({ db: deps.db, store: deps.store, clock: deps.clock }, access, {
+          data = await bulkUploadSkills({ db: deps.db, store: deps.store, clock: deps.clock }, access, {
             parts: upload.parts,
             visibility: upload.visibility ?? 'private',
           });
-          return reply.code(data.errors.length > 0 ? 207 : 200).send({ data });
         } finally {
-          await rm(dir, { recursive: true, force: true });
+          // Before answering, so that no spooled part outlives its request. A failure here must
+          // not replace the request's own outcome; the startup sweep gets what is left.
+          await rm(dir, { recursive: true, force: true, maxRetries: 3 }).catch((error: unknown) =>
+            request.log.warn({ err: error }, 'could not remove a skill upload directory'),
+          );
         }
+        return reply.code(data.errors.length > 0 ? 207 : 200).send({ data });
       },
     );
   });
