@@ -156,11 +156,13 @@ export class FsObjectStore implements ObjectStore {
         );
       }
       // On disk before it becomes visible: a crash after the rename never shows a torn file.
-      const file = await fs.open(tmpData, 'r+');
-      try {
-        await file.datasync();
-      } finally {
-        await file.close();
+      if (options.durable !== false) {
+        const file = await fs.open(tmpData, 'r+');
+        try {
+          await file.datasync();
+        } finally {
+          await file.close();
+        }
       }
       const stat = await fs.stat(tmpData);
       const sidecar: Sidecar = {

@@ -37,6 +37,12 @@ export interface PutOptions {
   maxBytes?: number;
   /** When set, a body of any other length stores nothing (413 when longer, 400 when shorter). */
   exactBytes?: number;
+  /**
+   * fs: flush the bytes to disk before the object becomes visible (default true), so a power
+   * loss never leaves a torn object. Writers of many small objects that can redo their work
+   * after a crash may turn it off. Ignored by s3.
+   */
+  durable?: boolean;
 }
 
 /**
