@@ -66,6 +66,15 @@ describe('FsObjectStore', () => {
     expect((await store.head('r/x'))!.etag).toBe(second.etag);
   });
 
+  it('stores an object without the per-object flush when durable is false', async () => {
+    const info = await store.put('fast/x', Readable.from([Buffer.from('quick')]), {
+      contentType: 'text/plain',
+      durable: false,
+    });
+    expect(info.size).toBe(5);
+    expect(await text((await store.get('fast/x'))!.body)).toBe('quick');
+  });
+
   it('refuses a body over maxBytes with 413 and leaves no object and no temp file', async () => {
     await expect(
       store.put('big/x', Readable.from([Buffer.alloc(10), Buffer.alloc(10)]), {
