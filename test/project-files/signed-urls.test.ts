@@ -282,6 +282,14 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     const head = await t.app.inject({ method: 'HEAD', url: injectable(downloadUrl) });
     expect(head.statusCode).toBe(200);
     expect(head.headers['content-length']).toBe('10');
+    expect(head.body).toBe('');
+    const headRange = await t.app.inject({
+      method: 'HEAD',
+      url: injectable(downloadUrl),
+      headers: { range: 'bytes=0-3' },
+    });
+    expect(headRange.statusCode).toBe(206);
+    expect(headRange.headers['content-length']).toBe('4');
 
     now = new Date(now.getTime() + 4 * 60 * 60 * 1000 - 1000);
     expect((await get()).statusCode).toBe(200);

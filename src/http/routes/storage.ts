@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../app.js';
@@ -183,7 +184,11 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
       const head = await deps.store.head(key);
       if (!head) throw errors.notFound('Object');
       const range = parseRange(request.headers.range, head.size);
-      const object = await deps.store.get(key, range);
+      // HEAD: headers only; an empty stream keeps our Content-Length (Fastify would set 0).
+      const object =
+        request.method === 'HEAD'
+          ? { body: Readable.from([]), info: head }
+          : await deps.store.get(key, range);
       if (!object) throw errors.notFound('Object');
       const size = object.info.size;
       reply
