@@ -21,7 +21,7 @@ import {
   findChat,
   insertChat,
 } from '../db/repositories/chats.js';
-import { appendMessages, listChatMessages } from '../db/repositories/messages.js';
+import { appendMessages, listChatMessageIds, listChatMessages } from '../db/repositories/messages.js';
 import { findProject } from '../db/repositories/projects.js';
 import { findUser } from '../db/repositories/tenancy.js';
 import { addMonthUsage } from '../db/repositories/usage.js';
@@ -453,11 +453,11 @@ export async function startConversation(
               updated_at: now,
             });
           }
-          // After a conflict with a concurrent request on the same chat, skip what it stored.
+          // An existing chat's row is locked first (the spend update), so concurrent turns on one
+          // chat write one after the other; then what a concurrent turn already stored is skipped.
+          if (chat) await addChatSpend(trx, chatId, outcome.ok ? outcome.costUsd : 0, now);
           const storedNow =
-            attempt > 0
-              ? new Set((await listChatMessages(trx, workspace.id, chatId)).map((m) => m.id))
-              : undefined;
+            chat || attempt > 0 ? await listChatMessageIds(trx, workspace.id, chatId) : undefined;
           const rows = added
             .filter((message) => !storedNow?.has(message.id))
             .map((message) => rowOf(message, workspace.id, startedAt.toISOString()));
@@ -475,7 +475,6 @@ export async function startConversation(
             });
           }
           await appendMessages(trx, chatId, rows, chat ? undefined : 0);
-          if (chat) await addChatSpend(trx, chatId, outcome.ok ? outcome.costUsd : 0, now);
           if (outcome.ok && (outcome.usage.inputTokens > 0 || outcome.usage.outputTokens > 0)) {
             await addMonthUsage(
               trx,

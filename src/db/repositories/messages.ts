@@ -15,6 +15,21 @@ export function listChatMessages(db: Executor, workspaceId: string, chatId: stri
     .execute();
 }
 
+/** Ids of the messages of a chat. */
+export async function listChatMessageIds(
+  db: Executor,
+  workspaceId: string,
+  chatId: string,
+): Promise<Set<string>> {
+  const rows = await db
+    .selectFrom('messages')
+    .select('id')
+    .where('chat_id', '=', chatId)
+    .where('workspace_id', '=', workspaceId)
+    .execute();
+  return new Set(rows.map((row) => row.id));
+}
+
 /**
  * Appends messages after the chat's last one; run inside the transaction that writes them.
  * `firstPosition` skips the lookup when the caller knows it (0 for a chat created in the same
