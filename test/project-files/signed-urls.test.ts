@@ -112,6 +112,35 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     expect(await t.store.head(storagePath)).toBeNull();
   });
 
+  it('shows sync nothing of an upload still in flight, and the whole object once it completes', async () => {
+    const { uploadUrl } = await requestUploadUrl('in-flight.bin', 200_000, 'application/octet-stream');
+    const url = new URL(uploadUrl.replace(/^http:\/\/[^/]+/, origin));
+    const request = http.request(url, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/octet-stream', 'content-length': '200000' },
+    });
+    const answered = new Promise<number>((resolve, reject) => {
+      request.on('response', (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode!));
+      });
+      request.on('error', reject);
+    });
+    await new Promise<void>((resolve) => request.write(Buffer.alloc(100_000, 2), () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const names = async () =>
+      (await filesApi(t.app).list()).json().data.files.map((f: { name: string }) => f.name);
+    await filesApi(t.app).sync();
+    expect(await names()).not.toContain('in-flight.bin');
+    request.end(Buffer.alloc(100_000, 3));
+    expect(await answered).toBe(200);
+    await filesApi(t.app).sync();
+    const file = (await filesApi(t.app).list())
+      .json()
+      .data.files.find((f: { name: string }) => f.name === 'in-flight.bin');
+    expect(file.sizeBytes).toBe(200_000);
+  });
+
   it('stores nothing and leaves no temp file when the connection is cut mid-upload', async () => {
     const { uploadUrl, storagePath } = await requestUploadUrl(
       'cut.bin',
