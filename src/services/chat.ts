@@ -116,6 +116,11 @@ export interface Conversation {
   stream(): ReadableStream<UIMessageChunk<ChatMessageMetadata>>;
   /** JSON mode: runs the model call to its end and persists the exchange. */
   complete(): Promise<ConversationOutcome>;
+  /**
+   * Stream mode: the stream itself failed (not the provider, which ends in an `error` chunk):
+   * stores the exchange as failed unless it is stored already.
+   */
+  abandon(error: unknown): Promise<ConversationOutcome>;
   /** Settles after the conversation is persisted. */
   done: Promise<ConversationOutcome>;
 }
@@ -433,7 +438,12 @@ export async function startConversation(
   });
 
   /** One transaction: the chat (when new), the new messages, usage, sub-agent runs, extras. */
-  const persist = async (result: ConversationOutcome, parts: unknown[]): Promise<ConversationOutcome> => {
+  let persisting: Promise<ConversationOutcome> | undefined;
+  const persist = (result: ConversationOutcome, parts: unknown[]): Promise<ConversationOutcome> => {
+    persisting ??= write(result, parts);
+    return persisting;
+  };
+  const write = async (result: ConversationOutcome, parts: unknown[]): Promise<ConversationOutcome> => {
     clearTimeout(idleTimer);
     const finishedAt = deps.clock();
     const now = finishedAt.toISOString();
@@ -568,7 +578,10 @@ export async function startConversation(
     return warnings.length > 0 ? withWarningsChunk(chunks, warnings) : chunks;
   };
 
-  return { chatId, messageId, agent, model: model.id, warnings, stream, complete, done };
+  const abandon = (error: unknown) =>
+    persist({ ok: false, error: upstreamFailure(error, timedOut, timeoutMs) }, []);
+
+  return { chatId, messageId, agent, model: model.id, warnings, stream, complete, abandon, done };
 }
 
 /** SQLite and PostgreSQL report a unique or primary key violation differently. */

@@ -43,7 +43,13 @@ export async function chatRoutes(app: FastifyInstance, deps: ChatDeps): Promise<
         },
         // Drains a copy of the stream, so the reply completes and is stored even when the
         // client goes away mid-stream.
-        consumeSseStream: ({ stream }) => consumeStream({ stream, onError: () => {} }),
+        consumeSseStream: ({ stream }) =>
+          consumeStream({
+            stream,
+            onError: (error) => {
+              void conversation.abandon(error);
+            },
+          }),
       });
     },
   );
