@@ -1,8 +1,8 @@
-import { consumeStream, pipeUIMessageStreamToResponse } from 'ai';
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { type ChatDeps, completeConversation, startConversation } from '../../services/chat.js';
 import { ChatBody, ChatOkResponse } from '../schemas/chat.js';
+import { writeUIMessageStream } from '../ui-message-sse.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
 
 export async function chatRoutes(app: FastifyInstance, deps: ChatDeps): Promise<void> {
@@ -33,24 +33,20 @@ export async function chatRoutes(app: FastifyInstance, deps: ChatDeps): Promise<
       }
       // From here the response is the stream; hooks no longer run, so their headers go along.
       reply.hijack();
-      pipeUIMessageStreamToResponse({
-        response: reply.raw,
-        stream: conversation.stream(),
-        headers: {
+      // The stream is read to its end even when the client goes away, so the reply is stored.
+      void writeUIMessageStream(
+        reply.raw,
+        conversation.stream(),
+        {
           ...(reply.getHeaders() as Record<string, string>),
           'x-request-id': request.id,
           'x-chat-id': conversation.chatId,
         },
-        // Drains a copy of the stream, so the reply completes and is stored even when the
-        // client goes away mid-stream.
-        consumeSseStream: ({ stream }) =>
-          consumeStream({
-            stream,
-            onError: (error) => {
-              void conversation.abandon(error);
-            },
-          }),
-      });
+        (error) => {
+          request.log.error({ err: error }, 'reply stream failed');
+          void conversation.abandon(error);
+        },
+      );
     },
   );
 }
