@@ -139,6 +139,48 @@ describe('remember tool', () => {
     expect(upstream.lastRequest().body.messages?.[0]?.content).toContain('Budget is 10k.');
   });
 
+  it('runs in a streamed reply too: tool chunks on the wire, the tool part stored', async () => {
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Streams remember too.' } }] },
+      { kind: 'text', text: 'Saved.' },
+    );
+    const res = await post('/v1/chat', {
+      agentId: 'agt_plain',
+      projectId: 'prj_empty',
+      stream: true,
+      messages: [userText('remember this')],
+    });
+    expect(res.statusCode).toBe(200);
+    const chunks = res.body
+      .split('\n\n')
+      .filter((line) => line.startsWith('data: {'))
+      .map((line) => JSON.parse(line.slice(6)) as { type: string; [key: string]: unknown });
+    const types = chunks.map((c) => c.type);
+    expect(types).toEqual(
+      expect.arrayContaining(['tool-input-available', 'tool-output-available', 'text-delta', 'finish']),
+    );
+    expect(chunks.find((c) => c.type === 'tool-output-available')?.output).toEqual({ saved: true });
+    const project = await t.db
+      .selectFrom('projects')
+      .select('memory')
+      .where('id', '=', 'prj_empty')
+      .executeTakeFirstOrThrow();
+    expect(project.memory).toBe('Streams remember too.');
+    const chatId = res.headers['x-chat-id'] as string;
+    let rows = await t.db.selectFrom('messages').selectAll().where('chat_id', '=', chatId).execute();
+    for (let i = 0; i < 100 && rows.length < 2; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      rows = await t.db.selectFrom('messages').selectAll().where('chat_id', '=', chatId).execute();
+    }
+    const parts = JSON.parse(rows.find((r) => r.role === 'assistant')!.parts) as Array<{
+      type: string;
+      state?: string;
+    }>;
+    expect(parts).toEqual(
+      expect.arrayContaining([expect.objectContaining({ type: 'tool-remember', state: 'output-available' })]),
+    );
+  });
+
   it('is not offered outside a project', async () => {
     await post('/v1/chat', { agentId: 'agt_plain', messages: [userText('hi')] });
     expect(upstream.lastRequest().body.tools).toBeUndefined();
