@@ -9,6 +9,7 @@ import type { ProviderType } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { ECHO_MODEL_ID } from '../setup/validate.js';
 import { createEchoModel } from './echo.js';
+import { createNodeFetch } from './node-fetch.js';
 import { guardedFetch, withStreamFailuresAsErrors } from './stream-guard.js';
 
 export interface Pricing {
@@ -61,6 +62,7 @@ export class ModelRegistry {
   private readonly providers = new Map<string, (model: string) => LanguageModelV3>();
   private readonly models = new Map<string, LanguageModelV3>();
   private readonly echo = createEchoModel();
+  private readonly fetch = createNodeFetch();
 
   constructor(private readonly config: Pick<Config, 'providers'>) {}
 
@@ -131,7 +133,7 @@ export class ModelRegistry {
     if (!model) {
       let factory = this.providers.get(JSON.stringify(settings));
       if (!factory) {
-        factory = createProviderFactory(settings);
+        factory = createProviderFactory(settings, this.fetch);
         this.providers.set(JSON.stringify(settings), factory);
       }
       model = factory(providerModel);
@@ -143,17 +145,21 @@ export class ModelRegistry {
   }
 }
 
-function createProviderFactory(settings: ProviderSettings): (model: string) => LanguageModelV3 {
+function createProviderFactory(
+  settings: ProviderSettings,
+  baseFetch: typeof fetch,
+): (model: string) => LanguageModelV3 {
+  const openAiFetch = guardedFetch(baseFetch);
   const apiKey = settings.apiKey ?? undefined;
   const baseURL = settings.baseUrl ?? undefined;
   switch (settings.type) {
     case 'openai': {
       // The chat completions API: what every OpenAI-compatible server speaks too.
-      const provider = createOpenAI({ apiKey, baseURL, name: settings.id, fetch: guardedFetch });
+      const provider = createOpenAI({ apiKey, baseURL, name: settings.id, fetch: openAiFetch });
       return (model) => provider.chat(model);
     }
     case 'anthropic': {
-      const provider = createAnthropic({ apiKey, baseURL, name: settings.id });
+      const provider = createAnthropic({ apiKey, baseURL, name: settings.id, fetch: baseFetch });
       return (model) => provider(model);
     }
     case 'openai-compatible': {
@@ -163,7 +169,7 @@ function createProviderFactory(settings: ProviderSettings): (model: string) => L
         apiKey,
         // Without it, streamed replies report no token usage.
         includeUsage: true,
-        fetch: guardedFetch,
+        fetch: openAiFetch,
       });
       return (model) => provider.chatModel(model);
     }

@@ -22,36 +22,38 @@ function brokenStreamEvent(error: unknown): Uint8Array {
  * `fetch` for OpenAI-style providers: an event-stream body that fails while being read ends with
  * an OpenAI error event instead. Works per network read, not per token, so it costs next to nothing.
  */
-export const guardedFetch: typeof fetch = async (input, init) => {
-  const response = await fetch(input, init);
-  const body = response.body;
-  if (!body || !response.headers.get('content-type')?.includes('text/event-stream')) return response;
-  const reader = body.getReader();
-  const guarded = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      } catch (error) {
-        if (init?.signal?.aborted) {
-          controller.error(error);
-          return;
+export const guardedFetch =
+  (baseFetch: typeof fetch): typeof fetch =>
+  async (input, init) => {
+    const response = await baseFetch(input, init);
+    const body = response.body;
+    if (!body || !response.headers.get('content-type')?.includes('text/event-stream')) return response;
+    const reader = body.getReader();
+    const guarded = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        } catch (error) {
+          if (init?.signal?.aborted) {
+            controller.error(error);
+            return;
+          }
+          controller.enqueue(brokenStreamEvent(error));
+          controller.close();
         }
-        controller.enqueue(brokenStreamEvent(error));
-        controller.close();
-      }
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(guarded, {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-  });
-};
+      },
+      cancel(reason) {
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(guarded, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
 
 function guardParts(
   stream: ReadableStream<LanguageModelV3StreamPart>,
