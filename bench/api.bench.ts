@@ -35,7 +35,10 @@ function benchSetup(): SetupFile {
               description: 'A benchmark agent',
               visibility: 'workspace' as const,
             })),
-            projects: Array.from({ length: 50 }, (_, i) => ({ name: `Project ${i}`, description: 'A benchmark project' })),
+            projects: Array.from({ length: 50 }, (_, i) => ({
+              name: `Project ${i}`,
+              description: 'A benchmark project',
+            })),
           },
         ],
       },
@@ -45,14 +48,21 @@ function benchSetup(): SetupFile {
 
 export async function run(report: Report) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-api-'));
-  const env = { ATRIUM_DATA_DIR: dataDir, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ATRIUM_SIGNING_SECRET: 'bench' };
+  const env = {
+    ATRIUM_DATA_DIR: dataDir,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    ATRIUM_SIGNING_SECRET: 'bench',
+  };
   const database = await openDatabase(loadConfig(env).database);
   await migrateToLatest(database.db);
   await applySetup(database.db, benchSetup(), { now: new Date() });
   await database.close();
 
   const atrium = await startChildServer('atrium', env);
-  const routes = { '/v1/projects': '/v1/projects', '/v1/workspace/wsp_bench/agents': '/v1/workspace/wsp_bench/agents?limit=50' };
+  const routes = {
+    '/v1/projects': '/v1/projects',
+    '/v1/workspace/wsp_bench/agents': '/v1/workspace/wsp_bench/agents?limit=50',
+  };
   const headers = { 'x-service-api-key': KEY };
   const payloads: Record<string, unknown> = {};
   for (const [route, url] of Object.entries(routes)) {

@@ -21,7 +21,9 @@ console.log(
   `# Atrium benchmarks — node ${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${new Date().toISOString()}`,
 );
 for (const file of files) {
-  const mod = (await import(pathToFileURL(path.join(here, file)).href)) as { run: (report: Report) => Promise<void> };
+  const mod = (await import(pathToFileURL(path.join(here, file)).href)) as {
+    run: (report: Report) => Promise<void>;
+  };
   console.log(`\n## ${file.replace('.bench.ts', '')}`);
   await mod.run((line) => console.log(line));
 }

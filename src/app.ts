@@ -60,7 +60,11 @@ function createValidators() {
 
 /** Builds the app; never listens (only server.ts does), so tests build it without a port. */
 export async function buildApp(
-  input: Omit<AppDeps, 'clock' | 'store' | 'models'> & { clock?: Clock; store?: ObjectStore; models?: ModelRegistry },
+  input: Omit<AppDeps, 'clock' | 'store' | 'models'> & {
+    clock?: Clock;
+    store?: ObjectStore;
+    models?: ModelRegistry;
+  },
   options: BuildAppOptions = {},
 ) {
   const clock = input.clock ?? systemClock;

@@ -28,8 +28,7 @@ export interface Config {
 }
 
 export type DatabaseConfig =
-  | { kind: 'sqlite'; file: string }
-  | { kind: 'postgres'; url: string; schema?: string };
+  { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string; schema?: string };
 
 export type StorageConfig =
   | { kind: 'fs'; root: string }

@@ -46,7 +46,8 @@ export const errors = {
   badRequest: (message: string, issues?: ValidationIssue[]) =>
     new ApiError('bad_request', message, issues ? { issues } : {}),
   notAuthenticated: (message = 'A valid API key is required') => new ApiError('not_authenticated', message),
-  unauthorized: (message = 'This API key may not access this resource') => new ApiError('unauthorized', message),
+  unauthorized: (message = 'This API key may not access this resource') =>
+    new ApiError('unauthorized', message),
   notFound: (what: string) => new ApiError('not_found', `${what} not found`),
   quotaExceeded: (message: string, details: Record<string, unknown> = {}) =>
     new ApiError('quota_exceeded', message, details),

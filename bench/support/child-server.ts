@@ -11,7 +11,10 @@ import { startServer } from '../../src/server.js';
 
 const mode = process.argv[2];
 if (mode === 'bare') {
-  const payloads = JSON.parse(readFileSync(process.env.BARE_PAYLOAD_FILE!, 'utf8')) as Record<string, unknown>;
+  const payloads = JSON.parse(readFileSync(process.env.BARE_PAYLOAD_FILE!, 'utf8')) as Record<
+    string,
+    unknown
+  >;
   const app = Fastify({ logger: false });
   for (const [path, body] of Object.entries(payloads)) app.get(path, async () => body);
   const url = await app.listen({ port: 0, host: '127.0.0.1' });

@@ -15,7 +15,14 @@ export async function startChildServer(mode: 'atrium' | 'bare', env: Record<stri
     child.once('message', (message) => resolve((message as { url: string }).url));
     child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)));
   });
-  return { url, stop: () => new Promise<void>((resolve) => { child.once('exit', () => resolve()); child.kill('SIGTERM'); }) };
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
 }
 
 export interface LoadResult {
@@ -26,7 +33,11 @@ export interface LoadResult {
   non2xx: number;
 }
 
-export async function load(url: string, headers: Record<string, string>, seconds: number): Promise<LoadResult> {
+export async function load(
+  url: string,
+  headers: Record<string, string>,
+  seconds: number,
+): Promise<LoadResult> {
   const result = await autocannon({ url, headers, connections: 10, pipelining: 1, duration: seconds });
   return {
     requestsPerSecond: result.requests.average,

@@ -66,7 +66,11 @@ async function migrate(): Promise<number> {
 }
 
 async function apply(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, options: { json: { type: 'boolean' } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args,
+    options: { json: { type: 'boolean' } },
+    allowPositionals: true,
+  });
   const [file] = positionals;
   if (!file || positionals.length > 1) throw new UsageError('apply needs exactly one FILE');
   let text: string;
@@ -99,7 +103,9 @@ async function keys(args: string[]): Promise<number> {
   if (action === 'revoke') {
     const [keyId] = rest;
     if (!keyId || rest.length > 1) throw new UsageError('keys revoke needs exactly one KEY_ID');
-    const revoked = await withDatabase((database) => revokeApiKey(database.db, keyId, new Date().toISOString()));
+    const revoked = await withDatabase((database) =>
+      revokeApiKey(database.db, keyId, new Date().toISOString()),
+    );
     if (!revoked) {
       console.error(`No active key ${keyId}`);
       return EXIT.failure;
@@ -130,7 +136,11 @@ async function keys(args: string[]): Promise<number> {
       if (!workspace) throw new UsageError(`No workspace ${values.workspace}`);
       organizationId = workspace.organization_id;
     } else {
-      const org = await db.selectFrom('organizations').select('id').where('id', '=', values.organization!).executeTakeFirst();
+      const org = await db
+        .selectFrom('organizations')
+        .select('id')
+        .where('id', '=', values.organization!)
+        .executeTakeFirst();
       if (!org) throw new UsageError(`No organization ${values.organization}`);
       organizationId = org.id;
     }
@@ -194,7 +204,11 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError(`Unknown command "${command}"`);
     }
   } catch (error) {
-    if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (
+      error instanceof UsageError ||
+      error instanceof ConfigError ||
+      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+    ) {
       console.error(`atrium: ${(error as Error).message}\n\n${USAGE}`);
       return EXIT.usage;
     }

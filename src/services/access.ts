@@ -33,7 +33,11 @@ export interface Principal {
 // Writing last_used_at on every request would make each read a write; a minute's precision is plenty.
 const LAST_USED_PRECISION_MS = 60_000;
 
-export async function authenticateKey(db: Db, presentedKey: string | undefined, now: Date): Promise<Principal> {
+export async function authenticateKey(
+  db: Db,
+  presentedKey: string | undefined,
+  now: Date,
+): Promise<Principal> {
   if (!presentedKey) throw errors.notAuthenticated();
   const presentedHash = hashApiKey(presentedKey);
   const key = await findApiKeyByHash(db, presentedHash);

@@ -3,7 +3,12 @@ import { insertProject, listActiveProjects, type ProjectRow } from '../db/reposi
 import { type Clock, isoNow, newId } from '../ids.js';
 import type { WorkspaceAccess } from './access.js';
 
-export const PROJECT_DEFAULTS = { description: '', instructions: '', color: '#64748B', icon: 'folder' } as const;
+export const PROJECT_DEFAULTS = {
+  description: '',
+  instructions: '',
+  color: '#64748B',
+  icon: 'folder',
+} as const;
 
 export interface NewProjectInput {
   name: string;

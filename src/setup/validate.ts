@@ -134,7 +134,11 @@ export const SetupFileSchema = Type.Object(
         Type.Object(
           {
             id: Id,
-            type: Type.Union([Type.Literal('openai'), Type.Literal('anthropic'), Type.Literal('openai-compatible')]),
+            type: Type.Union([
+              Type.Literal('openai'),
+              Type.Literal('anthropic'),
+              Type.Literal('openai-compatible'),
+            ]),
             baseURL: Type.Optional(Type.String({ format: 'uri' })),
             apiKey: Type.Optional(Type.String({ minLength: 1 })),
             apiKeyEnv: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
@@ -226,7 +230,10 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
     unique('provider id', provider.id, `providers[${i}].id`);
     providerIds.add(provider.id);
     if (provider.type === 'openai-compatible' && !provider.baseURL) {
-      problems.push({ path: `providers[${i}].baseURL`, message: 'is required for openai-compatible providers' });
+      problems.push({
+        path: `providers[${i}].baseURL`,
+        message: 'is required for openai-compatible providers',
+      });
     }
   });
 
@@ -299,7 +306,10 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
               message: `unknown agent "${id}" (must be an agent id of the same workspace)`,
             });
           } else if (id === agent.id) {
-            problems.push({ path: `${agentPath}.orchestration.agents[${i}]`, message: 'an agent cannot lead itself' });
+            problems.push({
+              path: `${agentPath}.orchestration.agents[${i}]`,
+              message: 'an agent cannot lead itself',
+            });
           }
         });
       });
@@ -317,7 +327,10 @@ export function parseSetupText(text: string, fileName: string): ParseResult {
   try {
     document = parseYaml(text, { prettyErrors: true }) ?? {};
   } catch (error) {
-    return { ok: false, problems: [{ path: '(file)', message: `${fileName} is not valid YAML: ${(error as Error).message}` }] };
+    return {
+      ok: false,
+      problems: [{ path: '(file)', message: `${fileName} is not valid YAML: ${(error as Error).message}` }],
+    };
   }
   if (typeof document !== 'object' || Array.isArray(document)) {
     return { ok: false, problems: [{ path: '(root)', message: 'must be a mapping (object)' }] };

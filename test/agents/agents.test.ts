@@ -37,7 +37,13 @@ describe(`GET /v1/workspace/{workspaceId}/agents (${engineName})`, () => {
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       updatedAt: expect.any(String),
     });
-    expect(agents[1]).toMatchObject({ id: 'agt_beta', description: '', image: '', category: '', model: 'atrium/echo' });
+    expect(agents[1]).toMatchObject({
+      id: 'agt_beta',
+      description: '',
+      image: '',
+      category: '',
+      model: 'atrium/echo',
+    });
   });
 
   it('pages with limit and offset', async () => {

@@ -70,7 +70,8 @@ describe(`authentication (${engineName})`, () => {
   });
 
   it('makes an organization key name its workspace in x-workspace-id for /projects', async () => {
-    const list = (headers: Record<string, string>) => t.app.inject({ method: 'GET', url: '/v1/projects', headers });
+    const list = (headers: Record<string, string>) =>
+      t.app.inject({ method: 'GET', url: '/v1/projects', headers });
     const noHeader = await list({ 'x-service-api-key': KEYS.acmeOrg });
     expect(noHeader.statusCode).toBe(401);
     expect(noHeader.json().code).toBe('unauthorized');

@@ -58,7 +58,15 @@ async function countRows() {
   const database = await openDatabase(loadConfig().database);
   try {
     const counts: Record<string, unknown> = {};
-    for (const table of ['organizations', 'users', 'workspaces', 'api_keys', 'agents', 'projects', 'workspace_members'] as const) {
+    for (const table of [
+      'organizations',
+      'users',
+      'workspaces',
+      'api_keys',
+      'agents',
+      'projects',
+      'workspace_members',
+    ] as const) {
       counts[table] = await database.db.selectFrom(table).selectAll().execute();
     }
     return counts;
@@ -130,7 +138,10 @@ organizations:
   });
 
   it('applies a setup file, and applying it again changes nothing', async () => {
-    const file = writeSetup('tenancy.yaml', `${TENANCY_SETUP}\n      - { id: wsp_gen, name: Generated, members: [{ user: usr_gina, role: owner }], apiKeys: [{ name: generated-key, user: usr_gina }] }\n`);
+    const file = writeSetup(
+      'tenancy.yaml',
+      `${TENANCY_SETUP}\n      - { id: wsp_gen, name: Generated, members: [{ user: usr_gina, role: owner }], apiKeys: [{ name: generated-key, user: usr_gina }] }\n`,
+    );
     expect(await main(['apply', file, '--json'])).toBe(0);
     const first = JSON.parse(output.out.join(''));
     expect(first.keys['main-owner']).toBe(KEYS.mainOwner);
@@ -150,16 +161,34 @@ organizations:
   });
 
   it('creates and revokes keys from the command line', async () => {
-    expect(await main(['keys', 'create', '--workspace', 'wsp_main', '--user', 'usr_max', '--name', 'cli', '--json'])).toBe(0);
+    expect(
+      await main([
+        'keys',
+        'create',
+        '--workspace',
+        'wsp_main',
+        '--user',
+        'usr_max',
+        '--name',
+        'cli',
+        '--json',
+      ]),
+    ).toBe(0);
     const created = JSON.parse(output.out.join(''));
     expect(created.key).toMatch(/^atr_ws_/);
-    expect(await main(['keys', 'create', '--organization', 'org_acme', '--user', 'usr_olivia', '--json'])).toBe(0);
+    expect(
+      await main(['keys', 'create', '--organization', 'org_acme', '--user', 'usr_olivia', '--json']),
+    ).toBe(0);
     expect(await main(['keys', 'create', '--workspace', 'wsp_main', '--user', 'usr_gina'])).toBe(2);
     expect(await main(['keys', 'create', '--workspace', 'wsp_main'])).toBe(2);
     expect(await main(['keys', 'revoke', created.id])).toBe(0);
     expect(await main(['keys', 'revoke', created.id])).toBe(1);
     const database = await openDatabase(loadConfig().database);
-    const row = await database.db.selectFrom('api_keys').selectAll().where('id', '=', created.id).executeTakeFirstOrThrow();
+    const row = await database.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
     await database.close();
     expect(row.revoked_at).not.toBeNull();
   });

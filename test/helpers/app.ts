@@ -75,13 +75,16 @@ export async function createTestApp(
   const env = await createTestEnv(options.env);
   const applied = options.setup ? await applyFixture(env, options.setup) : undefined;
   const store = options.store?.(env.config) ?? createObjectStore(env.config, { clock: options.clock });
-  const app = await buildApp({
-    config: env.config,
-    db: env.database.db,
-    dialect: env.database.dialect,
-    clock: options.clock,
-    store,
-  }, { beforeRoutes: checkResponsesAgainstSchemas });
+  const app = await buildApp(
+    {
+      config: env.config,
+      db: env.database.db,
+      dialect: env.database.dialect,
+      clock: options.clock,
+      store,
+    },
+    { beforeRoutes: checkResponsesAgainstSchemas },
+  );
   await app.ready();
   return {
     app,

@@ -32,7 +32,8 @@ export function checkResponsesAgainstSchemas(app: FastifyInstance): void {
     }
     let validate = compiled.get(schema);
     if (!validate) {
-      const body = (schema as { content?: Record<string, { schema: object }> }).content?.['application/json']?.schema;
+      const body = (schema as { content?: Record<string, { schema: object }> }).content?.['application/json']
+        ?.schema;
       validate = ajv.compile(body ?? (schema as object));
       compiled.set(schema, validate);
     }

@@ -13,26 +13,46 @@ const errorShape = { code: expect.any(String), message: expect.any(String), deta
 
 describe(`HTTP error handling (${engineName})`, () => {
   it('answers malformed JSON with 400 bad_request', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...key, 'content-type': 'application/json' }, payload: '{"name":' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: { ...key, 'content-type': 'application/json' },
+      payload: '{"name":',
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ ...errorShape, code: 'bad_request' });
   });
 
   it('answers an empty JSON body with 400 bad_request', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...key, 'content-type': 'application/json' }, payload: '' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: { ...key, 'content-type': 'application/json' },
+      payload: '',
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().code).toBe('bad_request');
   });
 
   it('answers a wrong content type with 415 unsupported_media_type', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...key, 'content-type': 'text/plain' }, payload: 'name=x' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: { ...key, 'content-type': 'text/plain' },
+      payload: 'name=x',
+    });
     expect(res.statusCode).toBe(415);
     expect(res.json()).toMatchObject({ ...errorShape, code: 'unsupported_media_type' });
   });
 
   it('answers a JSON body over 1 MB with 413 payload_too_large', async () => {
     const payload = JSON.stringify({ name: 'x', description: 'd'.repeat(1024 * 1024) });
-    const res = await t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...key, 'content-type': 'application/json' }, payload });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: { ...key, 'content-type': 'application/json' },
+      payload,
+    });
     expect(res.statusCode).toBe(413);
     expect(res.json()).toMatchObject({ ...errorShape, code: 'payload_too_large' });
   });
@@ -51,7 +71,11 @@ describe(`HTTP error handling (${engineName})`, () => {
     expect(res.json()).toMatchObject({ ...errorShape, code: 'method_not_allowed' });
     expect(res.headers.allow).toContain('GET');
     expect(res.headers.allow).toContain('POST');
-    const withParam = await t.app.inject({ method: 'POST', url: '/v1/workspace/wsp_main/agents', headers: key });
+    const withParam = await t.app.inject({
+      method: 'POST',
+      url: '/v1/workspace/wsp_main/agents',
+      headers: key,
+    });
     expect(withParam.statusCode).toBe(405);
   });
 

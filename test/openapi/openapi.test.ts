@@ -22,12 +22,16 @@ describe('OpenAPI document', () => {
   });
 
   it('documents the API key header as the security scheme', () => {
-    expect(doc.components.securitySchemes.apiKey).toEqual({ type: 'apiKey', in: 'header', name: 'x-service-api-key' });
+    expect(doc.components.securitySchemes.apiKey).toEqual({
+      type: 'apiKey',
+      in: 'header',
+      name: 'x-service-api-key',
+    });
   });
 
   it('documents every /v1 route with its security and the shared error body for each error status', () => {
-    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
-      Object.entries(item).map(([method, op]) => ({ path, method, op })),
+    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(
+      ([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op })),
     );
     expect(operations.length).toBeGreaterThanOrEqual(3);
     for (const { path, method, op } of operations.filter((o) => o.path.startsWith('/v1/'))) {

@@ -9,16 +9,14 @@ describe('the response schema check used by the whole suite', () => {
     const schema: FastifySchema = {
       response: { 200: { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } } },
     };
-    app.get(
-      '/x',
-      { schema },
-      async (request, reply) => (request.query as { fail?: string }).fail ? reply.code(409).send({ n: 1 }) : { n: 1 },
+    app.get('/x', { schema }, async (request, reply) =>
+      (request.query as { fail?: string }).fail ? reply.code(409).send({ n: 1 }) : { n: 1 },
     );
     await app.ready();
     await app.inject({ url: '/x' });
     expect(responseViolations).toEqual([]);
     await app.inject({ url: '/x?fail=1' });
-    expect(responseViolations).toEqual(['GET /x → 409: status not declared in the route\'s response schema']);
+    expect(responseViolations).toEqual(["GET /x → 409: status not declared in the route's response schema"]);
     responseViolations.length = 0;
     await app.close();
   });

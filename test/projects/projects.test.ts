@@ -11,7 +11,12 @@ afterAll(() => t.close());
 
 const headers = { 'x-service-api-key': KEYS.mainOwner };
 const create = (payload: unknown, extra: Record<string, string> = {}) =>
-  t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...headers, ...extra }, payload: payload as object });
+  t.app.inject({
+    method: 'POST',
+    url: '/v1/projects',
+    headers: { ...headers, ...extra },
+    payload: payload as object,
+  });
 
 describe(`POST /v1/projects (${engineName})`, () => {
   it('creates a project with defaults and answers 201 without instructions', async () => {
@@ -28,14 +33,23 @@ describe(`POST /v1/projects (${engineName})`, () => {
       createdAt: now.toISOString(),
       updatedAt: now.toISOString(),
     });
-    const row = await t.env.database.db.selectFrom('projects').selectAll().where('id', '=', project.id).executeTakeFirst();
+    const row = await t.env.database.db
+      .selectFrom('projects')
+      .selectAll()
+      .where('id', '=', project.id)
+      .executeTakeFirst();
     expect(row).toMatchObject({ workspace_id: 'wsp_main', instructions: 'Be brief.' });
   });
 
   it('keeps every given field', async () => {
     const res = await create({ name: 'Full', description: 'd', color: '#a1B2c3', icon: 'rocket' });
     expect(res.statusCode).toBe(201);
-    expect(res.json().data.project).toMatchObject({ name: 'Full', description: 'd', color: '#a1B2c3', icon: 'rocket' });
+    expect(res.json().data.project).toMatchObject({
+      name: 'Full',
+      description: 'd',
+      color: '#a1B2c3',
+      icon: 'rocket',
+    });
   });
 
   it.each([
@@ -59,26 +73,46 @@ describe(`POST /v1/projects (${engineName})`, () => {
   });
 
   it('accepts a name of exactly 200 characters and text fields at their maximum', async () => {
-    const res = await create({ name: 'n'.repeat(200), description: 'd'.repeat(2000), instructions: 'i'.repeat(20_000), icon: 'i'.repeat(64) });
+    const res = await create({
+      name: 'n'.repeat(200),
+      description: 'd'.repeat(2000),
+      instructions: 'i'.repeat(20_000),
+      icon: 'i'.repeat(64),
+    });
     expect(res.statusCode).toBe(201);
   });
 
   it('refuses a body that is not an object', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/v1/projects', headers: { ...headers, 'content-type': 'application/json' }, payload: '"just a string"' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: { ...headers, 'content-type': 'application/json' },
+      payload: '"just a string"',
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().code).toBe('bad_request');
   });
 
   it('refuses an oversized x-workspace-id header with 400 bad_request', async () => {
-    const res = await create({ name: 'x' }, { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'w'.repeat(201) });
+    const res = await create(
+      { name: 'x' },
+      { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'w'.repeat(201) },
+    );
     expect(res.statusCode).toBe(400);
     expect(res.json().details.issues[0].path).toBe('headers.x-workspace-id');
   });
 
   it('creates the project in the workspace an organization key names', async () => {
-    const res = await create({ name: 'Org made' }, { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'wsp_other' });
+    const res = await create(
+      { name: 'Org made' },
+      { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'wsp_other' },
+    );
     expect(res.statusCode).toBe(201);
-    const row = await t.env.database.db.selectFrom('projects').select('workspace_id').where('id', '=', res.json().data.project.id).executeTakeFirstOrThrow();
+    const row = await t.env.database.db
+      .selectFrom('projects')
+      .select('workspace_id')
+      .where('id', '=', res.json().data.project.id)
+      .executeTakeFirstOrThrow();
     expect(row.workspace_id).toBe('wsp_other');
   });
 });
@@ -89,7 +123,12 @@ describe(`GET /v1/projects (${engineName})`, () => {
     try {
       const make = async (name: string, at: string) => {
         now = new Date(at);
-        const res = await fresh.app.inject({ method: 'POST', url: '/v1/projects', headers, payload: { name } });
+        const res = await fresh.app.inject({
+          method: 'POST',
+          url: '/v1/projects',
+          headers,
+          payload: { name },
+        });
         return res.json().data.project.id as string;
       };
       const older = await make('Older', '2030-01-01T00:00:00.000Z');
@@ -108,7 +147,11 @@ describe(`GET /v1/projects (${engineName})`, () => {
   });
 
   it("never lists another workspace's projects", async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/v1/projects', headers: { 'x-service-api-key': KEYS.globexWorkspace } });
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/v1/projects',
+      headers: { 'x-service-api-key': KEYS.globexWorkspace },
+    });
     expect(res.json().data.projects.map((p: { id: string }) => p.id)).toEqual(['prj_globex']);
   });
 });

@@ -14,7 +14,17 @@ export async function listListedAgents(db: Db, workspaceId: string, limit: numbe
     .where('deleted_at', 'is', null)
     .where('visibility', 'in', LISTED_VISIBILITIES);
   const rows = await base
-    .select(['id', 'title', 'description', 'image', 'category', 'visibility', 'model', 'created_at', 'updated_at'])
+    .select([
+      'id',
+      'title',
+      'description',
+      'image',
+      'category',
+      'visibility',
+      'model',
+      'created_at',
+      'updated_at',
+    ])
     .orderBy(sql`lower(title)`)
     .orderBy('id')
     .limit(limit)

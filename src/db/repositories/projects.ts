@@ -8,7 +8,16 @@ export async function insertProject(db: Db, project: ProjectRow): Promise<void> 
 }
 
 /** The columns a project listing shows; instructions and memory can be large and stay behind. */
-const LISTED_COLUMNS = ['id', 'name', 'description', 'color', 'icon', 'archived', 'created_at', 'updated_at'] as const;
+const LISTED_COLUMNS = [
+  'id',
+  'name',
+  'description',
+  'color',
+  'icon',
+  'archived',
+  'created_at',
+  'updated_at',
+] as const;
 
 /** Active projects, most recently updated first (then id, so equal times keep a stable order). */
 export function listActiveProjects(db: Db, workspaceId: string) {

@@ -9,7 +9,9 @@ export function findWorkspaceWithRole(db: Db, workspaceId: string, userId: strin
   return db
     .selectFrom('workspaces')
     .leftJoin('workspace_members', (join) =>
-      join.onRef('workspace_members.workspace_id', '=', 'workspaces.id').on('workspace_members.user_id', '=', userId),
+      join
+        .onRef('workspace_members.workspace_id', '=', 'workspaces.id')
+        .on('workspace_members.user_id', '=', userId),
     )
     .select([
       'workspaces.id',

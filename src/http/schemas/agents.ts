@@ -8,7 +8,11 @@ export const Agent = Type.Object(
     description: Type.String(),
     image: Type.String(),
     model: Type.String(),
-    visibility: Type.Union([Type.Literal('workspace'), Type.Literal('organization'), Type.Literal('private')]),
+    visibility: Type.Union([
+      Type.Literal('workspace'),
+      Type.Literal('organization'),
+      Type.Literal('private'),
+    ]),
     category: Type.String(),
     createdAt: Timestamp,
     updatedAt: Timestamp,

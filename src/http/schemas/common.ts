@@ -1,6 +1,5 @@
 import { type TSchema, Type } from 'typebox';
 
-
 /** The one error body (decisions.md), registered once and referenced by every route. */
 export const ErrorBody = Type.Object(
   {
@@ -57,4 +56,3 @@ export function errorResponses(...statuses: number[]) {
 export const COMMON_ERRORS = [400, 401, 404, 405, 413, 415, 429, 500] as const;
 
 export const API_KEY_SECURITY: Array<Record<string, string[]>> = [{ apiKey: [] }, { bearer: [] }];
-
