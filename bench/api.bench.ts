@@ -15,7 +15,7 @@ import { load, startChildServer } from './support/load.js';
 const KEY = 'atr_ws_bench_key_000000000000000000000000000';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 
-function benchSetup(): SetupFile {
+export function benchSetup(): SetupFile {
   return {
     organizations: [
       {

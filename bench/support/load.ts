@@ -8,7 +8,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export async function startChildServer(mode: 'atrium' | 'bare', env: Record<string, string>) {
   const child: ChildProcess = fork(path.join(here, 'child-server.ts'), [mode], {
     env: { ...process.env, ...env },
-    execArgv: ['--import', 'tsx'],
+    execArgv: ['--import', 'tsx', ...(process.env.BENCH_CHILD_ARGS?.split(' ').filter(Boolean) ?? [])],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const url = await new Promise<string>((resolve, reject) => {
