@@ -1,6 +1,7 @@
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
+import { sweepOrphanSkillObjects } from './services/skills.js';
 import { createObjectStore } from './storage/index.js';
 
 /**
@@ -39,5 +40,12 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
 
   const address = await app.listen({ port: config.port, host: config.host });
   hooks.onListening?.(address);
+  // In the background: the service answers while storage is looked through.
+  sweepOrphanSkillObjects(database.db, store, new Date()).then(
+    (removed) => {
+      if (removed > 0) app.log.info({ removed }, 'removed the files of skills that have no record');
+    },
+    (error: unknown) => app.log.warn({ err: error }, 'could not look for files of skills without a record'),
+  );
   return { app, address, close: () => shutdown('close') };
 }

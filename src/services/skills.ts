@@ -5,7 +5,12 @@ import type { Readable } from 'node:stream';
 import mime from 'mime-types';
 import type { ZipFile } from 'yauzl';
 import type { Db } from '../db/database.js';
-import { findTakenSkillNames, insertSkills, listVisibleSkills } from '../db/repositories/skills.js';
+import {
+  findExistingSkillIds,
+  findTakenSkillNames,
+  insertSkills,
+  listVisibleSkills,
+} from '../db/repositories/skills.js';
 import type { SkillTable, Visibility } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
@@ -92,6 +97,9 @@ export function assertMayUploadSkills(access: WorkspaceAccess, visibility?: Visi
 }
 
 /** The storage prefix of a skill's files. */
+/** An upload stores all its files within seconds; an hour without a row means it died. */
+const ORPHAN_GRACE_MS = 60 * 60 * 1000;
+
 export const skillStoragePath = (workspaceId: string, skillId: string) => `skills/${workspaceId}/${skillId}/`;
 
 type Candidate =
@@ -385,6 +393,36 @@ async function storeSkills(
     await Promise.allSettled([...written].map((prefix) => deps.store.deletePrefix(prefix)));
     throw errors.internal(error);
   }
+}
+
+/**
+ * Objects of skills that have no row: what a process killed between storing a skill's files
+ * and inserting its row leaves behind (any other failure cleans up after itself). Only prefixes
+ * untouched for `graceMs` are removed, so an upload still running on another instance keeps
+ * its files. Run once when the server starts.
+ */
+export async function sweepOrphanSkillObjects(
+  db: Db,
+  store: ObjectStore,
+  now: Date,
+  graceMs = ORPHAN_GRACE_MS,
+): Promise<number> {
+  const newestWrite = new Map<string, number>();
+  for await (const object of store.list('skills/')) {
+    const [, workspaceId, skillId] = object.key.split('/');
+    if (!workspaceId || !skillId) continue;
+    const prefix = skillStoragePath(workspaceId, skillId);
+    newestWrite.set(prefix, Math.max(newestWrite.get(prefix) ?? 0, object.lastModified.getTime()));
+  }
+  const cutoff = now.getTime() - graceMs;
+  const stale = [...newestWrite].filter(([, time]) => time < cutoff).map(([prefix]) => prefix);
+  const existing = await findExistingSkillIds(
+    db,
+    stale.map((prefix) => prefix.split('/')[2]!),
+  );
+  const orphans = stale.filter((prefix) => !existing.has(prefix.split('/')[2]!));
+  for (const prefix of orphans) await store.deletePrefix(prefix);
+  return orphans.length;
 }
 
 export function skillView(skill: SkillTable) {

@@ -2,10 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { listWorkspaceSkills } from '../../src/db/repositories/skills.js';
+import { sweepOrphanSkillObjects } from '../../src/services/skills.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
@@ -682,6 +684,31 @@ describe(`bulk skill upload: failures leave nothing behind (${engineName})`, () 
         await sql`DROP FUNCTION skills_fail()`.execute(db);
       }
     }
+  });
+});
+
+describe(`skill files without a record (${engineName})`, () => {
+  it('are removed once they are an hour old; fresh ones and real skills stay', async () => {
+    const { status } = await upload([mdPart('sweep-kept.md', skillMd('sweep-kept', 'x'))]);
+    expect(status).toBe(200);
+    const orphan = `skills/${WS}/skl_orphan_of_a_killed_upload/SKILL.md`;
+    await t.store.put(orphan, Readable.from([Buffer.from('---\nname: orphan\n---\n')]), {
+      contentType: 'text/markdown',
+    });
+    const before = await storedKeys();
+    expect(before).toContain(orphan);
+
+    // Just written: could be an upload still running on another instance.
+    expect(await sweepOrphanSkillObjects(t.env.database.db, t.store, new Date())).toBe(0);
+    expect(await storedKeys()).toEqual(before);
+
+    const inTwoHours = new Date(Date.now() + 2 * 60 * 60 * 1000);
+    expect(await sweepOrphanSkillObjects(t.env.database.db, t.store, inTwoHours)).toBe(1);
+    expect(await storedKeys()).toEqual(before.filter((key) => key !== orphan));
+    const [kept] = (await listWorkspaceSkills(t.env.database.db, WS)).filter(
+      (row) => row.name === 'sweep-kept',
+    );
+    expect(await readObject(`${kept!.storage_path}SKILL.md`)).toContain('sweep-kept');
   });
 });
 

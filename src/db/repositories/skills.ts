@@ -26,6 +26,18 @@ export async function findTakenSkillNames(
   return taken;
 }
 
+/** Which of `ids` have a skill row (any workspace): the rest are objects without a record. */
+export async function findExistingSkillIds(db: Executor, ids: string[]): Promise<Set<string>> {
+  const found = new Set<string>();
+  for (let start = 0; start < ids.length; start += 500) {
+    const chunk = ids.slice(start, start + 500);
+    if (chunk.length === 0) continue;
+    const rows = await db.selectFrom('skills').select('id').where('id', 'in', chunk).execute();
+    for (const row of rows) found.add(row.id);
+  }
+  return found;
+}
+
 /**
  * Inserts the skills in one transaction. A name taken meanwhile (a concurrent upload) is not
  * an error: that row is left out, and the ids of the rows really inserted are returned.
