@@ -175,12 +175,18 @@ export function upstreamFailure(error: unknown, timedOut: boolean, timeoutMs: nu
   const last = RetryError.isInstance(error) ? error.lastError : error;
   if (APICallError.isInstance(last)) {
     const status = last.statusCode;
-    return new ApiError(
-      'upstream_error',
-      status ? `The model provider answered HTTP ${status}` : 'The model provider could not be reached',
-      status ? { providerStatus: status } : {},
-      { cause: error },
-    );
+    if (status === undefined) {
+      return new ApiError('upstream_error', 'The model provider could not be reached', {}, { cause: error });
+    }
+    // A body that breaks after a 200 (a dropped stream) is the provider failing, not its status.
+    if (status >= 400) {
+      return new ApiError(
+        'upstream_error',
+        `The model provider answered HTTP ${status}`,
+        { providerStatus: status },
+        { cause: error },
+      );
+    }
   }
   return new ApiError('upstream_error', 'The model provider failed', {}, { cause: error });
 }
