@@ -4,7 +4,8 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.js';
 import type { Db, Dialect } from './db/database.js';
 import { registerAuth } from './http/plugins/auth.js';
-import { registerErrorHandling } from './http/plugins/error-handler.js';
+import { registerErrorHandling, sendError, toApiError } from './http/plugins/error-handler.js';
+import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { agentRunRoutes } from './http/routes/agent-runs.js';
 import { agentRoutes } from './http/routes/agents.js';
@@ -92,6 +93,8 @@ export async function buildApp(
     forceCloseConnections: 'idle',
     // Long path parameters reach validation (400 with a path) instead of the router's bare 414.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+    // Router failures (bad percent-encoding, a parameter past that length) get the error body too.
+    frameworkErrors: (error, _request, reply) => sendError(reply, toApiError(error)),
   });
 
   const validators = createValidators();
@@ -139,6 +142,7 @@ export async function buildApp(
       // API bodies are JSON (multipart where a route adds its own parser): plain text is a 415.
       v1.removeContentTypeParser('text/plain');
       registerAuth(v1, deps);
+      registerInputGuard(v1);
       await agentRoutes(v1, deps);
       await projectRoutes(v1, deps);
       await projectFileRoutes(v1, deps);

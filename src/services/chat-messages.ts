@@ -20,7 +20,8 @@ export interface ConversationMessage {
 }
 
 const MEDIA_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9*][A-Za-z0-9!#$&^_.+*-]*(\s*;.*)?$/;
-const FILE_URL = /^(https?:|data:)/i;
+/** http(s), or a data: URL with its comma (`data:[<media type>][;base64],<data>`). */
+const FILE_URL = /^(https?:|data:[^,]*,)/i;
 
 /**
  * The rules of decisions.md the schema cannot say: text parts need `text`, file parts need a

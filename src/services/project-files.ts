@@ -86,7 +86,7 @@ function nameProblem(name: string, store: ObjectStore): string | undefined {
     return `must be at most ${PROJECT_FILE_LIMITS.maxNameLength} characters`;
   if (name.includes('/')) return 'must not contain "/"';
   if (name.includes('\\')) return 'must not contain "\\"';
-  if (name.includes('\0')) return 'must not contain NUL';
+  if (/[\u0000-\u001f\u007f]/.test(name)) return 'must not contain control characters';
   if (name === '.' || name === '..') return 'must not be "." or ".."';
   // Local file systems cap one name at 255 bytes; S3 keys have no such per-segment cap.
   if (store.kind === 'fs' && Buffer.byteLength(name) > 255)

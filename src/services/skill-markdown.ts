@@ -1,5 +1,6 @@
 import { parse as parseYaml } from 'yaml';
 import type { Problem } from './skill-archive.js';
+import { unstorableTextReason } from '../text.js';
 
 /** What a SKILL.md (or standalone markdown part) says about its skill. */
 export interface SkillHeader {
@@ -17,6 +18,8 @@ export function invalidSkillNameReason(name: string): string | null {
   if (name.length === 0) return 'the skill name is empty';
   if ([...name].length > SKILL_NAME_MAX) return `the skill name is longer than ${SKILL_NAME_MAX} characters`;
   if (/[\u0000-\u001f\u007f]/.test(name)) return 'the skill name contains a control character';
+  const unstorable = unstorableTextReason(name);
+  if (unstorable) return `the skill name ${unstorable}`;
   if (/[/\\]/.test(name)) return 'the skill name contains a slash';
   return null;
 }
@@ -75,6 +78,10 @@ export function parseSkillMarkdown(text: string, fallbackName: string): SkillHea
   const nameProblem = invalidSkillNameReason(name);
   if (nameProblem) return { code: 'invalid_name', message: nameProblem };
   const description = typeof rawDescription === 'string' ? rawDescription.trim() : '';
+  const descriptionProblem = unstorableTextReason(description);
+  if (descriptionProblem) {
+    return { code: 'invalid_front_matter', message: `\`description\` ${descriptionProblem}` };
+  }
   if ([...description].length > SKILL_DESCRIPTION_MAX) {
     return {
       code: 'invalid_front_matter',

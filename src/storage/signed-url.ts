@@ -38,16 +38,17 @@ function deriveKey(secret: string): Buffer {
   return createHmac('sha256', secret).update('atrium storage url v1').digest();
 }
 
+/** A JSON array, not a joined string: no field's content can shift into its neighbour's. */
 function canonical(fields: SignedFields): string {
-  return [
-    'v1',
+  return JSON.stringify([
+    'v2',
     fields.method,
     fields.key,
     fields.contentType,
-    fields.sizeBytes === undefined ? '' : String(fields.sizeBytes),
-    fields.filename ?? '',
-    String(fields.expiresAt),
-  ].join('\n');
+    fields.sizeBytes ?? null,
+    fields.filename ?? null,
+    fields.expiresAt,
+  ]);
 }
 
 function sign(secret: string, fields: SignedFields): string {

@@ -147,13 +147,16 @@ describe(`bulk skill upload (${engineName})`, () => {
     const zip = await buildZip([
       { name: 'broken/SKILL.md', content: '---\nname: [broken\ndescription: x\n---\nbody' },
       { name: 'unclosed/SKILL.md', content: '---\nname: unclosed\n' },
+      // A YAML escape for NUL: PostgreSQL cannot store it, so neither engine takes it.
+      { name: 'nul/SKILL.md', content: '---\nname: nul\ndescription: "bad \\0 here"\n---\nbody' },
       { name: 'fine-too/SKILL.md', content: skillMd('fine-too', 'Fine') },
     ]);
     const { status, body } = await upload([zipPart('fm.zip', zip)]);
     expect(status).toBe(207);
-    expect(body.data.summary).toEqual({ total: 3, created: 1, skipped: 0, failed: 2 });
+    expect(body.data.summary).toEqual({ total: 4, created: 1, skipped: 0, failed: 3 });
     expect(body.data.errors.map((e: { name: string; code: string }) => [e.name, e.code])).toEqual([
       ['broken', 'invalid_front_matter'],
+      ['nul', 'invalid_front_matter'],
       ['unclosed', 'invalid_front_matter'],
     ]);
     expect(await names()).not.toContain('broken');

@@ -48,6 +48,16 @@ describe('signed URLs', () => {
     );
   });
 
+  it('binds each field on its own: text moved from one field into the next breaks the signature', () => {
+    // With fields joined by newlines, `notes\nY` + `text/plain` and `notes` + `Y\ntext/plain` signed alike.
+    const signed = { ...fields, key: 'projects/w/p/notes\nY' };
+    const query = queryOf(createSignedUrl('http://h', 'secret', signed));
+    expect(verifySignedUrl('secret', 'PUT', signed.key, query, now)).toMatchObject(signed);
+    expect(() =>
+      verifySignedUrl('secret', 'PUT', 'projects/w/p/notes', { ...query, contentType: 'Y\ntext/plain' }, now),
+    ).toThrow(expect.objectContaining({ code: 'invalid_signature' }));
+  });
+
   it('refuses malformed or repeated parameters as invalid signatures', () => {
     const query = queryOf(createSignedUrl('http://h', 'secret', fields));
     for (const broken of [

@@ -14,6 +14,12 @@ const FASTIFY_ERROR_CODES: Record<string, ErrorCode> = {
   FST_ERR_VALIDATION: 'bad_request',
 };
 
+/** The router's own failures; fixed messages, because Fastify's repeat the URL (signatures included). */
+const ROUTER_ERRORS: Record<string, string> = {
+  FST_ERR_BAD_URL: 'The URL is not valid: a path segment has bad percent-encoding',
+  FST_ERR_MAX_PARAM_LENGTH: 'A path parameter is longer than 1000 characters',
+};
+
 const CLIENT_STATUS_CODES: Record<number, ErrorCode> = {
   400: 'bad_request',
   404: 'not_found',
@@ -43,6 +49,8 @@ export function toApiError(error: unknown): ApiError {
       issues,
     });
   }
+  const routerMessage = fastifyError?.code ? ROUTER_ERRORS[fastifyError.code] : undefined;
+  if (routerMessage) return new ApiError('bad_request', routerMessage, {}, { cause: error });
   const mapped =
     (fastifyError?.code && FASTIFY_ERROR_CODES[fastifyError.code]) ||
     (fastifyError?.statusCode && CLIENT_STATUS_CODES[fastifyError.statusCode]);

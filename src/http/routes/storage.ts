@@ -125,7 +125,8 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
       );
       const declaredSize = signed.sizeBytes!;
       const sent = request.headers['content-type'];
-      if (!sent || normalizeMediaType(sent) !== normalizeMediaType(signed.contentType)) {
+      const expected = normalizeMediaType(signed.contentType);
+      if (!sent || !expected || normalizeMediaType(sent) !== expected) {
         throw new ApiError(
           'bad_request',
           `Content-Type must be "${signed.contentType}", as declared for this upload URL`,

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { envelope, PaginationRef, Timestamp } from './common.js';
+import { envelope, OffsetQuery, PaginationRef, Timestamp } from './common.js';
 
 export const Agent = Type.Object(
   {
@@ -24,7 +24,7 @@ export const AgentListQuery = Type.Object({
   limit: Type.Optional(
     Type.Integer({ minimum: 1, description: 'Page size, default 20; values above 100 are clamped to 100' }),
   ),
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Items to skip' })),
+  offset: OffsetQuery,
 });
 
 export const WorkspaceParams = Type.Object({ workspaceId: Type.String({ minLength: 1, maxLength: 200 }) });

@@ -15,7 +15,7 @@ export const ChatMessage = Type.Object(
   {
     id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Generated when absent' })),
     role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]),
-    parts: Type.Array(Part, { maxItems: 1000 }),
+    parts: Type.Array(Part, { minItems: 1, maxItems: 1000 }),
   },
   { additionalProperties: true },
 );

@@ -22,6 +22,11 @@ export const PaginationRef = Type.Unsafe<{ total: number; limit: number; offset:
   $ref: 'Pagination#',
 });
 
+/** A list's `offset`; the maximum keeps it within what either database takes as a row count. */
+export const OffsetQuery = Type.Optional(
+  Type.Integer({ minimum: 0, maximum: 2_147_483_647, default: 0, description: 'Items to skip' }),
+);
+
 /** `{ data: … }`: the envelope of every successful response except `POST /chat`. */
 export function envelope<T extends TSchema>(data: T) {
   return Type.Object({ data });

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { envelope, PaginationRef, Timestamp } from './common.js';
+import { envelope, OffsetQuery, PaginationRef, Timestamp } from './common.js';
 
 const fileFields = {
   id: Type.String(),
@@ -46,7 +46,7 @@ export const ListProjectFilesQuery = Type.Object({
   limit: Type.Optional(
     Type.Integer({ minimum: 1, maximum: 100, description: 'Page size; omitted: all files' }),
   ),
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  offset: OffsetQuery,
 });
 
 export const ProjectFileListResponse = Type.Union([

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { envelope, PaginationRef, Timestamp } from './common.js';
+import { envelope, OffsetQuery, PaginationRef, Timestamp } from './common.js';
 
 const Visibility = Type.Union([
   Type.Literal('private'),
@@ -34,7 +34,7 @@ export const SkillListQuery = Type.Object({
   limit: Type.Optional(
     Type.Integer({ minimum: 1, description: 'Page size, default 20; values above 100 are clamped to 100' }),
   ),
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Items to skip' })),
+  offset: OffsetQuery,
 });
 
 export const SkillListResponse = envelope(

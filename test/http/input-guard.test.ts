@@ -1,0 +1,180 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findUnstorableInput, MAX_INPUT_DEPTH } from '../../src/http/plugins/input-guard.js';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+beforeAll(async () => {
+  t = await createTestApp({ setup: TENANCY_SETUP });
+});
+afterAll(() => t.close());
+
+const headers = { 'x-service-api-key': KEYS.mainOwner, 'content-type': 'application/json' };
+
+function post(url: string, payload: string | Record<string, unknown>) {
+  return t.app.inject({
+    method: 'POST',
+    url,
+    headers,
+    payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+  });
+}
+
+async function rowCounts() {
+  const count = async (table: 'projects' | 'chats' | 'messages' | 'usage_ledger') =>
+    Number(
+      (
+        await t.env.database.db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  return {
+    projects: await count('projects'),
+    chats: await count('chats'),
+    messages: await count('messages'),
+    ledger: await count('usage_ledger'),
+  };
+}
+
+/** `[[[…"x"…]]]`, `depth` arrays deep, as raw JSON (building it as an object would overflow). */
+const nestedJson = (depth: number) => `${'['.repeat(depth)}"x"${']'.repeat(depth)}`;
+
+describe(`input no database can store (${engineName})`, () => {
+  it.each([
+    ['a NUL in a project name', '/v1/projects', { name: 'a\u0000b' }, 'body.name contains a NUL character'],
+    [
+      'a NUL in a project description',
+      '/v1/projects',
+      { name: 'ok', description: 'x\u0000' },
+      'body.description',
+    ],
+    [
+      'an unpaired surrogate',
+      '/v1/projects',
+      '{"name":"a\\ud800"}',
+      'body.name contains an unpaired UTF-16 surrogate',
+    ],
+    [
+      'a NUL in an object key',
+      '/v1/projects',
+      '{"name":"ok","a\\u0000":1}',
+      'has a key that contains a NUL character',
+    ],
+    [
+      'a NUL in a run message',
+      '/v1/agents/agt_alpha/runs',
+      { message: 'hi\u0000' },
+      'body.message contains a NUL character',
+    ],
+    [
+      'a NUL in a chat message',
+      '/v1/chat',
+      { agentId: 'agt_alpha', messages: [{ role: 'user', parts: [{ type: 'text', text: 'free\u0000' }] }] },
+      'body.messages.0.parts.0.text contains a NUL character',
+    ],
+    [
+      'a chat part nested 100,000 deep',
+      '/v1/chat',
+      `{"agentId":"agt_alpha","messages":[{"role":"user","parts":[{"type":"text","text":"hi","extra":${nestedJson(100_000)}}]}]}`,
+      `is nested more than ${MAX_INPUT_DEPTH} levels deep`,
+    ],
+  ])('refuses %s with 400 and stores nothing', async (_what, url, payload, message) => {
+    const before = await rowCounts();
+    const res = await post(url, payload);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'bad_request', message: expect.stringContaining(message) });
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it.each([
+    ['/v1/workspace/wsp%00/agents'],
+    ['/v1/projects/prj%00/files'],
+    ['/v1/projects/prj_docs/files/f%00'],
+  ])('answers 404 for a path id with a NUL: %s', async (url) => {
+    const method = url.endsWith('/agents') || url.endsWith('/files') ? 'GET' : 'DELETE';
+    const res = await t.app.inject({ method, url, headers: { 'x-service-api-key': KEYS.mainOwner } });
+    expect(res.statusCode).toBe(404);
+    expect(res.json().code).toBe('not_found');
+  });
+
+  it('still accepts ordinary Unicode: accents, CJK, emoji (a surrogate pair)', async () => {
+    const res = await post('/v1/projects', { name: 'Café 東京 🚀' });
+    expect(res.statusCode).toBe(201);
+    expect(res.json().data.project.name).toBe('Café 東京 🚀');
+  });
+
+  it('walks bodies without recursion and reports the first problem path', () => {
+    expect(findUnstorableInput({ a: [{ b: 'ok' }, { c: 'x\u0000' }] }, 'body')).toEqual({
+      path: 'body.a.1.c',
+      message: 'contains a NUL character',
+    });
+    expect(findUnstorableInput({ a: [1, null, true, 'ok'] }, 'body')).toBeNull();
+    expect(findUnstorableInput(JSON.parse(nestedJson(MAX_INPUT_DEPTH - 1)), 'body')).toBeNull();
+    expect(findUnstorableInput(JSON.parse(nestedJson(MAX_INPUT_DEPTH + 1)), 'body')?.message).toMatch(
+      /nested/,
+    );
+  });
+});
+
+describe(`chat messages the model cannot take (${engineName})`, () => {
+  it.each([
+    ['a message without parts', [{ role: 'user', parts: [] }], 'body.messages.0.parts'],
+    [
+      'a data: URL without its comma',
+      [{ role: 'user', parts: [{ type: 'file', url: 'data:image/png', mediaType: 'image/png' }] }],
+      'body.messages.0.parts.0.url',
+    ],
+  ])('refuses %s with 400 before anything is stored', async (_what, messages, path) => {
+    const before = await rowCounts();
+    const res = await post('/v1/chat', { agentId: 'agt_alpha', messages });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'bad_request', message: expect.stringContaining(path) });
+    expect(await rowCounts()).toEqual(before);
+  });
+});
+
+describe(`router failures get the error body (${engineName})`, () => {
+  it('answers bad percent-encoding with 400 without repeating the URL', async () => {
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/storage/objects/projects/%E0%A4/x?signature=SECRET-SIGNATURE',
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      code: 'bad_request',
+      message: 'The URL is not valid: a path segment has bad percent-encoding',
+      details: {},
+    });
+    expect(res.body).not.toContain('SECRET-SIGNATURE');
+  });
+
+  it('answers a path parameter over 1000 characters with 400', async () => {
+    const res = await t.app.inject({
+      method: 'GET',
+      url: `/v1/projects/${'p'.repeat(1001)}/files`,
+      headers: { 'x-service-api-key': KEYS.mainOwner },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      code: 'bad_request',
+      message: 'A path parameter is longer than 1000 characters',
+      details: {},
+    });
+  });
+
+  it.each([
+    '/v1/workspace/wsp_main/agents?offset=99999999999999999999',
+    '/v1/workspace/wsp_main/agents?offset=1e308',
+    '/v1/workspace/wsp_main/skills?offset=9223372036854775808',
+    '/v1/projects/prj_docs/files?limit=5&offset=1e20',
+  ])('answers an offset past what a database takes with 400: %s', async (url) => {
+    const res = await t.app.inject({ method: 'GET', url, headers: { 'x-service-api-key': KEYS.mainOwner } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({
+      code: 'bad_request',
+      message: expect.stringContaining('query.offset'),
+    });
+  });
+});
