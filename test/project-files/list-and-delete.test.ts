@@ -114,6 +114,12 @@ describe(`GET /v1/projects/{projectId}/files (${engineName})`, () => {
     ]);
     const res = await filesApi(t.app, projectId).list('?tree=true&limit=1&offset=5');
     expect(res.statusCode).toBe(200);
+    // Ignored means ignored: values the flat list refuses change nothing here.
+    for (const query of ['limit=500', 'limit=0', 'offset=-1']) {
+      const other = await filesApi(t.app, projectId).list(`?tree=true&${query}`);
+      expect(other.statusCode, query).toBe(200);
+      expect(other.json(), query).toEqual(res.json());
+    }
     type Node = { kind: string; path: string; children?: Node[] };
     const shape = (nodes: Node[]): unknown =>
       nodes.map((n) => (n.kind === 'folder' ? { [`${n.path}/`]: shape(n.children!) } : n.path));

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Static } from 'typebox';
 import type { AppDeps } from '../../app.js';
+import { errors, type ValidationIssue } from '../../errors.js';
 import { accessRequestWorkspace } from '../../services/access.js';
 import {
   createDownloadUrl,
@@ -11,7 +12,7 @@ import {
   syncProjectFiles,
 } from '../../services/project-files.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, MAX_OFFSET } from '../schemas/common.js';
 import {
   DeleteFileResponse,
   DownloadUrlResponse,
@@ -109,12 +110,7 @@ export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Pr
       const { projectId } = request.params;
       if (request.query.tree)
         return { data: { tree: await projectFileTree(deps.db, workspaceId, projectId) } };
-      return {
-        data: await listProjectFiles(deps.db, workspaceId, projectId, {
-          limit: request.query.limit,
-          offset: request.query.offset,
-        }),
-      };
+      return { data: await listProjectFiles(deps.db, workspaceId, projectId, flatListPage(request.query)) };
     },
   );
 
@@ -161,4 +157,22 @@ export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Pr
       return { data: await deleteProjectFile(deps, workspaceId, projectId, fileId) };
     },
   );
+}
+
+/** Most files one page of the flat list holds. */
+const FILE_PAGE_MAX = 100;
+
+/** The flat list's page, within bounds (the tree ignores `limit` and `offset`, so the schema cannot check them). */
+function flatListPage(query: { limit?: number; offset?: number }): { limit?: number; offset: number } {
+  const { limit, offset = 0 } = query;
+  const issues: ValidationIssue[] = [];
+  if (limit !== undefined && (limit < 1 || limit > FILE_PAGE_MAX)) {
+    issues.push({ path: 'query.limit', message: `must be from 1 to ${FILE_PAGE_MAX}` });
+  }
+  if (offset < 0 || offset > MAX_OFFSET) {
+    issues.push({ path: 'query.offset', message: `must be from 0 to ${MAX_OFFSET}` });
+  }
+  const first = issues[0];
+  if (first) throw errors.badRequest(`${first.path} ${first.message}`, issues);
+  return { limit, offset };
 }

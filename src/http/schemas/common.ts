@@ -23,8 +23,9 @@ export const PaginationRef = Type.Unsafe<{ total: number; limit: number; offset:
 });
 
 /** A list's `offset`; the maximum keeps it within what either database takes as a row count. */
+export const MAX_OFFSET = 2_147_483_647;
 export const OffsetQuery = Type.Optional(
-  Type.Integer({ minimum: 0, maximum: 2_147_483_647, default: 0, description: 'Items to skip' }),
+  Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0, description: 'Items to skip' }),
 );
 
 /** `{ data: … }`: the envelope of every successful response except `POST /chat`. */

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { envelope, OffsetQuery, PaginationRef, Timestamp } from './common.js';
+import { envelope, MAX_OFFSET, PaginationRef, Timestamp } from './common.js';
 
 const fileFields = {
   id: Type.String(),
@@ -43,10 +43,13 @@ export const ListProjectFilesQuery = Type.Object({
   tree: Type.Optional(
     Type.Boolean({ description: 'Return the nested folder tree; limit and offset are then ignored' }),
   ),
+  // Bounds are checked by the route, for the flat list only: `tree=true` ignores both (spec).
   limit: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: 100, description: 'Page size; omitted: all files' }),
+    Type.Integer({ description: 'Page size, 1–100; omitted: all files. Ignored with tree=true' }),
   ),
-  offset: OffsetQuery,
+  offset: Type.Optional(
+    Type.Integer({ default: 0, description: `Items to skip, 0–${MAX_OFFSET}. Ignored with tree=true` }),
+  ),
 });
 
 export const ProjectFileListResponse = Type.Union([
