@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { listListedAgents } from '../db/repositories/agents.js';
 import type { AgentTable } from '../db/schema.js';
+import type { ModelRegistry } from '../models/registry.js';
 import type { WorkspaceAccess } from './access.js';
 
 export interface Page {
@@ -17,16 +18,23 @@ export function clampLimit(limit: number | undefined, fallback: number, max: num
 
 type ListedAgent = Pick<
   AgentTable,
-  'id' | 'title' | 'description' | 'image' | 'category' | 'visibility' | 'model' | 'created_at' | 'updated_at'
->;
+  'id' | 'title' | 'description' | 'image' | 'category' | 'visibility' | 'created_at' | 'updated_at'
+> & {
+  /** The agent's own model when the workspace enables it, else null. */
+  enabled_model: string | null;
+};
 
-export function agentView(agent: ListedAgent, workspaceDefaultModel: string | null) {
+/**
+ * `model` is the model the agent runs on: its own when the workspace enables it, else the
+ * model a chat falls back to (`ModelRegistry.resolveForWorkspace` follows the same rule).
+ */
+export function agentView(agent: ListedAgent, fallbackModel: string) {
   return {
     id: agent.id,
     title: agent.title,
     description: agent.description,
     image: agent.image,
-    model: agent.model ?? workspaceDefaultModel ?? 'atrium/echo',
+    model: agent.enabled_model ?? fallbackModel,
     visibility: agent.visibility,
     category: agent.category,
     createdAt: agent.created_at,
@@ -34,10 +42,11 @@ export function agentView(agent: ListedAgent, workspaceDefaultModel: string | nu
   };
 }
 
-export async function listAgents(db: Db, access: WorkspaceAccess, page: Page) {
+export async function listAgents(db: Db, models: ModelRegistry, access: WorkspaceAccess, page: Page) {
   const { rows, total } = await listListedAgents(db, access.workspaceId, page.limit, page.offset);
+  const fallbackModel = access.defaultModel ?? models.builtInDefaultModelId();
   return {
-    agents: rows.map((agent) => agentView(agent, access.defaultModel)),
+    agents: rows.map((agent) => agentView(agent, fallbackModel)),
     pagination: { total, limit: page.limit, offset: page.offset },
   };
 }

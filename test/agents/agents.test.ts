@@ -95,3 +95,76 @@ describe(`GET /v1/workspace/{workspaceId}/agents (${engineName})`, () => {
     expect(JSON.stringify(res.json())).not.toContain('agt_globex');
   });
 });
+
+describe(`agent list: the model an agent runs on (${engineName})`, () => {
+  const KEY = 'atr_ws_fixture_models_list_owner_0000000000000';
+  const SETUP = `
+models:
+  - { id: local-small, provider: openai, model: small }
+  - { id: local-big, provider: openai, model: big }
+organizations:
+  - id: org_models
+    name: Models
+    users: [{ id: usr_models, name: M, email: m@models.test }]
+    workspaces:
+      - id: wsp_models
+        name: Models
+        models: [atrium/echo, local-small]
+        defaultModel: atrium/echo
+        members: [{ user: usr_models, role: owner }]
+        apiKeys: [{ name: m, user: usr_models, key: "${KEY}" }]
+        agents:
+          - { id: agt_enabled, title: A enabled, model: local-small }
+          - { id: agt_not_enabled, title: B not enabled, model: local-big }
+          - { id: agt_own_none, title: C none }
+      - id: wsp_nodefault
+        name: No default
+        members: [{ user: usr_models, role: owner }]
+        apiKeys: [{ name: n, user: usr_models, key: "${KEY}_n" }]
+        agents: [{ id: agt_plain_nodefault, title: Plain }]
+`;
+  let m: Awaited<ReturnType<typeof createTestApp>>;
+  beforeAll(async () => {
+    m = await createTestApp({
+      setup: SETUP,
+      env: { OPENAI_API_KEY: 'sk-test-not-used-000000000000000000000' },
+    });
+  });
+  afterAll(() => m.close());
+
+  const models = async (workspaceId: string, key: string) => {
+    const res = await m.app.inject({
+      method: 'GET',
+      url: `/v1/workspace/${workspaceId}/agents`,
+      headers: { 'x-service-api-key': key },
+    });
+    expect(res.statusCode).toBe(200);
+    return Object.fromEntries(
+      res.json().data.agents.map((a: { id: string; model: string }) => [a.id, a.model]),
+    );
+  };
+
+  it('is the agent’s own model only when the workspace enables it, else the fallback a chat uses', async () => {
+    expect(await models('wsp_models', KEY)).toEqual({
+      agt_enabled: 'local-small',
+      agt_not_enabled: 'atrium/echo',
+      agt_own_none: 'atrium/echo',
+    });
+    // A chat with the not-enabled agent really runs on the model the list shows.
+    const chat = await m.app.inject({
+      method: 'POST',
+      url: '/v1/chat',
+      headers: { 'x-service-api-key': KEY },
+      payload: {
+        agentId: 'agt_not_enabled',
+        messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+      },
+    });
+    expect(chat.statusCode).toBe(200);
+    expect(chat.json().text).toContain('atrium/echo');
+  });
+
+  it('is the built-in default of the configured provider when the workspace names none', async () => {
+    expect(await models('wsp_nodefault', `${KEY}_n`)).toEqual({ agt_plain_nodefault: 'openai/gpt-4o-mini' });
+  });
+});

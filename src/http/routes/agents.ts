@@ -24,7 +24,10 @@ export async function agentRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     async (request) => {
       const access = await accessWorkspaceInPath(deps.db, request.principal, request.params.workspaceId);
       const limit = clampLimit(request.query.limit, AGENT_PAGE.defaultLimit, AGENT_PAGE.maxLimit);
-      const data = await listAgents(deps.db, access, { limit, offset: request.query.offset ?? 0 });
+      const data = await listAgents(deps.db, deps.models, access, {
+        limit,
+        offset: request.query.offset ?? 0,
+      });
       return { data };
     },
   );
