@@ -179,7 +179,6 @@ export async function createUploadUrl(
   workspaceId: string,
   projectId: string,
   input: UploadRequest,
-  options: { origin?: string } = {},
 ) {
   const { path } = validateUploadRequest(input, deps.store);
   const storagePath = projectStoragePrefix(workspaceId, projectId) + path;
@@ -208,7 +207,6 @@ export async function createUploadUrl(
     contentType: input.contentType,
     sizeBytes: input.sizeBytes,
     expiresInSeconds: PROJECT_FILE_LIMITS.uploadUrlSeconds,
-    origin: options.origin,
   });
   return { uploadUrl, storagePath };
 }
@@ -428,7 +426,6 @@ export async function createDownloadUrl(
   workspaceId: string,
   projectId: string,
   fileId: string,
-  options: { origin?: string } = {},
 ) {
   const row = await requireFile(deps.db, workspaceId, projectId, fileId);
   const downloadUrl = await deps.store.createDownloadUrl(
@@ -437,7 +434,6 @@ export async function createDownloadUrl(
       filename: row.name,
       contentType: row.mime_type,
       expiresInSeconds: PROJECT_FILE_LIMITS.downloadUrlSeconds,
-      origin: options.origin,
     },
   );
   return { downloadUrl, filename: row.name, contentType: row.mime_type, sizeBytes: Number(row.size_bytes) };

@@ -28,7 +28,7 @@ export interface FsObjectStoreOptions {
   root: string;
   signingSecret: string;
   clock: Clock;
-  /** Origin of signed URLs when set (ATRIUM_PUBLIC_URL); else the request's origin, else `fallbackOrigin`. */
+  /** Origin of signed URLs when set (ATRIUM_PUBLIC_URL); else `fallbackOrigin` (`http://HOST:PORT`). */
   publicUrl?: string;
   fallbackOrigin: string;
 }
@@ -338,8 +338,8 @@ export class FsObjectStore implements ObjectStore {
     await fs.rm(resolveSafePrefix(this.metaRoot, prefix), { recursive: true, force: true });
   }
 
-  private origin(requested?: string): string {
-    return this.options.publicUrl ?? requested ?? this.options.fallbackOrigin;
+  private origin(): string {
+    return this.options.publicUrl ?? this.options.fallbackOrigin;
   }
 
   private expiresAt(seconds: number): number {
@@ -348,7 +348,7 @@ export class FsObjectStore implements ObjectStore {
 
   async createUploadUrl(key: string, options: SignedUploadOptions): Promise<string> {
     keySegments(key);
-    return createSignedUrl(this.origin(options.origin), this.options.signingSecret, {
+    return createSignedUrl(this.origin(), this.options.signingSecret, {
       method: 'PUT',
       key,
       contentType: options.contentType,
@@ -359,7 +359,7 @@ export class FsObjectStore implements ObjectStore {
 
   async createDownloadUrl(key: string, options: SignedDownloadOptions): Promise<string> {
     keySegments(key);
-    return createSignedUrl(this.origin(options.origin), this.options.signingSecret, {
+    return createSignedUrl(this.origin(), this.options.signingSecret, {
       method: 'GET',
       key,
       contentType: options.contentType,

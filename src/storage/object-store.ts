@@ -16,19 +16,12 @@ export interface SignedUploadOptions {
   /** The exact size the caller declared; the PUT may not exceed it. */
   sizeBytes: number;
   expiresInSeconds: number;
-  /**
-   * Origin for URLs Atrium serves itself (fs backend) when `ATRIUM_PUBLIC_URL` is not set,
-   * e.g. the origin the API request came in on. Ignored by s3.
-   */
-  origin?: string;
 }
 
 export interface SignedDownloadOptions {
   filename: string;
   contentType: string;
   expiresInSeconds: number;
-  /** As in SignedUploadOptions. */
-  origin?: string;
 }
 
 export interface PutOptions {

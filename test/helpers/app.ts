@@ -12,6 +12,7 @@ import { applySetup } from '../../src/setup/apply.js';
 import { parseSetupText } from '../../src/setup/validate.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
+import { type AddressInfo, createServer } from 'node:net';
 
 /** Which engine this run tests: PostgreSQL when TEST_DATABASE_URL is set, else SQLite. */
 export const testDatabaseUrl = process.env.TEST_DATABASE_URL || undefined;
@@ -96,4 +97,16 @@ export async function createTestApp(
       await env.close();
     },
   };
+}
+
+/**
+ * A port free right now on 127.0.0.1, for a test that must know its server's origin before
+ * building it (signed URLs use `http://HOST:PORT` when ATRIUM_PUBLIC_URL is not set).
+ */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, engineName } from '../helpers/app.js';
+import { createTestApp, engineName, freePort } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
 let origin: string;
 beforeAll(async () => {
-  t = await createTestApp({ setup: TENANCY_SETUP });
-  origin = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const port = await freePort();
+  t = await createTestApp({ setup: TENANCY_SETUP, env: { HOST: '127.0.0.1', PORT: String(port) } });
+  origin = await t.app.listen({ port, host: '127.0.0.1' });
 });
 afterAll(() => t.close());
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
-import { filesApi, PREFIX } from './helpers.js';
+import { filesApi, OWNER, PREFIX } from './helpers.js';
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
 beforeAll(async () => {
@@ -70,6 +70,16 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     expect(url.searchParams.get('size')).toBe('10');
     expect(Number(url.searchParams.get('expires')) * 1000 - Date.now()).toBeGreaterThan(14 * 60 * 1000);
     expect(Number(url.searchParams.get('expires')) * 1000 - Date.now()).toBeLessThanOrEqual(15 * 60 * 1000);
+  });
+
+  it('signs URLs for http://HOST:PORT whatever Host header the request carried', async () => {
+    const res = await filesApi(t.app, 'prj_docs', { ...OWNER, host: 'evil.example:8080' }).requestUpload(
+      valid,
+    );
+    expect(res.statusCode).toBe(200);
+    expect(new URL(res.json().data.uploadUrl).origin).toBe(
+      `http://${t.env.config.host}:${t.env.config.port}`,
+    );
   });
 
   it.each([

@@ -37,11 +37,6 @@ const workspaceHeader = {
 
 const TAGS = ['project files'];
 
-/** Where the caller reached us: the origin of signed URLs when ATRIUM_PUBLIC_URL is not set. */
-function requestOrigin(request: FastifyRequest): string {
-  return `${request.protocol}://${request.host}`;
-}
-
 export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
   const workspaceOf = async (request: FastifyRequest) =>
     (await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request))).workspaceId;
@@ -63,9 +58,7 @@ export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Pr
     },
     async (request) => {
       const workspaceId = await workspaceOf(request);
-      const target = await createUploadUrl(deps, workspaceId, request.params.projectId, request.body, {
-        origin: requestOrigin(request),
-      });
+      const target = await createUploadUrl(deps, workspaceId, request.params.projectId, request.body);
       return { data: target };
     },
   );
@@ -131,9 +124,7 @@ export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Pr
       const workspaceId = await workspaceOf(request);
       const { projectId, fileId } = request.params;
       return {
-        data: await createDownloadUrl(deps, workspaceId, projectId, fileId, {
-          origin: requestOrigin(request),
-        }),
+        data: await createDownloadUrl(deps, workspaceId, projectId, fileId),
       };
     },
   );
