@@ -335,7 +335,17 @@ export function parseSetupText(text: string, fileName: string): ParseResult {
   if (typeof document !== 'object' || Array.isArray(document)) {
     return { ok: false, problems: [{ path: '(root)', message: 'must be a mapping (object)' }] };
   }
-  if (!validateShape(document)) return { ok: false, problems: shapeProblems() };
+  if (!validateShape(document)) {
+    // Every problem at once, as operations.md asks: the cross-references too, as far as a file
+    // of the wrong shape lets them be checked.
+    let references: SetupProblem[] = [];
+    try {
+      references = referenceProblems(document as SetupFile);
+    } catch {
+      // A part too malformed to follow: its shape problems already say why.
+    }
+    return { ok: false, problems: [...shapeProblems(), ...references] };
+  }
   const problems = referenceProblems(document);
   return problems.length > 0 ? { ok: false, problems } : { ok: true, setup: document };
 }

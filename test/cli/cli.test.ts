@@ -103,7 +103,18 @@ organizations:
     expect(text).toContain('organizations[0].users[0].email');
     expect(text).toContain('organizations[0].workspaces[0].members[1].role');
     expect(text).toContain('organizations[0].workspaces[0].projects[0].color');
+    // Reference problems are listed in the same run as the shape problems, not after a fix.
+    expect(text).toContain('organizations[0].workspaces[0].models[0]: unknown model "nope"');
+    expect(text).toContain('organizations[0].workspaces[0].members[0].user: unknown user "usr_ghost"');
     expect(await countRows()).toEqual(before);
+  });
+
+  it('lists shape problems even where the file is too malformed to follow its references', async () => {
+    const file = writeSetup('odd.yaml', 'organizations: 5\nbogus: 1\n');
+    expect(await main(['apply', file])).toBe(2);
+    const text = output.err.join('\n');
+    expect(text).toContain('organizations');
+    expect(text).toContain('bogus');
   });
 
   it('reports reference problems (unknown user, model, sub-agent) with their paths', async () => {
