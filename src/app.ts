@@ -141,6 +141,14 @@ export async function buildApp(
     async (v1) => {
       // API bodies are JSON (multipart where a route adds its own parser): plain text is a 415.
       v1.removeContentTypeParser('text/plain');
+      // An empty body sent as JSON (common from HTTP clients on POST /sync, DELETE) is no body:
+      // routes without one accept it, routes that need one still refuse it in validation.
+      const parseJson = v1.getDefaultJsonParser('error', 'error');
+      v1.removeContentTypeParser('application/json');
+      v1.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+        if (body === '') done(null, undefined);
+        else parseJson(request, body as string, done);
+      });
       registerAuth(v1, deps);
       registerInputGuard(v1);
       await agentRoutes(v1, deps);

@@ -34,6 +34,36 @@ describe(`HTTP error handling (${engineName})`, () => {
     expect(res.json().code).toBe('bad_request');
   });
 
+  it('takes an empty JSON body as no body on routes without one (sync, delete)', async () => {
+    const headers = { ...key, 'content-type': 'application/json' };
+    const sync = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects/prj_docs/files/sync',
+      headers,
+      payload: '',
+    });
+    expect(sync.statusCode).toBe(200);
+    const remove = await t.app.inject({
+      method: 'DELETE',
+      url: '/v1/projects/prj_docs/files/pf_unknown',
+      headers,
+      payload: '',
+    });
+    expect(remove.statusCode).toBe(404);
+    expect(remove.json().code).toBe('not_found');
+  });
+
+  it('still refuses prototype poisoning in a JSON body with 400', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: { ...key, 'content-type': 'application/json' },
+      payload: '{"name":"x","__proto__":{"admin":true}}',
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().code).toBe('bad_request');
+  });
+
   it('answers a wrong content type with 415 unsupported_media_type', async () => {
     const res = await t.app.inject({
       method: 'POST',
