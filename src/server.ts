@@ -1,8 +1,10 @@
+import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { sweepOrphanSkillObjects } from './services/skills.js';
-import { createObjectStore } from './storage/index.js';
+import { FsObjectStore } from './storage/fs-store.js';
+import { createObjectStore, httpOrigin } from './storage/index.js';
 
 /**
  * The only place that listens: config → database → app → listen. SIGTERM and SIGINT stop
@@ -39,6 +41,10 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   }
 
   const address = await app.listen({ port: config.port, host: config.host });
+  if (config.port === 0 && store instanceof FsObjectStore) {
+    // PORT=0 picks a free port: signed URLs name the one really chosen.
+    store.setFallbackOrigin(httpOrigin(config.host, (app.server.address() as AddressInfo).port));
+  }
   hooks.onListening?.(address);
   // In the background: the service answers while storage is looked through.
   sweepOrphanSkillObjects(database.db, store, new Date()).then(

@@ -338,6 +338,11 @@ export class FsObjectStore implements ObjectStore {
     await fs.rm(resolveSafePrefix(this.metaRoot, prefix), { recursive: true, force: true });
   }
 
+  /** With `PORT=0` the port is known only once the server listens (see server.ts). */
+  setFallbackOrigin(origin: string): void {
+    this.options.fallbackOrigin = origin;
+  }
+
   private origin(): string {
     return this.options.publicUrl ?? this.options.fallbackOrigin;
   }

@@ -18,6 +18,11 @@ export function createObjectStore(
     signingSecret: config.signingSecret,
     clock,
     publicUrl: config.publicUrl,
-    fallbackOrigin: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`,
+    fallbackOrigin: httpOrigin(config.host, config.port),
   });
+}
+
+/** `http://HOST:PORT`, the origin of signed URLs when ATRIUM_PUBLIC_URL is not set. */
+export function httpOrigin(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
