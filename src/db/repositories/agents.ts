@@ -10,30 +10,23 @@ const LISTED_VISIBILITIES = ['workspace', 'organization'] as const;
 export async function listListedAgents(db: Db, workspaceId: string, limit: number, offset: number) {
   const base = db
     .selectFrom('agents')
-    .where('agents.workspace_id', '=', workspaceId)
-    .where('agents.deleted_at', 'is', null)
-    .where('agents.visibility', 'in', LISTED_VISIBILITIES);
+    .where('workspace_id', '=', workspaceId)
+    .where('deleted_at', 'is', null)
+    .where('visibility', 'in', LISTED_VISIBILITIES);
   const rows = await base
-    // The agent's own model only counts when the workspace enables it (the rule chats follow).
-    .leftJoin('workspace_models', (join) =>
-      join
-        .onRef('workspace_models.workspace_id', '=', 'agents.workspace_id')
-        .onRef('workspace_models.model_id', '=', 'agents.model'),
-    )
     .select([
-      'agents.id',
-      'agents.title',
-      'agents.description',
-      'agents.image',
-      'agents.category',
-      'agents.visibility',
-      'agents.model',
-      'workspace_models.model_id as enabled_model',
-      'agents.created_at',
-      'agents.updated_at',
+      'id',
+      'title',
+      'description',
+      'image',
+      'category',
+      'visibility',
+      'model',
+      'created_at',
+      'updated_at',
     ])
-    .orderBy(sql`lower(agents.title)`)
-    .orderBy('agents.id')
+    .orderBy(sql`lower(title)`)
+    .orderBy('id')
     .limit(limit)
     .offset(offset)
     .execute();

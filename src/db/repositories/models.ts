@@ -30,3 +30,15 @@ export async function isModelEnabled(db: Db, workspaceId: string, modelId: strin
     .executeTakeFirst();
   return row !== undefined;
 }
+
+/** Which of `modelIds` the workspace enables. */
+export async function enabledModelIds(db: Db, workspaceId: string, modelIds: string[]): Promise<Set<string>> {
+  if (modelIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('workspace_models')
+    .select('model_id')
+    .where('workspace_id', '=', workspaceId)
+    .where('model_id', 'in', modelIds)
+    .execute();
+  return new Set(rows.map((row) => row.model_id));
+}
