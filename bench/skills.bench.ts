@@ -231,7 +231,7 @@ export async function run(report: Report) {
       const created = body.data?.summary.created ?? 0;
       const ok = upload.result.status === 200 && created === SKILLS;
       report(
-        `run ${i}${i === 1 ? ' (cold)' : ''}: bulk upload ${upload.ms.toFixed(0)} ms, server peak RSS +${upload.rssGrowthMb.toFixed(1)} MB${upload.exactPeak ? '' : ' (sampled)'} (status ${upload.result.status}, created ${created}) | baseline yauzl inflate alone ${baseline.ms.toFixed(0)} ms (${(baseline.result / 2 ** 20).toFixed(1)} MB out) | ratio ${(upload.ms / baseline.ms).toFixed(1)}× | time < 2 s ${upload.ms < 2000 ? 'PASS' : 'MISS'}, RSS < 64 MB ${upload.rssGrowthMb < 64 ? 'PASS' : 'MISS'}${ok ? '' : ' !! upload failed'}`,
+        `run ${i}${i === 1 ? ' (cold)' : ''}: bulk upload ${upload.ms.toFixed(0)} ms, server peak RSS ${upload.rssGrowthMb < 0 ? '' : '+'}${upload.rssGrowthMb.toFixed(1)} MB${upload.exactPeak ? '' : ' (sampled)'} (status ${upload.result.status}, created ${created}) | baseline yauzl inflate alone ${baseline.ms.toFixed(0)} ms (${(baseline.result / 2 ** 20).toFixed(1)} MB out) | ratio ${(upload.ms / baseline.ms).toFixed(1)}× | time < 2 s ${upload.ms < 2000 ? 'PASS' : 'MISS'}, RSS < 64 MB ${upload.rssGrowthMb < 64 ? 'PASS' : 'MISS'}${ok ? '' : ' !! upload failed'}`,
       );
     }
   } finally {
