@@ -4,7 +4,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { findModelWithProvider, isModelEnabled } from '../db/repositories/models.js';
+import { enabledModelIds, findModelWithProvider } from '../db/repositories/models.js';
 import type { ProviderType } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { ECHO_MODEL_ID } from '../setup/validate.js';
@@ -84,7 +84,11 @@ export class ModelRegistry {
   ): Promise<ResolvedModel> {
     const fallback = workspace.default_model ?? this.builtInDefaultModelId();
     let modelId = fallback;
-    if (requested && requested !== fallback && (await isModelEnabled(db, workspace.id, requested))) {
+    if (
+      requested &&
+      requested !== fallback &&
+      (await enabledModelIds(db, workspace.id, [requested])).has(requested)
+    ) {
       modelId = requested;
     }
     return this.resolve(db, modelId);

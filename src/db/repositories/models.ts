@@ -20,18 +20,7 @@ export function findModelWithProvider(db: Db, modelId: string) {
     .executeTakeFirst();
 }
 
-/** Whether the workspace enables the model. */
-export async function isModelEnabled(db: Db, workspaceId: string, modelId: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('workspace_models')
-    .select('model_id')
-    .where('workspace_id', '=', workspaceId)
-    .where('model_id', '=', modelId)
-    .executeTakeFirst();
-  return row !== undefined;
-}
-
-/** Which of `modelIds` the workspace enables. */
+/** Which of `modelIds` the workspace enables (one query for a page of agents, or one model). */
 export async function enabledModelIds(db: Db, workspaceId: string, modelIds: string[]): Promise<Set<string>> {
   if (modelIds.length === 0) return new Set();
   const rows = await db
