@@ -1,0 +1,157 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { loadConfig } from '../../src/config.js';
+import { migrateToLatest, openDatabase } from '../../src/db/database.js';
+import { applySetup } from '../../src/setup/apply.js';
+import { parseSetupText } from '../../src/setup/validate.js';
+import { freePort, testDatabaseUrl } from './app.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const CLI = path.join(ROOT, 'test/helpers/atrium-cli.ts');
+
+/** One real `atrium serve` process: its URL, what it printed, and ways to end it. */
+export interface ServeProcess {
+  url: string;
+  port: number;
+  /** stdout and stderr so far (pino JSON lines and the CLI's own lines). */
+  output(): string;
+  /** Sends a signal and waits for the process to exit. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  readonly child: ChildProcess;
+}
+
+export interface ServeCluster {
+  /** The environment every process of the cluster shares (database, data dir, secret). */
+  env: Record<string, string>;
+  dataDir: string;
+  /** The database the processes share: a fresh PostgreSQL database, else the data dir's SQLite. */
+  databaseUrl: string | undefined;
+  servers: ServeProcess[];
+  /** Starts one more process on the same database and data dir (e.g. after a kill). */
+  start(extraEnv?: Record<string, string>): Promise<ServeProcess>;
+  close(): Promise<void>;
+}
+
+async function waitUntilHealthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`atrium serve exited (${child.exitCode}):\n${output()}`);
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`atrium serve did not become healthy:\n${output()}`);
+}
+
+async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  child.stdout?.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const output = () => text;
+  try {
+    await waitUntilHealthy(url, child, output);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  return {
+    url,
+    port,
+    child,
+    output,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/**
+ * Real `atrium serve` processes sharing one database and one data dir, as behind a load
+ * balancer: on a fresh PostgreSQL database when TEST_DATABASE_URL is set (dropped on close),
+ * else on one SQLite file. The setup file is applied before the first process starts.
+ */
+export async function startServeCluster(
+  options: { processes?: number; setup?: string; env?: Record<string, string> } = {},
+): Promise<ServeCluster> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-serve-'));
+  let databaseUrl: string | undefined;
+  let databaseName: string | undefined;
+  if (testDatabaseUrl) {
+    databaseName = `atrium_serve_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: testDatabaseUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${databaseName}`);
+    await admin.end();
+    const url = new URL(testDatabaseUrl);
+    url.pathname = `/${databaseName}`;
+    databaseUrl = url.toString();
+  }
+  const env: Record<string, string> = {
+    ATRIUM_DATA_DIR: dataDir,
+    ATRIUM_SIGNING_SECRET: 'serve-cluster-signing-secret',
+    LOG_LEVEL: 'info',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...options.env,
+  };
+
+  const config = loadConfig(env);
+  const database = await openDatabase(config.database);
+  try {
+    await migrateToLatest(database.db);
+    if (options.setup) {
+      const parsed = parseSetupText(options.setup, 'fixture.yaml');
+      if (!parsed.ok) throw new Error(parsed.problems.map((p) => `${p.path}: ${p.message}`).join('\n'));
+      await applySetup(database.db, parsed.setup, { now: new Date() });
+    }
+  } finally {
+    await database.close();
+  }
+
+  const servers: ServeProcess[] = [];
+  const cluster: ServeCluster = {
+    env,
+    dataDir,
+    databaseUrl,
+    servers,
+    async start(extraEnv = {}) {
+      const server = await startServeProcess({ ...env, ...extraEnv });
+      servers.push(server);
+      return server;
+    },
+    async close() {
+      await Promise.all(servers.map((server) => server.stop('SIGKILL')));
+      if (databaseName && testDatabaseUrl) {
+        const admin = new pg.Client({ connectionString: testDatabaseUrl });
+        await admin.connect();
+        await admin.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
+        await admin.end();
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  try {
+    await Promise.all(Array.from({ length: options.processes ?? 2 }, () => cluster.start()));
+  } catch (error) {
+    await cluster.close();
+    throw error;
+  }
+  return cluster;
+}
