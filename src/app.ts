@@ -7,6 +7,9 @@ import { registerAuth } from './http/plugins/auth.js';
 import { registerErrorHandling, sendError, toApiError } from './http/plugins/error-handler.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
+import { createClientErrorHandler, registerHostCheck } from './http/plugins/protocol-errors.js';
+import { registerRequestTimeouts } from './http/plugins/request-timeouts.js';
+import { requestIdFrom } from './http/request-id.js';
 import { agentRunRoutes } from './http/routes/agent-runs.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { chatRoutes } from './http/routes/chat.js';
@@ -77,6 +80,7 @@ export async function buildApp(
     models: input.models ?? new ModelRegistry(input.config),
     readinessChecks: { storage: () => store.check(), ...input.readinessChecks },
   };
+  const timeouts = deps.config.http;
   const app: FastifyInstance = Fastify({
     logger: options.logger ?? {
       level: deps.config.logLevel,
@@ -86,9 +90,21 @@ export async function buildApp(
         req: (req) => ({ method: req.method, url: req.url.split('?')[0], remoteAddress: req.ip }),
       },
     },
-    genReqId: () => newId('req'),
-    requestIdHeader: 'x-request-id',
+    // A client's x-request-id is used only when it is short and safe to log and echo.
+    requestIdHeader: false,
+    genReqId: (request) => requestIdFrom(request.headers['x-request-id']) ?? newId('req'),
     bodyLimit: deps.config.jsonBodyLimitBytes,
+    http: {
+      headersTimeout: timeouts.headersTimeoutMs,
+      // How often Node looks for requests past their header deadline: its precision.
+      connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(timeouts.headersTimeoutMs / 4))),
+      requireHostHeader: false,
+    },
+    // Body deadlines replace Node's single requestTimeout (request-timeouts.ts).
+    requestTimeout: 0,
+    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+    connectionTimeout: timeouts.idleTimeoutMs,
+    clientErrorHandler: createClientErrorHandler(timeouts),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // Long path parameters reach validation (400 with a path) instead of the router's bare 414.
@@ -106,6 +122,8 @@ export async function buildApp(
   });
 
   registerErrorHandling(app);
+  registerHostCheck(app);
+  registerRequestTimeouts(app, timeouts);
   options.beforeRoutes?.(app);
   for (const schema of [ErrorBody, Pagination, Agent, Project, ProjectFile, ProjectFileTreeNode]) {
     app.addSchema(schema);

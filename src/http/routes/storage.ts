@@ -6,6 +6,7 @@ import { ApiError, errors } from '../../errors.js';
 import { contentDisposition } from '../../storage/content-disposition.js';
 import { normalizeMediaType } from '../../storage/media-type.js';
 import { decodeKeyPath, STORAGE_ROUTE_PREFIX, verifySignedUrl } from '../../storage/signed-url.js';
+import { bodyTimeoutError } from '../body-deadline.js';
 import { errorResponses } from '../schemas/common.js';
 import { StoredObjectResponse } from '../schemas/project-files.js';
 
@@ -73,6 +74,8 @@ const DRAIN_LIMIT = 8 * 1024 * 1024;
  */
 function drainOrClose(request: FastifyRequest, reply: FastifyReply): void {
   const raw = request.raw;
+  // A body too slow to wait for (request-timeouts.ts) is not drained either.
+  if (bodyTimeoutError(raw)) return;
   const declared = Number(raw.headers['content-length']);
   if (Number.isFinite(declared) && declared > DRAIN_LIMIT) {
     reply.header('connection', 'close');
@@ -111,7 +114,7 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
         tags: ['storage'],
         params: objectParams,
         querystring: signedQuery,
-        response: { 200: StoredObjectResponse, ...errorResponses(400, 403, 404, 405, 413, 500) },
+        response: { 200: StoredObjectResponse, ...errorResponses(400, 403, 404, 405, 408, 413, 500) },
       },
     },
     async (request, reply) => {
