@@ -25,6 +25,7 @@ import { Project } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
 import { ModelRegistry } from './models/registry.js';
 import type { ChatDeps } from './services/chat.js';
+import { errors } from './errors.js';
 import { createObjectStore } from './storage/index.js';
 import type { ObjectStore } from './storage/object-store.js';
 
@@ -163,9 +164,18 @@ export async function buildApp(
       // routes without one accept it, routes that need one still refuse it in validation.
       const parseJson = v1.getDefaultJsonParser('error', 'error');
       v1.removeContentTypeParser('application/json');
-      v1.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-        if (body === '') done(null, undefined);
-        else parseJson(request, body as string, done);
+      // Read as bytes and decoded strictly: invalid UTF-8 is refused, never stored as U+FFFD.
+      const utf8 = new TextDecoder('utf-8', { fatal: true });
+      v1.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+        let text: string;
+        try {
+          text = utf8.decode(body as Buffer);
+        } catch {
+          done(errors.badRequest('The JSON body is not valid UTF-8'), undefined);
+          return;
+        }
+        if (text === '') done(null, undefined);
+        else parseJson(request, text, done);
       });
       registerAuth(v1, deps);
       registerInputGuard(v1);

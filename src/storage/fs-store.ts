@@ -73,9 +73,14 @@ export class MeteredStream extends Transform {
  */
 export async function copyInto(body: Readable, meter: Transform, sink: Writable): Promise<void> {
   const done = pipeline(meter, sink);
-  const onError = (error: Error) => meter.destroy(error);
+  // A body that breaks off (a client closing its connection mid-upload) is the sender's doing,
+  // not a fault of ours: a 400 that is logged without a stack, not a 500.
+  const cutOff = (cause?: unknown) =>
+    new ApiError('bad_request', 'The body was cut off before its end; nothing was stored', {}, { cause });
+  const onError = (error: Error & { code?: string }) =>
+    meter.destroy(error.code === 'ECONNRESET' || error.message === 'aborted' ? cutOff(error) : error);
   const onClose = () => {
-    if (!body.readableEnded) meter.destroy(new Error('The body was cut off before its end'));
+    if (!body.readableEnded) meter.destroy(cutOff());
   };
   body.on('error', onError);
   body.on('close', onClose);
