@@ -374,6 +374,7 @@ export class FsObjectStore implements ObjectStore {
       key,
       contentType: options.contentType,
       filename: options.filename,
+      etag: options.etag,
       expiresAt: this.expiresAt(options.expiresInSeconds),
     });
   }

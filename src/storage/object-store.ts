@@ -21,6 +21,11 @@ export interface SignedUploadOptions {
 export interface SignedDownloadOptions {
   filename: string;
   contentType: string;
+  /**
+   * The version (etag) the URL serves. Once the object at the key is another one (deleted and
+   * uploaded again, replaced), the URL stops working instead of serving the new bytes.
+   */
+  etag: string;
   expiresInSeconds: number;
 }
 

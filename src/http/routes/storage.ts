@@ -28,6 +28,7 @@ const signedQuery = {
     contentType: { type: 'string' },
     size: { type: 'string' },
     filename: { type: 'string' },
+    version: { type: 'string' },
     expires: { type: 'string' },
     signature: { type: 'string' },
   },
@@ -63,6 +64,15 @@ export function parseRange(
   if (start >= size || end < start) return undefined;
   return { start, end };
 }
+
+const objectVersionGone = () =>
+  new ApiError(
+    'not_found',
+    'The file this URL was issued for has been replaced or removed; request a new URL',
+    {
+      reason: 'version_changed',
+    },
+  );
 
 /** How much of a refused upload's remaining body is read and discarded so the client sees the answer. */
 const DRAIN_LIMIT = 8 * 1024 * 1024;
@@ -187,6 +197,9 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
       );
       const head = await deps.store.head(key);
       if (!head) throw errors.notFound('Object');
+      // The URL serves one version: after a delete and a new upload at the same path, or a
+      // replacement, the bytes there are another file's.
+      if (head.etag !== signed.etag) throw objectVersionGone();
       const range = parseRange(request.headers.range, head.size);
       // HEAD: headers only; an empty stream keeps our Content-Length (Fastify would set 0).
       const object =
@@ -194,6 +207,10 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
           ? { body: Readable.from([]), info: head }
           : await deps.store.get(key, range);
       if (!object) throw errors.notFound('Object');
+      if (object.info.etag !== signed.etag) {
+        object.body.destroy();
+        throw objectVersionGone();
+      }
       const size = object.info.size;
       reply
         .header('content-type', signed.contentType)
