@@ -125,7 +125,6 @@ export class FsObjectStore implements ObjectStore {
   private readonly dataRoot: string;
   private readonly metaRoot: string;
   private readonly tmpRoot: string;
-  private sweptTemp = false;
 
   constructor(private readonly options: FsObjectStoreOptions) {
     const root = path.resolve(options.root);
@@ -138,10 +137,6 @@ export class FsObjectStore implements ObjectStore {
     const dataPath = resolveSafePath(this.dataRoot, key);
     const metaPath = resolveSafePath(this.metaRoot, key);
     await fs.mkdir(this.tmpRoot, { recursive: true });
-    if (!this.sweptTemp) {
-      this.sweptTemp = true;
-      this.sweepStaleTemp().catch(() => {});
-    }
     const tmpName = `${Date.now()}-${randomBytes(8).toString('hex')}`;
     const tmpData = path.join(this.tmpRoot, `${tmpName}.data`);
     const tmpMeta = path.join(this.tmpRoot, `${tmpName}.meta`);
@@ -194,12 +189,12 @@ export class FsObjectStore implements ObjectStore {
   }
 
   /**
-   * Temp files older than an hour belong to writes that can no longer finish (a process that
-   * crashed mid-upload): removed once per process, on the first write.
+   * Temp files older than `olderThanMs` belong to writes that can no longer finish (a process
+   * that crashed mid-upload); younger ones may be uploads in flight on another process.
    */
-  async sweepStaleTemp(olderThanMs = 60 * 60 * 1000): Promise<number> {
+  async sweepStaleTemp(olderThanMs = 60 * 60 * 1000, now = this.options.clock()): Promise<number> {
     let removed = 0;
-    const cutoff = Date.now() - olderThanMs;
+    const cutoff = now.getTime() - olderThanMs;
     for (const name of await fs.readdir(this.tmpRoot).catch(() => [] as string[])) {
       const file = path.join(this.tmpRoot, name);
       const stat = await fs.stat(file).catch(() => undefined);

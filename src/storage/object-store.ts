@@ -62,6 +62,11 @@ export interface ObjectStore {
   deletePrefix(prefix: string): Promise<void>;
   createUploadUrl(key: string, options: SignedUploadOptions): Promise<string>;
   createDownloadUrl(key: string, options: SignedDownloadOptions): Promise<string>;
+  /**
+   * Removes what writes that can no longer finish left behind (a process killed mid-upload)
+   * when older than `olderThanMs`; resolves with how many were removed.
+   */
+  sweepStaleTemp(olderThanMs: number, now: Date): Promise<number>;
   /** Readiness: resolves when storage answers. */
   check(): Promise<void>;
 }

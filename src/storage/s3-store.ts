@@ -336,6 +336,15 @@ export class S3ObjectStore implements ObjectStore {
     });
   }
 
+  /**
+   * Nothing to sweep here: a failed put aborts its multipart upload itself, and what a killed
+   * process leaves (an incomplete multipart upload) is the bucket's AbortIncompleteMultipartUpload
+   * lifecycle rule's to remove (docs/files.md).
+   */
+  async sweepStaleTemp(): Promise<number> {
+    return 0;
+  }
+
   async check(): Promise<void> {
     await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
   }
