@@ -17,14 +17,15 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   const store = createObjectStore(config);
   const app = await buildApp({ config, db: database.db, dialect: database.dialect, store });
 
-  let sweeps: PeriodicTask | undefined;
+  // Started once listening; shutdown may come before that.
+  const background: { sweeps?: PeriodicTask } = {};
   let closing: Promise<void> | undefined;
   const shutdown = (signal: string) => {
     closing ??= (async () => {
       app.log.info({ signal }, 'shutting down: finishing in-flight requests');
       try {
         // A sweep in progress finishes before the database closes; no new one starts.
-        await Promise.all([sweeps?.stop(), app.close()]);
+        await Promise.all([background.sweeps?.stop(), app.close()]);
       } finally {
         await database.close();
       }
@@ -51,7 +52,7 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   hooks.onListening?.(address);
   // In the background, at start and then periodically: the service answers while storage is
   // looked through for what a crashed process left behind.
-  sweeps = runPeriodically(async () => {
+  background.sweeps = runPeriodically(async () => {
     try {
       const swept = await sweepLeftovers({
         db: database.db,
