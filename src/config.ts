@@ -88,9 +88,15 @@ function signingSecret(env: Env, dataDir: string): string {
 }
 
 function httpTimeouts(env: Env, upstreamTimeoutMs: number): HttpTimeouts {
-  const idleTimeoutMs = integer(env, 'ATRIUM_IDLE_TIMEOUT_MS', upstreamTimeoutMs + 60_000, 1);
-  // A reply waits silently for the provider up to the upstream timeout: a shorter idle timeout
-  // would cut it before it could answer 504.
+  // A non-streamed reply (several model and tool steps) is silent on its connection until it is
+  // done: the default leaves it 10 minutes. Never shorter than the upstream timeout, or a reply
+  // waiting for its provider would be cut before it could answer 504.
+  const idleTimeoutMs = integer(
+    env,
+    'ATRIUM_IDLE_TIMEOUT_MS',
+    Math.max(600_000, upstreamTimeoutMs + 60_000),
+    1,
+  );
   if (idleTimeoutMs <= upstreamTimeoutMs) {
     throw new ConfigError(
       `ATRIUM_IDLE_TIMEOUT_MS (${idleTimeoutMs}) must be longer than ATRIUM_UPSTREAM_TIMEOUT_MS (${upstreamTimeoutMs})`,
