@@ -3,6 +3,7 @@ import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.js';
 import type { Db, Dialect } from './db/database.js';
+import { errors } from './errors.js';
 import { registerAuth } from './http/plugins/auth.js';
 import { registerErrorHandling, sendError, toApiError } from './http/plugins/error-handler.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
@@ -25,7 +26,6 @@ import { Project } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
 import { ModelRegistry } from './models/registry.js';
 import type { ChatDeps } from './services/chat.js';
-import { errors } from './errors.js';
 import { createObjectStore } from './storage/index.js';
 import type { ObjectStore } from './storage/object-store.js';
 
