@@ -55,10 +55,17 @@ describe(`HTTP protocol errors in the error body (${engineName})`, () => {
     expect(JSON.parse(response.body)).toMatchObject(errorBody('bad_request'));
   });
 
-  it('answers control bytes in the path with 400 bad_request', async () => {
-    const response = await rawExchange(port, Buffer.from('GET /v1/agents\x01x HTTP/1.1\r\nHost: x\r\n\r\n'));
-    expect(response.status).toBe(400);
-    expect(JSON.parse(response.body)).toMatchObject(errorBody('bad_request'));
+  it('answers control bytes or raw non-ASCII bytes in the path with 400 bad_request', async () => {
+    for (const bad of [Buffer.from([0x01]), Buffer.from([0xff, 0xfe]), Buffer.from('%E0%A4%A')]) {
+      const request = Buffer.concat([
+        Buffer.from('GET /v1/agents'),
+        bad,
+        Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n'),
+      ]);
+      const response = await rawExchange(port, request);
+      expect(response.status, bad.toString('hex')).toBe(400);
+      expect(JSON.parse(response.body)).toMatchObject(errorBody('bad_request'));
+    }
   });
 
   it('answers an HTTP/1.1 request without Host with 400 bad_request, and serves HTTP/1.0 without one', async () => {
