@@ -3,10 +3,14 @@ import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.js';
 import type { Db, Dialect } from './db/database.js';
+import { errors } from './errors.js';
 import { registerAuth } from './http/plugins/auth.js';
 import { registerErrorHandling, sendError, toApiError } from './http/plugins/error-handler.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
+import { createClientErrorHandler, registerHostCheck } from './http/plugins/protocol-errors.js';
+import { registerRequestTimeouts } from './http/plugins/request-timeouts.js';
+import { requestIdFrom } from './http/request-id.js';
 import { agentRunRoutes } from './http/routes/agent-runs.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { chatRoutes } from './http/routes/chat.js';
@@ -77,6 +81,7 @@ export async function buildApp(
     models: input.models ?? new ModelRegistry(input.config),
     readinessChecks: { storage: () => store.check(), ...input.readinessChecks },
   };
+  const timeouts = deps.config.http;
   const app: FastifyInstance = Fastify({
     logger: options.logger ?? {
       level: deps.config.logLevel,
@@ -86,9 +91,21 @@ export async function buildApp(
         req: (req) => ({ method: req.method, url: req.url.split('?')[0], remoteAddress: req.ip }),
       },
     },
-    genReqId: () => newId('req'),
-    requestIdHeader: 'x-request-id',
+    // A client's x-request-id is used only when it is short and safe to log and echo.
+    requestIdHeader: false,
+    genReqId: (request) => requestIdFrom(request.headers['x-request-id']) ?? newId('req'),
     bodyLimit: deps.config.jsonBodyLimitBytes,
+    http: {
+      headersTimeout: timeouts.headersTimeoutMs,
+      // How often Node looks for requests past their header deadline: its precision.
+      connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(timeouts.headersTimeoutMs / 4))),
+      requireHostHeader: false,
+    },
+    // Body deadlines replace Node's single requestTimeout (request-timeouts.ts).
+    requestTimeout: 0,
+    keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+    connectionTimeout: timeouts.idleTimeoutMs,
+    clientErrorHandler: createClientErrorHandler(timeouts),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // Long path parameters reach validation (400 with a path) instead of the router's bare 414.
@@ -106,6 +123,8 @@ export async function buildApp(
   });
 
   registerErrorHandling(app);
+  registerHostCheck(app);
+  registerRequestTimeouts(app, timeouts);
   options.beforeRoutes?.(app);
   for (const schema of [ErrorBody, Pagination, Agent, Project, ProjectFile, ProjectFileTreeNode]) {
     app.addSchema(schema);
@@ -145,9 +164,18 @@ export async function buildApp(
       // routes without one accept it, routes that need one still refuse it in validation.
       const parseJson = v1.getDefaultJsonParser('error', 'error');
       v1.removeContentTypeParser('application/json');
-      v1.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-        if (body === '') done(null, undefined);
-        else parseJson(request, body as string, done);
+      // Read as bytes and decoded strictly: invalid UTF-8 is refused, never stored as U+FFFD.
+      const utf8 = new TextDecoder('utf-8', { fatal: true });
+      v1.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+        let text: string;
+        try {
+          text = utf8.decode(body as Buffer);
+        } catch {
+          done(errors.badRequest('The JSON body is not valid UTF-8'), undefined);
+          return;
+        }
+        if (text === '') done(null, undefined);
+        else parseJson(request, text, done);
       });
       registerAuth(v1, deps);
       registerInputGuard(v1);

@@ -25,6 +25,23 @@ export interface Config {
   upstreamTimeoutMs: number;
   logLevel: string;
   jsonBodyLimitBytes: number;
+  /** How long a client may take to send its request; see README "Timeouts". */
+  http: HttpTimeouts;
+  /** How often leftovers of a crash (temp uploads, spools, orphan skill files) are swept; 0: only at start. */
+  sweepIntervalMs: number;
+}
+
+export interface HttpTimeouts {
+  /** The request line and headers must arrive within this (Node's headersTimeout); else 408. */
+  headersTimeoutMs: number;
+  /** A body's base allowance, and the longest pause allowed between its bytes. */
+  bodyTimeoutMs: number;
+  /** Each byte received extends the body's deadline by 1/rate seconds (Apache mod_reqtimeout's MinRate). */
+  bodyMinBytesPerSecond: number;
+  /** An idle connection between two requests is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** A connection with no traffic either way (e.g. a client that stops reading) is closed after this. */
+  idleTimeoutMs: number;
 }
 
 export type DatabaseConfig =
@@ -70,6 +87,30 @@ function signingSecret(env: Env, dataDir: string): string {
   return secret;
 }
 
+function httpTimeouts(env: Env, upstreamTimeoutMs: number): HttpTimeouts {
+  // A non-streamed reply (several model and tool steps) is silent on its connection until it is
+  // done: the default leaves it 10 minutes. Never shorter than the upstream timeout, or a reply
+  // waiting for its provider would be cut before it could answer 504.
+  const idleTimeoutMs = integer(
+    env,
+    'ATRIUM_IDLE_TIMEOUT_MS',
+    Math.max(600_000, upstreamTimeoutMs + 60_000),
+    1,
+  );
+  if (idleTimeoutMs <= upstreamTimeoutMs) {
+    throw new ConfigError(
+      `ATRIUM_IDLE_TIMEOUT_MS (${idleTimeoutMs}) must be longer than ATRIUM_UPSTREAM_TIMEOUT_MS (${upstreamTimeoutMs})`,
+    );
+  }
+  return {
+    headersTimeoutMs: integer(env, 'ATRIUM_HEADERS_TIMEOUT_MS', 10_000, 1),
+    bodyTimeoutMs: integer(env, 'ATRIUM_BODY_TIMEOUT_MS', 20_000, 1),
+    bodyMinBytesPerSecond: integer(env, 'ATRIUM_BODY_MIN_BYTES_PER_SECOND', 8192, 1),
+    keepAliveTimeoutMs: integer(env, 'ATRIUM_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1),
+    idleTimeoutMs,
+  };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.ATRIUM_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL;
@@ -83,6 +124,7 @@ export function loadConfig(env: Env = process.env): Config {
     database = { kind: 'sqlite', file: path.join(dataDir, 'atrium.sqlite') };
   }
 
+  const upstreamTimeoutMs = integer(env, 'ATRIUM_UPSTREAM_TIMEOUT_MS', 120_000, 1);
   const storageKind = env.ATRIUM_STORAGE || 'fs';
   let storage: StorageConfig;
   if (storageKind === 'fs') {
@@ -118,8 +160,10 @@ export function loadConfig(env: Env = process.env): Config {
       env: { ...env },
     },
     defaultRateLimitPerMinute: integer(env, 'ATRIUM_RATE_LIMIT_PER_MINUTE', 600),
-    upstreamTimeoutMs: integer(env, 'ATRIUM_UPSTREAM_TIMEOUT_MS', 120_000, 1),
+    upstreamTimeoutMs,
     logLevel: env.LOG_LEVEL || 'info',
     jsonBodyLimitBytes: 1024 * 1024,
+    http: httpTimeouts(env, upstreamTimeoutMs),
+    sweepIntervalMs: integer(env, 'ATRIUM_SWEEP_INTERVAL_MS', 10 * 60 * 1000),
   };
 }

@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
-import { sweepOrphanSkillObjects } from './services/skills.js';
+import { systemClock } from './ids.js';
+import { type PeriodicTask, runPeriodically, sweepLeftovers } from './leftovers.js';
 import { FsObjectStore } from './storage/fs-store.js';
 import { createObjectStore, httpOrigin } from './storage/index.js';
 
@@ -16,12 +17,15 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   const store = createObjectStore(config);
   const app = await buildApp({ config, db: database.db, dialect: database.dialect, store });
 
+  // Started once listening; shutdown may come before that.
+  const background: { sweeps?: PeriodicTask } = {};
   let closing: Promise<void> | undefined;
   const shutdown = (signal: string) => {
     closing ??= (async () => {
       app.log.info({ signal }, 'shutting down: finishing in-flight requests');
       try {
-        await app.close();
+        // A sweep in progress finishes before the database closes; no new one starts.
+        await Promise.all([background.sweeps?.stop(), app.close()]);
       } finally {
         await database.close();
       }
@@ -46,12 +50,22 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
     store.setFallbackOrigin(httpOrigin(config.host, (app.server.address() as AddressInfo).port));
   }
   hooks.onListening?.(address);
-  // In the background: the service answers while storage is looked through.
-  sweepOrphanSkillObjects(database.db, store, new Date()).then(
-    (removed) => {
-      if (removed > 0) app.log.info({ removed }, 'removed the files of skills that have no record');
-    },
-    (error: unknown) => app.log.warn({ err: error }, 'could not look for files of skills without a record'),
-  );
+  // In the background, at start and then periodically: the service answers while storage is
+  // looked through for what a crashed process left behind.
+  background.sweeps = runPeriodically(async () => {
+    try {
+      const swept = await sweepLeftovers({
+        db: database.db,
+        store,
+        clock: systemClock,
+        dataDir: config.dataDir,
+      });
+      if (swept.tempFiles + swept.skillSpools + swept.orphanSkills > 0) {
+        app.log.info(swept, 'removed leftovers of interrupted uploads');
+      }
+    } catch (error) {
+      app.log.warn({ err: error }, 'could not sweep leftovers of interrupted uploads');
+    }
+  }, config.sweepIntervalMs);
   return { app, address, close: () => shutdown('close') };
 }

@@ -149,6 +149,11 @@ export async function spoolSkillUpload(
   return result;
 }
 
+/** Where bulk uploads spool their parts, one `req-…` directory per request. */
+export function skillUploadRoot(dataDir: string): string {
+  return path.join(dataDir, 'tmp', 'skill-uploads');
+}
+
 /**
  * Removes request directories a crashed process left behind. Only old ones: another process
  * sharing the data dir may be spooling right now, and no upload takes an hour.

@@ -420,7 +420,7 @@ async function requireFile(db: Db, workspaceId: string, projectId: string, fileI
   return row;
 }
 
-/** A signed URL (4 hours) that serves the file's bytes with its name and type. */
+/** A signed URL (4 hours) that serves this version of the file's bytes, with its name and type. */
 export async function createDownloadUrl(
   deps: ProjectFileDeps,
   workspaceId: string,
@@ -433,6 +433,8 @@ export async function createDownloadUrl(
     {
       filename: row.name,
       contentType: row.mime_type,
+      // The version the record describes: a later upload to the same path is another file.
+      etag: row.etag,
       expiresInSeconds: PROJECT_FILE_LIMITS.downloadUrlSeconds,
     },
   );

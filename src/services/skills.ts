@@ -399,7 +399,7 @@ async function storeSkills(
  * Objects of skills that have no row: what a process killed between storing a skill's files
  * and inserting its row leaves behind (any other failure cleans up after itself). Only prefixes
  * untouched for `graceMs` are removed, so an upload still running on another instance keeps
- * its files. Run once when the server starts.
+ * its files. Run by the server at start and then periodically (src/leftovers.ts).
  */
 export async function sweepOrphanSkillObjects(
   db: Db,

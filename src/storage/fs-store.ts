@@ -73,9 +73,14 @@ export class MeteredStream extends Transform {
  */
 export async function copyInto(body: Readable, meter: Transform, sink: Writable): Promise<void> {
   const done = pipeline(meter, sink);
-  const onError = (error: Error) => meter.destroy(error);
+  // A body that breaks off (a client closing its connection mid-upload) is the sender's doing,
+  // not a fault of ours: a 400 that is logged without a stack, not a 500.
+  const cutOff = (cause?: unknown) =>
+    new ApiError('bad_request', 'The body was cut off before its end; nothing was stored', {}, { cause });
+  const onError = (error: Error & { code?: string }) =>
+    meter.destroy(error.code === 'ECONNRESET' || error.message === 'aborted' ? cutOff(error) : error);
   const onClose = () => {
-    if (!body.readableEnded) meter.destroy(new Error('The body was cut off before its end'));
+    if (!body.readableEnded) meter.destroy(cutOff());
   };
   body.on('error', onError);
   body.on('close', onClose);
@@ -120,7 +125,6 @@ export class FsObjectStore implements ObjectStore {
   private readonly dataRoot: string;
   private readonly metaRoot: string;
   private readonly tmpRoot: string;
-  private sweptTemp = false;
 
   constructor(private readonly options: FsObjectStoreOptions) {
     const root = path.resolve(options.root);
@@ -133,10 +137,6 @@ export class FsObjectStore implements ObjectStore {
     const dataPath = resolveSafePath(this.dataRoot, key);
     const metaPath = resolveSafePath(this.metaRoot, key);
     await fs.mkdir(this.tmpRoot, { recursive: true });
-    if (!this.sweptTemp) {
-      this.sweptTemp = true;
-      this.sweepStaleTemp().catch(() => {});
-    }
     const tmpName = `${Date.now()}-${randomBytes(8).toString('hex')}`;
     const tmpData = path.join(this.tmpRoot, `${tmpName}.data`);
     const tmpMeta = path.join(this.tmpRoot, `${tmpName}.meta`);
@@ -189,12 +189,12 @@ export class FsObjectStore implements ObjectStore {
   }
 
   /**
-   * Temp files older than an hour belong to writes that can no longer finish (a process that
-   * crashed mid-upload): removed once per process, on the first write.
+   * Temp files older than `olderThanMs` belong to writes that can no longer finish (a process
+   * that crashed mid-upload); younger ones may be uploads in flight on another process.
    */
-  async sweepStaleTemp(olderThanMs = 60 * 60 * 1000): Promise<number> {
+  async sweepStaleTemp(olderThanMs = 60 * 60 * 1000, now = this.options.clock()): Promise<number> {
     let removed = 0;
-    const cutoff = Date.now() - olderThanMs;
+    const cutoff = now.getTime() - olderThanMs;
     for (const name of await fs.readdir(this.tmpRoot).catch(() => [] as string[])) {
       const file = path.join(this.tmpRoot, name);
       const stat = await fs.stat(file).catch(() => undefined);
@@ -369,6 +369,7 @@ export class FsObjectStore implements ObjectStore {
       key,
       contentType: options.contentType,
       filename: options.filename,
+      etag: options.etag,
       expiresAt: this.expiresAt(options.expiresInSeconds),
     });
   }

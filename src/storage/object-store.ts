@@ -21,6 +21,11 @@ export interface SignedUploadOptions {
 export interface SignedDownloadOptions {
   filename: string;
   contentType: string;
+  /**
+   * The version (etag) the URL serves. Once the object at the key is another one (deleted and
+   * uploaded again, replaced), the URL stops working instead of serving the new bytes.
+   */
+  etag: string;
   expiresInSeconds: number;
 }
 
@@ -57,6 +62,11 @@ export interface ObjectStore {
   deletePrefix(prefix: string): Promise<void>;
   createUploadUrl(key: string, options: SignedUploadOptions): Promise<string>;
   createDownloadUrl(key: string, options: SignedDownloadOptions): Promise<string>;
+  /**
+   * Removes what writes that can no longer finish left behind (a process killed mid-upload)
+   * when older than `olderThanMs`; resolves with how many were removed.
+   */
+  sweepStaleTemp(olderThanMs: number, now: Date): Promise<number>;
   /** Readiness: resolves when storage answers. */
   check(): Promise<void>;
 }

@@ -313,11 +313,36 @@ export class S3ObjectStore implements ObjectStore {
       Key: key,
       ResponseContentType: options.contentType,
       ResponseContentDisposition: contentDisposition(options.filename),
+      // S3 answers 412 once the object is another version than the one the URL was made for.
+      IfMatch: `"${options.etag}"`,
     });
+    // In the signed query rather than a header, so that a plain link carries the condition. The
+    // presigner's `hoistableHeaders` option does not reach its signer (3.11xx), hence by hand.
+    command.middlewareStack.add(
+      (next) => async (args) => {
+        const request = args.request as { headers: Record<string, string>; query: Record<string, string> };
+        const ifMatch = request.headers['if-match'];
+        if (ifMatch !== undefined) {
+          request.query['if-match'] = ifMatch;
+          delete request.headers['if-match'];
+        }
+        return next(args);
+      },
+      { step: 'build', name: 'hoistIfMatchToQuery' },
+    );
     return getSignedUrl(this.client, command, {
       expiresIn: options.expiresInSeconds,
       signingDate: this.options.clock(),
     });
+  }
+
+  /**
+   * Nothing to sweep here: a failed put aborts its multipart upload itself, and what a killed
+   * process leaves (an incomplete multipart upload) is the bucket's AbortIncompleteMultipartUpload
+   * lifecycle rule's to remove (docs/files.md).
+   */
+  async sweepStaleTemp(): Promise<number> {
+    return 0;
   }
 
   async check(): Promise<void> {

@@ -4,8 +4,8 @@ import { ApiError } from '../errors.js';
 /**
  * The one module that creates and verifies signatures of URLs served by Atrium itself (the fs
  * backend). A signature is HMAC-SHA256 over the method, the storage path, the content type,
- * the declared size (uploads) or file name (downloads), and the expiry; changing any of them,
- * or pointing the URL at another path, breaks it.
+ * the declared size (uploads) or file name and version (downloads), and the expiry; changing
+ * any of them, or pointing the URL at another path, breaks it.
  */
 
 /** Where signed object URLs live, outside `/v1` and without an API key. */
@@ -21,6 +21,8 @@ export interface SignedFields {
   sizeBytes?: number;
   /** Downloads: the name in `Content-Disposition`. */
   filename?: string;
+  /** Downloads: the version (etag) served; another object at the same path is not served. */
+  etag?: string;
   /** Unix time in seconds. */
   expiresAt: number;
 }
@@ -29,6 +31,7 @@ const PARAM = {
   contentType: 'contentType',
   sizeBytes: 'size',
   filename: 'filename',
+  etag: 'version',
   expiresAt: 'expires',
   signature: 'signature',
 } as const;
@@ -41,12 +44,13 @@ function deriveKey(secret: string): Buffer {
 /** A JSON array, not a joined string: no field's content can shift into its neighbour's. */
 function canonical(fields: SignedFields): string {
   return JSON.stringify([
-    'v2',
+    'v3',
     fields.method,
     fields.key,
     fields.contentType,
     fields.sizeBytes ?? null,
     fields.filename ?? null,
+    fields.etag ?? null,
     fields.expiresAt,
   ]);
 }
@@ -74,6 +78,7 @@ export function createSignedUrl(origin: string, secret: string, fields: SignedFi
   query.set(PARAM.contentType, fields.contentType);
   if (fields.sizeBytes !== undefined) query.set(PARAM.sizeBytes, String(fields.sizeBytes));
   if (fields.filename !== undefined) query.set(PARAM.filename, fields.filename);
+  if (fields.etag !== undefined) query.set(PARAM.etag, fields.etag);
   query.set(PARAM.expiresAt, String(fields.expiresAt));
   query.set(PARAM.signature, sign(secret, fields));
   return `${origin.replace(/\/+$/, '')}${STORAGE_ROUTE_PREFIX}${encodeKeyPath(fields.key)}?${query.toString()}`;
@@ -99,6 +104,7 @@ export function verifySignedUrl(
   const signature = text(PARAM.signature);
   const sizeRaw = text(PARAM.sizeBytes);
   const filename = text(PARAM.filename);
+  const etag = text(PARAM.etag);
   if (contentType === undefined || !expiresRaw || !signature || !/^\d{1,12}$/.test(expiresRaw))
     throw invalid();
   if (sizeRaw !== undefined && !/^\d{1,15}$/.test(sizeRaw)) throw invalid();
@@ -108,9 +114,11 @@ export function verifySignedUrl(
     contentType,
     sizeBytes: sizeRaw === undefined ? undefined : Number(sizeRaw),
     filename,
+    etag,
     expiresAt: Number(expiresRaw),
   };
   if (method === 'PUT' && fields.sizeBytes === undefined) throw invalid();
+  if (method === 'GET' && fields.etag === undefined) throw invalid();
   const expected = Buffer.from(sign(secret, fields));
   const presented = Buffer.from(signature);
   if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) throw invalid();

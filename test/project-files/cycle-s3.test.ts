@@ -82,6 +82,12 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
       sizeBytes: bytes.length,
     });
     expect(new URL(download.downloadUrl).searchParams.get('X-Amz-Expires')).toBe('14400');
+    // Bound to the version: a signed If-Match with the recorded etag, in the query so a plain
+    // link carries it. S3 answers 412 once the object is another version (s3rver ignores it).
+    const recordedEtag = `"${(await t.store.head(storagePath))!.etag}"`;
+    expect(new URL(download.downloadUrl).searchParams.get('if-match')).toBe(recordedEtag);
+    // Not a signed header: a browser following the link sends no If-Match of its own.
+    expect(new URL(download.downloadUrl).searchParams.get('X-Amz-SignedHeaders')).toBe('host');
     const got = await fetch(download.downloadUrl);
     expect(got.status).toBe(200);
     expect(got.headers.get('content-type')).toBe('text/csv');
@@ -116,6 +122,12 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
     });
     const relisted = (await (await api('GET', '/projects/prj_docs/files')).json()).data.files;
     expect(relisted).toEqual([expect.objectContaining({ id: files[0].id, sizeBytes: replacement.length })]);
+    // The old URL names a version that is gone; a new URL names the current one.
+    const currentEtag = `"${(await t.store.head(storagePath))!.etag}"`;
+    expect(currentEtag).not.toBe(recordedEtag);
+    const fresh = (await (await api('GET', `/projects/prj_docs/files/${files[0].id}/download`)).json()).data;
+    expect(new URL(fresh.downloadUrl).searchParams.get('if-match')).toBe(currentEtag);
+    expect((await fetch(fresh.downloadUrl)).status).toBe(200);
 
     expect((await api('DELETE', `/projects/prj_docs/files/${files[0].id}`)).status).toBe(200);
     expect((await api('DELETE', `/projects/prj_docs/files/${files[0].id}`)).status).toBe(404);

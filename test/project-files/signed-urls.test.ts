@@ -347,4 +347,55 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
       expect(res.json().code).toBe('invalid_signature');
     }
   });
+
+  it('binds a download URL to the file version: after delete and re-upload at the same path it answers 404', async () => {
+    const fileNamed = async (name: string) =>
+      (await filesApi(t.app).list()).json().data.files.find((f: { name: string }) => f.name === name);
+    const first = await requestUploadUrl('versioned.txt', 5);
+    expect((await put(first.uploadUrl, 'first')).statusCode).toBe(200);
+    await filesApi(t.app).sync();
+    const original = await fileNamed('versioned.txt');
+    const { downloadUrl: oldUrl } = (await filesApi(t.app).download(original.id)).json().data;
+    expect(new URL(oldUrl).searchParams.get('version')).toBeTruthy();
+    expect((await t.app.inject({ method: 'GET', url: injectable(oldUrl) })).body).toBe('first');
+
+    expect((await filesApi(t.app).remove(original.id)).statusCode).toBe(200);
+    const second = await requestUploadUrl('versioned.txt', 5);
+    expect((await put(second.uploadUrl, 'again')).statusCode).toBe(200);
+    await filesApi(t.app).sync();
+
+    for (const method of ['GET', 'HEAD'] as const) {
+      const stale = await t.app.inject({ method, url: injectable(oldUrl) });
+      expect(stale.statusCode, method).toBe(404);
+      if (method === 'GET') {
+        expect(stale.json()).toMatchObject({ code: 'not_found', details: { reason: 'version_changed' } });
+        expect(stale.body).not.toContain('again');
+      }
+    }
+    const current = await fileNamed('versioned.txt');
+    const { downloadUrl: newUrl } = (await filesApi(t.app).download(current.id)).json().data;
+    expect((await t.app.inject({ method: 'GET', url: injectable(newUrl) })).body).toBe('again');
+  });
+
+  it('stops serving a download URL once the file is replaced in place, and refuses a tampered version', async () => {
+    const { uploadUrl } = await requestUploadUrl('replaced.txt', 3);
+    expect((await put(uploadUrl, 'one')).statusCode).toBe(200);
+    await filesApi(t.app).sync();
+    const file = (await filesApi(t.app).list())
+      .json()
+      .data.files.find((f: { name: string }) => f.name === 'replaced.txt');
+    const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
+
+    const tampered = new URL(downloadUrl);
+    tampered.searchParams.set('version', 'another');
+    expect((await t.app.inject({ method: 'GET', url: injectable(tampered.toString()) })).json().code).toBe(
+      'invalid_signature',
+    );
+
+    // Upload URLs stay reusable within their 15 minutes, as S3's are: the same URL replaces the file.
+    expect((await put(uploadUrl, 'two')).statusCode).toBe(200);
+    const stale = await t.app.inject({ method: 'GET', url: injectable(downloadUrl) });
+    expect(stale.statusCode).toBe(404);
+    expect(stale.body).not.toContain('two');
+  });
 });

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { ApiError, type ErrorCode, type ValidationIssue } from '../../errors.js';
+import { bodyTimeoutError } from '../body-deadline.js';
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
@@ -68,6 +69,8 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.code === 'rate_limited' && typeof error.details.retryAfterSeconds === 'number') {
     reply.header('retry-after', String(error.details.retryAfterSeconds));
   }
+  // The rest of a body too slow to wait for is not read: the connection cannot serve another request.
+  if (error.code === 'request_timeout') reply.header('connection', 'close');
   return reply.code(error.status).type('application/json; charset=utf-8').send({
     code: error.code,
     message: error.message,
@@ -94,7 +97,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const apiError = toApiError(error);
+    // A body past its deadline fails its reader in many ways (cut-off upload, broken part): all are that timeout.
+    const apiError = bodyTimeoutError(request.raw) ?? toApiError(error);
     if (apiError.status >= 500) {
       request.log.error({ err: apiError.cause ?? apiError }, 'request failed');
     } else {

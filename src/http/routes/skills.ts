@@ -18,9 +18,7 @@ import {
 import { WorkspaceParams } from '../schemas/agents.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
 import { BulkUploadForm, BulkUploadResult, SkillListQuery, SkillListResponse } from '../schemas/skills.js';
-import { spoolSkillUpload, sweepStaleUploads } from '../skill-upload-spool.js';
-
-const STALE_UPLOAD_MS = 60 * 60 * 1000;
+import { skillUploadRoot, spoolSkillUpload } from '../skill-upload-spool.js';
 
 /**
  * The multipart body is read as a stream by the handler, so the body schema only documents the
@@ -57,8 +55,8 @@ export async function skillRoutes(app: FastifyInstance, deps: AppDeps): Promise<
   // Multipart parsing is registered for this route only, so other routes keep their content types.
   await app.register(async (scope) => {
     await scope.register(multipart, { throwFileSizeLimit: true });
-    const uploadRoot = path.join(deps.config.dataDir, 'tmp', 'skill-uploads');
-    await sweepStaleUploads(uploadRoot, STALE_UPLOAD_MS, deps.clock());
+    // What a crashed process left here is swept by the server (src/leftovers.ts).
+    const uploadRoot = skillUploadRoot(deps.config.dataDir);
 
     scope.post<{ Params: Static<typeof WorkspaceParams> }>(
       '/workspace/:workspaceId/skills/bulk-upload',
@@ -99,7 +97,7 @@ export async function skillRoutes(app: FastifyInstance, deps: AppDeps): Promise<
           });
         } finally {
           // Before answering, so that no spooled part outlives its request. A failure here must
-          // not replace the request's own outcome; the startup sweep gets what is left.
+          // not replace the request's own outcome; the periodic sweep gets what is left.
           await rm(dir, { recursive: true, force: true, maxRetries: 3 }).catch((error: unknown) =>
             request.log.warn({ err: error }, 'could not remove a skill upload directory'),
           );

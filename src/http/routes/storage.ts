@@ -6,6 +6,7 @@ import { ApiError, errors } from '../../errors.js';
 import { contentDisposition } from '../../storage/content-disposition.js';
 import { normalizeMediaType } from '../../storage/media-type.js';
 import { decodeKeyPath, STORAGE_ROUTE_PREFIX, verifySignedUrl } from '../../storage/signed-url.js';
+import { bodyTimeoutError } from '../body-deadline.js';
 import { errorResponses } from '../schemas/common.js';
 import { StoredObjectResponse } from '../schemas/project-files.js';
 
@@ -27,6 +28,7 @@ const signedQuery = {
     contentType: { type: 'string' },
     size: { type: 'string' },
     filename: { type: 'string' },
+    version: { type: 'string' },
     expires: { type: 'string' },
     signature: { type: 'string' },
   },
@@ -63,6 +65,15 @@ export function parseRange(
   return { start, end };
 }
 
+const objectVersionGone = () =>
+  new ApiError(
+    'not_found',
+    'The file this URL was issued for has been replaced or removed; request a new URL',
+    {
+      reason: 'version_changed',
+    },
+  );
+
 /** How much of a refused upload's remaining body is read and discarded so the client sees the answer. */
 const DRAIN_LIMIT = 8 * 1024 * 1024;
 
@@ -73,6 +84,8 @@ const DRAIN_LIMIT = 8 * 1024 * 1024;
  */
 function drainOrClose(request: FastifyRequest, reply: FastifyReply): void {
   const raw = request.raw;
+  // A body too slow to wait for (request-timeouts.ts) is not drained either.
+  if (bodyTimeoutError(raw)) return;
   const declared = Number(raw.headers['content-length']);
   if (Number.isFinite(declared) && declared > DRAIN_LIMIT) {
     reply.header('connection', 'close');
@@ -111,7 +124,7 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
         tags: ['storage'],
         params: objectParams,
         querystring: signedQuery,
-        response: { 200: StoredObjectResponse, ...errorResponses(400, 403, 404, 405, 413, 500) },
+        response: { 200: StoredObjectResponse, ...errorResponses(400, 403, 404, 405, 408, 413, 500) },
       },
     },
     async (request, reply) => {
@@ -184,6 +197,9 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
       );
       const head = await deps.store.head(key);
       if (!head) throw errors.notFound('Object');
+      // The URL serves one version: after a delete and a new upload at the same path, or a
+      // replacement, the bytes there are another file's.
+      if (head.etag !== signed.etag) throw objectVersionGone();
       const range = parseRange(request.headers.range, head.size);
       // HEAD: headers only; an empty stream keeps our Content-Length (Fastify would set 0).
       const object =
@@ -191,6 +207,10 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
           ? { body: Readable.from([]), info: head }
           : await deps.store.get(key, range);
       if (!object) throw errors.notFound('Object');
+      if (object.info.etag !== signed.etag) {
+        object.body.destroy();
+        throw objectVersionGone();
+      }
       const size = object.info.size;
       reply
         .header('content-type', signed.contentType)

@@ -40,6 +40,7 @@ const STATUS_DESCRIPTION: Record<number, string> = {
   403: 'Signed URL tampered (`invalid_signature`) or expired (`url_expired`)',
   404: 'Unknown or invisible resource (`not_found`)',
   405: 'Known path, wrong method',
+  408: 'The request (headers or body) arrived too slowly (`request_timeout`)',
   409: 'Project quota exceeded (`quota_exceeded`)',
   413: 'Body over its byte limit (`payload_too_large`)',
   415: 'Wrong request content type (`unsupported_media_type`)',
@@ -59,6 +60,6 @@ export function errorResponses(...statuses: number[]) {
 }
 
 /** Statuses every authenticated `/v1` route can answer with. */
-export const COMMON_ERRORS = [400, 401, 404, 405, 413, 415, 429, 500] as const;
+export const COMMON_ERRORS = [400, 401, 404, 405, 408, 413, 415, 429, 500] as const;
 
 export const API_KEY_SECURITY: Array<Record<string, string[]>> = [{ apiKey: [] }, { bearer: [] }];

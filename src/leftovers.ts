@@ -1,0 +1,71 @@
+import type { Db } from './db/database.js';
+import { skillUploadRoot, sweepStaleUploads } from './http/skill-upload-spool.js';
+import type { Clock } from './ids.js';
+import { sweepOrphanSkillObjects } from './services/skills.js';
+import type { ObjectStore } from './storage/object-store.js';
+
+/**
+ * How old a leftover must be before it is removed: no upload or skill import takes an hour, and
+ * a younger one may belong to a request still running on another process sharing the storage.
+ */
+export const LEFTOVER_GRACE_MS = 60 * 60 * 1000;
+
+export interface LeftoverDeps {
+  db: Db;
+  store: ObjectStore;
+  clock: Clock;
+  dataDir: string;
+}
+
+export interface SweptLeftovers {
+  /** Upload temp files of the fs store. */
+  tempFiles: number;
+  /** Spool directories of skill uploads. */
+  skillSpools: number;
+  /** Stored files of skills that have no record. */
+  orphanSkills: number;
+}
+
+/** Removes what a crashed process left behind, when older than the grace. */
+export async function sweepLeftovers(
+  deps: LeftoverDeps,
+  graceMs = LEFTOVER_GRACE_MS,
+): Promise<SweptLeftovers> {
+  const now = deps.clock();
+  const [tempFiles, skillSpools] = await Promise.all([
+    deps.store.sweepStaleTemp(graceMs, now),
+    sweepStaleUploads(skillUploadRoot(deps.dataDir), graceMs, now),
+  ]);
+  const orphanSkills = await sweepOrphanSkillObjects(deps.db, deps.store, now, graceMs);
+  return { tempFiles, skillSpools, orphanSkills };
+}
+
+export interface PeriodicTask {
+  /** No run starts after this; resolves once a run in progress has finished. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `task` now and then every `intervalMs` (0: only now), one run at a time: a slow run
+ * delays the next instead of overlapping it. The timer does not keep the process alive.
+ */
+export function runPeriodically(task: () => Promise<void>, intervalMs: number): PeriodicTask {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const runOnce = () => {
+    running = task()
+      .catch(() => {})
+      .finally(() => {
+        if (!stopped && intervalMs > 0) timer = setTimeout(runOnce, intervalMs).unref();
+      });
+  };
+  runOnce();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}

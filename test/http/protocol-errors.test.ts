@@ -1,0 +1,149 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { applyFixture, createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+import { RawClient, rawExchange } from '../helpers/raw-http.js';
+
+/** Every log line of the app, parsed, to check what a client's mistakes are logged as. */
+const logLines: Array<Record<string, unknown>> = [];
+const logStream = new Writable({
+  write(chunk: Buffer, _encoding, callback) {
+    for (const line of chunk.toString('utf8').split('\n')) if (line) logLines.push(JSON.parse(line));
+    callback();
+  },
+});
+
+let env: TestEnv;
+let app: Awaited<ReturnType<typeof buildApp>>;
+let port: number;
+let origin: string;
+beforeAll(async () => {
+  env = await createTestEnv();
+  await applyFixture(env, TENANCY_SETUP);
+  app = await buildApp(
+    { config: env.config, db: env.database.db, dialect: env.database.dialect },
+    { logger: { level: 'info', stream: logStream } },
+  );
+  origin = await app.listen({ port: 0, host: '127.0.0.1' });
+  port = Number(new URL(origin).port);
+});
+afterAll(async () => {
+  await app?.close();
+  await env?.close();
+});
+
+const errorBody = (code: string) => ({ code, message: expect.any(String), details: expect.any(Object) });
+
+describe(`HTTP protocol errors in the error body (${engineName})`, () => {
+  it('answers headers over 16 KB with 431 headers_too_large', async () => {
+    const response = await rawExchange(
+      port,
+      `GET /healthz HTTP/1.1\r\nHost: x\r\nx-big: ${'a'.repeat(17 * 1024)}\r\n\r\n`,
+    );
+    expect(response.status).toBe(431);
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    expect(JSON.parse(response.body)).toMatchObject(errorBody('headers_too_large'));
+  });
+
+  it('answers Content-Length together with Transfer-Encoding with 400 bad_request', async () => {
+    const response = await rawExchange(
+      port,
+      'POST /v1/projects HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n',
+    );
+    expect(response.status).toBe(400);
+    expect(JSON.parse(response.body)).toMatchObject(errorBody('bad_request'));
+  });
+
+  it('answers control bytes or raw non-ASCII bytes in the path with 400 bad_request', async () => {
+    for (const bad of [Buffer.from([0x01]), Buffer.from([0xff, 0xfe]), Buffer.from('%E0%A4%A')]) {
+      const request = Buffer.concat([
+        Buffer.from('GET /v1/agents'),
+        bad,
+        Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n'),
+      ]);
+      const response = await rawExchange(port, request);
+      expect(response.status, bad.toString('hex')).toBe(400);
+      expect(JSON.parse(response.body)).toMatchObject(errorBody('bad_request'));
+    }
+  });
+
+  it('answers an HTTP/1.1 request without Host with 400 bad_request, and serves HTTP/1.0 without one', async () => {
+    const missing = await rawExchange(port, 'GET /healthz HTTP/1.1\r\n\r\n');
+    expect(missing.status).toBe(400);
+    expect(JSON.parse(missing.body)).toMatchObject({
+      ...errorBody('bad_request'),
+      message: expect.stringContaining('Host'),
+    });
+    const old = await rawExchange(port, 'GET /healthz HTTP/1.0\r\n\r\n');
+    expect(old.status).toBe(200);
+  });
+
+  it('refuses a JSON body that is not valid UTF-8 with 400 instead of storing U+FFFD', async () => {
+    const body = Buffer.concat([Buffer.from('{"name":"caf'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
+    const res = await fetch(`${origin}/v1/projects`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': KEYS.mainOwner, 'content-type': 'application/json' },
+      body,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      ...errorBody('bad_request'),
+      message: expect.stringMatching(/UTF-8/),
+    });
+    const valid = await fetch(`${origin}/v1/projects`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': KEYS.mainOwner, 'content-type': 'application/json' },
+      body: Buffer.from('{"name":"café ☕"}'),
+    });
+    expect(valid.status).toBe(201);
+    expect(((await valid.json()) as { data: { project: { name: string } } }).data.project.name).toBe(
+      'café ☕',
+    );
+  });
+
+  it('echoes a well-formed x-request-id and replaces an over-long or unsafe one', async () => {
+    const ok = await fetch(`${origin}/healthz`, { headers: { 'x-request-id': 'trace-0123:abc/def' } });
+    expect(ok.headers.get('x-request-id')).toBe('trace-0123:abc/def');
+    for (const bad of ['a'.repeat(129), 'has space', 'quote"', '<script>', 'a, b']) {
+      const res = await fetch(`${origin}/healthz`, { headers: { 'x-request-id': bad } });
+      expect(res.headers.get('x-request-id')).toMatch(/^req_/);
+    }
+    const longest = 'b'.repeat(128);
+    const edge = await fetch(`${origin}/healthz`, { headers: { 'x-request-id': longest } });
+    expect(edge.headers.get('x-request-id')).toBe(longest);
+  });
+
+  it('logs a client that cuts off its PUT at info, without a stack', async () => {
+    const res = await fetch(`${origin}/v1/projects/prj_docs/files/upload`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': KEYS.mainOwner, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        filename: 'cut.bin',
+        contentType: 'application/octet-stream',
+        sizeBytes: 100_000,
+      }),
+    });
+    const url = new URL(((await res.json()) as { data: { uploadUrl: string } }).data.uploadUrl);
+    const client = new RawClient(port);
+    client.send(
+      `PUT ${url.pathname}${url.search} HTTP/1.1\r\nHost: x\r\nx-request-id: cut-off-put\r\nContent-Type: application/octet-stream\r\nContent-Length: 100000\r\n\r\n`,
+    );
+    client.send(Buffer.alloc(30_000, 'c'));
+    await vi.waitFor(() => expect(logLines.some((line) => line.reqId === 'cut-off-put')).toBe(true));
+    client.close();
+    await vi.waitFor(() =>
+      expect(logLines.some((line) => line.reqId === 'cut-off-put' && line.code === 'bad_request')).toBe(true),
+    );
+    const lines = logLines.filter((line) => line.reqId === 'cut-off-put');
+    expect(lines.every((line) => (line.level as number) <= 40)).toBe(true);
+    expect(JSON.stringify(lines)).not.toMatch(/stack/);
+  });
+
+  it('logs Node-level client errors without a stack and below error level', () => {
+    const clientErrors = logLines.filter((line) => typeof line.reason === 'string');
+    expect(clientErrors.length).toBeGreaterThan(0);
+    expect(clientErrors.every((line) => (line.level as number) <= 40)).toBe(true);
+    expect(JSON.stringify(clientErrors)).not.toMatch(/stack/);
+  });
+});

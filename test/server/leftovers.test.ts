@@ -1,0 +1,99 @@
+import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runPeriodically } from '../../src/leftovers.js';
+import { startServer } from '../../src/server.js';
+import { createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
+
+const TWO_HOURS_AGO = new Date(Date.now() - 2 * 60 * 60 * 1000);
+
+let env: TestEnv;
+let server: Awaited<ReturnType<typeof startServer>>;
+beforeAll(async () => {
+  env = await createTestEnv({ HOST: '127.0.0.1', PORT: '0', ATRIUM_SWEEP_INTERVAL_MS: '100' });
+  server = await startServer(env.config);
+});
+afterAll(async () => {
+  await server?.close();
+  await env.close();
+});
+
+/** Creates a file (and its folders) whose modification time, and its folder's, is `mtime`. */
+function leftover(file: string, mtime?: Date): string {
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, 'left behind');
+  if (mtime) {
+    utimesSync(file, mtime, mtime);
+    utimesSync(path.dirname(file), mtime, mtime);
+  }
+  return file;
+}
+
+describe(`periodic sweep of crash leftovers while serving (${engineName})`, () => {
+  it('removes leftovers older than an hour without a restart, and keeps younger ones', async () => {
+    const objects = path.join(env.dataDir, 'objects');
+    const staleTemp = leftover(path.join(objects, 'tmp', 'crashed.data'), TWO_HOURS_AGO);
+    const freshTemp = leftover(path.join(objects, 'tmp', 'in-flight.data'));
+    const staleSpool = leftover(
+      path.join(env.dataDir, 'tmp', 'skill-uploads', 'req-crashed', 'part-0'),
+      TWO_HOURS_AGO,
+    );
+    const freshSpool = leftover(path.join(env.dataDir, 'tmp', 'skill-uploads', 'req-running', 'part-0'));
+    const orphanSkill = leftover(
+      path.join(objects, 'data', 'skills', 'wsp_x', 'skl_orphan', 'SKILL.md'),
+      TWO_HOURS_AGO,
+    );
+    const youngSkill = leftover(path.join(objects, 'data', 'skills', 'wsp_x', 'skl_storing', 'SKILL.md'));
+
+    await vi.waitFor(
+      () => {
+        expect(existsSync(staleTemp)).toBe(false);
+        expect(existsSync(path.dirname(staleSpool))).toBe(false);
+        expect(existsSync(orphanSkill)).toBe(false);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(existsSync(freshTemp)).toBe(true);
+    expect(existsSync(freshSpool)).toBe(true);
+    expect(existsSync(youngSkill)).toBe(true);
+  });
+});
+
+describe('runPeriodically', () => {
+  it('runs at once and then again, one run at a time, and never after stop', async () => {
+    let runs = 0;
+    let concurrent = 0;
+    let maxConcurrent = 0;
+    const task = runPeriodically(async () => {
+      runs++;
+      concurrent++;
+      maxConcurrent = Math.max(maxConcurrent, concurrent);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      concurrent--;
+    }, 1);
+    await vi.waitFor(() => expect(runs).toBeGreaterThanOrEqual(3));
+    await task.stop();
+    const after = runs;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(runs).toBe(after);
+    expect(maxConcurrent).toBe(1);
+  });
+
+  it('keeps running after a failed run, and runs once only with interval 0', async () => {
+    let runs = 0;
+    const failing = runPeriodically(async () => {
+      runs++;
+      throw new Error('storage down');
+    }, 1);
+    await vi.waitFor(() => expect(runs).toBeGreaterThanOrEqual(2));
+    await failing.stop();
+
+    let once = 0;
+    const single = runPeriodically(async () => {
+      once++;
+    }, 0);
+    await single.stop();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(once).toBe(1);
+  });
+});
