@@ -1,6 +1,7 @@
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import type { Db, Dialect } from './db/database.js';
 import { registerAuth } from './http/plugins/auth.js';
@@ -20,6 +21,7 @@ import { ErrorBody, Pagination } from './http/schemas/common.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
+import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
 import type { ChatDeps } from './services/chat.js';
 import { createObjectStore } from './storage/index.js';
@@ -45,7 +47,10 @@ export interface AppDeps {
 }
 
 export interface BuildAppOptions {
+  /** Replaces the logger options (benchmarks turn logging off); tests use `logStream` instead. */
   logger?: FastifyServerOptions['logger'];
+  /** Where log lines go (default stdout); the app's serializers still apply. */
+  logStream?: DestinationStream;
   /** Runs before any route is registered, so its hooks apply to every route (tests use it). */
   beforeRoutes?: (app: FastifyInstance) => void;
 }
@@ -84,7 +89,11 @@ export async function buildApp(
       serializers: {
         // Signed URLs carry their signature in the query string: never log it.
         req: (req) => ({ method: req.method, url: req.url.split('?')[0], remoteAddress: req.ip }),
+        // Provider errors carry the whole prompt and response: log the failure, not the conversation.
+        err: serializeErrorForLog,
+        error: serializeErrorForLog,
       },
+      ...(options.logStream ? { stream: options.logStream } : {}),
     },
     genReqId: () => newId('req'),
     requestIdHeader: 'x-request-id',
