@@ -172,11 +172,7 @@ organizations:
       .where('id', '=', 'envkeyed')
       .executeTakeFirstOrThrow();
     expect(provider).toMatchObject({ api_key_env: null, type: 'openai' });
-    const model = await db
-      .selectFrom('models')
-      .selectAll()
-      .where('id', '=', 'gpt')
-      .executeTakeFirstOrThrow();
+    const model = await db.selectFrom('models').selectAll().where('id', '=', 'gpt').executeTakeFirstOrThrow();
     expect(model).toMatchObject({ input_per_mtok: 0, output_per_mtok: 4 });
     const key = await db
       .selectFrom('api_keys')
