@@ -4,6 +4,12 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import type { Db, Dialect } from './db/database.js';
+import {
+  DatabaseRateLimitCounter,
+  type RateLimitCounter,
+  RedisRateLimitCounter,
+} from './coordination/rate-limit-counter.js';
+import { closeRedis, createRedis, type RedisClient } from './coordination/redis.js';
 import { registerAuth } from './http/plugins/auth.js';
 import { registerErrorHandling, sendError, toApiError } from './http/plugins/error-handler.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
@@ -24,6 +30,7 @@ import { type Clock, newId, systemClock } from './ids.js';
 import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
 import type { ChatDeps } from './services/chat.js';
+import { UsageReservations } from './services/usage-reservations.js';
 import { createObjectStore } from './storage/index.js';
 import type { ObjectStore } from './storage/object-store.js';
 
@@ -44,6 +51,12 @@ export interface AppDeps {
   mcpConnectTimeoutMs?: number;
   /** Extra readiness checks beyond the database (e.g. storage), by name. */
   readinessChecks?: Record<string, () => Promise<void>>;
+  /** The process's Redis connection when REDIS_URL is set (built from config unless given). */
+  redis?: RedisClient;
+  /** Where per-key request counts are shared: Redis when configured, else the database. */
+  rateLimitCounter: RateLimitCounter;
+  /** Usage promised to model requests in flight, counted against usage limits. */
+  usageReservations: UsageReservations;
 }
 
 export interface BuildAppOptions {
@@ -66,21 +79,36 @@ function createValidators() {
 
 /** Builds the app; never listens (only server.ts does), so tests build it without a port. */
 export async function buildApp(
-  input: Omit<AppDeps, 'clock' | 'store' | 'models'> & {
+  input: Omit<AppDeps, 'clock' | 'store' | 'models' | 'rateLimitCounter' | 'usageReservations'> & {
     clock?: Clock;
     store?: ObjectStore;
     models?: ModelRegistry;
+    rateLimitCounter?: RateLimitCounter;
   },
   options: BuildAppOptions = {},
 ) {
   const clock = input.clock ?? systemClock;
   const store = input.store ?? createObjectStore(input.config, { clock });
+  // The app closes what it opens itself; a connection given to it belongs to the caller.
+  const ownRedis = !input.redis && input.config.redis ? createRedis(input.config.redis.url) : undefined;
+  const redis = input.redis ?? ownRedis;
   const deps: AppDeps = {
     ...input,
     clock,
     store,
+    redis,
     models: input.models ?? new ModelRegistry(input.config),
-    readinessChecks: { storage: () => store.check(), ...input.readinessChecks },
+    readinessChecks: {
+      storage: () => store.check(),
+      ...(redis ? { redis: async () => void (await redis.ping()) } : {}),
+      ...input.readinessChecks,
+    },
+    rateLimitCounter:
+      input.rateLimitCounter ??
+      (redis && input.config.redis
+        ? new RedisRateLimitCounter(redis, input.config.redis.keyPrefix)
+        : new DatabaseRateLimitCounter(input.db)),
+    usageReservations: new UsageReservations(input.db, input.dialect, clock),
   };
   const app: FastifyInstance = Fastify({
     logger: options.logger ?? {
@@ -129,7 +157,9 @@ export async function buildApp(
     readObject: async (key) => (await deps.store.get(key))?.body ?? null,
     mcpConnectTimeoutMs: deps.mcpConnectTimeoutMs,
     inFlight: new Set(),
+    usageReservations: deps.usageReservations,
   };
+  deps.usageReservations.start();
   // Streamed replies are stored after their response ends: let them finish before closing.
   app.addHook('onClose', async () => {
     let timer: NodeJS.Timeout | undefined;
@@ -140,6 +170,8 @@ export async function buildApp(
       }),
     ]);
     clearTimeout(timer);
+    await deps.usageReservations.stop();
+    if (ownRedis) await closeRedis(ownRedis);
   });
   await registerOpenApi(app, deps.config);
   await app.register(async (scope) => healthRoutes(scope, deps));

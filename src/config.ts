@@ -25,6 +25,8 @@ export interface Config {
   upstreamTimeoutMs: number;
   logLevel: string;
   jsonBodyLimitBytes: number;
+  /** Redis shared by the processes (REDIS_URL); unset: the database coordinates them. */
+  redis: { url: string; keyPrefix: string } | undefined;
 }
 
 export type DatabaseConfig =
@@ -68,6 +70,14 @@ function signingSecret(env: Env, dataDir: string): string {
   const secret = randomBytes(32).toString('base64url');
   writeFileSync(file, `${secret}\n`, { mode: 0o600 });
   return secret;
+}
+
+function redisConfig(env: Env): Config['redis'] {
+  const url = env.REDIS_URL;
+  if (!url) return undefined;
+  if (!/^rediss?:\/\//.test(url)) throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+  // Several deployments (or test runs) may share one Redis: each keeps to its own prefix.
+  return { url, keyPrefix: env.ATRIUM_REDIS_PREFIX || 'atrium:' };
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -121,5 +131,6 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamTimeoutMs: integer(env, 'ATRIUM_UPSTREAM_TIMEOUT_MS', 120_000, 1),
     logLevel: env.LOG_LEVEL || 'info',
     jsonBodyLimitBytes: 1024 * 1024,
+    redis: redisConfig(env),
   };
 }

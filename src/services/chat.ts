@@ -46,6 +46,7 @@ import {
   validateIncomingMessages,
 } from './chat-messages.js';
 import { assertWithinChatSpendCap, assertWithinWorkspaceLimits, ledgerMonth } from './usage.js';
+import { estimateRequestUsage, type UsageReservations } from './usage-reservations.js';
 
 export const DEFAULT_TEMPERATURE = 0.7;
 /** Steps of the tool loop (model call, tool calls, model call…) one request may take. */
@@ -67,6 +68,8 @@ export interface ChatDeps {
   mcpConnectTimeoutMs?: number;
   /** Persistence still running after a response ended (a streamed reply); awaited at shutdown. */
   inFlight?: Set<Promise<unknown>>;
+  /** Admits model requests against usage reserved by requests in flight (every process). */
+  usageReservations?: UsageReservations;
 }
 
 export interface UserVariables {
@@ -426,12 +429,28 @@ export async function startConversation(
     ...(hasTools ? { tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
   };
 
+  // The limits once more, now counting what requests in flight have reserved, and this
+  // request's own reservation until its usage is stored.
+  const reservation = await deps.usageReservations
+    ?.admit({
+      workspace,
+      chatId: chat?.id,
+      estimate: estimateRequestUsage(model.pricing, { system, messages: modelMessages }),
+    })
+    .catch(async (error: unknown) => {
+      await mcp.close();
+      throw error;
+    });
+
   let settle!: (outcome: ConversationOutcome) => void;
   const done = new Promise<ConversationOutcome>((resolve) => {
     settle = resolve;
   });
   deps.inFlight?.add(done);
-  done.finally(() => deps.inFlight?.delete(done));
+  done.finally(() => {
+    deps.inFlight?.delete(done);
+    void reservation?.release();
+  });
 
   const success = (text: string, usage: TokenUsage | undefined): ConversationOutcome => ({
     ok: true,
