@@ -447,10 +447,7 @@ export async function startConversation(
     settle = resolve;
   });
   deps.inFlight?.add(done);
-  done.finally(() => {
-    deps.inFlight?.delete(done);
-    void reservation?.release();
-  });
+  done.finally(() => deps.inFlight?.delete(done));
 
   const success = (text: string, usage: TokenUsage | undefined): ConversationOutcome => ({
     ok: true,
@@ -527,6 +524,8 @@ export async function startConversation(
       outcome = { ok: false, error: errors.internal(error) };
     } finally {
       await mcp.close();
+      // The usage is stored (or the request failed): its reservation stops counting.
+      await reservation?.release();
     }
     settle(outcome);
     return outcome;
