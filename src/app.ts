@@ -134,6 +134,9 @@ export async function buildApp(
     frameworkErrors: (error, _request, reply) => sendError(reply, toApiError(error)),
   });
 
+  // ioredis reconnects by itself; without a listener its errors would go to stderr unformatted.
+  ownRedis?.on('error', (error: unknown) => app.log.warn({ err: error }, 'Redis connection failed'));
+
   const validators = createValidators();
   app.setValidatorCompiler(({ schema, httpPart }) =>
     httpPart === 'body' ? validators.body.compile(schema) : validators.other.compile(schema),
