@@ -4,15 +4,11 @@ export type RedisClient = Redis;
 
 /**
  * The one Redis connection of a process (REDIS_URL), shared by everything several processes
- * coordinate through it. Commands fail at once while the connection is down instead of
- * queueing, so a caller can fall back rather than hang a request.
+ * coordinate through it. A command sent while the connection is down waits for one reconnect
+ * attempt at most, then fails, so a caller can fall back rather than hang a request.
  */
 export function createRedis(url: string): RedisClient {
-  return new Redis(url, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    lazyConnect: false,
-  });
+  return new Redis(url, { maxRetriesPerRequest: 1 });
 }
 
 /** Closes the connection, waiting for replies in flight; never throws at shutdown. */

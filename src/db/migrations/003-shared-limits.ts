@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
 
 /**
  * Limits that hold across processes: per-key request counts in fixed windows (when Redis does
@@ -6,8 +6,12 @@ import type { Kysely } from 'kysely';
  * requests are admitted against what is already promised, not only what is already spent.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
+  // Written on every request and worthless after a minute: on PostgreSQL the table is UNLOGGED,
+  // so an increment commits without a WAL flush (a server crash merely forgets the counts).
+  const unlogged = db.getExecutor().adapter instanceof PostgresAdapter;
   await db.schema
     .createTable('rate_limit_counters')
+    .$call((builder) => (unlogged ? builder.modifyFront(sql`unlogged`) : builder))
     .addColumn('key', 'text', (c) => c.notNull())
     // Epoch milliseconds of the window's start; windows are aligned, so every process agrees.
     .addColumn('window_start', 'bigint', (c) => c.notNull())
