@@ -435,7 +435,7 @@ export async function startConversation(
     ?.admit({
       workspace,
       chatId: chat?.id,
-      estimate: estimateRequestUsage(model.pricing, { system, messages: modelMessages }),
+      estimate: () => estimateRequestUsage(model.pricing, { system, messages: modelMessages }),
     })
     .catch(async (error: unknown) => {
       await mcp.close();

@@ -101,13 +101,15 @@ export class UsageReservations {
   async admit(input: {
     workspace: LimitedWorkspace;
     chatId: string | undefined;
-    estimate: UsageEstimate;
+    /** Called only when a limit applies (it measures the whole prompt). */
+    estimate: () => UsageEstimate;
   }): Promise<Reservation | undefined> {
-    const { workspace, chatId, estimate } = input;
+    const { workspace, chatId } = input;
     const cap = chatId ? workspace.chat_spend_cap_usd : null;
     if (workspace.monthly_tokens === null && workspace.monthly_cost_usd === null && cap === null) {
       return undefined;
     }
+    const estimate = input.estimate();
     const id = newId('rsv');
     const now = this.clock();
     const nowIso = now.toISOString();
