@@ -27,7 +27,8 @@ export function benchSetup(): SetupFile {
             id: 'wsp_bench',
             name: 'Bench',
             models: ['atrium/echo'],
-            limits: { rateLimitPerMinute: 0 },
+            // Counted on every request (the shared counter is part of each request's cost), never reached.
+            limits: { rateLimitPerMinute: 1_000_000_000 },
             members: [{ user: 'usr_bench', role: 'owner' }],
             apiKeys: [{ name: 'bench', user: 'usr_bench', key: KEY }],
             agents: Array.from({ length: 50 }, (_, i) => ({
@@ -73,7 +74,10 @@ export async function run(report: Report) {
   writeFileSync(payloadFile, JSON.stringify(payloads));
   const bare = await startChildServer('bare', { BARE_PAYLOAD_FILE: payloadFile });
 
-  report(`50 projects / 50 agents, SQLite, ${SECONDS}s per run, 10 connections, log level ${env.LOG_LEVEL}`);
+  const counter = process.env.REDIS_URL ? 'Redis' : 'the database';
+  report(
+    `50 projects / 50 agents, SQLite, ${SECONDS}s per run, 10 connections, log level ${env.LOG_LEVEL}, rate limit counted in ${counter}`,
+  );
   try {
     for (const [route, url] of Object.entries(routes)) {
       await load(bare.url + route, {}, 1); // warm-up

@@ -1,9 +1,16 @@
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import type { Db, Dialect } from './db/database.js';
 import { errors } from './errors.js';
+import {
+  DatabaseRateLimitCounter,
+  type RateLimitCounter,
+  RedisRateLimitCounter,
+} from './coordination/rate-limit-counter.js';
+import { closeRedis, createRedis, type RedisClient } from './coordination/redis.js';
 import { registerAuth } from './http/plugins/auth.js';
 import { registerErrorHandling, sendError, toApiError } from './http/plugins/error-handler.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
@@ -24,8 +31,10 @@ import { ErrorBody, Pagination } from './http/schemas/common.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
+import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
 import type { ChatDeps } from './services/chat.js';
+import { UsageReservations } from './services/usage-reservations.js';
 import { createObjectStore } from './storage/index.js';
 import type { ObjectStore } from './storage/object-store.js';
 
@@ -46,10 +55,19 @@ export interface AppDeps {
   mcpConnectTimeoutMs?: number;
   /** Extra readiness checks beyond the database (e.g. storage), by name. */
   readinessChecks?: Record<string, () => Promise<void>>;
+  /** The process's Redis connection when REDIS_URL is set (built from config unless given). */
+  redis?: RedisClient;
+  /** Where per-key request counts are shared: Redis when configured, else the database. */
+  rateLimitCounter: RateLimitCounter;
+  /** Usage promised to model requests in flight, counted against usage limits. */
+  usageReservations: UsageReservations;
 }
 
 export interface BuildAppOptions {
+  /** Replaces the logger options (benchmarks turn logging off); tests use `logStream` instead. */
   logger?: FastifyServerOptions['logger'];
+  /** Where log lines go (default stdout); the app's serializers still apply. */
+  logStream?: DestinationStream;
   /** Runs before any route is registered, so its hooks apply to every route (tests use it). */
   beforeRoutes?: (app: FastifyInstance) => void;
 }
@@ -65,21 +83,36 @@ function createValidators() {
 
 /** Builds the app; never listens (only server.ts does), so tests build it without a port. */
 export async function buildApp(
-  input: Omit<AppDeps, 'clock' | 'store' | 'models'> & {
+  input: Omit<AppDeps, 'clock' | 'store' | 'models' | 'rateLimitCounter' | 'usageReservations'> & {
     clock?: Clock;
     store?: ObjectStore;
     models?: ModelRegistry;
+    rateLimitCounter?: RateLimitCounter;
   },
   options: BuildAppOptions = {},
 ) {
   const clock = input.clock ?? systemClock;
   const store = input.store ?? createObjectStore(input.config, { clock });
+  // The app closes what it opens itself; a connection given to it belongs to the caller.
+  const ownRedis = !input.redis && input.config.redis ? createRedis(input.config.redis.url) : undefined;
+  const redis = input.redis ?? ownRedis;
   const deps: AppDeps = {
     ...input,
     clock,
     store,
+    redis,
     models: input.models ?? new ModelRegistry(input.config),
-    readinessChecks: { storage: () => store.check(), ...input.readinessChecks },
+    readinessChecks: {
+      storage: () => store.check(),
+      ...(redis ? { redis: async () => void (await redis.ping()) } : {}),
+      ...input.readinessChecks,
+    },
+    rateLimitCounter:
+      input.rateLimitCounter ??
+      (redis && input.config.redis
+        ? new RedisRateLimitCounter(redis, input.config.redis.keyPrefix)
+        : new DatabaseRateLimitCounter(input.db)),
+    usageReservations: new UsageReservations(input.db, input.dialect, clock),
   };
   const timeouts = deps.config.http;
   const app: FastifyInstance = Fastify({
@@ -89,7 +122,11 @@ export async function buildApp(
       serializers: {
         // Signed URLs carry their signature in the query string: never log it.
         req: (req) => ({ method: req.method, url: req.url.split('?')[0], remoteAddress: req.ip }),
+        // Provider errors carry the whole prompt and response: log the failure, not the conversation.
+        err: serializeErrorForLog,
+        error: serializeErrorForLog,
       },
+      ...(options.logStream ? { stream: options.logStream } : {}),
     },
     // A client's x-request-id is used only when it is short and safe to log and echo.
     requestIdHeader: false,
@@ -113,6 +150,9 @@ export async function buildApp(
     // Router failures (bad percent-encoding, a parameter past that length) get the error body too.
     frameworkErrors: (error, _request, reply) => sendError(reply, toApiError(error)),
   });
+
+  // ioredis reconnects by itself; without a listener its errors would go to stderr unformatted.
+  ownRedis?.on('error', (error: unknown) => app.log.warn({ err: error }, 'Redis connection failed'));
 
   const validators = createValidators();
   app.setValidatorCompiler(({ schema, httpPart }) =>
@@ -139,7 +179,9 @@ export async function buildApp(
     readObject: async (key) => (await deps.store.get(key))?.body ?? null,
     mcpConnectTimeoutMs: deps.mcpConnectTimeoutMs,
     inFlight: new Set(),
+    usageReservations: deps.usageReservations,
   };
+  deps.usageReservations.start();
   // Streamed replies are stored after their response ends: let them finish before closing.
   app.addHook('onClose', async () => {
     let timer: NodeJS.Timeout | undefined;
@@ -150,6 +192,8 @@ export async function buildApp(
       }),
     ]);
     clearTimeout(timer);
+    await deps.usageReservations.stop();
+    if (ownRedis) await closeRedis(ownRedis);
   });
   await registerOpenApi(app, deps.config);
   await app.register(async (scope) => healthRoutes(scope, deps));

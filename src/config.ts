@@ -29,6 +29,8 @@ export interface Config {
   http: HttpTimeouts;
   /** How often leftovers of a crash (temp uploads, spools, orphan skill files) are swept; 0: only at start. */
   sweepIntervalMs: number;
+  /** Redis shared by the processes (REDIS_URL); unset: the database coordinates them. */
+  redis: { url: string; keyPrefix: string } | undefined;
 }
 
 export interface HttpTimeouts {
@@ -111,6 +113,14 @@ function httpTimeouts(env: Env, upstreamTimeoutMs: number): HttpTimeouts {
   };
 }
 
+function redisConfig(env: Env): Config['redis'] {
+  const url = env.REDIS_URL;
+  if (!url) return undefined;
+  if (!/^rediss?:\/\//.test(url)) throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+  // Several deployments (or test runs) may share one Redis: each keeps to its own prefix.
+  return { url, keyPrefix: env.ATRIUM_REDIS_PREFIX || 'atrium:' };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.ATRIUM_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL;
@@ -165,5 +175,6 @@ export function loadConfig(env: Env = process.env): Config {
     jsonBodyLimitBytes: 1024 * 1024,
     http: httpTimeouts(env, upstreamTimeoutMs),
     sweepIntervalMs: integer(env, 'ATRIUM_SWEEP_INTERVAL_MS', 10 * 60 * 1000),
+    redis: redisConfig(env),
   };
 }

@@ -1,7 +1,20 @@
 import { randomBytes } from 'node:crypto';
 
 export type IdPrefix =
-  'org' | 'wsp' | 'usr' | 'key' | 'agt' | 'prj' | 'fil' | 'cht' | 'msg' | 'run' | 'skl' | 'req';
+  | 'org'
+  | 'wsp'
+  | 'usr'
+  | 'key'
+  | 'agt'
+  | 'prj'
+  | 'fil'
+  | 'cht'
+  | 'msg'
+  | 'run'
+  | 'skl'
+  | 'req'
+  | 'rsv'
+  | 'prc';
 
 /** An opaque id with a type prefix and 120 random bits, e.g. `prj_3q2Vx…`. */
 export function newId(prefix: IdPrefix): string {

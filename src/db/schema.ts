@@ -19,6 +19,8 @@ export interface Database {
   agent_runs: AgentRunTable;
   skills: SkillTable;
   usage_ledger: UsageLedgerTable;
+  rate_limit_counters: RateLimitCounterTable;
+  usage_reservations: UsageReservationTable;
 }
 
 export interface OrganizationTable {
@@ -223,4 +225,24 @@ export interface UsageLedgerTable {
   output_tokens: number;
   cost_usd: number;
   updated_at: string;
+}
+
+export interface RateLimitCounterTable {
+  /** What is counted (an API key id). */
+  key: string;
+  /** Epoch milliseconds of the window's start. */
+  window_start: number;
+  count: number;
+}
+
+/** Usage promised to a model request in flight, counted against limits until it settles. */
+export interface UsageReservationTable {
+  id: string;
+  workspace_id: string;
+  chat_id: string | null;
+  process_id: string;
+  tokens: number;
+  cost_usd: number;
+  created_at: string;
+  expires_at: string;
 }

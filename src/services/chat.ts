@@ -46,6 +46,7 @@ import {
   validateIncomingMessages,
 } from './chat-messages.js';
 import { assertWithinChatSpendCap, assertWithinWorkspaceLimits, ledgerMonth } from './usage.js';
+import { estimateRequestUsage, type UsageReservations } from './usage-reservations.js';
 
 export const DEFAULT_TEMPERATURE = 0.7;
 /** Steps of the tool loop (model call, tool calls, model call…) one request may take. */
@@ -67,6 +68,8 @@ export interface ChatDeps {
   mcpConnectTimeoutMs?: number;
   /** Persistence still running after a response ended (a streamed reply); awaited at shutdown. */
   inFlight?: Set<Promise<unknown>>;
+  /** Admits model requests against usage reserved by requests in flight (every process). */
+  usageReservations?: UsageReservations;
 }
 
 export interface UserVariables {
@@ -426,6 +429,19 @@ export async function startConversation(
     ...(hasTools ? { tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
   };
 
+  // The limits once more, now counting what requests in flight have reserved, and this
+  // request's own reservation until its usage is stored.
+  const reservation = await deps.usageReservations
+    ?.admit({
+      workspace,
+      chatId: chat?.id,
+      estimate: () => estimateRequestUsage(model.pricing, { system, messages: modelMessages }),
+    })
+    .catch(async (error: unknown) => {
+      await mcp.close();
+      throw error;
+    });
+
   let settle!: (outcome: ConversationOutcome) => void;
   const done = new Promise<ConversationOutcome>((resolve) => {
     settle = resolve;
@@ -508,6 +524,8 @@ export async function startConversation(
       outcome = { ok: false, error: errors.internal(error) };
     } finally {
       await mcp.close();
+      // The usage is stored (or the request failed): its reservation stops counting.
+      await reservation?.release();
     }
     settle(outcome);
     return outcome;

@@ -3,7 +3,7 @@ import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
 import type { Database } from '../db/schema.js';
 import { type IdPrefix, newId } from '../ids.js';
 import { PROJECT_DEFAULTS } from '../services/projects.js';
-import type { ApiKeySetup, SetupFile } from './validate.js';
+import type { ApiKeySetup, SetupFile, WorkspaceSetup } from './validate.js';
 
 type Trx = Transaction<Database>;
 type Table = keyof Database;
@@ -30,9 +30,19 @@ function sameValue(a: unknown, b: unknown): boolean {
 }
 
 /**
+ * A setting the file may leave out, set, or clear: left out (`undefined`) keeps the stored value
+ * (the insert default for a new row); `null` puts back `cleared` (NULL, or the column's default).
+ */
+function setting<T, C>(given: T | null | undefined, cleared: C): T | C | undefined {
+  if (given === undefined) return undefined;
+  return given === null ? cleared : given;
+}
+
+/**
  * Finds a row by its fixed id, else by its natural key within its scope; inserts it when absent,
  * updates only the columns that differ, and leaves it untouched otherwise (so a second apply of
- * the same file writes nothing and keeps every `updated_at`).
+ * the same file writes nothing and keeps every `updated_at`). A value `undefined` is a column
+ * the file does not set: kept as stored, or `defaults` on insert.
  */
 async function upsert(
   ctx: Context,
@@ -43,6 +53,8 @@ async function upsert(
     id?: string;
     match: Row;
     values: (existing: Row | undefined) => Row;
+    /** Insert values of the columns the file leaves out. */
+    defaults?: Row;
     timestamps?: 'both' | 'created' | 'none';
   },
 ): Promise<string> {
@@ -53,12 +65,14 @@ async function upsert(
   if (spec.id) query = query.where('id', '=', spec.id);
   else for (const [column, value] of Object.entries(spec.match)) query = query.where(column, '=', value);
   const existing = (await query.executeTakeFirst()) as Row | undefined;
-  const values = spec.values(existing);
+  const values = Object.fromEntries(
+    Object.entries(spec.values(existing)).filter(([, value]) => value !== undefined),
+  );
   const timestamps = spec.timestamps ?? 'both';
 
   if (!existing) {
     const id = spec.id ?? (spec.prefix ? newId(spec.prefix) : undefined);
-    const row: Row = { ...spec.match, ...values };
+    const row: Row = { ...spec.defaults, ...spec.match, ...values };
     if (id) row.id = id;
     if (timestamps !== 'none') row.created_at = ctx.now;
     if (timestamps === 'both') row.updated_at = ctx.now;
@@ -80,6 +94,18 @@ async function upsert(
     ctx.report.updated.push(spec.label);
   }
   return String(existing.id ?? '');
+}
+
+/**
+ * The workspace default model: the file's, else the stored one while the workspace still
+ * enables it, else the first model the file enables (a default must be an enabled model).
+ */
+function defaultModelOf(workspace: WorkspaceSetup, existing: Row | undefined): string | null | undefined {
+  if (workspace.defaultModel !== undefined) return workspace.defaultModel;
+  if (existing && !workspace.models) return undefined;
+  const stored = existing?.default_model as string | null | undefined;
+  if (stored && workspace.models?.includes(stored)) return undefined;
+  return workspace.models?.[0] ?? null;
 }
 
 function record(ctx: Context, kind: string, name: string, id: string) {
@@ -117,11 +143,10 @@ async function applyKey(
         user_id: userId,
         key_hash: hash,
         key_prefix: wanted ? keyPrefix(wanted) : existing?.key_prefix,
-        expires_at: key.expiresAt ? new Date(key.expiresAt).toISOString() : null,
-        revoked_at: existing?.revoked_at ?? null,
-        last_used_at: existing?.last_used_at ?? null,
+        expires_at: setting(key.expiresAt && new Date(key.expiresAt).toISOString(), null),
       };
     },
+    defaults: { expires_at: null, revoked_at: null, last_used_at: null },
   });
   if (plaintext) ctx.report.keys[key.name] = plaintext;
   record(ctx, 'apiKeys', key.name, id);
@@ -137,10 +162,11 @@ async function applyAll(ctx: Context, setup: SetupFile) {
       match: {},
       values: () => ({
         type: provider.type,
-        base_url: provider.baseURL ?? null,
-        api_key: provider.apiKey ?? null,
-        api_key_env: provider.apiKeyEnv ?? null,
+        base_url: setting(provider.baseURL, null),
+        api_key: setting(provider.apiKey, null),
+        api_key_env: setting(provider.apiKeyEnv, null),
       }),
+      defaults: { base_url: null, api_key: null, api_key_env: null },
     });
   }
   for (const model of setup.models ?? []) {
@@ -153,9 +179,11 @@ async function applyAll(ctx: Context, setup: SetupFile) {
       values: () => ({
         provider_id: model.provider,
         provider_model: model.model,
-        input_per_mtok: model.pricing?.inputPerMTok ?? 0,
-        output_per_mtok: model.pricing?.outputPerMTok ?? 0,
+        // `pricing: null` makes the model free again, as does a null price.
+        input_per_mtok: model.pricing === null ? 0 : setting(model.pricing?.inputPerMTok, 0),
+        output_per_mtok: model.pricing === null ? 0 : setting(model.pricing?.outputPerMTok, 0),
       }),
+      defaults: { input_per_mtok: 0, output_per_mtok: 0 },
     });
   }
 
@@ -196,15 +224,26 @@ async function applyAll(ctx: Context, setup: SetupFile) {
         prefix: 'wsp',
         id: workspace.id,
         match: workspace.id ? {} : { organization_id: organizationId, name: workspace.name },
-        values: () => ({
-          organization_id: organizationId,
-          name: workspace.name,
-          default_model: workspace.defaultModel ?? workspace.models?.[0] ?? null,
-          monthly_tokens: workspace.limits?.monthlyTokens ?? null,
-          monthly_cost_usd: workspace.limits?.monthlyCostUsd ?? null,
-          chat_spend_cap_usd: workspace.limits?.chatSpendCapUsd ?? null,
-          rate_limit_per_minute: workspace.limits?.rateLimitPerMinute ?? null,
-        }),
+        values: (existing) => {
+          // `limits: null` removes every limit; a limit left out keeps its stored value.
+          const limit = (name: keyof NonNullable<typeof workspace.limits>) =>
+            workspace.limits === null ? null : setting(workspace.limits?.[name], null);
+          return {
+            organization_id: organizationId,
+            name: workspace.name,
+            default_model: defaultModelOf(workspace, existing),
+            monthly_tokens: limit('monthlyTokens'),
+            monthly_cost_usd: limit('monthlyCostUsd'),
+            chat_spend_cap_usd: limit('chatSpendCapUsd'),
+            rate_limit_per_minute: limit('rateLimitPerMinute'),
+          };
+        },
+        defaults: {
+          monthly_tokens: null,
+          monthly_cost_usd: null,
+          chat_spend_cap_usd: null,
+          rate_limit_per_minute: null,
+        },
       });
       record(ctx, 'workspaces', workspace.name, workspaceId);
 
@@ -261,16 +300,33 @@ async function applyAll(ctx: Context, setup: SetupFile) {
           values: (existing) => ({
             workspace_id: workspaceId,
             title: agent.title,
-            description: agent.description ?? '',
-            image: agent.image ?? '',
-            category: agent.category ?? '',
-            visibility: agent.visibility ?? 'workspace',
-            model: agent.model ?? null,
-            instructions: agent.instructions ?? '',
-            tools: JSON.stringify(agent.tools ?? []),
-            orchestration: agent.orchestration ? JSON.stringify(agent.orchestration) : null,
-            deleted_at: agent.deleted ? ((existing?.deleted_at as string | null) ?? ctx.now) : null,
+            description: setting(agent.description, ''),
+            image: setting(agent.image, ''),
+            category: setting(agent.category, ''),
+            visibility: setting(agent.visibility, 'workspace'),
+            model: setting(agent.model, null),
+            instructions: setting(agent.instructions, ''),
+            tools: setting(agent.tools && JSON.stringify(agent.tools), '[]'),
+            orchestration: setting(agent.orchestration && JSON.stringify(agent.orchestration), null),
+            // `deleted: false` restores a deleted agent; left out, the agent stays as it is.
+            deleted_at:
+              agent.deleted === undefined
+                ? undefined
+                : agent.deleted
+                  ? ((existing?.deleted_at as string | null) ?? ctx.now)
+                  : null,
           }),
+          defaults: {
+            description: '',
+            image: '',
+            category: '',
+            visibility: 'workspace',
+            model: null,
+            instructions: '',
+            tools: '[]',
+            orchestration: null,
+            deleted_at: null,
+          },
         });
         record(ctx, 'agents', agent.title, agentId);
       }
@@ -282,17 +338,18 @@ async function applyAll(ctx: Context, setup: SetupFile) {
           prefix: 'prj',
           id: project.id,
           match: project.id ? {} : { workspace_id: workspaceId, name: project.name },
-          values: (existing) => ({
+          values: () => ({
             workspace_id: workspaceId,
             name: project.name,
-            description: project.description ?? PROJECT_DEFAULTS.description,
-            instructions: project.instructions ?? PROJECT_DEFAULTS.instructions,
-            color: project.color ?? PROJECT_DEFAULTS.color,
-            icon: project.icon ?? PROJECT_DEFAULTS.icon,
+            description: setting(project.description, PROJECT_DEFAULTS.description),
+            instructions: setting(project.instructions, PROJECT_DEFAULTS.instructions),
+            color: setting(project.color, PROJECT_DEFAULTS.color),
+            icon: setting(project.icon, PROJECT_DEFAULTS.icon),
             // Memory grows through the `remember` tool; the file sets it only when it names it.
-            memory: project.memory ?? (existing?.memory as string | undefined) ?? '',
-            archived: project.archived ? 1 : 0,
+            memory: setting(project.memory, ''),
+            archived: project.archived === undefined ? undefined : project.archived ? 1 : 0,
           }),
+          defaults: { ...PROJECT_DEFAULTS, memory: '', archived: 0 },
         });
         record(ctx, 'projects', project.name, projectId);
       }

@@ -1,6 +1,6 @@
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import { type Static, Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 import { parse as parseYaml } from 'yaml';
 import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
 
@@ -11,6 +11,11 @@ export const BUILT_IN_PROVIDERS = ['openai', 'anthropic'] as const;
 
 const Id = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_./:-]+$' });
 const Text = (maxLength: number) => Type.String({ maxLength });
+/**
+ * An optional setting: left out, apply keeps what is stored; `null` removes it (back to unset
+ * or the default). A small file that only adds a key must not wipe limits it does not mention.
+ */
+const Clearable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
 
 const ApiKeySpec = Type.Object(
   {
@@ -18,7 +23,7 @@ const ApiKeySpec = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 200 }),
     user: Type.String({ minLength: 1, description: 'User id or email' }),
     key: Type.Optional(Type.String({ minLength: MIN_KEY_LENGTH, maxLength: 512 })),
-    expiresAt: Type.Optional(Type.String({ format: 'date-time' })),
+    expiresAt: Clearable(Type.String({ format: 'date-time' })),
   },
   { additionalProperties: false },
 );
@@ -37,16 +42,16 @@ const AgentSpec = Type.Object(
   {
     id: Type.Optional(Id),
     title: Type.String({ minLength: 1, maxLength: 200 }),
-    description: Type.Optional(Text(2000)),
-    image: Type.Optional(Text(2000)),
-    category: Type.Optional(Text(200)),
-    visibility: Type.Optional(
+    description: Clearable(Text(2000)),
+    image: Clearable(Text(2000)),
+    category: Clearable(Text(200)),
+    visibility: Clearable(
       Type.Union([Type.Literal('workspace'), Type.Literal('organization'), Type.Literal('private')]),
     ),
-    model: Type.Optional(Type.String({ minLength: 1 })),
-    instructions: Type.Optional(Text(100_000)),
-    tools: Type.Optional(Type.Array(ToolSpec)),
-    orchestration: Type.Optional(
+    model: Clearable(Type.String({ minLength: 1 })),
+    instructions: Clearable(Text(100_000)),
+    tools: Clearable(Type.Array(ToolSpec)),
+    orchestration: Clearable(
       Type.Object({ agents: Type.Array(Type.String({ minLength: 1 })) }, { additionalProperties: false }),
     ),
     deleted: Type.Optional(Type.Boolean()),
@@ -58,11 +63,11 @@ const ProjectSpec = Type.Object(
   {
     id: Type.Optional(Id),
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    description: Type.Optional(Text(2000)),
-    instructions: Type.Optional(Text(20_000)),
-    color: Type.Optional(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$' })),
-    icon: Type.Optional(Text(64)),
-    memory: Type.Optional(Text(200_000)),
+    description: Clearable(Text(2000)),
+    instructions: Clearable(Text(20_000)),
+    color: Clearable(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$' })),
+    icon: Clearable(Text(64)),
+    memory: Clearable(Text(200_000)),
     archived: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
@@ -75,14 +80,14 @@ const WorkspaceSpec = Type.Object(
     id: Type.Optional(Id),
     name: Type.String({ minLength: 1, maxLength: 200 }),
     models: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
-    defaultModel: Type.Optional(Type.String({ minLength: 1 })),
-    limits: Type.Optional(
+    defaultModel: Clearable(Type.String({ minLength: 1 })),
+    limits: Clearable(
       Type.Object(
         {
-          monthlyTokens: Type.Optional(Type.Integer({ minimum: 0 })),
-          monthlyCostUsd: Type.Optional(NonNegative),
-          chatSpendCapUsd: Type.Optional(NonNegative),
-          rateLimitPerMinute: Type.Optional(Type.Integer({ minimum: 0 })),
+          monthlyTokens: Clearable(Type.Integer({ minimum: 0 })),
+          monthlyCostUsd: Clearable(NonNegative),
+          chatSpendCapUsd: Clearable(NonNegative),
+          rateLimitPerMinute: Clearable(Type.Integer({ minimum: 0 })),
         },
         { additionalProperties: false },
       ),
@@ -139,9 +144,9 @@ export const SetupFileSchema = Type.Object(
               Type.Literal('anthropic'),
               Type.Literal('openai-compatible'),
             ]),
-            baseURL: Type.Optional(Type.String({ format: 'uri' })),
-            apiKey: Type.Optional(Type.String({ minLength: 1 })),
-            apiKeyEnv: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
+            baseURL: Clearable(Type.String({ format: 'uri' })),
+            apiKey: Clearable(Type.String({ minLength: 1 })),
+            apiKeyEnv: Clearable(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
           },
           { additionalProperties: false },
         ),
@@ -154,9 +159,9 @@ export const SetupFileSchema = Type.Object(
             id: Type.String({ minLength: 1, maxLength: 200 }),
             provider: Type.String({ minLength: 1 }),
             model: Type.String({ minLength: 1 }),
-            pricing: Type.Optional(
+            pricing: Clearable(
               Type.Object(
-                { inputPerMTok: Type.Optional(NonNegative), outputPerMTok: Type.Optional(NonNegative) },
+                { inputPerMTok: Clearable(NonNegative), outputPerMTok: Clearable(NonNegative) },
                 { additionalProperties: false },
               ),
             ),
@@ -245,8 +250,8 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
       problems.push({ path: `models[${i}].provider`, message: `unknown provider "${model.provider}"` });
     }
   });
-  const checkModel = (model: string | undefined, path: string) => {
-    if (model !== undefined && !modelIds.has(model)) {
+  const checkModel = (model: string | null | undefined, path: string) => {
+    if (model !== undefined && model !== null && !modelIds.has(model)) {
       problems.push({ path, message: `unknown model "${model}" (define it under models)` });
     }
   };

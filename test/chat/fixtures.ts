@@ -1,3 +1,4 @@
+import type { DestinationStream } from 'pino';
 import { buildApp } from '../../src/app.js';
 import type { Db } from '../../src/db/database.js';
 import { createObjectStore } from '../../src/storage/index.js';
@@ -112,7 +113,7 @@ ${extra.mcpUrl ? `              - { type: mcp, name: live, url: ${extra.mcpUrl} 
 
 export async function createChatApp(
   setup: string,
-  options: { env?: Record<string, string>; mcpConnectTimeoutMs?: number } = {},
+  options: { env?: Record<string, string>; mcpConnectTimeoutMs?: number; logStream?: DestinationStream } = {},
 ) {
   const env = await createTestEnv(options.env);
   await applyFixture(env, setup);
@@ -125,7 +126,7 @@ export async function createChatApp(
       store,
       mcpConnectTimeoutMs: options.mcpConnectTimeoutMs,
     },
-    { beforeRoutes: checkResponsesAgainstSchemas },
+    { beforeRoutes: checkResponsesAgainstSchemas, logStream: options.logStream },
   );
   await app.ready();
   return {

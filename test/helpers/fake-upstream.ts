@@ -108,7 +108,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const model = body.model ?? 'fake';
 
     if (script.kind === 'fail') {
-      res.writeHead(script.status, { 'content-type': 'application/json' });
+      // Providers name each request; the id lets a log line be matched with the provider's.
+      res.writeHead(script.status, { 'content-type': 'application/json', 'x-request-id': `upstream-${id}` });
       res.end(
         JSON.stringify({
           error: { message: script.message ?? 'upstream failure', type: 'server_error', code: null },

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppDeps } from '../../app.js';
 import { authenticateKey, type Principal } from '../../services/access.js';
-import { RateLimiter } from './rate-limit.js';
+import { type RateLimitState, RateLimiter, rateLimitedError, rateLimitHeaders } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -22,7 +22,7 @@ function presentedKey(request: FastifyRequest, headerName: string): string | und
  * applies the per-key rate limit.
  */
 export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
-  const limiter = new RateLimiter(() => deps.clock().getTime());
+  const limiter = new RateLimiter(deps.rateLimitCounter, () => deps.clock().getTime());
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request, reply) => {
     const principal = await authenticateKey(
@@ -31,10 +31,16 @@ export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
       deps.clock(),
     );
     const limit = principal.rateLimitPerMinute ?? deps.config.defaultRateLimitPerMinute;
-    const { remaining } = limiter.hit(principal.keyId, limit);
-    if (limit > 0) {
-      reply.header('x-ratelimit-limit', String(limit));
-      reply.header('x-ratelimit-remaining', String(remaining));
+    let state: RateLimitState | undefined;
+    try {
+      state = await limiter.hit(principal.keyId, limit);
+    } catch (error) {
+      // The shared counter is unreachable (Redis down): serve uncounted rather than refuse all.
+      request.log.warn({ err: error }, 'rate limit not counted: its store failed');
+    }
+    if (state) {
+      reply.headers(rateLimitHeaders(state));
+      if (state.exceeded) throw rateLimitedError(state);
     }
     request.principal = principal;
   });

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { ApiError, type ErrorCode, type ValidationIssue } from '../../errors.js';
 import { bodyTimeoutError } from '../body-deadline.js';
@@ -78,6 +78,15 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   });
 }
 
+/** One log line per failed request: 5xx with their cause (serialized without content), else info. */
+export function logApiError(log: FastifyBaseLogger, apiError: ApiError, message = 'request failed'): void {
+  if (apiError.status >= 500) {
+    log.error({ err: apiError.cause ?? apiError, code: apiError.code, status: apiError.status }, message);
+  } else {
+    log.info({ code: apiError.code, status: apiError.status }, apiError.message);
+  }
+}
+
 /**
  * One handler renders every failure as the error body: ours, Fastify's (validation, parsing,
  * body limits), and unknown ones. 5xx causes go to the log only.
@@ -99,11 +108,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     // A body past its deadline fails its reader in many ways (cut-off upload, broken part): all are that timeout.
     const apiError = bodyTimeoutError(request.raw) ?? toApiError(error);
-    if (apiError.status >= 500) {
-      request.log.error({ err: apiError.cause ?? apiError }, 'request failed');
-    } else {
-      request.log.info({ code: apiError.code, status: apiError.status }, apiError.message);
-    }
+    logApiError(request.log, apiError);
     return sendError(reply, apiError);
   });
 

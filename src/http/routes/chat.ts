@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { type ChatDeps, completeConversation, startConversation } from '../../services/chat.js';
 import { ChatBody, ChatOkResponse } from '../schemas/chat.js';
+import { logApiError } from '../plugins/error-handler.js';
 import { writeUIMessageStream } from '../ui-message-sse.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
 
@@ -47,6 +48,10 @@ export async function chatRoutes(app: FastifyInstance, deps: ChatDeps): Promise<
           void conversation.abandon(error);
         },
       );
+      // A provider failure mid-stream reaches the client as an `error` chunk; the log gets it too.
+      void conversation.done.then((outcome) => {
+        if (!outcome.ok) logApiError(request.log, outcome.error, 'streamed reply failed');
+      });
     },
   );
 }

@@ -1,0 +1,71 @@
+import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { RedisClient } from './redis.js';
+
+/**
+ * Counts hits per key in fixed windows shared by every process: one atomic increment per
+ * request, returning the count including this hit.
+ */
+export interface RateLimitCounter {
+  increment(key: string, windowStart: number, windowMs: number): Promise<number>;
+}
+
+/** Counts in the database (the default): one upsert per request. */
+export class DatabaseRateLimitCounter implements RateLimitCounter {
+  /** The window this process last swept; old windows are removed once per window. */
+  private sweptWindow = 0;
+
+  constructor(private readonly db: Db) {}
+
+  async increment(key: string, windowStart: number, _windowMs: number): Promise<number> {
+    if (windowStart !== this.sweptWindow) {
+      this.sweptWindow = windowStart;
+      // Past windows are never read again; a failed sweep is retried in the next window.
+      this.db
+        .deleteFrom('rate_limit_counters')
+        .where('window_start', '<', windowStart)
+        .execute()
+        .catch(() => {});
+    }
+    const row = await this.db
+      .insertInto('rate_limit_counters')
+      .values({ key, window_start: windowStart, count: 1 })
+      .onConflict((oc) =>
+        oc
+          .columns(['key', 'window_start'])
+          .doUpdateSet({ count: sql<number>`rate_limit_counters.count + 1` }),
+      )
+      .returning('count')
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  }
+}
+
+// INCR and, on the window's first hit, an expiry: one round trip, atomic on the server.
+const INCREMENT_SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return count`;
+const INCREMENT_SCRIPT_SHA = createHash('sha1').update(INCREMENT_SCRIPT).digest('hex');
+
+/** Counts in Redis (when REDIS_URL is set): one script call per request; keys expire with their window. */
+export class RedisRateLimitCounter implements RateLimitCounter {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly prefix: string,
+  ) {}
+
+  async increment(key: string, windowStart: number, windowMs: number): Promise<number> {
+    const redisKey = `${this.prefix}ratelimit:${key}:${windowStart}`;
+    // A little past the window's end, so a process whose clock lags never sees the key vanish early.
+    const ttl = String(windowMs + 5_000);
+    try {
+      return Number(await this.redis.evalsha(INCREMENT_SCRIPT_SHA, 1, redisKey, ttl));
+    } catch (error) {
+      // The server does not know the script yet (first use, or after a restart): send it once.
+      if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
+      return Number(await this.redis.eval(INCREMENT_SCRIPT, 1, redisKey, ttl));
+    }
+  }
+}

@@ -1,0 +1,221 @@
+import { sql } from 'kysely';
+import type { Db, Dialect } from '../db/database.js';
+import { findMonthUsage } from '../db/repositories/usage.js';
+import type { WorkspaceTable } from '../db/schema.js';
+import { ApiError } from '../errors.js';
+import { type Clock, newId } from '../ids.js';
+import { costUsd, type Pricing } from '../models/registry.js';
+import { ledgerMonth } from './usage.js';
+
+/**
+ * Output tokens promised to each request before it runs (its input is estimated from the
+ * prompt). Near a limit, requests in flight hold this much of what is left, so the next ones
+ * are refused until they settle; far from it, the reservation is noise.
+ */
+export const RESERVED_OUTPUT_TOKENS = 1024;
+/** A prompt's tokens, estimated from its length (about four characters a token). */
+const CHARS_PER_TOKEN = 4;
+/** A reservation stops counting this long after its process last vouched for it. */
+const RESERVATION_TTL_MS = 5 * 60_000;
+const HEARTBEAT_MS = 60_000;
+
+export interface UsageEstimate {
+  tokens: number;
+  costUsd: number;
+}
+
+/** What one model request is expected to use at most: its prompt, and the output allowance. */
+export function estimateRequestUsage(
+  pricing: Pricing,
+  prompt: { system: string | undefined; messages: unknown },
+): UsageEstimate {
+  const inputTokens = Math.ceil(
+    ((prompt.system?.length ?? 0) + JSON.stringify(prompt.messages).length) / CHARS_PER_TOKEN,
+  );
+  return {
+    tokens: inputTokens + RESERVED_OUTPUT_TOKENS,
+    costUsd: costUsd(pricing, inputTokens, RESERVED_OUTPUT_TOKENS),
+  };
+}
+
+export interface Reservation {
+  /** Stops counting it (after the request's real usage is stored). Never throws. */
+  release(): Promise<void>;
+}
+
+type LimitedWorkspace = Pick<
+  WorkspaceTable,
+  'id' | 'monthly_tokens' | 'monthly_cost_usd' | 'chat_spend_cap_usd'
+>;
+
+/**
+ * Usage limits that hold under concurrency and across processes. A request is admitted only
+ * if what is spent plus what requests in flight have reserved (in the database, seen by every
+ * process) is still under each limit; it then reserves its own estimate until it settles.
+ * Admissions of one workspace run one at a time (a row lock on PostgreSQL, the write lock on
+ * SQLite), so two requests never both take the last of a budget. When every request stays
+ * within its estimate, the spend passes a limit by at most one request's usage in total.
+ */
+export class UsageReservations {
+  /** Marks this process's reservations, so it can keep them alive while it runs. */
+  readonly processId = newId('prc');
+  private readonly held = new Set<string>();
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: Dialect,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Keeps this process's reservations from expiring while it runs. */
+  start(): void {
+    this.heartbeat ??= setInterval(() => void this.extend(), HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+  }
+
+  private async extend(): Promise<void> {
+    if (this.held.size === 0) return;
+    const expiresAt = new Date(this.clock().getTime() + RESERVATION_TTL_MS).toISOString();
+    await this.db
+      .updateTable('usage_reservations')
+      .set({ expires_at: expiresAt })
+      .where('process_id', '=', this.processId)
+      .where('id', 'in', [...this.held])
+      .execute()
+      .catch(() => {
+        // Retried at the next beat; the reservations only expire after several missed ones.
+      });
+  }
+
+  /**
+   * Admits a request against the workspace's monthly limits and, on an existing chat, its
+   * spend cap, counting what requests in flight have reserved; throws 402 like the plain
+   * checks. Returns undefined when no limit applies (nothing is reserved then).
+   */
+  async admit(input: {
+    workspace: LimitedWorkspace;
+    chatId: string | undefined;
+    /** Called only when a limit applies (it measures the whole prompt). */
+    estimate: () => UsageEstimate;
+  }): Promise<Reservation | undefined> {
+    const { workspace, chatId } = input;
+    const cap = chatId ? workspace.chat_spend_cap_usd : null;
+    if (workspace.monthly_tokens === null && workspace.monthly_cost_usd === null && cap === null) {
+      return undefined;
+    }
+    const estimate = input.estimate();
+    const id = newId('rsv');
+    const now = this.clock();
+    const nowIso = now.toISOString();
+    await this.db.transaction().execute(async (trx) => {
+      // One admission per workspace at a time. On SQLite the insert below, as the first
+      // statement, takes the database's write lock for the same effect.
+      if (this.dialect === 'postgres') {
+        await sql`select id from workspaces where id = ${workspace.id} for update`.execute(trx);
+      }
+      await trx
+        .insertInto('usage_reservations')
+        .values({
+          id,
+          workspace_id: workspace.id,
+          chat_id: chatId ?? null,
+          process_id: this.processId,
+          tokens: estimate.tokens,
+          cost_usd: estimate.costUsd,
+          created_at: nowIso,
+          expires_at: new Date(now.getTime() + RESERVATION_TTL_MS).toISOString(),
+        })
+        .execute();
+      // Reservations of processes that died stop counting once expired; clear them away.
+      await trx
+        .deleteFrom('usage_reservations')
+        .where('workspace_id', '=', workspace.id)
+        .where('expires_at', '<=', nowIso)
+        .execute();
+      const others = (scope: 'workspace' | 'chat') =>
+        trx
+          .selectFrom('usage_reservations')
+          .select((eb) => [
+            eb.fn.sum<number>('tokens').as('tokens'),
+            eb.fn.sum<number>('cost_usd').as('cost'),
+          ])
+          .where(
+            scope === 'chat' ? 'chat_id' : 'workspace_id',
+            '=',
+            scope === 'chat' ? chatId! : workspace.id,
+          )
+          .where('id', '!=', id)
+          .executeTakeFirst()
+          .then((row) => ({ tokens: Number(row?.tokens ?? 0), costUsd: Number(row?.cost ?? 0) }));
+
+      if (workspace.monthly_tokens !== null || workspace.monthly_cost_usd !== null) {
+        const month = ledgerMonth(now);
+        const [used, reserved] = await Promise.all([
+          findMonthUsage(trx, workspace.id, month),
+          others('workspace'),
+        ]);
+        const usedTokens = used.inputTokens + used.outputTokens;
+        if (workspace.monthly_tokens !== null && usedTokens + reserved.tokens >= workspace.monthly_tokens) {
+          throw new ApiError(
+            'usage_limit_exceeded',
+            'The workspace has reached its monthly token limit (counting requests in progress)',
+            { month, limitTokens: workspace.monthly_tokens, usedTokens, reservedTokens: reserved.tokens },
+          );
+        }
+        if (
+          workspace.monthly_cost_usd !== null &&
+          used.costUsd + reserved.costUsd >= workspace.monthly_cost_usd
+        ) {
+          throw new ApiError(
+            'usage_limit_exceeded',
+            'The workspace has reached its monthly cost limit (counting requests in progress)',
+            {
+              month,
+              limitUsd: workspace.monthly_cost_usd,
+              usedUsd: used.costUsd,
+              reservedUsd: reserved.costUsd,
+            },
+          );
+        }
+      }
+      if (cap !== null && chatId) {
+        const [chat, reserved] = await Promise.all([
+          trx.selectFrom('chats').select('spend_usd').where('id', '=', chatId).executeTakeFirst(),
+          others('chat'),
+        ]);
+        const spent = Number(chat?.spend_usd ?? 0);
+        if (spent + reserved.costUsd >= cap) {
+          throw new ApiError(
+            'spend_cap_exceeded',
+            'The chat has reached its spend cap (counting requests in progress)',
+            {
+              chatId,
+              capUsd: cap,
+              spentUsd: spent,
+              reservedUsd: reserved.costUsd,
+            },
+          );
+        }
+      }
+    });
+    this.held.add(id);
+    return {
+      release: async () => {
+        this.held.delete(id);
+        await this.db
+          .deleteFrom('usage_reservations')
+          .where('id', '=', id)
+          .execute()
+          .catch(() => {
+            // Left behind, it expires with the other reservations of this process.
+          });
+      },
+    };
+  }
+}
