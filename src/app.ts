@@ -8,14 +8,17 @@ import { registerErrorHandling, sendError, toApiError } from './http/plugins/err
 import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { agentRunRoutes } from './http/routes/agent-runs.js';
+import { agentAdminRoutes } from './http/routes/agents-admin.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { chatRoutes } from './http/routes/chat.js';
 import { healthRoutes } from './http/routes/health.js';
+import { meRoutes } from './http/routes/me.js';
 import { projectFileRoutes } from './http/routes/project-files.js';
 import { projectRoutes } from './http/routes/projects.js';
 import { skillRoutes } from './http/routes/skills.js';
 import { storageRoutes } from './http/routes/storage.js';
 import { Agent } from './http/schemas/agents.js';
+import { AgentDetail } from './http/schemas/agents-admin.js';
 import { ErrorBody, Pagination } from './http/schemas/common.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project } from './http/schemas/projects.js';
@@ -107,7 +110,15 @@ export async function buildApp(
 
   registerErrorHandling(app);
   options.beforeRoutes?.(app);
-  for (const schema of [ErrorBody, Pagination, Agent, Project, ProjectFile, ProjectFileTreeNode]) {
+  for (const schema of [
+    ErrorBody,
+    Pagination,
+    Agent,
+    AgentDetail,
+    Project,
+    ProjectFile,
+    ProjectFileTreeNode,
+  ]) {
     app.addSchema(schema);
     validators.body.addSchema(schema);
     validators.other.addSchema(schema);
@@ -152,6 +163,8 @@ export async function buildApp(
       registerAuth(v1, deps);
       registerInputGuard(v1);
       await agentRoutes(v1, deps);
+      await agentAdminRoutes(v1, deps);
+      await meRoutes(v1, deps);
       await projectRoutes(v1, deps);
       await projectFileRoutes(v1, deps);
       await skillRoutes(v1, deps);
