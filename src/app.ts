@@ -15,13 +15,14 @@ import { healthRoutes } from './http/routes/health.js';
 import { meRoutes } from './http/routes/me.js';
 import { projectFileRoutes } from './http/routes/project-files.js';
 import { projectRoutes } from './http/routes/projects.js';
+import { projectAdminRoutes } from './http/routes/projects-admin.js';
 import { skillRoutes } from './http/routes/skills.js';
 import { storageRoutes } from './http/routes/storage.js';
 import { Agent } from './http/schemas/agents.js';
 import { AgentDetail } from './http/schemas/agents-admin.js';
 import { ErrorBody, Pagination } from './http/schemas/common.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
-import { Project } from './http/schemas/projects.js';
+import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
 import { ModelRegistry } from './models/registry.js';
 import type { ChatDeps } from './services/chat.js';
@@ -116,6 +117,7 @@ export async function buildApp(
     Agent,
     AgentDetail,
     Project,
+    ProjectDetail,
     ProjectFile,
     ProjectFileTreeNode,
   ]) {
@@ -166,6 +168,7 @@ export async function buildApp(
       await agentAdminRoutes(v1, deps);
       await meRoutes(v1, deps);
       await projectRoutes(v1, deps);
+      await projectAdminRoutes(v1, deps);
       await projectFileRoutes(v1, deps);
       await skillRoutes(v1, deps);
       await chatRoutes(v1, chatDeps);

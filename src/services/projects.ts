@@ -54,7 +54,7 @@ export async function createProject(db: Db, clock: Clock, access: WorkspaceAcces
   return projectView(project);
 }
 
-export async function listProjects(db: Db, access: WorkspaceAccess) {
-  const rows = await listActiveProjects(db, access.workspaceId);
+export async function listProjects(db: Db, access: WorkspaceAccess, archived = false) {
+  const rows = await listActiveProjects(db, access.workspaceId, archived);
   return rows.map(projectView);
 }

@@ -120,6 +120,7 @@ async function applyKey(
         expires_at: key.expiresAt ? new Date(key.expiresAt).toISOString() : null,
         revoked_at: existing?.revoked_at ?? null,
         last_used_at: existing?.last_used_at ?? null,
+        managed_by: 'setup',
       };
     },
   });
@@ -270,6 +271,7 @@ async function applyAll(ctx: Context, setup: SetupFile) {
             tools: JSON.stringify(agent.tools ?? []),
             orchestration: agent.orchestration ? JSON.stringify(agent.orchestration) : null,
             deleted_at: agent.deleted ? ((existing?.deleted_at as string | null) ?? ctx.now) : null,
+            managed_by: 'setup',
           }),
         });
         record(ctx, 'agents', agent.title, agentId);
@@ -292,6 +294,7 @@ async function applyAll(ctx: Context, setup: SetupFile) {
             // Memory grows through the `remember` tool; the file sets it only when it names it.
             memory: project.memory ?? (existing?.memory as string | undefined) ?? '',
             archived: project.archived ? 1 : 0,
+            managed_by: 'setup',
           }),
         });
         record(ctx, 'projects', project.name, projectId);
