@@ -9,6 +9,7 @@ import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { agentRunRoutes } from './http/routes/agent-runs.js';
 import { agentAdminRoutes } from './http/routes/agents-admin.js';
+import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { chatRoutes } from './http/routes/chat.js';
 import { healthRoutes } from './http/routes/health.js';
@@ -20,6 +21,7 @@ import { skillRoutes } from './http/routes/skills.js';
 import { storageRoutes } from './http/routes/storage.js';
 import { Agent } from './http/schemas/agents.js';
 import { AgentDetail } from './http/schemas/agents-admin.js';
+import { ApiKeyInfo } from './http/schemas/api-keys.js';
 import { ErrorBody, Pagination } from './http/schemas/common.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project, ProjectDetail } from './http/schemas/projects.js';
@@ -116,6 +118,7 @@ export async function buildApp(
     Pagination,
     Agent,
     AgentDetail,
+    ApiKeyInfo,
     Project,
     ProjectDetail,
     ProjectFile,
@@ -167,6 +170,7 @@ export async function buildApp(
       await agentRoutes(v1, deps);
       await agentAdminRoutes(v1, deps);
       await meRoutes(v1, deps);
+      await apiKeyRoutes(v1, deps);
       await projectRoutes(v1, deps);
       await projectAdminRoutes(v1, deps);
       await projectFileRoutes(v1, deps);

@@ -145,7 +145,15 @@ export function requireManager(access: WorkspaceAccess): WorkspaceAccess {
   return access;
 }
 
-/** Owners and admins see every live agent of their workspace; others what the agent list shows. */
-export function canSeeUnlisted(access: WorkspaceAccess): boolean {
+/** Owners and admins: they see every live agent and key of their workspace and may change them. */
+export function isManager(access: WorkspaceAccess): boolean {
   return access.role === 'owner' || access.role === 'admin';
+}
+
+/**
+ * The access of the principal to a workspace when its key may act there, else null (unknown
+ * workspaces included): for routes that answer 404 rather than 401 when it may not.
+ */
+export async function accessWorkspaceIfAllowed(db: Db, principal: Principal, workspaceId: string) {
+  return (await resolveAccess(db, principal, workspaceId)) ?? null;
 }

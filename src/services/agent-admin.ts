@@ -14,7 +14,7 @@ import { type Clock, isoNow, newId } from '../ids.js';
 import type { ModelRegistry } from '../models/registry.js';
 import {
   accessAgentWorkspace,
-  canSeeUnlisted,
+  isManager,
   type Principal,
   requireManager,
   type WorkspaceAccess,
@@ -82,7 +82,7 @@ async function runsOnModel(deps: AgentAdminDeps, access: WorkspaceAccess, row: A
 async function visibleAgent(deps: AgentAdminDeps, principal: Principal, agentId: string) {
   const access = await accessAgentWorkspace(deps.db, principal, agentId);
   const row = await findLiveAgent(deps.db, agentId);
-  if (!row || (row.visibility === 'private' && !canSeeUnlisted(access))) throw errors.notFound('Agent');
+  if (!row || (row.visibility === 'private' && !isManager(access))) throw errors.notFound('Agent');
   return { access, row };
 }
 
