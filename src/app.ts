@@ -19,6 +19,7 @@ import { projectRoutes } from './http/routes/projects.js';
 import { projectAdminRoutes } from './http/routes/projects-admin.js';
 import { skillRoutes } from './http/routes/skills.js';
 import { storageRoutes } from './http/routes/storage.js';
+import { usageRoutes } from './http/routes/usage.js';
 import { Agent } from './http/schemas/agents.js';
 import { AgentDetail } from './http/schemas/agents-admin.js';
 import { ApiKeyInfo } from './http/schemas/api-keys.js';
@@ -171,6 +172,7 @@ export async function buildApp(
       await agentAdminRoutes(v1, deps);
       await meRoutes(v1, deps);
       await apiKeyRoutes(v1, deps);
+      await usageRoutes(v1, deps);
       await projectRoutes(v1, deps);
       await projectAdminRoutes(v1, deps);
       await projectFileRoutes(v1, deps);
