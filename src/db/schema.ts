@@ -19,6 +19,7 @@ export interface Database {
   agent_runs: AgentRunTable;
   skills: SkillTable;
   usage_ledger: UsageLedgerTable;
+  usage_daily: UsageDailyTable;
 }
 
 export interface OrganizationTable {
@@ -235,4 +236,17 @@ export interface UsageLedgerTable {
   output_tokens: number;
   cost_usd: number;
   updated_at: string;
+}
+
+/** Model replies summed by workspace, UTC day, agent and model; kept by a trigger (010-management). */
+export interface UsageDailyTable {
+  workspace_id: string;
+  /** `YYYY-MM-DD` in UTC. */
+  date: string;
+  agent_id: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  requests: number;
 }

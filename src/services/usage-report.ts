@@ -34,12 +34,12 @@ function grouped<K extends string>(key: K, groups: Map<string, Totals>) {
     .map(([value, totals]) => ({ [key]: value, ...roundCost(totals) }) as { [P in K]: string } & Totals);
 }
 
-/** `YYYY-MM` → the first instants of that month and the next, as stored timestamps compare. */
+/** `YYYY-MM` → the first days of that month and the next, as `YYYY-MM-DD`. */
 function monthRange(month: string): { from: string; to: string } {
   const [year, m] = month.split('-').map(Number) as [number, number];
   return {
-    from: new Date(Date.UTC(year, m - 1, 1)).toISOString(),
-    to: new Date(Date.UTC(year, m, 1)).toISOString(),
+    from: new Date(Date.UTC(year, m - 1, 1)).toISOString().slice(0, 10),
+    to: new Date(Date.UTC(year, m, 1)).toISOString().slice(0, 10),
   };
 }
 

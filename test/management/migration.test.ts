@@ -94,6 +94,26 @@ beforeAll(async () => {
     created_at: T,
     completed_at: T,
   });
+  await insert('chats', {
+    id: 'cht_old',
+    workspace_id: 'wsp_old',
+    agent_id: 'agt_old',
+    title: 'Old chat',
+    created_at: T,
+    updated_at: T,
+  });
+  const message = { chat_id: 'cht_old', workspace_id: 'wsp_old', parts: '[]', created_at: T };
+  await insert('messages', { ...message, id: 'm1', role: 'user', position: 0 });
+  await insert('messages', {
+    ...message,
+    id: 'm2',
+    role: 'assistant',
+    position: 1,
+    model: 'atrium/echo',
+    input_tokens: 7,
+    output_tokens: 9,
+    cost_usd: 0,
+  });
   expect(await migrateToLatest(db, env.database.schema)).toEqual(['010-management']);
   app = await buildApp({ config: env.config, db, dialect: env.database.dialect });
   await app.ready();
@@ -131,5 +151,13 @@ describe(`migration 010-management over data of the previous release (${engineNa
       .where('id', '=', 'run_old')
       .executeTakeFirst();
     expect(run).toMatchObject({ input_tokens: 3, output_tokens: 4, user_id: null });
+  });
+
+  it('counts the replies stored before the upgrade in the usage report', async () => {
+    const report = (await get('/v1/workspace/wsp_old/usage?month=2026-10')).json().data;
+    expect(report).toMatchObject({ inputTokens: 7, outputTokens: 9, requests: 1 });
+    expect(report.byAgent).toEqual([
+      { agentId: 'agt_old', inputTokens: 7, outputTokens: 9, costUsd: 0, requests: 1 },
+    ]);
   });
 });

@@ -1,38 +1,27 @@
-import { sql } from 'kysely';
 import type { Db } from '../database.js';
 
 /**
- * Usage of a workspace between two instants, grouped by agent, model and UTC day in one pass.
- * Every model call's tokens are on an assistant message (chat turns, agent runs, and the
- * sub-agent calls folded into their lead's reply), so messages alone add up to the total.
+ * Usage of a workspace between two UTC days (`from` inclusive, `to` exclusive), by agent, model
+ * and day, from the rollup the messages trigger keeps (010-management): every model call's
+ * tokens are on an assistant message (chat turns, agent runs, and the sub-agent calls folded
+ * into their lead's reply), so the rollup adds up to the stored replies.
  */
 export async function usageGroups(db: Db, workspaceId: string, from: string, to: string) {
   const rows = await db
-    .selectFrom('messages')
-    .innerJoin('chats', 'chats.id', 'messages.chat_id')
-    .select([
-      'chats.agent_id as agentId',
-      'messages.model as model',
-      sql<string>`substr(messages.created_at, 1, 10)`.as('date'),
-      (eb) => eb.fn.sum<number>('messages.input_tokens').as('inputTokens'),
-      (eb) => eb.fn.sum<number>('messages.output_tokens').as('outputTokens'),
-      (eb) => eb.fn.sum<number>('messages.cost_usd').as('costUsd'),
-      (eb) => eb.fn.countAll<number>().as('requests'),
-    ])
-    .where('messages.workspace_id', '=', workspaceId)
-    .where('messages.created_at', '>=', from)
-    .where('messages.created_at', '<', to)
-    .where('messages.role', '=', 'assistant')
-    .groupBy(['chats.agent_id', 'messages.model', sql`substr(messages.created_at, 1, 10)`])
+    .selectFrom('usage_daily')
+    .select(['agent_id', 'model', 'date', 'input_tokens', 'output_tokens', 'cost_usd', 'requests'])
+    .where('workspace_id', '=', workspaceId)
+    .where('date', '>=', from)
+    .where('date', '<', to)
     .execute();
-  // PostgreSQL answers sums of bigint as text; both engines' numbers are normalised here.
+  // PostgreSQL answers bigint columns as text; both engines' numbers are normalised here.
   return rows.map((row) => ({
-    agentId: row.agentId,
-    model: row.model ?? '',
+    agentId: row.agent_id,
+    model: row.model,
     date: row.date,
-    inputTokens: Number(row.inputTokens),
-    outputTokens: Number(row.outputTokens),
-    costUsd: Number(row.costUsd),
+    inputTokens: Number(row.input_tokens),
+    outputTokens: Number(row.output_tokens),
+    costUsd: Number(row.cost_usd),
     requests: Number(row.requests),
   }));
 }
