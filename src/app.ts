@@ -18,6 +18,7 @@ import { projectFileRoutes } from './http/routes/project-files.js';
 import { projectRoutes } from './http/routes/projects.js';
 import { projectAdminRoutes } from './http/routes/projects-admin.js';
 import { skillRoutes } from './http/routes/skills.js';
+import { skillAdminRoutes } from './http/routes/skills-admin.js';
 import { storageRoutes } from './http/routes/storage.js';
 import { usageRoutes } from './http/routes/usage.js';
 import { Agent } from './http/schemas/agents.js';
@@ -173,6 +174,7 @@ export async function buildApp(
       await meRoutes(v1, deps);
       await apiKeyRoutes(v1, deps);
       await usageRoutes(v1, deps);
+      await skillAdminRoutes(v1, deps);
       await projectRoutes(v1, deps);
       await projectAdminRoutes(v1, deps);
       await projectFileRoutes(v1, deps);
