@@ -3,6 +3,7 @@ import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
 import type { Database } from '../db/schema.js';
 import { type IdPrefix, newId } from '../ids.js';
 import { PROJECT_DEFAULTS } from '../services/projects.js';
+import { ApiManagedObjectsError, findApiManagedObjects } from './ownership.js';
 import type { ApiKeySetup, SetupFile } from './validate.js';
 
 type Trx = Transaction<Database>;
@@ -303,10 +304,22 @@ async function applyAll(ctx: Context, setup: SetupFile) {
   }
 }
 
-/** Applies a validated setup file in one transaction: all of it or nothing. */
-export async function applySetup(db: Kysely<Database>, setup: SetupFile, options: { now: Date }) {
+/**
+ * Applies a validated setup file in one transaction: all of it or nothing. Objects the API
+ * manages refuse the whole file (ApiManagedObjectsError) unless `adopt` makes the file their
+ * manager (management.md).
+ */
+export async function applySetup(
+  db: Kysely<Database>,
+  setup: SetupFile,
+  options: { now: Date; adopt?: boolean },
+) {
   const report: ApplyReport = { created: [], updated: [], keys: {}, ids: {} };
   await db.transaction().execute(async (trx) => {
+    if (!options.adopt) {
+      const apiManaged = await findApiManagedObjects(trx, setup);
+      if (apiManaged.length > 0) throw new ApiManagedObjectsError(apiManaged);
+    }
     await applyAll({ trx, now: options.now.toISOString(), report }, setup);
   });
   return report;
