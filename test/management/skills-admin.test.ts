@@ -99,3 +99,80 @@ describe(`DELETE /v1/skills/{id} (${engineName})`, () => {
     expect((await call('DELETE', `/v1/skills/${shared.id}`, MKEYS.admin)).statusCode).toBe(200);
   });
 });
+
+async function uploadMode(files: Array<{ name: string; content: string }>, key: string, mode?: string) {
+  const zip = await buildZip(files);
+  const { body, contentType } = multipartBody([
+    ...(mode === undefined ? [] : [{ name: 'mode', content: mode }]),
+    { name: 'files', filename: 'skills.zip', contentType: 'application/zip', content: zip },
+  ]);
+  return t.app.inject({
+    method: 'POST',
+    url: '/v1/workspace/wsp_main/skills/bulk-upload',
+    headers: { 'x-service-api-key': key, 'content-type': contentType },
+    payload: body,
+  });
+}
+
+describe(`bulk upload mode=replace (${engineName})`, () => {
+  it('replaces a same-name skill in place, keeping its id, and drops files the new version lacks', async () => {
+    const first = await uploadMode(
+      [
+        { name: 'tool/SKILL.md', content: skillMd('tool', 'Version one') },
+        { name: 'tool/old.txt', content: 'old' },
+      ],
+      MKEYS.member,
+    );
+    const { id } = first.json().data.created[0];
+    const createMode = await uploadMode(
+      [{ name: 'tool/SKILL.md', content: skillMd('tool', 'Ignored') }],
+      MKEYS.member,
+    );
+    expect(createMode.json().data).toMatchObject({ created: [], skipped: [{ name: 'tool' }] });
+    expect(createMode.json().data.updated).toBeUndefined();
+
+    const res = await uploadMode(
+      [
+        { name: 'tool/SKILL.md', content: skillMd('tool', 'Version two') },
+        { name: 'tool/new.txt', content: 'new' },
+        { name: 'fresh/SKILL.md', content: skillMd('fresh', 'Brand new') },
+      ],
+      MKEYS.member,
+      'replace',
+    );
+    expect(res.statusCode).toBe(200);
+    const data = res.json().data;
+    expect(data.updated).toEqual([{ id, name: 'tool', storagePath: `skills/wsp_main/${id}/` }]);
+    expect(data.created.map((c: { name: string }) => c.name)).toEqual(['fresh']);
+    expect(data.summary).toEqual({ total: 2, created: 1, updated: 1, skipped: 0, failed: 0 });
+    const detail = (await call('GET', `/v1/skills/${id}`, MKEYS.member)).json().data.skill;
+    expect(detail.description).toBe('Version two');
+    expect(detail.files.map((f: { path: string }) => f.path)).toEqual(['SKILL.md', 'new.txt']);
+  });
+
+  it('skips another user’s same-name skill for a member, and replaces it for an admin', async () => {
+    const theirs = await uploadMode(
+      [{ name: 'owned/SKILL.md', content: skillMd('owned', 'By Olivia') }],
+      MKEYS.owner,
+    );
+    const id = theirs.json().data.created[0].id;
+    const member = await uploadMode(
+      [{ name: 'owned/SKILL.md', content: skillMd('owned', 'By Max') }],
+      MKEYS.member,
+      'replace',
+    );
+    expect(member.json().data).toMatchObject({ updated: [], skipped: [{ name: 'owned' }] });
+    const admin = await uploadMode(
+      [{ name: 'owned/SKILL.md', content: skillMd('owned', 'By Adam') }],
+      MKEYS.admin,
+      'replace',
+    );
+    expect(admin.json().data.updated).toEqual([expect.objectContaining({ id })]);
+  });
+
+  it('answers 400 for an unknown mode', async () => {
+    const res = await uploadMode([{ name: 'x/SKILL.md', content: skillMd('x', 'x') }], MKEYS.owner, 'merge');
+    expect(res.statusCode).toBe(400);
+    expect(JSON.stringify(res.json().details)).toContain('body.mode');
+  });
+});
