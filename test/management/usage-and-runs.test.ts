@@ -201,6 +201,11 @@ describe(`GET /v1/workspace/{id}/models (${engineName})`, () => {
     ]);
     expect((await call('GET', '/v1/workspace/wsp_main/models', MKEYS.globexWorkspace)).statusCode).toBe(401);
     expect((await call('GET', '/v1/workspace/wsp_nope/models', MKEYS.owner)).statusCode).toBe(404);
+    const token = (
+      await call('POST', '/v1/workspace/wsp_main/session-tokens', MKEYS.owner, { userId: 'usr_max' })
+    ).json().data.token;
+    expect((await call('GET', '/v1/workspace/wsp_main/models', token)).statusCode).toBe(401);
+    expect((await call('GET', '/v1/workspace/wsp_main/models', MKEYS.acmeOrg)).statusCode).toBe(200);
   });
 });
 
@@ -276,6 +281,19 @@ describe(`GET /v1/agents/{id}/runs (${engineName})`, () => {
     const res = await call('GET', `/v1/agents/agt_listed/runs?${query}`, MKEYS.owner);
     expect(res.statusCode).toBe(status);
     if (status === 200) expect(res.json().data.pagination.limit).toBe(100);
+  });
+
+  it('lets an owner’s organization key see every run and a member’s organization key its own', async () => {
+    const all = (await call('GET', '/v1/agents/agt_listed/runs?limit=100', MKEYS.acmeOrg)).json().data.runs;
+    const owners = (await call('GET', '/v1/agents/agt_listed/runs?limit=100', MKEYS.owner)).json().data.runs;
+    expect(all).toEqual(owners);
+    const maxByOrgKey = (
+      await call('GET', '/v1/agents/agt_listed/runs?limit=100', MKEYS.acmeOrgMember)
+    ).json().data.runs;
+    const maxByWorkspaceKey = (await call('GET', '/v1/agents/agt_listed/runs?limit=100', MKEYS.member)).json()
+      .data.runs;
+    expect(maxByOrgKey).toEqual(maxByWorkspaceKey);
+    expect(maxByOrgKey.length).toBeLessThan(all.length);
   });
 
   it('answers 404 for an agent of another tenant', async () => {
