@@ -34,7 +34,13 @@ function sessionMayReach(request: FastifyRequest): boolean {
   const route = request.routeOptions.url;
   // An unknown path answers 404 whoever asks.
   if (route === undefined) return true;
-  if (route === '/v1/workspace/:workspaceId/agents' && request.method !== 'GET') return false;
+  if (
+    route === '/v1/workspace/:workspaceId/agents' &&
+    request.method !== 'GET' &&
+    request.method !== 'HEAD'
+  ) {
+    return false;
+  }
   return SESSION_ROUTES.some((pattern) => pattern.test(route));
 }
 
