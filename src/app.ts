@@ -19,17 +19,25 @@ import { createClientErrorHandler, registerHostCheck } from './http/plugins/prot
 import { registerRequestTimeouts } from './http/plugins/request-timeouts.js';
 import { requestIdFrom } from './http/request-id.js';
 import { agentRunRoutes } from './http/routes/agent-runs.js';
+import { agentAdminRoutes } from './http/routes/agents-admin.js';
+import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { chatRoutes } from './http/routes/chat.js';
 import { healthRoutes } from './http/routes/health.js';
+import { meRoutes } from './http/routes/me.js';
 import { projectFileRoutes } from './http/routes/project-files.js';
 import { projectRoutes } from './http/routes/projects.js';
+import { projectAdminRoutes } from './http/routes/projects-admin.js';
 import { skillRoutes } from './http/routes/skills.js';
+import { skillAdminRoutes } from './http/routes/skills-admin.js';
 import { storageRoutes } from './http/routes/storage.js';
+import { usageRoutes } from './http/routes/usage.js';
 import { Agent } from './http/schemas/agents.js';
+import { AgentDetail } from './http/schemas/agents-admin.js';
+import { ApiKeyInfo } from './http/schemas/api-keys.js';
 import { ErrorBody, Pagination } from './http/schemas/common.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
-import { Project } from './http/schemas/projects.js';
+import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
 import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
@@ -166,7 +174,17 @@ export async function buildApp(
   registerHostCheck(app);
   registerRequestTimeouts(app, timeouts);
   options.beforeRoutes?.(app);
-  for (const schema of [ErrorBody, Pagination, Agent, Project, ProjectFile, ProjectFileTreeNode]) {
+  for (const schema of [
+    ErrorBody,
+    Pagination,
+    Agent,
+    AgentDetail,
+    ApiKeyInfo,
+    Project,
+    ProjectDetail,
+    ProjectFile,
+    ProjectFileTreeNode,
+  ]) {
     app.addSchema(schema);
     validators.body.addSchema(schema);
     validators.other.addSchema(schema);
@@ -224,7 +242,13 @@ export async function buildApp(
       registerAuth(v1, deps);
       registerInputGuard(v1);
       await agentRoutes(v1, deps);
+      await agentAdminRoutes(v1, deps);
+      await meRoutes(v1, deps);
+      await apiKeyRoutes(v1, deps);
+      await usageRoutes(v1, deps);
+      await skillAdminRoutes(v1, deps);
       await projectRoutes(v1, deps);
+      await projectAdminRoutes(v1, deps);
       await projectFileRoutes(v1, deps);
       await skillRoutes(v1, deps);
       await chatRoutes(v1, chatDeps);

@@ -11,6 +11,8 @@ export const ERROR_STATUS = {
   method_not_allowed: 405,
   request_timeout: 408,
   quota_exceeded: 409,
+  conflict: 409,
+  managed_by_setup: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   headers_too_large: 431,
@@ -55,6 +57,12 @@ export const errors = {
     new ApiError('quota_exceeded', message, details),
   payloadTooLarge: (message: string, details: Record<string, unknown> = {}) =>
     new ApiError('payload_too_large', message, details),
+  conflict: (message: string, details: Record<string, unknown> = {}) =>
+    new ApiError('conflict', message, details),
+  managedBySetup: (what: string) =>
+    new ApiError('managed_by_setup', `${what} is managed by the setup file; change it there`, {
+      managedBy: 'setup',
+    }),
   unsupportedMediaType: (message: string) => new ApiError('unsupported_media_type', message),
   internal: (cause?: unknown) => new ApiError('internal_error', 'Internal server error', {}, { cause }),
 };

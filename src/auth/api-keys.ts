@@ -4,10 +4,15 @@ import type { ApiKeyKind } from '../db/schema.js';
 /** Plaintext keys given in a setup file must carry at least this many characters. */
 export const MIN_KEY_LENGTH = 32;
 
+const KEY_PREFIXES: Record<ApiKeyKind, string> = {
+  workspace: 'atr_ws_',
+  organization: 'atr_org_',
+  session: 'atr_st_',
+};
+
 /** A new key: 32 random bytes (256 bits), with a prefix that tells its kind at a glance. */
 export function generateApiKey(kind: ApiKeyKind): string {
-  const prefix = kind === 'workspace' ? 'atr_ws_' : 'atr_org_';
-  return prefix + randomBytes(32).toString('base64url');
+  return KEY_PREFIXES[kind] + randomBytes(32).toString('base64url');
 }
 
 /**

@@ -8,6 +8,8 @@ import { findUser, findWorkspace } from '../db/repositories/tenancy.js';
 import { newId } from '../ids.js';
 import { startServer } from '../server.js';
 import { applySetup } from '../setup/apply.js';
+import { exportText, exportWorkspace } from '../setup/export.js';
+import { ApiManagedObjectsError } from '../setup/ownership.js';
 import { parseSetupText } from '../setup/validate.js';
 import { createDemo, demoInstructions, hasAnyOrganization } from './demo.js';
 
@@ -17,7 +19,10 @@ const USAGE = `Usage: atrium <command>
 
   serve                                   migrate if needed, then serve the API
   migrate                                 apply pending migrations and exit
-  apply FILE [--json]                     apply a setup file (YAML or JSON), idempotently
+  apply FILE [--json] [--adopt]           apply a setup file (YAML or JSON), idempotently;
+                                          --adopt takes over objects managed through the API
+  export --workspace ID                   print the workspace's API-managed agents and projects
+                                          as setup-file YAML
   keys create --workspace ID --user ID [--name N] [--json]
   keys create --organization ID --user ID [--name N] [--json]
   keys revoke KEY_ID                      revoke a key
@@ -68,7 +73,7 @@ async function migrate(): Promise<number> {
 async function apply(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
-    options: { json: { type: 'boolean' } },
+    options: { json: { type: 'boolean' }, adopt: { type: 'boolean' } },
     allowPositionals: true,
   });
   const [file] = positionals;
@@ -86,7 +91,20 @@ async function apply(args: string[]): Promise<number> {
     for (const problem of parsed.problems) console.error(`  ${file}: ${problem.path}: ${problem.message}`);
     return EXIT.usage;
   }
-  const report = await withDatabase((database) => applySetup(database.db, parsed.setup, { now: new Date() }));
+  let report: Awaited<ReturnType<typeof applySetup>>;
+  try {
+    report = await withDatabase((database) =>
+      applySetup(database.db, parsed.setup, { now: new Date(), adopt: values.adopt ?? false }),
+    );
+  } catch (error) {
+    if (!(error instanceof ApiManagedObjectsError)) throw error;
+    console.error(`${file}: nothing was applied: these objects are managed through the API:`);
+    for (const object of error.objects) console.error(`  ${object}`);
+    console.error(
+      'Run again with --adopt to make the file their manager (API writes to them then answer 409).',
+    );
+    return EXIT.usage;
+  }
   if (values.json) {
     console.log(JSON.stringify({ keys: report.keys, ids: report.ids }));
     return EXIT.ok;
@@ -95,6 +113,23 @@ async function apply(args: string[]): Promise<number> {
   for (const line of report.created) console.log(`created ${line}`);
   for (const line of report.updated) console.log(`updated ${line}`);
   for (const [name, key] of Object.entries(report.keys)) console.log(`key ${name}: ${key}`);
+  return EXIT.ok;
+}
+
+async function exportCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { workspace: { type: 'string' } },
+    allowPositionals: true,
+  });
+  if (!values.workspace || positionals.length > 0) throw new UsageError('export needs --workspace ID');
+  const workspaceId = values.workspace;
+  const setup = await withDatabase((database) => exportWorkspace(database.db, workspaceId));
+  if (!setup) {
+    console.error(`No workspace ${workspaceId}`);
+    return EXIT.failure;
+  }
+  console.log(exportText(setup, workspaceId).trimEnd());
   return EXIT.ok;
 }
 
@@ -193,6 +228,8 @@ export async function main(argv: string[]): Promise<number> {
         return await apply(args);
       case 'keys':
         return await keys(args);
+      case 'export':
+        return await exportCommand(args);
       case 'demo':
         return await demo();
       case undefined:

@@ -21,6 +21,7 @@ export interface Database {
   usage_ledger: UsageLedgerTable;
   rate_limit_counters: RateLimitCounterTable;
   usage_reservations: UsageReservationTable;
+  usage_daily: UsageDailyTable;
 }
 
 export interface OrganizationTable {
@@ -61,7 +62,10 @@ export interface WorkspaceMemberTable {
   created_at: string;
 }
 
-export type ApiKeyKind = 'workspace' | 'organization';
+export type ApiKeyKind = 'workspace' | 'organization' | 'session';
+
+/** Who manages a row: the setup file or the API (management.md). */
+export type ManagedBy = 'setup' | 'api';
 
 export interface ApiKeyTable {
   id: string;
@@ -79,6 +83,10 @@ export interface ApiKeyTable {
   revoked_at: string | null;
   last_used_at: string | null;
   created_at: string;
+  /** Defaults to `setup` (the setup file and the CLI); keys made over the API are `api`. */
+  managed_by: ManagedBy;
+  /** Session tokens only: JSON array of the agent ids the token is limited to, or null (all). */
+  agent_ids: string | null;
 }
 
 export type ProviderType = 'openai' | 'anthropic' | 'openai-compatible';
@@ -127,6 +135,7 @@ export interface AgentTable {
   deleted_at: string | null;
   created_at: string;
   updated_at: string;
+  managed_by: ManagedBy;
 }
 
 export interface ProjectTable {
@@ -141,6 +150,8 @@ export interface ProjectTable {
   archived: number;
   created_at: string;
   updated_at: string;
+  /** Null: created before ownership was recorded; the API treats it as `api` (010-management). */
+  managed_by: ManagedBy | null;
 }
 
 export interface ProjectFileTable {
@@ -201,6 +212,8 @@ export interface AgentRunTable {
   cost_usd: number;
   created_at: string;
   completed_at: string;
+  /** The user whose key made the run; null (or left out) for runs made before it was recorded. */
+  user_id?: string | null;
 }
 
 export interface SkillTable {
@@ -245,4 +258,17 @@ export interface UsageReservationTable {
   cost_usd: number;
   created_at: string;
   expires_at: string;
+}
+
+/** Model replies summed by workspace, UTC day, agent and model; kept by a trigger (010-management). */
+export interface UsageDailyTable {
+  workspace_id: string;
+  /** `YYYY-MM-DD` in UTC. */
+  date: string;
+  agent_id: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+  requests: number;
 }

@@ -17,7 +17,12 @@ const MAX_FIELDS = 20;
 export interface SpooledUpload {
   parts: UploadedPart[];
   visibility: Visibility | undefined;
+  /** `create` (same-name skills are skipped) or `replace` (they are replaced in place). */
+  mode?: SkillUploadMode;
 }
+
+export const SKILL_UPLOAD_MODES = ['create', 'replace'] as const;
+export type SkillUploadMode = (typeof SKILL_UPLOAD_MODES)[number];
 
 /** Counts the bytes of every file part of a request together and stops at the limit. */
 class CombinedLimit {
@@ -112,6 +117,16 @@ export async function spoolSkillUpload(
     });
     for await (const part of parts) {
       if (part.type === 'field') {
+        if (part.fieldname === 'mode') {
+          const mode = String(part.value).trim();
+          if (!(SKILL_UPLOAD_MODES as readonly string[]).includes(mode)) {
+            throw errors.badRequest(`mode must be one of ${SKILL_UPLOAD_MODES.join(', ')}`, [
+              { path: 'body.mode', message: `must be one of ${SKILL_UPLOAD_MODES.join(', ')}` },
+            ]);
+          }
+          result.mode = mode as SkillUploadMode;
+          continue;
+        }
         if (part.fieldname !== 'visibility') continue;
         const value = String(part.value).trim();
         if (!(SKILL_VISIBILITIES as readonly string[]).includes(value)) {

@@ -28,6 +28,8 @@ export interface Principal {
   rateLimitPerMinute: number | null;
   /** For a workspace key, its own workspace, resolved with the key (no second query). */
   ownWorkspace: WorkspaceAccess | null;
+  /** A session token limited to some agents: their ids; null when not limited. */
+  agentIds: string[] | null;
 }
 
 // Writing last_used_at on every request would make each read a write; a minute's precision is plenty.
@@ -57,13 +59,15 @@ export async function authenticateKey(
     userId: key.user_id,
     rateLimitPerMinute: key.workspace_rate_limit ?? null,
     ownWorkspace: null,
+    agentIds: key.agent_ids ? (JSON.parse(key.agent_ids) as string[]) : null,
   };
   if (key.workspace_id) {
     principal.ownWorkspace = {
       principal,
       workspaceId: key.workspace_id,
       organizationId: key.organization_id,
-      role: key.workspace_role ?? null,
+      // A session token acts with a member's rights, whatever its user's role (management.md).
+      role: key.kind === 'session' ? 'member' : (key.workspace_role ?? null),
       defaultModel: key.workspace_default_model ?? null,
     };
   }
@@ -125,9 +129,31 @@ export async function accessRequestWorkspace(db: Db, principal: Principal, heade
  * cannot see is reported as missing, never as forbidden, so existence does not leak.
  */
 export async function accessAgentWorkspace(db: Db, principal: Principal, agentId: string) {
+  if (principal.agentIds && !principal.agentIds.includes(agentId)) throw errors.notFound('Agent');
   const location = await findAgentLocation(db, agentId);
   if (!location) throw errors.notFound('Agent');
   const access = await resolveAccess(db, principal, location.workspaceId);
   if (!access) throw errors.notFound('Agent');
   return access;
+}
+
+/** Write routes of management.md: an owner or admin of the workspace; anyone else → 401. */
+export function requireManager(access: WorkspaceAccess): WorkspaceAccess {
+  if (access.role !== 'owner' && access.role !== 'admin') {
+    throw errors.unauthorized('This needs an owner or admin key of the workspace');
+  }
+  return access;
+}
+
+/** Owners and admins: they see every live agent and key of their workspace and may change them. */
+export function isManager(access: WorkspaceAccess): boolean {
+  return access.role === 'owner' || access.role === 'admin';
+}
+
+/**
+ * The access of the principal to a workspace when its key may act there, else null (unknown
+ * workspaces included): for routes that answer 404 rather than 401 when it may not.
+ */
+export async function accessWorkspaceIfAllowed(db: Db, principal: Principal, workspaceId: string) {
+  return (await resolveAccess(db, principal, workspaceId)) ?? null;
 }

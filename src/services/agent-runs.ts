@@ -28,7 +28,18 @@ export interface AgentRunView {
   executionTime: number;
   createdAt: string;
   completedAt: string;
+  usage: RunUsage;
   warnings?: ToolWarning[];
+}
+
+export interface RunUsage {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+}
+
+export function runUsage(run: Pick<AgentRunTable, 'input_tokens' | 'output_tokens' | 'cost_usd'>): RunUsage {
+  return { inputTokens: run.input_tokens, outputTokens: run.output_tokens, costUsd: run.cost_usd };
 }
 
 /**
@@ -75,6 +86,7 @@ export async function runAgent(
         cost_usd: outcome.ok ? outcome.costUsd : 0,
         created_at: startedAt.toISOString(),
         completed_at: finishedAt.toISOString(),
+        user_id: principal.userId,
       };
       await insertAgentRun(trx, record);
     },
@@ -97,6 +109,7 @@ export async function runAgent(
     executionTime: run.execution_time_ms,
     createdAt: run.created_at,
     completedAt: run.completed_at,
+    usage: runUsage(run),
     ...(conversation.warnings.length > 0 ? { warnings: conversation.warnings } : {}),
   };
 }

@@ -38,7 +38,13 @@ export function agentView(agent: ListedAgent, runsOn: string) {
 }
 
 export async function listAgents(db: Db, models: ModelRegistry, access: WorkspaceAccess, page: Page) {
-  const { rows, total } = await listListedAgents(db, access.workspaceId, page.limit, page.offset);
+  const { rows, total } = await listListedAgents(
+    db,
+    access.workspaceId,
+    page.limit,
+    page.offset,
+    access.principal.agentIds,
+  );
   // The rule chats follow (`ModelRegistry.resolveForWorkspace`): the agent's own model when the
   // workspace enables it, else the fallback. Most agents have none: then no second query.
   const fallback = access.defaultModel ?? models.builtInDefaultModelId();

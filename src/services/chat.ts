@@ -243,7 +243,8 @@ export async function startConversation(
   const found = await findAgentWithWorkspace(db, request.agentId);
   const visible =
     found &&
-    (principal.kind === 'workspace'
+    (!principal.agentIds || principal.agentIds.includes(found.agent.id)) &&
+    (principal.workspaceId
       ? found.workspace.id === principal.workspaceId
       : found.workspace.organization_id === principal.organizationId);
   if (!found || !visible) throw errors.notFound('Agent');

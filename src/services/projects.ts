@@ -19,7 +19,9 @@ export interface NewProjectInput {
 }
 
 /** The public form of a project; instructions and memory stay inside (spec §2). */
-export function projectView(project: Omit<ProjectRow, 'instructions' | 'memory' | 'workspace_id'>) {
+export function projectView(
+  project: Omit<ProjectRow, 'instructions' | 'memory' | 'workspace_id' | 'managed_by'>,
+) {
   return {
     id: project.id,
     name: project.name,
@@ -46,12 +48,13 @@ export async function createProject(db: Db, clock: Clock, access: WorkspaceAcces
     archived: 0,
     created_at: now,
     updated_at: now,
+    managed_by: 'api',
   };
   await insertProject(db, project);
   return projectView(project);
 }
 
-export async function listProjects(db: Db, access: WorkspaceAccess) {
-  const rows = await listActiveProjects(db, access.workspaceId);
+export async function listProjects(db: Db, access: WorkspaceAccess, archived = false) {
+  const rows = await listActiveProjects(db, access.workspaceId, archived);
   return rows.map(projectView);
 }

@@ -7,6 +7,7 @@ import type { ZipFile } from 'yauzl';
 import type { Db } from '../db/database.js';
 import {
   findExistingSkillIds,
+  findSkillsByName,
   findTakenSkillNames,
   insertSkills,
   listVisibleSkills,
@@ -75,10 +76,15 @@ export interface SkillErrorItem {
 
 export interface BulkUploadResult {
   created: Array<{ id: string; name: string; storagePath: string }>;
+  /** With `mode: 'replace'` only. */
+  updated?: Array<{ id: string; name: string; storagePath: string }>;
   skipped: Array<{ name: string; reason: string; file: string }>;
   errors: SkillErrorItem[];
-  summary: { total: number; created: number; skipped: number; failed: number };
+  summary: { total: number; created: number; skipped: number; failed: number; updated?: number };
 }
+
+/** A same-name skill that `mode: 'replace'` replaces in place. */
+type ReplacedSkill = Pick<SkillTable, 'id' | 'storage_path' | 'created_at' | 'owner_user_id'>;
 
 export interface SkillServiceDeps {
   db: Db;
@@ -132,7 +138,7 @@ const stem = (filename: string) => path.basename(filename, path.extname(filename
 export async function bulkUploadSkills(
   deps: SkillServiceDeps,
   access: WorkspaceAccess,
-  input: { parts: UploadedPart[]; visibility: Visibility },
+  input: { parts: UploadedPart[]; visibility: Visibility; mode?: 'create' | 'replace' },
   limits: SkillUploadLimits = SKILL_UPLOAD_LIMITS,
 ): Promise<BulkUploadResult> {
   assertMayUploadSkills(access, input.visibility);
@@ -179,17 +185,22 @@ export async function bulkUploadSkills(
     }
 
     const ready = await checkCandidates(candidates, limits, fail);
-    const { toCreate, skipped } = await sortOutDuplicates(deps.db, access.workspaceId, ready);
-    const created = await storeSkills(deps, access, input.visibility, toCreate, skipped);
+    const replace = input.mode === 'replace';
+    const { toCreate, skipped } = await sortOutDuplicates(deps.db, access, ready, replace);
+    const stored = await storeSkills(deps, access, input.visibility, toCreate, skipped);
+    const created = stored.filter((skill) => !skill.replaced).map(({ replaced: _, ...skill }) => skill);
+    const updated = stored.filter((skill) => skill.replaced).map(({ replaced: _, ...skill }) => skill);
     return {
       created,
+      ...(replace && { updated }),
       skipped,
       errors: failures,
       summary: {
-        total: created.length + skipped.length + failures.length,
+        total: created.length + updated.length + skipped.length + failures.length,
         created: created.length,
         skipped: skipped.length,
         failed: failures.length,
+        ...(replace && { updated: updated.length }),
       },
     };
   } finally {
@@ -285,19 +296,33 @@ async function readMarkdownPart(part: UploadedPart, limits: ArchiveLimits): Prom
   return decodeText(await readFile(part.path), limits);
 }
 
-async function sortOutDuplicates(db: Db, workspaceId: string, ready: ReadySkill[]) {
-  const taken = await findTakenSkillNames(
-    db,
-    workspaceId,
-    ready.map((skill) => skill.header.name),
-  );
+async function sortOutDuplicates(db: Db, access: WorkspaceAccess, ready: ReadySkill[], replace: boolean) {
+  const names = ready.map((skill) => skill.header.name);
+  const taken = await findTakenSkillNames(db, access.workspaceId, names);
+  const existing = replace ? await findSkillsByName(db, access.workspaceId, [...taken]) : new Map();
   const firstFile = new Map<string, string>();
-  const toCreate: ReadySkill[] = [];
+  const toCreate: Array<ReadySkill & { replaces?: ReplacedSkill }> = [];
   const skipped: BulkUploadResult['skipped'] = [];
   for (const skill of ready) {
     const { name } = skill.header;
     const file = skill.candidate.file;
-    if (taken.has(name)) {
+    const replaces = existing.get(name);
+    const mayReplace =
+      replaces &&
+      (replaces.owner_user_id === access.principal.userId ||
+        access.role === 'owner' ||
+        access.role === 'admin');
+    if (replaces && !firstFile.has(name) && !mayReplace) {
+      skipped.push({
+        name,
+        file,
+        reason:
+          'a skill with this name belongs to another user; only they, an owner or an admin may replace it',
+      });
+    } else if (replaces && !firstFile.has(name)) {
+      firstFile.set(name, file);
+      toCreate.push({ ...skill, replaces });
+    } else if (taken.has(name) && !replace) {
       skipped.push({ name, file, reason: 'a skill with this name already exists in the workspace' });
     } else if (firstFile.has(name)) {
       skipped.push({
@@ -322,25 +347,27 @@ async function storeSkills(
   deps: SkillServiceDeps,
   access: WorkspaceAccess,
   visibility: Visibility,
-  toCreate: ReadySkill[],
+  toCreate: Array<ReadySkill & { replaces?: ReplacedSkill }>,
   skipped: BulkUploadResult['skipped'],
 ) {
   const now = deps.clock().toISOString();
-  const rows: SkillTable[] = toCreate.map(({ header }) => {
-    const id = newId('skl');
+  const rows: SkillTable[] = toCreate.map(({ header, replaces }) => {
+    const id = replaces?.id ?? newId('skl');
     return {
       id,
       workspace_id: access.workspaceId,
       name: header.name,
       description: header.description,
       visibility,
-      owner_user_id: access.principal.userId,
-      storage_path: skillStoragePath(access.workspaceId, id),
+      owner_user_id: replaces?.owner_user_id ?? access.principal.userId,
+      storage_path: replaces?.storage_path ?? skillStoragePath(access.workspaceId, id),
       metadata: JSON.stringify(header.metadata),
-      created_at: now,
+      created_at: replaces?.created_at ?? now,
       updated_at: now,
     };
   });
+  // A replaced skill's files that the new version no longer has, removed once its row is updated.
+  const staleFiles = await staleFilesOfReplaced(deps.store, toCreate);
   const written = new Set<string>();
   // Every file of every skill, written side by side: each write waits on the disk (fsync) or
   // the network, so overlapping them is what makes a 200-skill upload fast.
@@ -354,7 +381,8 @@ async function storeSkills(
     await forEachConcurrently(writes, STORE_CONCURRENCY, async ({ index, file }) => {
       const { candidate } = toCreate[index]!;
       const prefix = rows[index]!.storage_path;
-      written.add(prefix);
+      // A replaced skill's prefix holds its previous files: never removed wholesale on failure.
+      if (!toCreate[index]!.replaces) written.add(prefix);
       if (candidate.kind === 'zip' && file) {
         const body = (await entryStream(candidate.zip, candidate.plan.root, file)) as Readable;
         try {
@@ -373,11 +401,22 @@ async function storeSkills(
         });
       }
     });
-    const inserted = await insertSkills(deps.db, rows);
-    const created: BulkUploadResult['created'] = [];
+    const replacedIds = new Set(toCreate.flatMap(({ replaces }) => (replaces ? [replaces.id] : [])));
+    const inserted = await insertSkills(
+      deps.db,
+      rows.filter((row) => !replacedIds.has(row.id)),
+      rows.filter((row) => replacedIds.has(row.id)),
+    );
+    await Promise.all(staleFiles.map((key) => deps.store.delete(key)));
+    const created: Array<BulkUploadResult['created'][number] & { replaced: boolean }> = [];
     for (const [index, row] of rows.entries()) {
       if (inserted.has(row.id)) {
-        created.push({ id: row.id, name: row.name, storagePath: row.storage_path });
+        created.push({
+          id: row.id,
+          name: row.name,
+          storagePath: row.storage_path,
+          replaced: replacedIds.has(row.id),
+        });
       } else {
         // Another request took the name between our check and our insert.
         skipped.push({
@@ -393,6 +432,24 @@ async function storeSkills(
     await Promise.allSettled([...written].map((prefix) => deps.store.deletePrefix(prefix)));
     throw errors.internal(error);
   }
+}
+
+/** The stored files of the skills being replaced that their new version does not write. */
+async function staleFilesOfReplaced(
+  store: ObjectStore,
+  toCreate: Array<ReadySkill & { replaces?: ReplacedSkill }>,
+) {
+  const stale: string[] = [];
+  for (const { candidate, replaces } of toCreate) {
+    if (!replaces) continue;
+    const next = new Set(
+      candidate.kind === 'zip' ? candidate.plan.files.map((file) => file.relativePath) : ['SKILL.md'],
+    );
+    for await (const object of store.list(replaces.storage_path)) {
+      if (!next.has(object.key.slice(replaces.storage_path.length))) stale.push(object.key);
+    }
+  }
+  return stale;
 }
 
 /**

@@ -3,6 +3,7 @@ import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
 import type { Database } from '../db/schema.js';
 import { type IdPrefix, newId } from '../ids.js';
 import { PROJECT_DEFAULTS } from '../services/projects.js';
+import { ApiManagedObjectsError, findApiManagedObjects } from './ownership.js';
 import type { ApiKeySetup, SetupFile, WorkspaceSetup } from './validate.js';
 
 type Trx = Transaction<Database>;
@@ -144,6 +145,7 @@ async function applyKey(
         key_hash: hash,
         key_prefix: wanted ? keyPrefix(wanted) : existing?.key_prefix,
         expires_at: setting(key.expiresAt && new Date(key.expiresAt).toISOString(), null),
+        managed_by: 'setup',
       };
     },
     defaults: { expires_at: null, revoked_at: null, last_used_at: null },
@@ -315,6 +317,7 @@ async function applyAll(ctx: Context, setup: SetupFile) {
                 : agent.deleted
                   ? ((existing?.deleted_at as string | null) ?? ctx.now)
                   : null,
+            managed_by: 'setup',
           }),
           defaults: {
             description: '',
@@ -348,6 +351,7 @@ async function applyAll(ctx: Context, setup: SetupFile) {
             // Memory grows through the `remember` tool; the file sets it only when it names it.
             memory: setting(project.memory, ''),
             archived: project.archived === undefined ? undefined : project.archived ? 1 : 0,
+            managed_by: 'setup',
           }),
           defaults: { ...PROJECT_DEFAULTS, memory: '', archived: 0 },
         });
@@ -357,10 +361,22 @@ async function applyAll(ctx: Context, setup: SetupFile) {
   }
 }
 
-/** Applies a validated setup file in one transaction: all of it or nothing. */
-export async function applySetup(db: Kysely<Database>, setup: SetupFile, options: { now: Date }) {
+/**
+ * Applies a validated setup file in one transaction: all of it or nothing. Objects the API
+ * manages refuse the whole file (ApiManagedObjectsError) unless `adopt` makes the file their
+ * manager (management.md).
+ */
+export async function applySetup(
+  db: Kysely<Database>,
+  setup: SetupFile,
+  options: { now: Date; adopt?: boolean },
+) {
   const report: ApplyReport = { created: [], updated: [], keys: {}, ids: {} };
   await db.transaction().execute(async (trx) => {
+    if (!options.adopt) {
+      const apiManaged = await findApiManagedObjects(trx, setup);
+      if (apiManaged.length > 0) throw new ApiManagedObjectsError(apiManaged);
+    }
     await applyAll({ trx, now: options.now.toISOString(), report }, setup);
   });
   return report;

@@ -56,6 +56,7 @@ describe('POST /v1/agents/:agentId/runs', () => {
       executionTime: expect.any(Number),
       createdAt: expect.stringMatching(/Z$/),
       completedAt: expect.stringMatching(/Z$/),
+      usage: { inputTokens: 200, outputTokens: 100, costUsd: 0.0004 },
     });
     expect(Number.isInteger(data.executionTime)).toBe(true);
     expect(data.executionTime).toBeGreaterThanOrEqual(0);

@@ -45,6 +45,7 @@ describe('POST /v1/chat (JSON) on the provider path', () => {
       text: DEFAULT_UPSTREAM_TEXT,
       messageId: expect.stringMatching(/^msg_/),
       chatId: expect.stringMatching(/^cht_/),
+      usage: { inputTokens: 75, outputTokens: 5, costUsd: expect.any(Number) },
     });
     expect(body.warnings).toBeUndefined();
 

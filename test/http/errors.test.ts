@@ -101,8 +101,9 @@ describe(`HTTP error handling (${engineName})`, () => {
     expect(res.json()).toMatchObject({ ...errorShape, code: 'method_not_allowed' });
     expect(res.headers.allow).toContain('GET');
     expect(res.headers.allow).toContain('POST');
+    // POST creates an agent there (management.md); PUT is not a method of that path.
     const withParam = await t.app.inject({
-      method: 'POST',
+      method: 'PUT',
       url: '/v1/workspace/wsp_main/agents',
       headers: key,
     });

@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import * as initial from './001-initial.js';
 import * as chatMessagesAndRunUsage from './002-chat-messages-and-run-usage.js';
 import * as sharedLimits from './003-shared-limits.js';
+import * as management from './010-management.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   '001-initial': initial,
   '002-chat-messages-and-run-usage': chatMessagesAndRunUsage,
   '003-shared-limits': sharedLimits,
+  '010-management': management,
 };

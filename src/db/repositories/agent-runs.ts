@@ -16,3 +16,35 @@ export function findAgentRun(db: Executor, workspaceId: string, runId: string) {
     .where('workspace_id', '=', workspaceId)
     .executeTakeFirst();
 }
+
+export interface RunPageQuery {
+  limit: number;
+  /** The last run of the previous page: the page holds runs strictly older in (created_at, id). */
+  after?: { createdAt: string; id: string };
+  /** Only runs made with this user's keys (members). */
+  userId?: string;
+}
+
+/** A page of an agent's runs, newest first, one more than asked to tell whether more follow. */
+export function listAgentRuns(db: Db, workspaceId: string, agentId: string, page: RunPageQuery) {
+  let query = db
+    .selectFrom('agent_runs')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('agent_id', '=', agentId);
+  if (page.userId) query = query.where('user_id', '=', page.userId);
+  const after = page.after;
+  if (after) {
+    query = query.where((eb) =>
+      eb.or([
+        eb('created_at', '<', after.createdAt),
+        eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)]),
+      ]),
+    );
+  }
+  return query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit + 1)
+    .execute();
+}

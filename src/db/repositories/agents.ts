@@ -1,5 +1,8 @@
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Db } from '../database.js';
+import type { AgentTable, Database } from '../schema.js';
+
+type Executor = Db | Transaction<Database>;
 
 const LISTED_VISIBILITIES = ['workspace', 'organization'] as const;
 
@@ -7,12 +10,20 @@ const LISTED_VISIBILITIES = ['workspace', 'organization'] as const;
  * Listed agents: not deleted, not private; ordered by title (case-insensitive), then id, which
  * the listing index serves without a sort. (A window count would force one; a count is cheaper.)
  */
-export async function listListedAgents(db: Db, workspaceId: string, limit: number, offset: number) {
-  const base = db
+export async function listListedAgents(
+  db: Db,
+  workspaceId: string,
+  limit: number,
+  offset: number,
+  /** A session token limited to some agents lists only those. */
+  onlyIds?: string[] | null,
+) {
+  let base = db
     .selectFrom('agents')
     .where('workspace_id', '=', workspaceId)
     .where('deleted_at', 'is', null)
     .where('visibility', 'in', LISTED_VISIBILITIES);
+  if (onlyIds) base = onlyIds.length > 0 ? base.where('id', 'in', onlyIds) : base.where(sql<boolean>`1 = 0`);
   const rows = await base
     .select([
       'id',
@@ -54,4 +65,53 @@ export function findAgentLocation(db: Db, agentId: string) {
     .where('agents.id', '=', agentId)
     .where('agents.deleted_at', 'is', null)
     .executeTakeFirst();
+}
+
+export type AgentRow = AgentTable;
+
+/** A live agent wherever it is, for the management routes (access is decided by the caller). */
+export function findLiveAgent(db: Executor, agentId: string) {
+  return db
+    .selectFrom('agents')
+    .selectAll()
+    .where('id', '=', agentId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/** A live agent of the workspace with this exact title, other than `exceptId`. */
+export function findLiveAgentByTitle(db: Executor, workspaceId: string, title: string, exceptId?: string) {
+  let query = db
+    .selectFrom('agents')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('title', '=', title)
+    .where('deleted_at', 'is', null);
+  if (exceptId) query = query.where('id', '!=', exceptId);
+  return query.executeTakeFirst();
+}
+
+/** Which of `agentIds` are live agents of the workspace. */
+export async function liveAgentIdsIn(db: Executor, workspaceId: string, agentIds: string[]) {
+  if (agentIds.length === 0) return new Set<string>();
+  const rows = await db
+    .selectFrom('agents')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', 'in', agentIds)
+    .where('deleted_at', 'is', null)
+    .execute();
+  return new Set(rows.map((row) => row.id));
+}
+
+export async function insertAgent(db: Executor, agent: AgentRow): Promise<void> {
+  await db.insertInto('agents').values(agent).execute();
+}
+
+export async function updateAgent(
+  db: Executor,
+  agentId: string,
+  changes: Partial<Omit<AgentRow, 'id' | 'workspace_id'>>,
+): Promise<void> {
+  await db.updateTable('agents').set(changes).where('id', '=', agentId).execute();
 }

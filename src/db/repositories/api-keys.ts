@@ -1,5 +1,5 @@
 import type { Db } from '../database.js';
-import type { ApiKeyKind } from '../schema.js';
+import type { ApiKeyKind, ApiKeyTable, ManagedBy } from '../schema.js';
 
 export interface NewApiKey {
   id: string;
@@ -12,6 +12,10 @@ export interface NewApiKey {
   keyPrefix: string;
   expiresAt: string | null;
   createdAt: string;
+  /** Default `setup` (the setup file and the CLI). */
+  managedBy?: ManagedBy;
+  /** Session tokens: the agents the token is limited to. */
+  agentIds?: string[] | null;
 }
 
 /**
@@ -38,6 +42,7 @@ export function findApiKeyByHash(db: Db, keyHash: string) {
       'api_keys.expires_at',
       'api_keys.revoked_at',
       'api_keys.last_used_at',
+      'api_keys.agent_ids',
       'workspaces.default_model as workspace_default_model',
       'workspaces.rate_limit_per_minute as workspace_rate_limit',
       'workspace_members.role as workspace_role',
@@ -62,6 +67,8 @@ export async function insertApiKey(db: Db, key: NewApiKey): Promise<void> {
       revoked_at: null,
       last_used_at: null,
       created_at: key.createdAt,
+      managed_by: key.managedBy ?? 'setup',
+      agent_ids: key.agentIds ? JSON.stringify(key.agentIds) : null,
     })
     .execute();
 }
@@ -78,4 +85,49 @@ export async function revokeApiKey(db: Db, id: string, at: string): Promise<bool
 
 export async function touchApiKey(db: Db, id: string, at: string): Promise<void> {
   await db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+}
+
+/** The columns a key listing shows; never the hash. */
+const KEY_INFO_COLUMNS = [
+  'id',
+  'name',
+  'kind',
+  'organization_id',
+  'workspace_id',
+  'user_id',
+  'key_prefix',
+  'created_at',
+  'expires_at',
+  'last_used_at',
+  'revoked_at',
+  'managed_by',
+] as const;
+
+export type ApiKeyInfoRow = Pick<ApiKeyTable, (typeof KEY_INFO_COLUMNS)[number]>;
+
+/** The workspace keys of a workspace (session tokens are not listed), optionally of one user. */
+export function listWorkspaceApiKeys(db: Db, workspaceId: string, userId?: string) {
+  let query = db
+    .selectFrom('api_keys')
+    .select(KEY_INFO_COLUMNS)
+    .where('workspace_id', '=', workspaceId)
+    .where('kind', '=', 'workspace');
+  if (userId) query = query.where('user_id', '=', userId);
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+}
+
+export function findApiKeyInfo(db: Db, keyId: string) {
+  return db.selectFrom('api_keys').select(KEY_INFO_COLUMNS).where('id', '=', keyId).executeTakeFirst();
+}
+
+/** A live (not revoked) workspace key of that name, to refuse a second one. */
+export function findLiveWorkspaceKeyByName(db: Db, workspaceId: string, name: string) {
+  return db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('kind', '=', 'workspace')
+    .where('name', '=', name)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
 }

@@ -19,13 +19,16 @@ const LISTED_COLUMNS = [
   'updated_at',
 ] as const;
 
-/** Active projects, most recently updated first (then id, so equal times keep a stable order). */
-export function listActiveProjects(db: Db, workspaceId: string) {
+/**
+ * Active (or, when asked, archived) projects, most recently updated first (then id, so equal
+ * times keep a stable order).
+ */
+export function listActiveProjects(db: Db, workspaceId: string, archived = false) {
   return db
     .selectFrom('projects')
     .select(LISTED_COLUMNS)
     .where('workspace_id', '=', workspaceId)
-    .where('archived', '=', 0)
+    .where('archived', '=', archived ? 1 : 0)
     .orderBy('updated_at', 'desc')
     .orderBy('id', 'desc')
     .execute();
@@ -39,4 +42,33 @@ export function findProject(db: Db, workspaceId: string, projectId: string) {
     .where('id', '=', projectId)
     .where('workspace_id', '=', workspaceId)
     .executeTakeFirst();
+}
+
+export async function updateProject(
+  db: Db,
+  projectId: string,
+  changes: Partial<Omit<ProjectRow, 'id' | 'workspace_id'>>,
+): Promise<void> {
+  await db.updateTable('projects').set(changes).where('id', '=', projectId).execute();
+}
+
+/**
+ * Deletes the project and its file records in one transaction; its chats stay, detached (the
+ * foreign key would do it too, but not on a SQLite connection without foreign keys enforced).
+ */
+export async function deleteProjectRows(db: Db, workspaceId: string, projectId: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('chats')
+      .set({ project_id: null })
+      .where('workspace_id', '=', workspaceId)
+      .where('project_id', '=', projectId)
+      .execute();
+    await trx.deleteFrom('project_files').where('project_id', '=', projectId).execute();
+    await trx
+      .deleteFrom('projects')
+      .where('id', '=', projectId)
+      .where('workspace_id', '=', workspaceId)
+      .execute();
+  });
 }

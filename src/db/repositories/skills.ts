@@ -42,10 +42,29 @@ export async function findExistingSkillIds(db: Executor, ids: string[]): Promise
  * Inserts the skills in one transaction. A name taken meanwhile (a concurrent upload) is not
  * an error: that row is left out, and the ids of the rows really inserted are returned.
  */
-export async function insertSkills(db: Db, rows: SkillTable[]): Promise<Set<string>> {
-  if (rows.length === 0) return new Set();
+export async function insertSkills(
+  db: Db,
+  rows: SkillTable[],
+  replaced: SkillTable[] = [],
+): Promise<Set<string>> {
+  if (rows.length === 0 && replaced.length === 0) return new Set();
   return db.transaction().execute(async (trx) => {
     const inserted = new Set<string>();
+    // Replaced in place (`mode: replace`): same id and storage path, the new header; a skill
+    // deleted meanwhile is not brought back.
+    for (const row of replaced) {
+      const result = await trx
+        .updateTable('skills')
+        .set({
+          description: row.description,
+          visibility: row.visibility,
+          metadata: row.metadata,
+          updated_at: row.updated_at,
+        })
+        .where('id', '=', row.id)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) > 0) inserted.add(row.id);
+    }
     for (const row of rows) {
       const result = await trx
         .insertInto('skills')
@@ -97,4 +116,21 @@ export function listWorkspaceSkills(db: Db, workspaceId: string) {
     .where('workspace_id', '=', workspaceId)
     .orderBy('name')
     .execute();
+}
+
+/** The workspace's skills with these names, by name (for `mode: replace`). */
+export async function findSkillsByName(db: Executor, workspaceId: string, names: string[]) {
+  const found = new Map<string, Pick<SkillTable, 'id' | 'storage_path' | 'created_at' | 'owner_user_id'>>();
+  for (let start = 0; start < names.length; start += 500) {
+    const chunk = names.slice(start, start + 500);
+    if (chunk.length === 0) continue;
+    const rows = await db
+      .selectFrom('skills')
+      .select(['id', 'name', 'storage_path', 'created_at', 'owner_user_id'])
+      .where('workspace_id', '=', workspaceId)
+      .where('name', 'in', chunk)
+      .execute();
+    for (const { name, ...row } of rows) found.set(name, row);
+  }
+  return found;
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppDeps } from '../../app.js';
 import { authenticateKey, type Principal } from '../../services/access.js';
 import { type RateLimitState, RateLimiter, rateLimitedError, rateLimitHeaders } from './rate-limit.js';
+import { errors } from '../../errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -15,6 +16,32 @@ function presentedKey(request: FastifyRequest, headerName: string): string | und
   const authorization = request.headers.authorization;
   if (authorization?.startsWith('Bearer ')) return authorization.slice('Bearer '.length).trim() || undefined;
   return undefined;
+}
+
+/**
+ * The routes a session token reaches (management.md): chats, runs, the agent list and `/me`.
+ * Matched on the route pattern, so chat routes added later under these paths are covered.
+ */
+const SESSION_ROUTES = [
+  /^\/v1\/chat(\/|$)/,
+  /^\/v1\/chats(\/|$)/,
+  /^\/v1\/agents\/:agentId\/runs(\/|$)/,
+  /^\/v1\/workspace\/:workspaceId\/agents$/,
+  /^\/v1\/me$/,
+];
+
+function sessionMayReach(request: FastifyRequest): boolean {
+  const route = request.routeOptions.url;
+  // An unknown path answers 404 whoever asks.
+  if (route === undefined) return true;
+  if (
+    route === '/v1/workspace/:workspaceId/agents' &&
+    request.method !== 'GET' &&
+    request.method !== 'HEAD'
+  ) {
+    return false;
+  }
+  return SESSION_ROUTES.some((pattern) => pattern.test(route));
 }
 
 /**
@@ -43,6 +70,9 @@ export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
       if (state.exceeded) throw rateLimitedError(state);
     }
     request.principal = principal;
+    if (principal.kind === 'session' && !sessionMayReach(request)) {
+      throw errors.unauthorized('A session token reaches only the chat, run, agent list and /me routes');
+    }
   });
 }
 

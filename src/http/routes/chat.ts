@@ -29,6 +29,11 @@ export async function chatRoutes(app: FastifyInstance, deps: ChatDeps): Promise<
           text: outcome.text,
           messageId: conversation.messageId,
           chatId: conversation.chatId,
+          usage: {
+            inputTokens: outcome.usage.inputTokens,
+            outputTokens: outcome.usage.outputTokens,
+            costUsd: outcome.costUsd,
+          },
           ...(conversation.warnings.length > 0 ? { warnings: conversation.warnings } : {}),
         };
       }

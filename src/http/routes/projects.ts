@@ -6,11 +6,16 @@ import { accessRequestWorkspace } from '../../services/access.js';
 import { createProject, listProjects } from '../../services/projects.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
-import { CreateProjectBody, ProjectListResponse, ProjectResponse } from '../schemas/projects.js';
+import {
+  CreateProjectBody,
+  ProjectListQuery,
+  ProjectListResponse,
+  ProjectResponse,
+} from '../schemas/projects.js';
 
 const NAME_MAX = 200;
 
-const workspaceHeader = {
+export const workspaceHeader = {
   type: 'object',
   properties: {
     'x-workspace-id': {
@@ -47,21 +52,23 @@ export async function projectRoutes(app: FastifyInstance, deps: AppDeps): Promis
     },
   );
 
-  app.get(
+  app.get<{ Querystring: Static<typeof ProjectListQuery> }>(
     '/projects',
     {
       schema: {
-        summary: 'List active projects',
-        description: 'Non-archived projects of the workspace, most recently updated first.',
+        summary: 'List projects',
+        description:
+          'Non-archived projects of the workspace (`archived=true`: the archived ones), most recently updated first.',
         tags: ['projects'],
         security: API_KEY_SECURITY,
         headers: workspaceHeader,
+        querystring: ProjectListQuery,
         response: { 200: ProjectListResponse, ...errorResponses(...COMMON_ERRORS) },
       },
     },
     async (request) => {
       const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
-      return { data: { projects: await listProjects(deps.db, access) } };
+      return { data: { projects: await listProjects(deps.db, access, request.query.archived ?? false) } };
     },
   );
 }

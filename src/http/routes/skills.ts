@@ -94,6 +94,7 @@ export async function skillRoutes(app: FastifyInstance, deps: AppDeps): Promise<
           data = await bulkUploadSkills({ db: deps.db, store: deps.store, clock: deps.clock }, access, {
             parts: upload.parts,
             visibility: upload.visibility ?? 'private',
+            mode: upload.mode ?? 'create',
           });
         } finally {
           // Before answering, so that no spooled part outlives its request. A failure here must

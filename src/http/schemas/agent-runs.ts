@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { SystemVariables, Temperature, TemplateVariables, ToolWarning } from './chat.js';
 import { envelope, Timestamp } from './common.js';
+import { UsageField } from './usage.js';
 
 export const AgentRunParams = Type.Object({ agentId: Type.String({ minLength: 1 }) });
 
@@ -33,6 +34,7 @@ export const AgentRun = Type.Object({
   executionTime: Type.Integer({ description: 'Milliseconds' }),
   createdAt: Timestamp,
   completedAt: Timestamp,
+  usage: UsageField,
   warnings: Type.Optional(
     Type.Array(ToolWarning, { description: 'Present only when a tool could not be set up' }),
   ),

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { UsageField } from './usage.js';
 
 const Part = Type.Object(
   {
@@ -77,6 +78,7 @@ export const ChatResult = Type.Object({
   text: Type.String(),
   messageId: Type.String(),
   chatId: Type.String(),
+  usage: UsageField,
   warnings: Type.Optional(
     Type.Array(ToolWarning, { description: 'Present only when a tool could not be set up' }),
   ),

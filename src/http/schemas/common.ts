@@ -41,7 +41,7 @@ const STATUS_DESCRIPTION: Record<number, string> = {
   404: 'Unknown or invisible resource (`not_found`)',
   405: 'Known path, wrong method',
   408: 'The request (headers or body) arrived too slowly (`request_timeout`)',
-  409: 'Project quota exceeded (`quota_exceeded`)',
+  409: 'Conflict: project quota (`quota_exceeded`), a duplicate (`conflict`) or an object the setup file manages (`managed_by_setup`)',
   413: 'Body over its byte limit (`payload_too_large`)',
   415: 'Wrong request content type (`unsupported_media_type`)',
   429: 'Per-key rate limit (`rate_limited`)',

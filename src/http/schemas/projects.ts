@@ -29,3 +29,38 @@ export const CreateProjectBody = Type.Object({
 
 export const ProjectResponse = envelope(Type.Object({ project: ProjectRef }));
 export const ProjectListResponse = envelope(Type.Object({ projects: Type.Array(ProjectRef) }));
+
+export const ProjectListQuery = Type.Object({
+  archived: Type.Optional(
+    Type.Boolean({ description: 'true: list the archived projects instead of the active ones' }),
+  ),
+});
+
+export const ProjectParams = Type.Object({ projectId: Type.String({ minLength: 1, maxLength: 200 }) });
+
+export const PatchProjectBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, description: '1–200 characters after trimming' })),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+    instructions: Type.Optional(Type.String({ maxLength: 20000 })),
+    memory: Type.Optional(Type.String({ maxLength: 100_000, description: 'Markdown notes of the project' })),
+    color: Type.Optional(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$', description: '#RRGGBB' })),
+    icon: Type.Optional(Type.String({ maxLength: 64 })),
+    archived: Type.Optional(Type.Boolean()),
+  },
+  { description: 'Any of the fields; absent ones stay. Unknown fields are ignored.' },
+);
+
+export const ProjectDetail = Type.Object(
+  {
+    ...Project.properties,
+    instructions: Type.String(),
+    memory: Type.String(),
+    managedBy: Type.Union([Type.Literal('setup'), Type.Literal('api')]),
+  },
+  { $id: 'ProjectDetail', title: 'ProjectDetail' },
+);
+
+export const ProjectDetailResponse = envelope(
+  Type.Object({ project: Type.Unsafe({ $ref: 'ProjectDetail#' }) }),
+);

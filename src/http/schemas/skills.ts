@@ -55,6 +55,13 @@ export const BulkUploadForm = Type.Object({
       description: '`workspace` and `organization` need a workspace admin or owner',
     }),
   ),
+  mode: Type.Optional(
+    Type.Union([Type.Literal('create'), Type.Literal('replace')], {
+      default: 'create',
+      description:
+        '`create`: same-name skills are skipped. `replace`: a same-name skill (its uploader’s, or any for an owner or admin) is replaced in place, keeping its id, and listed in `updated`',
+    }),
+  ),
 });
 
 export const SkillErrorItem = Type.Object({
@@ -71,12 +78,18 @@ export const SkillErrorItem = Type.Object({
 export const BulkUploadResult = envelope(
   Type.Object({
     created: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), storagePath: Type.String() })),
+    updated: Type.Optional(
+      Type.Array(Type.Object({ id: Type.String(), name: Type.String(), storagePath: Type.String() }), {
+        description: 'With `mode=replace` only: same-name skills replaced in place (ids kept)',
+      }),
+    ),
     skipped: Type.Array(Type.Object({ name: Type.String(), reason: Type.String(), file: Type.String() })),
     errors: Type.Array(SkillErrorItem),
     summary: Type.Object({
-      total: Type.Integer({ description: 'created + skipped + failed' }),
+      total: Type.Integer({ description: 'created + skipped + failed (+ updated with mode=replace)' }),
       created: Type.Integer(),
       skipped: Type.Integer(),
+      updated: Type.Optional(Type.Integer({ description: 'With `mode=replace` only' })),
       failed: Type.Integer({ description: 'Number of `errors` items' }),
     }),
   }),

@@ -1,0 +1,102 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { createAgent, deleteAgent, getAgentDetail, patchAgent } from '../../services/agent-admin.js';
+import { accessWorkspaceInPath } from '../../services/access.js';
+import {
+  AgentDetailResponse,
+  AgentParams,
+  CreateAgentBody,
+  DeletedResponse,
+  PatchAgentBody,
+} from '../schemas/agents-admin.js';
+import { WorkspaceParams } from '../schemas/agents.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+
+/** Agent create, read, merge-patch and soft delete (management.md). */
+export async function agentAdminRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  // PATCH bodies are JSON merge patches (RFC 7396); clients may say so in the content type.
+  if (!app.hasContentTypeParser('application/merge-patch+json')) {
+    app.addContentTypeParser(
+      'application/merge-patch+json',
+      { parseAs: 'string' },
+      app.getDefaultJsonParser('error', 'error'),
+    );
+  }
+  app.post<{ Params: Static<typeof WorkspaceParams>; Body: Static<typeof CreateAgentBody> }>(
+    '/workspace/:workspaceId/agents',
+    {
+      schema: {
+        summary: 'Create an agent',
+        description:
+          'Owner or admin. The agent is managed by the API (`managedBy: "api"`). A duplicate title → 409.',
+        tags: ['agents'],
+        security: API_KEY_SECURITY,
+        params: WorkspaceParams,
+        body: CreateAgentBody,
+        response: { 201: AgentDetailResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+      },
+    },
+    async (request, reply) => {
+      const access = await accessWorkspaceInPath(deps.db, request.principal, request.params.workspaceId);
+      const agent = await createAgent(deps, access, request.body);
+      return reply.code(201).send({ data: { agent } });
+    },
+  );
+
+  app.get<{ Params: Static<typeof AgentParams> }>(
+    '/agents/:agentId',
+    {
+      schema: {
+        summary: 'Get an agent',
+        description:
+          'The list fields plus instructions, tools (header values shown as `***`), orchestration and managedBy. Members see listed agents only.',
+        tags: ['agents'],
+        security: API_KEY_SECURITY,
+        params: AgentParams,
+        response: { 200: AgentDetailResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => ({
+      data: { agent: await getAgentDetail(deps, request.principal, request.params.agentId) },
+    }),
+  );
+
+  app.patch<{ Params: Static<typeof AgentParams>; Body: Static<typeof PatchAgentBody> }>(
+    '/agents/:agentId',
+    {
+      schema: {
+        summary: 'Update an agent',
+        description:
+          'Owner or admin. Merge patch: absent fields stay, `null` clears an optional field. A tool header sent back as `***` keeps its stored value. An agent of the setup file → 409 `managed_by_setup`.',
+        tags: ['agents'],
+        security: API_KEY_SECURITY,
+        params: AgentParams,
+        body: PatchAgentBody,
+        response: { 200: AgentDetailResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+      },
+    },
+    async (request) => ({
+      data: { agent: await patchAgent(deps, request.principal, request.params.agentId, request.body) },
+    }),
+  );
+
+  app.delete<{ Params: Static<typeof AgentParams> }>(
+    '/agents/:agentId',
+    {
+      schema: {
+        summary: 'Delete an agent',
+        description:
+          'Owner or admin. Soft delete: the agent leaves lists, and chats with it answer 404. An agent of the setup file → 409 `managed_by_setup`.',
+        tags: ['agents'],
+        security: API_KEY_SECURITY,
+        params: AgentParams,
+        response: { 200: DeletedResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+      },
+    },
+    async (request) => {
+      await deleteAgent(deps, request.principal, request.params.agentId);
+      return { data: { deleted: true as const } };
+    },
+  );
+}

@@ -1,0 +1,104 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { accessWorkspaceInPath } from '../../services/access.js';
+import {
+  createSessionToken,
+  createWorkspaceApiKey,
+  listApiKeys,
+  revokeKey,
+} from '../../services/api-key-admin.js';
+import { WorkspaceParams } from '../schemas/agents.js';
+import {
+  ApiKeyListResponse,
+  ApiKeyParams,
+  CreateApiKeyBody,
+  CreateApiKeyResponse,
+  CreateSessionTokenBody,
+  RevokedResponse,
+  SessionTokenResponse,
+} from '../schemas/api-keys.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+
+/** API keys and session tokens over the API (management.md). */
+export async function apiKeyRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.post<{ Params: Static<typeof WorkspaceParams>; Body: Static<typeof CreateApiKeyBody> }>(
+    '/workspace/:workspaceId/api-keys',
+    {
+      schema: {
+        summary: 'Create a workspace API key',
+        description:
+          'Owner or admin. The plaintext key is in this response only (`Cache-Control: no-store`). A live key of the same name → 409 `conflict`.',
+        tags: ['keys'],
+        security: API_KEY_SECURITY,
+        params: WorkspaceParams,
+        body: CreateApiKeyBody,
+        response: { 201: CreateApiKeyResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+      },
+    },
+    async (request, reply) => {
+      const access = await accessWorkspaceInPath(deps.db, request.principal, request.params.workspaceId);
+      const data = await createWorkspaceApiKey(deps, access, request.body);
+      return reply.code(201).header('cache-control', 'no-store').send({ data });
+    },
+  );
+
+  app.get<{ Params: Static<typeof WorkspaceParams> }>(
+    '/workspace/:workspaceId/api-keys',
+    {
+      schema: {
+        summary: 'List workspace API keys',
+        description:
+          'Owners and admins see every workspace key (revoked ones included), members their own; never the key itself. Session tokens are not listed.',
+        tags: ['keys'],
+        security: API_KEY_SECURITY,
+        params: WorkspaceParams,
+        response: { 200: ApiKeyListResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const access = await accessWorkspaceInPath(deps.db, request.principal, request.params.workspaceId);
+      return { data: { apiKeys: await listApiKeys(deps.db, access) } };
+    },
+  );
+
+  app.delete<{ Params: Static<typeof ApiKeyParams> }>(
+    '/api-keys/:keyId',
+    {
+      schema: {
+        summary: 'Revoke an API key',
+        description:
+          'The key stops working at once on every process. Owners and admins revoke any key of their workspace, anyone their own keys. Revoking twice gives the same answer; a setup-managed key may be revoked too.',
+        tags: ['keys'],
+        security: API_KEY_SECURITY,
+        params: ApiKeyParams,
+        response: { 200: RevokedResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      await revokeKey(deps, request.principal, request.params.keyId);
+      return { data: { revoked: true as const } };
+    },
+  );
+
+  app.post<{ Params: Static<typeof WorkspaceParams>; Body: Static<typeof CreateSessionTokenBody> }>(
+    '/workspace/:workspaceId/session-tokens',
+    {
+      schema: {
+        summary: 'Create a session token for a browser app',
+        description:
+          'Owner or admin. The token acts as a member for `userId` and reaches only the chat routes, agent runs, the agent list and `/v1/me`; with `agentIds`, only those agents.',
+        tags: ['keys'],
+        security: API_KEY_SECURITY,
+        params: WorkspaceParams,
+        body: CreateSessionTokenBody,
+        response: { 201: SessionTokenResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request, reply) => {
+      const access = await accessWorkspaceInPath(deps.db, request.principal, request.params.workspaceId);
+      const data = await createSessionToken(deps, access, request.body);
+      return reply.code(201).header('cache-control', 'no-store').send({ data });
+    },
+  );
+}

@@ -1,0 +1,22 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from '../../app.js';
+import { describeCaller } from '../../services/me.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { MeResponse } from '../schemas/me.js';
+
+export async function meRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get(
+    '/me',
+    {
+      schema: {
+        summary: 'Who am I',
+        description:
+          'The calling key (or session token), its user, organization and workspace (null for an organization key). A session token acts with a member’s rights.',
+        tags: ['keys'],
+        security: API_KEY_SECURITY,
+        response: { 200: MeResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => ({ data: await describeCaller(deps.db, request.principal) }),
+  );
+}

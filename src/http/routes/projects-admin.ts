@@ -1,0 +1,84 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { errors } from '../../errors.js';
+import { accessRequestWorkspace } from '../../services/access.js';
+import { deleteProject, getProjectDetail, patchProject } from '../../services/project-admin.js';
+import { requestedWorkspaceId } from '../plugins/auth.js';
+import { DeletedResponse } from '../schemas/agents-admin.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { PatchProjectBody, ProjectDetailResponse, ProjectParams } from '../schemas/projects.js';
+import { workspaceHeader } from './projects.js';
+
+const NAME_MAX = 200;
+
+/** Project read (with instructions and memory), update and delete (management.md). */
+export async function projectAdminRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get<{ Params: Static<typeof ProjectParams> }>(
+    '/projects/:projectId',
+    {
+      schema: {
+        summary: 'Get a project',
+        description: 'The project with its instructions, memory and managedBy.',
+        tags: ['projects'],
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        params: ProjectParams,
+        response: { 200: ProjectDetailResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
+      return { data: { project: await getProjectDetail(deps.db, access, request.params.projectId) } };
+    },
+  );
+
+  app.patch<{ Params: Static<typeof ProjectParams>; Body: Static<typeof PatchProjectBody> }>(
+    '/projects/:projectId',
+    {
+      schema: {
+        summary: 'Update a project',
+        description:
+          'Any key of the workspace. `archived: true` archives, `false` restores. A project of the setup file → 409 `managed_by_setup`.',
+        tags: ['projects'],
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        params: ProjectParams,
+        body: PatchProjectBody,
+        response: { 200: ProjectDetailResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+      },
+    },
+    async (request) => {
+      const name = request.body.name?.trim();
+      if (name !== undefined && (name.length === 0 || name.length > NAME_MAX)) {
+        throw errors.badRequest(`body.name must be 1–${NAME_MAX} characters after trimming`, [
+          { path: 'body.name', message: `must be 1–${NAME_MAX} characters after trimming` },
+        ]);
+      }
+      const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
+      const project = await patchProject(deps, access, request.params.projectId, { ...request.body, name });
+      return { data: { project } };
+    },
+  );
+
+  app.delete<{ Params: Static<typeof ProjectParams> }>(
+    '/projects/:projectId',
+    {
+      schema: {
+        summary: 'Delete a project',
+        description:
+          'Deletes the project, its files (objects and records); its chats stay with `projectId` null. A project of the setup file → 409 `managed_by_setup`.',
+        tags: ['projects'],
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        params: ProjectParams,
+        response: { 200: DeletedResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+      },
+    },
+    async (request) => {
+      const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
+      await deleteProject(deps, access, request.params.projectId);
+      return { data: { deleted: true as const } };
+    },
+  );
+}

@@ -1,0 +1,66 @@
+import type { FastifyInstance } from 'fastify';
+import { type Static, Type } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { deleteSkill, getSkillDetail } from '../../services/skill-admin.js';
+import { DeletedResponse } from '../schemas/agents-admin.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, envelope, errorResponses, Timestamp } from '../schemas/common.js';
+
+const SkillParams = Type.Object({ skillId: Type.String({ minLength: 1, maxLength: 200 }) });
+
+const SkillDetailResponse = envelope(
+  Type.Object({
+    skill: Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      description: Type.String(),
+      visibility: Type.Union([
+        Type.Literal('private'),
+        Type.Literal('workspace'),
+        Type.Literal('organization'),
+      ]),
+      storagePath: Type.String(),
+      files: Type.Array(Type.Object({ path: Type.String(), sizeBytes: Type.Integer() })),
+      createdAt: Timestamp,
+      updatedAt: Timestamp,
+    }),
+  }),
+);
+
+/** Skill read and delete (management.md). */
+export async function skillAdminRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get<{ Params: Static<typeof SkillParams> }>(
+    '/skills/:skillId',
+    {
+      schema: {
+        summary: 'Get a skill',
+        description:
+          'The skill with its stored files. Members see shared skills and their own private ones; owners and admins every skill of the workspace.',
+        tags: ['skills'],
+        security: API_KEY_SECURITY,
+        params: SkillParams,
+        response: { 200: SkillDetailResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => ({
+      data: { skill: await getSkillDetail(deps, request.principal, request.params.skillId) },
+    }),
+  );
+
+  app.delete<{ Params: Static<typeof SkillParams> }>(
+    '/skills/:skillId',
+    {
+      schema: {
+        summary: 'Delete a skill',
+        description: 'Removes the skill and its stored files. Its uploader, or an owner or admin.',
+        tags: ['skills'],
+        security: API_KEY_SECURITY,
+        params: SkillParams,
+        response: { 200: DeletedResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      await deleteSkill(deps, request.principal, request.params.skillId);
+      return { data: { deleted: true as const } };
+    },
+  );
+}

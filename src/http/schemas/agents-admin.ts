@@ -1,0 +1,83 @@
+import { type TSchema, Type } from 'typebox';
+import { Agent } from './agents.js';
+import { envelope } from './common.js';
+
+const VisibilityField = Type.Union([
+  Type.Literal('workspace'),
+  Type.Literal('organization'),
+  Type.Literal('private'),
+]);
+
+const McpTool = Type.Object(
+  {
+    type: Type.Literal('mcp'),
+    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
+    url: Type.String({ format: 'uri', maxLength: 2000 }),
+    headers: Type.Optional(
+      Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 8000 }), {
+        maxProperties: 20,
+        description: 'Sent to the MCP server; values are shown as "***" when read',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Orchestration = Type.Object(
+  {
+    agents: Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+      maxItems: 20,
+      description: 'Agents of the same workspace this agent may call as tools',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/** The fields of an agent with their bounds; `nullable` adds `null` (clear) for PATCH. */
+function agentFields(nullable: boolean) {
+  const opt = <T extends TSchema>(schema: T) =>
+    Type.Optional(nullable ? Type.Union([schema, Type.Null()]) : schema);
+  return {
+    description: opt(Type.String({ maxLength: 2000 })),
+    image: opt(Type.String({ format: 'uri', maxLength: 2000 })),
+    category: opt(Type.String({ maxLength: 200 })),
+    visibility: opt(VisibilityField),
+    model: opt(
+      Type.String({ minLength: 1, maxLength: 200, description: 'Must be enabled in the workspace' }),
+    ),
+    instructions: opt(Type.String({ maxLength: 40_000 })),
+    tools: opt(Type.Array(McpTool, { maxItems: 20 })),
+    orchestration: opt(Orchestration),
+  };
+}
+
+const Title = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', description: '1–100 characters' });
+
+export const CreateAgentBody = Type.Object({ title: Title, ...agentFields(false) });
+
+export const PatchAgentBody = Type.Object(
+  { title: Type.Optional(Title), ...agentFields(true) },
+  { description: 'JSON merge patch: absent fields stay, null clears an optional field' },
+);
+
+export const AgentParams = Type.Object({ agentId: Type.String({ minLength: 1, maxLength: 200 }) });
+
+export const ManagedByField = Type.Union([Type.Literal('setup'), Type.Literal('api')], {
+  description: 'Who manages it: the setup file (API writes → 409 managed_by_setup) or the API',
+});
+
+export const AgentDetail = Type.Object(
+  {
+    ...Agent.properties,
+    instructions: Type.String(),
+    tools: Type.Array(McpTool),
+    orchestration: Type.Union([Orchestration, Type.Null()]),
+    managedBy: ManagedByField,
+  },
+  { $id: 'AgentDetail', title: 'AgentDetail' },
+);
+
+const AgentDetailRef = Type.Unsafe({ $ref: 'AgentDetail#' });
+
+export const AgentDetailResponse = envelope(Type.Object({ agent: AgentDetailRef }));
+export const DeletedResponse = envelope(Type.Object({ deleted: Type.Literal(true) }));

@@ -1,0 +1,231 @@
+import type { Db } from '../db/database.js';
+import {
+  type AgentRow,
+  findLiveAgent,
+  findLiveAgentByTitle,
+  insertAgent,
+  liveAgentIdsIn,
+  updateAgent,
+} from '../db/repositories/agents.js';
+import { enabledModelIds } from '../db/repositories/models.js';
+import type { Visibility } from '../db/schema.js';
+import { errors } from '../errors.js';
+import { type Clock, isoNow, newId } from '../ids.js';
+import type { ModelRegistry } from '../models/registry.js';
+import {
+  accessAgentWorkspace,
+  isManager,
+  type Principal,
+  requireManager,
+  type WorkspaceAccess,
+} from './access.js';
+import { agentView } from './agents.js';
+
+export interface AgentAdminDeps {
+  db: Db;
+  clock: Clock;
+  models: ModelRegistry;
+}
+
+export interface McpTool {
+  type: 'mcp';
+  name: string;
+  url: string;
+  headers?: Record<string, string>;
+}
+
+/** The fields of an agent as the setup file and the API take them; `null` clears (PATCH). */
+export interface AgentFields {
+  title?: string;
+  description?: string | null;
+  image?: string | null;
+  category?: string | null;
+  visibility?: Visibility | null;
+  model?: string | null;
+  instructions?: string | null;
+  tools?: McpTool[] | null;
+  orchestration?: { agents: string[] } | null;
+}
+
+/** Header values may be secrets (an authorization header): they are never shown. */
+export const MASKED_HEADER_VALUE = '***';
+
+function storedTools(row: AgentRow): McpTool[] {
+  return JSON.parse(row.tools) as McpTool[];
+}
+
+export function agentDetailView(row: AgentRow, runsOn: string) {
+  return {
+    ...agentView(row, runsOn),
+    instructions: row.instructions,
+    tools: storedTools(row).map((tool) => ({
+      ...tool,
+      ...(tool.headers && {
+        headers: Object.fromEntries(Object.keys(tool.headers).map((name) => [name, MASKED_HEADER_VALUE])),
+      }),
+    })),
+    orchestration: row.orchestration ? (JSON.parse(row.orchestration) as { agents: string[] }) : null,
+    managedBy: row.managed_by,
+  };
+}
+
+/** The model the agent runs on: its own when the workspace enables it, else the fallback. */
+async function runsOnModel(deps: AgentAdminDeps, access: WorkspaceAccess, row: AgentRow) {
+  const fallback = access.defaultModel ?? deps.models.builtInDefaultModelId();
+  if (!row.model || row.model === fallback) return fallback;
+  return (await enabledModelIds(deps.db, access.workspaceId, [row.model])).has(row.model)
+    ? row.model
+    : fallback;
+}
+
+/** The agent, when the caller may see it: members only listed agents; owners and admins all. */
+async function visibleAgent(deps: AgentAdminDeps, principal: Principal, agentId: string) {
+  const access = await accessAgentWorkspace(deps.db, principal, agentId);
+  const row = await findLiveAgent(deps.db, agentId);
+  if (!row || (row.visibility === 'private' && !isManager(access))) throw errors.notFound('Agent');
+  return { access, row };
+}
+
+export async function getAgentDetail(deps: AgentAdminDeps, principal: Principal, agentId: string) {
+  const { access, row } = await visibleAgent(deps, principal, agentId);
+  return agentDetailView(row, await runsOnModel(deps, access, row));
+}
+
+async function checkModel(deps: AgentAdminDeps, access: WorkspaceAccess, model: string) {
+  const fallback = access.defaultModel ?? deps.models.builtInDefaultModelId();
+  if (model === fallback || (await enabledModelIds(deps.db, access.workspaceId, [model])).has(model)) return;
+  throw errors.badRequest(`Model "${model}" is not enabled in this workspace`, [
+    {
+      path: 'body.model',
+      message: 'must be a model enabled in the workspace (GET /v1/workspace/{id}/models)',
+    },
+  ]);
+}
+
+async function checkOrchestration(
+  deps: AgentAdminDeps,
+  workspaceId: string,
+  selfId: string,
+  agents: string[],
+) {
+  const live = await liveAgentIdsIn(deps.db, workspaceId, agents);
+  agents.forEach((id, i) => {
+    const problem =
+      id === selfId
+        ? 'an agent cannot lead itself'
+        : live.has(id)
+          ? undefined
+          : `unknown agent "${id}" (must be an agent of the same workspace)`;
+    if (problem) {
+      throw errors.badRequest(`body.orchestration.agents[${i}] ${problem}`, [
+        { path: `body.orchestration.agents[${i}]`, message: problem },
+      ]);
+    }
+  });
+}
+
+async function checkTitle(deps: AgentAdminDeps, workspaceId: string, title: string, exceptId?: string) {
+  if (await findLiveAgentByTitle(deps.db, workspaceId, title, exceptId)) {
+    throw errors.conflict(`An agent titled "${title}" already exists in this workspace`, { field: 'title' });
+  }
+}
+
+/**
+ * Tools sent back as read (`"***"` for each header value) keep the stored values of those
+ * headers, so a read-modify-write does not overwrite secrets with the mask.
+ */
+function mergeToolHeaders(incoming: McpTool[], stored: McpTool[]): McpTool[] {
+  return incoming.map((tool) => {
+    if (!tool.headers) return tool;
+    const before = stored.find((s) => s.name === tool.name)?.headers ?? {};
+    const headers = Object.fromEntries(
+      Object.entries(tool.headers).map(([name, value]) => [
+        name,
+        value === MASKED_HEADER_VALUE && before[name] !== undefined ? before[name] : value,
+      ]),
+    );
+    return { ...tool, headers };
+  });
+}
+
+export async function createAgent(
+  deps: AgentAdminDeps,
+  access: WorkspaceAccess,
+  input: AgentFields & { title: string },
+) {
+  requireManager(access);
+  const id = newId('agt');
+  await checkTitle(deps, access.workspaceId, input.title);
+  if (input.model) await checkModel(deps, access, input.model);
+  if (input.orchestration) await checkOrchestration(deps, access.workspaceId, id, input.orchestration.agents);
+  const now = isoNow(deps.clock);
+  const row: AgentRow = {
+    id,
+    workspace_id: access.workspaceId,
+    title: input.title,
+    description: input.description ?? '',
+    image: input.image ?? '',
+    category: input.category ?? '',
+    visibility: input.visibility ?? 'workspace',
+    model: input.model ?? null,
+    instructions: input.instructions ?? '',
+    tools: JSON.stringify(input.tools ?? []),
+    orchestration: input.orchestration ? JSON.stringify(input.orchestration) : null,
+    deleted_at: null,
+    created_at: now,
+    updated_at: now,
+    managed_by: 'api',
+  };
+  await insertAgent(deps.db, row);
+  return agentDetailView(row, await runsOnModel(deps, access, row));
+}
+
+/** PATCH and DELETE: an owner or admin, on an agent the setup file does not manage. */
+async function writableAgent(deps: AgentAdminDeps, principal: Principal, agentId: string) {
+  const found = await visibleAgent(deps, principal, agentId);
+  requireManager(found.access);
+  if (found.row.managed_by === 'setup') throw errors.managedBySetup('This agent');
+  return found;
+}
+
+export async function patchAgent(
+  deps: AgentAdminDeps,
+  principal: Principal,
+  agentId: string,
+  patch: AgentFields,
+) {
+  const { access, row } = await writableAgent(deps, principal, agentId);
+  const changes: Partial<AgentRow> = {};
+  if (patch.title !== undefined && patch.title !== row.title) {
+    await checkTitle(deps, access.workspaceId, patch.title, row.id);
+    changes.title = patch.title;
+  }
+  if (patch.description !== undefined) changes.description = patch.description ?? '';
+  if (patch.image !== undefined) changes.image = patch.image ?? '';
+  if (patch.category !== undefined) changes.category = patch.category ?? '';
+  if (patch.visibility !== undefined) changes.visibility = patch.visibility ?? 'workspace';
+  if (patch.instructions !== undefined) changes.instructions = patch.instructions ?? '';
+  if (patch.model !== undefined) {
+    if (patch.model !== null && patch.model !== row.model) await checkModel(deps, access, patch.model);
+    changes.model = patch.model;
+  }
+  if (patch.tools !== undefined) {
+    changes.tools = JSON.stringify(patch.tools ? mergeToolHeaders(patch.tools, storedTools(row)) : []);
+  }
+  if (patch.orchestration !== undefined) {
+    if (patch.orchestration)
+      await checkOrchestration(deps, access.workspaceId, row.id, patch.orchestration.agents);
+    changes.orchestration = patch.orchestration ? JSON.stringify(patch.orchestration) : null;
+  }
+  changes.updated_at = isoNow(deps.clock);
+  await updateAgent(deps.db, row.id, changes);
+  const updated = { ...row, ...changes };
+  return agentDetailView(updated, await runsOnModel(deps, access, updated));
+}
+
+/** Soft delete: the row stays for the chats and runs that name it, hidden from every route. */
+export async function deleteAgent(deps: AgentAdminDeps, principal: Principal, agentId: string) {
+  const { row } = await writableAgent(deps, principal, agentId);
+  const now = isoNow(deps.clock);
+  await updateAgent(deps.db, row.id, { deleted_at: now, updated_at: now });
+}

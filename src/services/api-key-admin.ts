@@ -1,0 +1,182 @@
+import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
+import type { Db } from '../db/database.js';
+import { liveAgentIdsIn } from '../db/repositories/agents.js';
+import {
+  type ApiKeyInfoRow,
+  findApiKeyInfo,
+  findLiveWorkspaceKeyByName,
+  insertApiKey,
+  listWorkspaceApiKeys,
+  revokeApiKey,
+} from '../db/repositories/api-keys.js';
+import { findWorkspaceWithRole } from '../db/repositories/tenancy.js';
+import { errors } from '../errors.js';
+import { type Clock, newId } from '../ids.js';
+import {
+  accessWorkspaceIfAllowed,
+  isManager,
+  type Principal,
+  requireManager,
+  type WorkspaceAccess,
+} from './access.js';
+
+export interface KeyAdminDeps {
+  db: Db;
+  clock: Clock;
+}
+
+export const KEY_LIMITS = {
+  /** A key made over the API lives at most a year. */
+  maxLifetimeMs: 366 * 24 * 60 * 60 * 1000,
+  sessionDefaultSeconds: 3600,
+} as const;
+
+export function keyInfoView(row: ApiKeyInfoRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    userId: row.user_id,
+    prefix: row.key_prefix,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
+    lastUsedAt: row.last_used_at,
+    revokedAt: row.revoked_at,
+    managedBy: row.managed_by,
+  };
+}
+
+async function requireMember(db: Db, workspaceId: string, userId: string, path: string) {
+  const found = await findWorkspaceWithRole(db, workspaceId, userId);
+  if (!found?.role) {
+    throw errors.badRequest(`${path} is not a member of this workspace`, [
+      { path, message: 'must be the id of a member of the workspace' },
+    ]);
+  }
+}
+
+export async function createWorkspaceApiKey(
+  deps: KeyAdminDeps,
+  access: WorkspaceAccess,
+  input: { name: string; userId?: string; expiresAt?: string },
+) {
+  requireManager(access);
+  const now = deps.clock();
+  const userId = input.userId ?? access.principal.userId;
+  await requireMember(deps.db, access.workspaceId, userId, 'body.userId');
+  let expiresAt: string | null = null;
+  if (input.expiresAt !== undefined) {
+    const at = Date.parse(input.expiresAt);
+    if (at <= now.getTime() || at > now.getTime() + KEY_LIMITS.maxLifetimeMs) {
+      throw errors.badRequest('body.expiresAt must be in the future and at most a year away', [
+        { path: 'body.expiresAt', message: 'must be in the future and at most a year away' },
+      ]);
+    }
+    expiresAt = new Date(at).toISOString();
+  }
+  if (await findLiveWorkspaceKeyByName(deps.db, access.workspaceId, input.name)) {
+    throw errors.conflict(`A key named "${input.name}" already exists in this workspace`, { field: 'name' });
+  }
+  const key = generateApiKey('workspace');
+  const row: ApiKeyInfoRow = {
+    id: newId('key'),
+    name: input.name,
+    kind: 'workspace',
+    organization_id: access.organizationId,
+    workspace_id: access.workspaceId,
+    user_id: userId,
+    key_prefix: keyPrefix(key),
+    created_at: now.toISOString(),
+    expires_at: expiresAt,
+    last_used_at: null,
+    revoked_at: null,
+    managed_by: 'api',
+  };
+  await insertApiKey(deps.db, {
+    id: row.id,
+    name: row.name,
+    kind: 'workspace',
+    organizationId: row.organization_id,
+    workspaceId: row.workspace_id,
+    userId,
+    keyHash: hashApiKey(key),
+    keyPrefix: row.key_prefix,
+    expiresAt,
+    createdAt: row.created_at,
+    managedBy: 'api',
+  });
+  return { apiKey: keyInfoView(row), key };
+}
+
+/** Owners and admins see every key of the workspace; a member sees the keys of its own user. */
+export async function listApiKeys(db: Db, access: WorkspaceAccess) {
+  const rows = await listWorkspaceApiKeys(
+    db,
+    access.workspaceId,
+    isManager(access) ? undefined : access.principal.userId,
+  );
+  return rows.map(keyInfoView);
+}
+
+/**
+ * Revokes a key: owners and admins any key of their workspace, anyone their own keys, an
+ * organization key the organization's keys. Revocation is a row update that every process
+ * reads on the next request (keys are not cached), so it holds everywhere at once. A key the
+ * caller cannot see is missing (404); revoking twice answers the same.
+ */
+export async function revokeKey(deps: KeyAdminDeps, principal: Principal, keyId: string) {
+  const key = await findApiKeyInfo(deps.db, keyId);
+  if (!key) throw errors.notFound('API key');
+  const own = key.user_id === principal.userId;
+  if (key.workspace_id) {
+    const access = await accessWorkspaceIfAllowed(deps.db, principal, key.workspace_id);
+    if (!access) throw errors.notFound('API key');
+    if (!own && !isManager(access)) {
+      throw errors.unauthorized('Only an owner or admin may revoke another user’s key');
+    }
+  } else {
+    if (key.organization_id !== principal.organizationId) throw errors.notFound('API key');
+    if (!own && principal.kind !== 'organization') {
+      throw errors.unauthorized('An organization key is revoked by its user or an organization key');
+    }
+  }
+  await revokeApiKey(deps.db, key.id, deps.clock().toISOString());
+}
+
+export async function createSessionToken(
+  deps: KeyAdminDeps,
+  access: WorkspaceAccess,
+  input: { userId: string; agentIds?: string[]; expiresInSeconds?: number },
+) {
+  requireManager(access);
+  await requireMember(deps.db, access.workspaceId, input.userId, 'body.userId');
+  if (input.agentIds) {
+    const agentIds = [...new Set(input.agentIds)];
+    const live = await liveAgentIdsIn(deps.db, access.workspaceId, agentIds);
+    const missing = input.agentIds.findIndex((id) => !live.has(id));
+    if (missing >= 0) {
+      throw errors.badRequest(`body.agentIds[${missing}] is not an agent of this workspace`, [
+        { path: `body.agentIds[${missing}]`, message: 'must be the id of an agent of the workspace' },
+      ]);
+    }
+  }
+  const now = deps.clock();
+  const expiresAt = new Date(
+    now.getTime() + (input.expiresInSeconds ?? KEY_LIMITS.sessionDefaultSeconds) * 1000,
+  ).toISOString();
+  const token = generateApiKey('session');
+  await insertApiKey(deps.db, {
+    id: newId('key'),
+    name: 'session token',
+    kind: 'session',
+    organizationId: access.organizationId,
+    workspaceId: access.workspaceId,
+    userId: input.userId,
+    keyHash: hashApiKey(token),
+    keyPrefix: keyPrefix(token),
+    expiresAt,
+    createdAt: now.toISOString(),
+    managedBy: 'api',
+    agentIds: input.agentIds ? [...new Set(input.agentIds)] : null,
+  });
+  return { token, expiresAt };
+}

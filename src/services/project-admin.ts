@@ -1,0 +1,86 @@
+import type { Db } from '../db/database.js';
+import {
+  deleteProjectRows,
+  findProject,
+  type ProjectRow,
+  updateProject,
+} from '../db/repositories/projects.js';
+import { errors } from '../errors.js';
+import { type Clock, isoNow } from '../ids.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import type { WorkspaceAccess } from './access.js';
+import { projectStoragePrefix } from './project-files.js';
+import { projectView } from './projects.js';
+
+export interface ProjectAdminDeps {
+  db: Db;
+  clock: Clock;
+  store: ObjectStore;
+}
+
+export interface ProjectPatch {
+  name?: string;
+  description?: string;
+  instructions?: string;
+  memory?: string;
+  color?: string;
+  icon?: string;
+  archived?: boolean;
+}
+
+/** The project with what the listing leaves out; a project from before ownership is the API's. */
+export function projectDetailView(row: ProjectRow) {
+  return {
+    ...projectView(row),
+    instructions: row.instructions,
+    memory: row.memory,
+    managedBy: row.managed_by ?? ('api' as const),
+  };
+}
+
+async function requireProject(db: Db, access: WorkspaceAccess, projectId: string) {
+  const row = await findProject(db, access.workspaceId, projectId);
+  if (!row) throw errors.notFound('Project');
+  return row;
+}
+
+async function writableProject(db: Db, access: WorkspaceAccess, projectId: string) {
+  const row = await requireProject(db, access, projectId);
+  if (row.managed_by === 'setup') throw errors.managedBySetup('This project');
+  return row;
+}
+
+export async function getProjectDetail(db: Db, access: WorkspaceAccess, projectId: string) {
+  return projectDetailView(await requireProject(db, access, projectId));
+}
+
+/** Any key of the workspace may update a project, as any may create one (management.md). */
+export async function patchProject(
+  deps: ProjectAdminDeps,
+  access: WorkspaceAccess,
+  projectId: string,
+  patch: ProjectPatch,
+) {
+  const row = await writableProject(deps.db, access, projectId);
+  const changes: Partial<ProjectRow> = {};
+  if (patch.name !== undefined) changes.name = patch.name;
+  if (patch.description !== undefined) changes.description = patch.description;
+  if (patch.instructions !== undefined) changes.instructions = patch.instructions;
+  if (patch.memory !== undefined) changes.memory = patch.memory;
+  if (patch.color !== undefined) changes.color = patch.color;
+  if (patch.icon !== undefined) changes.icon = patch.icon;
+  if (patch.archived !== undefined) changes.archived = patch.archived ? 1 : 0;
+  changes.updated_at = isoNow(deps.clock);
+  await updateProject(deps.db, row.id, changes);
+  return projectDetailView({ ...row, ...changes });
+}
+
+/**
+ * Deletes the project's objects, then its rows. In that order a failure leaves at worst records
+ * without objects (which the next sync removes), never objects nobody can reach or delete.
+ */
+export async function deleteProject(deps: ProjectAdminDeps, access: WorkspaceAccess, projectId: string) {
+  const row = await writableProject(deps.db, access, projectId);
+  await deps.store.deletePrefix(projectStoragePrefix(access.workspaceId, row.id));
+  await deleteProjectRows(deps.db, access.workspaceId, row.id);
+}

@@ -1,0 +1,64 @@
+import type { Db } from '../db/database.js';
+import type { SkillTable } from '../db/schema.js';
+import { errors } from '../errors.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import { accessWorkspaceIfAllowed, isManager, type Principal } from './access.js';
+
+export interface SkillAdminDeps {
+  db: Db;
+  store: ObjectStore;
+}
+
+function findSkill(db: Db, skillId: string) {
+  return db.selectFrom('skills').selectAll().where('id', '=', skillId).executeTakeFirst();
+}
+
+/**
+ * A skill the caller may see: shared ones and its user's own private ones (as the list shows),
+ * and for owners and admins every skill of the workspace. Anything else is missing (404).
+ */
+async function visibleSkill(deps: SkillAdminDeps, principal: Principal, skillId: string) {
+  const skill = await findSkill(deps.db, skillId);
+  const access = skill ? await accessWorkspaceIfAllowed(deps.db, principal, skill.workspace_id) : null;
+  if (!skill || !access) throw errors.notFound('Skill');
+  const shared = skill.visibility !== 'private';
+  if (!shared && skill.owner_user_id !== principal.userId && !isManager(access))
+    throw errors.notFound('Skill');
+  return { skill, access };
+}
+
+async function skillFiles(store: ObjectStore, skill: SkillTable) {
+  const files: Array<{ path: string; sizeBytes: number }> = [];
+  for await (const object of store.list(skill.storage_path)) {
+    files.push({ path: object.key.slice(skill.storage_path.length), sizeBytes: object.size });
+  }
+  return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+export async function getSkillDetail(deps: SkillAdminDeps, principal: Principal, skillId: string) {
+  const { skill } = await visibleSkill(deps, principal, skillId);
+  return {
+    id: skill.id,
+    name: skill.name,
+    description: skill.description,
+    visibility: skill.visibility,
+    storagePath: skill.storage_path,
+    files: await skillFiles(deps.store, skill),
+    createdAt: skill.created_at,
+    updatedAt: skill.updated_at,
+  };
+}
+
+/**
+ * Deletes a skill: its uploader or an owner or admin. The row goes first, so the skill is gone
+ * for every reader at once; should removing the objects fail, they are objects without a row,
+ * which the startup sweep (sweepOrphanSkillObjects) removes.
+ */
+export async function deleteSkill(deps: SkillAdminDeps, principal: Principal, skillId: string) {
+  const { skill, access } = await visibleSkill(deps, principal, skillId);
+  if (skill.owner_user_id !== principal.userId && !isManager(access)) {
+    throw errors.unauthorized('Only the skill’s uploader or an owner or admin may delete it');
+  }
+  await deps.db.deleteFrom('skills').where('id', '=', skill.id).execute();
+  await deps.store.deletePrefix(skill.storage_path);
+}

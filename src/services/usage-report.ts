@@ -1,0 +1,101 @@
+import type { Db } from '../db/database.js';
+import { findWorkspace } from '../db/repositories/tenancy.js';
+import { findModelPricing, usageGroups, workspaceModels } from '../db/repositories/usage-report.js';
+import type { ModelRegistry } from '../models/registry.js';
+import { ECHO_MODEL_ID } from '../setup/validate.js';
+import type { WorkspaceAccess } from './access.js';
+import { ledgerMonth } from './usage.js';
+
+interface Totals {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  requests: number;
+}
+
+const zero = (): Totals => ({ inputTokens: 0, outputTokens: 0, costUsd: 0, requests: 0 });
+
+function add(into: Totals, from: Totals) {
+  into.inputTokens += from.inputTokens;
+  into.outputTokens += from.outputTokens;
+  into.costUsd += from.costUsd;
+  into.requests += from.requests;
+}
+
+/** Sums of many small costs carry float noise; a report shows them to the millionth of a cent. */
+const roundCost = (totals: Totals): Totals => ({
+  ...totals,
+  costUsd: Math.round(totals.costUsd * 1e8) / 1e8,
+});
+
+function grouped<K extends string>(key: K, groups: Map<string, Totals>) {
+  return [...groups.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([value, totals]) => ({ [key]: value, ...roundCost(totals) }) as { [P in K]: string } & Totals);
+}
+
+/** `YYYY-MM` → the first days of that month and the next, as `YYYY-MM-DD`. */
+function monthRange(month: string): { from: string; to: string } {
+  const [year, m] = month.split('-').map(Number) as [number, number];
+  return {
+    from: new Date(Date.UTC(year, m - 1, 1)).toISOString().slice(0, 10),
+    to: new Date(Date.UTC(year, m, 1)).toISOString().slice(0, 10),
+  };
+}
+
+export async function usageReport(db: Db, access: WorkspaceAccess, now: Date, month = ledgerMonth(now)) {
+  const { from, to } = monthRange(month);
+  const [groups, workspace] = await Promise.all([
+    usageGroups(db, access.workspaceId, from, to),
+    findWorkspace(db, access.workspaceId),
+  ]);
+  const total = zero();
+  const byAgent = new Map<string, Totals>();
+  const byModel = new Map<string, Totals>();
+  const byDay = new Map<string, Totals>();
+  for (const group of groups) {
+    add(total, group);
+    for (const [map, key] of [
+      [byAgent, group.agentId],
+      [byModel, group.model],
+      [byDay, group.date],
+    ] as const) {
+      if (!map.has(key)) map.set(key, zero());
+      add(map.get(key)!, group);
+    }
+  }
+  return {
+    month,
+    ...roundCost(total),
+    limits: {
+      monthlyTokens: workspace?.monthly_tokens == null ? null : Number(workspace.monthly_tokens),
+      monthlyCostUsd: workspace?.monthly_cost_usd ?? null,
+    },
+    byAgent: grouped('agentId', byAgent),
+    byModel: grouped('model', byModel),
+    byDay: grouped('date', byDay),
+  };
+}
+
+/** The models a workspace may use: those it enables, and its default (which always runs). */
+export async function listWorkspaceModels(db: Db, models: ModelRegistry, access: WorkspaceAccess) {
+  const rows = await workspaceModels(db, access.workspaceId);
+  const defaultId = access.defaultModel ?? models.builtInDefaultModelId();
+  if (!rows.some((row) => row.id === defaultId)) {
+    const found = await findModelPricing(db, defaultId);
+    rows.unshift({
+      id: defaultId,
+      provider: found?.provider ?? null,
+      inputPerMTok: found?.inputPerMTok ?? null,
+      outputPerMTok: found?.outputPerMTok ?? null,
+    });
+  }
+  return rows.map((row) => ({
+    id: row.id,
+    // Atrium runs chat models only today; embedding models come with the knowledge base.
+    kind: 'chat' as const,
+    provider: row.provider ?? (row.id === ECHO_MODEL_ID ? 'atrium' : row.id.split('/')[0]!),
+    default: row.id === defaultId,
+    pricing: { inputPerMTok: Number(row.inputPerMTok ?? 0), outputPerMTok: Number(row.outputPerMTok ?? 0) },
+  }));
+}

@@ -1,0 +1,118 @@
+import type { Kysely } from 'kysely';
+import { stringify } from 'yaml';
+import type { Database } from '../db/schema.js';
+import { PROJECT_DEFAULTS } from '../services/projects.js';
+import type { AgentSetup, ProjectSetup, SetupFile } from './validate.js';
+
+/** Leaves out what equals the setup file's default, so the export reads like a hand-written file. */
+function withoutDefaults<T extends Record<string, unknown>>(value: T, defaults: Partial<T>): T {
+  return Object.fromEntries(
+    Object.entries(value).filter(
+      ([key, v]) => v !== undefined && v !== null && (defaults as Record<string, unknown>)[key] !== v,
+    ),
+  ) as T;
+}
+
+/**
+ * The workspace's API-managed agents and projects (projects from before ownership was recorded
+ * included) in setup-file form, with ids, so that a file holding them takes them over with
+ * `atrium apply --adopt`. Project memory is left out: it grows through the `remember` tool,
+ * and a file that declares it would reset it on every apply. Undefined when the workspace
+ * does not exist.
+ */
+export async function exportWorkspace(
+  db: Kysely<Database>,
+  workspaceId: string,
+): Promise<SetupFile | undefined> {
+  const workspace = await db
+    .selectFrom('workspaces')
+    .innerJoin('organizations', 'organizations.id', 'workspaces.organization_id')
+    .select([
+      'workspaces.id',
+      'workspaces.name',
+      'organizations.id as orgId',
+      'organizations.name as orgName',
+    ])
+    .where('workspaces.id', '=', workspaceId)
+    .executeTakeFirst();
+  if (!workspace) return undefined;
+  const agents = await db
+    .selectFrom('agents')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('managed_by', '=', 'api')
+    .where('deleted_at', 'is', null)
+    .orderBy('title')
+    .orderBy('id')
+    .execute();
+  const projects = await db
+    .selectFrom('projects')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where((eb) => eb.or([eb('managed_by', '=', 'api'), eb('managed_by', 'is', null)]))
+    .orderBy('name')
+    .orderBy('id')
+    .execute();
+
+  const agentSpecs = agents.map((agent) => {
+    const tools = JSON.parse(agent.tools) as AgentSetup['tools'];
+    return withoutDefaults<AgentSetup>(
+      {
+        id: agent.id,
+        title: agent.title,
+        description: agent.description,
+        image: agent.image,
+        category: agent.category,
+        visibility: agent.visibility,
+        model: agent.model ?? undefined,
+        instructions: agent.instructions,
+        tools: tools && tools.length > 0 ? tools : undefined,
+        orchestration: agent.orchestration
+          ? (JSON.parse(agent.orchestration) as AgentSetup['orchestration'])
+          : undefined,
+      },
+      { description: '', image: '', category: '', instructions: '' },
+    );
+  });
+  const projectSpecs = projects.map((project) =>
+    withoutDefaults<ProjectSetup>(
+      {
+        id: project.id,
+        name: project.name,
+        description: project.description,
+        instructions: project.instructions,
+        color: project.color,
+        icon: project.icon,
+        archived: project.archived === 1 ? true : undefined,
+      },
+      PROJECT_DEFAULTS,
+    ),
+  );
+  return {
+    organizations: [
+      {
+        id: workspace.orgId,
+        name: workspace.orgName,
+        workspaces: [
+          {
+            id: workspace.id,
+            name: workspace.name,
+            ...(agentSpecs.length > 0 && { agents: agentSpecs }),
+            ...(projectSpecs.length > 0 && { projects: projectSpecs }),
+          },
+        ],
+      },
+    ],
+  };
+}
+
+export function exportText(setup: SetupFile, workspaceId: string): string {
+  const workspace = setup.organizations?.[0]?.workspaces?.[0];
+  const header = [
+    `# atrium export --workspace ${workspaceId}`,
+    `# ${workspace?.agents?.length ?? 0} API-managed agent(s) and ${workspace?.projects?.length ?? 0} project(s).`,
+    '# Move them into the workspace entry of your setup file, then run `atrium apply --adopt FILE`',
+    '# once: the file becomes their manager. Tool headers are exported as stored (secrets included).',
+  ];
+  return `${header.join('\n')}\n${stringify(setup)}`;
+}

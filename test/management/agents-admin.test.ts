@@ -1,0 +1,325 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+const now = new Date('2026-11-22T10:00:00.000Z');
+beforeAll(async () => {
+  t = await createTestApp({ setup: MANAGEMENT_SETUP, clock: () => now });
+});
+afterAll(() => t.close());
+
+const call = (
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  url: string,
+  key: string,
+  payload?: unknown,
+  extra = {},
+) =>
+  t.app.inject({
+    method,
+    url,
+    headers: { 'x-service-api-key': key, ...extra },
+    ...(payload !== undefined && { payload: payload as object }),
+  });
+const createAgent = (payload: unknown, key: string = MKEYS.owner, workspace = 'wsp_main') =>
+  call('POST', `/v1/workspace/${workspace}/agents`, key, payload);
+
+describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
+  it('creates an API-managed agent with every field and answers 201 with its detail', async () => {
+    const res = await createAgent({
+      title: 'Support',
+      description: 'Helps',
+      image: 'https://example.test/s.png',
+      category: 'support',
+      visibility: 'organization',
+      model: 'local/small',
+      instructions: 'Be kind.',
+      tools: [
+        {
+          type: 'mcp',
+          name: 'crm',
+          url: 'https://mcp.example.test/',
+          headers: { authorization: 'Bearer s3cret' },
+        },
+      ],
+      orchestration: { agents: ['agt_listed'] },
+    });
+    expect(res.statusCode).toBe(201);
+    const { agent } = res.json().data;
+    expect(agent).toEqual({
+      id: expect.stringMatching(/^agt_/),
+      title: 'Support',
+      description: 'Helps',
+      image: 'https://example.test/s.png',
+      category: 'support',
+      visibility: 'organization',
+      model: 'local/small',
+      instructions: 'Be kind.',
+      tools: [
+        { type: 'mcp', name: 'crm', url: 'https://mcp.example.test/', headers: { authorization: '***' } },
+      ],
+      orchestration: { agents: ['agt_listed'] },
+      managedBy: 'api',
+      createdAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+    });
+    const row = await t.env.database.db
+      .selectFrom('agents')
+      .selectAll()
+      .where('id', '=', agent.id)
+      .executeTakeFirstOrThrow();
+    expect(JSON.parse(row.tools)[0].headers.authorization).toBe('Bearer s3cret');
+    const read = await call('GET', `/v1/agents/${agent.id}`, MKEYS.member);
+    expect(read.json().data.agent).toEqual(agent);
+  });
+
+  it('defaults optional fields and lists the new agent', async () => {
+    const res = await createAgent({ title: 'Minimal' }, MKEYS.admin);
+    expect(res.statusCode).toBe(201);
+    expect(res.json().data.agent).toMatchObject({
+      description: '',
+      image: '',
+      category: '',
+      visibility: 'workspace',
+      model: 'atrium/echo',
+      instructions: '',
+      tools: [],
+      orchestration: null,
+      managedBy: 'api',
+    });
+    const list = await call('GET', '/v1/workspace/wsp_main/agents', MKEYS.member);
+    expect(list.json().data.agents.map((a: { title: string }) => a.title)).toContain('Minimal');
+  });
+
+  it('refuses a duplicate title with 409 conflict', async () => {
+    const res = await createAgent({ title: 'From file' });
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ code: 'conflict', details: { field: 'title' } });
+  });
+
+  it.each([
+    ['missing title', {}, 'body.title'],
+    ['blank title', { title: '   ' }, 'body.title'],
+    ['title too long', { title: 't'.repeat(101) }, 'body.title'],
+    ['description too long', { title: 'x', description: 'd'.repeat(2001) }, 'body.description'],
+    ['image not a URL', { title: 'x', image: 'not a url' }, 'body.image'],
+    ['unknown visibility', { title: 'x', visibility: 'public' }, 'body.visibility'],
+    ['instructions too long', { title: 'x', instructions: 'i'.repeat(40_001) }, 'body.instructions'],
+    [
+      'tool of unknown type',
+      { title: 'x', tools: [{ type: 'http', name: 'a', url: 'https://a.test' }] },
+      'body.tools',
+    ],
+    ['model not enabled', { title: 'x', model: 'local/large' }, 'body.model'],
+    ['unknown model', { title: 'x', model: 'nope/nope' }, 'body.model'],
+    [
+      'orchestration of another workspace',
+      { title: 'x', orchestration: { agents: ['agt_other'] } },
+      'body.orchestration.agents[0]',
+    ],
+    ['null title', { title: null }, 'body.title'],
+  ])('answers 400 for %s', async (_name, payload, path) => {
+    const res = await createAgent(payload);
+    expect(res.statusCode).toBe(400);
+    expect(res.json().code).toBe('bad_request');
+    expect(JSON.stringify(res.json().details)).toContain(path.split('[')[0]);
+  });
+
+  it('answers 400 for malformed JSON and 413 for an oversized body', async () => {
+    const bad = await t.app.inject({
+      method: 'POST',
+      url: '/v1/workspace/wsp_main/agents',
+      headers: { 'x-service-api-key': MKEYS.owner, 'content-type': 'application/json' },
+      payload: '{"title":',
+    });
+    expect(bad.statusCode).toBe(400);
+    const big = await createAgent({ title: 'big', instructions: 'x'.repeat(2_000_000) });
+    expect(big.statusCode).toBe(413);
+  });
+
+  it.each([
+    ['a member key', MKEYS.member, 'wsp_main', 401, 'unauthorized'],
+    ['an organization key whose user is a member', MKEYS.acmeOrgMember, 'wsp_main', 401, 'unauthorized'],
+    ['a key of another workspace', MKEYS.otherWorkspace, 'wsp_main', 401, 'unauthorized'],
+    ['a key of another tenant', MKEYS.globexWorkspace, 'wsp_main', 401, 'unauthorized'],
+    ['an unknown workspace', MKEYS.owner, 'wsp_nowhere', 404, 'not_found'],
+    ['no key', '', 'wsp_main', 401, 'not_authenticated'],
+  ])('refuses %s', async (_name, key, workspace, status, code) => {
+    const res = await createAgent({ title: `Refused ${code}` }, key, workspace);
+    expect(res.statusCode).toBe(status);
+    expect(res.json().code).toBe(code);
+  });
+
+  it('lets an organization key of an owner create in its organization’s workspace', async () => {
+    const res = await createAgent({ title: 'Via org key' }, MKEYS.acmeOrg);
+    expect(res.statusCode).toBe(201);
+  });
+});
+
+describe(`GET /v1/agents/{id} (${engineName})`, () => {
+  it('shows a setup-managed agent with managedBy setup', async () => {
+    const res = await call('GET', '/v1/agents/agt_file', MKEYS.owner);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.agent).toMatchObject({
+      id: 'agt_file',
+      instructions: 'Declared in the file.',
+      managedBy: 'setup',
+    });
+  });
+
+  it('shows a private agent to owners, admins and an owner’s organization key, not to members', async () => {
+    for (const key of [MKEYS.owner, MKEYS.admin, MKEYS.acmeOrg]) {
+      expect((await call('GET', '/v1/agents/agt_private', key)).statusCode).toBe(200);
+    }
+    for (const key of [MKEYS.member, MKEYS.acmeOrgMember]) {
+      const res = await call('GET', '/v1/agents/agt_private', key);
+      expect(res.statusCode).toBe(404);
+    }
+  });
+
+  it('answers 404 across tenants and for unknown ids', async () => {
+    for (const [key, id] of [
+      [MKEYS.globexWorkspace, 'agt_file'],
+      [MKEYS.otherWorkspace, 'agt_file'],
+      [MKEYS.owner, 'agt_nope'],
+      [MKEYS.globexOrg, 'agt_listed'],
+    ]) {
+      const res = await call('GET', `/v1/agents/${id}`, key!);
+      expect(res.statusCode).toBe(404);
+      expect(res.json().code).toBe('not_found');
+    }
+  });
+
+  it('answers 400 for an over-long id', async () => {
+    expect((await call('GET', `/v1/agents/${'a'.repeat(201)}`, MKEYS.owner)).statusCode).toBe(400);
+  });
+});
+
+describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
+  it('merge-patches: absent fields stay, null clears, masked headers keep their value', async () => {
+    const created = (
+      await createAgent({
+        title: 'Patchable',
+        description: 'before',
+        category: 'c',
+        model: 'local/small',
+        tools: [
+          {
+            type: 'mcp',
+            name: 'crm',
+            url: 'https://mcp.example.test/',
+            headers: { authorization: 'Bearer keep' },
+          },
+        ],
+      })
+    ).json().data.agent;
+    const read = (await call('GET', `/v1/agents/${created.id}`, MKEYS.owner)).json().data.agent;
+    const res = await call('PATCH', `/v1/agents/${created.id}`, MKEYS.admin, {
+      description: 'after',
+      category: null,
+      model: null,
+      tools: read.tools,
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.agent).toMatchObject({
+      title: 'Patchable',
+      description: 'after',
+      category: '',
+      model: 'atrium/echo',
+      managedBy: 'api',
+    });
+    const row = await t.env.database.db
+      .selectFrom('agents')
+      .selectAll()
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
+    expect(JSON.parse(row.tools)[0].headers.authorization).toBe('Bearer keep');
+    expect(row.model).toBeNull();
+  });
+
+  it('accepts application/merge-patch+json', async () => {
+    const created = (await createAgent({ title: 'Merge type' })).json().data.agent;
+    const res = await t.app.inject({
+      method: 'PATCH',
+      url: `/v1/agents/${created.id}`,
+      headers: { 'x-service-api-key': MKEYS.owner, 'content-type': 'application/merge-patch+json' },
+      payload: JSON.stringify({ category: 'merged' }),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.agent.category).toBe('merged');
+  });
+
+  it('refuses a title taken by another agent, a null title and an unenabled model', async () => {
+    const created = (await createAgent({ title: 'Renamable' })).json().data.agent;
+    expect(
+      (await call('PATCH', `/v1/agents/${created.id}`, MKEYS.owner, { title: 'Listed' })).statusCode,
+    ).toBe(409);
+    expect((await call('PATCH', `/v1/agents/${created.id}`, MKEYS.owner, { title: null })).statusCode).toBe(
+      400,
+    );
+    expect(
+      (await call('PATCH', `/v1/agents/${created.id}`, MKEYS.owner, { model: 'local/large' })).statusCode,
+    ).toBe(400);
+    expect(
+      (
+        await call('PATCH', `/v1/agents/${created.id}`, MKEYS.owner, {
+          orchestration: { agents: [created.id] },
+        })
+      ).statusCode,
+    ).toBe(400);
+  });
+
+  it('answers 409 managed_by_setup for writes to a setup-file agent, and leaves it unchanged', async () => {
+    const patch = await call('PATCH', '/v1/agents/agt_file', MKEYS.owner, { description: 'changed' });
+    expect(patch.statusCode).toBe(409);
+    expect(patch.json()).toEqual({
+      code: 'managed_by_setup',
+      message: expect.any(String),
+      details: { managedBy: 'setup' },
+    });
+    const del = await call('DELETE', '/v1/agents/agt_file', MKEYS.owner);
+    expect(del.statusCode).toBe(409);
+    const row = await t.env.database.db
+      .selectFrom('agents')
+      .selectAll()
+      .where('id', '=', 'agt_file')
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ description: '', deleted_at: null });
+  });
+
+  it('refuses writes by a member (401) and across tenants (404)', async () => {
+    const created = (await createAgent({ title: 'Guarded' })).json().data.agent;
+    const member = await call('PATCH', `/v1/agents/${created.id}`, MKEYS.member, { description: 'x' });
+    expect(member.statusCode).toBe(401);
+    expect(member.json().code).toBe('unauthorized');
+    expect((await call('DELETE', `/v1/agents/${created.id}`, MKEYS.member)).statusCode).toBe(401);
+    expect(
+      (await call('PATCH', `/v1/agents/${created.id}`, MKEYS.globexWorkspace, { description: 'x' }))
+        .statusCode,
+    ).toBe(404);
+    expect((await call('DELETE', `/v1/agents/${created.id}`, MKEYS.otherWorkspace)).statusCode).toBe(404);
+  });
+
+  it('soft-deletes: gone from reads, lists and chats; a second delete is 404', async () => {
+    const created = (await createAgent({ title: 'Doomed' })).json().data.agent;
+    const del = await call('DELETE', `/v1/agents/${created.id}`, MKEYS.owner);
+    expect(del.statusCode).toBe(200);
+    expect(del.json()).toEqual({ data: { deleted: true } });
+    expect((await call('GET', `/v1/agents/${created.id}`, MKEYS.owner)).statusCode).toBe(404);
+    const list = await call('GET', '/v1/workspace/wsp_main/agents', MKEYS.owner);
+    expect(list.json().data.agents.map((a: { id: string }) => a.id)).not.toContain(created.id);
+    const chat = await call('POST', '/v1/chat', MKEYS.owner, {
+      agentId: created.id,
+      messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+    });
+    expect(chat.statusCode).toBe(404);
+    expect((await call('DELETE', `/v1/agents/${created.id}`, MKEYS.owner)).statusCode).toBe(404);
+    const row = await t.env.database.db
+      .selectFrom('agents')
+      .select('deleted_at')
+      .where('id', '=', created.id)
+      .executeTakeFirst();
+    expect(row?.deleted_at).toBe(now.toISOString());
+  });
+});

@@ -1,0 +1,261 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+let now = new Date('2026-11-22T10:00:00.000Z');
+beforeAll(async () => {
+  t = await createTestApp({ setup: MANAGEMENT_SETUP, clock: () => now });
+});
+afterAll(() => t.close());
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+const call = (
+  method: Method,
+  url: string,
+  key: string,
+  payload?: unknown,
+  extra: Record<string, string> = {},
+) =>
+  t.app.inject({
+    method,
+    url,
+    headers: { 'x-service-api-key': key, ...extra },
+    ...(payload !== undefined && { payload: payload as object }),
+  });
+const createKey = (payload: unknown, key: string = MKEYS.owner, workspace = 'wsp_main') =>
+  call('POST', `/v1/workspace/${workspace}/api-keys`, key, payload);
+const chatWith = (key: string, agentId: string) =>
+  call('POST', '/v1/chat', key, {
+    agentId,
+    messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+  });
+
+describe(`POST /v1/workspace/{id}/api-keys (${engineName})`, () => {
+  it('creates a working key shown once, with no-store, and lists it without the key', async () => {
+    const res = await createKey({ name: 'ci', userId: 'usr_max', expiresAt: '2027-01-01T00:00:00Z' });
+    expect(res.statusCode).toBe(201);
+    expect(res.headers['cache-control']).toBe('no-store');
+    const { apiKey, key } = res.json().data;
+    expect(key).toMatch(/^atr_ws_[A-Za-z0-9_-]{43}$/);
+    expect(apiKey).toEqual({
+      id: expect.stringMatching(/^key_/),
+      name: 'ci',
+      userId: 'usr_max',
+      prefix: key.slice(0, 12),
+      createdAt: now.toISOString(),
+      expiresAt: '2027-01-01T00:00:00.000Z',
+      lastUsedAt: null,
+      revokedAt: null,
+      managedBy: 'api',
+    });
+    const me = await call('GET', '/v1/me', key);
+    expect(me.json().data).toMatchObject({
+      key: { id: apiKey.id, kind: 'workspace' },
+      workspace: { role: 'member' },
+    });
+    const list = await call('GET', '/v1/workspace/wsp_main/api-keys', MKEYS.admin);
+    expect(list.statusCode).toBe(200);
+    const listed = list.json().data.apiKeys;
+    expect(listed.find((k: { id: string }) => k.id === apiKey.id)).toMatchObject({
+      name: 'ci',
+      lastUsedAt: now.toISOString(),
+    });
+    expect(listed.find((k: { id: string }) => k.id === 'key_main_owner')).toMatchObject({
+      managedBy: 'setup',
+    });
+    expect(JSON.stringify(list.json())).not.toContain(key);
+  });
+
+  it('defaults the user to the caller’s', async () => {
+    const res = await createKey({ name: 'mine' }, MKEYS.admin);
+    expect(res.json().data.apiKey.userId).toBe('usr_adam');
+  });
+
+  it('shows a member only its own keys', async () => {
+    const list = await call('GET', '/v1/workspace/wsp_main/api-keys', MKEYS.member);
+    expect(list.statusCode).toBe(200);
+    const users = new Set(list.json().data.apiKeys.map((k: { userId: string }) => k.userId));
+    expect([...users]).toEqual(['usr_max']);
+  });
+
+  it.each([
+    ['missing name', {}, 'body.name'],
+    ['name too long', { name: 'n'.repeat(101) }, 'body.name'],
+    ['a user who is not a member', { name: 'x', userId: 'usr_nora' }, 'body.userId'],
+    ['a user of another tenant', { name: 'x', userId: 'usr_gina' }, 'body.userId'],
+    ['an expiry in the past', { name: 'x', expiresAt: '2026-01-01T00:00:00Z' }, 'body.expiresAt'],
+    ['an expiry over a year away', { name: 'x', expiresAt: '2028-01-01T00:00:00Z' }, 'body.expiresAt'],
+    ['an expiry that is not a date', { name: 'x', expiresAt: 'tomorrow' }, 'body.expiresAt'],
+  ])('answers 400 for %s', async (_name, payload, path) => {
+    const res = await createKey(payload);
+    expect(res.statusCode).toBe(400);
+    expect(JSON.stringify(res.json().details)).toContain(path);
+  });
+
+  it('answers 409 for a live key of the same name', async () => {
+    const res = await createKey({ name: 'main-member' });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().code).toBe('conflict');
+  });
+
+  it.each([
+    ['a member key', MKEYS.member, 'wsp_main', 401],
+    ['an organization key of a member', MKEYS.acmeOrgMember, 'wsp_main', 401],
+    ['a key of another workspace', MKEYS.otherWorkspace, 'wsp_main', 401],
+    ['another tenant', MKEYS.globexOrg, 'wsp_main', 401],
+    ['an unknown workspace', MKEYS.owner, 'wsp_nope', 404],
+  ])('refuses %s', async (_name, key, workspace, status) => {
+    expect((await createKey({ name: `refused-${status}` }, key, workspace)).statusCode).toBe(status);
+  });
+
+  it('lets an owner’s organization key create keys in its workspaces', async () => {
+    expect((await createKey({ name: 'from-org' }, MKEYS.acmeOrg)).statusCode).toBe(201);
+  });
+});
+
+describe(`DELETE /v1/api-keys/{id} (${engineName})`, () => {
+  it('revokes at once; again answers the same; the key then fails with 401', async () => {
+    const { apiKey, key } = (await createKey({ name: 'short-lived' })).json().data;
+    expect((await call('GET', '/v1/me', key)).statusCode).toBe(200);
+    const res = await call('DELETE', `/v1/api-keys/${apiKey.id}`, MKEYS.admin);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ data: { revoked: true } });
+    const refused = await call('GET', '/v1/me', key);
+    expect(refused.statusCode).toBe(401);
+    expect(refused.json().code).toBe('not_authenticated');
+    expect((await call('DELETE', `/v1/api-keys/${apiKey.id}`, MKEYS.admin)).json()).toEqual({
+      data: { revoked: true },
+    });
+    const listed = (await call('GET', '/v1/workspace/wsp_main/api-keys', MKEYS.owner)).json().data.apiKeys;
+    expect(listed.find((k: { id: string }) => k.id === apiKey.id).revokedAt).toBe(now.toISOString());
+  });
+
+  it('lets a member revoke its own key but not another user’s', async () => {
+    const own = (await createKey({ name: 'max-own', userId: 'usr_max' })).json().data;
+    const other = (await createKey({ name: 'olivia-other' })).json().data;
+    const denied = await call('DELETE', `/v1/api-keys/${other.apiKey.id}`, MKEYS.member);
+    expect(denied.statusCode).toBe(401);
+    expect(denied.json().code).toBe('unauthorized');
+    expect((await call('DELETE', `/v1/api-keys/${own.apiKey.id}`, MKEYS.member)).statusCode).toBe(200);
+    expect((await call('GET', '/v1/me', other.key)).statusCode).toBe(200);
+  });
+
+  it('allows revoking a setup-managed key', async () => {
+    const extra = (await createKey({ name: 'spare-owner' })).json().data.key;
+    expect((await call('DELETE', '/v1/api-keys/key_main_admin', extra)).statusCode).toBe(200);
+    expect((await call('GET', '/v1/me', MKEYS.admin)).statusCode).toBe(401);
+  });
+
+  it('answers 404 for another tenant’s key and an unknown id', async () => {
+    const { apiKey } = (await createKey({ name: 'hidden' })).json().data;
+    expect((await call('DELETE', `/v1/api-keys/${apiKey.id}`, MKEYS.globexWorkspace)).statusCode).toBe(404);
+    expect((await call('DELETE', `/v1/api-keys/${apiKey.id}`, MKEYS.otherWorkspace)).statusCode).toBe(404);
+    expect((await call('DELETE', '/v1/api-keys/key_nope', MKEYS.owner)).statusCode).toBe(404);
+  });
+});
+
+describe(`session tokens (${engineName})`, () => {
+  const createToken = (payload: unknown, key: string = MKEYS.owner) =>
+    call('POST', '/v1/workspace/wsp_main/session-tokens', key, payload);
+
+  it('acts as a member for its user on chat, runs, the agent list and /me', async () => {
+    const res = await createToken({ userId: 'usr_adam' });
+    expect(res.statusCode).toBe(201);
+    expect(res.headers['cache-control']).toBe('no-store');
+    const { token, expiresAt } = res.json().data;
+    expect(token).toMatch(/^atr_st_/);
+    expect(expiresAt).toBe(new Date(now.getTime() + 3600_000).toISOString());
+    const me = await t.app.inject({
+      method: 'GET',
+      url: '/v1/me',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(me.json().data).toMatchObject({
+      key: { kind: 'session', expiresAt },
+      user: { id: 'usr_adam' },
+      workspace: { id: 'wsp_main', role: 'member' },
+    });
+    expect((await call('GET', '/v1/workspace/wsp_main/agents', token)).statusCode).toBe(200);
+    expect((await chatWith(token, 'agt_listed')).statusCode).toBe(200);
+    const run = await call('POST', '/v1/agents/agt_listed/runs', token, { message: 'hello' });
+    expect(run.statusCode).toBe(200);
+    // A member's rights: the private agent is not there.
+    expect((await chatWith(token, 'agt_other')).statusCode).toBe(404);
+  });
+
+  it.each([
+    ['GET', '/v1/projects'],
+    ['POST', '/v1/projects'],
+    ['GET', '/v1/projects/prj_file'],
+    ['GET', '/v1/agents/agt_listed'],
+    ['PATCH', '/v1/agents/agt_listed'],
+    ['POST', '/v1/workspace/wsp_main/agents'],
+    ['GET', '/v1/workspace/wsp_main/api-keys'],
+    ['POST', '/v1/workspace/wsp_main/api-keys'],
+    ['POST', '/v1/workspace/wsp_main/session-tokens'],
+    ['DELETE', '/v1/api-keys/key_main_owner'],
+    ['GET', '/v1/workspace/wsp_main/skills'],
+    ['POST', '/v1/workspace/wsp_main/skills/bulk-upload'],
+  ])('refuses %s %s with 401 unauthorized', async (method, url) => {
+    const { token } = (await createToken({ userId: 'usr_max' })).json().data;
+    const res = await call(
+      method as Method,
+      url,
+      token,
+      method === 'GET' || method === 'DELETE' ? undefined : {},
+    );
+    expect(res.statusCode).toBe(401);
+    expect(res.json().code).toBe('unauthorized');
+  });
+
+  it('with agentIds, lists and reaches only those agents', async () => {
+    const { token } = (await createToken({ userId: 'usr_max', agentIds: ['agt_listed'] })).json().data;
+    const list = await call('GET', '/v1/workspace/wsp_main/agents', token);
+    expect(list.json().data.agents.map((a: { id: string }) => a.id)).toEqual(['agt_listed']);
+    expect(list.json().data.pagination.total).toBe(1);
+    expect((await chatWith(token, 'agt_listed')).statusCode).toBe(200);
+    const other = await chatWith(token, 'agt_file');
+    expect(other.statusCode).toBe(404);
+    expect(other.json().code).toBe('not_found');
+    expect((await call('POST', '/v1/agents/agt_file/runs', token, { message: 'hi' })).statusCode).toBe(404);
+  });
+
+  it('stops working once expired', async () => {
+    const { token } = (await createToken({ userId: 'usr_max', expiresInSeconds: 60 })).json().data;
+    expect((await call('GET', '/v1/me', token)).statusCode).toBe(200);
+    const before = now;
+    now = new Date(before.getTime() + 60_000);
+    try {
+      const res = await call('GET', '/v1/me', token);
+      expect(res.statusCode).toBe(401);
+      expect(res.json().code).toBe('not_authenticated');
+    } finally {
+      now = before;
+    }
+  });
+
+  it.each([
+    ['missing userId', {}, 'body.userId'],
+    ['a user who is not a member', { userId: 'usr_nora' }, 'body.userId'],
+    ['an agent of another workspace', { userId: 'usr_max', agentIds: ['agt_other'] }, 'body.agentIds[0]'],
+    ['an empty agent list', { userId: 'usr_max', agentIds: [] }, 'body.agentIds'],
+    ['a lifetime under a minute', { userId: 'usr_max', expiresInSeconds: 59 }, 'body.expiresInSeconds'],
+    ['a lifetime over a day', { userId: 'usr_max', expiresInSeconds: 86_401 }, 'body.expiresInSeconds'],
+    [
+      'a lifetime that is not an integer',
+      { userId: 'usr_max', expiresInSeconds: '60' },
+      'body.expiresInSeconds',
+    ],
+  ])('answers 400 for %s', async (_name, payload, path) => {
+    const res = await createToken(payload);
+    expect(res.statusCode).toBe(400);
+    expect(JSON.stringify(res.json().details)).toContain(path);
+  });
+
+  it('needs an owner or admin of the workspace', async () => {
+    expect((await createToken({ userId: 'usr_max' }, MKEYS.member)).statusCode).toBe(401);
+    expect((await createToken({ userId: 'usr_max' }, MKEYS.globexWorkspace)).statusCode).toBe(401);
+    expect((await createToken({ userId: 'usr_max' }, MKEYS.acmeOrg)).statusCode).toBe(201);
+  });
+});

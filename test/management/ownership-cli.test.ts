@@ -1,0 +1,203 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { buildApp } from '../../src/app.js';
+import { main } from '../../src/cli/main.js';
+import { loadConfig } from '../../src/config.js';
+import { type DatabaseHandle, openDatabase } from '../../src/db/database.js';
+import { engineName, testDatabaseUrl } from '../helpers/app.js';
+import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
+
+let dir: string;
+let databaseName: string | undefined;
+let database: DatabaseHandle;
+let app: Awaited<ReturnType<typeof buildApp>>;
+const output = { out: [] as string[], err: [] as string[] };
+
+async function adminQuery(sql: string) {
+  const client = new pg.Client({ connectionString: testDatabaseUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function writeFile(name: string, text: string) {
+  const file = path.join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+const call = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: unknown) =>
+  app.inject({
+    method,
+    url,
+    headers: { 'x-service-api-key': MKEYS.owner },
+    ...(payload !== undefined && { payload: payload as object }),
+  });
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'atrium-ownership-'));
+  process.env.ATRIUM_DATA_DIR = dir;
+  process.env.LOG_LEVEL = 'silent';
+  if (testDatabaseUrl) {
+    // The CLI reads DATABASE_URL like an operator's shell: a database of its own.
+    databaseName = `atrium_own_${randomBytes(4).toString('hex')}`;
+    await adminQuery(`CREATE DATABASE ${databaseName}`);
+    const url = new URL(testDatabaseUrl);
+    url.pathname = `/${databaseName}`;
+    process.env.DATABASE_URL = url.toString();
+  }
+  vi.spyOn(console, 'log').mockImplementation(() => {});
+  expect(await main(['apply', writeFile('setup.yaml', MANAGEMENT_SETUP)])).toBe(0);
+  const config = loadConfig();
+  database = await openDatabase(config.database);
+  app = await buildApp({ config, db: database.db, dialect: database.dialect });
+  await app.ready();
+});
+afterAll(async () => {
+  await app?.close();
+  await database?.close();
+  rmSync(dir, { recursive: true, force: true });
+  if (databaseName) await adminQuery(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
+});
+beforeEach(() => {
+  output.out = [];
+  output.err = [];
+  vi.spyOn(console, 'log').mockImplementation((...args) => void output.out.push(args.join(' ')));
+  vi.spyOn(console, 'error').mockImplementation((...args) => void output.err.push(args.join(' ')));
+});
+
+const fileDeclaring = (agents: string) => `
+organizations:
+  - id: org_acme
+    name: Acme
+    workspaces:
+      - id: wsp_main
+        name: Main
+        agents:
+${agents}
+`;
+
+describe(`atrium apply and API-managed objects (${engineName})`, () => {
+  it('refuses (exit 2) a file declaring an API-created agent, then --adopt takes it over', async () => {
+    const created = await call('POST', '/v1/workspace/wsp_main/agents', {
+      title: 'Made by API',
+      description: 'api',
+    });
+    expect(created.statusCode).toBe(201);
+    const agentId = created.json().data.agent.id;
+    const file = writeFile(
+      'adopt.yaml',
+      fileDeclaring('          - { title: Made by API, description: from the file }'),
+    );
+
+    expect(await main(['apply', file])).toBe(2);
+    expect(output.err.join('\n')).toContain(`agent "Made by API" (${agentId})`);
+    expect(output.err.join('\n')).toContain('--adopt');
+    const untouched = (await call('GET', `/v1/agents/${agentId}`)).json().data.agent;
+    expect(untouched).toMatchObject({ description: 'api', managedBy: 'api' });
+
+    expect(await main(['apply', '--adopt', file])).toBe(0);
+    const adopted = (await call('GET', `/v1/agents/${agentId}`)).json().data.agent;
+    expect(adopted).toMatchObject({ id: agentId, description: 'from the file', managedBy: 'setup' });
+    const refused = await call('PATCH', `/v1/agents/${agentId}`, { description: 'api again' });
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json().code).toBe('managed_by_setup');
+
+    // Once adopted, plain applies of the file go through.
+    expect(await main(['apply', file])).toBe(0);
+  });
+
+  it('matches by id too, and refuses API-created projects and keys the same way', async () => {
+    const agent = (await call('POST', '/v1/workspace/wsp_main/agents', { title: 'By id' })).json().data.agent;
+    const project = (await call('POST', '/v1/projects', { name: 'API project' })).json().data.project;
+    const key = (await call('POST', '/v1/workspace/wsp_main/api-keys', { name: 'api-key' })).json().data
+      .apiKey;
+    const file = writeFile(
+      'mixed.yaml',
+      `${fileDeclaring(`          - { id: ${agent.id}, title: Renamed in file }`)}        projects:
+          - { name: API project }
+        apiKeys:
+          - { name: api-key, user: olivia@acme.test }
+`.replace(
+        '    workspaces:',
+        '    users:\n      - { id: usr_olivia, name: Olivia, email: olivia@acme.test }\n    workspaces:',
+      ),
+    );
+    expect(await main(['apply', file])).toBe(2);
+    const message = output.err.join('\n');
+    expect(message).toContain(agent.id);
+    expect(message).toContain(project.id);
+    expect(message).toContain(key.id);
+    expect((await call('GET', `/v1/agents/${agent.id}`)).json().data.agent.title).toBe('By id');
+  });
+});
+
+describe(`atrium export (${engineName})`, () => {
+  it('prints the API-managed agents and projects as a setup file that --adopt applies', async () => {
+    const agent = (
+      await call('POST', '/v1/workspace/wsp_main/agents', {
+        title: 'Exported',
+        instructions: 'Be exact.',
+        model: 'local/small',
+        tools: [
+          {
+            type: 'mcp',
+            name: 'crm',
+            url: 'https://mcp.example.test/',
+            headers: { authorization: 'Bearer x' },
+          },
+        ],
+      })
+    ).json().data.agent;
+    const project = (
+      await call('POST', '/v1/projects', { name: 'Exported project', color: '#112233' })
+    ).json().data.project;
+
+    expect(await main(['export', '--workspace', 'wsp_main'])).toBe(0);
+    const text = output.out.join('\n');
+    expect(text).toMatch(/^# atrium export --workspace wsp_main/);
+    const exported = parseYaml(text);
+    const workspace = exported.organizations[0].workspaces[0];
+    expect(workspace).toMatchObject({ id: 'wsp_main', name: 'Main' });
+    expect(workspace.agents).toContainEqual({
+      id: agent.id,
+      title: 'Exported',
+      visibility: 'workspace',
+      model: 'local/small',
+      instructions: 'Be exact.',
+      tools: [
+        {
+          type: 'mcp',
+          name: 'crm',
+          url: 'https://mcp.example.test/',
+          headers: { authorization: 'Bearer x' },
+        },
+      ],
+    });
+    expect(workspace.agents.map((a: { id: string }) => a.id)).not.toContain('agt_file');
+    expect(workspace.projects).toContainEqual({ id: project.id, name: 'Exported project', color: '#112233' });
+    expect(workspace.projects.map((p: { id: string }) => p.id)).not.toContain('prj_file');
+
+    // As an operator would: the export goes into the file that defines the models it names.
+    const definitions = MANAGEMENT_SETUP.slice(0, MANAGEMENT_SETUP.indexOf('organizations:'));
+    const file = writeFile('exported.yaml', `${definitions}${text}`);
+    expect(await main(['apply', file])).toBe(2);
+    expect(await main(['apply', '--adopt', file])).toBe(0);
+    expect((await call('GET', `/v1/agents/${agent.id}`)).json().data.agent.managedBy).toBe('setup');
+    expect((await call('GET', `/v1/projects/${project.id}`)).json().data.project.managedBy).toBe('setup');
+  });
+
+  it('answers a usage error without --workspace and a failure for an unknown workspace', async () => {
+    expect(await main(['export'])).toBe(2);
+    expect(await main(['export', '--workspace', 'wsp_nope'])).toBe(1);
+    expect(output.err.join('\n')).toContain('No workspace wsp_nope');
+  });
+});

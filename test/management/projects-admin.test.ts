@@ -1,0 +1,201 @@
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+let now = new Date('2026-11-22T10:00:00.000Z');
+beforeAll(async () => {
+  t = await createTestApp({ setup: MANAGEMENT_SETUP, clock: () => now });
+});
+afterAll(() => t.close());
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+const call = (
+  method: Method,
+  url: string,
+  key: string,
+  payload?: unknown,
+  extra: Record<string, string> = {},
+) =>
+  t.app.inject({
+    method,
+    url,
+    headers: { 'x-service-api-key': key, ...extra },
+    ...(payload !== undefined && { payload: payload as object }),
+  });
+const createProject = async (name: string, key: string = MKEYS.member) => {
+  const res = await call('POST', '/v1/projects', key, { name, instructions: 'Cite sources.' });
+  expect(res.statusCode).toBe(201);
+  return res.json().data.project as { id: string };
+};
+
+describe(`GET /v1/projects/{id} (${engineName})`, () => {
+  it('returns the project with instructions, memory and managedBy', async () => {
+    const project = await createProject('Readable');
+    const res = await call('GET', `/v1/projects/${project.id}`, MKEYS.member);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.project).toEqual({
+      id: project.id,
+      name: 'Readable',
+      description: '',
+      color: '#64748B',
+      icon: 'folder',
+      archived: false,
+      instructions: 'Cite sources.',
+      memory: '',
+      managedBy: 'api',
+      createdAt: now.toISOString(),
+      updatedAt: now.toISOString(),
+    });
+    const file = await call('GET', '/v1/projects/prj_file', MKEYS.owner);
+    expect(file.json().data.project).toMatchObject({ instructions: 'From the file.', managedBy: 'setup' });
+  });
+
+  it('needs x-workspace-id with an organization key, and hides other tenants’ projects', async () => {
+    const project = await createProject('Tenancy');
+    const noHeader = await call('GET', `/v1/projects/${project.id}`, MKEYS.acmeOrg);
+    expect(noHeader.statusCode).toBe(401);
+    expect(noHeader.json().code).toBe('unauthorized');
+    const withHeader = await call('GET', `/v1/projects/${project.id}`, MKEYS.acmeOrg, undefined, {
+      'x-workspace-id': 'wsp_main',
+    });
+    expect(withHeader.statusCode).toBe(200);
+    const wrongWorkspace = await call('GET', `/v1/projects/${project.id}`, MKEYS.acmeOrg, undefined, {
+      'x-workspace-id': 'wsp_other',
+    });
+    expect(wrongWorkspace.statusCode).toBe(404);
+    const foreignOrg = await call('GET', `/v1/projects/${project.id}`, MKEYS.globexOrg, undefined, {
+      'x-workspace-id': 'wsp_main',
+    });
+    expect(foreignOrg.statusCode).toBe(401);
+    for (const key of [MKEYS.otherWorkspace, MKEYS.globexWorkspace]) {
+      const res = await call('GET', `/v1/projects/${project.id}`, key);
+      expect(res.statusCode).toBe(404);
+      expect(res.json().code).toBe('not_found');
+    }
+    expect((await call('GET', '/v1/projects/prj_nope', MKEYS.owner)).statusCode).toBe(404);
+  });
+});
+
+describe(`PATCH /v1/projects/{id} (${engineName})`, () => {
+  it('lets any key of the workspace update any field and archive; the archived list shows it', async () => {
+    const project = await createProject('Patchable', MKEYS.owner);
+    now = new Date('2026-11-22T11:00:00.000Z');
+    const res = await call('PATCH', `/v1/projects/${project.id}`, MKEYS.member, {
+      name: '  Renamed  ',
+      description: 'd',
+      instructions: 'i',
+      memory: '- note',
+      color: '#112233',
+      icon: 'star',
+      archived: true,
+      unknown: 'ignored',
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.project).toMatchObject({
+      name: 'Renamed',
+      description: 'd',
+      instructions: 'i',
+      memory: '- note',
+      color: '#112233',
+      icon: 'star',
+      archived: true,
+      updatedAt: now.toISOString(),
+    });
+    const active = await call('GET', '/v1/projects', MKEYS.member);
+    expect(active.json().data.projects.map((p: { id: string }) => p.id)).not.toContain(project.id);
+    const archived = await call('GET', '/v1/projects?archived=true', MKEYS.member);
+    expect(archived.statusCode).toBe(200);
+    expect(archived.json().data.projects.map((p: { id: string }) => p.id)).toContain(project.id);
+    expect(archived.json().data.projects.every((p: { archived: boolean }) => p.archived)).toBe(true);
+    const restored = await call('PATCH', `/v1/projects/${project.id}`, MKEYS.member, { archived: false });
+    expect(restored.json().data.project.archived).toBe(false);
+    const explicit = await call('GET', '/v1/projects?archived=false', MKEYS.member);
+    expect(explicit.json().data.projects.map((p: { id: string }) => p.id)).toContain(project.id);
+  });
+
+  it.each([
+    ['blank name', { name: '  ' }, 'body.name'],
+    ['name too long', { name: 'n'.repeat(201) }, 'body.name'],
+    ['description too long', { description: 'd'.repeat(2001) }, 'body.description'],
+    ['instructions too long', { instructions: 'i'.repeat(20_001) }, 'body.instructions'],
+    ['memory too long', { memory: 'm'.repeat(100_001) }, 'body.memory'],
+    ['bad color', { color: 'red' }, 'body.color'],
+    ['icon too long', { icon: 'i'.repeat(65) }, 'body.icon'],
+    ['archived not a boolean', { archived: 'yes' }, 'body.archived'],
+  ])('answers 400 for %s', async (_name, payload, path) => {
+    const project = await createProject(`Bounds ${path}`);
+    const res = await call('PATCH', `/v1/projects/${project.id}`, MKEYS.member, payload);
+    expect(res.statusCode).toBe(400);
+    expect(JSON.stringify(res.json().details)).toContain(path);
+  });
+
+  it('answers 400 for archived=maybe in the list query', async () => {
+    expect((await call('GET', '/v1/projects?archived=maybe', MKEYS.member)).statusCode).toBe(400);
+  });
+
+  it('answers 409 managed_by_setup for a project of the setup file', async () => {
+    const res = await call('PATCH', '/v1/projects/prj_file', MKEYS.owner, { name: 'Changed' });
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ code: 'managed_by_setup', details: { managedBy: 'setup' } });
+    expect((await call('DELETE', '/v1/projects/prj_file', MKEYS.owner)).statusCode).toBe(409);
+  });
+
+  it('answers 404 across tenants', async () => {
+    const project = await createProject('Foreign');
+    expect(
+      (await call('PATCH', `/v1/projects/${project.id}`, MKEYS.globexWorkspace, { name: 'x' })).statusCode,
+    ).toBe(404);
+  });
+});
+
+describe(`DELETE /v1/projects/{id} (${engineName})`, () => {
+  it('deletes the project, its objects and records; its chats stay with projectId null', async () => {
+    const project = await createProject('Doomed');
+    const prefix = `projects/wsp_main/${project.id}/`;
+    await t.store.put(`${prefix}notes.md`, Readable.from([Buffer.from('# Notes')]), {
+      contentType: 'text/markdown',
+    });
+    await t.store.put(`${prefix}docs/spec.txt`, Readable.from([Buffer.from('spec')]), {
+      contentType: 'text/plain',
+    });
+    const sync = await call('POST', `/v1/projects/${project.id}/files/sync`, MKEYS.member);
+    expect(sync.statusCode).toBe(200);
+    const chat = await call('POST', '/v1/chat', MKEYS.member, {
+      agentId: 'agt_listed',
+      projectId: project.id,
+      messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+    });
+    expect(chat.statusCode).toBe(200);
+    const chatId = chat.json().chatId ?? chat.headers['x-chat-id'];
+
+    const res = await call('DELETE', `/v1/projects/${project.id}`, MKEYS.member);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ data: { deleted: true } });
+
+    const objects = [];
+    for await (const info of t.store.list(prefix)) objects.push(info.key);
+    expect(objects).toEqual([]);
+    const db = t.env.database.db;
+    expect(
+      await db.selectFrom('project_files').selectAll().where('project_id', '=', project.id).execute(),
+    ).toEqual([]);
+    expect(await db.selectFrom('projects').selectAll().where('id', '=', project.id).execute()).toEqual([]);
+    const chatRow = await db
+      .selectFrom('chats')
+      .selectAll()
+      .where('id', '=', String(chatId))
+      .executeTakeFirst();
+    expect(chatRow).toMatchObject({ project_id: null });
+    expect((await call('GET', `/v1/projects/${project.id}`, MKEYS.member)).statusCode).toBe(404);
+    expect((await call('DELETE', `/v1/projects/${project.id}`, MKEYS.member)).statusCode).toBe(404);
+  });
+
+  it('refuses another tenant and an organization key without x-workspace-id', async () => {
+    const project = await createProject('Kept');
+    expect((await call('DELETE', `/v1/projects/${project.id}`, MKEYS.globexWorkspace)).statusCode).toBe(404);
+    expect((await call('DELETE', `/v1/projects/${project.id}`, MKEYS.acmeOrg)).statusCode).toBe(401);
+    expect((await call('GET', `/v1/projects/${project.id}`, MKEYS.member)).statusCode).toBe(200);
+  });
+});

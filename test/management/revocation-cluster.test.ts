@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { engineName } from '../helpers/app.js';
+import { type ServeCluster, startServeCluster } from '../helpers/serve-processes.js';
+import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
+
+let cluster: ServeCluster;
+beforeAll(async () => {
+  cluster = await startServeCluster({ processes: 2, setup: MANAGEMENT_SETUP });
+}, 60_000);
+afterAll(async () => {
+  await cluster?.close();
+});
+
+const me = (url: string, key: string) => fetch(`${url}/v1/me`, { headers: { 'x-service-api-key': key } });
+
+describe(`key revocation across two atrium serve processes (${engineName})`, () => {
+  it('a key revoked through one process is refused by the other on its very next request', async () => {
+    const [first, second] = cluster.servers;
+    const created = await fetch(`${first!.url}/v1/workspace/wsp_main/api-keys`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': MKEYS.owner, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'shared' }),
+    });
+    expect(created.status).toBe(201);
+    const { data } = (await created.json()) as { data: { apiKey: { id: string }; key: string } };
+    // Both processes have used the key, so any per-process memory of it would be warm.
+    expect((await me(first!.url, data.key)).status).toBe(200);
+    expect((await me(second!.url, data.key)).status).toBe(200);
+
+    const revoked = await fetch(`${first!.url}/v1/api-keys/${data.apiKey.id}`, {
+      method: 'DELETE',
+      headers: { 'x-service-api-key': MKEYS.owner },
+    });
+    expect(revoked.status).toBe(200);
+
+    const refused = await me(second!.url, data.key);
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { code: string }).code).toBe('not_authenticated');
+  });
+});

@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { buildZip, multipartBody, skillMd } from '../skills/zip-builder.js';
+import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+beforeAll(async () => {
+  t = await createTestApp({ setup: MANAGEMENT_SETUP });
+});
+afterAll(() => t.close());
+
+const call = (method: 'GET' | 'DELETE', url: string, key: string) =>
+  t.app.inject({ method, url, headers: { 'x-service-api-key': key } });
+
+async function uploadSkill(name: string, key: string, visibility = 'private') {
+  const zip = await buildZip([
+    { name: `${name}/SKILL.md`, content: skillMd(name, `About ${name}`) },
+    { name: `${name}/scripts/run.sh`, content: 'echo hi\n' },
+  ]);
+  const { body, contentType } = multipartBody([
+    { name: 'visibility', content: visibility },
+    { name: 'files', filename: `${name}.zip`, contentType: 'application/zip', content: zip },
+  ]);
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/v1/workspace/wsp_main/skills/bulk-upload',
+    headers: { 'x-service-api-key': key, 'content-type': contentType },
+    payload: body,
+  });
+  expect(res.statusCode).toBe(200);
+  return res.json().data.created[0] as { id: string; storagePath: string };
+}
+
+describe(`GET /v1/skills/{id} (${engineName})`, () => {
+  it('returns the skill with its stored files', async () => {
+    const skill = await uploadSkill('reader', MKEYS.owner, 'workspace');
+    const res = await call('GET', `/v1/skills/${skill.id}`, MKEYS.member);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.skill).toEqual({
+      id: skill.id,
+      name: 'reader',
+      description: 'About reader',
+      visibility: 'workspace',
+      storagePath: `skills/wsp_main/${skill.id}/`,
+      files: [
+        { path: 'SKILL.md', sizeBytes: Buffer.byteLength(skillMd('reader', 'About reader')) },
+        { path: 'scripts/run.sh', sizeBytes: 8 },
+      ],
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+    });
+  });
+
+  it('shows a private skill to its uploader and to owners and admins, not to other members', async () => {
+    const skill = await uploadSkill('secret', MKEYS.member);
+    expect((await call('GET', `/v1/skills/${skill.id}`, MKEYS.member)).statusCode).toBe(200);
+    expect((await call('GET', `/v1/skills/${skill.id}`, MKEYS.admin)).statusCode).toBe(200);
+    const adamsOwn = await uploadSkill('adams', MKEYS.admin);
+    expect((await call('GET', `/v1/skills/${adamsOwn.id}`, MKEYS.member)).statusCode).toBe(404);
+  });
+
+  it('answers 404 across tenants and for unknown ids; 401 for a session token', async () => {
+    const skill = await uploadSkill('tenant', MKEYS.owner, 'workspace');
+    expect((await call('GET', `/v1/skills/${skill.id}`, MKEYS.globexWorkspace)).statusCode).toBe(404);
+    expect((await call('GET', `/v1/skills/${skill.id}`, MKEYS.otherWorkspace)).statusCode).toBe(404);
+    expect((await call('GET', '/v1/skills/skl_nope', MKEYS.owner)).statusCode).toBe(404);
+    expect((await call('GET', `/v1/skills/${skill.id}`, MKEYS.acmeOrg)).statusCode).toBe(200);
+    const token = await t.app.inject({
+      method: 'POST',
+      url: '/v1/workspace/wsp_main/session-tokens',
+      headers: { 'x-service-api-key': MKEYS.owner },
+      payload: { userId: 'usr_max' },
+    });
+    expect((await call('GET', `/v1/skills/${skill.id}`, token.json().data.token)).statusCode).toBe(401);
+  });
+});
+
+describe(`DELETE /v1/skills/{id} (${engineName})`, () => {
+  it('removes the skill and its stored files; again → 404', async () => {
+    const skill = await uploadSkill('doomed', MKEYS.member, 'private');
+    const res = await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.member);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ data: { deleted: true } });
+    const left = [];
+    for await (const object of t.store.list(skill.storagePath)) left.push(object.key);
+    expect(left).toEqual([]);
+    expect(
+      await t.env.database.db.selectFrom('skills').selectAll().where('id', '=', skill.id).execute(),
+    ).toEqual([]);
+    expect((await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.member)).statusCode).toBe(404);
+  });
+
+  it('lets owners and admins delete any skill; a member only its own', async () => {
+    const shared = await uploadSkill('shared-one', MKEYS.owner, 'workspace');
+    const denied = await call('DELETE', `/v1/skills/${shared.id}`, MKEYS.member);
+    expect(denied.statusCode).toBe(401);
+    expect(denied.json().code).toBe('unauthorized');
+    expect((await call('DELETE', `/v1/skills/${shared.id}`, MKEYS.globexWorkspace)).statusCode).toBe(404);
+    expect((await call('DELETE', `/v1/skills/${shared.id}`, MKEYS.admin)).statusCode).toBe(200);
+  });
+});
+
+async function uploadMode(files: Array<{ name: string; content: string }>, key: string, mode?: string) {
+  const zip = await buildZip(files);
+  const { body, contentType } = multipartBody([
+    ...(mode === undefined ? [] : [{ name: 'mode', content: mode }]),
+    { name: 'files', filename: 'skills.zip', contentType: 'application/zip', content: zip },
+  ]);
+  return t.app.inject({
+    method: 'POST',
+    url: '/v1/workspace/wsp_main/skills/bulk-upload',
+    headers: { 'x-service-api-key': key, 'content-type': contentType },
+    payload: body,
+  });
+}
+
+describe(`bulk upload mode=replace (${engineName})`, () => {
+  it('replaces a same-name skill in place, keeping its id, and drops files the new version lacks', async () => {
+    const first = await uploadMode(
+      [
+        { name: 'tool/SKILL.md', content: skillMd('tool', 'Version one') },
+        { name: 'tool/old.txt', content: 'old' },
+      ],
+      MKEYS.member,
+    );
+    const { id } = first.json().data.created[0];
+    const createMode = await uploadMode(
+      [{ name: 'tool/SKILL.md', content: skillMd('tool', 'Ignored') }],
+      MKEYS.member,
+    );
+    expect(createMode.json().data).toMatchObject({ created: [], skipped: [{ name: 'tool' }] });
+    expect(createMode.json().data.updated).toBeUndefined();
+
+    const res = await uploadMode(
+      [
+        { name: 'tool/SKILL.md', content: skillMd('tool', 'Version two') },
+        { name: 'tool/new.txt', content: 'new' },
+        { name: 'fresh/SKILL.md', content: skillMd('fresh', 'Brand new') },
+      ],
+      MKEYS.member,
+      'replace',
+    );
+    expect(res.statusCode).toBe(200);
+    const data = res.json().data;
+    expect(data.updated).toEqual([{ id, name: 'tool', storagePath: `skills/wsp_main/${id}/` }]);
+    expect(data.created.map((c: { name: string }) => c.name)).toEqual(['fresh']);
+    expect(data.summary).toEqual({ total: 2, created: 1, updated: 1, skipped: 0, failed: 0 });
+    const detail = (await call('GET', `/v1/skills/${id}`, MKEYS.member)).json().data.skill;
+    expect(detail.description).toBe('Version two');
+    expect(detail.files.map((f: { path: string }) => f.path)).toEqual(['SKILL.md', 'new.txt']);
+  });
+
+  it('skips another user’s same-name skill for a member, and replaces it for an admin', async () => {
+    const theirs = await uploadMode(
+      [{ name: 'owned/SKILL.md', content: skillMd('owned', 'By Olivia') }],
+      MKEYS.owner,
+    );
+    const id = theirs.json().data.created[0].id;
+    const member = await uploadMode(
+      [{ name: 'owned/SKILL.md', content: skillMd('owned', 'By Max') }],
+      MKEYS.member,
+      'replace',
+    );
+    expect(member.json().data).toMatchObject({ updated: [], skipped: [{ name: 'owned' }] });
+    const admin = await uploadMode(
+      [{ name: 'owned/SKILL.md', content: skillMd('owned', 'By Adam') }],
+      MKEYS.admin,
+      'replace',
+    );
+    expect(admin.json().data.updated).toEqual([expect.objectContaining({ id })]);
+  });
+
+  it('answers 400 for an unknown mode', async () => {
+    const res = await uploadMode([{ name: 'x/SKILL.md', content: skillMd('x', 'x') }], MKEYS.owner, 'merge');
+    expect(res.statusCode).toBe(400);
+    expect(JSON.stringify(res.json().details)).toContain('body.mode');
+  });
+});

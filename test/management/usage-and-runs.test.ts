@@ -1,0 +1,302 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+let upstream: FakeUpstream;
+let now = new Date('2026-10-31T23:00:00.000Z');
+let pricedAgent: string;
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+const call = (method: Method, url: string, key: string, payload?: unknown) =>
+  t.app.inject({
+    method,
+    url,
+    headers: { 'x-service-api-key': key },
+    ...(payload !== undefined && { payload: payload as object }),
+  });
+const chat = (key: string, agentId: string) =>
+  call('POST', '/v1/chat', key, {
+    agentId,
+    messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+  });
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  t = await createTestApp({ setup: MANAGEMENT_SETUP, clock: () => now });
+  await t.env.database.db
+    .updateTable('providers')
+    .set({ base_url: upstream.baseURL })
+    .where('id', '=', 'local')
+    .execute();
+  const created = await call('POST', '/v1/workspace/wsp_main/agents', MKEYS.owner, {
+    title: 'Priced',
+    model: 'local/small',
+  });
+  pricedAgent = created.json().data.agent.id;
+});
+afterAll(async () => {
+  await t.close();
+  await upstream.close();
+});
+
+describe(`usage in chat and run replies (${engineName})`, () => {
+  it('the chat JSON reply carries usage from the model’s price', async () => {
+    upstream.enqueue({ kind: 'text', text: 'ok', usage: { prompt: 1000, completion: 500 } });
+    const res = await chat(MKEYS.member, pricedAgent);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().usage).toEqual({ inputTokens: 1000, outputTokens: 500, costUsd: 0.002 });
+  });
+
+  it('the run reply carries usage too', async () => {
+    now = new Date('2026-11-05T08:00:00.000Z');
+    upstream.enqueue({ kind: 'text', text: 'run', usage: { prompt: 2000, completion: 1000 } });
+    const res = await call('POST', `/v1/agents/${pricedAgent}/runs`, MKEYS.member, { message: 'go' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.usage).toEqual({ inputTokens: 2000, outputTokens: 1000, costUsd: 0.004 });
+  });
+});
+
+describe(`GET /v1/workspace/{id}/usage (${engineName})`, () => {
+  it('adds up to the stored messages (runs included) by agent, model and day', async () => {
+    now = new Date('2026-11-20T12:00:00.000Z');
+    upstream.enqueue({ kind: 'text', text: 'a', usage: { prompt: 10, completion: 20 } });
+    expect((await chat(MKEYS.owner, pricedAgent)).statusCode).toBe(200);
+    expect((await chat(MKEYS.owner, 'agt_listed')).statusCode).toBe(200);
+    expect(
+      (await call('POST', '/v1/agents/agt_listed/runs', MKEYS.admin, { message: 'two words' })).statusCode,
+    ).toBe(200);
+
+    const res = await call('GET', '/v1/workspace/wsp_main/usage', MKEYS.member);
+    expect(res.statusCode).toBe(200);
+    const report = res.json().data;
+    const stored = await t.env.database.db
+      .selectFrom('messages')
+      .innerJoin('chats', 'chats.id', 'messages.chat_id')
+      .select([
+        'chats.agent_id',
+        'messages.model',
+        'messages.input_tokens',
+        'messages.output_tokens',
+        'messages.cost_usd',
+        'messages.created_at',
+      ])
+      .where('messages.role', '=', 'assistant')
+      .where('messages.workspace_id', '=', 'wsp_main')
+      .where('messages.created_at', '>=', '2026-11-01')
+      .execute();
+    const sum = (rows: typeof stored) => ({
+      inputTokens: rows.reduce((n, r) => n + r.input_tokens, 0),
+      outputTokens: rows.reduce((n, r) => n + r.output_tokens, 0),
+      requests: rows.length,
+    });
+    expect(report).toMatchObject({
+      month: '2026-11',
+      ...sum(stored),
+      limits: { monthlyTokens: 1_000_000, monthlyCostUsd: null },
+    });
+    expect(report.costUsd).toBeCloseTo(0.004 + 0.00005, 10);
+    expect(report.requests).toBe(4);
+    // Runs are turns of chats: their usage is in the messages, not counted twice.
+    const runs = await t.env.database.db
+      .selectFrom('agent_runs')
+      .selectAll()
+      .where('created_at', '>=', '2026-11-01')
+      .execute();
+    expect(runs.reduce((n, r) => n + r.input_tokens, 0)).toBeLessThanOrEqual(report.inputTokens);
+    for (const [list, key] of [
+      [report.byAgent, 'agentId'],
+      [report.byModel, 'model'],
+      [report.byDay, 'date'],
+    ] as const) {
+      expect(list.reduce((n: number, g: { inputTokens: number }) => n + g.inputTokens, 0)).toBe(
+        report.inputTokens,
+      );
+      expect(list.reduce((n: number, g: { requests: number }) => n + g.requests, 0)).toBe(report.requests);
+      expect(list.every((g: Record<string, unknown>) => typeof g[key] === 'string')).toBe(true);
+    }
+    expect(report.byAgent.find((g: { agentId: string }) => g.agentId === pricedAgent)).toMatchObject({
+      inputTokens: 2010,
+      outputTokens: 1020,
+      requests: 2,
+    });
+    expect(report.byModel.map((g: { model: string }) => g.model)).toEqual(['atrium/echo', 'local/small']);
+    expect(report.byDay.map((g: { date: string }) => g.date)).toEqual(['2026-11-05', '2026-11-20']);
+  });
+
+  it('reports another month on request, and an empty month as zeros', async () => {
+    const october = (await call('GET', '/v1/workspace/wsp_main/usage?month=2026-10', MKEYS.owner)).json()
+      .data;
+    expect(october).toMatchObject({
+      month: '2026-10',
+      inputTokens: 1000,
+      outputTokens: 500,
+      costUsd: 0.002,
+      requests: 1,
+    });
+    expect(october.byDay).toEqual([
+      { date: '2026-10-31', inputTokens: 1000, outputTokens: 500, costUsd: 0.002, requests: 1 },
+    ]);
+    const empty = (await call('GET', '/v1/workspace/wsp_main/usage?month=2020-01', MKEYS.owner)).json().data;
+    expect(empty).toMatchObject({
+      inputTokens: 0,
+      costUsd: 0,
+      requests: 0,
+      byAgent: [],
+      byModel: [],
+      byDay: [],
+    });
+  });
+
+  it.each(['2026-13', '2026-1', 'november', '2026-11-01'])('answers 400 for month=%s', async (month) => {
+    const res = await call('GET', `/v1/workspace/wsp_main/usage?month=${month}`, MKEYS.owner);
+    expect(res.statusCode).toBe(400);
+    expect(JSON.stringify(res.json().details)).toContain('month');
+  });
+
+  it('refuses other workspaces and tenants, and session tokens', async () => {
+    expect((await call('GET', '/v1/workspace/wsp_main/usage', MKEYS.otherWorkspace)).statusCode).toBe(401);
+    expect((await call('GET', '/v1/workspace/wsp_main/usage', MKEYS.globexOrg)).statusCode).toBe(401);
+    expect((await call('GET', '/v1/workspace/wsp_main/usage', MKEYS.acmeOrg)).statusCode).toBe(200);
+    const token = (
+      await call('POST', '/v1/workspace/wsp_main/session-tokens', MKEYS.owner, { userId: 'usr_max' })
+    ).json().data.token;
+    expect((await call('GET', '/v1/workspace/wsp_main/usage', token)).statusCode).toBe(401);
+  });
+});
+
+describe(`GET /v1/workspace/{id}/models (${engineName})`, () => {
+  it('lists the enabled models with the default and pricing', async () => {
+    const res = await call('GET', '/v1/workspace/wsp_main/models', MKEYS.member);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.models).toEqual([
+      {
+        id: 'atrium/echo',
+        kind: 'chat',
+        provider: 'atrium',
+        default: true,
+        pricing: { inputPerMTok: 0, outputPerMTok: 0 },
+      },
+      {
+        id: 'local/small',
+        kind: 'chat',
+        provider: 'local',
+        default: false,
+        pricing: { inputPerMTok: 1, outputPerMTok: 2 },
+      },
+    ]);
+  });
+
+  it('shows a workspace without models its built-in default, and refuses other tenants', async () => {
+    const other = await call('GET', '/v1/workspace/wsp_other/models', MKEYS.otherWorkspace);
+    expect(other.json().data.models).toEqual([
+      {
+        id: 'atrium/echo',
+        kind: 'chat',
+        provider: 'atrium',
+        default: true,
+        pricing: { inputPerMTok: 0, outputPerMTok: 0 },
+      },
+    ]);
+    expect((await call('GET', '/v1/workspace/wsp_main/models', MKEYS.globexWorkspace)).statusCode).toBe(401);
+    expect((await call('GET', '/v1/workspace/wsp_nope/models', MKEYS.owner)).statusCode).toBe(404);
+    const token = (
+      await call('POST', '/v1/workspace/wsp_main/session-tokens', MKEYS.owner, { userId: 'usr_max' })
+    ).json().data.token;
+    expect((await call('GET', '/v1/workspace/wsp_main/models', token)).statusCode).toBe(401);
+    expect((await call('GET', '/v1/workspace/wsp_main/models', MKEYS.acmeOrg)).statusCode).toBe(200);
+  });
+});
+
+describe(`GET /v1/agents/{id}/runs (${engineName})`, () => {
+  it('pages an agent’s runs newest first by cursor; owners see all, members their own', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      now = new Date(Date.UTC(2026, 10, 21, 10, 0, i));
+      const res = await call('POST', '/v1/agents/agt_listed/runs', i === 1 ? MKEYS.member : MKEYS.owner, {
+        message: `m${i}`,
+      });
+      ids.push(res.json().data.id);
+    }
+    const first = await call('GET', '/v1/agents/agt_listed/runs?limit=2', MKEYS.owner);
+    expect(first.statusCode).toBe(200);
+    const page1 = first.json().data;
+    expect(page1.runs.map((r: { id: string }) => r.id)).toEqual([ids[2], ids[1]]);
+    expect(page1.pagination).toMatchObject({ limit: 2, hasMore: true, nextCursor: expect.any(String) });
+    const second = await call(
+      'GET',
+      `/v1/agents/agt_listed/runs?limit=2&cursor=${page1.pagination.nextCursor}`,
+      MKEYS.owner,
+    );
+    const page2 = second.json().data;
+    expect(page2.runs[0].id).toBe(ids[0]);
+    const all = [...page1.runs, ...page2.runs];
+    expect(new Set(all.map((r: { id: string }) => r.id)).size).toBe(all.length);
+
+    const mine = (await call('GET', '/v1/agents/agt_listed/runs', MKEYS.member)).json().data.runs;
+    expect(mine.map((r: { id: string }) => r.id)).toEqual([ids[1]]);
+  });
+
+  it('looks a run up in the shape POST answered', async () => {
+    now = new Date('2026-11-22T10:00:00.000Z');
+    const posted = (
+      await call('POST', '/v1/agents/agt_listed/runs', MKEYS.member, { message: 'look me up' })
+    ).json().data;
+    const res = await call('GET', `/v1/agents/agt_listed/runs/${posted.id}`, MKEYS.member);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data).toEqual(posted);
+    expect((await call('GET', `/v1/agents/agt_listed/runs/${posted.id}`, MKEYS.owner)).statusCode).toBe(200);
+    expect((await call('GET', `/v1/agents/${pricedAgent}/runs/${posted.id}`, MKEYS.owner)).statusCode).toBe(
+      404,
+    );
+    expect(
+      (await call('GET', `/v1/agents/agt_listed/runs/${posted.id}`, MKEYS.globexWorkspace)).statusCode,
+    ).toBe(404);
+    const ownerRun = (
+      await call('POST', '/v1/agents/agt_listed/runs', MKEYS.owner, { message: 'owner' })
+    ).json().data;
+    expect((await call('GET', `/v1/agents/agt_listed/runs/${ownerRun.id}`, MKEYS.member)).statusCode).toBe(
+      404,
+    );
+  });
+
+  it('lets a session token list its user’s runs', async () => {
+    const token = (
+      await call('POST', '/v1/workspace/wsp_main/session-tokens', MKEYS.owner, { userId: 'usr_max' })
+    ).json().data.token;
+    const res = await call('GET', '/v1/agents/agt_listed/runs', token);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.runs.length).toBeGreaterThan(0);
+  });
+
+  it.each([
+    ['limit=0', 400],
+    ['limit=-1', 400],
+    ['limit=abc', 400],
+    ['limit=500', 200],
+    ['cursor=not-a-cursor', 400],
+    [`cursor=${Buffer.from('{"a":1}').toString('base64url')}`, 400],
+  ])('answers %s with %i', async (query, status) => {
+    const res = await call('GET', `/v1/agents/agt_listed/runs?${query}`, MKEYS.owner);
+    expect(res.statusCode).toBe(status);
+    if (status === 200) expect(res.json().data.pagination.limit).toBe(100);
+  });
+
+  it('lets an owner’s organization key see every run and a member’s organization key its own', async () => {
+    const all = (await call('GET', '/v1/agents/agt_listed/runs?limit=100', MKEYS.acmeOrg)).json().data.runs;
+    const owners = (await call('GET', '/v1/agents/agt_listed/runs?limit=100', MKEYS.owner)).json().data.runs;
+    expect(all).toEqual(owners);
+    const maxByOrgKey = (
+      await call('GET', '/v1/agents/agt_listed/runs?limit=100', MKEYS.acmeOrgMember)
+    ).json().data.runs;
+    const maxByWorkspaceKey = (await call('GET', '/v1/agents/agt_listed/runs?limit=100', MKEYS.member)).json()
+      .data.runs;
+    expect(maxByOrgKey).toEqual(maxByWorkspaceKey);
+    expect(maxByOrgKey.length).toBeLessThan(all.length);
+  });
+
+  it('answers 404 for an agent of another tenant', async () => {
+    expect((await call('GET', '/v1/agents/agt_listed/runs', MKEYS.globexOrg)).statusCode).toBe(404);
+  });
+});
