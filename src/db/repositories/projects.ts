@@ -40,3 +40,18 @@ export function findProject(db: Db, workspaceId: string, projectId: string) {
     .where('workspace_id', '=', workspaceId)
     .executeTakeFirst();
 }
+
+/**
+ * Locks the project's row until the transaction ends (a row lock on PostgreSQL, the write lock
+ * on SQLite): what serializes the operations that read storage and the file records together
+ * (sync, delete). The update changes nothing; false when the project does not exist.
+ */
+export async function lockProject(trx: Db, workspaceId: string, projectId: string): Promise<boolean> {
+  const result = await trx
+    .updateTable('projects')
+    .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('id', '=', projectId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
