@@ -244,7 +244,10 @@ describe(`SIGKILL of atrium serve mid-operation, then a restart (${engineName})`
     request.on('error', () => {}); // the server dies under it
     request.write(Buffer.alloc(4 * 1024 * 1024, 1));
     await until(
-      () => filesUnder(path.join(objectsRoot, 'tmp')).some((file) => statSync(file).size > 0),
+      () =>
+        filesUnder(path.join(objectsRoot, 'tmp')).some(
+          (file) => (statSync(file, { throwIfNoEntry: false })?.size ?? 0) > 0,
+        ),
       'the upload to reach a temp file',
     );
     await killAndRestart();
