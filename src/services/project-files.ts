@@ -13,7 +13,7 @@ import {
   projectFileUsage,
   updateProjectFileContent,
 } from '../db/repositories/project-files.js';
-import { findProject } from '../db/repositories/projects.js';
+import { findProject, lockProject } from '../db/repositories/projects.js';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import { isValidMediaType } from '../storage/media-type.js';
@@ -246,11 +246,17 @@ async function mediaTypeOf(store: ObjectStore, info: ObjectInfo, name: string): 
 /**
  * Step 2 of an upload, and the repair of any drift: reconciles the records of a project with
  * the objects under its storage prefix. New objects are `added`, records without an object
- * `removed`, changed content `updated` (same id). Every write is conditional (insert on
- * conflict do nothing; update/delete where the etag is still the one read), so concurrent
- * syncs never duplicate a record or count a change twice, and a second run changes nothing.
- * New objects beyond the file or byte quota are left unregistered: 409 with the counts and
- * the paths left out.
+ * `removed`, changed content `updated` (same id). A second run changes nothing.
+ *
+ * Storage is listed first, without a lock. Then one transaction takes the project's lock (the
+ * one a delete holds while it removes the object and then the record), reads the records, and
+ * looks again at every path whose object and record disagree before it adds or removes
+ * anything. So a sync never acts on an object from before a delete and the records from after
+ * it (which brought a deleted file back under a new id), and the lock is held for the short
+ * part only, not for the listing. Concurrent syncs of one project queue on the lock, so they
+ * never duplicate a record or count a change twice; every write stays conditional all the same.
+ * New objects beyond the file or byte quota are left unregistered: 409 with the counts and the
+ * paths left out.
  */
 export async function syncProjectFiles(
   deps: ProjectFileDeps,
@@ -260,12 +266,57 @@ export async function syncProjectFiles(
   const { db, store } = deps;
   await requireProject(db, workspaceId, projectId);
   const prefix = projectStoragePrefix(workspaceId, projectId);
-  const objects = new Map<string, ObjectInfo>();
+  const listed = new Map<string, ObjectInfo>();
   for await (const info of store.list(prefix)) {
     const path = info.key.slice(prefix.length);
-    if (isAcceptablePath(path, store)) objects.set(path, info);
+    if (isAcceptablePath(path, store)) listed.set(path, info);
   }
+  const { result, refused } = await db.transaction().execute(async (trx) => {
+    if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
+    return reconcileProjectFiles({ ...deps, db: trx }, workspaceId, projectId, listed);
+  });
+  if (refused.length > 0) {
+    throw new ApiError(
+      'quota_exceeded',
+      `${refused.length} object(s) in storage were not registered: the project would exceed ${PROJECT_FILE_LIMITS.maxFiles} files or 500 MB`,
+      {
+        ...result,
+        notRegistered: refused.slice(0, 100),
+        notRegisteredCount: refused.length,
+        maxFiles: PROJECT_FILE_LIMITS.maxFiles,
+        maxBytes: PROJECT_FILE_LIMITS.maxProjectBytes,
+      },
+    );
+  }
+  return result;
+}
+
+/**
+ * The writes of a sync, inside its transaction (`deps.db`) and the project's lock; `refused`
+ * are the paths left out for the quota.
+ */
+async function reconcileProjectFiles(
+  deps: ProjectFileDeps,
+  workspaceId: string,
+  projectId: string,
+  listed: Map<string, ObjectInfo>,
+): Promise<{ result: SyncResult; refused: string[] }> {
+  const { db, store } = deps;
+  const prefix = projectStoragePrefix(workspaceId, projectId);
   const rows = await listProjectFileRows(db, workspaceId, projectId);
+  const registered = new Set(rows.map((row) => row.path));
+  // An object listed without a record may have been deleted since (its record with it), and a
+  // record whose object was not listed may have got one since: what storage says now decides.
+  const objects = new Map(listed);
+  const disputed = [
+    ...rows.filter((row) => !listed.has(row.path)).map((row) => row.path),
+    ...[...listed.keys()].filter((path) => !registered.has(path)),
+  ];
+  await mapWithConcurrency(disputed, 16, async (path) => {
+    const info = await store.head(prefix + path);
+    if (info) objects.set(path, info);
+    else objects.delete(path);
+  });
   const now = isoNow(deps.clock);
 
   let removed = 0;
@@ -295,7 +346,6 @@ export async function syncProjectFiles(
   // Quota for new objects: what the project holds once removals and updates are in.
   let files = present.length;
   let bytes = present.reduce((sum, row) => sum + objects.get(row.path)!.size, 0);
-  const registered = new Set(rows.map((row) => row.path));
   const candidates = [...objects.entries()]
     .filter(([path]) => !registered.has(path))
     .sort(([pa, a], [pb, b]) => a.lastModified.getTime() - b.lastModified.getTime() || (pa < pb ? -1 : 1));
@@ -328,22 +378,7 @@ export async function syncProjectFiles(
     };
   });
   const added = await insertProjectFilesIfAbsent(db, newRows);
-
-  const result = { added, removed, updated };
-  if (refused.length > 0) {
-    throw new ApiError(
-      'quota_exceeded',
-      `${refused.length} object(s) in storage were not registered: the project would exceed ${PROJECT_FILE_LIMITS.maxFiles} files or 500 MB`,
-      {
-        ...result,
-        notRegistered: refused.slice(0, 100),
-        notRegisteredCount: refused.length,
-        maxFiles: PROJECT_FILE_LIMITS.maxFiles,
-        maxBytes: PROJECT_FILE_LIMITS.maxProjectBytes,
-      },
-    );
-  }
-  return result;
+  return { result: { added, removed, updated }, refused };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -442,9 +477,10 @@ export async function createDownloadUrl(
 }
 
 /**
- * Removes the object, then the record; a file already deleted is not found. A sync running at
- * the same moment may remove the record first: the file is gone all the same, so that is a
- * success too.
+ * Removes the object, then the record, in one transaction holding the project's lock (the one
+ * sync takes), so no sync can see the object before the delete and miss the record after it.
+ * A file already deleted is not found. A crash between the two steps leaves a record without
+ * its object, which the next sync removes; never an object a sync would bring back.
  */
 export async function deleteProjectFile(
   deps: ProjectFileDeps,
@@ -452,9 +488,13 @@ export async function deleteProjectFile(
   projectId: string,
   fileId: string,
 ) {
-  const row = await requireFile(deps.db, workspaceId, projectId, fileId);
-  await deps.store.delete(projectStoragePrefix(workspaceId, projectId) + row.path);
-  await deleteProjectFileRow(deps.db, workspaceId, projectId, fileId);
+  await deps.db.transaction().execute(async (trx) => {
+    if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
+    const row = await findProjectFile(trx, workspaceId, projectId, fileId);
+    if (!row) throw errors.notFound('File');
+    await deps.store.delete(projectStoragePrefix(workspaceId, projectId) + row.path);
+    await deleteProjectFileRow(trx, workspaceId, projectId, fileId);
+  });
   return { deleted: true as const };
 }
 

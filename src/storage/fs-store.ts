@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import {
-  createReadStream,
+  type BigIntStats,
   createWriteStream,
   readFile as readFileCallback,
   stat as statCallback,
 } from 'node:fs';
 import { once } from 'node:events';
-import fs from 'node:fs/promises';
+import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { type Readable, Transform, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -24,7 +24,11 @@ import { keySegments, resolveSafePath, resolveSafePrefix } from './safe-path.js'
 import { createSignedUrl } from './signed-url.js';
 
 export interface FsObjectStoreOptions {
-  /** Everything lives below this folder: `data/` (objects), `meta/` (sidecars), `tmp/` (uploads in flight). */
+  /**
+   * Everything lives below this folder: `data/` (objects), `versions/` (the metadata of each
+   * object's version), `meta/` (sidecars of objects written before versions existed, read
+   * only), `tmp/` (uploads in flight).
+   */
   root: string;
   signingSecret: string;
   clock: Clock;
@@ -33,13 +37,29 @@ export interface FsObjectStoreOptions {
   fallbackOrigin: string;
 }
 
-/** What we know of an object beyond what the file system keeps; valid only while size and mtime match. */
+/**
+ * What we know of an object beyond what the file system keeps. Sidecars of the old layout
+ * (`meta/{key}`) are valid only while size and mtime match; version records carry the same
+ * fields and are named after them (see `versionName`).
+ */
 interface Sidecar {
   contentType: string;
   etag: string;
   size: number;
   mtimeMs: number;
 }
+
+/**
+ * The name of a version's metadata record: the data file's size and modification time to the
+ * nanosecond. A write sets that time to a value of its own and claims the name exclusively
+ * before its bytes become visible, so two writes never share a record, and the record found
+ * for the file at a key is always the one of the write whose bytes it holds. Copies that keep
+ * times (`cp -a`, `rsync -a`) keep the pairing.
+ */
+const versionName = (size: bigint | number, mtimeNs: bigint) => `${size}-${mtimeNs}.json`;
+
+/** Records of writes that never became visible (a crash) are removed after this long. */
+const STALE_VERSION_MS = 10 * 60 * 1000;
 
 /** Counts bytes on their way to storage, and stops the stream past a limit. */
 export class MeteredStream extends Transform {
@@ -106,6 +126,30 @@ const LIST_BATCH = 256;
 const isCode = (error: unknown, ...codes: string[]) =>
   typeof error === 'object' && error !== null && codes.includes((error as NodeJS.ErrnoException).code ?? '');
 
+const statOrUndefined = (file: string): Promise<BigIntStats | undefined> =>
+  statFast(file, { bigint: true }).catch(() => undefined);
+
+/** The modification time in milliseconds as a plain `stat` reports it (fraction included). */
+const floatMtimeMs = (stat: BigIntStats) =>
+  Number(stat.mtimeNs / 1_000_000_000n) * 1e3 + Number(stat.mtimeNs % 1_000_000_000n) / 1e6;
+
+/**
+ * A modification time for a new version, in seconds: within the current second (`attempt`
+ * seconds back on a retry), at a random point of it, so concurrent writes of equal size almost
+ * never ask for the same record name (and when they do, the loser of the `link` asks again).
+ */
+const versionTime = (attempt: number) => Math.floor(Date.now() / 1000) - attempt + Math.random();
+
+function parseSidecar(text: string | undefined): Sidecar | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const parsed = JSON.parse(text) as Sidecar;
+    return typeof parsed.etag === 'string' && typeof parsed.contentType === 'string' ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function pathConflict(key: string, cause: unknown): ApiError {
   return new ApiError(
     'bad_request',
@@ -123,25 +167,36 @@ function pathConflict(key: string, cause: unknown): ApiError {
 export class FsObjectStore implements ObjectStore {
   readonly kind = 'fs' as const;
   private readonly dataRoot: string;
+  private readonly versionsRoot: string;
   private readonly metaRoot: string;
   private readonly tmpRoot: string;
 
   constructor(private readonly options: FsObjectStoreOptions) {
     const root = path.resolve(options.root);
     this.dataRoot = path.join(root, 'data');
+    this.versionsRoot = path.join(root, 'versions');
     this.metaRoot = path.join(root, 'meta');
     this.tmpRoot = path.join(root, 'tmp');
   }
 
+  /**
+   * The bytes go to a temp file, which gets a modification time of its own and is flushed to
+   * disk; then the version's metadata record is claimed (`versionName`); then one rename makes
+   * the bytes visible, and with them that record. Concurrent writes to one key each land whole,
+   * the last rename wins, and whoever reads the key gets the metadata of the write whose bytes
+   * it holds. A crash before the rename leaves a temp file and maybe a record nobody reads, both
+   * swept later; never a torn object or a record beside other bytes.
+   */
   async put(key: string, body: Readable, options: PutOptions): Promise<ObjectInfo> {
     const dataPath = resolveSafePath(this.dataRoot, key);
-    const metaPath = resolveSafePath(this.metaRoot, key);
+    const versionDir = resolveSafePath(this.versionsRoot, key);
     await fs.mkdir(this.tmpRoot, { recursive: true });
     const tmpName = `${Date.now()}-${randomBytes(8).toString('hex')}`;
     const tmpData = path.join(this.tmpRoot, `${tmpName}.data`);
-    const tmpMeta = path.join(this.tmpRoot, `${tmpName}.meta`);
+    const tmpRecord = path.join(this.tmpRoot, `${tmpName}.version`);
     const limit = [options.maxBytes, options.exactBytes].filter((n): n is number => n !== undefined);
     const meter = new MeteredStream(limit.length > 0 ? Math.min(...limit) : undefined);
+    let claimed: string | undefined;
     try {
       const sink = createWriteStream(tmpData, { flags: 'wx', mode: 0o600, highWaterMark: 1024 * 1024 });
       try {
@@ -155,42 +210,104 @@ export class FsObjectStore implements ObjectStore {
           `The body has ${meter.bytes} bytes but ${options.exactBytes} were declared; nothing was stored`,
         );
       }
-      // On disk before it becomes visible: a crash after the rename never shows a torn file.
-      if (options.durable !== false) {
-        const file = await fs.open(tmpData, 'r+');
+      let stat: BigIntStats;
+      const file = await fs.open(tmpData, 'r+');
+      try {
+        const time = versionTime(0);
+        await file.utimes(time, time);
+        // On disk, with that time, before it becomes visible: a crash after the rename never
+        // shows a torn file.
+        if (options.durable !== false) await file.sync();
+        stat = await file.stat({ bigint: true });
+      } finally {
+        await file.close();
+      }
+      // A fresh version id per write, not a content hash: hashing cost a third of upload
+      // throughput, and any write is a change worth reporting (S3 multipart ETags behave alike).
+      const etag = randomBytes(16).toString('hex');
+      for (let attempt = 1; ; attempt++) {
+        const record: Sidecar = {
+          contentType: options.contentType,
+          etag,
+          size: Number(stat.size),
+          mtimeMs: Number(stat.mtimeMs),
+        };
+        await fs.writeFile(tmpRecord, JSON.stringify(record), { mode: 0o600 });
+        const target = path.join(versionDir, versionName(stat.size, stat.mtimeNs));
+        await fs.mkdir(versionDir, { recursive: true }).catch((error: unknown) => {
+          throw isCode(error, 'ENOTDIR', 'EEXIST') ? pathConflict(key, error) : error;
+        });
         try {
-          await file.datasync();
-        } finally {
-          await file.close();
+          // link, not rename: it fails when the name is taken, so no two writes share a record.
+          await fs.link(tmpRecord, target);
+          claimed = target;
+          break;
+        } catch (error) {
+          if (!isCode(error, 'EEXIST') || attempt >= 8) throw error;
+          // Another version has this time (or the file system keeps coarse times): another one.
+          const time = versionTime(attempt);
+          await fs.utimes(tmpData, time, time);
+          stat = await fs.stat(tmpData, { bigint: true });
         }
       }
-      const stat = await fs.stat(tmpData);
-      const sidecar: Sidecar = {
-        contentType: options.contentType,
-        // A fresh version id per write, not a content hash: hashing cost a third of upload
-        // throughput, and any write is a change worth reporting (S3 multipart ETags behave alike).
-        etag: randomBytes(16).toString('hex'),
-        size: stat.size,
-        mtimeMs: stat.mtimeMs,
-      };
-      await fs.writeFile(tmpMeta, JSON.stringify(sidecar), { mode: 0o600 });
-      await this.moveIntoPlace(key, tmpMeta, metaPath);
+      const replaced = await statOrUndefined(dataPath);
       await this.moveIntoPlace(key, tmpData, dataPath);
+      const ours = claimed;
+      claimed = undefined;
+      await this.dropOtherVersions(key, versionDir, ours, replaced);
       return {
         key,
-        size: stat.size,
-        etag: sidecar.etag,
-        lastModified: stat.mtime,
+        size: Number(stat.size),
+        etag,
+        lastModified: new Date(Number(stat.mtimeMs)),
         contentType: options.contentType,
       };
     } finally {
-      await Promise.all([fs.rm(tmpData, { force: true }), fs.rm(tmpMeta, { force: true })]);
+      const leftovers = [fs.rm(tmpData, { force: true }), fs.rm(tmpRecord, { force: true })];
+      // A write that failed before its rename gives its record back.
+      if (claimed) {
+        const record = claimed;
+        leftovers.push(
+          fs
+            .rm(record, { force: true })
+            .then(() => fs.rmdir(versionDir))
+            .catch(() => {}),
+        );
+      }
+      await Promise.all(leftovers);
     }
   }
 
   /**
+   * After a write: the record of the version it replaced, the old layout's sidecar, and records
+   * of writes that died before their rename (older than STALE_VERSION_MS) are removed. A record
+   * younger than that may belong to a write about to rename, so it stays.
+   */
+  private async dropOtherVersions(
+    key: string,
+    versionDir: string,
+    ours: string,
+    replaced: BigIntStats | undefined,
+  ): Promise<void> {
+    const doomed = new Set<string>();
+    if (replaced?.isFile()) doomed.add(path.join(versionDir, versionName(replaced.size, replaced.mtimeNs)));
+    const cutoff = Date.now() - STALE_VERSION_MS;
+    for (const entry of await fs.readdir(versionDir, { withFileTypes: true }).catch(() => [])) {
+      if (!entry.isFile()) continue;
+      const file = path.join(versionDir, entry.name);
+      if (file === ours || doomed.has(file)) continue;
+      const stat = await statOrUndefined(file);
+      if (stat && Number(stat.mtimeMs) < cutoff) doomed.add(file);
+    }
+    doomed.delete(ours);
+    await Promise.all([...doomed].map((file) => fs.rm(file, { force: true })));
+    await fs.rm(resolveSafePath(this.metaRoot, key), { force: true }).catch(() => {});
+  }
+
+  /**
    * Temp files older than `olderThanMs` belong to writes that can no longer finish (a process
-   * that crashed mid-upload); younger ones may be uploads in flight on another process.
+   * that crashed mid-upload), and so do version records whose bytes never became visible;
+   * younger ones may be writes in flight on another process.
    */
   async sweepStaleTemp(olderThanMs = 60 * 60 * 1000, now = this.options.clock()): Promise<number> {
     let removed = 0;
@@ -202,6 +319,32 @@ export class FsObjectStore implements ObjectStore {
         await fs.rm(file, { force: true });
         removed++;
       }
+    }
+    return removed + (await this.sweepOrphanVersions(this.versionsRoot, '', cutoff));
+  }
+
+  /** Version records older than `cutoff` that are not the record of the file now at their key. */
+  private async sweepOrphanVersions(dir: string, key: string, cutoff: number): Promise<number> {
+    let removed = 0;
+    const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
+    const records = entries.filter((entry) => entry.isFile());
+    if (records.length > 0 && key !== '') {
+      const current = await statOrUndefined(resolveSafePath(this.dataRoot, key));
+      const live = current?.isFile() ? versionName(current.size, current.mtimeNs) : undefined;
+      for (const entry of records) {
+        if (entry.name === live) continue;
+        const file = path.join(dir, entry.name);
+        const stat = await statOrUndefined(file);
+        if (stat && Number(stat.mtimeMs) < cutoff) {
+          await fs.rm(file, { force: true });
+          removed++;
+        }
+      }
+    }
+    for (const entry of entries) {
+      if (!entry.isDirectory()) continue;
+      const childKey = key === '' ? entry.name : `${key}/${entry.name}`;
+      removed += await this.sweepOrphanVersions(path.join(dir, entry.name), childKey, cutoff);
     }
     return removed;
   }
@@ -230,46 +373,69 @@ export class FsObjectStore implements ObjectStore {
   }
 
   private async info(key: string, dataPath: string): Promise<ObjectInfo | null> {
-    let stat: import('node:fs').Stats;
+    let stat: BigIntStats;
     try {
-      stat = await statFast(dataPath);
+      stat = await statFast(dataPath, { bigint: true });
     } catch (error) {
       if (isCode(error, 'ENOENT', 'ENOTDIR')) return null;
       throw error;
     }
     if (!stat.isFile()) return null;
-    const sidecar = await this.readSidecar(key);
-    const current =
-      sidecar && sidecar.size === stat.size && sidecar.mtimeMs === stat.mtimeMs ? sidecar : undefined;
+    return this.describe(key, stat);
+  }
+
+  /** What is known of the file at `key` whose stat is `stat` (one version, read once). */
+  private async describe(key: string, stat: BigIntStats): Promise<ObjectInfo> {
+    const record = (await this.readVersion(key, stat)) ?? (await this.readLegacySidecar(key, stat));
+    const size = Number(stat.size);
+    const mtimeMs = Number(stat.mtimeMs);
     return {
       key,
-      size: stat.size,
-      // Objects written behind Atrium's back have no (valid) sidecar: size + mtime tell a change.
-      etag: current?.etag ?? `${stat.size}-${Math.trunc(stat.mtimeMs)}`,
-      lastModified: stat.mtime,
-      contentType: current?.contentType,
+      size,
+      // Objects written behind Atrium's back have no record: size + mtime tell a change.
+      etag: record?.etag ?? `${size}-${mtimeMs}`,
+      lastModified: new Date(mtimeMs),
+      contentType: record?.contentType,
     };
   }
 
-  private async readSidecar(key: string): Promise<Sidecar | undefined> {
-    try {
-      const parsed = JSON.parse(await readFileFast(resolveSafePath(this.metaRoot, key), 'utf8')) as Sidecar;
-      return typeof parsed.etag === 'string' && typeof parsed.contentType === 'string' ? parsed : undefined;
-    } catch {
-      return undefined;
-    }
+  private async readVersion(key: string, stat: BigIntStats): Promise<Sidecar | undefined> {
+    const file = path.join(resolveSafePath(this.versionsRoot, key), versionName(stat.size, stat.mtimeNs));
+    return parseSidecar(await readFileFast(file, 'utf8').catch(() => undefined));
+  }
+
+  /** A sidecar of the old layout (`meta/{key}`), valid while size and mtime match. */
+  private async readLegacySidecar(key: string, stat: BigIntStats): Promise<Sidecar | undefined> {
+    const text = await readFileFast(resolveSafePath(this.metaRoot, key), 'utf8').catch(() => undefined);
+    const sidecar = parseSidecar(text);
+    return sidecar && sidecar.size === Number(stat.size) && sidecar.mtimeMs === floatMtimeMs(stat)
+      ? sidecar
+      : undefined;
   }
 
   async get(key: string, range?: { start: number; end?: number }) {
     const dataPath = resolveSafePath(this.dataRoot, key);
-    const info = await this.info(key, dataPath);
-    if (!info) return null;
-    const body = createReadStream(dataPath, {
-      start: range?.start,
-      end: range?.end,
-      highWaterMark: 256 * 1024,
-    });
-    return { body: body as Readable, info };
+    // One open file for the metadata and the bytes: a write landing meanwhile changes neither.
+    let file: FileHandle;
+    try {
+      file = await fs.open(dataPath, 'r');
+    } catch (error) {
+      if (isCode(error, 'ENOENT', 'ENOTDIR', 'EISDIR')) return null;
+      throw error;
+    }
+    try {
+      const stat = await file.stat({ bigint: true });
+      if (!stat.isFile()) {
+        await file.close();
+        return null;
+      }
+      const info = await this.describe(key, stat);
+      const body = file.createReadStream({ start: range?.start, end: range?.end, highWaterMark: 256 * 1024 });
+      return { body: body as Readable, info };
+    } catch (error) {
+      await file.close().catch(() => {});
+      throw error;
+    }
   }
 
   head(key: string): Promise<ObjectInfo | null> {
@@ -281,7 +447,7 @@ export class FsObjectStore implements ObjectStore {
     if (folder === undefined) throw new Error('FsObjectStore.list expects a folder prefix ending in "/"');
     const start = folder === '' ? this.dataRoot : resolveSafePrefix(this.dataRoot, folder);
     // Folders are read first (cheap), then files are looked at in parallel batches across
-    // folders: one stat and one sidecar each, so round trips overlap instead of queueing.
+    // folders: one stat and one record each, so round trips overlap instead of queueing.
     let batch: { key: string; file: string }[] = [];
     const flush = async () => {
       const infos = await Promise.all(batch.map(({ key, file }) => this.info(key, file)));
@@ -313,9 +479,15 @@ export class FsObjectStore implements ObjectStore {
 
   async delete(key: string): Promise<void> {
     const dataPath = resolveSafePath(this.dataRoot, key);
-    const metaPath = resolveSafePath(this.metaRoot, key);
+    const versionDir = resolveSafePath(this.versionsRoot, key);
+    const current = await statOrUndefined(dataPath);
     await fs.rm(dataPath, { force: true });
-    await fs.rm(metaPath, { force: true });
+    // Only the record of the version removed: a write to this key under way keeps its own.
+    if (current?.isFile()) {
+      await fs.rm(path.join(versionDir, versionName(current.size, current.mtimeNs)), { force: true });
+    }
+    await fs.rmdir(versionDir).catch(() => {});
+    await fs.rm(resolveSafePath(this.metaRoot, key), { force: true });
     await this.pruneEmptyFolders(key);
   }
 
@@ -326,6 +498,7 @@ export class FsObjectStore implements ObjectStore {
       const folderKey = segments.slice(0, depth).join('/');
       try {
         await fs.rmdir(resolveSafePath(this.dataRoot, folderKey));
+        await fs.rmdir(resolveSafePath(this.versionsRoot, folderKey)).catch(() => {});
         await fs.rmdir(resolveSafePath(this.metaRoot, folderKey)).catch(() => {});
       } catch {
         return; // not empty (or gone): stop climbing
@@ -335,6 +508,7 @@ export class FsObjectStore implements ObjectStore {
 
   async deletePrefix(prefix: string): Promise<void> {
     await fs.rm(resolveSafePrefix(this.dataRoot, prefix), { recursive: true, force: true });
+    await fs.rm(resolveSafePrefix(this.versionsRoot, prefix), { recursive: true, force: true });
     await fs.rm(resolveSafePrefix(this.metaRoot, prefix), { recursive: true, force: true });
   }
 

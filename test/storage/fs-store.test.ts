@@ -134,3 +134,115 @@ describe('FsObjectStore', () => {
     expect(resolveSafePath(root, 'a/b..c/.env')).toBe(path.join(root, 'a', 'b..c', '.env'));
   });
 });
+
+describe('FsObjectStore versions: an object and its metadata belong to one write', () => {
+  const listFiles = (dir: string): string[] => {
+    try {
+      return readdirSync(dir, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => path.relative(dir, path.join(entry.parentPath, entry.name)))
+        .sort();
+    } catch {
+      return [];
+    }
+  };
+
+  it('concurrent writes of equal size to one key leave the type and etag of the write whose bytes are stored', async () => {
+    for (let round = 0; round < 10; round++) {
+      const key = `same/round-${round}`;
+      const writes = await Promise.all(
+        Array.from({ length: 8 }, (_, writer) =>
+          store.put(key, Readable.from([Buffer.alloc(4096, 0x61 + writer)]), {
+            contentType: `application/x-writer-${writer}`,
+            durable: false,
+          }),
+        ),
+      );
+      const object = await store.get(key);
+      const bytes = await text(object!.body);
+      const winner = bytes.charCodeAt(0) - 0x61;
+      expect(object!.info).toMatchObject({
+        contentType: `application/x-writer-${winner}`,
+        etag: writes[winner]!.etag,
+      });
+      expect(await store.head(key)).toMatchObject({ etag: writes[winner]!.etag });
+    }
+    // Records of the writes that lost stay until they are old enough that no write can still be
+    // about to rename; the sweep then leaves the stored write's record alone.
+    await store.sweepStaleTemp(-60_000);
+    for (let round = 0; round < 10; round++) {
+      expect(listFiles(path.join(root, 'versions', `same/round-${round}`))).toHaveLength(1);
+      expect((await store.head(`same/round-${round}`))!.contentType).toMatch(/^application\/x-writer-/);
+    }
+  });
+
+  it('a sequential write removes the record of the version it replaced', async () => {
+    for (const content of ['one', 'two', 'three']) {
+      await store.put('seq/x', Readable.from([Buffer.from(content)]), { contentType: 'text/plain' });
+    }
+    expect(listFiles(path.join(root, 'versions', 'seq', 'x'))).toHaveLength(1);
+  });
+
+  it('a read holds one version: a write landing while it streams changes neither its bytes nor its metadata', async () => {
+    const first = await store.put('held/x', Readable.from([Buffer.from('first version')]), {
+      contentType: 'text/plain',
+    });
+    const reading = await store.get('held/x');
+    await store.put('held/x', Readable.from([Buffer.from('{"second":true}')]), {
+      contentType: 'application/json',
+    });
+    expect(reading!.info).toMatchObject({ etag: first.etag, contentType: 'text/plain', size: 13 });
+    expect(await text(reading!.body)).toBe('first version');
+    expect(await store.head('held/x')).toMatchObject({ contentType: 'application/json', size: 15 });
+  });
+
+  it('still reads a sidecar of the old layout while the file is unchanged, and replaces it on the next write', async () => {
+    const { mkdirSync, statSync, writeFileSync } = await import('node:fs');
+    const dataFile = path.join(root, 'data', 'legacy', 'a.txt');
+    mkdirSync(path.dirname(dataFile), { recursive: true });
+    writeFileSync(dataFile, 'old layout');
+    const stat = statSync(dataFile);
+    const sidecar = path.join(root, 'meta', 'legacy', 'a.txt');
+    mkdirSync(path.dirname(sidecar), { recursive: true });
+    writeFileSync(
+      sidecar,
+      JSON.stringify({
+        contentType: 'text/x-legacy',
+        etag: 'legacy-etag',
+        size: stat.size,
+        mtimeMs: stat.mtimeMs,
+      }),
+    );
+    expect(await store.head('legacy/a.txt')).toMatchObject({
+      contentType: 'text/x-legacy',
+      etag: 'legacy-etag',
+    });
+    await store.put('legacy/a.txt', Readable.from([Buffer.from('new layout')]), {
+      contentType: 'text/plain',
+    });
+    expect(await store.head('legacy/a.txt')).toMatchObject({ contentType: 'text/plain' });
+    expect(listFiles(path.join(root, 'meta', 'legacy'))).toEqual([]);
+  });
+
+  it('a delete removes the record with the object, and a deleted prefix leaves no record behind', async () => {
+    await store.put('gone/a/b.txt', Readable.from([Buffer.from('b')]), { contentType: 'text/plain' });
+    await store.put('gone/c.txt', Readable.from([Buffer.from('c')]), { contentType: 'text/plain' });
+    await store.delete('gone/a/b.txt');
+    expect(listFiles(path.join(root, 'versions', 'gone'))).toEqual([expect.stringMatching(/^c\.txt\//)]);
+    await store.deletePrefix('gone/');
+    expect(listFiles(path.join(root, 'versions', 'gone'))).toEqual([]);
+  });
+
+  it('sweeps records of writes that never became visible, keeping the live one', async () => {
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    await store.put('swept/x', Readable.from([Buffer.from('live')]), { contentType: 'text/plain' });
+    const dir = path.join(root, 'versions', 'swept', 'x');
+    const [live] = listFiles(dir);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, '4-1000.json'), JSON.stringify({ contentType: 'a/b', etag: 'e' }));
+    // A cutoff in the future makes every record old enough.
+    expect(await store.sweepStaleTemp(-60_000)).toBeGreaterThanOrEqual(1);
+    expect(listFiles(dir)).toEqual([live]);
+    expect(await store.head('swept/x')).toMatchObject({ contentType: 'text/plain' });
+  });
+});

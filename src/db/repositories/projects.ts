@@ -72,3 +72,18 @@ export async function deleteProjectRows(db: Db, workspaceId: string, projectId: 
       .execute();
   });
 }
+
+/**
+ * Locks the project's row until the transaction ends (a row lock on PostgreSQL, the write lock
+ * on SQLite): what serializes the operations that read storage and the file records together
+ * (sync, delete). The update changes nothing; false when the project does not exist.
+ */
+export async function lockProject(trx: Db, workspaceId: string, projectId: string): Promise<boolean> {
+  const result = await trx
+    .updateTable('projects')
+    .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('id', '=', projectId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}

@@ -1,4 +1,5 @@
 import { sql, type Transaction } from 'kysely';
+import { retryOnConflict } from '../conflict-retry.js';
 import type { Db } from '../database.js';
 import type { Database, SkillTable } from '../schema.js';
 
@@ -41,6 +42,11 @@ export async function findExistingSkillIds(db: Executor, ids: string[]): Promise
 /**
  * Inserts the skills in one transaction. A name taken meanwhile (a concurrent upload) is not
  * an error: that row is left out, and the ids of the rows really inserted are returned.
+ *
+ * Each insert locks its (workspace, name) index entry until commit, so two uploads that share
+ * names would deadlock on PostgreSQL if they inserted them in different orders: rows go in
+ * sorted by name, one order for every request, and a transaction the database still ends for a
+ * deadlock or serialization failure is run again.
  */
 export async function insertSkills(
   db: Db,
@@ -48,34 +54,38 @@ export async function insertSkills(
   replaced: SkillTable[] = [],
 ): Promise<Set<string>> {
   if (rows.length === 0 && replaced.length === 0) return new Set();
-  return db.transaction().execute(async (trx) => {
-    const inserted = new Set<string>();
-    // Replaced in place (`mode: replace`): same id and storage path, the new header; a skill
-    // deleted meanwhile is not brought back.
-    for (const row of replaced) {
-      const result = await trx
-        .updateTable('skills')
-        .set({
-          description: row.description,
-          visibility: row.visibility,
-          metadata: row.metadata,
-          updated_at: row.updated_at,
-        })
-        .where('id', '=', row.id)
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) > 0) inserted.add(row.id);
-    }
-    for (const row of rows) {
-      const result = await trx
-        .insertInto('skills')
-        .values(row)
-        .onConflict((oc) => oc.columns(['workspace_id', 'name']).doNothing())
-        .returning('id')
-        .executeTakeFirst();
-      if (result) inserted.add(result.id);
-    }
-    return inserted;
-  });
+  const ordered = [...rows].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const orderedReplaced = [...replaced].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return retryOnConflict(() =>
+    db.transaction().execute(async (trx) => {
+      const inserted = new Set<string>();
+      // Replaced in place (`mode: replace`): same id and storage path, the new header; a skill
+      // deleted meanwhile is not brought back.
+      for (const row of orderedReplaced) {
+        const result = await trx
+          .updateTable('skills')
+          .set({
+            description: row.description,
+            visibility: row.visibility,
+            metadata: row.metadata,
+            updated_at: row.updated_at,
+          })
+          .where('id', '=', row.id)
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) > 0) inserted.add(row.id);
+      }
+      for (const row of ordered) {
+        const result = await trx
+          .insertInto('skills')
+          .values(row)
+          .onConflict((oc) => oc.columns(['workspace_id', 'name']).doNothing())
+          .returning('id')
+          .executeTakeFirst();
+        if (result) inserted.add(result.id);
+      }
+      return inserted;
+    }),
+  );
 }
 
 /**

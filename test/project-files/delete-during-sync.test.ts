@@ -1,0 +1,136 @@
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+import { createObjectStore } from '../../src/storage/index.js';
+import type { ObjectInfo, ObjectStore } from '../../src/storage/object-store.js';
+import { filesApi } from './helpers.js';
+
+/**
+ * The fs store, whose `list` can be held open after it has listed everything: a sync then sits
+ * between reading storage and reading the records, for as long as the test wants.
+ */
+class GatedListStore {
+  private gate: { opened: Promise<void>; open: () => void; reached: () => void } | undefined;
+
+  constructor(readonly inner: ObjectStore) {}
+
+  /** The next `list` stops after its last object; resolves once it got there. */
+  holdNextList(): { reached: Promise<void>; release: () => void } {
+    let open!: () => void;
+    let reached!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    const reachedPromise = new Promise<void>((resolve) => (reached = resolve));
+    this.gate = { opened, open, reached };
+    return { reached: reachedPromise, release: open };
+  }
+
+  store(): ObjectStore {
+    const inner = this.inner;
+    return new Proxy(inner, {
+      get: (target, property, receiver) => {
+        if (property !== 'list') {
+          const value = Reflect.get(target, property, receiver) as unknown;
+          return typeof value === 'function' ? value.bind(target) : value;
+        }
+        return (prefix: string) => this.gatedList(prefix);
+      },
+    });
+  }
+
+  private async *gatedList(prefix: string): AsyncIterable<ObjectInfo> {
+    const gate = this.gate;
+    this.gate = undefined;
+    yield* this.inner.list(prefix);
+    if (gate) {
+      gate.reached();
+      await gate.opened;
+    }
+  }
+}
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+let gated: GatedListStore;
+beforeAll(async () => {
+  t = await createTestApp({
+    setup: TENANCY_SETUP,
+    store: (config) => {
+      gated = new GatedListStore(createObjectStore(config));
+      return gated.store();
+    },
+  });
+});
+afterAll(() => t?.close());
+
+async function newProject(name: string): Promise<string> {
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/v1/projects',
+    headers: { 'x-service-api-key': KEYS.mainOwner },
+    payload: { name },
+  });
+  return res.json().data.project.id;
+}
+
+const putObject = (projectId: string, filePath: string, content: string) =>
+  gated.inner.put(`projects/wsp_main/${projectId}/${filePath}`, Readable.from([Buffer.from(content)]), {
+    contentType: 'text/plain',
+  });
+
+type FileView = { id: string; path: string };
+const files = async (projectId: string): Promise<FileView[]> =>
+  (await filesApi(t.app, projectId).list()).json().data.files;
+
+describe(`a delete that lands while a sync is under way (${engineName})`, () => {
+  it('a file deleted after the sync listed storage is not registered again', async () => {
+    const projectId = await newProject('Deleted mid-sync');
+    const api = filesApi(t.app, projectId);
+    await putObject(projectId, 'gone.txt', 'soon deleted');
+    await putObject(projectId, 'kept.txt', 'stays');
+    expect((await api.sync()).statusCode).toBe(200);
+    const gone = (await files(projectId)).find((file) => file.path === 'gone.txt')!;
+
+    const hold = gated.holdNextList();
+    const slowSync = api.sync();
+    await hold.reached;
+    expect((await api.remove(gone.id)).statusCode).toBe(200);
+    hold.release();
+    const synced = await slowSync;
+
+    expect(synced.statusCode).toBe(200);
+    expect(synced.json().data).toEqual({ added: 0, removed: 0, updated: 0 });
+    expect((await files(projectId)).map((file) => file.path)).toEqual(['kept.txt']);
+  });
+
+  it('a file another sync registered and a delete removed while this sync listed stays deleted', async () => {
+    const projectId = await newProject('Registered and deleted mid-sync');
+    const api = filesApi(t.app, projectId);
+    await putObject(projectId, 'brief.txt', 'short-lived');
+
+    const hold = gated.holdNextList();
+    const slowSync = api.sync();
+    await hold.reached;
+    expect((await api.sync()).json().data).toEqual({ added: 1, removed: 0, updated: 0 });
+    const [registered] = await files(projectId);
+    expect((await api.remove(registered!.id)).statusCode).toBe(200);
+    hold.release();
+
+    expect((await slowSync).json().data).toEqual({ added: 0, removed: 0, updated: 0 });
+    expect(await files(projectId)).toEqual([]);
+  });
+
+  it('an object uploaded after the sync listed storage is left to the next sync', async () => {
+    const projectId = await newProject('Uploaded mid-sync');
+    const api = filesApi(t.app, projectId);
+    await putObject(projectId, 'first.txt', 'one');
+
+    const hold = gated.holdNextList();
+    const slowSync = api.sync();
+    await hold.reached;
+    await putObject(projectId, 'late.txt', 'two');
+    hold.release();
+    expect((await slowSync).json().data).toEqual({ added: 1, removed: 0, updated: 0 });
+    expect((await api.sync()).json().data).toEqual({ added: 1, removed: 0, updated: 0 });
+    expect((await files(projectId)).map((file) => file.path).sort()).toEqual(['first.txt', 'late.txt']);
+  });
+});
