@@ -114,7 +114,8 @@ beforeAll(async () => {
     output_tokens: 9,
     cost_usd: 0,
   });
-  expect(await migrateToLatest(db, env.database.schema)).toEqual(['010-management']);
+  // Every migration after the previous release runs, this one among them.
+  expect(await migrateToLatest(db, env.database.schema)).toContain('010-management');
   app = await buildApp({ config: env.config, db, dialect: env.database.dialect });
   await app.ready();
 });
