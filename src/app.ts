@@ -16,17 +16,25 @@ import { projectRoutes } from './http/routes/projects.js';
 import { skillRoutes } from './http/routes/skills.js';
 import { storageRoutes } from './http/routes/storage.js';
 import { Agent } from './http/schemas/agents.js';
+import { ChatObject } from './http/schemas/chats.js';
 import { ErrorBody, Pagination } from './http/schemas/common.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
 import { ModelRegistry } from './models/registry.js';
+import type { Coordination } from './coordination/coordination.js';
+import { createMemoryCoordination } from './coordination/memory.js';
+import { connectRedis } from './coordination/redis.js';
+import { chatsRoutes } from './http/routes/chats.js';
 import type { ChatDeps } from './services/chat.js';
+import { RunningReplies } from './services/running-replies.js';
 import { createObjectStore } from './storage/index.js';
 import type { ObjectStore } from './storage/object-store.js';
 
-/** How long shutdown waits for streamed replies still being stored. */
+/** How long shutdown lets replies in progress run on (docs/chat.md), then interrupts them. */
 const SHUTDOWN_WAIT_MS = 15_000;
+/** How long interrupted replies then get to be stored. */
+const SHUTDOWN_STORE_MS = 5_000;
 
 /** Everything the app needs from outside, built once by the caller (server, CLI or test). */
 export interface AppDeps {
@@ -42,6 +50,8 @@ export interface AppDeps {
   mcpConnectTimeoutMs?: number;
   /** Extra readiness checks beyond the database (e.g. storage), by name. */
   readinessChecks?: Record<string, () => Promise<void>>;
+  /** Live state shared between processes (Redis), built from config unless given. */
+  coordination?: Coordination;
 }
 
 export interface BuildAppOptions {
@@ -107,11 +117,31 @@ export async function buildApp(
 
   registerErrorHandling(app);
   options.beforeRoutes?.(app);
-  for (const schema of [ErrorBody, Pagination, Agent, Project, ProjectFile, ProjectFileTreeNode]) {
+  for (const schema of [
+    ErrorBody,
+    Pagination,
+    Agent,
+    Project,
+    ProjectFile,
+    ProjectFileTreeNode,
+    ChatObject,
+  ]) {
     app.addSchema(schema);
     validators.body.addSchema(schema);
     validators.other.addSchema(schema);
   }
+  const coordination =
+    deps.coordination ??
+    (deps.config.redisUrl
+      ? await connectRedis(deps.config.redisUrl, (error) =>
+          app.log.warn({ err: error }, 'redis connection error'),
+        )
+      : createMemoryCoordination());
+  const replies = new RunningReplies(coordination, {
+    maxConcurrent: deps.config.maxConcurrentReplies,
+    keyPrefix: deps.config.redisKeyPrefix,
+  });
+  await replies.start();
   const chatDeps: ChatDeps = {
     db: deps.db,
     clock: deps.clock,
@@ -119,18 +149,15 @@ export async function buildApp(
     models: deps.models,
     readObject: async (key) => (await deps.store.get(key))?.body ?? null,
     mcpConnectTimeoutMs: deps.mcpConnectTimeoutMs,
-    inFlight: new Set(),
+    replies,
   };
-  // Streamed replies are stored after their response ends: let them finish before closing.
+  // Before the server stops: replies in progress run on for a bounded time, then are stored as
+  // interrupted, so shutdown never waits on a hung provider.
+  app.addHook('preClose', async () => {
+    await replies.drain(SHUTDOWN_WAIT_MS, SHUTDOWN_STORE_MS);
+  });
   app.addHook('onClose', async () => {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...(chatDeps.inFlight ?? [])]),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, SHUTDOWN_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+    if (!input.coordination) await coordination.close();
   });
   await registerOpenApi(app, deps.config);
   await app.register(async (scope) => healthRoutes(scope, deps));
@@ -155,7 +182,8 @@ export async function buildApp(
       await projectRoutes(v1, deps);
       await projectFileRoutes(v1, deps);
       await skillRoutes(v1, deps);
-      await chatRoutes(v1, chatDeps);
+      await chatRoutes(v1, chatDeps, deps.config);
+      await chatsRoutes(v1, chatDeps);
       await agentRunRoutes(v1, chatDeps);
     },
     { prefix: '/v1' },

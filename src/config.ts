@@ -25,6 +25,16 @@ export interface Config {
   upstreamTimeoutMs: number;
   logLevel: string;
   jsonBodyLimitBytes: number;
+  /** `POST /chat` carries file parts as data: URLs, so it takes more than other JSON bodies. */
+  chatBodyLimitBytes: number;
+  /** Replies generated at once by this process; beyond it 503 with Retry-After. */
+  maxConcurrentReplies: number;
+  /** Origins allowed to call the API from a browser; `*` for any; empty: none. */
+  corsOrigins: string[];
+  /** Redis for stop and resume across processes; undefined: within one process. */
+  redisUrl: string | undefined;
+  /** Prefix of every Redis key and channel this deployment uses. */
+  redisKeyPrefix: string;
 }
 
 export type DatabaseConfig =
@@ -68,6 +78,18 @@ function signingSecret(env: Env, dataDir: string): string {
   const secret = randomBytes(32).toString('base64url');
   writeFileSync(file, `${secret}\n`, { mode: 0o600 });
   return secret;
+}
+
+/**
+ * Replies one process generates at once by default: measured at well under 0.5 MB each
+ * (BENCHMARKS.md), so the default keeps a process's streams within about 200 MB.
+ */
+export const DEFAULT_MAX_CONCURRENT_REPLIES = 400;
+
+function redisUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  if (!/^rediss?:\/\//.test(raw)) throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+  return raw;
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -121,5 +143,13 @@ export function loadConfig(env: Env = process.env): Config {
     upstreamTimeoutMs: integer(env, 'ATRIUM_UPSTREAM_TIMEOUT_MS', 120_000, 1),
     logLevel: env.LOG_LEVEL || 'info',
     jsonBodyLimitBytes: 1024 * 1024,
+    chatBodyLimitBytes: 16 * 1024 * 1024,
+    maxConcurrentReplies: integer(env, 'ATRIUM_MAX_CONCURRENT_REPLIES', DEFAULT_MAX_CONCURRENT_REPLIES, 1),
+    corsOrigins: (env.ATRIUM_CORS_ORIGINS ?? '')
+      .split(',')
+      .map((origin) => origin.trim().replace(/\/+$/, ''))
+      .filter(Boolean),
+    redisUrl: redisUrl(env.REDIS_URL),
+    redisKeyPrefix: env.ATRIUM_REDIS_PREFIX || 'atrium',
   };
 }

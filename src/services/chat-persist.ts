@@ -1,92 +1,117 @@
 import type { Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import { insertAgentRun } from '../db/repositories/agent-runs.js';
-import { addChatSpend, insertChat } from '../db/repositories/chats.js';
-import { appendMessages, listChatMessageIds } from '../db/repositories/messages.js';
+import { insertChat, recordChatMessages, recountChatMessages } from '../db/repositories/chats.js';
+import { appendMessages, deleteChatMessages, listChatMessageIds } from '../db/repositories/messages.js';
 import { addMonthUsage } from '../db/repositories/usage.js';
-import type { AgentRunTable, ChatTable, Database } from '../db/schema.js';
+import type { AgentRunTable, ChatTable, Database, MessageTable } from '../db/schema.js';
 import type { ConversationMessage } from './chat-messages.js';
 import { ledgerMonth } from './usage.js';
 
-/** What one exchange stores when its reply has ended. */
-export interface Exchange {
+type MessageRow = Omit<MessageTable, 'position' | 'chat_id'>;
+
+/** The user's turn, stored before the model is called. */
+export interface Turn {
   workspaceId: string;
-  /** The chat as it was when the request began; undefined: created with this exchange. */
-  chat: ChatTable | undefined;
-  /** The row of a chat this exchange creates. */
-  newChat: ChatTable;
+  /** The row of a chat this turn creates; undefined: the chat exists. */
+  newChat?: ChatTable;
+  chatId: string;
   /** The request's messages not stored yet. */
   added: ConversationMessage[];
-  startedAt: Date;
+  at: Date;
+}
+
+/**
+ * One transaction: the chat (when new) and the request's new messages, so that the chat id the
+ * client is told exists at once, and a reply lost to a crash leaves the user's turn stored.
+ * What a concurrent turn stored meanwhile is skipped.
+ */
+export async function storeTurn(db: Db, turn: Turn): Promise<void> {
+  const now = turn.at.toISOString();
+  await withConflictRetry(!turn.newChat, () =>
+    db.transaction().execute(async (trx) => {
+      if (turn.newChat) await insertChat(trx, { ...turn.newChat, message_count: 0 });
+      const storedNow = turn.newChat
+        ? undefined
+        : await listChatMessageIds(trx, turn.workspaceId, turn.chatId);
+      const rows: MessageRow[] = turn.added
+        .filter((message) => !storedNow?.has(message.id))
+        .map((message) => ({
+          id: message.id,
+          workspace_id: turn.workspaceId,
+          role: message.role,
+          parts: JSON.stringify(message.parts),
+          model: null,
+          input_tokens: 0,
+          output_tokens: 0,
+          cost_usd: 0,
+          finish_reason: null,
+          created_at: now,
+        }));
+      await recordChatMessages(trx, turn.chatId, { added: rows.length, costUsd: 0, now });
+      await appendMessages(trx, turn.chatId, rows, turn.newChat ? 0 : undefined);
+    }),
+  );
+}
+
+/** What a reply stores when it has ended. */
+export interface ReplyRecord {
+  workspaceId: string;
+  chatId: string;
   finishedAt: Date;
-  /** The assistant message, when the model answered. */
-  reply?: {
+  /** The assistant message; undefined when the model failed (nothing to store but usage). */
+  message?: {
     id: string;
     parts: unknown[];
     model: string;
-    inputTokens: number;
-    outputTokens: number;
-    costUsd: number;
+    finishReason: string;
   };
+  usage: { inputTokens: number; outputTokens: number; costUsd: number };
+  /** Messages the reply replaces (regenerate); removed only when the reply is stored. */
+  replaces: string[];
   subRuns: AgentRunTable[];
   /** Writes the caller adds to the same transaction (an agent run's record). */
   extraWrites?: (trx: Transaction<Database>) => Promise<void>;
 }
 
 /**
- * One transaction: the chat (when new), the new messages, the reply, usage, sub-agent runs and
- * the caller's writes. Concurrent turns on one chat are serialised by the chat row's lock (the
- * spend update) and by a retry when both took the same message position.
+ * One transaction: the reply, the messages it replaces removed, the chat's spend, the month's
+ * usage, sub-agent runs and the caller's writes. A chat deleted while its reply ran stays
+ * deleted (the reply is dropped); the usage it caused is counted all the same.
  */
-export async function persistExchange(db: Db, exchange: Exchange): Promise<void> {
-  const { chat, workspaceId, reply } = exchange;
-  const chatId = exchange.newChat.id;
-  const now = exchange.finishedAt.toISOString();
-  const costUsd = reply?.costUsd ?? 0;
-  await withConflictRetry(Boolean(chat), (attempt) =>
+export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
+  const now = record.finishedAt.toISOString();
+  const { message, usage } = record;
+  await withConflictRetry(true, () =>
     db.transaction().execute(async (trx) => {
-      if (!chat) await insertChat(trx, { ...exchange.newChat, spend_usd: costUsd, updated_at: now });
-      else await addChatSpend(trx, chatId, costUsd, now);
-      // What a concurrent turn already stored is skipped.
-      const storedNow = chat || attempt > 0 ? await listChatMessageIds(trx, workspaceId, chatId) : undefined;
-      const rows = exchange.added
-        .filter((message) => !storedNow?.has(message.id))
-        .map((message) => ({
-          id: message.id,
-          workspace_id: workspaceId,
-          role: message.role,
-          parts: JSON.stringify(message.parts),
-          model: null as string | null,
-          input_tokens: 0,
-          output_tokens: 0,
-          cost_usd: 0,
-          created_at: exchange.startedAt.toISOString(),
-        }));
-      if (reply) {
-        rows.push({
-          id: reply.id,
-          workspace_id: workspaceId,
-          role: 'assistant',
-          parts: JSON.stringify(reply.parts),
-          model: reply.model,
-          input_tokens: reply.inputTokens,
-          output_tokens: reply.outputTokens,
-          cost_usd: reply.costUsd,
-          created_at: now,
-        });
+      const chatExists = await recordChatMessages(trx, record.chatId, {
+        added: message ? 1 : 0,
+        costUsd: usage.costUsd,
+        now,
+      });
+      if (chatExists && message) {
+        await deleteChatMessages(trx, record.chatId, record.replaces);
+        await appendMessages(trx, record.chatId, [
+          {
+            id: message.id,
+            workspace_id: record.workspaceId,
+            role: 'assistant',
+            parts: JSON.stringify(message.parts),
+            model: message.model,
+            input_tokens: usage.inputTokens,
+            output_tokens: usage.outputTokens,
+            cost_usd: usage.costUsd,
+            finish_reason: message.finishReason,
+            created_at: now,
+          },
+        ]);
+        if (record.replaces.length > 0) await recountChatMessages(trx, record.chatId);
       }
-      await appendMessages(trx, chatId, rows, chat ? undefined : 0);
-      if (reply && (reply.inputTokens > 0 || reply.outputTokens > 0)) {
-        await addMonthUsage(
-          trx,
-          workspaceId,
-          ledgerMonth(exchange.finishedAt),
-          { inputTokens: reply.inputTokens, outputTokens: reply.outputTokens, costUsd },
-          now,
-        );
+      if (usage.inputTokens > 0 || usage.outputTokens > 0) {
+        await addMonthUsage(trx, record.workspaceId, ledgerMonth(record.finishedAt), usage, now);
       }
-      for (const run of exchange.subRuns) await insertAgentRun(trx, run);
-      await exchange.extraWrites?.(trx);
+      for (const run of record.subRuns) await insertAgentRun(trx, run);
+      await record.extraWrites?.(trx);
     }),
   );
 }

@@ -9,6 +9,7 @@ import {
   type UIMessageChunk,
 } from 'ai';
 import type { ApiError } from '../errors.js';
+import type { StopReason } from './running-replies.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
 import type { ChatMessageMetadata, TokenUsage } from './chat.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
@@ -17,9 +18,18 @@ import { upstreamFailure } from './upstream-failure.js';
 /** Steps of the tool loop (model call, tool calls, model call…) one request may take. */
 const MAX_STEPS = 8;
 
-/** How a reply ended, before it is stored: its parts and usage, or the provider's failure. */
+/**
+ * How a reply ended, before it is stored: its parts, usage and finish reason (`stopped` or
+ * `interrupted` when cut short, with the text so far), or the provider's failure.
+ */
 export type ReplyResult =
-  { ok: true; text: string; parts: unknown[]; usage: TokenUsage } | { ok: false; error: ApiError };
+  | { ok: true; text: string; parts: unknown[]; usage: TokenUsage; finishReason: string }
+  | { ok: false; error: ApiError };
+
+/** What storing the reply came to: the client sees an `error` chunk instead of `finish` when it failed. */
+export interface StoredReply {
+  stored: boolean;
+}
 
 /** What one model call needs; built once per reply. */
 export interface ReplyCall {
@@ -30,6 +40,8 @@ export interface ReplyCall {
   tools: ToolSet;
   abortSignal: AbortSignal;
   idle: IdleTimeout;
+  /** Why the reply was cut short, when it was stopped or interrupted (not timed out). */
+  stopReason(): StopReason | undefined;
 }
 
 function callSettings(call: ReplyCall) {
@@ -65,8 +77,20 @@ export async function completeReply(call: ReplyCall): Promise<ReplyResult> {
         inputTokens: result.totalUsage.inputTokens ?? 0,
         outputTokens: result.totalUsage.outputTokens ?? 0,
       },
+      finishReason: result.finishReason,
     };
   } catch (error) {
+    const stopped = call.stopReason();
+    // A stopped JSON reply has nothing shown yet: it ends empty.
+    if (stopped && !call.idle.timedOut) {
+      return {
+        ok: true,
+        text: '',
+        parts: [],
+        usage: { inputTokens: 0, outputTokens: 0 },
+        finishReason: stopped,
+      };
+    }
     return failure(call, error);
   }
 }
@@ -78,11 +102,21 @@ export interface StreamReplyOptions {
   warnings: ToolWarning[];
   /** Tokens of sub-agents, added to the usage the `finish` chunk reports. */
   extraUsage: TokenUsage;
-  /** Called once when the model's stream has ended, before the UI stream closes. */
-  onEnd(result: ReplyResult): Promise<void>;
+  /** Called once when the model's stream has ended, before the UI stream closes; stores the reply. */
+  onEnd(result: ReplyResult): Promise<StoredReply>;
 }
 
-/** Stream mode: the reply as UI message chunks; `onEnd` runs when the model's stream ends. */
+/** Messages a client is shown for how a reply ended without a normal finish. */
+const INTERRUPTED_MESSAGE = 'The server shut down while this reply was being generated';
+const NOT_STORED_MESSAGE = 'The reply could not be stored';
+
+/**
+ * Stream mode: the reply as UI message chunks. `onEnd` stores the reply when the model's stream
+ * has ended; only then does the client get its last chunk: `finish` when the reply was stored
+ * (a stopped reply too), else an `error` chunk: the provider's failure, the upstream timeout
+ * (504 text; the SDK's `abort` chunk would read as the user's own cancel), a shutdown, or a
+ * failure to store.
+ */
 export function streamReply(
   call: ReplyCall,
   options: StreamReplyOptions,
@@ -90,6 +124,8 @@ export function streamReply(
   call.idle.touch();
   let failed: unknown;
   let usage: TokenUsage | undefined;
+  let finishReason = 'stop';
+  let stored: Promise<StoredReply> | undefined;
   const result = streamText({
     ...callSettings(call),
     onChunk: call.idle.touch,
@@ -101,9 +137,11 @@ export function streamReply(
     originalMessages: [],
     generateMessageId: () => options.messageId,
     sendReasoning: false,
+    sendSources: true,
     messageMetadata: ({ part }) => {
       if (part.type === 'start') return { chatId: options.chatId };
       if (part.type === 'finish') {
+        finishReason = part.finishReason;
         usage = {
           inputTokens: part.totalUsage.inputTokens ?? 0,
           outputTokens: part.totalUsage.outputTokens ?? 0,
@@ -111,6 +149,7 @@ export function streamReply(
         return {
           chatId: options.chatId,
           model: options.modelId,
+          finishReason,
           usage: {
             inputTokens: usage.inputTokens + options.extraUsage.inputTokens,
             outputTokens: usage.outputTokens + options.extraUsage.outputTokens,
@@ -120,23 +159,73 @@ export function streamReply(
       return undefined;
     },
     onError: (error) => upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs).message,
-    onFinish: async ({ responseMessage, isAborted }) => {
-      if (failed !== undefined || isAborted || call.idle.timedOut) {
-        await options.onEnd({
-          ok: false,
-          error: upstreamFailure(failed, call.idle.timedOut || isAborted, call.idle.timeoutMs),
-        });
-      } else {
-        await options.onEnd({
+    onFinish: ({ responseMessage, isAborted }) => {
+      const stopped = isAborted && !call.idle.timedOut ? call.stopReason() : undefined;
+      let ended: ReplyResult;
+      if (stopped) {
+        ended = {
           ok: true,
           text: replyText(responseMessage),
           parts: responseMessage.parts,
           usage: usage ?? { inputTokens: 0, outputTokens: 0 },
+          finishReason: stopped,
+        };
+      } else if (failed !== undefined || isAborted || call.idle.timedOut) {
+        ended = {
+          ok: false,
+          error: upstreamFailure(failed, call.idle.timedOut || isAborted, call.idle.timeoutMs),
+        };
+      } else {
+        ended = {
+          ok: true,
+          text: replyText(responseMessage),
+          parts: responseMessage.parts,
+          usage: usage ?? { inputTokens: 0, outputTokens: 0 },
+          finishReason,
+        };
+      }
+      stored = options.onEnd(ended);
+      return stored.then(() => undefined);
+    },
+  });
+  let finish: UIMessageChunk<ChatMessageMetadata> | undefined;
+  let errorSent = false;
+  const ending = new TransformStream<
+    UIMessageChunk<ChatMessageMetadata>,
+    UIMessageChunk<ChatMessageMetadata>
+  >({
+    transform(chunk, controller) {
+      if (chunk.type === 'finish') finish = chunk;
+      else if (chunk.type !== 'abort') {
+        if (chunk.type === 'error') errorSent = true;
+        controller.enqueue(chunk);
+      }
+    },
+    async flush(controller) {
+      const outcome = stored ? await stored : { stored: false };
+      const stopped = call.idle.timedOut ? undefined : call.stopReason();
+      if (!outcome.stored) {
+        if (!errorSent) controller.enqueue({ type: 'error', errorText: NOT_STORED_MESSAGE });
+      } else if (stopped === 'interrupted') {
+        controller.enqueue({ type: 'error', errorText: INTERRUPTED_MESSAGE });
+      } else if (stopped === 'stopped') {
+        controller.enqueue({
+          type: 'finish',
+          messageMetadata: { chatId: options.chatId, model: options.modelId, finishReason: 'stopped' },
+        });
+      } else if (finish) {
+        controller.enqueue(finish);
+      } else if (!errorSent) {
+        // Aborted without a stop: the upstream went silent past its timeout.
+        controller.enqueue({
+          type: 'error',
+          errorText: upstreamFailure(undefined, true, call.idle.timeoutMs).message,
         });
       }
     },
   });
-  return options.warnings.length > 0 ? withWarningsChunk(chunks, options.warnings) : chunks;
+  const ended = chunks.pipeThrough(ending);
+  return options.warnings.length > 0 ? withWarningsChunk(ended, options.warnings) : ended;
 }
 
 function replyText(message: UIMessage<ChatMessageMetadata> | undefined): string {

@@ -3,6 +3,7 @@ import type { Transaction } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { findAgentWithWorkspace, findChat } from '../db/repositories/chats.js';
+import { findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { listChatMessages } from '../db/repositories/messages.js';
 import { findProject } from '../db/repositories/projects.js';
 import { findUser } from '../db/repositories/tenancy.js';
@@ -19,13 +20,22 @@ import { IdleTimeout } from './chat-idle-timeout.js';
 import {
   type ConversationMessage,
   chatTitle,
+  dropLeftovers,
   type IncomingMessage,
   mergeHistory,
   toModelUIMessages,
   validateIncomingMessages,
 } from './chat-messages.js';
-import { persistExchange } from './chat-persist.js';
-import { completeReply, type ReplyCall, type ReplyResult, streamReply } from './chat-reply.js';
+import { isUniqueViolation, storeReply, storeTurn } from './chat-persist.js';
+import {
+  completeReply,
+  type ReplyCall,
+  type ReplyResult,
+  type StoredReply,
+  streamReply,
+} from './chat-reply.js';
+import { canSeeChat, type ChatViewer, chatViewer } from './chat-visibility.js';
+import type { ReplyTicket, RunningReplies, StopReason } from './running-replies.js';
 import { buildConversationTools, type ConversationTools, orchestrationOf } from './chat-tools.js';
 import { upstreamFailure } from './upstream-failure.js';
 import { assertWithinChatSpendCap, assertWithinWorkspaceLimits } from './usage.js';
@@ -43,8 +53,8 @@ export interface ChatDeps {
   /** Reads project file objects; without it, project files are listed by name only. */
   readObject?: ObjectReader;
   mcpConnectTimeoutMs?: number;
-  /** Persistence still running after a response ended (a streamed reply); awaited at shutdown. */
-  inFlight?: Set<Promise<unknown>>;
+  /** The replies being generated: concurrency limit, stop, resume, shutdown. */
+  replies: RunningReplies;
 }
 
 export interface UserVariables {
@@ -57,6 +67,11 @@ export interface ConversationRequest {
   agentId: string;
   messages: IncomingMessage[];
   chatId?: string;
+  /** The client's own chat id (`useChat`'s `id`): continues that chat, or names a new one. */
+  clientChatId?: string;
+  /** `regenerate-message` replaces `regenerateMessageId` (else the last assistant message). */
+  trigger?: 'submit-message' | 'regenerate-message';
+  regenerateMessageId?: string;
   projectId?: string;
   stream?: boolean;
   temperature?: number;
@@ -101,6 +116,8 @@ export interface Conversation {
   abandon(error: unknown): Promise<ConversationOutcome>;
   /** Settles after the conversation is persisted. */
   done: Promise<ConversationOutcome>;
+  /** Stream mode: the reply's event-stream text, made resumable while it runs. */
+  resumable(sse: ReadableStream<string>): Promise<ReadableStream<string>>;
 }
 
 /** `messageMetadata` of streamed replies: the chat on `start`; model and usage on `finish`. */
@@ -108,6 +125,7 @@ export interface ChatMessageMetadata {
   chatId: string;
   model?: string;
   usage?: TokenUsage;
+  finishReason?: string;
 }
 
 type AgentWithWorkspace = NonNullable<Awaited<ReturnType<typeof findAgentWithWorkspace>>>;
@@ -115,9 +133,10 @@ type Workspace = AgentWithWorkspace['workspace'];
 
 /**
  * `POST /chat` and agent runs, in the order of DESIGN.md: access → body rules → agent → limits →
- * chat → history → context → tools → model call. Throws an ApiError before anything is
- * persisted; once it returns, the reply (streamed or complete) persists the exchange in one
- * transaction when it ends, even if nobody reads the HTTP response any more.
+ * chat → history → context → admission → the user's turn stored → tools → model call. Every
+ * refusal is thrown before anything is stored; once the turn is stored the chat id is usable
+ * (read, stop, resume, continue), and the reply (streamed or complete) stores itself when it
+ * ends, even if nobody reads the HTTP response any more.
  */
 export async function startConversation(
   deps: ChatDeps,
@@ -125,14 +144,16 @@ export async function startConversation(
   request: ConversationRequest,
   extraWrites?: ExtraWrites,
 ): Promise<Conversation> {
-  validateIncomingMessages(request.messages);
+  const incoming = dropLeftovers(request.messages);
+  validateIncomingMessages(incoming);
   const { agent, workspace, orchestrated } = await resolveAgent(deps.db, principal, request);
   const startedAt = deps.clock();
   await assertWithinWorkspaceLimits(deps.db, workspace, startedAt);
-  const chat = await resolveChat(deps.db, workspace, agent, request);
+  const viewer = await viewerIn(deps.db, principal, workspace.id);
+  let chat = await resolveChat(deps.db, workspace, agent, viewer, request);
   assertWithinChatSpendCap(workspace, chat);
   const project = await resolveProject(deps.db, workspace, chat, request);
-  const { conversation, added } = await prepareConversation(deps.db, workspace, chat, request);
+  let prepared = await prepareConversation(deps.db, workspace, chat, request, incoming);
 
   const model = await deps.models.resolveForWorkspace(
     deps.db,
@@ -141,53 +162,77 @@ export async function startConversation(
   );
   const values = await templateValues(deps.db, principal, agent, orchestrated, request);
   const system = await buildSystem(deps, agent, project, values);
-  const modelMessages = await convertToModelMessages(toModelUIMessages(conversation));
 
-  const chatId = chat?.id ?? newId('cht');
+  let chatId = chat?.id ?? newId('cht');
   const messageId = newId('msg');
-  const temperature = request.temperature ?? DEFAULT_TEMPERATURE;
-  const tools = await buildConversationTools(deps, {
-    agent,
-    workspace,
-    project,
-    orchestrated,
-    chatId,
-    values,
-    temperature,
-  });
+  let stopReason: StopReason | undefined;
   const abort = new AbortController();
+  const ticket = deps.replies.admit(chatId, messageId, (reason) => {
+    stopReason ??= reason;
+    abort.abort(new Error(`reply ${reason}`));
+  });
+  let tools: ConversationTools;
+  try {
+    const stored = await storeUserTurn(deps, {
+      workspace,
+      agent,
+      project,
+      viewer,
+      principal,
+      request,
+      chat,
+      chatId,
+      prepared,
+      startedAt,
+    });
+    if (stored.chat.id !== chatId) {
+      // Another request created the chat of this client id first: continue that one.
+      ticket.release();
+      return startConversation(
+        deps,
+        principal,
+        { ...request, clientChatId: undefined, chatId: stored.chat.id },
+        extraWrites,
+      );
+    }
+    chat = stored.chat;
+    prepared = stored.prepared;
+    chatId = chat.id;
+    tools = await buildConversationTools(deps, {
+      agent,
+      workspace,
+      project,
+      orchestrated,
+      chatId,
+      values,
+      temperature: request.temperature ?? DEFAULT_TEMPERATURE,
+    });
+  } catch (error) {
+    ticket.release();
+    throw error;
+  }
   const idle = new IdleTimeout(deps.config.upstreamTimeoutMs, () =>
     abort.abort(new Error('upstream timeout')),
   );
   const call: ReplyCall = {
     model: model.model,
     system,
-    messages: modelMessages,
-    temperature,
+    messages: await convertToModelMessages(toModelUIMessages(prepared.conversation)),
+    temperature: request.temperature ?? DEFAULT_TEMPERATURE,
     tools: tools.tools,
     abortSignal: abort.signal,
     idle,
+    stopReason: () => stopReason,
   };
-
-  const finishing = exchangeFinisher(deps, {
-    workspace,
-    chat,
-    newChat: {
-      id: chatId,
-      workspace_id: workspace.id,
-      agent_id: agent.id,
-      project_id: project?.id ?? null,
-      title: chatTitle(conversation),
-      spend_usd: 0,
-      created_at: startedAt.toISOString(),
-      updated_at: startedAt.toISOString(),
-    },
-    added,
-    startedAt,
+  const finishing = replyFinisher(deps, {
+    workspaceId: workspace.id,
+    chatId,
     messageId,
     model,
     tools,
     idle,
+    ticket,
+    replaces: prepared.replaces,
     extraWrites,
   });
 
@@ -215,14 +260,76 @@ export async function startConversation(
         modelId: model.id,
         warnings: tools.warnings,
         extraUsage: tools.subUsage,
-        onEnd: async (result) => {
-          await finishing.finish(result);
-        },
+        onEnd: finishing.store,
       });
     },
+    resumable: (sse) => ticket.share(sse),
     abandon: (error) =>
       finishing.finish({ ok: false, error: upstreamFailure(error, idle.timedOut, idle.timeoutMs) }),
   };
+}
+
+/** The caller's rights over the workspace's chats (by its user's role there). */
+async function viewerIn(db: Db, principal: Principal, workspaceId: string): Promise<ChatViewer> {
+  const role =
+    principal.ownWorkspace?.workspaceId === workspaceId
+      ? principal.ownWorkspace.role
+      : ((await findWorkspaceWithRole(db, workspaceId, principal.userId))?.role ?? null);
+  return chatViewer(principal.userId, role);
+}
+
+interface TurnInput {
+  workspace: Workspace;
+  agent: AgentTable;
+  project: ProjectTable | undefined;
+  viewer: ChatViewer;
+  principal: Principal;
+  request: ConversationRequest;
+  chat: ChatTable | undefined;
+  chatId: string;
+  prepared: PreparedConversation;
+  startedAt: Date;
+}
+
+/**
+ * Stores the chat (when new) and the user's turn before the model is called. When a concurrent
+ * request created the chat of the same client id first, answers that chat instead.
+ */
+async function storeUserTurn(deps: ChatDeps, input: TurnInput) {
+  const { workspace, request } = input;
+  const at = input.startedAt.toISOString();
+  const newChat: ChatTable | undefined = input.chat
+    ? undefined
+    : {
+        id: input.chatId,
+        workspace_id: workspace.id,
+        agent_id: input.agent.id,
+        project_id: input.project?.id ?? null,
+        title: chatTitle(input.prepared.conversation),
+        spend_usd: 0,
+        client_id: request.clientChatId ?? null,
+        created_by: input.principal.userId,
+        end_user: request.systemVariables?.user?.id ?? null,
+        message_count: 0,
+        last_message_at: null,
+        created_at: at,
+        updated_at: at,
+      };
+  try {
+    await storeTurn(deps.db, {
+      workspaceId: workspace.id,
+      newChat,
+      chatId: input.chatId,
+      added: input.prepared.added,
+      at: input.startedAt,
+    });
+  } catch (error) {
+    if (!newChat?.client_id || !isUniqueViolation(error)) throw error;
+    const winner = await findChat(deps.db, workspace.id, newChat.client_id);
+    if (!winner) throw error;
+    return { chat: winner, prepared: input.prepared };
+  }
+  return { chat: input.chat ?? (newChat as ChatTable), prepared: input.prepared };
 }
 
 /**
@@ -246,19 +353,38 @@ async function resolveAgent(db: Db, principal: Principal, request: ConversationR
   return { ...found, orchestrated };
 }
 
-/** The chat the request continues (404 unknown, 400 of another agent), or undefined: a new one. */
+/** The id a client may name a chat by (`useChat`'s generated ids fit it). */
+const CLIENT_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * The chat the request continues, or undefined: a new one. `chatId` names a chat by its id or
+ * client id; without it, the body's `id` (the client's chat id) continues the chat it names, else
+ * becomes the new chat's client id. A chat the key cannot see is 404, one of another agent 400.
+ */
 async function resolveChat(
   db: Db,
   workspace: Workspace,
   agent: AgentTable,
+  viewer: ChatViewer,
   request: ConversationRequest,
 ): Promise<ChatTable | undefined> {
-  if (request.chatId === undefined) return undefined;
-  const chat = await findChat(db, workspace.id, request.chatId);
-  if (!chat) throw errors.notFound('Chat');
+  const named = request.chatId ?? request.clientChatId;
+  if (named === undefined) return undefined;
+  if (request.chatId === undefined && !CLIENT_ID.test(named)) {
+    throw errors.badRequest('body.id must be 1–128 characters of A–Z a–z 0–9 _ -', [
+      { path: 'body.id', message: 'must be 1–128 characters of A–Z a–z 0–9 _ -' },
+    ]);
+  }
+  const chat = await findChat(db, workspace.id, named);
+  if (!chat) {
+    if (request.chatId !== undefined) throw errors.notFound('Chat');
+    return undefined;
+  }
+  if (!canSeeChat(viewer, chat)) throw errors.notFound('Chat');
   if (chat.agent_id !== agent.id) {
+    const path = request.chatId !== undefined ? 'body.chatId' : 'body.id';
     throw errors.badRequest('This chat belongs to another agent', [
-      { path: 'body.chatId', message: 'belongs to another agent' },
+      { path, message: 'belongs to another agent' },
     ]);
   }
   return chat;
@@ -292,13 +418,27 @@ function parseParts(text: string): ConversationMessage['parts'] {
   }
 }
 
-/** The stored history, then the request's messages not stored yet (decisions.md). */
+interface PreparedConversation {
+  /** What the model sees. */
+  conversation: ConversationMessage[];
+  /** The request's messages to store. */
+  added: ConversationMessage[];
+  /** Stored messages the reply replaces (regenerate). */
+  replaces: string[];
+}
+
+/**
+ * The stored history, then the request's messages not stored yet (decisions.md). To regenerate,
+ * the history ends before the message to replace (`messageId`, else the last assistant
+ * message), and that message and the ones after it are replaced by the new reply.
+ */
 async function prepareConversation(
   db: Db,
   workspace: Workspace,
   chat: ChatTable | undefined,
   request: ConversationRequest,
-) {
+  incoming: IncomingMessage[],
+): Promise<PreparedConversation> {
   const stored: ConversationMessage[] = chat
     ? (await listChatMessages(db, workspace.id, chat.id)).map((row) => ({
         id: row.id,
@@ -306,7 +446,25 @@ async function prepareConversation(
         parts: parseParts(row.parts),
       }))
     : [];
-  return mergeHistory(stored, request.messages);
+  let history = stored;
+  let replaces: string[] = [];
+  if (request.trigger === 'regenerate-message') {
+    const target =
+      request.regenerateMessageId !== undefined
+        ? stored.findIndex((m) => m.id === request.regenerateMessageId && m.role === 'assistant')
+        : stored.findLastIndex((m) => m.role === 'assistant');
+    if (request.regenerateMessageId !== undefined && target < 0) throw errors.notFound('Message');
+    if (target >= 0) {
+      history = stored.slice(0, target);
+      replaces = stored.slice(target).map((message) => message.id);
+    }
+  }
+  const { conversation, added } = mergeHistory(
+    history,
+    incoming,
+    new Set(stored.map((message) => message.id)),
+  );
+  return { conversation, added, replaces };
 }
 
 /** `{{name}}` values: the request's variables and the acting user (else the key's owner). */
@@ -348,68 +506,73 @@ async function buildSystem(
   });
 }
 
+function isCutShort(finishReason: string): boolean {
+  return finishReason === 'stopped' || finishReason === 'interrupted';
+}
+
 interface FinisherInput {
-  workspace: Workspace;
-  chat: ChatTable | undefined;
-  newChat: ChatTable;
-  added: ConversationMessage[];
-  startedAt: Date;
+  workspaceId: string;
+  chatId: string;
   messageId: string;
   model: ResolvedModel;
   tools: ConversationTools;
   idle: IdleTimeout;
+  ticket: ReplyTicket;
+  replaces: string[];
   extraWrites: ExtraWrites | undefined;
 }
 
 /**
- * Stores the exchange once the reply has ended (first call wins), closes the tools, and settles
- * `done`. A store failure becomes the outcome (500), so the caller and the log see it.
+ * Stores the reply once it has ended (first call wins), closes the tools, releases the reply's
+ * place among the running ones, and settles `done`. A store failure becomes the outcome (500),
+ * so the caller and the log see it.
  */
-function exchangeFinisher(deps: ChatDeps, input: FinisherInput) {
+function replyFinisher(deps: ChatDeps, input: FinisherInput) {
   let settle!: (outcome: ConversationOutcome) => void;
   const done = new Promise<ConversationOutcome>((resolve) => {
     settle = resolve;
   });
-  deps.inFlight?.add(done);
-  void done.finally(() => deps.inFlight?.delete(done));
 
   const write = async (result: ReplyResult): Promise<ConversationOutcome> => {
     input.idle.clear();
     const { subUsage, subRuns } = input.tools;
+    const usage = result.ok ? result.usage : { inputTokens: 0, outputTokens: 0 };
     let outcome: ConversationOutcome = result.ok
       ? {
           ok: true,
           text: result.text,
           usage: {
-            inputTokens: result.usage.inputTokens + subUsage.inputTokens,
-            outputTokens: result.usage.outputTokens + subUsage.outputTokens,
+            inputTokens: usage.inputTokens + subUsage.inputTokens,
+            outputTokens: usage.outputTokens + subUsage.outputTokens,
           },
-          costUsd:
-            costUsd(input.model.pricing, result.usage.inputTokens, result.usage.outputTokens) +
-            subUsage.costUsd,
+          costUsd: costUsd(input.model.pricing, usage.inputTokens, usage.outputTokens) + subUsage.costUsd,
         }
       : result;
     const finishedAt = deps.clock();
+    const settled = outcome;
     try {
-      const settled = outcome;
-      await persistExchange(deps.db, {
-        workspaceId: input.workspace.id,
-        chat: input.chat,
-        newChat: input.newChat,
-        added: input.added,
-        startedAt: input.startedAt,
+      await storeReply(deps.db, {
+        workspaceId: input.workspaceId,
+        chatId: input.chatId,
         finishedAt,
-        reply:
-          settled.ok && result.ok
+        // A reply cut short before its first part leaves nothing to show, so nothing to store.
+        message:
+          result.ok && (result.parts.length > 0 || !isCutShort(result.finishReason))
             ? {
                 id: input.messageId,
                 parts: result.parts,
                 model: input.model.id,
-                inputTokens: settled.usage.inputTokens,
-                outputTokens: settled.usage.outputTokens,
-                costUsd: settled.costUsd,
+                finishReason: result.finishReason,
               }
             : undefined,
+        usage: settled.ok
+          ? { ...settled.usage, costUsd: settled.costUsd }
+          : {
+              inputTokens: subUsage.inputTokens,
+              outputTokens: subUsage.outputTokens,
+              costUsd: subUsage.costUsd,
+            },
+        replaces: result.ok ? input.replaces : [],
         subRuns,
         extraWrites: input.extraWrites ? (trx) => input.extraWrites!(trx, settled, finishedAt) : undefined,
       });
@@ -417,17 +580,24 @@ function exchangeFinisher(deps: ChatDeps, input: FinisherInput) {
       outcome = { ok: false, error: errors.internal(error) };
     } finally {
       await input.tools.close();
+      input.ticket.release();
     }
     settle(outcome);
     return outcome;
   };
 
   let finishing: Promise<ConversationOutcome> | undefined;
+  const finish = (result: ReplyResult): Promise<ConversationOutcome> => {
+    finishing ??= write(result);
+    return finishing;
+  };
   return {
     done,
-    finish(result: ReplyResult): Promise<ConversationOutcome> {
-      finishing ??= write(result);
-      return finishing;
+    finish,
+    /** Stream mode: stores the reply and says whether that worked. */
+    store: async (result: ReplyResult): Promise<StoredReply> => {
+      const outcome = await finish(result);
+      return { stored: outcome.ok || outcome.error.code !== 'internal_error' };
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import * as initial from './001-initial.js';
 import * as chatMessagesAndRunUsage from './002-chat-messages-and-run-usage.js';
+import * as chatHistory from './003-chat-history.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -9,4 +10,5 @@ import * as chatMessagesAndRunUsage from './002-chat-messages-and-run-usage.js';
 export const migrations: Record<string, Migration> = {
   '001-initial': initial,
   '002-chat-messages-and-run-usage': chatMessagesAndRunUsage,
+  '003-chat-history': chatHistory,
 };

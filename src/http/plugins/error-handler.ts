@@ -65,7 +65,7 @@ export function toApiError(error: unknown): ApiError {
 }
 
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
-  if (error.code === 'rate_limited' && typeof error.details.retryAfterSeconds === 'number') {
+  if (typeof error.details.retryAfterSeconds === 'number') {
     reply.header('retry-after', String(error.details.retryAfterSeconds));
   }
   return reply.code(error.status).type('application/json; charset=utf-8').send({
