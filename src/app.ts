@@ -52,6 +52,8 @@ export interface AppDeps {
   readinessChecks?: Record<string, () => Promise<void>>;
   /** Live state shared between processes (Redis), built from config unless given. */
   coordination?: Coordination;
+  /** How long shutdown lets replies in progress run on; default 15 s (docs/chat.md). */
+  shutdownWaitMs?: number;
 }
 
 export interface BuildAppOptions {
@@ -154,7 +156,7 @@ export async function buildApp(
   // Before the server stops: replies in progress run on for a bounded time, then are stored as
   // interrupted, so shutdown never waits on a hung provider.
   app.addHook('preClose', async () => {
-    await replies.drain(SHUTDOWN_WAIT_MS, SHUTDOWN_STORE_MS);
+    await replies.drain(deps.shutdownWaitMs ?? SHUTDOWN_WAIT_MS, SHUTDOWN_STORE_MS);
   });
   app.addHook('onClose', async () => {
     if (!input.coordination) await coordination.close();
