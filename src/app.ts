@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.js';
 import type { Db, Dialect } from './db/database.js';
 import { registerAuth } from './http/plugins/auth.js';
+import { registerCors } from './http/plugins/cors.js';
 import { registerErrorHandling, sendError, toApiError } from './http/plugins/error-handler.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
@@ -118,6 +119,7 @@ export async function buildApp(
   });
 
   registerErrorHandling(app);
+  await registerCors(app, deps.config);
   options.beforeRoutes?.(app);
   for (const schema of [
     ErrorBody,

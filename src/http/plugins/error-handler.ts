@@ -83,6 +83,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
   // A second router that knows every route, used only to tell 405 from 404.
   const routeTable = FindMyWay();
   app.addHook('onRoute', (route) => {
+    // The CORS preflight route matches every path; it must not turn a 404 into a 405.
+    if (route.url === '*') return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       try {
