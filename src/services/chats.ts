@@ -228,9 +228,15 @@ export async function stopReply(deps: ChatsDeps, access: ChatsAccess, chatId: st
   return deps.replies.stop(chat.id);
 }
 
-/** The reply being generated for the chat, replayed from its start; null when none is. */
+/**
+ * The reply being generated for the chat, replayed from its start; null when none is. A chat id
+ * that names no chat yet is null too, not 404: `useChat({ resume: true })` asks on every page
+ * load, also for the new chat it has just named with its own id. A chat the key cannot see is 404.
+ */
 export async function resumeReply(deps: ChatsDeps, access: ChatsAccess, chatId: string) {
-  const chat = await visibleChat(deps.db, access, chatId);
+  const found = await findChat(deps.db, access.workspaceId, chatId);
+  if (!found) return null;
+  const chat = await visibleChat(deps.db, access, found.id);
   const stream = await deps.replies.resume(chat.id);
   return stream ? { chatId: chat.id, stream } : null;
 }
