@@ -264,8 +264,8 @@ function replyParts(steps: GeneratedStep[]): unknown[] {
 }
 
 /**
- * A streamed reply carries tool set-up warnings as a transient `data-warnings` chunk right
- * after `start` (clients see it in `onData`; it is not part of the stored message).
+ * A streamed reply carries tool set-up warnings as a `data-warnings` chunk right after `start`;
+ * the stored message holds the same part, so a reloaded chat shows what the live one showed.
  */
 function withWarningsChunk(
   stream: ReadableStream<UIMessageChunk<ChatMessageMetadata>>,
@@ -278,7 +278,7 @@ function withWarningsChunk(
         controller.enqueue(chunk);
         if (!sent && chunk.type === 'start') {
           sent = true;
-          controller.enqueue({ type: 'data-warnings', data: warnings, transient: true });
+          controller.enqueue({ type: 'data-warnings', data: warnings });
         }
       },
     }),

@@ -506,6 +506,11 @@ async function buildSystem(
   });
 }
 
+/** Parts the service adds to a reply are stored with it: tool set-up warnings first, as streamed. */
+function withWarningsPart(parts: unknown[], warnings: ToolWarning[]): unknown[] {
+  return warnings.length > 0 ? [{ type: 'data-warnings', data: warnings }, ...parts] : parts;
+}
+
 function isCutShort(finishReason: string): boolean {
   return finishReason === 'stopped' || finishReason === 'interrupted';
 }
@@ -560,7 +565,7 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
           result.ok && (result.parts.length > 0 || !isCutShort(result.finishReason))
             ? {
                 id: input.messageId,
-                parts: result.parts,
+                parts: withWarningsPart(result.parts, input.tools.warnings),
                 model: input.model.id,
                 finishReason: result.finishReason,
               }
