@@ -18,7 +18,7 @@ beforeAll(async () => {
     setup: chatSetup(upstream),
     env: { REDIS_URL, ATRIUM_REDIS_PREFIX: `atrium-test-${randomBytes(4).toString('hex')}` },
   });
-}, 60_000);
+}, 120_000);
 afterAll(async () => {
   await cluster?.close();
   await upstream?.close();
