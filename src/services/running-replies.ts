@@ -36,6 +36,8 @@ export class RunningReplies {
   private readonly streams: ResumableStreamContext;
   private readonly stopChannel: string;
   private started?: Promise<void>;
+  /** Set by shutdown: no new reply starts on a process that is going away. */
+  private draining = false;
 
   constructor(
     private readonly coordination: Coordination,
@@ -81,7 +83,7 @@ export class RunningReplies {
 
   /** Registers a reply; 503 `service_unavailable` when this process already runs its maximum. */
   admit(chatId: string, messageId: string, stop: (reason: StopReason) => void): ReplyTicket {
-    if (this.local.size >= this.options.maxConcurrent) {
+    if (this.draining || this.local.size >= this.options.maxConcurrent) {
       throw new ApiError(
         'service_unavailable',
         'Too many replies are being generated right now; try again shortly',
@@ -177,6 +179,7 @@ export class RunningReplies {
    * interrupted) and waits up to `storeMs` for them to be stored.
    */
   async drain(waitMs: number, storeMs: number): Promise<void> {
+    this.draining = true;
     const allReleased = () => Promise.all([...this.local.values()].map((reply) => reply.released));
     if (this.local.size > 0 && !(await within(allReleased(), waitMs))) {
       for (const reply of this.local.values()) reply.stop('interrupted');
