@@ -68,6 +68,7 @@ async function measure(report: Report, engine: 'sqlite' | 'postgres', databaseUr
       project_id: null,
       title: `Chat ${i}`,
       spend_usd: 0,
+      message_count: MESSAGES / CHATS,
       created_at: `${MONTH}-01T00:00:00.000Z`,
       updated_at: `${MONTH}-01T00:00:00.000Z`,
     }));
@@ -88,6 +89,7 @@ async function measure(report: Report, engine: 'sqlite' | 'postgres', databaseUr
           workspace_id: 'wsp_bench',
           role: assistant ? 'assistant' : 'user',
           parts: '[{"type":"text","text":"hello"}]',
+          finish_reason: assistant ? 'stop' : null,
           position: p,
           model: assistant ? (c % 2 === 0 ? 'atrium/echo' : 'local/small') : null,
           input_tokens: assistant ? 100 : 0,

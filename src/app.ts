@@ -12,6 +12,7 @@ import {
 } from './coordination/rate-limit-counter.js';
 import { closeRedis, createRedis, type RedisClient } from './coordination/redis.js';
 import { registerAuth } from './http/plugins/auth.js';
+import { registerCors } from './http/plugins/cors.js';
 import { registerErrorHandling, sendError, toApiError } from './http/plugins/error-handler.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
@@ -35,19 +36,27 @@ import { usageRoutes } from './http/routes/usage.js';
 import { Agent } from './http/schemas/agents.js';
 import { AgentDetail } from './http/schemas/agents-admin.js';
 import { ApiKeyInfo } from './http/schemas/api-keys.js';
+import { ChatObject } from './http/schemas/chats.js';
 import { ErrorBody, Pagination } from './http/schemas/common.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
 import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
+import type { Coordination } from './coordination/coordination.js';
+import { createMemoryCoordination } from './coordination/memory.js';
+import { connectRedis } from './coordination/redis.js';
+import { chatsRoutes } from './http/routes/chats.js';
 import type { ChatDeps } from './services/chat.js';
 import { UsageReservations } from './services/usage-reservations.js';
+import { RunningReplies } from './services/running-replies.js';
 import { createObjectStore } from './storage/index.js';
 import type { ObjectStore } from './storage/object-store.js';
 
-/** How long shutdown waits for streamed replies still being stored. */
+/** How long shutdown lets replies in progress run on (docs/chat.md), then interrupts them. */
 const SHUTDOWN_WAIT_MS = 15_000;
+/** How long interrupted replies then get to be stored. */
+const SHUTDOWN_STORE_MS = 5_000;
 
 /** Everything the app needs from outside, built once by the caller (server, CLI or test). */
 export interface AppDeps {
@@ -69,6 +78,10 @@ export interface AppDeps {
   rateLimitCounter: RateLimitCounter;
   /** Usage promised to model requests in flight, counted against usage limits. */
   usageReservations: UsageReservations;
+  /** Live state shared between processes (Redis), built from config unless given. */
+  coordination?: Coordination;
+  /** How long shutdown lets replies in progress run on; default 15 s (docs/chat.md). */
+  shutdownWaitMs?: number;
 }
 
 export interface BuildAppOptions {
@@ -173,6 +186,7 @@ export async function buildApp(
   registerErrorHandling(app);
   registerHostCheck(app);
   registerRequestTimeouts(app, timeouts);
+  await registerCors(app, deps.config);
   options.beforeRoutes?.(app);
   for (const schema of [
     ErrorBody,
@@ -184,11 +198,26 @@ export async function buildApp(
     ProjectDetail,
     ProjectFile,
     ProjectFileTreeNode,
+    ChatObject,
   ]) {
     app.addSchema(schema);
     validators.body.addSchema(schema);
     validators.other.addSchema(schema);
   }
+  const coordination =
+    deps.coordination ??
+    (deps.config.redis
+      ? connectRedis(deps.config.redis.url, (error) => app.log.warn({ err: error }, 'redis connection error'))
+      : createMemoryCoordination());
+  const replies = new RunningReplies(coordination, {
+    maxConcurrent: deps.config.maxConcurrentReplies,
+    // resumable-stream adds its own ':' after the prefix.
+    keyPrefix: (deps.config.redis?.keyPrefix ?? 'atrium:').replace(/:+$/, ''),
+  });
+  // With Redis, the subscription waits for a connection: the service starts without it.
+  replies
+    .start()
+    .catch((error: unknown) => app.log.warn({ err: error }, 'could not listen for stopped replies'));
   const chatDeps: ChatDeps = {
     db: deps.db,
     clock: deps.clock,
@@ -196,22 +225,19 @@ export async function buildApp(
     models: deps.models,
     readObject: async (key) => (await deps.store.get(key))?.body ?? null,
     mcpConnectTimeoutMs: deps.mcpConnectTimeoutMs,
-    inFlight: new Set(),
     usageReservations: deps.usageReservations,
+    replies,
   };
   deps.usageReservations.start();
-  // Streamed replies are stored after their response ends: let them finish before closing.
+  // Before the server stops: replies in progress run on for a bounded time, then are stored as
+  // interrupted, so shutdown never waits on a hung provider.
+  app.addHook('preClose', async () => {
+    await replies.drain(deps.shutdownWaitMs ?? SHUTDOWN_WAIT_MS, SHUTDOWN_STORE_MS);
+  });
   app.addHook('onClose', async () => {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...(chatDeps.inFlight ?? [])]),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, SHUTDOWN_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
     await deps.usageReservations.stop();
     if (ownRedis) await closeRedis(ownRedis);
+    if (!input.coordination) await coordination.close();
   });
   await registerOpenApi(app, deps.config);
   await app.register(async (scope) => healthRoutes(scope, deps));
@@ -251,7 +277,8 @@ export async function buildApp(
       await projectAdminRoutes(v1, deps);
       await projectFileRoutes(v1, deps);
       await skillRoutes(v1, deps);
-      await chatRoutes(v1, chatDeps);
+      await chatRoutes(v1, chatDeps, deps.config);
+      await chatsRoutes(v1, chatDeps);
       await agentRunRoutes(v1, chatDeps);
     },
     { prefix: '/v1' },

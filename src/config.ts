@@ -31,6 +31,12 @@ export interface Config {
   sweepIntervalMs: number;
   /** Redis shared by the processes (REDIS_URL); unset: the database coordinates them. */
   redis: { url: string; keyPrefix: string } | undefined;
+  /** `POST /chat` carries file parts as data: URLs, so it takes more than other JSON bodies. */
+  chatBodyLimitBytes: number;
+  /** Replies generated at once by this process; beyond it 503 with Retry-After. */
+  maxConcurrentReplies: number;
+  /** Origins allowed to call the API from a browser; `*` for any; empty: none. */
+  corsOrigins: string[];
 }
 
 export interface HttpTimeouts {
@@ -121,6 +127,12 @@ function redisConfig(env: Env): Config['redis'] {
   return { url, keyPrefix: env.ATRIUM_REDIS_PREFIX || 'atrium:' };
 }
 
+/**
+ * Replies one process generates at once by default: measured at well under 0.5 MB each
+ * (BENCHMARKS.md), so the default keeps a process's streams within about 200 MB.
+ */
+export const DEFAULT_MAX_CONCURRENT_REPLIES = 400;
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.ATRIUM_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL;
@@ -176,5 +188,11 @@ export function loadConfig(env: Env = process.env): Config {
     http: httpTimeouts(env, upstreamTimeoutMs),
     sweepIntervalMs: integer(env, 'ATRIUM_SWEEP_INTERVAL_MS', 10 * 60 * 1000),
     redis: redisConfig(env),
+    chatBodyLimitBytes: 16 * 1024 * 1024,
+    maxConcurrentReplies: integer(env, 'ATRIUM_MAX_CONCURRENT_REPLIES', DEFAULT_MAX_CONCURRENT_REPLIES, 1),
+    corsOrigins: (env.ATRIUM_CORS_ORIGINS ?? '')
+      .split(',')
+      .map((origin) => origin.trim().replace(/\/+$/, ''))
+      .filter(Boolean),
   };
 }

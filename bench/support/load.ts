@@ -17,6 +17,7 @@ export async function startChildServer(mode: 'atrium' | 'bare', env: Record<stri
   });
   return {
     url,
+    pid: child.pid!,
     stop: () =>
       new Promise<void>((resolve) => {
         child.once('exit', () => resolve());

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import type { Coordination } from './coordination.js';
 
 export type RedisClient = Redis;
 
@@ -13,9 +14,64 @@ export function createRedis(url: string): RedisClient {
 
 /** Closes the connection, waiting for replies in flight; never throws at shutdown. */
 export async function closeRedis(redis: RedisClient): Promise<void> {
+  // A connection that is not up has nothing in flight; QUIT would wait for it to come up.
+  if (redis.status !== 'ready') {
+    redis.disconnect();
+    return;
+  }
   try {
     await redis.quit();
   } catch {
     redis.disconnect();
   }
+}
+
+/**
+ * Redis as the live coordination of replies (stop, resume) in the shape `resumable-stream`
+ * expects. Two connections: a subscribed connection can do nothing but receive, so commands go
+ * over the other.
+ */
+export function connectRedis(url: string, onError: (error: unknown) => void): Coordination {
+  // Connects in the background and reconnects by itself: a Redis that is down at start fails
+  // only what needs it (stop and resume across processes), never the whole service, and
+  // `/readyz` reports it.
+  const publisher = new Redis(url, { maxRetriesPerRequest: 1 });
+  // Subscriptions wait for the connection however long it takes, and are renewed on reconnect.
+  const subscriber = new Redis(url, { maxRetriesPerRequest: null });
+  // Without a listener ioredis would report a lost connection as unhandled.
+  publisher.on('error', onError);
+  subscriber.on('error', onError);
+  const listeners = new Map<string, Set<(message: string) => void>>();
+  subscriber.on('message', (channel: string, message: string) => {
+    for (const listener of listeners.get(channel) ?? []) listener(message);
+  });
+  return {
+    shared: true,
+    publisher: {
+      connect: async () => undefined,
+      publish: (channel, message) => publisher.publish(channel, message),
+      set: (key, value, options) =>
+        options?.EX ? publisher.set(key, value, 'EX', options.EX) : publisher.set(key, value),
+      get: (key) => publisher.get(key),
+      incr: (key) => publisher.incr(key),
+      del: (key) => publisher.del(key),
+    },
+    subscriber: {
+      connect: async () => undefined,
+      async subscribe(channel, callback) {
+        const set = listeners.get(channel) ?? new Set();
+        set.add(callback);
+        listeners.set(channel, set);
+        await subscriber.subscribe(channel);
+      },
+      // As node-redis's unsubscribe without a listener: every listener of the channel goes.
+      async unsubscribe(channel) {
+        listeners.delete(channel);
+        await subscriber.unsubscribe(channel);
+      },
+    },
+    async close() {
+      await Promise.allSettled([closeRedis(publisher), closeRedis(subscriber)]);
+    },
+  };
 }

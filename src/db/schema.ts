@@ -177,6 +177,14 @@ export interface ChatTable {
   project_id: string | null;
   title: string;
   spend_usd: number;
+  /** The client's own id for the chat (`useChat`'s id), unique per workspace; null: none. */
+  client_id: string | null;
+  /** The user of the key that created the chat (null for chats older than this column). */
+  created_by: string | null;
+  /** The end user the caller named in `systemVariables.user.id`. */
+  end_user: string | null;
+  message_count: number;
+  last_message_at: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -194,6 +202,8 @@ export interface MessageTable {
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
+  /** Why an assistant message ended: `stop`, `length`, `stopped`, `interrupted`, …; null for others. */
+  finish_reason: string | null;
   created_at: string;
 }
 

@@ -14,35 +14,58 @@ function drainOrClose(response: ServerResponse): Promise<void> {
 }
 
 /**
- * Writes a UI message stream as server-sent events, the AI SDK's framing (`data: <chunk
- * JSON>\n\n`, then `data: [DONE]\n\n`, headers `UI_MESSAGE_STREAM_HEADERS`), one write per
- * chunk as it arrives. Unlike the SDK's `pipeUIMessageStreamToResponse` + `consumeSseStream`
- * (JSON → SSE → text encoder → tee, four more web streams per chunk), it reads the stream
- * itself and simply goes on reading when the client has gone, so the reply still completes and
- * is stored. Resolves when the stream has been read to its end.
+ * A UI message stream as the AI SDK's server-sent-event text: `data: <chunk JSON>\n\n` per
+ * chunk, then `data: [DONE]\n\n`. A stream that breaks is reported to `onStreamError` and ends
+ * without `[DONE]` (so clients can tell it from a finished one); the text stream itself never
+ * errors, because it is also kept for resuming, which must end cleanly.
  */
-export async function writeUIMessageStream(
-  response: ServerResponse,
+export function toEventStreamText(
   stream: ReadableStream<UIMessageChunk<unknown>>,
-  headers: Record<string, string>,
   onStreamError: (error: unknown) => void,
+): ReadableStream<string> {
+  const reader = stream.getReader();
+  return new ReadableStream<string>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.enqueue('data: [DONE]\n\n');
+          controller.close();
+        } else {
+          controller.enqueue(`data: ${JSON.stringify(value)}\n\n`);
+        }
+      } catch (error) {
+        onStreamError(error);
+        controller.close();
+      }
+    },
+  });
+}
+
+/**
+ * Writes event-stream text with the UI message stream headers, one write per piece as it
+ * arrives. Unlike the SDK's `pipeUIMessageStreamToResponse` + `consumeSseStream` (four more web
+ * streams per chunk), it reads the stream itself and simply goes on reading when the client has
+ * gone, so the reply still completes, is stored, and stays resumable. Resolves at its end and
+ * never rejects.
+ */
+export async function writeEventStream(
+  response: ServerResponse,
+  stream: ReadableStream<string>,
+  headers: Record<string, string>,
 ): Promise<void> {
   response.writeHead(200, { ...headers, ...UI_MESSAGE_STREAM_HEADERS });
   const reader = stream.getReader();
-  let failed = false;
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
       if (response.destroyed || response.writableEnded) continue;
-      if (!response.write(`data: ${JSON.stringify(value)}\n\n`)) await drainOrClose(response);
+      if (!response.write(value)) await drainOrClose(response);
     }
-  } catch (error) {
-    failed = true;
-    onStreamError(error);
-  }
-  if (!response.destroyed && !response.writableEnded) {
-    // A broken stream ends without [DONE], so clients can tell it from a finished one.
-    response.end(failed ? undefined : 'data: [DONE]\n\n');
+  } catch {
+    // A replay whose source went away: the client sees the stream end without [DONE].
+  } finally {
+    if (!response.destroyed && !response.writableEnded) response.end();
   }
 }

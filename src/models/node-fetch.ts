@@ -53,7 +53,11 @@ export function createNodeFetch(): Fetch {
         headers,
         agent: agents[url.protocol as 'http:' | 'https:'],
       });
+      let streamedBody: http.IncomingMessage | undefined;
       const onAbort = () => {
+        // A streamed body must fail with an AbortError too: the AI SDK then ends the reply with
+        // an abort (a stop) instead of a provider failure.
+        streamedBody?.destroy(abortError());
         request.destroy(abortError());
       };
       signal?.addEventListener('abort', onAbort, { once: true });
@@ -70,6 +74,7 @@ export function createNodeFetch(): Fetch {
           headers: responseHeaders(response.headers),
         };
         if (response.headers['content-type']?.includes('text/event-stream')) {
+          streamedBody = response;
           response.on('close', cleanup);
           resolve(new Response(Readable.toWeb(response) as ReadableStream<Uint8Array>, init));
           return;

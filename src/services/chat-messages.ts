@@ -24,8 +24,17 @@ const MEDIA_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9*][A-Za-z0-9!#$
 const FILE_URL = /^(https?:|data:[^,]*,)/i;
 
 /**
+ * Leftovers a client may send: an assistant message with no parts is what `useChat` holds after
+ * a reply failed before its first token. It is dropped, not refused (spec/chats.md).
+ */
+export function dropLeftovers(messages: IncomingMessage[]): IncomingMessage[] {
+  return messages.filter((message) => !(message.role === 'assistant' && message.parts.length === 0));
+}
+
+/**
  * The rules of decisions.md the schema cannot say: text parts need `text`, file parts need a
- * `url` (http, https or data) and a `mediaType`; at least one user message; ids unique.
+ * `url` (http, https or data) and a `mediaType`; user and system messages need a part; at least
+ * one user message; ids unique.
  */
 export function validateIncomingMessages(messages: IncomingMessage[]): void {
   const issues: ValidationIssue[] = [];
@@ -35,6 +44,9 @@ export function validateIncomingMessages(messages: IncomingMessage[]): void {
       if (seen.has(message.id))
         issues.push({ path: `body.messages.${m}.id`, message: 'duplicates an earlier message id' });
       seen.add(message.id);
+    }
+    if (message.parts.length === 0 && message.role !== 'assistant') {
+      issues.push({ path: `body.messages.${m}.parts`, message: 'must contain at least one part' });
     }
     message.parts.forEach((part, p) => {
       const at = `body.messages.${m}.parts.${p}`;
@@ -86,13 +98,14 @@ export function chatTitle(messages: ReadonlyArray<ConversationMessage | Incoming
 /**
  * History merge (decisions.md): the stored messages first, then the request's messages whose id
  * is not stored yet. So a client may send the whole conversation (as `useChat` does) or only
- * the new turn. Returns the full conversation and the messages to store.
+ * the new turn. Returns the full conversation and the messages to store. `storedIds` are all the
+ * chat's stored ids, when `stored` is only the part of the history the model sees (regenerate).
  */
 export function mergeHistory(
   stored: ConversationMessage[],
   incoming: IncomingMessage[],
+  storedIds: ReadonlySet<string> = new Set(stored.map((message) => message.id)),
 ): { conversation: ConversationMessage[]; added: ConversationMessage[] } {
-  const storedIds = new Set(stored.map((message) => message.id));
   const added: ConversationMessage[] = [];
   for (const message of incoming) {
     if (message.id !== undefined && storedIds.has(message.id)) continue;

@@ -1,62 +1,50 @@
-import {
-  APICallError,
-  convertToModelMessages,
-  generateText,
-  RetryError,
-  stepCountIs,
-  streamText,
-  type ToolSet,
-  type UIMessage,
-  type UIMessageChunk,
-} from 'ai';
+import { convertToModelMessages, type UIMessageChunk } from 'ai';
 import type { Transaction } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { findAgent } from '../db/repositories/agents.js';
-import { insertAgentRun } from '../db/repositories/agent-runs.js';
-import {
-  addChatSpend,
-  appendProjectMemory,
-  findAgentWithWorkspace,
-  findChat,
-  insertChat,
-} from '../db/repositories/chats.js';
-import { appendMessages, listChatMessageIds, listChatMessages } from '../db/repositories/messages.js';
+import { findAgentWithWorkspace, findChat } from '../db/repositories/chats.js';
+import { findWorkspaceWithRole } from '../db/repositories/tenancy.js';
+import { listChatMessages } from '../db/repositories/messages.js';
 import { findProject } from '../db/repositories/projects.js';
 import { findUser } from '../db/repositories/tenancy.js';
-import { addMonthUsage } from '../db/repositories/usage.js';
-import type { AgentRunTable, AgentTable, ChatTable, Database } from '../db/schema.js';
-import { ApiError, errors } from '../errors.js';
+import type { AgentTable, ChatTable, Database, ProjectTable } from '../db/schema.js';
+import { type ApiError, errors } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
 import { buildSystemPrompt } from '../models/context.js';
 import { costUsd, type ModelRegistry, type ResolvedModel } from '../models/registry.js';
 import { renderTemplate, type TemplateValue } from '../models/template.js';
-import { connectMcpTools, type McpToolSpec } from '../models/tools/mcp.js';
-import { REMEMBER_TOOL, rememberTool } from '../models/tools/remember.js';
-import { type SubAgent, subAgentTools } from '../models/tools/sub-agents.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
 import type { Principal } from './access.js';
 import { type ObjectReader, projectFilesContext } from './chat-context.js';
+import { IdleTimeout } from './chat-idle-timeout.js';
 import {
   type ConversationMessage,
   chatTitle,
+  dropLeftovers,
   type IncomingMessage,
   mergeHistory,
   toModelUIMessages,
   validateIncomingMessages,
 } from './chat-messages.js';
-import { assertWithinChatSpendCap, assertWithinWorkspaceLimits, ledgerMonth } from './usage.js';
-import { estimateRequestUsage, type UsageReservations } from './usage-reservations.js';
+import { isUniqueViolation, storeReply, storeTurn } from './chat-persist.js';
+import {
+  completeReply,
+  type ReplyCall,
+  type ReplyResult,
+  type StoredReply,
+  streamReply,
+} from './chat-reply.js';
+import { canSeeChat, type ChatViewer, chatViewer } from './chat-visibility.js';
+import type { ReplyTicket, RunningReplies, StopReason } from './running-replies.js';
+import { buildConversationTools, type ConversationTools, orchestrationOf } from './chat-tools.js';
+import { upstreamFailure } from './upstream-failure.js';
+import { assertWithinChatSpendCap, assertWithinWorkspaceLimits } from './usage.js';
+import { estimateRequestUsage, type Reservation, type UsageReservations } from './usage-reservations.js';
+
+export { DEFAULT_MCP_CONNECT_TIMEOUT_MS } from './chat-tools.js';
+export { upstreamFailure } from './upstream-failure.js';
 
 export const DEFAULT_TEMPERATURE = 0.7;
-/** Steps of the tool loop (model call, tool calls, model call…) one request may take. */
-const MAX_STEPS = 8;
-export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 5_000;
-
-export interface ChatLogger {
-  error(object: object, message: string): void;
-  warn(object: object, message: string): void;
-}
 
 export interface ChatDeps {
   db: Db;
@@ -66,8 +54,8 @@ export interface ChatDeps {
   /** Reads project file objects; without it, project files are listed by name only. */
   readObject?: ObjectReader;
   mcpConnectTimeoutMs?: number;
-  /** Persistence still running after a response ended (a streamed reply); awaited at shutdown. */
-  inFlight?: Set<Promise<unknown>>;
+  /** The replies being generated: concurrency limit, stop, resume, shutdown. */
+  replies: RunningReplies;
   /** Admits model requests against usage reserved by requests in flight (every process). */
   usageReservations?: UsageReservations;
 }
@@ -82,6 +70,11 @@ export interface ConversationRequest {
   agentId: string;
   messages: IncomingMessage[];
   chatId?: string;
+  /** The client's own chat id (`useChat`'s `id`): continues that chat, or names a new one. */
+  clientChatId?: string;
+  /** `regenerate-message` replaces `regenerateMessageId` (else the last assistant message). */
+  trigger?: 'submit-message' | 'regenerate-message';
+  regenerateMessageId?: string;
   projectId?: string;
   stream?: boolean;
   temperature?: number;
@@ -126,6 +119,8 @@ export interface Conversation {
   abandon(error: unknown): Promise<ConversationOutcome>;
   /** Settles after the conversation is persisted. */
   done: Promise<ConversationOutcome>;
+  /** Stream mode: the reply's event-stream text, made resumable while it runs. */
+  resumable(sse: ReadableStream<string>): Promise<ReadableStream<string>>;
 }
 
 /** `messageMetadata` of streamed replies: the chat on `start`; model and usage on `finish`. */
@@ -133,102 +128,18 @@ export interface ChatMessageMetadata {
   chatId: string;
   model?: string;
   usage?: TokenUsage;
+  finishReason?: string;
 }
 
-interface Orchestration {
-  agents: string[];
-}
-
-function parseJson<T>(text: string | null, fallback: T): T {
-  if (!text) return fallback;
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    return fallback;
-  }
-}
-
-function orchestrationOf(agent: AgentTable): string[] {
-  const value = parseJson<Orchestration | null>(agent.orchestration, null);
-  return Array.isArray(value?.agents) ? value.agents.filter((id) => typeof id === 'string') : [];
-}
-
-function mcpSpecsOf(agent: AgentTable): McpToolSpec[] {
-  const tools = parseJson<unknown[]>(agent.tools, []);
-  return (Array.isArray(tools) ? tools : []).filter(
-    (t): t is McpToolSpec =>
-      typeof t === 'object' &&
-      t !== null &&
-      (t as McpToolSpec).type === 'mcp' &&
-      typeof (t as McpToolSpec).url === 'string',
-  );
-}
-
-/** Provider failures → 502 `upstream_error`; a timeout → 504 `upstream_timeout`. */
-export function upstreamFailure(error: unknown, timedOut: boolean, timeoutMs: number): ApiError {
-  if (error instanceof ApiError) return error;
-  if (timedOut) {
-    return new ApiError(
-      'upstream_timeout',
-      `The model provider did not answer within ${timeoutMs} ms`,
-      {},
-      { cause: error },
-    );
-  }
-  const last = RetryError.isInstance(error) ? error.lastError : error;
-  if (APICallError.isInstance(last)) {
-    const status = last.statusCode;
-    if (status === undefined) {
-      return new ApiError('upstream_error', 'The model provider could not be reached', {}, { cause: error });
-    }
-    // A body that breaks after a 200 (a dropped stream) is the provider failing, not its status.
-    if (status >= 400) {
-      return new ApiError(
-        'upstream_error',
-        `The model provider answered HTTP ${status}`,
-        { providerStatus: status },
-        { cause: error },
-      );
-    }
-  }
-  return new ApiError('upstream_error', 'The model provider failed', {}, { cause: error });
-}
-
-function userVariables(
-  owner: { id: string; name: string; email: string } | undefined,
-  given: UserVariables | undefined,
-) {
-  return {
-    'user.id': given?.id ?? owner?.id ?? '',
-    'user.name': given?.name ?? owner?.name ?? '',
-    'user.email': given?.email ?? owner?.email ?? '',
-  };
-}
-
-function rowOf(message: ConversationMessage, workspaceId: string, at: string) {
-  return {
-    id: message.id,
-    workspace_id: workspaceId,
-    role: message.role,
-    parts: JSON.stringify(message.parts),
-    model: null as string | null,
-    input_tokens: 0,
-    output_tokens: 0,
-    cost_usd: 0,
-    created_at: at,
-  };
-}
-
-function replyText(message: UIMessage<ChatMessageMetadata> | undefined): string {
-  return (message?.parts ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
-}
+type AgentWithWorkspace = NonNullable<Awaited<ReturnType<typeof findAgentWithWorkspace>>>;
+type Workspace = AgentWithWorkspace['workspace'];
 
 /**
- * Everything `POST /chat` and agent runs share, in the order of DESIGN.md: access → body rules →
- * agent → limits → chat → history → context → tools → model call. Throws an ApiError before
- * anything is persisted; once it returns, the returned stream carries the reply and persists
- * the exchange (user messages; the assistant message and usage when the model succeeded) in
- * one transaction when it ends, even if nobody reads the HTTP response any more.
+ * `POST /chat` and agent runs, in the order of DESIGN.md: access → body rules → agent → limits →
+ * chat → history → context → admission → the user's turn stored → tools → model call. Every
+ * refusal is thrown before anything is stored; once the turn is stored the chat id is usable
+ * (read, stop, resume, continue), and the reply (streamed or complete) stores itself when it
+ * ends, even if nobody reads the HTTP response any more.
  */
 export async function startConversation(
   deps: ChatDeps,
@@ -236,10 +147,215 @@ export async function startConversation(
   request: ConversationRequest,
   extraWrites?: ExtraWrites,
 ): Promise<Conversation> {
-  const { db } = deps;
-  validateIncomingMessages(request.messages);
-  // One query for the agent and its workspace; visibility as in accessAgentWorkspace: an agent
-  // the key cannot act on is reported missing, so existence does not leak across tenants.
+  const incoming = dropLeftovers(request.messages);
+  validateIncomingMessages(incoming);
+  const { agent, workspace, orchestrated } = await resolveAgent(deps.db, principal, request);
+  const startedAt = deps.clock();
+  await assertWithinWorkspaceLimits(deps.db, workspace, startedAt);
+  const viewer = await viewerIn(deps.db, principal, workspace.id);
+  let chat = await resolveChat(deps.db, workspace, agent, viewer, request);
+  assertWithinChatSpendCap(workspace, chat);
+  const project = await resolveProject(deps.db, workspace, chat, request);
+  let prepared = await prepareConversation(deps.db, workspace, chat, request, incoming);
+
+  const model = await deps.models.resolveForWorkspace(
+    deps.db,
+    workspace,
+    request.model ?? agent.model ?? undefined,
+  );
+  const values = await templateValues(deps.db, principal, agent, orchestrated, request);
+  const system = await buildSystem(deps, agent, project, values);
+
+  let chatId = chat?.id ?? newId('cht');
+  const messageId = newId('msg');
+  let stopReason: StopReason | undefined;
+  const abort = new AbortController();
+  const ticket = deps.replies.admit(chatId, messageId, (reason) => {
+    stopReason ??= reason;
+    abort.abort(new Error(`reply ${reason}`));
+  });
+  let tools: ConversationTools;
+  try {
+    const stored = await storeUserTurn(deps, {
+      workspace,
+      agent,
+      project,
+      viewer,
+      principal,
+      request,
+      chat,
+      chatId,
+      prepared,
+      startedAt,
+    });
+    if (stored.chat.id !== chatId) {
+      // Another request created the chat of this client id first: continue that one.
+      ticket.release();
+      return startConversation(
+        deps,
+        principal,
+        { ...request, clientChatId: undefined, chatId: stored.chat.id },
+        extraWrites,
+      );
+    }
+    chat = stored.chat;
+    prepared = stored.prepared;
+    chatId = chat.id;
+    tools = await buildConversationTools(deps, {
+      agent,
+      workspace,
+      project,
+      orchestrated,
+      chatId,
+      values,
+      temperature: request.temperature ?? DEFAULT_TEMPERATURE,
+    });
+  } catch (error) {
+    ticket.release();
+    throw error;
+  }
+  const messages = await convertToModelMessages(toModelUIMessages(prepared.conversation));
+  // The limits once more, now counting what requests in flight have reserved, and this
+  // request's own reservation until its usage is stored.
+  let reservation: Reservation | undefined;
+  try {
+    reservation = await deps.usageReservations?.admit({
+      workspace,
+      chatId,
+      estimate: () => estimateRequestUsage(model.pricing, { system, messages }),
+    });
+  } catch (error) {
+    await tools.close();
+    ticket.release();
+    throw error;
+  }
+  const idle = new IdleTimeout(deps.config.upstreamTimeoutMs, () =>
+    abort.abort(new Error('upstream timeout')),
+  );
+  const call: ReplyCall = {
+    model: model.model,
+    system,
+    messages,
+    temperature: request.temperature ?? DEFAULT_TEMPERATURE,
+    tools: tools.tools,
+    abortSignal: abort.signal,
+    idle,
+    stopReason: () => stopReason,
+  };
+  const finishing = replyFinisher(deps, {
+    workspaceId: workspace.id,
+    chatId,
+    messageId,
+    model,
+    tools,
+    idle,
+    ticket,
+    reservation,
+    replaces: prepared.replaces,
+    extraWrites,
+  });
+
+  let started = false;
+  const begin = () => {
+    if (started) throw new Error('A conversation runs once');
+    started = true;
+  };
+  return {
+    chatId,
+    messageId,
+    agent,
+    model: model.id,
+    warnings: tools.warnings,
+    done: finishing.done,
+    async complete() {
+      begin();
+      return finishing.finish(await completeReply(call));
+    },
+    stream() {
+      begin();
+      return streamReply(call, {
+        chatId,
+        messageId,
+        modelId: model.id,
+        warnings: tools.warnings,
+        extraUsage: tools.subUsage,
+        onEnd: finishing.store,
+      });
+    },
+    resumable: (sse) => ticket.share(sse),
+    abandon: (error) =>
+      finishing.finish({ ok: false, error: upstreamFailure(error, idle.timedOut, idle.timeoutMs) }),
+  };
+}
+
+/** The caller's rights over the workspace's chats (by its user's role there). */
+async function viewerIn(db: Db, principal: Principal, workspaceId: string): Promise<ChatViewer> {
+  const role =
+    principal.ownWorkspace?.workspaceId === workspaceId
+      ? principal.ownWorkspace.role
+      : ((await findWorkspaceWithRole(db, workspaceId, principal.userId))?.role ?? null);
+  return chatViewer(principal.userId, role);
+}
+
+interface TurnInput {
+  workspace: Workspace;
+  agent: AgentTable;
+  project: ProjectTable | undefined;
+  viewer: ChatViewer;
+  principal: Principal;
+  request: ConversationRequest;
+  chat: ChatTable | undefined;
+  chatId: string;
+  prepared: PreparedConversation;
+  startedAt: Date;
+}
+
+/**
+ * Stores the chat (when new) and the user's turn before the model is called. When a concurrent
+ * request created the chat of the same client id first, answers that chat instead.
+ */
+async function storeUserTurn(deps: ChatDeps, input: TurnInput) {
+  const { workspace, request } = input;
+  const at = input.startedAt.toISOString();
+  const newChat: ChatTable | undefined = input.chat
+    ? undefined
+    : {
+        id: input.chatId,
+        workspace_id: workspace.id,
+        agent_id: input.agent.id,
+        project_id: input.project?.id ?? null,
+        title: chatTitle(input.prepared.conversation),
+        spend_usd: 0,
+        client_id: request.clientChatId ?? null,
+        created_by: input.principal.userId,
+        end_user: request.systemVariables?.user?.id ?? null,
+        message_count: 0,
+        last_message_at: null,
+        created_at: at,
+        updated_at: at,
+      };
+  try {
+    await storeTurn(deps.db, {
+      workspaceId: workspace.id,
+      newChat,
+      chatId: input.chatId,
+      added: input.prepared.added,
+      at: input.startedAt,
+    });
+  } catch (error) {
+    if (!newChat?.client_id || !isUniqueViolation(error)) throw error;
+    const winner = await findChat(deps.db, workspace.id, newChat.client_id);
+    if (!winner) throw error;
+    return { chat: winner, prepared: input.prepared };
+  }
+  return { chat: input.chat ?? (newChat as ChatTable), prepared: input.prepared };
+}
+
+/**
+ * The agent and its workspace in one query; visibility as in accessAgentWorkspace: an agent the
+ * key cannot act on is reported missing, so existence does not leak across tenants.
+ */
+async function resolveAgent(db: Db, principal: Principal, request: ConversationRequest) {
   const found = await findAgentWithWorkspace(db, request.agentId);
   const visible =
     found &&
@@ -248,442 +364,270 @@ export async function startConversation(
       ? found.workspace.id === principal.workspaceId
       : found.workspace.organization_id === principal.organizationId);
   if (!found || !visible) throw errors.notFound('Agent');
-  const { agent, workspace } = found;
-  const orchestrated = orchestrationOf(agent);
+  const orchestrated = orchestrationOf(found.agent);
   if (request.stream && orchestrated.length > 0) {
     throw errors.badRequest('An agent with multi-agent orchestration requires stream: false', [
       { path: 'body.stream', message: 'must be false for an orchestrating agent' },
     ]);
   }
-  const startedAt = deps.clock();
-  await assertWithinWorkspaceLimits(db, workspace, startedAt);
+  return { ...found, orchestrated };
+}
 
-  let chat: ChatTable | undefined;
-  if (request.chatId !== undefined) {
-    chat = await findChat(db, workspace.id, request.chatId);
-    if (!chat) throw errors.notFound('Chat');
-    if (chat.agent_id !== agent.id) {
-      throw errors.badRequest('This chat belongs to another agent', [
-        { path: 'body.chatId', message: 'belongs to another agent' },
-      ]);
-    }
+/** The id a client may name a chat by (`useChat`'s generated ids fit it). */
+const CLIENT_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * The chat the request continues, or undefined: a new one. `chatId` names a chat by its id or
+ * client id; without it, the body's `id` (the client's chat id) continues the chat it names, else
+ * becomes the new chat's client id. A chat the key cannot see is 404, one of another agent 400.
+ */
+async function resolveChat(
+  db: Db,
+  workspace: Workspace,
+  agent: AgentTable,
+  viewer: ChatViewer,
+  request: ConversationRequest,
+): Promise<ChatTable | undefined> {
+  const named = request.chatId ?? request.clientChatId;
+  if (named === undefined) return undefined;
+  if (request.chatId === undefined && !CLIENT_ID.test(named)) {
+    throw errors.badRequest('body.id must be 1–128 characters of A–Z a–z 0–9 _ -', [
+      { path: 'body.id', message: 'must be 1–128 characters of A–Z a–z 0–9 _ -' },
+    ]);
   }
-  assertWithinChatSpendCap(workspace, chat);
+  const chat = await findChat(db, workspace.id, named);
+  if (!chat) {
+    if (request.chatId !== undefined) throw errors.notFound('Chat');
+    return undefined;
+  }
+  if (!canSeeChat(viewer, chat)) throw errors.notFound('Chat');
+  if (chat.agent_id !== agent.id) {
+    const path = request.chatId !== undefined ? 'body.chatId' : 'body.id';
+    throw errors.badRequest('This chat belongs to another agent', [
+      { path, message: 'belongs to another agent' },
+    ]);
+  }
+  return chat;
+}
 
+/** The project of the request or of the chat; a chat stays in its project. */
+async function resolveProject(
+  db: Db,
+  workspace: Workspace,
+  chat: ChatTable | undefined,
+  request: ConversationRequest,
+): Promise<ProjectTable | undefined> {
   if (chat?.project_id && request.projectId !== undefined && request.projectId !== chat.project_id) {
     throw errors.badRequest('This chat belongs to another project', [
       { path: 'body.projectId', message: 'differs from the project of the chat' },
     ]);
   }
   const projectId = request.projectId ?? chat?.project_id ?? undefined;
-  const project = projectId ? await findProject(db, workspace.id, projectId) : undefined;
-  if (projectId && !project) throw errors.notFound('Project');
+  if (!projectId) return undefined;
+  const project = await findProject(db, workspace.id, projectId);
+  if (!project) throw errors.notFound('Project');
+  return project;
+}
 
+function parseParts(text: string): ConversationMessage['parts'] {
+  try {
+    const parts = JSON.parse(text) as unknown;
+    return Array.isArray(parts) ? (parts as ConversationMessage['parts']) : [];
+  } catch {
+    return [];
+  }
+}
+
+interface PreparedConversation {
+  /** What the model sees. */
+  conversation: ConversationMessage[];
+  /** The request's messages to store. */
+  added: ConversationMessage[];
+  /** Stored messages the reply replaces (regenerate). */
+  replaces: string[];
+}
+
+/**
+ * The stored history, then the request's messages not stored yet (decisions.md). To regenerate,
+ * the history ends before the message to replace (`messageId`, else the last assistant
+ * message), and that message and the ones after it are replaced by the new reply.
+ */
+async function prepareConversation(
+  db: Db,
+  workspace: Workspace,
+  chat: ChatTable | undefined,
+  request: ConversationRequest,
+  incoming: IncomingMessage[],
+): Promise<PreparedConversation> {
   const stored: ConversationMessage[] = chat
     ? (await listChatMessages(db, workspace.id, chat.id)).map((row) => ({
         id: row.id,
         role: row.role,
-        parts: parseJson(row.parts, []),
+        parts: parseParts(row.parts),
       }))
     : [];
-  const { conversation, added } = mergeHistory(stored, request.messages);
-
-  const model: ResolvedModel = await deps.models.resolveForWorkspace(
-    db,
-    workspace,
-    request.model ?? agent.model ?? undefined,
+  let history = stored;
+  let replaces: string[] = [];
+  if (request.trigger === 'regenerate-message') {
+    const target =
+      request.regenerateMessageId !== undefined
+        ? stored.findIndex((m) => m.id === request.regenerateMessageId && m.role === 'assistant')
+        : stored.findLastIndex((m) => m.role === 'assistant');
+    if (request.regenerateMessageId !== undefined && target < 0) throw errors.notFound('Message');
+    if (target >= 0) {
+      history = stored.slice(0, target);
+      replaces = stored.slice(target).map((message) => message.id);
+    }
+  }
+  const { conversation, added } = mergeHistory(
+    history,
+    incoming,
+    new Set(stored.map((message) => message.id)),
   );
+  return { conversation, added, replaces };
+}
+
+/** `{{name}}` values: the request's variables and the acting user (else the key's owner). */
+async function templateValues(
+  db: Db,
+  principal: Principal,
+  agent: AgentTable,
+  orchestrated: string[],
+  request: ConversationRequest,
+): Promise<Record<string, TemplateValue>> {
   // The key owner is read only when a prompt can use it.
   const needsUser = orchestrated.length > 0 || agent.instructions.includes('{{');
   const owner = needsUser ? await findUser(db, principal.userId) : undefined;
-  const values: Record<string, TemplateValue> = {
+  const given = request.systemVariables?.user;
+  return {
     ...request.variables,
-    ...userVariables(owner, request.systemVariables?.user),
+    'user.id': given?.id ?? owner?.id ?? '',
+    'user.name': given?.name ?? owner?.name ?? '',
+    'user.email': given?.email ?? owner?.email ?? '',
   };
-  const system = buildSystemPrompt({
+}
+
+/** Agent instructions, then the project's instructions, memory and files. */
+async function buildSystem(
+  deps: ChatDeps,
+  agent: AgentTable,
+  project: ProjectTable | undefined,
+  values: Record<string, TemplateValue>,
+): Promise<string | undefined> {
+  return buildSystemPrompt({
     agentInstructions: renderTemplate(agent.instructions, values),
     project: project
       ? {
           instructions: project.instructions,
           memory: project.memory,
-          files: await projectFilesContext(db, project, deps.readObject),
+          files: await projectFilesContext(deps.db, project, deps.readObject),
         }
       : undefined,
   });
-  const modelMessages = await convertToModelMessages(toModelUIMessages(conversation));
+}
 
-  const chatId = chat?.id ?? newId('cht');
-  const messageId = newId('msg');
-  const temperature = request.temperature ?? DEFAULT_TEMPERATURE;
-  const timeoutMs = deps.config.upstreamTimeoutMs;
-  const abort = new AbortController();
-  let timedOut = false;
-  let idleTimer: NodeJS.Timeout | undefined;
-  let lastActivity = 0;
-  // One timer per request, not one per chunk: when it fires, it re-arms for the idle time left.
-  const checkIdle = () => {
-    const idle = performance.now() - lastActivity;
-    if (idle >= timeoutMs) {
-      timedOut = true;
-      abort.abort(new Error('upstream timeout'));
-    } else {
-      idleTimer = setTimeout(checkIdle, timeoutMs - idle);
-    }
-  };
-  const armTimer = () => {
-    lastActivity = performance.now();
-    idleTimer ??= setTimeout(checkIdle, timeoutMs);
-  };
+/** Parts the service adds to a reply are stored with it: tool set-up warnings first, as streamed. */
+function withWarningsPart(parts: unknown[], warnings: ToolWarning[]): unknown[] {
+  return warnings.length > 0 ? [{ type: 'data-warnings', data: warnings }, ...parts] : parts;
+}
 
-  // Tools: MCP servers, `remember` in project chats, sub-agents of an orchestrating agent.
-  const mcp = await connectMcpTools(
-    mcpSpecsOf(agent),
-    deps.mcpConnectTimeoutMs ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS,
-  );
-  const warnings: ToolWarning[] = [...mcp.warnings];
-  const tools: ToolSet = { ...mcp.tools };
-  if (project) {
-    tools[REMEMBER_TOOL] = rememberTool(async (note) => {
-      await appendProjectMemory(db, workspace.id, project.id, note, deps.clock().toISOString());
-    });
-  }
-  const subRuns: AgentRunTable[] = [];
-  const subUsage: TokenUsage & { costUsd: number } = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
-  if (orchestrated.length > 0) {
-    const subAgents: SubAgent[] = [];
-    for (const id of orchestrated) {
-      const sub = id === agent.id ? undefined : await findAgent(db, workspace.id, id);
-      if (!sub) {
-        warnings.push({
-          tool: id,
-          code: 'agent_unavailable',
-          message: `Agent "${id}" does not exist in this workspace`,
-        });
-        continue;
-      }
-      subAgents.push({ id: sub.id, title: sub.title, description: sub.description });
-    }
-    Object.assign(
-      tools,
-      subAgentTools(subAgents, async (sub, message, abortSignal) => {
-        const subAgent = await findAgent(db, workspace.id, sub.id);
-        if (!subAgent) throw new Error(`Agent ${sub.id} is gone`);
-        const subModel = await deps.models.resolveForWorkspace(db, workspace, subAgent.model ?? undefined);
-        const began = deps.clock();
-        const run: AgentRunTable = {
-          id: newId('run'),
-          workspace_id: workspace.id,
-          agent_id: subAgent.id,
-          chat_id: chatId,
-          status: 'completed',
-          input: message,
-          response: '',
-          error: null,
-          execution_time_ms: 0,
-          input_tokens: 0,
-          output_tokens: 0,
-          cost_usd: 0,
-          created_at: began.toISOString(),
-          completed_at: began.toISOString(),
-        };
-        subRuns.push(run);
-        try {
-          const result = await generateText({
-            model: subModel.model,
-            system: buildSystemPrompt({ agentInstructions: renderTemplate(subAgent.instructions, values) }),
-            prompt: message,
-            temperature,
-            maxRetries: 0,
-            abortSignal,
-          });
-          run.response = result.text;
-          run.input_tokens = result.totalUsage.inputTokens ?? 0;
-          run.output_tokens = result.totalUsage.outputTokens ?? 0;
-          run.cost_usd = costUsd(subModel.pricing, run.input_tokens, run.output_tokens);
-          subUsage.inputTokens += run.input_tokens;
-          subUsage.outputTokens += run.output_tokens;
-          subUsage.costUsd += run.cost_usd;
-          return result.text;
-        } catch (error) {
-          run.status = 'failed';
-          run.error = upstreamFailure(error, false, timeoutMs).message;
-          throw error;
-        } finally {
-          const ended = deps.clock();
-          run.completed_at = ended.toISOString();
-          run.execution_time_ms = Math.max(0, ended.getTime() - began.getTime());
-        }
-      }),
-    );
-  }
-  const hasTools = Object.keys(tools).length > 0;
+function isCutShort(finishReason: string): boolean {
+  return finishReason === 'stopped' || finishReason === 'interrupted';
+}
 
-  const callSettings = {
-    model: model.model,
-    system,
-    messages: modelMessages,
-    // The API accepts system messages from the caller (decisions.md: role `system`).
-    allowSystemInMessages: true,
-    temperature,
-    maxRetries: 0,
-    abortSignal: abort.signal,
-    ...(hasTools ? { tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
-  };
+interface FinisherInput {
+  workspaceId: string;
+  chatId: string;
+  messageId: string;
+  model: ResolvedModel;
+  tools: ConversationTools;
+  idle: IdleTimeout;
+  ticket: ReplyTicket;
+  reservation: Reservation | undefined;
+  replaces: string[];
+  extraWrites: ExtraWrites | undefined;
+}
 
-  // The limits once more, now counting what requests in flight have reserved, and this
-  // request's own reservation until its usage is stored.
-  const reservation = await deps.usageReservations
-    ?.admit({
-      workspace,
-      chatId: chat?.id,
-      estimate: () => estimateRequestUsage(model.pricing, { system, messages: modelMessages }),
-    })
-    .catch(async (error: unknown) => {
-      await mcp.close();
-      throw error;
-    });
-
+/**
+ * Stores the reply once it has ended (first call wins), closes the tools, releases the reply's
+ * place among the running ones, and settles `done`. A store failure becomes the outcome (500),
+ * so the caller and the log see it.
+ */
+function replyFinisher(deps: ChatDeps, input: FinisherInput) {
   let settle!: (outcome: ConversationOutcome) => void;
   const done = new Promise<ConversationOutcome>((resolve) => {
     settle = resolve;
   });
-  deps.inFlight?.add(done);
-  done.finally(() => deps.inFlight?.delete(done));
 
-  const success = (text: string, usage: TokenUsage | undefined): ConversationOutcome => ({
-    ok: true,
-    text,
-    usage: {
-      inputTokens: (usage?.inputTokens ?? 0) + subUsage.inputTokens,
-      outputTokens: (usage?.outputTokens ?? 0) + subUsage.outputTokens,
-    },
-    costUsd: costUsd(model.pricing, usage?.inputTokens ?? 0, usage?.outputTokens ?? 0) + subUsage.costUsd,
-  });
-
-  /** One transaction: the chat (when new), the new messages, usage, sub-agent runs, extras. */
-  let persisting: Promise<ConversationOutcome> | undefined;
-  const persist = (result: ConversationOutcome, parts: unknown[]): Promise<ConversationOutcome> => {
-    persisting ??= write(result, parts);
-    return persisting;
-  };
-  const write = async (result: ConversationOutcome, parts: unknown[]): Promise<ConversationOutcome> => {
-    clearTimeout(idleTimer);
+  const write = async (result: ReplyResult): Promise<ConversationOutcome> => {
+    input.idle.clear();
+    const { subUsage, subRuns } = input.tools;
+    const usage = result.ok ? result.usage : { inputTokens: 0, outputTokens: 0 };
+    let outcome: ConversationOutcome = result.ok
+      ? {
+          ok: true,
+          text: result.text,
+          usage: {
+            inputTokens: usage.inputTokens + subUsage.inputTokens,
+            outputTokens: usage.outputTokens + subUsage.outputTokens,
+          },
+          costUsd: costUsd(input.model.pricing, usage.inputTokens, usage.outputTokens) + subUsage.costUsd,
+        }
+      : result;
     const finishedAt = deps.clock();
-    const now = finishedAt.toISOString();
-    let outcome = result;
+    const settled = outcome;
     try {
-      await withConflictRetry(Boolean(chat), (attempt) =>
-        db.transaction().execute(async (trx) => {
-          if (!chat) {
-            await insertChat(trx, {
-              id: chatId,
-              workspace_id: workspace.id,
-              agent_id: agent.id,
-              project_id: project?.id ?? null,
-              title: chatTitle(conversation),
-              spend_usd: outcome.ok ? outcome.costUsd : 0,
-              created_at: startedAt.toISOString(),
-              updated_at: now,
-            });
-          }
-          // An existing chat's row is locked first (the spend update), so concurrent turns on one
-          // chat write one after the other; then what a concurrent turn already stored is skipped.
-          if (chat) await addChatSpend(trx, chatId, outcome.ok ? outcome.costUsd : 0, now);
-          const storedNow =
-            chat || attempt > 0 ? await listChatMessageIds(trx, workspace.id, chatId) : undefined;
-          const rows = added
-            .filter((message) => !storedNow?.has(message.id))
-            .map((message) => rowOf(message, workspace.id, startedAt.toISOString()));
-          if (outcome.ok) {
-            rows.push({
-              id: messageId,
-              workspace_id: workspace.id,
-              role: 'assistant',
-              parts: JSON.stringify(parts),
-              model: model.id,
-              input_tokens: outcome.usage.inputTokens,
-              output_tokens: outcome.usage.outputTokens,
-              cost_usd: outcome.costUsd,
-              created_at: now,
-            });
-          }
-          await appendMessages(trx, chatId, rows, chat ? undefined : 0);
-          if (outcome.ok && (outcome.usage.inputTokens > 0 || outcome.usage.outputTokens > 0)) {
-            await addMonthUsage(
-              trx,
-              workspace.id,
-              ledgerMonth(finishedAt),
-              { ...outcome.usage, costUsd: outcome.costUsd },
-              now,
-            );
-          }
-          for (const run of subRuns) await insertAgentRun(trx, run);
-          await extraWrites?.(trx, outcome, finishedAt);
-        }),
-      );
+      await storeReply(deps.db, {
+        workspaceId: input.workspaceId,
+        chatId: input.chatId,
+        finishedAt,
+        // A reply cut short before its first part leaves nothing to show, so nothing to store.
+        message:
+          result.ok && (result.parts.length > 0 || !isCutShort(result.finishReason))
+            ? {
+                id: input.messageId,
+                parts: withWarningsPart(result.parts, input.tools.warnings),
+                model: input.model.id,
+                finishReason: result.finishReason,
+              }
+            : undefined,
+        usage: settled.ok
+          ? { ...settled.usage, costUsd: settled.costUsd }
+          : {
+              inputTokens: subUsage.inputTokens,
+              outputTokens: subUsage.outputTokens,
+              costUsd: subUsage.costUsd,
+            },
+        replaces: result.ok ? input.replaces : [],
+        subRuns,
+        extraWrites: input.extraWrites ? (trx) => input.extraWrites!(trx, settled, finishedAt) : undefined,
+      });
     } catch (error) {
       outcome = { ok: false, error: errors.internal(error) };
     } finally {
-      await mcp.close();
+      await input.tools.close();
+      input.ticket.release();
       // The usage is stored (or the request failed): its reservation stops counting.
-      await reservation?.release();
+      await input.reservation?.release();
     }
     settle(outcome);
     return outcome;
   };
 
-  let started = false;
-  const begin = () => {
-    if (started) throw new Error('A conversation runs once');
-    started = true;
-    armTimer();
+  let finishing: Promise<ConversationOutcome> | undefined;
+  const finish = (result: ReplyResult): Promise<ConversationOutcome> => {
+    finishing ??= write(result);
+    return finishing;
   };
-
-  /** JSON mode: one non-streaming model call (per tool step), then persistence. */
-  const complete = async (): Promise<ConversationOutcome> => {
-    begin();
-    try {
-      const result = await generateText({ ...callSettings, onStepFinish: armTimer });
-      if (timedOut) throw new Error('upstream timeout');
-      return await persist(
-        success(result.steps.map((step) => step.text).join(''), {
-          inputTokens: result.totalUsage.inputTokens ?? 0,
-          outputTokens: result.totalUsage.outputTokens ?? 0,
-        }),
-        replyParts(result.steps),
-      );
-    } catch (error) {
-      return persist({ ok: false, error: upstreamFailure(error, timedOut, timeoutMs) }, []);
-    }
+  return {
+    done,
+    finish,
+    /** Stream mode: stores the reply and says whether that worked. */
+    store: async (result: ReplyResult): Promise<StoredReply> => {
+      const outcome = await finish(result);
+      return { stored: outcome.ok || outcome.error.code !== 'internal_error' };
+    },
   };
-
-  /** Stream mode: the reply as UI message chunks; persistence runs when the stream ends. */
-  const stream = (): ReadableStream<UIMessageChunk<ChatMessageMetadata>> => {
-    begin();
-    let failure: unknown;
-    let usage: TokenUsage | undefined;
-    const result = streamText({
-      ...callSettings,
-      onChunk: armTimer,
-      onError: ({ error }) => {
-        failure ??= error;
-      },
-    });
-    const chunks = result.toUIMessageStream<UIMessage<ChatMessageMetadata>>({
-      originalMessages: [],
-      generateMessageId: () => messageId,
-      sendReasoning: false,
-      messageMetadata: ({ part }) => {
-        if (part.type === 'start') return { chatId };
-        if (part.type === 'finish') {
-          usage = {
-            inputTokens: part.totalUsage.inputTokens ?? 0,
-            outputTokens: part.totalUsage.outputTokens ?? 0,
-          };
-          return {
-            chatId,
-            model: model.id,
-            usage: {
-              inputTokens: usage.inputTokens + subUsage.inputTokens,
-              outputTokens: usage.outputTokens + subUsage.outputTokens,
-            },
-          };
-        }
-        return undefined;
-      },
-      onError: (error) => upstreamFailure(error, timedOut, timeoutMs).message,
-      onFinish: async ({ responseMessage, isAborted }) => {
-        if (failure !== undefined || isAborted || timedOut) {
-          await persist({ ok: false, error: upstreamFailure(failure, timedOut || isAborted, timeoutMs) }, []);
-        } else {
-          await persist(success(replyText(responseMessage), usage), responseMessage.parts);
-        }
-      },
-    });
-    return warnings.length > 0 ? withWarningsChunk(chunks, warnings) : chunks;
-  };
-
-  const abandon = (error: unknown) =>
-    persist({ ok: false, error: upstreamFailure(error, timedOut, timeoutMs) }, []);
-
-  return { chatId, messageId, agent, model: model.id, warnings, stream, complete, abandon, done };
-}
-
-/** SQLite and PostgreSQL report a unique or primary key violation differently. */
-function isUniqueViolation(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
-}
-
-/**
- * Two requests on one chat may both take the next message position; the loser's transaction
- * fails on the (chat_id, position) key and is run again, after the winner's messages.
- */
-async function withConflictRetry(
-  retryable: boolean,
-  write: (attempt: number) => Promise<void>,
-): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await write(attempt);
-      return;
-    } catch (error) {
-      if (!retryable || attempt >= 4 || !isUniqueViolation(error)) throw error;
-    }
-  }
-}
-
-type GeneratedStep = Awaited<ReturnType<typeof generateText>>['steps'][number];
-
-/** The assistant message's UI parts from the steps of a generateText call (as a stream gives). */
-function replyParts(steps: GeneratedStep[]): unknown[] {
-  const parts: unknown[] = [];
-  for (const step of steps) {
-    parts.push({ type: 'step-start' });
-    for (const part of step.content) {
-      if (part.type === 'text' && part.text) parts.push({ type: 'text', text: part.text, state: 'done' });
-      else if (part.type === 'tool-call') {
-        const output = step.content.find((p) => p.type === 'tool-result' && p.toolCallId === part.toolCallId);
-        const error = step.content.find((p) => p.type === 'tool-error' && p.toolCallId === part.toolCallId);
-        parts.push({
-          ...(part.dynamic
-            ? { type: 'dynamic-tool', toolName: part.toolName }
-            : { type: `tool-${part.toolName}` }),
-          toolCallId: part.toolCallId,
-          input: part.input,
-          ...(error && error.type === 'tool-error'
-            ? { state: 'output-error', errorText: String((error.error as Error)?.message ?? error.error) }
-            : {
-                state: 'output-available',
-                output: output?.type === 'tool-result' ? output.output : undefined,
-              }),
-        });
-      }
-    }
-  }
-  return parts;
-}
-
-/**
- * A streamed reply carries tool set-up warnings as a transient `data-warnings` chunk right
- * after `start` (clients see it in `onData`; it is not part of the stored message).
- */
-function withWarningsChunk(
-  stream: ReadableStream<UIMessageChunk<ChatMessageMetadata>>,
-  warnings: ToolWarning[],
-): ReadableStream<UIMessageChunk<ChatMessageMetadata>> {
-  let sent = false;
-  return stream.pipeThrough(
-    new TransformStream<UIMessageChunk<ChatMessageMetadata>, UIMessageChunk<ChatMessageMetadata>>({
-      transform(chunk, controller) {
-        controller.enqueue(chunk);
-        if (!sent && chunk.type === 'start') {
-          sent = true;
-          controller.enqueue({ type: 'data-warnings', data: warnings, transient: true });
-        }
-      },
-    }),
-  );
 }
 
 /** Runs a conversation to its end in JSON mode: the reply, or the ApiError of the failure. */

@@ -98,7 +98,7 @@ describe('MCP tools', () => {
     expect(JSON.stringify(toolMessage?.content)).toContain('definition of atrium');
   });
 
-  it('sends warnings in a stream as a transient data-warnings chunk after start', async () => {
+  it('sends warnings in a stream as a data-warnings chunk after start, and stores them with the reply', async () => {
     await setTools([{ name: 'search', url: DEAD_MCP_URL }]);
     const res = await post('/v1/chat', { agentId: 'agt_tools', stream: true, messages: [userText('hi')] });
     expect(res.statusCode).toBe(200);
@@ -110,8 +110,14 @@ describe('MCP tools', () => {
     expect(chunks[1]).toEqual({
       type: 'data-warnings',
       data: [expect.objectContaining({ code: 'mcp_unreachable' })],
-      transient: true,
     });
+    const chatId = res.headers['x-chat-id'];
+    const stored = await t.app.inject({
+      method: 'GET',
+      url: `/v1/chats/${chatId}/messages`,
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(stored.json().data.messages.at(-1).parts[0]).toEqual(chunks[1]);
   });
 });
 

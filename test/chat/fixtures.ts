@@ -1,4 +1,5 @@
 import type { DestinationStream } from 'pino';
+import type { FastifyServerOptions } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import type { Db } from '../../src/db/database.js';
 import { createObjectStore } from '../../src/storage/index.js';
@@ -9,6 +10,7 @@ import { checkResponsesAgainstSchemas } from '../helpers/response-check.js';
 export const CHAT_KEYS = {
   main: 'atr_ws_fixture_chat_main_owner_000000000000000',
   mainMember: 'atr_ws_fixture_chat_main_member_00000000000000',
+  mainAdmin: 'atr_ws_fixture_chat_main_admin_000000000000000',
   other: 'atr_ws_fixture_chat_other_ws_0000000000000000',
   limited: 'atr_ws_fixture_chat_limited_ws_00000000000000',
   capped: 'atr_ws_fixture_chat_capped_ws_000000000000000',
@@ -41,6 +43,7 @@ organizations:
     users:
       - { id: usr_olivia, name: Olivia, email: olivia@acme.test }
       - { id: usr_max, name: Max, email: max@acme.test }
+      - { id: usr_ada, name: Ada, email: ada@acme.test }
     apiKeys:
       - { name: acme-org, user: usr_olivia, key: "${CHAT_KEYS.org}" }
     workspaces:
@@ -51,9 +54,11 @@ organizations:
         members:
           - { user: usr_olivia, role: owner }
           - { user: usr_max, role: member }
+          - { user: usr_ada, role: admin }
         apiKeys:
           - { name: main-owner, user: usr_olivia, key: "${CHAT_KEYS.main}" }
           - { name: main-member, user: usr_max, key: "${CHAT_KEYS.mainMember}" }
+          - { name: main-admin, user: usr_ada, key: "${CHAT_KEYS.mainAdmin}" }
         agents:
           - id: agt_helper
             title: Helper
@@ -113,7 +118,13 @@ ${extra.mcpUrl ? `              - { type: mcp, name: live, url: ${extra.mcpUrl} 
 
 export async function createChatApp(
   setup: string,
-  options: { env?: Record<string, string>; mcpConnectTimeoutMs?: number; logStream?: DestinationStream } = {},
+  options: {
+    env?: Record<string, string>;
+    mcpConnectTimeoutMs?: number;
+    logger?: FastifyServerOptions['logger'];
+    logStream?: DestinationStream;
+    shutdownWaitMs?: number;
+  } = {},
 ) {
   const env = await createTestEnv(options.env);
   await applyFixture(env, setup);
@@ -125,8 +136,9 @@ export async function createChatApp(
       dialect: env.database.dialect,
       store,
       mcpConnectTimeoutMs: options.mcpConnectTimeoutMs,
+      shutdownWaitMs: options.shutdownWaitMs,
     },
-    { beforeRoutes: checkResponsesAgainstSchemas, logStream: options.logStream },
+    { beforeRoutes: checkResponsesAgainstSchemas, logger: options.logger, logStream: options.logStream },
   );
   await app.ready();
   return {

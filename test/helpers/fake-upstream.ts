@@ -49,6 +49,10 @@ export interface FakeUpstream {
   release(): void;
   /** Resolves when `count` requests have arrived. */
   waitForRequests(count: number): Promise<void>;
+  /** Requests whose client went away before the answer ended (an aborted provider call). */
+  aborted(): number;
+  /** Resolves when `count` requests have been aborted by their client. */
+  waitForAborted(count: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -90,8 +94,19 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
   const stalled = new Set<ServerResponse>();
   const held: Array<() => void> = [];
   let counter = 0;
+  let closing = false;
 
+  let abortedCount = 0;
+  const abortWaiters: Array<{ count: number; resolve: () => void }> = [];
   const handle = (req: IncomingMessage, res: ServerResponse, raw: string) => {
+    res.on('close', () => {
+      if (res.writableEnded || closing) return;
+      abortedCount++;
+      for (const waiter of abortWaiters.filter((w) => abortedCount >= w.count)) {
+        abortWaiters.splice(abortWaiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    });
     const body = raw ? (JSON.parse(raw) as RecordedRequest['body']) : {};
     requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
     for (const waiter of waiters.filter((w) => requests.length >= w.count)) {
@@ -287,7 +302,13 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       if (requests.length >= count) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ count, resolve }));
     },
+    aborted: () => abortedCount,
+    waitForAborted(count) {
+      if (abortedCount >= count) return Promise.resolve();
+      return new Promise((resolve) => abortWaiters.push({ count, resolve }));
+    },
     async close() {
+      closing = true;
       for (const res of stalled) res.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

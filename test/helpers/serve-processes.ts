@@ -38,7 +38,8 @@ export interface ServeCluster {
 }
 
 async function waitUntilHealthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
-  const deadline = Date.now() + 30_000;
+  // Generous: a loaded CI machine (the whole suite in parallel) can take long to start tsx.
+  const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`atrium serve exited (${child.exitCode}):\n${output()}`);
     try {

@@ -3,6 +3,7 @@ import * as initial from './001-initial.js';
 import * as chatMessagesAndRunUsage from './002-chat-messages-and-run-usage.js';
 import * as sharedLimits from './003-shared-limits.js';
 import * as management from './010-management.js';
+import * as chatHistory from './003-chat-history.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '002-chat-messages-and-run-usage': chatMessagesAndRunUsage,
   '003-shared-limits': sharedLimits,
   '010-management': management,
+  '003-chat-history': chatHistory,
 };

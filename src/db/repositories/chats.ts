@@ -4,32 +4,110 @@ import type { ChatTable, Database } from '../schema.js';
 
 type Executor = Db | Transaction<Database>;
 
-/** A chat of the workspace, or undefined. */
-export function findChat(db: Executor, workspaceId: string, chatId: string) {
-  return db
-    .selectFrom('chats')
-    .selectAll()
-    .where('id', '=', chatId)
-    .where('workspace_id', '=', workspaceId)
-    .executeTakeFirst();
+/** A chat of the workspace by its id or its client id, or undefined. */
+export function findChat(db: Executor, workspaceId: string, chatIdOrClientId: string) {
+  return (
+    db
+      .selectFrom('chats')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .where((eb) => eb.or([eb('id', '=', chatIdOrClientId), eb('client_id', '=', chatIdOrClientId)]))
+      // An Atrium id wins over a client id that happens to equal it.
+      .orderBy(sql`case when id = ${chatIdOrClientId} then 0 else 1 end`)
+      .limit(1)
+      .executeTakeFirst()
+  );
 }
 
 export async function insertChat(db: Executor, chat: ChatTable): Promise<void> {
   await db.insertInto('chats').values(chat).execute();
 }
 
-/** Adds to what the chat has spent (its spend cap is checked against this) and touches it. */
-export async function addChatSpend(
+/**
+ * Counts messages stored in a chat and adds the reply's cost; false when the chat is gone
+ * (deleted while a reply ran). Locks the chat row, so concurrent turns write in turn.
+ */
+export async function recordChatMessages(
   db: Executor,
   chatId: string,
-  costUsd: number,
-  now: string,
-): Promise<void> {
+  change: { added: number; costUsd: number; now: string },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('chats')
+    .set({
+      spend_usd: sql<number>`spend_usd + ${change.costUsd}`,
+      message_count: sql<number>`message_count + ${change.added}`,
+      ...(change.added > 0 ? { last_message_at: change.now } : {}),
+      updated_at: change.now,
+    })
+    .where('id', '=', chatId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Keeps the message count true after messages were removed (regenerate). */
+export async function recountChatMessages(db: Executor, chatId: string): Promise<void> {
   await db
     .updateTable('chats')
-    .set({ spend_usd: sql<number>`spend_usd + ${costUsd}`, updated_at: now })
+    .set({
+      message_count: sql<number>`(select count(*) from messages where messages.chat_id = ${chatId})`,
+    })
     .where('id', '=', chatId)
     .execute();
+}
+
+export interface ChatListQuery {
+  workspaceId: string;
+  /** Only chats this user created (a member's view); undefined: every chat. */
+  createdBy?: string;
+  agentId?: string;
+  projectId?: string;
+  user?: string;
+  /** Keyset position: chats strictly after (updated_at desc, id desc). */
+  after?: { updatedAt: string; id: string };
+  limit: number;
+}
+
+/** Chats, most recently updated first, then id; `limit + 1` rows tell whether more follow. */
+export function listChats(db: Executor, query: ChatListQuery) {
+  let select = db.selectFrom('chats').selectAll().where('workspace_id', '=', query.workspaceId);
+  if (query.createdBy !== undefined) select = select.where('created_by', '=', query.createdBy);
+  if (query.agentId !== undefined) select = select.where('agent_id', '=', query.agentId);
+  if (query.projectId !== undefined) select = select.where('project_id', '=', query.projectId);
+  if (query.user !== undefined) select = select.where('end_user', '=', query.user);
+  const after = query.after;
+  if (after) {
+    select = select.where((eb) =>
+      eb.or([
+        eb('updated_at', '<', after.updatedAt),
+        eb.and([eb('updated_at', '=', after.updatedAt), eb('id', '<', after.id)]),
+      ]),
+    );
+  }
+  return select
+    .orderBy('updated_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(query.limit + 1)
+    .execute();
+}
+
+export async function renameChat(db: Executor, chatId: string, title: string, now: string) {
+  await db.updateTable('chats').set({ title, updated_at: now }).where('id', '=', chatId).execute();
+}
+
+/** Deletes a chat and its messages; false when it was already gone. */
+export async function deleteChat(db: Executor, workspaceId: string, chatId: string): Promise<boolean> {
+  await db
+    .deleteFrom('messages')
+    .where('chat_id', '=', chatId)
+    .where('workspace_id', '=', workspaceId)
+    .execute();
+  const result = await db
+    .deleteFrom('chats')
+    .where('id', '=', chatId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
 }
 
 /**

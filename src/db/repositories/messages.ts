@@ -56,3 +56,35 @@ export async function appendMessages(
     .values(rows.map((row, i) => ({ ...row, chat_id: chatId, position: start + i })))
     .execute();
 }
+
+/**
+ * The latest `limit + 1` messages of a chat before `beforePosition` (default: the newest),
+ * newest first; the caller reverses them and uses the extra one to tell whether more precede.
+ */
+export function listChatMessagesPage(
+  db: Executor,
+  workspaceId: string,
+  chatId: string,
+  page: { beforePosition?: number; limit: number },
+) {
+  let select = db
+    .selectFrom('messages')
+    .selectAll()
+    .where('chat_id', '=', chatId)
+    .where('workspace_id', '=', workspaceId);
+  if (page.beforePosition !== undefined) select = select.where('position', '<', page.beforePosition);
+  return select
+    .orderBy('position', 'desc')
+    .limit(page.limit + 1)
+    .execute();
+}
+
+/** Deletes the given messages of a chat (the ones a regenerated reply replaces). */
+export async function deleteChatMessages(
+  trx: Transaction<Database>,
+  chatId: string,
+  messageIds: string[],
+): Promise<void> {
+  if (messageIds.length === 0) return;
+  await trx.deleteFrom('messages').where('chat_id', '=', chatId).where('id', 'in', messageIds).execute();
+}

@@ -66,7 +66,7 @@ export function toApiError(error: unknown): ApiError {
 }
 
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
-  if (error.code === 'rate_limited' && typeof error.details.retryAfterSeconds === 'number') {
+  if (typeof error.details.retryAfterSeconds === 'number') {
     reply.header('retry-after', String(error.details.retryAfterSeconds));
   }
   // The rest of a body too slow to wait for is not read: the connection cannot serve another request.
@@ -95,6 +95,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
   // A second router that knows every route, used only to tell 405 from 404.
   const routeTable = FindMyWay();
   app.addHook('onRoute', (route) => {
+    // The CORS preflight route matches every path; it must not turn a 404 into a 405.
+    if (route.url === '*') return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       try {

@@ -1,28 +1,72 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Static } from 'typebox';
+import type { Config } from '../../config.js';
 import { type ChatDeps, completeConversation, startConversation } from '../../services/chat.js';
-import { ChatBody, ChatOkResponse } from '../schemas/chat.js';
+import { accessChats, resumeReply, stopReply } from '../../services/chats.js';
+import { requestedWorkspaceId } from '../plugins/auth.js';
+import { ChatBody, ChatOkResponse, ResumeOkResponse } from '../schemas/chat.js';
+import { ChatParams, StopResponse } from '../schemas/chats.js';
 import { logApiError } from '../plugins/error-handler.js';
-import { writeUIMessageStream } from '../ui-message-sse.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { toEventStreamText, writeEventStream } from '../ui-message-sse.js';
 
-export async function chatRoutes(app: FastifyInstance, deps: ChatDeps): Promise<void> {
+const workspaceHeader = {
+  type: 'object',
+  properties: {
+    'x-workspace-id': {
+      type: 'string',
+      maxLength: 200,
+      description: 'Required with an organization key: the workspace of the chat',
+    },
+  },
+} as const;
+
+/** From here the response is the stream; hooks no longer run, so their headers go along. */
+function streamHeaders(request: FastifyRequest, reply: FastifyReply, chatId: string): Record<string, string> {
+  reply.hijack();
+  return {
+    ...(reply.getHeaders() as Record<string, string>),
+    'x-request-id': request.id,
+    'x-chat-id': chatId,
+  };
+}
+
+export async function chatRoutes(
+  app: FastifyInstance,
+  deps: ChatDeps,
+  limits: Pick<Config, 'chatBodyLimitBytes'>,
+): Promise<void> {
   app.post<{ Body: Static<typeof ChatBody> }>(
     '/chat',
     {
+      // File parts travel as data: URLs, and useChat resends the whole conversation.
+      bodyLimit: limits.chatBodyLimitBytes,
       schema: {
         summary: 'Create a chat completion',
         description:
-          'Runs the agent on the conversation and persists it. With `stream: true` the reply is an AI SDK UI message stream (v1); the chat id is in the `x-chat-id` header and in `messageMetadata.chatId` of the `start` chunk.',
+          "Runs the agent on the conversation and stores it. The chat and the user's message are stored before the model is called, so the chat id can be read, stopped, resumed and continued at once. With `stream: true` the reply is an AI SDK UI message stream (v1); the chat id is in the `x-chat-id` header and in `messageMetadata.chatId` of the `start` chunk. Accepts what `useChat` / `DefaultChatTransport` send: `id` (the client's chat id), `trigger` and `messageId` (regenerate). Body limit 16 MB.",
         tags: ['chat'],
         security: API_KEY_SECURITY,
         body: ChatBody,
-        response: { 200: ChatOkResponse, ...errorResponses(...COMMON_ERRORS, 402, 502, 504) },
+        response: { 200: ChatOkResponse, ...errorResponses(...COMMON_ERRORS, 402, 502, 503, 504) },
       },
     },
     async (request, reply) => {
       const body = request.body;
-      const conversation = await startConversation(deps, request.principal, body);
+      const conversation = await startConversation(deps, request.principal, {
+        ...body,
+        clientChatId: body.id,
+        regenerateMessageId: body.trigger === 'regenerate-message' ? body.messageId : undefined,
+      });
+      // A reply that could not be stored is logged with the request id, whichever the mode.
+      void conversation.done.then((outcome) => {
+        if (!outcome.ok && outcome.error.code === 'internal_error') {
+          request.log.error(
+            { err: outcome.error.cause ?? outcome.error, chatId: conversation.chatId },
+            'storing the reply failed',
+          );
+        }
+      });
       if (!body.stream) {
         const outcome = await completeConversation(conversation);
         return {
@@ -37,26 +81,63 @@ export async function chatRoutes(app: FastifyInstance, deps: ChatDeps): Promise<
           ...(conversation.warnings.length > 0 ? { warnings: conversation.warnings } : {}),
         };
       }
-      // From here the response is the stream; hooks no longer run, so their headers go along.
-      reply.hijack();
+      const headers = streamHeaders(request, reply, conversation.chatId);
+      const text = toEventStreamText(conversation.stream(), (error) => {
+        request.log.error({ err: error }, 'reply stream failed');
+        void conversation.abandon(error);
+      });
       // The stream is read to its end even when the client goes away, so the reply is stored.
-      void writeUIMessageStream(
-        reply.raw,
-        conversation.stream(),
-        {
-          ...(reply.getHeaders() as Record<string, string>),
-          'x-request-id': request.id,
-          'x-chat-id': conversation.chatId,
-        },
-        (error) => {
-          request.log.error({ err: error }, 'reply stream failed');
-          void conversation.abandon(error);
-        },
-      );
+      void writeEventStream(reply.raw, await conversation.resumable(text), headers);
       // A provider failure mid-stream reaches the client as an `error` chunk; the log gets it too.
       void conversation.done.then((outcome) => {
         if (!outcome.ok) logApiError(request.log, outcome.error, 'streamed reply failed');
       });
+    },
+  );
+
+  app.post<{ Params: Static<typeof ChatParams> }>(
+    '/chat/:chatId/stop',
+    {
+      schema: {
+        summary: 'Stop the reply being generated',
+        description:
+          'Aborts the provider call of the reply being generated for the chat, in whichever process runs it. The text so far is stored as the assistant message with `finishReason: "stopped"`, and a streaming client gets a `finish` chunk and `[DONE]`. `stopped: false` when no reply was running. `chatId` may be the chat\'s `clientId`.',
+        tags: ['chat'],
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        params: ChatParams,
+        response: { 200: StopResponse, ...errorResponses(...COMMON_ERRORS) },
+      },
+    },
+    async (request) => {
+      const access = await accessChats(deps.db, request.principal, requestedWorkspaceId(request));
+      return { data: await stopReply(deps, access, request.params.chatId) };
+    },
+  );
+
+  app.get<{ Params: Static<typeof ChatParams> }>(
+    '/chat/:chatId/stream',
+    {
+      schema: {
+        summary: 'Resume the reply being generated',
+        description:
+          "Replays the reply being generated for the chat from its `start` chunk, then its live chunks, then `data: [DONE]` (what `useChat`'s `resume` / `resumeStream()` expect). 204 with no body when no reply is being generated. `chatId` may be the chat's `clientId`.",
+        tags: ['chat'],
+        security: API_KEY_SECURITY,
+        headers: workspaceHeader,
+        params: ChatParams,
+        response: {
+          200: ResumeOkResponse,
+          204: { description: 'No reply is being generated', type: 'null' },
+          ...errorResponses(...COMMON_ERRORS),
+        },
+      },
+    },
+    async (request, reply) => {
+      const access = await accessChats(deps.db, request.principal, requestedWorkspaceId(request));
+      const resumed = await resumeReply(deps, access, request.params.chatId);
+      if (!resumed) return reply.code(204).send();
+      void writeEventStream(reply.raw, resumed.stream, streamHeaders(request, reply, resumed.chatId));
     },
   );
 }

@@ -16,7 +16,10 @@ export const ChatMessage = Type.Object(
   {
     id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Generated when absent' })),
     role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]),
-    parts: Type.Array(Part, { minItems: 1, maxItems: 1000 }),
+    parts: Type.Array(Part, {
+      maxItems: 1000,
+      description: "At least one part; an assistant message with none (a failed reply's leftover) is ignored",
+    }),
   },
   { additionalProperties: true },
 );
@@ -63,8 +66,30 @@ export const ChatBody = Type.Object(
     ),
     variables: Type.Optional(TemplateVariables),
     systemVariables: Type.Optional(SystemVariables),
+    id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 128,
+        pattern: '^[A-Za-z0-9_-]+$',
+        description:
+          "The client's own chat id (`useChat` sends it): without `chatId`, continues the chat it names (by id or `clientId`), else creates a chat with this `clientId`",
+      }),
+    ),
+    trigger: Type.Optional(
+      Type.Union([Type.Literal('submit-message'), Type.Literal('regenerate-message')], {
+        description:
+          '`regenerate-message` replaces `messageId` (default: the last assistant message) and everything after it with the new reply',
+      }),
+    ),
+    messageId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'With `regenerate-message`: the assistant message to replace',
+      }),
+    ),
   },
-  // AI SDK clients (DefaultChatTransport) add `id`, `trigger` and `messageId`: ignored.
+  // Other fields AI SDK clients may add are ignored.
   { additionalProperties: true },
 );
 
@@ -93,6 +118,18 @@ export const ChatOkResponse = {
       schema: Type.String({
         description:
           'Server-sent events `data: <UI message chunk JSON>`: start (messageId, messageMetadata.chatId), text-start, text-delta, text-end, finish, … then `data: [DONE]`',
+      }),
+    },
+  },
+};
+
+/** 200 of GET /chat/{chatId}/stream: the replayed reply. */
+export const ResumeOkResponse = {
+  description: 'The reply being generated, from its `start` chunk, as an AI SDK UI message stream (v1)',
+  content: {
+    'text/event-stream': {
+      schema: Type.String({
+        description: 'Server-sent events `data: <UI message chunk JSON>`, then `data: [DONE]`',
       }),
     },
   },

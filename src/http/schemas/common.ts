@@ -47,6 +47,7 @@ const STATUS_DESCRIPTION: Record<number, string> = {
   429: 'Per-key rate limit (`rate_limited`)',
   500: 'Unexpected failure (`internal_error`)',
   502: 'The model provider failed (`upstream_error`)',
+  503: 'Too many replies in progress on this process (`service_unavailable`); see `Retry-After`',
   504: 'The model provider did not answer in time (`upstream_timeout`)',
 };
 

@@ -1,0 +1,40 @@
+import cors from '@fastify/cors';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../../config.js';
+
+/** Response headers a browser app may read: the chat id, the request id, and the limits. */
+const EXPOSED_HEADERS = [
+  'x-chat-id',
+  'x-request-id',
+  'retry-after',
+  'ratelimit',
+  'ratelimit-policy',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+];
+
+/**
+ * Cross-origin access for browser apps on `ATRIUM_CORS_ORIGINS` (spec/chats.md): preflights are
+ * answered for every route, `/v1` and the signed storage URLs alike, before any key check (a
+ * browser sends no key with a preflight). Without the setting, no cross-origin access.
+ */
+export async function registerCors(
+  app: FastifyInstance,
+  config: Pick<Config, 'corsOrigins' | 'apiKeyHeader'>,
+) {
+  if (config.corsOrigins.length === 0) return;
+  const anyOrigin = config.corsOrigins.includes('*');
+  await app.register(cors, {
+    origin: anyOrigin ? '*' : config.corsOrigins,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders: ['content-type', 'authorization', config.apiKeyHeader, 'x-workspace-id', 'x-request-id'],
+    exposedHeaders: EXPOSED_HEADERS,
+    maxAge: 600,
+    // A bare OPTIONS without the preflight headers goes on to the usual 404/405 error body.
+    strictPreflight: false,
+  });
+}

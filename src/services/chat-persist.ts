@@ -1,0 +1,144 @@
+import type { Transaction } from 'kysely';
+import type { Db } from '../db/database.js';
+import { insertAgentRun } from '../db/repositories/agent-runs.js';
+import { insertChat, recordChatMessages, recountChatMessages } from '../db/repositories/chats.js';
+import { appendMessages, deleteChatMessages, listChatMessageIds } from '../db/repositories/messages.js';
+import { addMonthUsage } from '../db/repositories/usage.js';
+import type { AgentRunTable, ChatTable, Database, MessageTable } from '../db/schema.js';
+import type { ConversationMessage } from './chat-messages.js';
+import { ledgerMonth } from './usage.js';
+
+type MessageRow = Omit<MessageTable, 'position' | 'chat_id'>;
+
+/** The user's turn, stored before the model is called. */
+export interface Turn {
+  workspaceId: string;
+  /** The row of a chat this turn creates; undefined: the chat exists. */
+  newChat?: ChatTable;
+  chatId: string;
+  /** The request's messages not stored yet. */
+  added: ConversationMessage[];
+  at: Date;
+}
+
+/**
+ * One transaction: the chat (when new) and the request's new messages, so that the chat id the
+ * client is told exists at once, and a reply lost to a crash leaves the user's turn stored.
+ * What a concurrent turn stored meanwhile is skipped.
+ */
+export async function storeTurn(db: Db, turn: Turn): Promise<void> {
+  const now = turn.at.toISOString();
+  await withConflictRetry(!turn.newChat, () =>
+    db.transaction().execute(async (trx) => {
+      if (turn.newChat) await insertChat(trx, { ...turn.newChat, message_count: 0 });
+      // Write before reading: the chat's row lock on PostgreSQL, the write lock on SQLite (a
+      // transaction that reads first cannot take it once another process has committed).
+      else await recordChatMessages(trx, turn.chatId, { added: 0, costUsd: 0, now });
+      const storedNow = turn.newChat
+        ? undefined
+        : await listChatMessageIds(trx, turn.workspaceId, turn.chatId);
+      const rows: MessageRow[] = turn.added
+        .filter((message) => !storedNow?.has(message.id))
+        .map((message) => ({
+          id: message.id,
+          workspace_id: turn.workspaceId,
+          role: message.role,
+          parts: JSON.stringify(message.parts),
+          model: null,
+          input_tokens: 0,
+          output_tokens: 0,
+          cost_usd: 0,
+          finish_reason: null,
+          created_at: now,
+        }));
+      await recordChatMessages(trx, turn.chatId, { added: rows.length, costUsd: 0, now });
+      await appendMessages(trx, turn.chatId, rows, turn.newChat ? 0 : undefined);
+    }),
+  );
+}
+
+/** What a reply stores when it has ended. */
+export interface ReplyRecord {
+  workspaceId: string;
+  chatId: string;
+  finishedAt: Date;
+  /** The assistant message; undefined when the model failed (nothing to store but usage). */
+  message?: {
+    id: string;
+    parts: unknown[];
+    model: string;
+    finishReason: string;
+  };
+  usage: { inputTokens: number; outputTokens: number; costUsd: number };
+  /** Messages the reply replaces (regenerate); removed only when the reply is stored. */
+  replaces: string[];
+  subRuns: AgentRunTable[];
+  /** Writes the caller adds to the same transaction (an agent run's record). */
+  extraWrites?: (trx: Transaction<Database>) => Promise<void>;
+}
+
+/**
+ * One transaction: the reply, the messages it replaces removed, the chat's spend, the month's
+ * usage, sub-agent runs and the caller's writes. A chat deleted while its reply ran stays
+ * deleted (the reply is dropped); the usage it caused is counted all the same.
+ */
+export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
+  const now = record.finishedAt.toISOString();
+  const { message, usage } = record;
+  await withConflictRetry(true, () =>
+    db.transaction().execute(async (trx) => {
+      const chatExists = await recordChatMessages(trx, record.chatId, {
+        added: message ? 1 : 0,
+        costUsd: usage.costUsd,
+        now,
+      });
+      if (chatExists && message) {
+        await deleteChatMessages(trx, record.chatId, record.replaces);
+        await appendMessages(trx, record.chatId, [
+          {
+            id: message.id,
+            workspace_id: record.workspaceId,
+            role: 'assistant',
+            parts: JSON.stringify(message.parts),
+            model: message.model,
+            input_tokens: usage.inputTokens,
+            output_tokens: usage.outputTokens,
+            cost_usd: usage.costUsd,
+            finish_reason: message.finishReason,
+            created_at: now,
+          },
+        ]);
+        if (record.replaces.length > 0) await recountChatMessages(trx, record.chatId);
+      }
+      if (usage.inputTokens > 0 || usage.outputTokens > 0) {
+        await addMonthUsage(trx, record.workspaceId, ledgerMonth(record.finishedAt), usage, now);
+      }
+      for (const run of record.subRuns) await insertAgentRun(trx, run);
+      await record.extraWrites?.(trx);
+    }),
+  );
+}
+
+/** SQLite and PostgreSQL report a unique or primary key violation differently. */
+export function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
+/**
+ * Two requests on one chat may both take the next message position; the loser's transaction
+ * fails on the (chat_id, position) key and is run again, after the winner's messages.
+ */
+export async function withConflictRetry(
+  retryable: boolean,
+  write: (attempt: number) => Promise<void>,
+): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await write(attempt);
+      return;
+    } catch (error) {
+      if (!retryable || attempt >= 4 || !isUniqueViolation(error)) throw error;
+    }
+  }
+}

@@ -1,0 +1,286 @@
+import {
+  generateText,
+  type LanguageModel,
+  type ModelMessage,
+  stepCountIs,
+  streamText,
+  type ToolSet,
+  type UIMessage,
+  type UIMessageChunk,
+} from 'ai';
+import type { ApiError } from '../errors.js';
+import type { StopReason } from './running-replies.js';
+import type { ToolWarning } from '../models/tools/warnings.js';
+import type { ChatMessageMetadata, TokenUsage } from './chat.js';
+import type { IdleTimeout } from './chat-idle-timeout.js';
+import { upstreamFailure } from './upstream-failure.js';
+
+/** Steps of the tool loop (model call, tool calls, model call…) one request may take. */
+const MAX_STEPS = 8;
+
+/**
+ * How a reply ended, before it is stored: its parts, usage and finish reason (`stopped` or
+ * `interrupted` when cut short, with the text so far), or the provider's failure.
+ */
+export type ReplyResult =
+  | { ok: true; text: string; parts: unknown[]; usage: TokenUsage; finishReason: string }
+  | { ok: false; error: ApiError };
+
+/** What storing the reply came to: the client sees an `error` chunk instead of `finish` when it failed. */
+export interface StoredReply {
+  stored: boolean;
+}
+
+/** What one model call needs; built once per reply. */
+export interface ReplyCall {
+  model: LanguageModel;
+  system: string | undefined;
+  messages: ModelMessage[];
+  temperature: number;
+  tools: ToolSet;
+  abortSignal: AbortSignal;
+  idle: IdleTimeout;
+  /** Why the reply was cut short, when it was stopped or interrupted (not timed out). */
+  stopReason(): StopReason | undefined;
+}
+
+function callSettings(call: ReplyCall) {
+  const hasTools = Object.keys(call.tools).length > 0;
+  return {
+    model: call.model,
+    system: call.system,
+    messages: call.messages,
+    // The API accepts system messages from the caller (decisions.md: role `system`).
+    allowSystemInMessages: true,
+    temperature: call.temperature,
+    maxRetries: 0,
+    abortSignal: call.abortSignal,
+    ...(hasTools ? { tools: call.tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
+  };
+}
+
+function failure(call: ReplyCall, error: unknown): ReplyResult {
+  return { ok: false, error: upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs) };
+}
+
+/** JSON mode: one non-streaming model call (per tool step), to its end. */
+export async function completeReply(call: ReplyCall): Promise<ReplyResult> {
+  call.idle.touch();
+  try {
+    const result = await generateText({ ...callSettings(call), onStepFinish: call.idle.touch });
+    if (call.idle.timedOut) throw new Error('upstream timeout');
+    return {
+      ok: true,
+      text: result.steps.map((step) => step.text).join(''),
+      parts: replyParts(result.steps),
+      usage: {
+        inputTokens: result.totalUsage.inputTokens ?? 0,
+        outputTokens: result.totalUsage.outputTokens ?? 0,
+      },
+      finishReason: result.finishReason,
+    };
+  } catch (error) {
+    const stopped = call.stopReason();
+    // A stopped JSON reply has nothing shown yet: it ends empty.
+    if (stopped && !call.idle.timedOut) {
+      return {
+        ok: true,
+        text: '',
+        parts: [],
+        usage: { inputTokens: 0, outputTokens: 0 },
+        finishReason: stopped,
+      };
+    }
+    return failure(call, error);
+  }
+}
+
+export interface StreamReplyOptions {
+  chatId: string;
+  messageId: string;
+  modelId: string;
+  warnings: ToolWarning[];
+  /** Tokens of sub-agents, added to the usage the `finish` chunk reports. */
+  extraUsage: TokenUsage;
+  /** Called once when the model's stream has ended, before the UI stream closes; stores the reply. */
+  onEnd(result: ReplyResult): Promise<StoredReply>;
+}
+
+/** Messages a client is shown for how a reply ended without a normal finish. */
+const INTERRUPTED_MESSAGE = 'The server shut down while this reply was being generated';
+const NOT_STORED_MESSAGE = 'The reply could not be stored';
+
+/**
+ * Stream mode: the reply as UI message chunks. `onEnd` stores the reply when the model's stream
+ * has ended; only then does the client get its last chunk: `finish` when the reply was stored
+ * (a stopped reply too), else an `error` chunk: the provider's failure, the upstream timeout
+ * (504 text; the SDK's `abort` chunk would read as the user's own cancel), a shutdown, or a
+ * failure to store.
+ */
+export function streamReply(
+  call: ReplyCall,
+  options: StreamReplyOptions,
+): ReadableStream<UIMessageChunk<ChatMessageMetadata>> {
+  call.idle.touch();
+  let failed: unknown;
+  let usage: TokenUsage | undefined;
+  let finishReason = 'stop';
+  let stored: Promise<StoredReply> | undefined;
+  const result = streamText({
+    ...callSettings(call),
+    onChunk: call.idle.touch,
+    onError: ({ error }) => {
+      failed ??= error;
+    },
+  });
+  const chunks = result.toUIMessageStream<UIMessage<ChatMessageMetadata>>({
+    originalMessages: [],
+    generateMessageId: () => options.messageId,
+    sendReasoning: false,
+    sendSources: true,
+    messageMetadata: ({ part }) => {
+      if (part.type === 'start') return { chatId: options.chatId };
+      if (part.type === 'finish') {
+        finishReason = part.finishReason;
+        usage = {
+          inputTokens: part.totalUsage.inputTokens ?? 0,
+          outputTokens: part.totalUsage.outputTokens ?? 0,
+        };
+        return {
+          chatId: options.chatId,
+          model: options.modelId,
+          finishReason,
+          usage: {
+            inputTokens: usage.inputTokens + options.extraUsage.inputTokens,
+            outputTokens: usage.outputTokens + options.extraUsage.outputTokens,
+          },
+        };
+      }
+      return undefined;
+    },
+    onError: (error) => upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs).message,
+    onFinish: ({ responseMessage, isAborted }) => {
+      const stopped = isAborted && !call.idle.timedOut ? call.stopReason() : undefined;
+      let ended: ReplyResult;
+      if (stopped) {
+        ended = {
+          ok: true,
+          text: replyText(responseMessage),
+          parts: responseMessage.parts,
+          usage: usage ?? { inputTokens: 0, outputTokens: 0 },
+          finishReason: stopped,
+        };
+      } else if (failed !== undefined || isAborted || call.idle.timedOut) {
+        ended = {
+          ok: false,
+          error: upstreamFailure(failed, call.idle.timedOut || isAborted, call.idle.timeoutMs),
+        };
+      } else {
+        ended = {
+          ok: true,
+          text: replyText(responseMessage),
+          parts: responseMessage.parts,
+          usage: usage ?? { inputTokens: 0, outputTokens: 0 },
+          finishReason,
+        };
+      }
+      stored = options.onEnd(ended);
+      return stored.then(() => undefined);
+    },
+  });
+  let finish: UIMessageChunk<ChatMessageMetadata> | undefined;
+  let errorSent = false;
+  const ending = new TransformStream<
+    UIMessageChunk<ChatMessageMetadata>,
+    UIMessageChunk<ChatMessageMetadata>
+  >({
+    transform(chunk, controller) {
+      if (chunk.type === 'finish') finish = chunk;
+      else if (chunk.type !== 'abort') {
+        if (chunk.type === 'error') errorSent = true;
+        controller.enqueue(chunk);
+      }
+    },
+    async flush(controller) {
+      const outcome = stored ? await stored : { stored: false };
+      const stopped = call.idle.timedOut ? undefined : call.stopReason();
+      if (!outcome.stored) {
+        if (!errorSent) controller.enqueue({ type: 'error', errorText: NOT_STORED_MESSAGE });
+      } else if (stopped === 'interrupted') {
+        controller.enqueue({ type: 'error', errorText: INTERRUPTED_MESSAGE });
+      } else if (stopped === 'stopped') {
+        controller.enqueue({
+          type: 'finish',
+          messageMetadata: { chatId: options.chatId, model: options.modelId, finishReason: 'stopped' },
+        });
+      } else if (finish) {
+        controller.enqueue(finish);
+      } else if (!errorSent) {
+        // Aborted without a stop: the upstream went silent past its timeout.
+        controller.enqueue({
+          type: 'error',
+          errorText: upstreamFailure(undefined, true, call.idle.timeoutMs).message,
+        });
+      }
+    },
+  });
+  const ended = chunks.pipeThrough(ending);
+  return options.warnings.length > 0 ? withWarningsChunk(ended, options.warnings) : ended;
+}
+
+function replyText(message: UIMessage<ChatMessageMetadata> | undefined): string {
+  return (message?.parts ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
+
+type GeneratedStep = Awaited<ReturnType<typeof generateText>>['steps'][number];
+
+/** The assistant message's UI parts from the steps of a generateText call (as a stream gives). */
+function replyParts(steps: GeneratedStep[]): unknown[] {
+  const parts: unknown[] = [];
+  for (const step of steps) {
+    parts.push({ type: 'step-start' });
+    for (const part of step.content) {
+      if (part.type === 'text' && part.text) parts.push({ type: 'text', text: part.text, state: 'done' });
+      else if (part.type === 'tool-call') {
+        const output = step.content.find((p) => p.type === 'tool-result' && p.toolCallId === part.toolCallId);
+        const error = step.content.find((p) => p.type === 'tool-error' && p.toolCallId === part.toolCallId);
+        parts.push({
+          ...(part.dynamic
+            ? { type: 'dynamic-tool', toolName: part.toolName }
+            : { type: `tool-${part.toolName}` }),
+          toolCallId: part.toolCallId,
+          input: part.input,
+          ...(error && error.type === 'tool-error'
+            ? { state: 'output-error', errorText: String((error.error as Error)?.message ?? error.error) }
+            : {
+                state: 'output-available',
+                output: output?.type === 'tool-result' ? output.output : undefined,
+              }),
+        });
+      }
+    }
+  }
+  return parts;
+}
+
+/**
+ * A streamed reply carries tool set-up warnings as a `data-warnings` chunk right after `start`;
+ * the stored message holds the same part, so a reloaded chat shows what the live one showed.
+ */
+function withWarningsChunk(
+  stream: ReadableStream<UIMessageChunk<ChatMessageMetadata>>,
+  warnings: ToolWarning[],
+): ReadableStream<UIMessageChunk<ChatMessageMetadata>> {
+  let sent = false;
+  return stream.pipeThrough(
+    new TransformStream<UIMessageChunk<ChatMessageMetadata>, UIMessageChunk<ChatMessageMetadata>>({
+      transform(chunk, controller) {
+        controller.enqueue(chunk);
+        if (!sent && chunk.type === 'start') {
+          sent = true;
+          controller.enqueue({ type: 'data-warnings', data: warnings });
+        }
+      },
+    }),
+  );
+}

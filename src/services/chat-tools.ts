@@ -1,0 +1,184 @@
+import { generateText, type ToolSet } from 'ai';
+import { findAgent } from '../db/repositories/agents.js';
+import { appendProjectMemory } from '../db/repositories/chats.js';
+import type { AgentRunTable, AgentTable, ProjectTable } from '../db/schema.js';
+import { newId } from '../ids.js';
+import { buildSystemPrompt } from '../models/context.js';
+import { costUsd } from '../models/registry.js';
+import { renderTemplate, type TemplateValue } from '../models/template.js';
+import { connectMcpTools, type McpToolSpec } from '../models/tools/mcp.js';
+import { REMEMBER_TOOL, rememberTool } from '../models/tools/remember.js';
+import { type SubAgent, subAgentTools } from '../models/tools/sub-agents.js';
+import type { ToolWarning } from '../models/tools/warnings.js';
+import type { ChatDeps, TokenUsage } from './chat.js';
+import { upstreamFailure } from './upstream-failure.js';
+
+export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 5_000;
+
+/** The tools of one reply, what could not be set up, and what sub-agents did and cost. */
+export interface ConversationTools {
+  tools: ToolSet;
+  warnings: ToolWarning[];
+  /** Sub-agent runs of this reply, recorded with the exchange. */
+  subRuns: AgentRunTable[];
+  /** Tokens and cost of the sub-agents, added to the reply's own. */
+  subUsage: TokenUsage & { costUsd: number };
+  /** Closes the MCP clients; call once the reply has ended. */
+  close(): Promise<void>;
+}
+
+export interface ToolContext {
+  agent: AgentTable;
+  workspace: { id: string; default_model: string | null };
+  project: ProjectTable | undefined;
+  /** Agent ids an orchestrating agent delegates to. */
+  orchestrated: string[];
+  chatId: string;
+  values: Record<string, TemplateValue>;
+  temperature: number;
+}
+
+function parseJson<T>(text: string | null, fallback: T): T {
+  if (!text) return fallback;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return fallback;
+  }
+}
+
+export function orchestrationOf(agent: AgentTable): string[] {
+  const value = parseJson<{ agents?: unknown } | null>(agent.orchestration, null);
+  return Array.isArray(value?.agents)
+    ? value.agents.filter((id): id is string => typeof id === 'string')
+    : [];
+}
+
+function mcpSpecsOf(agent: AgentTable): McpToolSpec[] {
+  const tools = parseJson<unknown[]>(agent.tools, []);
+  return (Array.isArray(tools) ? tools : []).filter(
+    (t): t is McpToolSpec =>
+      typeof t === 'object' &&
+      t !== null &&
+      (t as McpToolSpec).type === 'mcp' &&
+      typeof (t as McpToolSpec).url === 'string',
+  );
+}
+
+/**
+ * The agent's tools: its MCP servers, `remember` in project chats, and one tool per sub-agent
+ * of an orchestrating agent. MCP clients opened here are closed again if a later step fails.
+ */
+export async function buildConversationTools(
+  deps: ChatDeps,
+  context: ToolContext,
+): Promise<ConversationTools> {
+  const mcp = await connectMcpTools(
+    mcpSpecsOf(context.agent),
+    deps.mcpConnectTimeoutMs ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS,
+  );
+  const result: ConversationTools = {
+    tools: { ...mcp.tools },
+    warnings: [...mcp.warnings],
+    subRuns: [],
+    subUsage: { inputTokens: 0, outputTokens: 0, costUsd: 0 },
+    close: () => mcp.close(),
+  };
+  try {
+    const { project, workspace } = context;
+    if (project) {
+      result.tools[REMEMBER_TOOL] = rememberTool(async (note) => {
+        await appendProjectMemory(deps.db, workspace.id, project.id, note, deps.clock().toISOString());
+      });
+    }
+    if (context.orchestrated.length > 0) {
+      Object.assign(result.tools, await subAgentToolSet(deps, context, result));
+    }
+    return result;
+  } catch (error) {
+    await mcp.close();
+    throw error;
+  }
+}
+
+/** One tool per sub-agent that exists; the others become warnings. */
+async function subAgentToolSet(deps: ChatDeps, context: ToolContext, result: ConversationTools) {
+  const { db } = deps;
+  const { agent, workspace } = context;
+  const subAgents: SubAgent[] = [];
+  for (const id of context.orchestrated) {
+    const sub = id === agent.id ? undefined : await findAgent(db, workspace.id, id);
+    if (!sub) {
+      result.warnings.push({
+        tool: id,
+        code: 'agent_unavailable',
+        message: `Agent "${id}" does not exist in this workspace`,
+      });
+      continue;
+    }
+    subAgents.push({ id: sub.id, title: sub.title, description: sub.description });
+  }
+  return subAgentTools(subAgents, (sub, message, abortSignal) =>
+    runSubAgent(deps, context, result, sub.id, message, abortSignal),
+  );
+}
+
+/** Runs a sub-agent on one message, recording the run and its usage. */
+async function runSubAgent(
+  deps: ChatDeps,
+  context: ToolContext,
+  result: ConversationTools,
+  subAgentId: string,
+  message: string,
+  abortSignal: AbortSignal | undefined,
+): Promise<string> {
+  const { db } = deps;
+  const { workspace } = context;
+  const subAgent = await findAgent(db, workspace.id, subAgentId);
+  if (!subAgent) throw new Error(`Agent ${subAgentId} is gone`);
+  const subModel = await deps.models.resolveForWorkspace(db, workspace, subAgent.model ?? undefined);
+  const began = deps.clock();
+  const run: AgentRunTable = {
+    id: newId('run'),
+    workspace_id: workspace.id,
+    agent_id: subAgent.id,
+    chat_id: context.chatId,
+    status: 'completed',
+    input: message,
+    response: '',
+    error: null,
+    execution_time_ms: 0,
+    input_tokens: 0,
+    output_tokens: 0,
+    cost_usd: 0,
+    created_at: began.toISOString(),
+    completed_at: began.toISOString(),
+  };
+  result.subRuns.push(run);
+  try {
+    const answer = await generateText({
+      model: subModel.model,
+      system: buildSystemPrompt({ agentInstructions: renderTemplate(subAgent.instructions, context.values) }),
+      prompt: message,
+      temperature: context.temperature,
+      maxRetries: 0,
+      abortSignal,
+    });
+    run.response = answer.text;
+    run.input_tokens = answer.totalUsage.inputTokens ?? 0;
+    run.output_tokens = answer.totalUsage.outputTokens ?? 0;
+    run.cost_usd = costUsd(subModel.pricing, run.input_tokens, run.output_tokens);
+    result.subUsage.inputTokens += run.input_tokens;
+    result.subUsage.outputTokens += run.output_tokens;
+    result.subUsage.costUsd += run.cost_usd;
+    return answer.text;
+  } catch (error) {
+    run.status = 'failed';
+    run.error = upstreamFailure(error, false, deps.config.upstreamTimeoutMs).message;
+    throw error;
+  } finally {
+    const ended = deps.clock();
+    run.completed_at = ended.toISOString();
+    run.execution_time_ms = Math.max(0, ended.getTime() - began.getTime());
+  }
+}

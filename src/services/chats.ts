@@ -1,0 +1,242 @@
+import type { Db } from '../db/database.js';
+import {
+  deleteChat as deleteChatRow,
+  findChat,
+  listChats as listChatRows,
+  renameChat as renameChatRow,
+} from '../db/repositories/chats.js';
+import { listChatMessagesPage } from '../db/repositories/messages.js';
+import type { ChatTable, MessageTable } from '../db/schema.js';
+import { errors } from '../errors.js';
+import type { Clock } from '../ids.js';
+import { accessRequestWorkspace, type Principal } from './access.js';
+import { canSeeChat, type ChatViewer, chatViewer } from './chat-visibility.js';
+import type { RunningReplies } from './running-replies.js';
+
+export interface ChatsDeps {
+  db: Db;
+  clock: Clock;
+  replies: RunningReplies;
+}
+
+/** The workspace whose chats a request reads, and what the caller may see there. */
+export interface ChatsAccess {
+  workspaceId: string;
+  viewer: ChatViewer;
+}
+
+/** `/chats…` and `/chat/{chatId}/…`: the key's workspace, or the one an organization key names. */
+export async function accessChats(
+  db: Db,
+  principal: Principal,
+  headerWorkspaceId: string | undefined,
+): Promise<ChatsAccess> {
+  const access = await accessRequestWorkspace(db, principal, headerWorkspaceId);
+  return { workspaceId: access.workspaceId, viewer: chatViewer(principal.userId, access.role) };
+}
+
+export interface ChatView {
+  id: string;
+  clientId: string | null;
+  title: string;
+  agentId: string;
+  projectId: string | null;
+  createdBy: string | null;
+  user: string | null;
+  messageCount: number;
+  lastMessageAt: string | null;
+  active: boolean;
+  spendUsd: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+function chatView(chat: ChatTable, active: boolean): ChatView {
+  return {
+    id: chat.id,
+    clientId: chat.client_id,
+    title: chat.title,
+    agentId: chat.agent_id,
+    projectId: chat.project_id,
+    createdBy: chat.created_by,
+    user: chat.end_user,
+    messageCount: Number(chat.message_count),
+    lastMessageAt: chat.last_message_at,
+    active,
+    spendUsd: Number(chat.spend_usd),
+    createdAt: chat.created_at,
+    updatedAt: chat.updated_at,
+  };
+}
+
+/** A chat the caller can see, by id or client id; 404 otherwise. */
+export async function visibleChat(db: Db, access: ChatsAccess, chatId: string): Promise<ChatTable> {
+  const chat = await findChat(db, access.workspaceId, chatId);
+  if (!chat || !canSeeChat(access.viewer, chat)) throw errors.notFound('Chat');
+  return chat;
+}
+
+/** Cursors are opaque to clients: base64url JSON of the keyset position. */
+function encodeCursor(position: unknown[]): string {
+  return Buffer.from(JSON.stringify(position)).toString('base64url');
+}
+
+function decodeCursor(cursor: string, check: (value: unknown[]) => boolean): unknown[] {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(value) && check(value)) return value;
+  } catch {
+    // reported below
+  }
+  throw errors.badRequest('query.cursor is not a cursor this API gave out', [
+    { path: 'query.cursor', message: 'is malformed' },
+  ]);
+}
+
+export interface ChatListRequest {
+  limit: number;
+  cursor?: string;
+  agentId?: string;
+  projectId?: string;
+  user?: string;
+}
+
+export async function listChats(deps: ChatsDeps, access: ChatsAccess, request: ChatListRequest) {
+  const after = request.cursor
+    ? decodeCursor(request.cursor, (v) => v.length === 2 && v.every((x) => typeof x === 'string'))
+    : undefined;
+  const rows = await listChatRows(deps.db, {
+    workspaceId: access.workspaceId,
+    createdBy: access.viewer.seesAll ? undefined : access.viewer.userId,
+    agentId: request.agentId,
+    projectId: request.projectId,
+    user: request.user,
+    after: after ? { updatedAt: after[0] as string, id: after[1] as string } : undefined,
+    limit: request.limit,
+  });
+  const hasMore = rows.length > request.limit;
+  const page = rows.slice(0, request.limit);
+  const active = await deps.replies.activeChats(page.map((chat) => chat.id));
+  const last = page[page.length - 1];
+  return {
+    chats: page.map((chat) => chatView(chat, active.has(chat.id))),
+    pagination: {
+      limit: request.limit,
+      hasMore,
+      nextCursor: hasMore && last ? encodeCursor([last.updated_at, last.id]) : null,
+    },
+  };
+}
+
+export async function getChat(deps: ChatsDeps, access: ChatsAccess, chatId: string): Promise<ChatView> {
+  const chat = await visibleChat(deps.db, access, chatId);
+  return chatView(chat, (await deps.replies.runningMessageId(chat.id)) !== null);
+}
+
+export async function renameChat(
+  deps: ChatsDeps,
+  access: ChatsAccess,
+  chatId: string,
+  title: string,
+): Promise<ChatView> {
+  const chat = await visibleChat(deps.db, access, chatId);
+  const trimmed = title.trim();
+  if (trimmed.length === 0) {
+    throw errors.badRequest('body.title must not be blank', [
+      { path: 'body.title', message: 'must not be blank' },
+    ]);
+  }
+  await renameChatRow(deps.db, chat.id, trimmed, deps.clock().toISOString());
+  return getChat(deps, access, chat.id);
+}
+
+/** Stops a reply in progress, then deletes the chat and its messages. */
+export async function deleteChat(deps: ChatsDeps, access: ChatsAccess, chatId: string): Promise<void> {
+  const chat = await visibleChat(deps.db, access, chatId);
+  await deps.replies.stop(chat.id);
+  if (!(await deleteChatRow(deps.db, access.workspaceId, chat.id))) throw errors.notFound('Chat');
+}
+
+export interface MessageView {
+  id: string;
+  role: MessageTable['role'];
+  parts: unknown[];
+  metadata: {
+    createdAt: string;
+    model?: string;
+    usage?: { inputTokens: number; outputTokens: number };
+    costUsd?: number;
+    finishReason?: string;
+  };
+}
+
+function messageView(row: MessageTable): MessageView {
+  let parts: unknown[] = [];
+  try {
+    const parsed = JSON.parse(row.parts) as unknown;
+    if (Array.isArray(parsed)) parts = parsed;
+  } catch {
+    // A row that is not JSON shows no parts rather than failing the whole page.
+  }
+  return {
+    id: row.id,
+    role: row.role,
+    parts,
+    metadata:
+      row.role === 'assistant'
+        ? {
+            createdAt: row.created_at,
+            ...(row.model ? { model: row.model } : {}),
+            usage: { inputTokens: Number(row.input_tokens), outputTokens: Number(row.output_tokens) },
+            costUsd: Number(row.cost_usd),
+            ...(row.finish_reason ? { finishReason: row.finish_reason } : {}),
+          }
+        : { createdAt: row.created_at },
+  };
+}
+
+/** The latest messages before the cursor, oldest first (what `useChat({ messages })` takes). */
+export async function listMessages(
+  deps: ChatsDeps,
+  access: ChatsAccess,
+  chatId: string,
+  request: { limit: number; cursor?: string },
+) {
+  const chat = await visibleChat(deps.db, access, chatId);
+  const before = request.cursor
+    ? decodeCursor(request.cursor, (v) => v.length === 1 && Number.isInteger(v[0]))
+    : undefined;
+  const rows = await listChatMessagesPage(deps.db, access.workspaceId, chat.id, {
+    beforePosition: before ? (before[0] as number) : undefined,
+    limit: request.limit,
+  });
+  const hasMore = rows.length > request.limit;
+  const page = rows.slice(0, request.limit).reverse();
+  const oldest = page[0];
+  return {
+    messages: page.map(messageView),
+    pagination: {
+      limit: request.limit,
+      hasMore,
+      nextCursor: hasMore && oldest ? encodeCursor([Number(oldest.position)]) : null,
+    },
+  };
+}
+
+export async function stopReply(deps: ChatsDeps, access: ChatsAccess, chatId: string) {
+  const chat = await visibleChat(deps.db, access, chatId);
+  return deps.replies.stop(chat.id);
+}
+
+/**
+ * The reply being generated for the chat, replayed from its start; null when none is. A chat id
+ * that names no chat yet is null too, not 404: `useChat({ resume: true })` asks on every page
+ * load, also for the new chat it has just named with its own id. A chat the key cannot see is 404.
+ */
+export async function resumeReply(deps: ChatsDeps, access: ChatsAccess, chatId: string) {
+  const found = await findChat(deps.db, access.workspaceId, chatId);
+  if (!found) return null;
+  const chat = await visibleChat(deps.db, access, found.id);
+  const stream = await deps.replies.resume(chat.id);
+  return stream ? { chatId: chat.id, stream } : null;
+}

@@ -1,0 +1,202 @@
+import { createResumableStreamContext, type ResumableStreamContext } from 'resumable-stream/generic';
+import type { Coordination } from '../coordination/coordination.js';
+import { ApiError } from '../errors.js';
+
+/** Why a reply was cut short: a stop (the user's, or a deleted chat), or the process shutting down. */
+export type StopReason = 'stopped' | 'interrupted';
+
+/** How long a running reply's marker outlives its last heartbeat (a crashed process's replies). */
+const ACTIVE_TTL_SECONDS = 30;
+const HEARTBEAT_MS = 10_000;
+/** A busy process asks clients to come back after this long. */
+const BUSY_RETRY_AFTER_SECONDS = 5;
+
+/** A reply admitted to run: make its stream resumable, and release it when it has been stored. */
+export interface ReplyTicket {
+  /** The reply's server-sent-event text, readable by `resume` from any process while it runs. */
+  share(sse: ReadableStream<string>): Promise<ReadableStream<string>>;
+  release(): void;
+}
+
+interface LocalReply {
+  chatId: string;
+  messageId: string;
+  stop(reason: StopReason): void;
+  released: Promise<void>;
+}
+
+/**
+ * The replies being generated, per process, with what stops and resumes them: a stop reaches the
+ * process that runs the reply (Redis publish/subscribe when several processes share Redis), a
+ * resume replays the reply's stream from its start (`resumable-stream`), and a chat is `active`
+ * while a marker with a short expiry, renewed by its process, says so.
+ */
+export class RunningReplies {
+  private readonly local = new Map<string, LocalReply>();
+  private readonly streams: ResumableStreamContext;
+  private readonly stopChannel: string;
+  private started?: Promise<void>;
+  /** Set by shutdown: no new reply starts on a process that is going away. */
+  private draining = false;
+
+  constructor(
+    private readonly coordination: Coordination,
+    private readonly options: { maxConcurrent: number; keyPrefix: string },
+  ) {
+    this.streams = createResumableStreamContext({
+      keyPrefix: `${options.keyPrefix}:stream`,
+      // A server process stays alive by itself; nothing to extend.
+      waitUntil: null,
+      publisher: coordination.publisher,
+      subscriber: coordination.subscriber,
+    });
+    this.stopChannel = `${options.keyPrefix}:stop`;
+  }
+
+  /** Listens for stops published by other processes. */
+  start(): Promise<void> {
+    this.started ??= Promise.resolve(
+      this.coordination.subscriber.subscribe(this.stopChannel, (message) => {
+        try {
+          const { chatId, messageId, reason } = JSON.parse(message) as {
+            chatId: string;
+            messageId: string;
+            reason: StopReason;
+          };
+          const reply = this.local.get(chatId);
+          if (reply && reply.messageId === messageId) reply.stop(reason);
+        } catch {
+          // Not ours to read; ignore.
+        }
+      }),
+    ).then(() => undefined);
+    return this.started;
+  }
+
+  get size(): number {
+    return this.local.size;
+  }
+
+  private activeKey(chatId: string): string {
+    return `${this.options.keyPrefix}:active:${chatId}`;
+  }
+
+  /** Registers a reply; 503 `service_unavailable` when this process already runs its maximum. */
+  admit(chatId: string, messageId: string, stop: (reason: StopReason) => void): ReplyTicket {
+    if (this.draining || this.local.size >= this.options.maxConcurrent) {
+      throw new ApiError(
+        'service_unavailable',
+        'Too many replies are being generated right now; try again shortly',
+        { retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS },
+      );
+    }
+    let release!: () => void;
+    const reply: LocalReply = {
+      chatId,
+      messageId,
+      stop,
+      released: new Promise<void>((resolve) => {
+        release = resolve;
+      }),
+    };
+    this.local.set(chatId, reply);
+    const { publisher } = this.coordination;
+    const key = this.activeKey(chatId);
+    const mark = () => publisher.set(key, messageId, { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
+    void mark();
+    const heartbeat = setInterval(mark, HEARTBEAT_MS);
+    heartbeat.unref();
+    let released = false;
+    return {
+      share: (sse) =>
+        this.streams.createNewResumableStream(messageId, () => sse).then((stream) => stream ?? sse),
+      release: () => {
+        if (released) return;
+        released = true;
+        clearInterval(heartbeat);
+        if (this.local.get(chatId) === reply) this.local.delete(chatId);
+        void (async () => {
+          // Another reply of the chat may have started meanwhile: remove only our own marker.
+          if ((await publisher.get(key)) === messageId) await publisher.del(key);
+        })().catch(() => undefined);
+        release();
+      },
+    };
+  }
+
+  /** The reply running for a chat here or in another process: its message id, or null. */
+  async runningMessageId(chatId: string): Promise<string | null> {
+    const local = this.local.get(chatId);
+    if (local) return local.messageId;
+    const value = await this.coordination.publisher.get(this.activeKey(chatId));
+    return typeof value === 'string' && value !== '' ? value : null;
+  }
+
+  /** Stops the reply running for a chat, wherever it runs. */
+  async stop(
+    chatId: string,
+    reason: StopReason = 'stopped',
+  ): Promise<{ stopped: boolean; messageId: string | null }> {
+    const local = this.local.get(chatId);
+    if (local) {
+      local.stop(reason);
+      return { stopped: true, messageId: local.messageId };
+    }
+    const messageId = await this.runningMessageId(chatId);
+    if (!messageId) return { stopped: false, messageId: null };
+    await this.coordination.publisher.publish(
+      this.stopChannel,
+      JSON.stringify({ chatId, messageId, reason }),
+    );
+    return { stopped: true, messageId };
+  }
+
+  /** The running reply's stream from its start, or null when no reply is being generated. */
+  async resume(chatId: string): Promise<ReadableStream<string> | null> {
+    const messageId = await this.runningMessageId(chatId);
+    if (!messageId) return null;
+    try {
+      return (await this.streams.resumeExistingStream(messageId)) ?? null;
+    } catch {
+      // The process that ran it is gone (no answer to the replay request): nothing to resume.
+      return null;
+    }
+  }
+
+  /** Which of these chats have a reply being generated. */
+  async activeChats(chatIds: string[]): Promise<Set<string>> {
+    const active = new Set<string>();
+    await Promise.all(
+      chatIds.map(async (chatId) => {
+        if (await this.runningMessageId(chatId)) active.add(chatId);
+      }),
+    );
+    return active;
+  }
+
+  /**
+   * Shutdown: lets replies run up to `waitMs`, then interrupts the rest (they are stored as
+   * interrupted) and waits up to `storeMs` for them to be stored.
+   */
+  async drain(waitMs: number, storeMs: number): Promise<void> {
+    this.draining = true;
+    const allReleased = () => Promise.all([...this.local.values()].map((reply) => reply.released));
+    if (this.local.size > 0 && !(await within(allReleased(), waitMs))) {
+      for (const reply of this.local.values()) reply.stop('interrupted');
+      await within(allReleased(), storeMs);
+    }
+  }
+}
+
+/** True when the promise settled within `ms`. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

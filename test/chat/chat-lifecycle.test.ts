@@ -1,0 +1,219 @@
+import { Writable } from 'node:stream';
+import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, createChatApp, userText } from './fixtures.js';
+import { EventReader, textDeltas } from './sse-reader.js';
+
+let upstream: FakeUpstream;
+let t: ChatApp;
+let baseUrl: string;
+const logLines: Array<Record<string, unknown>> = [];
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  const logStream = new Writable({
+    write(chunk, _encoding, callback) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) logLines.push(JSON.parse(line));
+      callback();
+    },
+  });
+  t = await createChatApp(chatSetup(upstream), { logger: { level: 'info', stream: logStream } });
+  baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
+});
+afterAll(async () => {
+  await t.close();
+  await upstream.close();
+});
+beforeEach(() => {
+  upstream.requests.length = 0;
+});
+
+const headers = { 'content-type': 'application/json', 'x-service-api-key': CHAT_KEYS.main };
+const WORDS = 'one two three four five six seven eight';
+
+function post(body: Record<string, unknown>, signal?: AbortSignal) {
+  return fetch(`${baseUrl}/v1/chat`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ stream: true, ...body }),
+    signal,
+  });
+}
+
+async function storedReply(chatId: string) {
+  const rows = await chatRows(t.db, chatId);
+  return rows.filter((row) => row.role === 'assistant');
+}
+
+describe('stop', () => {
+  it('aborts the provider call; the stored reply ends where the client saw it; the stream finishes', async () => {
+    const abortedBefore = upstream.aborted();
+    upstream.enqueue({ kind: 'held', text: WORDS, afterPieces: 3 });
+    const response = await post({ agentId: 'agt_plain', messages: [userText('count')] });
+    const chatId = response.headers.get('x-chat-id')!;
+    const events = new EventReader(response);
+    await events.until(textDeltas(3));
+    // The chat is visible as active while its reply runs.
+    const during = await fetch(`${baseUrl}/v1/chats/${chatId}`, { headers });
+    expect((await during.json()).data.chat.active).toBe(true);
+
+    const stop = await fetch(`${baseUrl}/v1/chat/${chatId}/stop`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    const stopped = (await stop.json()).data;
+    expect(stopped.stopped).toBe(true);
+    await events.all();
+    expect(events.chunks.at(-1)).toMatchObject({
+      type: 'finish',
+      messageMetadata: { finishReason: 'stopped' },
+    });
+    expect(events.done).toBe(true);
+    await upstream.waitForAborted(abortedBefore + 1);
+
+    const [reply] = await storedReply(chatId);
+    expect(reply).toBeDefined();
+    expect(reply!.id).toBe(stopped.messageId);
+    expect(reply!.finish_reason).toBe('stopped');
+    expect(JSON.parse(reply!.parts).filter((p: { type: string }) => p.type === 'text')[0].text).toBe(
+      events.text(),
+    );
+    expect(events.text()).toBe('one two three ');
+
+    const again = await fetch(`${baseUrl}/v1/chat/${chatId}/stop`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect((await again.json()).data).toEqual({ stopped: false, messageId: null });
+    upstream.release();
+  });
+
+  it('answers 404 for a chat the key cannot see', async () => {
+    const res = await fetch(`${baseUrl}/v1/chat/cht_nope/stop`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(res.status).toBe(404);
+  });
+});
+
+describe('resume', () => {
+  it('goes on after the client disconnects; GET /stream replays from start; 204 once done', async () => {
+    upstream.enqueue({ kind: 'held', text: WORDS, afterPieces: 2 });
+    const abort = new AbortController();
+    const response = await post(
+      { agentId: 'agt_plain', id: 'resume-chat', messages: [userText('go')] },
+      abort.signal,
+    );
+    const chatId = response.headers.get('x-chat-id')!;
+    const first = new EventReader(response);
+    await first.until(textDeltas(2));
+    abort.abort();
+
+    // The client id works too: useChat builds the resume URL from its own id.
+    const resumed = await fetch(`${baseUrl}/v1/chat/resume-chat/stream`, {
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(resumed.status).toBe(200);
+    expect(resumed.headers.get('content-type')).toBe('text/event-stream');
+    expect(resumed.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
+    expect(resumed.headers.get('x-chat-id')).toBe(chatId);
+    const replay = new EventReader(resumed);
+    await replay.until(textDeltas(2));
+    expect(replay.chunks[0]).toMatchObject({ type: 'start', messageMetadata: { chatId } });
+    upstream.release();
+    await replay.all();
+    expect(replay.done).toBe(true);
+    expect(replay.text()).toBe(WORDS);
+    expect(replay.chunks.at(-1)?.type).toBe('finish');
+
+    const [reply] = await storedReply(chatId);
+    expect(reply?.finish_reason).toBe('stop');
+    const after = await fetch(`${baseUrl}/v1/chat/${chatId}/stream`, {
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(after.status).toBe(204);
+    expect(await after.text()).toBe('');
+  });
+
+  it('works with the AI SDK client: DefaultChatTransport.reconnectToStream', async () => {
+    upstream.enqueue({ kind: 'held', text: WORDS, afterPieces: 1 });
+    const response = await post({ agentId: 'agt_plain', id: 'transport-chat', messages: [userText('go')] });
+    const events = new EventReader(response);
+    await events.until(textDeltas(1));
+    const transport = new DefaultChatTransport<UIMessage>({
+      api: `${baseUrl}/v1/chat`,
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    const stream = await transport.reconnectToStream({ chatId: 'transport-chat' });
+    expect(stream).not.toBeNull();
+    upstream.release();
+    let last: UIMessage | undefined;
+    for await (const message of readUIMessageStream({ stream: stream! })) last = message;
+    expect(last?.parts.find((p) => p.type === 'text')).toMatchObject({ text: WORDS });
+    await events.all();
+    expect(await transport.reconnectToStream({ chatId: 'transport-chat' })).toBeNull();
+  });
+});
+
+describe('delete during a reply', () => {
+  it('stops the reply and leaves nothing of the chat behind', async () => {
+    upstream.enqueue({ kind: 'held', text: WORDS, afterPieces: 2 });
+    const response = await post({ agentId: 'agt_plain', messages: [userText('bye')] });
+    const chatId = response.headers.get('x-chat-id')!;
+    const events = new EventReader(response);
+    await events.until(textDeltas(2));
+    const del = await fetch(`${baseUrl}/v1/chats/${chatId}`, {
+      method: 'DELETE',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(del.status).toBe(200);
+    await events.all();
+    expect(events.done).toBe(true);
+    await t.app.inject({ method: 'GET', url: '/healthz' });
+    expect(await chatRows(t.db, chatId)).toEqual([]);
+    expect(await t.db.selectFrom('chats').select('id').where('id', '=', chatId).execute()).toEqual([]);
+    upstream.release();
+  });
+});
+
+describe('the chat exists from the first byte', () => {
+  it('stores the chat and the user message before the model answers', async () => {
+    upstream.enqueue({ kind: 'held', text: WORDS, afterPieces: 1 });
+    const response = await post({ agentId: 'agt_plain', messages: [userText('early', 'early-1')] });
+    const chatId = response.headers.get('x-chat-id')!;
+    const events = new EventReader(response);
+    await events.until(textDeltas(1));
+    const messages = await fetch(`${baseUrl}/v1/chats/${chatId}/messages`, { headers });
+    expect((await messages.json()).data.messages.map((m: { id: string }) => m.id)).toEqual(['early-1']);
+    upstream.release();
+    await events.all();
+  });
+});
+
+describe('failures a streaming client must see', () => {
+  it('sends an error chunk (not finish) and logs with the request id when the reply cannot be stored', async () => {
+    upstream.enqueue({ kind: 'held', text: WORDS, afterPieces: 1 });
+    const response = await post({ agentId: 'agt_plain', messages: [userText('store me')] });
+    const requestId = response.headers.get('x-request-id');
+    const chatId = response.headers.get('x-chat-id')!;
+    const events = new EventReader(response);
+    await events.until(textDeltas(1));
+    // Injected failure: the usage ledger cannot be written, so the reply's transaction fails.
+    await t.db.schema.alterTable('usage_ledger').renameTo('usage_ledger_away').execute();
+    try {
+      upstream.release();
+      await events.all();
+    } finally {
+      await t.db.schema.alterTable('usage_ledger_away').renameTo('usage_ledger').execute();
+    }
+    expect(events.chunks.map((c) => c.type)).not.toContain('finish');
+    expect(events.chunks.at(-1)).toEqual({ type: 'error', errorText: 'The reply could not be stored' });
+    expect(await storedReply(chatId)).toEqual([]);
+    // The user's turn stays whole: stored once, before the model call.
+    expect((await chatRows(t.db, chatId)).map((r) => r.role)).toEqual(['user']);
+    const line = logLines.find((l) => l.msg === 'storing the reply failed');
+    expect(line).toMatchObject({ level: 50, reqId: requestId, chatId });
+  });
+});

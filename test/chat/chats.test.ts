@@ -1,0 +1,417 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, createChatApp, userText } from './fixtures.js';
+
+let upstream: FakeUpstream;
+let t: ChatApp;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  t = await createChatApp(chatSetup(upstream));
+});
+afterAll(async () => {
+  await t.close();
+  await upstream.close();
+});
+beforeEach(() => {
+  upstream.requests.length = 0;
+});
+
+function chat(body: Record<string, unknown>, key: string = CHAT_KEYS.main) {
+  return t.app.inject({
+    method: 'POST',
+    url: '/v1/chat',
+    headers: { 'x-service-api-key': key },
+    payload: body,
+  });
+}
+
+function get(url: string, key: string = CHAT_KEYS.main, headers: Record<string, string> = {}) {
+  return t.app.inject({ method: 'GET', url, headers: { 'x-service-api-key': key, ...headers } });
+}
+
+function assistantText(text: string, id: string) {
+  return { id, role: 'assistant' as const, parts: [{ type: 'text', text }] };
+}
+
+describe('the client chat id (useChat sends its own id and the whole history)', () => {
+  it('keeps three turns in one chat, found by its clientId', async () => {
+    const history: Array<Record<string, unknown>> = [];
+    let chatId = '';
+    for (const [i, text] of ['one', 'two', 'three'].entries()) {
+      history.push(userText(text, `u${i}`));
+      const res = await chat({ agentId: 'agt_plain', id: 'useChat-abc_1', messages: history });
+      expect(res.statusCode).toBe(200);
+      chatId ||= res.json().chatId;
+      expect(res.json().chatId).toBe(chatId);
+      history.push(assistantText(res.json().text, res.json().messageId));
+    }
+    const listed = await get('/v1/chats?limit=100');
+    expect(
+      listed.json().data.chats.filter((c: { clientId: string }) => c.clientId === 'useChat-abc_1'),
+    ).toHaveLength(1);
+    const byClientId = await get('/v1/chats/useChat-abc_1');
+    expect(byClientId.statusCode).toBe(200);
+    expect(byClientId.json().data.chat).toMatchObject({
+      id: chatId,
+      clientId: 'useChat-abc_1',
+      messageCount: 6,
+      active: false,
+      createdBy: 'usr_olivia',
+      agentId: 'agt_plain',
+    });
+    expect(upstream.lastRequest().body.messages).toHaveLength(5);
+  });
+
+  it('refuses an id outside 1–128 of A–Z a–z 0–9 _ - with 400', async () => {
+    for (const id of ['has space', 'x'.repeat(129), 'dot.dot']) {
+      const res = await chat({ agentId: 'agt_plain', id, messages: [userText('hi')] });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().details.issues[0].path).toBe('body.id');
+    }
+  });
+
+  it('answers 404 for the clientId of a chat the key cannot see, and reaches no other tenant', async () => {
+    const owner = await chat({ agentId: 'agt_plain', id: 'shared-id-1', messages: [userText('mine')] });
+    expect(owner.statusCode).toBe(200);
+    const member = await chat(
+      { agentId: 'agt_plain', id: 'shared-id-1', messages: [userText('yours?')] },
+      CHAT_KEYS.mainMember,
+    );
+    expect(member.statusCode).toBe(404);
+    const other = await chat(
+      { agentId: 'agt_other', id: 'shared-id-1', messages: [userText('elsewhere')] },
+      CHAT_KEYS.other,
+    );
+    expect(other.statusCode).toBe(200);
+    expect(other.json().chatId).not.toBe(owner.json().chatId);
+    const rows = await t.db
+      .selectFrom('chats')
+      .select(['id', 'workspace_id'])
+      .where('client_id', '=', 'shared-id-1')
+      .execute();
+    expect(rows.map((r) => r.workspace_id).sort()).toEqual(['wsp_main', 'wsp_other']);
+  });
+
+  it('prefers chatId when both are sent', async () => {
+    const first = await chat({ agentId: 'agt_plain', messages: [userText('a')] });
+    const res = await chat({
+      agentId: 'agt_plain',
+      chatId: first.json().chatId,
+      id: 'ignored-id',
+      messages: [userText('b')],
+    });
+    expect(res.json().chatId).toBe(first.json().chatId);
+    expect(await get('/v1/chats/ignored-id').then((r) => r.statusCode)).toBe(404);
+  });
+
+  it('creates one chat for concurrent first requests with the same id', async () => {
+    const results = await Promise.all(
+      [0, 1, 2, 3].map((i) =>
+        chat({ agentId: 'agt_plain', id: 'racing-id', messages: [userText(`hi ${i}`, `r${i}`)] }),
+      ),
+    );
+    expect(results.map((r) => r.statusCode)).toEqual([200, 200, 200, 200]);
+    expect(new Set(results.map((r) => r.json().chatId)).size).toBe(1);
+    expect(await chatRows(t.db, results[0]!.json().chatId)).toHaveLength(8);
+  });
+});
+
+describe('leftovers and the turn stored first', () => {
+  it('ignores an assistant message with no parts (a failed reply) and goes on', async () => {
+    upstream.enqueue({ kind: 'fail', status: 500 });
+    const failed = await chat({
+      agentId: 'agt_plain',
+      id: 'leftover-chat',
+      messages: [userText('q1', 'l1')],
+    });
+    expect(failed.statusCode).toBe(502);
+    // The user's turn was stored before the model call.
+    expect(
+      (await get('/v1/chats/leftover-chat/messages')).json().data.messages.map((m: { id: string }) => m.id),
+    ).toEqual(['l1']);
+    const next = await chat({
+      agentId: 'agt_plain',
+      id: 'leftover-chat',
+      messages: [userText('q1', 'l1'), { id: 'empty-a', role: 'assistant', parts: [] }, userText('q2', 'l2')],
+    });
+    expect(next.statusCode).toBe(200);
+    expect(upstream.lastRequest().body.messages).toEqual([
+      { role: 'user', content: 'q1' },
+      { role: 'user', content: 'q2' },
+    ]);
+  });
+
+  it('still refuses a user message with no parts', async () => {
+    const res = await chat({ agentId: 'agt_plain', messages: [{ role: 'user', parts: [] }] });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().details.issues[0].path).toBe('body.messages.0.parts');
+  });
+});
+
+describe('regenerate', () => {
+  async function conversation(id: string) {
+    const a = await chat({ agentId: 'agt_plain', id, messages: [userText('first', `${id}-u1`)] });
+    const b = await chat({ agentId: 'agt_plain', id, messages: [userText('second', `${id}-u2`)] });
+    return {
+      chatId: a.json().chatId as string,
+      a1: a.json().messageId as string,
+      a2: b.json().messageId as string,
+    };
+  }
+
+  it('replaces the last assistant message when messageId is absent; the model sees the history before it', async () => {
+    const { chatId, a2 } = await conversation('regen-last');
+    upstream.enqueue({ kind: 'text', text: 'A better answer.' });
+    const res = await chat({
+      agentId: 'agt_plain',
+      id: 'regen-last',
+      trigger: 'regenerate-message',
+      messages: [userText('first', 'regen-last-u1'), userText('second', 'regen-last-u2')],
+    });
+    expect(res.statusCode).toBe(200);
+    const sent = upstream.lastRequest().body.messages!;
+    expect(sent.at(-1)).toEqual({ role: 'user', content: 'second' });
+    expect(sent).toHaveLength(3);
+    const rows = await chatRows(t.db, chatId);
+    expect(rows.map((r) => r.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    expect(rows.map((r) => r.id)).not.toContain(a2);
+    expect(rows.at(-1)!.parts).toContain('A better answer.');
+    expect((await get(`/v1/chats/${chatId}`)).json().data.chat.messageCount).toBe(4);
+  });
+
+  it('replaces a named assistant message and everything after it', async () => {
+    const { chatId, a1 } = await conversation('regen-named');
+    const res = await chat({
+      agentId: 'agt_plain',
+      chatId,
+      trigger: 'regenerate-message',
+      messageId: a1,
+      messages: [userText('first', 'regen-named-u1')],
+    });
+    expect(res.statusCode).toBe(200);
+    expect(upstream.lastRequest().body.messages).toEqual([{ role: 'user', content: 'first' }]);
+    const rows = await chatRows(t.db, chatId);
+    expect(rows.map((r) => r.id)).toEqual(['regen-named-u1', res.json().messageId]);
+  });
+
+  it('answers 404 for an unknown messageId, and deletes nothing when the new reply fails', async () => {
+    const { chatId } = await conversation('regen-fail');
+    const before = await chatRows(t.db, chatId);
+    const unknown = await chat({
+      agentId: 'agt_plain',
+      chatId,
+      trigger: 'regenerate-message',
+      messageId: 'msg_nope',
+      messages: [userText('first', 'regen-fail-u1')],
+    });
+    expect(unknown.statusCode).toBe(404);
+    upstream.enqueue({ kind: 'fail', status: 503 });
+    const failed = await chat({
+      agentId: 'agt_plain',
+      chatId,
+      trigger: 'regenerate-message',
+      messages: [userText('first', 'regen-fail-u1')],
+    });
+    expect(failed.statusCode).toBe(502);
+    expect(await chatRows(t.db, chatId)).toEqual(before);
+  });
+});
+
+describe('GET /v1/chats/{id}/messages', () => {
+  it('returns UI messages oldest first with metadata, paged back by cursor', async () => {
+    let chatId: string | undefined;
+    for (let i = 0; i < 3; i++) {
+      upstream.enqueue({ kind: 'text', text: `answer ${i}`, usage: { prompt: 10, completion: 3 } });
+      const res = await chat({
+        agentId: 'agt_plain',
+        ...(chatId ? { chatId } : {}),
+        messages: [userText(`q${i}`, `pg${i}`)],
+      });
+      chatId = res.json().chatId;
+    }
+    const page1 = (await get(`/v1/chats/${chatId}/messages?limit=4`)).json().data;
+    expect(page1.messages.map((m: { role: string }) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+    ]);
+    expect(page1.messages[0]).toEqual({
+      id: 'pg1',
+      role: 'user',
+      parts: [{ type: 'text', text: 'q1' }],
+      metadata: { createdAt: expect.any(String) },
+    });
+    expect(page1.messages[3].metadata).toMatchObject({
+      model: 'fake-small',
+      usage: { inputTokens: 10, outputTokens: 3 },
+      finishReason: 'stop',
+    });
+    expect(page1.messages[3].metadata.costUsd).toBeCloseTo((10 * 1 + 3 * 2) / 1e6, 12);
+    expect(page1.pagination).toMatchObject({ limit: 4, hasMore: true });
+    const page2 = (
+      await get(`/v1/chats/${chatId}/messages?limit=4&cursor=${page1.pagination.nextCursor}`)
+    ).json().data;
+    expect(page2.messages.map((m: { id: string }) => m.id)[0]).toBe('pg0');
+    expect(page2.messages).toHaveLength(2);
+    expect(page2.pagination).toEqual({ limit: 4, hasMore: false, nextCursor: null });
+    expect((await get(`/v1/chats/${chatId}/messages?limit=900`)).json().data.pagination.limit).toBe(500);
+    for (const bad of ['limit=0', 'limit=-1', 'limit=abc', 'cursor=%21%21']) {
+      const res = await get(`/v1/chats/${chatId}/messages?${bad}`);
+      expect(res.statusCode, bad).toBe(400);
+      expect(res.json().code).toBe('bad_request');
+    }
+  });
+});
+
+describe('visibility by role and tenant', () => {
+  let ownerChat: string;
+  let memberChat: string;
+  beforeAll(async () => {
+    ownerChat = (await chat({ agentId: 'agt_plain', messages: [userText('owner secret')] })).json().chatId;
+    memberChat = (
+      await chat(
+        {
+          agentId: 'agt_plain',
+          messages: [userText('member note')],
+          systemVariables: { user: { id: 'ext-42' } },
+        },
+        CHAT_KEYS.mainMember,
+      )
+    ).json().chatId;
+  });
+
+  async function ids(key: string, query = '', headers: Record<string, string> = {}) {
+    const res = await get(`/v1/chats?limit=100${query}`, key, headers);
+    expect(res.statusCode).toBe(200);
+    return res.json().data.chats.map((c: { id: string }) => c.id) as string[];
+  }
+
+  it('shows owners and admins every chat, members their own', async () => {
+    expect(await ids(CHAT_KEYS.main)).toEqual(expect.arrayContaining([ownerChat, memberChat]));
+    expect(await ids(CHAT_KEYS.mainAdmin)).toEqual(expect.arrayContaining([ownerChat, memberChat]));
+    const mine = await ids(CHAT_KEYS.mainMember);
+    expect(mine).toContain(memberChat);
+    expect(mine).not.toContain(ownerChat);
+    expect((await get(`/v1/chats/${ownerChat}`, CHAT_KEYS.mainMember)).statusCode).toBe(404);
+    expect((await get(`/v1/chats/${ownerChat}/messages`, CHAT_KEYS.mainMember)).statusCode).toBe(404);
+    const cont = await chat(
+      { agentId: 'agt_plain', chatId: ownerChat, messages: [userText('peek')] },
+      CHAT_KEYS.mainMember,
+    );
+    expect(cont.statusCode).toBe(404);
+  });
+
+  it('lets an organization key read the workspace it names in x-workspace-id, and only then', async () => {
+    const noHeader = await get('/v1/chats', CHAT_KEYS.org);
+    expect(noHeader.statusCode).toBe(401);
+    expect(noHeader.json().code).toBe('unauthorized');
+    expect(await ids(CHAT_KEYS.org, '', { 'x-workspace-id': 'wsp_main' })).toEqual(
+      expect.arrayContaining([ownerChat, memberChat]),
+    );
+    expect(
+      (await get(`/v1/chats/${ownerChat}`, CHAT_KEYS.org, { 'x-workspace-id': 'wsp_other' })).statusCode,
+    ).toBe(404);
+  });
+
+  it('never shows another workspace its chats', async () => {
+    expect(await ids(CHAT_KEYS.other)).not.toContain(ownerChat);
+    expect((await get(`/v1/chats/${ownerChat}`, CHAT_KEYS.other)).statusCode).toBe(404);
+    const del = await t.app.inject({
+      method: 'DELETE',
+      url: `/v1/chats/${ownerChat}`,
+      headers: { 'x-service-api-key': CHAT_KEYS.other },
+    });
+    expect(del.statusCode).toBe(404);
+  });
+
+  it('filters by agent, project and end user; unknown ids match nothing', async () => {
+    expect(await ids(CHAT_KEYS.main, '&user=ext-42')).toEqual([memberChat]);
+    expect(await ids(CHAT_KEYS.main, '&agentId=agt_nope')).toEqual([]);
+    expect(await ids(CHAT_KEYS.main, '&projectId=prj_nope')).toEqual([]);
+    expect((await get(`/v1/chats/${memberChat}`)).json().data.chat.user).toBe('ext-42');
+  });
+});
+
+describe('paging, renaming and deleting', () => {
+  it('pages by cursor without repeats or gaps while chats are added', async () => {
+    const key = CHAT_KEYS.other;
+    const created: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      created.push(
+        (await chat({ agentId: 'agt_other', messages: [userText(`page ${i}`)] }, key)).json().chatId,
+      );
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let round = 0;
+    do {
+      const res = await get(`/v1/chats?limit=2${cursor ? `&cursor=${cursor}` : ''}`, key);
+      expect(res.statusCode).toBe(200);
+      const data = res.json().data;
+      seen.push(...data.chats.map((c: { id: string }) => c.id));
+      cursor = data.pagination.nextCursor;
+      // A chat added while paging goes to the top: it is not in the later pages.
+      if (round++ === 0) await chat({ agentId: 'agt_other', messages: [userText('meanwhile')] }, key);
+    } while (cursor);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen).toEqual(expect.arrayContaining(created));
+    expect((await get('/v1/chats?cursor=bm9wZQ', key)).statusCode).toBe(400);
+    expect((await get('/v1/chats?limit=0', key)).statusCode).toBe(400);
+    expect((await get('/v1/chats?limit=1000', key)).json().data.pagination.limit).toBe(100);
+  });
+
+  it('renames a chat (1–100 characters) and deletes it with its messages; a second delete is 404', async () => {
+    const { chatId } = (await chat({ agentId: 'agt_plain', messages: [userText('to rename')] })).json();
+    const patch = (title: unknown) =>
+      t.app.inject({
+        method: 'PATCH',
+        url: `/v1/chats/${chatId}`,
+        headers: { 'x-service-api-key': CHAT_KEYS.main },
+        payload: { title },
+      });
+    expect((await patch('')).statusCode).toBe(400);
+    expect((await patch('x'.repeat(101))).statusCode).toBe(400);
+    const renamed = await patch('Renamed');
+    expect(renamed.statusCode).toBe(200);
+    expect(renamed.json().data.chat.title).toBe('Renamed');
+    const del = () =>
+      t.app.inject({
+        method: 'DELETE',
+        url: `/v1/chats/${chatId}`,
+        headers: { 'x-service-api-key': CHAT_KEYS.main },
+      });
+    expect((await del()).json()).toEqual({ data: { deleted: true } });
+    expect(await chatRows(t.db, chatId)).toEqual([]);
+    expect((await del()).statusCode).toBe(404);
+  });
+});
+
+describe('body limit of POST /v1/chat', () => {
+  it('takes bodies beyond 1 MB (attachments as data: URLs) up to 16 MB', async () => {
+    const attachment = Buffer.alloc(450 * 1024, 7).toString('base64');
+    const file = {
+      type: 'file',
+      mediaType: 'application/octet-stream',
+      filename: 'a.bin',
+      url: `data:application/octet-stream;base64,${attachment}`,
+    };
+    const ok = await chat({
+      agentId: 'agt_plain',
+      messages: [{ role: 'user', parts: [{ type: 'text', text: 'two files' }, file, file] }],
+    });
+    expect(ok.statusCode).toBe(200);
+    const huge = 'x'.repeat(16 * 1024 * 1024 + 1);
+    const tooBig = await chat({ agentId: 'agt_plain', messages: [userText(huge)] });
+    expect(tooBig.statusCode).toBe(413);
+    expect(tooBig.json().code).toBe('payload_too_large');
+    const otherRoute = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+      payload: { name: 'x', description: 'y'.repeat(1024 * 1024) },
+    });
+    expect(otherRoute.statusCode).toBe(413);
+  });
+});

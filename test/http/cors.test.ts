@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { filesApi, injectable } from '../project-files/helpers.js';
+import { createTestApp } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+
+const ALLOWED = 'http://app.example.test';
+const REFUSED = 'http://evil.example.test';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+beforeAll(async () => {
+  t = await createTestApp({
+    setup: TENANCY_SETUP,
+    env: { ATRIUM_CORS_ORIGINS: `${ALLOWED}, http://other.test` },
+  });
+});
+afterAll(() => t.close());
+
+function preflight(url: string, origin: string, method: string, headers: string) {
+  return t.app.inject({
+    method: 'OPTIONS',
+    url,
+    headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers },
+  });
+}
+
+describe('CORS by ATRIUM_CORS_ORIGINS', () => {
+  it('answers the preflight of a /v1 route for an allowed origin, with the key header allowed', async () => {
+    const res = await preflight('/v1/chats', ALLOWED, 'GET', 'x-service-api-key');
+    expect(res.statusCode).toBe(204);
+    expect(res.headers['access-control-allow-origin']).toBe(ALLOWED);
+    expect(String(res.headers['access-control-allow-headers'])).toContain('x-service-api-key');
+    const post = await preflight('/v1/chat', ALLOWED, 'POST', 'content-type,x-service-api-key');
+    expect(post.headers['access-control-allow-methods']).toContain('POST');
+  });
+
+  it('gives a refused origin no CORS headers', async () => {
+    const res = await preflight('/v1/chats', REFUSED, 'GET', 'x-service-api-key');
+    expect(res.headers['access-control-allow-origin']).toBeUndefined();
+    const get = await t.app.inject({
+      method: 'GET',
+      url: '/v1/chats',
+      headers: { origin: REFUSED, 'x-service-api-key': KEYS.mainOwner },
+    });
+    expect(get.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it('exposes the chat id, request id and limit headers on real responses', async () => {
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/v1/chats',
+      headers: { origin: ALLOWED, 'x-service-api-key': KEYS.mainOwner },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['access-control-allow-origin']).toBe(ALLOWED);
+    const exposed = String(res.headers['access-control-expose-headers']);
+    for (const name of ['x-chat-id', 'x-request-id', 'retry-after']) expect(exposed).toContain(name);
+  });
+
+  it('answers the preflight of a signed upload PUT (with content-type) for allowed origins only', async () => {
+    const upload = await filesApi(t.app).requestUpload({
+      filename: 'c.txt',
+      contentType: 'text/plain',
+      sizeBytes: 2,
+    });
+    const url = injectable(upload.json().data.uploadUrl);
+    const ok = await preflight(url, ALLOWED, 'PUT', 'content-type');
+    expect(ok.statusCode).toBe(204);
+    expect(ok.headers['access-control-allow-origin']).toBe(ALLOWED);
+    expect(String(ok.headers['access-control-allow-headers'])).toContain('content-type');
+    const refused = await preflight(url, REFUSED, 'PUT', 'content-type');
+    expect(refused.headers['access-control-allow-origin']).toBeUndefined();
+    const put = await t.app.inject({
+      method: 'PUT',
+      url,
+      headers: { origin: ALLOWED, 'content-type': 'text/plain' },
+      payload: 'hi',
+    });
+    expect(put.statusCode).toBe(200);
+    expect(put.headers['access-control-allow-origin']).toBe(ALLOWED);
+  });
+
+  it('keeps 404 and 405 error bodies for plain requests', async () => {
+    expect(
+      (
+        await t.app.inject({
+          method: 'GET',
+          url: '/v1/nope',
+          headers: { 'x-service-api-key': KEYS.mainOwner },
+        })
+      ).statusCode,
+    ).toBe(404);
+    const wrong = await t.app.inject({
+      method: 'PUT',
+      url: '/v1/chats',
+      headers: { 'x-service-api-key': KEYS.mainOwner },
+    });
+    expect(wrong.statusCode).toBe(405);
+    expect(wrong.json().code).toBe('method_not_allowed');
+  });
+});
+
+describe('without ATRIUM_CORS_ORIGINS', () => {
+  it('allows no cross-origin access', async () => {
+    const plain = await createTestApp({ setup: TENANCY_SETUP });
+    try {
+      const res = await plain.app.inject({
+        method: 'OPTIONS',
+        url: '/v1/chats',
+        headers: { origin: ALLOWED, 'access-control-request-method': 'GET' },
+      });
+      expect(res.headers['access-control-allow-origin']).toBeUndefined();
+    } finally {
+      await plain.close();
+    }
+  });
+});
