@@ -12,6 +12,7 @@ import { agentRunRoutes } from './http/routes/agent-runs.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { chatRoutes } from './http/routes/chat.js';
 import { healthRoutes } from './http/routes/health.js';
+import { openAIRoutes } from './http/routes/openai.js';
 import { projectFileRoutes } from './http/routes/project-files.js';
 import { projectRoutes } from './http/routes/projects.js';
 import { skillRoutes } from './http/routes/skills.js';
@@ -189,6 +190,7 @@ export async function buildApp(
       await chatRoutes(v1, chatDeps, deps.config);
       await chatsRoutes(v1, chatDeps);
       await agentRunRoutes(v1, chatDeps);
+      await v1.register(async (scope) => openAIRoutes(scope, chatDeps, deps.config), { prefix: '/openai' });
     },
     { prefix: '/v1' },
   );
