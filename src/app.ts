@@ -20,6 +20,7 @@ import { storageRoutes } from './http/routes/storage.js';
 import { Agent } from './http/schemas/agents.js';
 import { ChatObject } from './http/schemas/chats.js';
 import { ErrorBody, Pagination } from './http/schemas/common.js';
+import { OpenAIErrorBody } from './http/schemas/openai.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
@@ -130,6 +131,7 @@ export async function buildApp(
     ProjectFile,
     ProjectFileTreeNode,
     ChatObject,
+    OpenAIErrorBody,
   ]) {
     app.addSchema(schema);
     validators.body.addSchema(schema);

@@ -191,18 +191,20 @@ export async function startConversation(
   });
   let tools: ConversationTools;
   try {
-    const stored = !storing ? undefined : await storeUserTurn(deps, {
-      workspace,
-      agent,
-      project,
-      viewer,
-      principal,
-      request,
-      chat,
-      chatId,
-      prepared,
-      startedAt,
-    });
+    const stored = !storing
+      ? undefined
+      : await storeUserTurn(deps, {
+          workspace,
+          agent,
+          project,
+          viewer,
+          principal,
+          request,
+          chat,
+          chatId,
+          prepared,
+          startedAt,
+        });
     if (stored && stored.chat.id !== chatId) {
       // Another request created the chat of this client id first: continue that one.
       ticket.release();

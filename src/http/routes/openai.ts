@@ -18,7 +18,6 @@ import {
   Completion,
   CompletionBody,
   CompletionStream,
-  OpenAIErrorBody,
   openAIErrorResponses,
   OpenAIModel,
   OpenAIModelList,
@@ -55,7 +54,6 @@ export async function openAIRoutes(
   deps: ChatDeps,
   limits: Pick<Config, 'chatBodyLimitBytes'>,
 ): Promise<void> {
-  app.addSchema(OpenAIErrorBody);
   // Covers the key check and the rate limit of the parent scope too: hooks fail into the
   // error handler of the route they ran for.
   app.setErrorHandler((error, request, reply) => sendOpenAIError(request, reply, error));
