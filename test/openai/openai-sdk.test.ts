@@ -471,6 +471,27 @@ describe('tools', () => {
     expect(mcp.calls).toEqual([{ term: 'atrium' }, { term: 'hall' }]);
   });
 
+  it('runs an orchestrating agent’s sub-agent inside Atrium: never a tool_call, usage included', async () => {
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize the plan' } }] },
+      { kind: 'text', text: 'Plan summary.', usage: { prompt: 4, completion: 2 } },
+      { kind: 'text', text: 'The plan is ready.', usage: { prompt: 10, completion: 5 } },
+    );
+    const completion = await client().chat.completions.create({
+      model: 'agt_lead',
+      messages: [{ role: 'user', content: 'Plan it' }],
+      tools: [weatherTool],
+    });
+    expect(completion.choices[0]).toMatchObject({
+      finish_reason: 'stop',
+      message: { content: 'The plan is ready.' },
+    });
+    expect(completion.choices[0]!.message.tool_calls).toBeUndefined();
+    expect(upstream.requests).toHaveLength(3);
+    // The sub-agent's tokens are part of the usage the client is told.
+    expect(completion.usage!.prompt_tokens).toBeGreaterThanOrEqual(14);
+  });
+
   it('refuses a client tool named like one of the agent’s tools', async () => {
     const error = await client()
       .chat.completions.create({
