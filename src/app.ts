@@ -120,7 +120,7 @@ export async function buildApp(
     reply.header('x-request-id', request.id);
   });
 
-  registerErrorHandling(app);
+  const { unmatched } = registerErrorHandling(app);
   await registerCors(app, deps.config);
   options.beforeRoutes?.(app);
   for (const schema of [
@@ -192,7 +192,9 @@ export async function buildApp(
       await chatRoutes(v1, chatDeps, deps.config);
       await chatsRoutes(v1, chatDeps);
       await agentRunRoutes(v1, chatDeps);
-      await v1.register(async (scope) => openAIRoutes(scope, chatDeps, deps.config), { prefix: '/openai' });
+      await v1.register(async (scope) => openAIRoutes(scope, chatDeps, deps.config, unmatched), {
+        prefix: '/openai',
+      });
     },
     { prefix: '/v1' },
   );

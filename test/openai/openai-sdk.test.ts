@@ -142,6 +142,20 @@ describe('chat completions', () => {
     expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk')).toBe(true);
   });
 
+  it('streams from any configured provider through the AI SDK (the atrium/echo model)', async () => {
+    const chunks = await collect(
+      await client().chat.completions.create({
+        model: 'agt_echo',
+        messages: [{ role: 'user', content: 'Ping' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    );
+    expect(text(chunks)).toContain('You said: "Ping"');
+    expect(chunks.at(-1)!.usage!.completion_tokens).toBeGreaterThan(0);
+    expect(upstream.requests).toHaveLength(0);
+  });
+
   it('sends no usage chunk without include_usage', async () => {
     const chunks = await collect(
       await client().chat.completions.create({
@@ -269,6 +283,17 @@ describe('errors', () => {
       expect(error).toMatchObject({ status: 404, code: 'model_not_found', param: 'model' });
     }
     expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('answers an unknown path with 404 and a wrong method with 405, in OpenAI’s shape', async () => {
+    const headers = { authorization: `Bearer ${CHAT_KEYS.main}` };
+    const missing = await fetch(`${baseURL}/embeddings`, { method: 'POST', headers });
+    expect(missing.status).toBe(404);
+    expect((await missing.json()).error).toMatchObject({ code: 'not_found', type: 'invalid_request_error' });
+    const wrong = await fetch(`${baseURL}/chat/completions`, { headers });
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toBe('POST');
+    expect((await wrong.json()).error).toMatchObject({ code: 'method_not_allowed' });
   });
 
   it('answers a bad key with 401 AuthenticationError', async () => {

@@ -11,7 +11,7 @@ import {
   openAIError,
 } from '../../services/openai-chat.js';
 import { getModel, listModels } from '../../services/openai-models.js';
-import { toApiError } from '../plugins/error-handler.js';
+import { toApiError, type UnmatchedRoute } from '../plugins/error-handler.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import { API_KEY_SECURITY } from '../schemas/common.js';
 import {
@@ -45,6 +45,7 @@ function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, error: un
     reply.header('retry-after', String(apiError.details.retryAfterSeconds));
   }
   if (apiError.status === 402) reply.header('x-should-retry', 'false');
+  if (Array.isArray(apiError.details.allow)) reply.header('allow', apiError.details.allow.join(', '));
   return reply.code(apiError.status).type('application/json; charset=utf-8').send(openAIError(apiError));
 }
 
@@ -53,17 +54,12 @@ export async function openAIRoutes(
   app: FastifyInstance,
   deps: ChatDeps,
   limits: Pick<Config, 'chatBodyLimitBytes'>,
+  unmatched: UnmatchedRoute,
 ): Promise<void> {
   // Covers the key check and the rate limit of the parent scope too: hooks fail into the
   // error handler of the route they ran for.
   app.setErrorHandler((error, request, reply) => sendOpenAIError(request, reply, error));
-  app.setNotFoundHandler((request, reply) =>
-    sendOpenAIError(
-      request,
-      reply,
-      toApiError({ statusCode: 404, message: `No route ${request.method} ${request.url.split('?')[0]}` }),
-    ),
-  );
+  app.setNotFoundHandler((request, reply) => sendOpenAIError(request, reply, unmatched(request)));
 
   app.get(
     '/models',
