@@ -449,6 +449,7 @@ export function completionChunks(
     event([{ index: 0, delta: value, finish_reason: finishReason }]);
   let toolIndex = 0;
   let failed = false;
+  let errorText: string | undefined;
   let finish: { reason: string; usage?: TokenUsage } | undefined;
   return chunks.pipeThrough(
     new TransformStream<UIMessageChunk<ChatMessageMetadata>, string>({
@@ -474,13 +475,19 @@ export function completionChunks(
         } else if (chunk.type === 'finish') {
           const metadata = chunk.messageMetadata as ChatMessageMetadata | undefined;
           finish = { reason: finishReasonOf(metadata?.finishReason), usage: metadata?.usage };
-        } else if (chunk.type === 'error') failed = true;
+        } else if (chunk.type === 'error') {
+          failed = true;
+          errorText = chunk.errorText;
+        }
       },
       async flush(controller) {
         if (failed || !finish) {
           // The stream has ended, so the outcome is settled: its error has Atrium's status and code.
           const outcome = await conversation.done;
-          const error = outcome.ok ? errors.internal() : outcome.error;
+          // A reply stored as interrupted (shutdown) ended well for the store, not for the client.
+          const error = outcome.ok
+            ? new ApiError('service_unavailable', errorText ?? 'The reply ended early')
+            : outcome.error;
           controller.enqueue(`data: ${JSON.stringify(openAIError(error))}\n\n`);
           return;
         }

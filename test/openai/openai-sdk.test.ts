@@ -638,6 +638,36 @@ describe('storing', () => {
     expect(await storedTexts(chatId)).toEqual(['user: Q1', 'assistant: A.']);
   });
 
+  it('a named chat’s streamed reply is stopped by POST /v1/chat/{chatId}/stop, like any chat', async () => {
+    upstream.enqueue({ kind: 'held', text: 'one two three four five', afterPieces: 2 });
+    const { data, response } = await client(CHAT_KEYS.main, {
+      defaultHeaders: { 'x-atrium-conversation-key': 'to-stop' },
+    })
+      .chat.completions.create({
+        model: 'agt_plain',
+        messages: [{ role: 'user', content: 'Go' }],
+        stream: true,
+      })
+      .withResponse();
+    const chatId = response.headers.get('x-atrium-chat-id')!;
+    const seen: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    let stopped = false;
+    for await (const chunk of data) {
+      seen.push(chunk);
+      if (!stopped && text(seen) === 'one two ') {
+        const stop = await fetch(`${baseURL.replace('/openai', '')}/chat/${chatId}/stop`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${CHAT_KEYS.main}` },
+        });
+        expect((await stop.json()).data).toMatchObject({ stopped: true });
+        stopped = true;
+      }
+    }
+    expect(text(seen)).toBe('one two ');
+    expect(seen.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+    expect(await storedTexts(chatId)).toEqual(['user: Go', 'assistant: one two ']);
+  });
+
   it('refuses an unknown or another workspace’s chat_id with 404', async () => {
     const error = await client()
       .chat.completions.create({
