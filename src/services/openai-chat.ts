@@ -408,6 +408,9 @@ export function completionObject(
   };
 }
 
+/** Field names the conversation machinery reports as `/chat` spells them. */
+const SHARED_FIELDS: Record<string, string> = { chatId: 'chat_id', projectId: 'project_id', id: 'chat_id' };
+
 /** OpenAI's `error` object for an Atrium error (spec/openai-compatible.md, Errors). */
 export function openAIError(error: ApiError) {
   const type =
@@ -419,10 +422,13 @@ export function openAIError(error: ApiError) {
           ? 'api_error'
           : 'invalid_request_error';
   const issues = error.details.issues as ValidationIssue[] | undefined;
+  const path = issues?.[0]?.path.replace(/^(body|headers|params|query)\./, '');
   const param =
     typeof error.details.param === 'string'
       ? error.details.param
-      : (issues?.[0]?.path.replace(/^(body|headers|params|query)\./, '') ?? null);
+      : path === undefined
+        ? null
+        : (SHARED_FIELDS[path] ?? path);
   const code = typeof error.details.openaiCode === 'string' ? error.details.openaiCode : error.code;
   return { error: { message: error.message, type, param, code } };
 }

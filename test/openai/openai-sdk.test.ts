@@ -668,7 +668,7 @@ describe('storing', () => {
     expect(await storedTexts(chatId)).toEqual(['user: Go', 'assistant: one two ']);
   });
 
-  it('refuses an unknown or another workspace’s chat_id with 404', async () => {
+  it('refuses an unknown or another workspace’s chat_id with 404, another agent’s with 400', async () => {
     const error = await client()
       .chat.completions.create({
         model: 'agt_plain',
@@ -678,5 +678,29 @@ describe('storing', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
     expect(error).toMatchObject({ code: 'not_found' });
+
+    const helperChat = await client(CHAT_KEYS.main, {
+      defaultHeaders: { 'x-atrium-conversation-key': 'helper' },
+    })
+      .chat.completions.create({ model: 'agt_helper', messages: [{ role: 'user', content: 'Hi' }] })
+      .withResponse();
+    const chatId = helperChat.response.headers.get('x-atrium-chat-id')!;
+    const otherAgent = await client()
+      .chat.completions.create({
+        model: 'agt_plain',
+        messages: [{ role: 'user', content: 'Hi' }],
+        chat_id: chatId,
+      } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
+      .catch((e: unknown) => e);
+    expect(otherAgent).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(otherAgent).toMatchObject({ code: 'bad_request', param: 'chat_id' });
+    const otherTenant = await client(CHAT_KEYS.other)
+      .chat.completions.create({
+        model: 'agt_other',
+        messages: [{ role: 'user', content: 'Hi' }],
+        chat_id: chatId,
+      } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
+      .catch((e: unknown) => e);
+    expect(otherTenant).toBeInstanceOf(OpenAI.NotFoundError);
   });
 });
