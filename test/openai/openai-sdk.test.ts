@@ -561,6 +561,8 @@ describe('storing', () => {
       })
       .withResponse();
     expect(two.response.headers.get('x-atrium-chat-id')).toBe(chatId);
+    expect(two.response.headers.get('content-type')).toBe('text/event-stream');
+    expect(two.response.headers.get('x-vercel-ai-ui-message-stream')).toBeNull();
     expect(text(await collect(two.data))).toBe('Second answer.');
 
     expect(await storedTexts(chatId)).toEqual([

@@ -25,6 +25,14 @@ import {
 } from '../schemas/openai.js';
 import { writeEventStream } from '../ui-message-sse.js';
 
+/** Event-stream headers of OpenAI's stream (not the AI SDK's UI message stream marker). */
+const OPENAI_STREAM_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
 const LIST_ERRORS = [400, 401, 404, 405, 429, 500] as const;
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -157,6 +165,7 @@ export async function openAIRoutes(
           void conversation.abandon(error);
         }),
         headers,
+        OPENAI_STREAM_HEADERS,
       );
     },
   );
