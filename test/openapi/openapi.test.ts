@@ -47,10 +47,14 @@ describe('OpenAPI document', () => {
   });
 
   it('documents the three OpenAI-compatible routes', () => {
-    const paths = doc.paths as Record<string, Record<string, any>>;
+    type Operation = {
+      responses: Record<string, { content: Record<string, unknown> }>;
+      requestBody: { content: Record<string, { schema: { required: string[] } }> };
+    };
+    const paths = doc.paths as Record<string, Record<string, Operation>>;
     expect(Object.keys(paths['/v1/openai/models'] ?? {})).toContain('get');
     expect(Object.keys(paths['/v1/openai/models/{model}'] ?? {})).toContain('get');
-    const create = paths['/v1/openai/chat/completions']?.post;
+    const create = paths['/v1/openai/chat/completions']!.post!;
     expect(Object.keys(create.responses['200'].content)).toEqual(['application/json', 'text/event-stream']);
     expect(create.requestBody.content['application/json'].schema.required).toEqual(['model', 'messages']);
   });
