@@ -142,7 +142,12 @@ export async function run(report: Report) {
   await migrateToLatest(database.db);
   await applySetup(database.db, setup(upstream.baseURL), { now: new Date() });
   const app = await buildApp({ config, db: database.db, dialect: database.dialect }, { logger: false });
-  const atriumUrl = `${await app.listen({ port: 0, host: '127.0.0.1' })}/v1/chat`;
+  const origin = await app.listen({ port: 0, host: '127.0.0.1' });
+  const atriumUrl = `${origin}/v1/chat`;
+  // The OpenAI-compatible door to the same conversation machinery (issue 13).
+  const openAIUrl = `${origin}/v1/openai/chat/completions`;
+  const openAIBody = (stream: boolean) =>
+    JSON.stringify({ model: 'agt_bench', stream, messages: [{ role: 'user', content: 'Hello there' }] });
   const upstreamUrl = `${upstream.baseURL}/chat/completions`;
   const chatBody = (stream: boolean) =>
     JSON.stringify({
@@ -178,23 +183,32 @@ export async function run(report: Report) {
     if (res.status !== 200) throw new Error(`atrium answered ${res.status}: ${await res.text()}`);
     await res.text();
   };
+  const viaOpenAI = async () => {
+    const res = await fetch(openAIUrl, { method: 'POST', headers: atriumHeaders, body: openAIBody(false) });
+    if (res.status !== 200) throw new Error(`atrium answered ${res.status}: ${await res.text()}`);
+    await res.text();
+  };
 
   try {
     // Warm up both paths (JIT, connection pools, prepared statements).
     await timeEach(200, direct);
     await timeEach(200, viaAtrium);
+    await timeEach(200, viaOpenAI);
     upstream.requests.length = 0;
 
     // Interleaved rounds so drift (GC, CPU frequency) hits both sides alike.
     const base: number[] = [];
     const atrium: number[] = [];
+    const openai: number[] = [];
     for (let round = 0; round < 5; round++) {
       base.push(...(await timeEach(REQUESTS / 5, direct)));
       atrium.push(...(await timeEach(REQUESTS / 5, viaAtrium)));
+      openai.push(...(await timeEach(REQUESTS / 5, viaOpenAI)));
       upstream.requests.length = 0;
     }
     base.sort((a, b) => a - b);
     atrium.sort((a, b) => a - b);
+    openai.sort((a, b) => a - b);
     const [b50, b99, a50, a99] = [
       percentile(base, 50),
       percentile(base, 99),
@@ -205,9 +219,15 @@ export async function run(report: Report) {
       `non-streaming chat, ${REQUESTS} sequential requests: upstream direct p50 ${fmt(b50)} p99 ${fmt(b99)}; via Atrium p50 ${fmt(a50)} p99 ${fmt(a99)}; added p50 ${fmt(a50 - b50)} (target < 3 ms) p99 ${fmt(a99 - b99)}`,
     );
 
+    const [o50, o99] = [percentile(openai, 50), percentile(openai, 99)];
+    report(
+      `non-streaming /v1/openai/chat/completions, same rounds: via Atrium p50 ${fmt(o50)} p99 ${fmt(o99)}; added p50 ${fmt(o50 - b50)} (target < 3 ms, /v1/chat above: ${fmt(a50 - b50)}) p99 ${fmt(o99 - b99)}`,
+    );
+
     // Time to first reply byte, streamed.
     const firstDirect: number[] = [];
     const firstAtrium: number[] = [];
+    const firstOpenAI: number[] = [];
     for (let i = 0; i < 300; i++) {
       let started = performance.now();
       firstDirect.push(
@@ -229,13 +249,28 @@ export async function run(report: Report) {
           )
         ).first,
       );
+      started = performance.now();
+      firstOpenAI.push(
+        (
+          await streamTimings(
+            fetch(openAIUrl, { method: 'POST', headers: atriumHeaders, body: openAIBody(true) }),
+            '{"content":"',
+            started,
+          )
+        ).first,
+      );
       upstream.requests.length = 0;
     }
     firstDirect.sort((a, b) => a - b);
     firstAtrium.sort((a, b) => a - b);
+    firstOpenAI.sort((a, b) => a - b);
     const [fd, fa] = [percentile(firstDirect, 50), percentile(firstAtrium, 50)];
     report(
       `streamed reply, time to first text byte (p50 of 300): upstream direct ${fmt(fd)}; via Atrium ${fmt(fa)}; added ${fmt(fa - fd)} (target ≤ 5 ms); p99 added ${fmt(percentile(firstAtrium, 99) - percentile(firstDirect, 99))}`,
+    );
+    const fo = percentile(firstOpenAI, 50);
+    report(
+      `streamed /v1/openai/chat/completions, time to first delta.content byte (p50 of 300, same rounds): via Atrium ${fmt(fo)}; added ${fmt(fo - fd)} (target ≤ 5 ms, /v1/chat above: ${fmt(fa - fd)}); p99 added ${fmt(percentile(firstOpenAI, 99) - percentile(firstDirect, 99))}`,
     );
 
     // Relay rate of a long streamed reply.

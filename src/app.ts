@@ -26,6 +26,7 @@ import { agentRoutes } from './http/routes/agents.js';
 import { chatRoutes } from './http/routes/chat.js';
 import { healthRoutes } from './http/routes/health.js';
 import { meRoutes } from './http/routes/me.js';
+import { openAIRoutes } from './http/routes/openai.js';
 import { projectFileRoutes } from './http/routes/project-files.js';
 import { projectRoutes } from './http/routes/projects.js';
 import { projectAdminRoutes } from './http/routes/projects-admin.js';
@@ -38,6 +39,7 @@ import { AgentDetail } from './http/schemas/agents-admin.js';
 import { ApiKeyInfo } from './http/schemas/api-keys.js';
 import { ChatObject } from './http/schemas/chats.js';
 import { ErrorBody, Pagination } from './http/schemas/common.js';
+import { OpenAIErrorBody } from './http/schemas/openai.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
@@ -183,7 +185,7 @@ export async function buildApp(
     reply.header('x-request-id', request.id);
   });
 
-  registerErrorHandling(app);
+  const { unmatched } = registerErrorHandling(app);
   registerHostCheck(app);
   registerRequestTimeouts(app, timeouts);
   await registerCors(app, deps.config);
@@ -199,6 +201,7 @@ export async function buildApp(
     ProjectFile,
     ProjectFileTreeNode,
     ChatObject,
+    OpenAIErrorBody,
   ]) {
     app.addSchema(schema);
     validators.body.addSchema(schema);
@@ -280,6 +283,9 @@ export async function buildApp(
       await chatRoutes(v1, chatDeps, deps.config);
       await chatsRoutes(v1, chatDeps);
       await agentRunRoutes(v1, chatDeps);
+      await v1.register(async (scope) => openAIRoutes(scope, chatDeps, deps.config, unmatched), {
+        prefix: '/openai',
+      });
     },
     { prefix: '/v1' },
   );

@@ -53,8 +53,9 @@ export async function writeEventStream(
   response: ServerResponse,
   stream: ReadableStream<string>,
   headers: Record<string, string>,
+  streamHeaders: Record<string, string> = UI_MESSAGE_STREAM_HEADERS,
 ): Promise<void> {
-  response.writeHead(200, { ...headers, ...UI_MESSAGE_STREAM_HEADERS });
+  response.writeHead(200, { ...headers, ...streamHeaders });
   const reader = stream.getReader();
   try {
     for (;;) {

@@ -4,6 +4,7 @@ import {
   type ModelMessage,
   stepCountIs,
   streamText,
+  type ToolChoice,
   type ToolSet,
   type UIMessage,
   type UIMessageChunk,
@@ -31,12 +32,24 @@ export interface StoredReply {
   stored: boolean;
 }
 
+/** Sampling settings a client may pass through (the OpenAI-compatible door). */
+export interface CallOptions {
+  maxOutputTokens?: number;
+  topP?: number;
+  stopSequences?: string[];
+  seed?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  toolChoice?: ToolChoice<ToolSet>;
+}
+
 /** What one model call needs; built once per reply. */
 export interface ReplyCall {
   model: LanguageModel;
   system: string | undefined;
   messages: ModelMessage[];
   temperature: number;
+  options?: CallOptions;
   tools: ToolSet;
   abortSignal: AbortSignal;
   idle: IdleTimeout;
@@ -53,6 +66,7 @@ function callSettings(call: ReplyCall) {
     // The API accepts system messages from the caller (decisions.md: role `system`).
     allowSystemInMessages: true,
     temperature: call.temperature,
+    ...call.options,
     maxRetries: 0,
     abortSignal: call.abortSignal,
     ...(hasTools ? { tools: call.tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
@@ -252,10 +266,10 @@ function replyParts(steps: GeneratedStep[]): unknown[] {
           input: part.input,
           ...(error && error.type === 'tool-error'
             ? { state: 'output-error', errorText: String((error.error as Error)?.message ?? error.error) }
-            : {
-                state: 'output-available',
-                output: output?.type === 'tool-result' ? output.output : undefined,
-              }),
+            : output?.type === 'tool-result'
+              ? { state: 'output-available', output: output.output }
+              : // A client tool: the client runs it, so the reply ends with its call.
+                { state: 'input-available' }),
         });
       }
     }

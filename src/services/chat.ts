@@ -1,4 +1,4 @@
-import { convertToModelMessages, type UIMessageChunk } from 'ai';
+import { convertToModelMessages, type ModelMessage, type ToolSet, type UIMessageChunk } from 'ai';
 import type { Transaction } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
@@ -28,6 +28,7 @@ import {
 } from './chat-messages.js';
 import { isUniqueViolation, storeReply, storeTurn } from './chat-persist.js';
 import {
+  type CallOptions,
   completeReply,
   type ReplyCall,
   type ReplyResult,
@@ -81,6 +82,18 @@ export interface ConversationRequest {
   model?: string;
   variables?: Record<string, TemplateValue>;
   systemVariables?: { user?: UserVariables };
+  /**
+   * Doors other than `/chat` (the OpenAI-compatible one) set these. `store: false` answers and
+   * counts usage but stores no chat and no message.
+   */
+  store?: boolean;
+  /** Given the stored messages of the named chat: the request's messages to store, or undefined to store nothing. */
+  reconcileHistory?: (stored: ConversationMessage[]) => IncomingMessage[] | undefined;
+  /** What the model sees instead of the converted conversation (the client resends it whole). */
+  modelMessages?: ModelMessage[];
+  /** Tools the client runs itself (no `execute`): a call ends the reply with the call. */
+  clientTools?: ToolSet;
+  callOptions?: CallOptions;
 }
 
 export interface TokenUsage {
@@ -89,7 +102,8 @@ export interface TokenUsage {
 }
 
 export type ConversationOutcome =
-  { ok: true; text: string; usage: TokenUsage; costUsd: number } | { ok: false; error: ApiError };
+  | { ok: true; text: string; usage: TokenUsage; costUsd: number; finishReason: string; parts: unknown[] }
+  | { ok: false; error: ApiError };
 
 /** Writes a caller adds to the conversation's final transaction (an agent run's record). */
 export type ExtraWrites = (
@@ -105,6 +119,8 @@ export interface Conversation {
   agent: AgentTable;
   model: string;
   warnings: ToolWarning[];
+  /** Whether the exchange is stored (false with `store: false` or a diverged history). */
+  stored: boolean;
   /**
    * Stream mode: starts the model call and returns the reply as UI message chunks, which must
    * be read to the end (persistence runs at its end). A conversation runs once: stream or complete.
@@ -157,6 +173,7 @@ export async function startConversation(
   assertWithinChatSpendCap(workspace, chat);
   const project = await resolveProject(deps.db, workspace, chat, request);
   let prepared = await prepareConversation(deps.db, workspace, chat, request, incoming);
+  const storing = request.store !== false && prepared.storable;
 
   const model = await deps.models.resolveForWorkspace(
     deps.db,
@@ -166,7 +183,8 @@ export async function startConversation(
   const values = await templateValues(deps.db, principal, agent, orchestrated, request);
   const system = await buildSystem(deps, agent, project, values);
 
-  let chatId = chat?.id ?? newId('cht');
+  // An unstored exchange gets an id no chat has, so its reply only counts usage.
+  let chatId = (storing ? chat?.id : undefined) ?? newId('cht');
   const messageId = newId('msg');
   let stopReason: StopReason | undefined;
   const abort = new AbortController();
@@ -176,19 +194,21 @@ export async function startConversation(
   });
   let tools: ConversationTools;
   try {
-    const stored = await storeUserTurn(deps, {
-      workspace,
-      agent,
-      project,
-      viewer,
-      principal,
-      request,
-      chat,
-      chatId,
-      prepared,
-      startedAt,
-    });
-    if (stored.chat.id !== chatId) {
+    const stored = !storing
+      ? undefined
+      : await storeUserTurn(deps, {
+          workspace,
+          agent,
+          project,
+          viewer,
+          principal,
+          request,
+          chat,
+          chatId,
+          prepared,
+          startedAt,
+        });
+    if (stored && stored.chat.id !== chatId) {
       // Another request created the chat of this client id first: continue that one.
       ticket.release();
       return startConversation(
@@ -198,9 +218,11 @@ export async function startConversation(
         extraWrites,
       );
     }
-    chat = stored.chat;
-    prepared = stored.prepared;
-    chatId = chat.id;
+    if (stored) {
+      chat = stored.chat;
+      prepared = stored.prepared;
+      chatId = chat.id;
+    }
     tools = await buildConversationTools(deps, {
       agent,
       workspace,
@@ -210,11 +232,13 @@ export async function startConversation(
       values,
       temperature: request.temperature ?? DEFAULT_TEMPERATURE,
     });
+    if (request.clientTools) await addClientTools(tools, request.clientTools);
   } catch (error) {
     ticket.release();
     throw error;
   }
-  const messages = await convertToModelMessages(toModelUIMessages(prepared.conversation));
+  const messages =
+    request.modelMessages ?? (await convertToModelMessages(toModelUIMessages(prepared.conversation)));
   // The limits once more, now counting what requests in flight have reserved, and this
   // request's own reservation until its usage is stored.
   let reservation: Reservation | undefined;
@@ -237,6 +261,7 @@ export async function startConversation(
     system,
     messages,
     temperature: request.temperature ?? DEFAULT_TEMPERATURE,
+    options: request.callOptions,
     tools: tools.tools,
     abortSignal: abort.signal,
     idle,
@@ -266,6 +291,7 @@ export async function startConversation(
     agent,
     model: model.id,
     warnings: tools.warnings,
+    stored: storing,
     done: finishing.done,
     async complete() {
       begin();
@@ -286,6 +312,18 @@ export async function startConversation(
     abandon: (error) =>
       finishing.finish({ ok: false, error: upstreamFailure(error, idle.timedOut, idle.timeoutMs) }),
   };
+}
+
+/** Client-declared tools next to the agent's; a name both use is refused (tools closed first). */
+async function addClientTools(tools: ConversationTools, clientTools: ToolSet): Promise<void> {
+  const taken = Object.keys(clientTools).filter((name) => name in tools.tools);
+  if (taken.length > 0) {
+    await tools.close();
+    throw errors.badRequest(`A client tool is named like one of the agent's tools: ${taken.join(', ')}`, [
+      { path: 'body.tools', message: `${taken.join(', ')} collides with an agent tool` },
+    ]);
+  }
+  tools.tools = { ...tools.tools, ...clientTools };
 }
 
 /** The caller's rights over the workspace's chats (by its user's role there). */
@@ -445,6 +483,8 @@ interface PreparedConversation {
   added: ConversationMessage[];
   /** Stored messages the reply replaces (regenerate). */
   replaces: string[];
+  /** False when `reconcileHistory` refused the stored history: nothing is stored. */
+  storable: boolean;
 }
 
 /**
@@ -479,12 +519,13 @@ async function prepareConversation(
       replaces = stored.slice(target).map((message) => message.id);
     }
   }
+  const reconciled = chat && request.reconcileHistory ? request.reconcileHistory(stored) : incoming;
   const { conversation, added } = mergeHistory(
     history,
-    incoming,
+    reconciled ?? incoming,
     new Set(stored.map((message) => message.id)),
   );
-  return { conversation, added, replaces };
+  return { conversation, added, replaces, storable: reconciled !== undefined };
 }
 
 /** `{{name}}` values: the request's variables and the acting user (else the key's owner). */
@@ -572,6 +613,8 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
             outputTokens: usage.outputTokens + subUsage.outputTokens,
           },
           costUsd: costUsd(input.model.pricing, usage.inputTokens, usage.outputTokens) + subUsage.costUsd,
+          finishReason: result.finishReason,
+          parts: result.parts,
         }
       : result;
     const finishedAt = deps.clock();

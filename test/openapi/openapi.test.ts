@@ -39,9 +39,24 @@ describe('OpenAPI document', () => {
       expect(op.security, where).toEqual([{ apiKey: [] }, { bearer: [] }]);
       for (const status of ['400', '401', '404', '500']) {
         const schema = op.responses[status]?.content?.['application/json']?.schema;
-        expect(schema?.$ref, `${where} ${status}`).toBe('#/components/schemas/Error');
+        // The OpenAI-compatible routes answer errors in OpenAI's shape (spec/openai-compatible.md).
+        const body = path.startsWith('/v1/openai/') ? 'OpenAIError' : 'Error';
+        expect(schema?.$ref, `${where} ${status}`).toBe(`#/components/schemas/${body}`);
       }
     }
+  });
+
+  it('documents the three OpenAI-compatible routes', () => {
+    type Operation = {
+      responses: Record<string, { content: Record<string, unknown> }>;
+      requestBody: { content: Record<string, { schema: { required: string[] } }> };
+    };
+    const paths = doc.paths as Record<string, Record<string, Operation>>;
+    expect(Object.keys(paths['/v1/openai/models'] ?? {})).toContain('get');
+    expect(Object.keys(paths['/v1/openai/models/{model}'] ?? {})).toContain('get');
+    const create = paths['/v1/openai/chat/completions']!.post!;
+    expect(Object.keys(create.responses['200'].content)).toEqual(['application/json', 'text/event-stream']);
+    expect(create.requestBody.content['application/json'].schema.required).toEqual(['model', 'messages']);
   });
 
   it('serves a docs page', async () => {

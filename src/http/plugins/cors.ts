@@ -15,6 +15,10 @@ const EXPOSED_HEADERS = [
   'x-ratelimit-limit',
   'x-ratelimit-remaining',
   'x-ratelimit-reset',
+  // The OpenAI-compatible door (spec/openai-compatible.md).
+  'x-atrium-chat-id',
+  'x-atrium-chat-persisted',
+  'x-should-retry',
 ];
 
 /**
@@ -31,7 +35,15 @@ export async function registerCors(
   await app.register(cors, {
     origin: anyOrigin ? '*' : config.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['content-type', 'authorization', config.apiKeyHeader, 'x-workspace-id', 'x-request-id'],
+    allowedHeaders: [
+      'content-type',
+      'authorization',
+      config.apiKeyHeader,
+      'x-workspace-id',
+      'x-request-id',
+      'x-atrium-chat-id',
+      'x-atrium-conversation-key',
+    ],
     exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600,
     // A bare OPTIONS without the preflight headers goes on to the usual 404/405 error body.

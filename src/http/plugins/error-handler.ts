@@ -91,7 +91,7 @@ export function logApiError(log: FastifyBaseLogger, apiError: ApiError, message 
  * One handler renders every failure as the error body: ours, Fastify's (validation, parsing,
  * body limits), and unknown ones. 5xx causes go to the log only.
  */
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(app: FastifyInstance): { unmatched: UnmatchedRoute } {
   // A second router that knows every route, used only to tell 405 from 404.
   const routeTable = FindMyWay();
   app.addHook('onRoute', (route) => {
@@ -114,16 +114,20 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return sendError(reply, apiError);
   });
 
-  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+  const unmatched = (request: FastifyRequest): ApiError => {
     const path = request.url.split('?')[0];
     const allowed = HTTP_METHODS.filter((method) => routeTable.find(method, path));
-    if (allowed.length > 0) {
-      reply.header('allow', allowed.join(', '));
-      return sendError(
-        reply,
-        new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}`, { allow: allowed }),
-      );
-    }
-    return sendError(reply, new ApiError('not_found', `No route ${request.method} ${path}`));
+    return allowed.length > 0
+      ? new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}`, { allow: allowed })
+      : new ApiError('not_found', `No route ${request.method} ${path}`);
+  };
+  app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
+    const error = unmatched(request);
+    if (Array.isArray(error.details.allow)) reply.header('allow', error.details.allow.join(', '));
+    return sendError(reply, error);
   });
+  return { unmatched };
 }
+
+/** Tells an unknown path (404) from a known path with the wrong method (405, `details.allow`). */
+export type UnmatchedRoute = (request: FastifyRequest) => ApiError;

@@ -1,0 +1,192 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Static } from 'typebox';
+import type { Config } from '../../config.js';
+import { type ChatDeps, startConversation } from '../../services/chat.js';
+import {
+  asModelError,
+  completionChunks,
+  completionObject,
+  conversationRequest,
+  type CompletionRequest,
+  openAIError,
+} from '../../services/openai-chat.js';
+import { getModel, listModels } from '../../services/openai-models.js';
+import { toApiError, type UnmatchedRoute } from '../plugins/error-handler.js';
+import { requestedWorkspaceId } from '../plugins/auth.js';
+import { API_KEY_SECURITY } from '../schemas/common.js';
+import {
+  Completion,
+  CompletionBody,
+  CompletionStream,
+  openAIErrorResponses,
+  OpenAIModel,
+  OpenAIModelList,
+  OpenAIModelParams,
+} from '../schemas/openai.js';
+import { writeEventStream } from '../ui-message-sse.js';
+
+/** Event-stream headers of OpenAI's stream (not the AI SDK's UI message stream marker). */
+const OPENAI_STREAM_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
+const LIST_ERRORS = [400, 401, 404, 405, 429, 500] as const;
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * Errors in OpenAI's shape so OpenAI clients surface them; a 402 tells the OpenAI SDKs not to
+ * retry (they retry 4xx only on 408, 409 and 429 unless told otherwise, but `x-should-retry`
+ * is what they honour first).
+ */
+function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, error: unknown) {
+  const apiError = toApiError(error);
+  if (apiError.status >= 500) request.log.error({ err: apiError.cause ?? apiError }, 'request failed');
+  else request.log.info({ code: apiError.code, status: apiError.status }, apiError.message);
+  if (typeof apiError.details.retryAfterSeconds === 'number') {
+    reply.header('retry-after', String(apiError.details.retryAfterSeconds));
+  }
+  if (apiError.status === 402) reply.header('x-should-retry', 'false');
+  if (Array.isArray(apiError.details.allow)) reply.header('allow', apiError.details.allow.join(', '));
+  return reply.code(apiError.status).type('application/json; charset=utf-8').send(openAIError(apiError));
+}
+
+/** `/v1/openai/*` (spec/openai-compatible.md): a second door to the conversation machinery of `/chat`. */
+export async function openAIRoutes(
+  app: FastifyInstance,
+  deps: ChatDeps,
+  limits: Pick<Config, 'chatBodyLimitBytes'>,
+  unmatched: UnmatchedRoute,
+): Promise<void> {
+  // Covers the key check and the rate limit of the parent scope too: hooks fail into the
+  // error handler of the route they ran for.
+  app.setErrorHandler((error, request, reply) => sendOpenAIError(request, reply, error));
+  app.setNotFoundHandler((request, reply) => sendOpenAIError(request, reply, unmatched(request)));
+
+  app.get(
+    '/models',
+    {
+      schema: {
+        summary: 'List models (OpenAI-compatible)',
+        description:
+          "The agents the key may use, as OpenAI models: the same set and order as the workspace's agent list. An organization key names the workspace in `x-workspace-id`. Errors have OpenAI's shape.",
+        tags: ['openai'],
+        security: API_KEY_SECURITY,
+        response: { 200: OpenAIModelList, ...openAIErrorResponses(...LIST_ERRORS) },
+      },
+    },
+    async (request) => listModels(deps.db, request.principal, requestedWorkspaceId(request)),
+  );
+
+  app.get<{ Params: Static<typeof OpenAIModelParams> }>(
+    '/models/:model',
+    {
+      schema: {
+        summary: 'Retrieve a model (OpenAI-compatible)',
+        description: 'One agent as an OpenAI model, or 404 `model_not_found`.',
+        tags: ['openai'],
+        security: API_KEY_SECURITY,
+        params: OpenAIModelParams,
+        response: { 200: OpenAIModel, ...openAIErrorResponses(...LIST_ERRORS) },
+      },
+    },
+    async (request) =>
+      getModel(deps.db, request.principal, requestedWorkspaceId(request), request.params.model),
+  );
+
+  app.post<{ Body: Static<typeof CompletionBody> }>(
+    '/chat/completions',
+    {
+      bodyLimit: limits.chatBodyLimitBytes,
+      schema: {
+        summary: 'Create a chat completion (OpenAI-compatible)',
+        description:
+          "OpenAI's Chat Completions with an agent id as `model`. The agent's instructions and project context come first, then the client's `system`/`developer` messages. Client function `tools` are returned as `tool_calls`; the agent's own tools (MCP, orchestration, remember) run inside Atrium and never show. Stored only for a named chat: `chat_id` / `x-atrium-chat-id`, or `x-atrium-conversation-key`; the chat stores the new messages only when the stored conversation is a prefix of the request's (else `x-atrium-chat-persisted: false`). Refused (400): `n` other than 1, `logprobs`, audio output, `response_format` other than text. With `stream: true`: `text/event-stream` of `chat.completion.chunk`, the usage chunk with `stream_options.include_usage`, then `data: [DONE]`; a failure after the stream started is one `data: {\"error\": …}` event.",
+        tags: ['openai'],
+        security: API_KEY_SECURITY,
+        body: CompletionBody,
+        response: {
+          200: {
+            description: 'A `chat.completion` object, or with `stream: true` an event stream',
+            content: {
+              'application/json': { schema: Completion },
+              'text/event-stream': { schema: CompletionStream },
+            },
+          },
+          ...openAIErrorResponses(400, 401, 402, 404, 405, 413, 415, 429, 500, 502, 503, 504),
+        },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as CompletionRequest;
+      const input = conversationRequest(body, {
+        chatId: body.chat_id ?? header(request, 'x-atrium-chat-id'),
+        conversationKey: header(request, 'x-atrium-conversation-key'),
+      });
+      const conversation = await startConversation(deps, request.principal, input).catch((error: unknown) => {
+        throw asModelError(error, body.model);
+      });
+      void conversation.done.then((outcome) => {
+        if (!outcome.ok && outcome.error.code === 'internal_error') {
+          request.log.error(
+            { err: outcome.error.cause ?? outcome.error, chatId: conversation.chatId },
+            'storing the reply failed',
+          );
+        }
+      });
+      if (conversation.stored) reply.header('x-atrium-chat-id', conversation.chatId);
+      else if (input.chatId !== undefined || input.clientChatId !== undefined) {
+        reply.header('x-atrium-chat-persisted', 'false');
+      }
+      const clientToolNames = new Set(Object.keys(input.clientTools ?? {}));
+      const created = Math.floor(deps.clock().getTime() / 1000);
+      if (!body.stream) {
+        const outcome = await conversation.complete();
+        if (!outcome.ok) throw outcome.error;
+        return completionObject(conversation, outcome, clientToolNames, created);
+      }
+      reply.hijack();
+      const headers = { ...(reply.getHeaders() as Record<string, string>), 'x-request-id': request.id };
+      const chunks = completionChunks(conversation.stream(), conversation, {
+        clientToolNames,
+        includeUsage: body.stream_options?.include_usage === true,
+        created,
+      });
+      void writeEventStream(
+        reply.raw,
+        guardStream(chunks, (error) => {
+          request.log.error({ err: error }, 'reply stream failed');
+          void conversation.abandon(error);
+        }),
+        headers,
+        OPENAI_STREAM_HEADERS,
+      );
+    },
+  );
+}
+
+/** A broken stream ends (without `[DONE]`) instead of throwing into the writer. */
+function guardStream(
+  stream: ReadableStream<string>,
+  onError: (error: unknown) => void,
+): ReadableStream<string> {
+  const reader = stream.getReader();
+  return new ReadableStream<string>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (error) {
+        onError(error);
+        controller.close();
+      }
+    },
+  });
+}

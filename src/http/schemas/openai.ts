@@ -1,0 +1,172 @@
+import { type TSchema, Type } from 'typebox';
+import { SystemVariables, TemplateVariables, Temperature } from './chat.js';
+
+/** OpenAI's error body, used on `/v1/openai` only (spec/openai-compatible.md). */
+export const OpenAIErrorBody = Type.Object(
+  {
+    error: Type.Object({
+      message: Type.String(),
+      type: Type.String({
+        description:
+          '`invalid_request_error` (4xx), `insufficient_quota` (402), `rate_limit_error` (429), `api_error` (5xx)',
+      }),
+      param: Type.Union([Type.String(), Type.Null()]),
+      code: Type.String({ description: "Atrium's error code (`model_not_found` for an unknown agent)" }),
+    }),
+  },
+  { $id: 'OpenAIError', title: 'OpenAIError' },
+);
+
+const OpenAIErrorRef = (description: string) => Type.Unsafe({ $ref: 'OpenAIError#', description });
+
+export function openAIErrorResponses(...statuses: number[]) {
+  const descriptions: Record<number, string> = {
+    400: 'Validation failed or a refused parameter (`bad_request`)',
+    401: 'Missing or invalid key',
+    402: 'Usage limit or spend cap reached; `x-should-retry: false`',
+    404: 'Unknown or invisible agent (`model_not_found`, `param: "model"`) or chat',
+    405: 'Known path, wrong method',
+    413: 'Body over its byte limit',
+    415: 'Wrong request content type',
+    429: 'Per-key rate limit; `Retry-After`',
+    500: 'Unexpected failure',
+    502: 'The model provider failed',
+    503: 'Too many replies in progress; `Retry-After`',
+    504: 'The model provider did not answer in time',
+  };
+  const responses: Record<number, TSchema> = {};
+  for (const status of statuses) responses[status] = OpenAIErrorRef(descriptions[status] ?? 'Error');
+  return responses;
+}
+
+export const OpenAIModel = Type.Object({
+  id: Type.String({ description: 'The agent id' }),
+  object: Type.Literal('model'),
+  created: Type.Integer({ description: 'Unix seconds' }),
+  owned_by: Type.Literal('atrium'),
+  name: Type.String({ description: 'The agent title' }),
+  description: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const OpenAIModelList = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(OpenAIModel),
+});
+
+export const OpenAIModelParams = Type.Object({
+  model: Type.String({ minLength: 1, maxLength: 1000, description: 'An agent id' }),
+});
+
+const Message = Type.Object(
+  {
+    role: Type.Union(['system', 'developer', 'user', 'assistant', 'tool'].map((role) => Type.Literal(role))),
+    content: Type.Optional(
+      Type.Union([
+        Type.String(),
+        Type.Null(),
+        Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true }), { maxItems: 1000 }),
+      ]),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+const FunctionTool = Type.Object(
+  {
+    type: Type.Literal('function'),
+    function: Type.Object(
+      {
+        name: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }),
+        description: Type.Optional(Type.String()),
+        parameters: Type.Optional(Type.Object({}, { additionalProperties: true })),
+      },
+      { additionalProperties: true },
+    ),
+  },
+  { additionalProperties: true },
+);
+
+export const CompletionBody = Type.Object(
+  {
+    model: Type.String({ minLength: 1, maxLength: 200, description: 'An agent id' }),
+    messages: Type.Array(Message, { minItems: 1, maxItems: 10_000 }),
+    stream: Type.Optional(Type.Boolean()),
+    stream_options: Type.Optional(
+      Type.Union([
+        Type.Null(),
+        Type.Object({ include_usage: Type.Optional(Type.Boolean()) }, { additionalProperties: true }),
+      ]),
+    ),
+    temperature: Type.Optional(Temperature),
+    top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    stop: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 4 }), Type.Null()])),
+    seed: Type.Optional(Type.Integer()),
+    presence_penalty: Type.Optional(Type.Number({ minimum: -2, maximum: 2 })),
+    frequency_penalty: Type.Optional(Type.Number({ minimum: -2, maximum: 2 })),
+    user: Type.Optional(Type.String({ maxLength: 200 })),
+    tools: Type.Optional(Type.Array(FunctionTool, { maxItems: 128 })),
+    tool_choice: Type.Optional(
+      Type.Union([
+        Type.Literal('none'),
+        Type.Literal('auto'),
+        Type.Literal('required'),
+        Type.Object(
+          { type: Type.Literal('function'), function: Type.Object({ name: Type.String() }) },
+          { additionalProperties: true },
+        ),
+      ]),
+    ),
+    chat_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'Atrium: a stored chat to continue' }),
+    ),
+    project_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: "Atrium: a project whose context joins the agent's",
+      }),
+    ),
+    variables: Type.Optional(TemplateVariables),
+    system_variables: Type.Optional(SystemVariables),
+  },
+  { additionalProperties: true, description: 'Unknown fields are ignored' },
+);
+export type CompletionBodyType = import('typebox').Static<typeof CompletionBody>;
+
+const Usage = Type.Object({
+  prompt_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+  total_tokens: Type.Integer(),
+});
+
+const ToolCall = Type.Object({
+  id: Type.String(),
+  type: Type.Literal('function'),
+  function: Type.Object({ name: Type.String(), arguments: Type.String() }),
+});
+
+export const Completion = Type.Object({
+  id: Type.String(),
+  object: Type.Literal('chat.completion'),
+  created: Type.Integer(),
+  model: Type.String(),
+  choices: Type.Array(
+    Type.Object({
+      index: Type.Integer(),
+      message: Type.Object({
+        role: Type.Literal('assistant'),
+        content: Type.Union([Type.String(), Type.Null()]),
+        tool_calls: Type.Optional(Type.Array(ToolCall)),
+      }),
+      finish_reason: Type.String({ description: '`stop`, `length`, `tool_calls` or `content_filter`' }),
+    }),
+  ),
+  usage: Usage,
+});
+
+export const CompletionStream = Type.String({
+  description:
+    '`text/event-stream` of `chat.completion.chunk` objects, then `data: [DONE]`; a failure after the stream started is one `data: {"error": {…}}` event',
+});

@@ -1,0 +1,510 @@
+import { createHash } from 'node:crypto';
+import { jsonSchema, type ModelMessage, tool, type ToolSet, type UIMessageChunk } from 'ai';
+import { ApiError, errors, type ValidationIssue } from '../errors.js';
+import type { TemplateValue } from '../models/template.js';
+import type { ConversationMessage, IncomingMessage } from './chat-messages.js';
+import type { CallOptions } from './chat-reply.js';
+import type {
+  ChatMessageMetadata,
+  Conversation,
+  ConversationOutcome,
+  ConversationRequest,
+  TokenUsage,
+  UserVariables,
+} from './chat.js';
+
+/**
+ * The OpenAI-compatible door (spec/openai-compatible.md): Chat Completions requests become the
+ * conversation input of `startConversation`, and its outcome or UI message stream becomes
+ * `chat.completion` / `chat.completion.chunk` objects. No model call happens here.
+ */
+
+type Part = { type: string; [key: string]: unknown };
+
+export interface OpenAIMessage {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+  content?: string | null | Part[];
+  tool_calls?: unknown;
+  tool_call_id?: unknown;
+  [key: string]: unknown;
+}
+
+export interface CompletionRequest {
+  model: string;
+  messages: OpenAIMessage[];
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean } | null;
+  temperature?: number;
+  top_p?: number;
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  stop?: string | string[] | null;
+  seed?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+  user?: string;
+  tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters?: object } }>;
+  tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+  chat_id?: string;
+  project_id?: string;
+  variables?: Record<string, TemplateValue>;
+  system_variables?: { user?: UserVariables };
+  [key: string]: unknown;
+}
+
+/** How the caller names a chat to store the exchange in, if at all. */
+export interface ChatNaming {
+  chatId?: string;
+  conversationKey?: string;
+}
+
+/** Parameters OpenAI clients may send that Atrium cannot honour: refused, not silently ignored. */
+function refusedParameters(body: CompletionRequest): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  if (body.n !== undefined && body.n !== null && body.n !== 1) {
+    issues.push({ path: 'body.n', message: 'only 1 choice is supported' });
+  }
+  if (body.logprobs === true || (body.top_logprobs !== undefined && body.top_logprobs !== null)) {
+    issues.push({
+      path: body.logprobs === true ? 'body.logprobs' : 'body.top_logprobs',
+      message: 'is not supported',
+    });
+  }
+  const modalities = Array.isArray(body.modalities) ? body.modalities : [];
+  if ((body.audio !== undefined && body.audio !== null) || modalities.includes('audio')) {
+    issues.push({ path: 'body.audio', message: 'audio output is not supported' });
+  }
+  const format = body.response_format as { type?: unknown } | undefined | null;
+  if (format && format.type !== 'text') {
+    issues.push({ path: 'body.response_format', message: 'only type "text" is supported' });
+  }
+  return issues;
+}
+
+function textOf(content: OpenAIMessage['content'], path: string): string {
+  if (typeof content === 'string') return content;
+  if (content === null || content === undefined) return '';
+  return content
+    .map((part, p) => {
+      if (part.type !== 'text' || typeof part.text !== 'string') {
+        throw errors.badRequest(`${path}.${p} must be a text part`, [
+          { path: `${path}.${p}`, message: 'must be a text part' },
+        ]);
+      }
+      return part.text;
+    })
+    .join('');
+}
+
+const DATA_URL = /^data:([^;,]+)[;,]/i;
+
+/** A user part: `text`, or `image_url` with a data: or https: URL. */
+function userPart(
+  part: Part,
+  path: string,
+): { ui: Part; model: Exclude<ModelMessage['content'], string>[number] } {
+  if (part.type === 'text' && typeof part.text === 'string') {
+    return { ui: { type: 'text', text: part.text }, model: { type: 'text', text: part.text } };
+  }
+  const url = (part.image_url as { url?: unknown } | undefined)?.url;
+  if (part.type === 'image_url' && typeof url === 'string' && /^(https:|data:[^,]*,)/i.test(url)) {
+    const mediaType = DATA_URL.exec(url)?.[1] ?? 'image/*';
+    return {
+      ui: { type: 'file', url, mediaType },
+      model: { type: 'image', image: new URL(url), ...(mediaType !== 'image/*' ? { mediaType } : {}) },
+    } as { ui: Part; model: Exclude<ModelMessage['content'], string>[number] };
+  }
+  throw errors.badRequest(`${path} must be a text part or an image_url part with a data: or https: URL`, [
+    { path, message: 'must be a text part or an image_url part with a data: or https: URL' },
+  ]);
+}
+
+interface ToolCallIn {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+function toolCallsOf(message: OpenAIMessage, path: string): ToolCallIn[] {
+  if (message.tool_calls === undefined || message.tool_calls === null) return [];
+  const calls = message.tool_calls as ToolCallIn[];
+  const valid =
+    Array.isArray(calls) &&
+    calls.every(
+      (call) =>
+        typeof call?.id === 'string' &&
+        typeof call.function?.name === 'string' &&
+        typeof call.function.arguments === 'string',
+    );
+  if (!valid) {
+    throw errors.badRequest(`${path}.tool_calls must be function calls with id, name and arguments`, [
+      { path: `${path}.tool_calls`, message: 'must be function calls with id, name and arguments' },
+    ]);
+  }
+  return calls;
+}
+
+function parseArguments(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The client's messages as the model sees them (system and developer messages stay where the
+ * client put them, after the agent's own context) and as they would be stored (user and
+ * assistant turns only: tool results are the client's business).
+ */
+export function translateMessages(messages: OpenAIMessage[]): {
+  modelMessages: ModelMessage[];
+  stored: IncomingMessage[];
+} {
+  const modelMessages: ModelMessage[] = [];
+  const stored: IncomingMessage[] = [];
+  const toolNames = new Map<string, string>();
+  messages.forEach((message, m) => {
+    const path = `body.messages.${m}.content`;
+    if (message.role === 'system' || message.role === 'developer') {
+      modelMessages.push({ role: 'system', content: textOf(message.content, path) });
+    } else if (message.role === 'user') {
+      if (typeof message.content === 'string') {
+        modelMessages.push({ role: 'user', content: message.content });
+        stored.push({ role: 'user', parts: [{ type: 'text', text: message.content }] });
+      } else {
+        const parts = (message.content ?? []).map((part, p) => userPart(part, `${path}.${p}`));
+        modelMessages.push({ role: 'user', content: parts.map((part) => part.model) as never });
+        stored.push({ role: 'user', parts: parts.map((part) => part.ui) });
+      }
+    } else if (message.role === 'assistant') {
+      const text = textOf(message.content, path);
+      const calls = toolCallsOf(message, `body.messages.${m}`);
+      for (const call of calls) toolNames.set(call.id, call.function.name);
+      modelMessages.push({
+        role: 'assistant',
+        content: [
+          ...(text ? [{ type: 'text' as const, text }] : []),
+          ...calls.map((call) => ({
+            type: 'tool-call' as const,
+            toolCallId: call.id,
+            toolName: call.function.name,
+            input: parseArguments(call.function.arguments),
+          })),
+        ],
+      });
+      stored.push({
+        role: 'assistant',
+        parts: [
+          ...(text ? [{ type: 'text', text }] : []),
+          ...calls.map((call) => ({
+            type: `tool-${call.function.name}`,
+            toolCallId: call.id,
+            input: parseArguments(call.function.arguments),
+            state: 'input-available',
+          })),
+        ],
+      });
+    } else {
+      const id = message.tool_call_id;
+      if (typeof id !== 'string' || !toolNames.has(id)) {
+        throw errors.badRequest(
+          `body.messages.${m}.tool_call_id must name a tool call of an earlier assistant message`,
+          [
+            {
+              path: `body.messages.${m}.tool_call_id`,
+              message: 'must name a tool call of an earlier assistant message',
+            },
+          ],
+        );
+      }
+      modelMessages.push({
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: id,
+            toolName: toolNames.get(id)!,
+            output: { type: 'text', value: textOf(message.content, path) },
+          },
+        ],
+      });
+    }
+  });
+  return { modelMessages, stored };
+}
+
+/** Client function tools: offered to the model without `execute`, so a call ends the reply. */
+function clientTools(body: CompletionRequest): ToolSet | undefined {
+  if (!body.tools || body.tools.length === 0 || body.tool_choice === 'none') return undefined;
+  const set: ToolSet = {};
+  for (const declared of body.tools) {
+    set[declared.function.name] = tool({
+      description: declared.function.description,
+      inputSchema: jsonSchema((declared.function.parameters ?? { type: 'object', properties: {} }) as never),
+    });
+  }
+  return set;
+}
+
+function callOptions(body: CompletionRequest): CallOptions {
+  const stop = body.stop === null || body.stop === undefined ? undefined : [body.stop].flat();
+  const choice = body.tool_choice;
+  return {
+    maxOutputTokens: body.max_completion_tokens ?? body.max_tokens,
+    topP: body.top_p,
+    stopSequences: stop,
+    seed: body.seed,
+    presencePenalty: body.presence_penalty,
+    frequencyPenalty: body.frequency_penalty,
+    toolChoice:
+      choice === undefined || choice === 'none'
+        ? undefined
+        : typeof choice === 'string'
+          ? choice
+          : { type: 'tool', toolName: choice.function.name },
+  };
+}
+
+/** Comparable form of a message: role, text and file URLs (tool calls are the agent's or the client's). */
+function fingerprint(message: { role: string; parts: Part[] }): string {
+  const text = message.parts.map((part) => (part.type === 'text' ? String(part.text) : '')).join('');
+  const files = message.parts.filter((part) => part.type === 'file').map((part) => String(part.url));
+  return JSON.stringify([message.role, text, files]);
+}
+
+/**
+ * The prefix rule: the stored conversation must be the start of what the client sent; then the
+ * rest is new and stored. Otherwise (the client edited or dropped turns) nothing is stored.
+ */
+export function reconcileHistory(sent: IncomingMessage[]) {
+  return (stored: ConversationMessage[]): IncomingMessage[] | undefined => {
+    if (stored.length > sent.length) return undefined;
+    for (let i = 0; i < stored.length; i++) {
+      if (fingerprint(stored[i]!) !== fingerprint(sent[i]!)) return undefined;
+    }
+    return sent.slice(stored.length);
+  };
+}
+
+/**
+ * A conversation key names a chat per workspace and agent; stored as the chat's client id, a
+ * hash so any 1–128 character key fits the client id's alphabet.
+ */
+export function conversationClientId(agentId: string, key: string): string {
+  const digest = createHash('sha256').update(`${agentId}\u0000${key}`).digest('base64url');
+  return `oak_${digest}`;
+}
+
+/** The conversation input of a Chat Completions request; throws 400 for refused parameters. */
+export function conversationRequest(body: CompletionRequest, naming: ChatNaming): ConversationRequest {
+  const refused = refusedParameters(body);
+  if (refused.length > 0) throw errors.badRequest(`${refused[0]!.path} ${refused[0]!.message}`, refused);
+  if (
+    naming.conversationKey !== undefined &&
+    (naming.conversationKey.length < 1 || naming.conversationKey.length > 128)
+  ) {
+    throw errors.badRequest('x-atrium-conversation-key must be 1–128 characters', [
+      { path: 'headers.x-atrium-conversation-key', message: 'must be 1–128 characters' },
+    ]);
+  }
+  const { modelMessages, stored } = translateMessages(body.messages);
+  const named = naming.chatId !== undefined || naming.conversationKey !== undefined;
+  return {
+    agentId: body.model,
+    messages: stored,
+    chatId: naming.chatId,
+    clientChatId:
+      naming.chatId === undefined && naming.conversationKey !== undefined
+        ? conversationClientId(body.model, naming.conversationKey)
+        : undefined,
+    projectId: body.project_id,
+    stream: body.stream,
+    temperature: body.temperature,
+    variables: body.variables,
+    systemVariables: body.system_variables ?? (body.user ? { user: { id: body.user } } : undefined),
+    store: named,
+    reconcileHistory: reconcileHistory(stored),
+    modelMessages,
+    clientTools: clientTools(body),
+    callOptions: callOptions(body),
+  };
+}
+
+/** An unknown agent is OpenAI's unknown model. */
+export function asModelError(error: unknown, model: string): unknown {
+  if (error instanceof ApiError && error.code === 'not_found' && error.message === 'Agent not found') {
+    return modelNotFound(model);
+  }
+  return error;
+}
+
+export function modelNotFound(model: string): ApiError {
+  return new ApiError('not_found', `The model '${model}' does not exist or you do not have access to it`, {
+    param: 'model',
+    openaiCode: 'model_not_found',
+  });
+}
+
+export function finishReasonOf(reason: string | undefined): string {
+  switch (reason) {
+    case 'length':
+      return 'length';
+    case 'tool-calls':
+      return 'tool_calls';
+    case 'content-filter':
+      return 'content_filter';
+    default:
+      return 'stop';
+  }
+}
+
+function usageOf(usage: TokenUsage) {
+  return {
+    prompt_tokens: usage.inputTokens,
+    completion_tokens: usage.outputTokens,
+    total_tokens: usage.inputTokens + usage.outputTokens,
+  };
+}
+
+interface ToolPart {
+  type: string;
+  toolCallId: string;
+  input: unknown;
+  state?: string;
+}
+
+/** `chat.completion` of a JSON reply; only the client's own tool calls are shown. */
+export function completionObject(
+  conversation: Pick<Conversation, 'messageId' | 'agent'>,
+  outcome: Extract<ConversationOutcome, { ok: true }>,
+  clientToolNames: Set<string>,
+  created: number,
+) {
+  const calls = (outcome.parts as ToolPart[])
+    .filter((part) => part.type.startsWith('tool-') && clientToolNames.has(part.type.slice(5)))
+    .map((part) => ({
+      id: part.toolCallId,
+      type: 'function' as const,
+      function: { name: part.type.slice(5), arguments: JSON.stringify(part.input ?? {}) },
+    }));
+  return {
+    id: `chatcmpl-${conversation.messageId}`,
+    object: 'chat.completion' as const,
+    created,
+    model: conversation.agent.id,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant' as const,
+          content: outcome.text === '' && calls.length > 0 ? null : outcome.text,
+          ...(calls.length > 0 ? { tool_calls: calls } : {}),
+        },
+        finish_reason: finishReasonOf(outcome.finishReason),
+      },
+    ],
+    usage: usageOf(outcome.usage),
+  };
+}
+
+/** Field names the conversation machinery reports as `/chat` spells them. */
+const SHARED_FIELDS: Record<string, string> = { chatId: 'chat_id', projectId: 'project_id', id: 'chat_id' };
+
+/** OpenAI's `error` object for an Atrium error (spec/openai-compatible.md, Errors). */
+export function openAIError(error: ApiError) {
+  const type =
+    error.status === 402
+      ? 'insufficient_quota'
+      : error.status === 429
+        ? 'rate_limit_error'
+        : error.status >= 500
+          ? 'api_error'
+          : 'invalid_request_error';
+  const issues = error.details.issues as ValidationIssue[] | undefined;
+  const path = issues?.[0]?.path.replace(/^(body|headers|params|query)\./, '');
+  const param =
+    typeof error.details.param === 'string'
+      ? error.details.param
+      : path === undefined
+        ? null
+        : (SHARED_FIELDS[path] ?? path);
+  const code = typeof error.details.openaiCode === 'string' ? error.details.openaiCode : error.code;
+  return { error: { message: error.message, type, param, code } };
+}
+
+/**
+ * The reply's UI message chunks as `chat.completion.chunk` event-stream text: role first, text
+ * as `delta.content`, the client's tool calls as `delta.tool_calls`, the finish reason, the
+ * usage chunk when asked for, `[DONE]`. A failure becomes one `error` event and the stream ends.
+ */
+export function completionChunks(
+  chunks: ReadableStream<UIMessageChunk<ChatMessageMetadata>>,
+  conversation: Pick<Conversation, 'messageId' | 'agent' | 'done'>,
+  options: { clientToolNames: Set<string>; includeUsage: boolean; created: number },
+): ReadableStream<string> {
+  const base = {
+    id: `chatcmpl-${conversation.messageId}`,
+    object: 'chat.completion.chunk',
+    created: options.created,
+    model: conversation.agent.id,
+  };
+  const event = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    `data: ${JSON.stringify({ ...base, choices, ...extra })}\n\n`;
+  const delta = (value: Record<string, unknown>, finishReason: string | null = null) =>
+    event([{ index: 0, delta: value, finish_reason: finishReason }]);
+  let toolIndex = 0;
+  let failed = false;
+  let errorText: string | undefined;
+  let finish: { reason: string; usage?: TokenUsage } | undefined;
+  return chunks.pipeThrough(
+    new TransformStream<UIMessageChunk<ChatMessageMetadata>, string>({
+      start(controller) {
+        controller.enqueue(delta({ role: 'assistant', content: '' }));
+      },
+      transform(chunk, controller) {
+        if (failed) return;
+        if (chunk.type === 'text-delta' && chunk.delta) controller.enqueue(delta({ content: chunk.delta }));
+        else if (chunk.type === 'tool-input-available' && options.clientToolNames.has(chunk.toolName)) {
+          controller.enqueue(
+            delta({
+              tool_calls: [
+                {
+                  index: toolIndex++,
+                  id: chunk.toolCallId,
+                  type: 'function',
+                  function: { name: chunk.toolName, arguments: JSON.stringify(chunk.input ?? {}) },
+                },
+              ],
+            }),
+          );
+        } else if (chunk.type === 'finish') {
+          const metadata = chunk.messageMetadata as ChatMessageMetadata | undefined;
+          finish = { reason: finishReasonOf(metadata?.finishReason), usage: metadata?.usage };
+        } else if (chunk.type === 'error') {
+          failed = true;
+          errorText = chunk.errorText;
+        }
+      },
+      async flush(controller) {
+        if (failed || !finish) {
+          // The stream has ended, so the outcome is settled: its error has Atrium's status and code.
+          const outcome = await conversation.done;
+          // A reply stored as interrupted (shutdown) ended well for the store, not for the client.
+          const error = outcome.ok
+            ? new ApiError('service_unavailable', errorText ?? 'The reply ended early')
+            : outcome.error;
+          controller.enqueue(`data: ${JSON.stringify(openAIError(error))}\n\n`);
+          return;
+        }
+        controller.enqueue(delta({}, finish.reason));
+        if (options.includeUsage) {
+          controller.enqueue(
+            event([], { usage: usageOf(finish.usage ?? { inputTokens: 0, outputTokens: 0 }) }),
+          );
+        }
+        controller.enqueue('data: [DONE]\n\n');
+      },
+    }),
+  );
+}

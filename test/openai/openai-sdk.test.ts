@@ -1,0 +1,708 @@
+import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, countRows, createChatApp } from '../chat/fixtures.js';
+import { startMcpServer, type TestMcpServer } from '../chat/mcp-server.js';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+
+/**
+ * The official `openai` SDK as the client of `/v1/openai` (spec/openai-compatible.md), against
+ * Atrium on a real port and the fake OpenAI-compatible upstream.
+ */
+let upstream: FakeUpstream;
+let mcp: TestMcpServer;
+let t: ChatApp;
+let baseURL: string;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  mcp = await startMcpServer('ok');
+  t = await createChatApp(chatSetup(upstream));
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  baseURL = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}/v1/openai`;
+  await t.db
+    .updateTable('agents')
+    .set({ tools: JSON.stringify([{ type: 'mcp', name: 'live', url: mcp.url }]) })
+    .where('id', '=', 'agt_tools')
+    .execute();
+});
+afterAll(async () => {
+  await t.close();
+  await Promise.all([upstream.close(), mcp.close()]);
+});
+beforeEach(() => {
+  upstream.requests.length = 0;
+});
+
+function client(
+  apiKey: string = CHAT_KEYS.main,
+  options: Partial<ConstructorParameters<typeof OpenAI>[0]> = {},
+) {
+  return new OpenAI({ apiKey, baseURL, maxRetries: 0, ...options });
+}
+
+const weatherTool = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    description: 'The weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
+
+async function collect(stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>) {
+  const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return chunks;
+}
+
+function text(chunks: OpenAI.Chat.Completions.ChatCompletionChunk[]) {
+  return chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('');
+}
+
+describe('models', () => {
+  it('lists the agents of the key as models, in the agent list order, and retrieves one', async () => {
+    const page = await client().models.list();
+    const ids = page.data.map((model) => model.id);
+    expect(ids).toEqual(['agt_echo', 'agt_helper', 'agt_lead', 'agt_plain', 'agt_tools']);
+    expect(page.data[1]).toEqual({
+      id: 'agt_helper',
+      object: 'model',
+      created: expect.any(Number),
+      owned_by: 'atrium',
+      name: 'Helper',
+      description: 'Answers questions',
+    });
+    const one = await client().models.retrieve('agt_plain');
+    expect(one).toMatchObject({ id: 'agt_plain', object: 'model', owned_by: 'atrium', name: 'Plain' });
+  });
+
+  it('answers 404 model_not_found for an unknown agent and for another workspace’s agent', async () => {
+    for (const id of ['agt_nope', 'agt_other']) {
+      const error = await client()
+        .models.retrieve(id)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(error).toMatchObject({ status: 404, code: 'model_not_found', param: 'model' });
+    }
+  });
+
+  it('an organization key names the workspace in x-workspace-id', async () => {
+    const org = client(CHAT_KEYS.org, { defaultHeaders: { 'x-workspace-id': 'wsp_other' } });
+    expect((await org.models.list()).data.map((model) => model.id)).toEqual(['agt_other']);
+  });
+});
+
+describe('chat completions', () => {
+  it('answers a JSON completion with usage, stores nothing and counts usage', async () => {
+    const before = await countRows(t.db);
+    upstream.enqueue({ kind: 'text', text: 'Hi there.', usage: { prompt: 11, completion: 7 } });
+    const { data, response } = await client()
+      .chat.completions.create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Hello' }] })
+      .withResponse();
+    expect(data).toMatchObject({
+      object: 'chat.completion',
+      model: 'agt_plain',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hi there.' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
+    });
+    expect(data.id).toMatch(/^chatcmpl-/);
+    expect(response.headers.get('x-request-id')).toBeTruthy();
+    expect(response.headers.get('x-atrium-chat-id')).toBeNull();
+    const after = await countRows(t.db);
+    expect({ chats: after.chats, messages: after.messages }).toEqual({
+      chats: before.chats,
+      messages: before.messages,
+    });
+    const ledger = await t.db
+      .selectFrom('usage_ledger')
+      .selectAll()
+      .where('workspace_id', '=', 'wsp_main')
+      .executeTakeFirstOrThrow();
+    expect(Number(ledger.input_tokens)).toBeGreaterThanOrEqual(11);
+  });
+
+  it('streams chunks: role first, text deltas, finish_reason, the usage chunk, [DONE]', async () => {
+    upstream.enqueue({ kind: 'text', text: 'One two three.', usage: { prompt: 9, completion: 3 } });
+    const stream = await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Count' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks = await collect(stream);
+    expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
+    expect(text(chunks)).toBe('One two three.');
+    const finishing = chunks.filter((chunk) => chunk.choices[0]?.finish_reason);
+    expect(finishing.map((chunk) => chunk.choices[0]!.finish_reason)).toEqual(['stop']);
+    const last = chunks.at(-1)!;
+    expect(last.choices).toEqual([]);
+    expect(last.usage).toEqual({ prompt_tokens: 9, completion_tokens: 3, total_tokens: 12 });
+    expect(new Set(chunks.map((chunk) => chunk.id)).size).toBe(1);
+    expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk')).toBe(true);
+  });
+
+  it('streams from any configured provider through the AI SDK (the atrium/echo model)', async () => {
+    const chunks = await collect(
+      await client().chat.completions.create({
+        model: 'agt_echo',
+        messages: [{ role: 'user', content: 'Ping' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    );
+    expect(text(chunks)).toContain('You said: "Ping"');
+    expect(chunks.at(-1)!.usage!.completion_tokens).toBeGreaterThan(0);
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('sends no usage chunk without include_usage', async () => {
+    const chunks = await collect(
+      await client().chat.completions.create({
+        model: 'agt_plain',
+        messages: [{ role: 'user', content: 'Hi' }],
+        stream: true,
+      }),
+    );
+    expect(chunks.some((chunk) => chunk.usage)).toBe(false);
+    expect(text(chunks)).toBe(upstream.defaultText);
+  });
+
+  it('puts system and developer messages after the agent instructions, and passes sampling settings', async () => {
+    await client().chat.completions.create({
+      model: 'agt_helper',
+      messages: [
+        { role: 'system', content: 'Answer in French.' },
+        { role: 'developer', content: 'Be brief.' },
+        { role: 'user', content: 'Hello' },
+      ],
+      max_tokens: 5,
+      temperature: 0.2,
+      top_p: 0.5,
+      stop: ['END'],
+      seed: 7,
+      presence_penalty: 0.1,
+      frequency_penalty: 0.3,
+      user: 'end-user-1',
+    });
+    const body = upstream.lastRequest().body;
+    const systems = body.messages!.filter((m) => m.role === 'system').map((m) => String(m.content));
+    expect(systems).toHaveLength(3);
+    expect(systems[0]).toContain('You help');
+    expect(systems.slice(1)).toEqual(['Answer in French.', 'Be brief.']);
+    expect(body.messages!.at(-1)).toEqual({ role: 'user', content: 'Hello' });
+    expect(body).toMatchObject({
+      max_tokens: 5,
+      temperature: 0.2,
+      top_p: 0.5,
+      stop: ['END'],
+      seed: 7,
+      presence_penalty: 0.1,
+      frequency_penalty: 0.3,
+    });
+    // `user` is the acting user of `{{user.id}}`.
+    expect(systems[0]).toContain('end-user-1');
+  });
+
+  it('accepts max_completion_tokens and reports finish_reason length', async () => {
+    await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Hello' }],
+      max_completion_tokens: 3,
+    });
+    expect(upstream.lastRequest().body.max_tokens).toBe(3);
+  });
+
+  it('sends an image part to the model', async () => {
+    const png =
+      'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+    await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is this?' },
+            { type: 'image_url', image_url: { url: png } },
+          ],
+        },
+      ],
+    });
+    const user = upstream.lastRequest().body.messages!.at(-1)!;
+    expect(user.content).toEqual([
+      { type: 'text', text: 'What is this?' },
+      { type: 'image_url', image_url: { url: png } },
+    ]);
+  });
+});
+
+describe('errors', () => {
+  it('refuses unsupported parameters with 400 BadRequestError carrying Atrium’s code', async () => {
+    const refused: Array<[Record<string, unknown>, string]> = [
+      [{ n: 2 }, 'n'],
+      [{ logprobs: true }, 'logprobs'],
+      [{ response_format: { type: 'json_object' } }, 'response_format'],
+      [{ modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'mp3' } }, 'audio'],
+    ];
+    for (const [extra, param] of refused) {
+      const error = await client()
+        .chat.completions.create({
+          model: 'agt_plain',
+          messages: [{ role: 'user', content: 'Hi' }],
+          ...extra,
+        } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error).toMatchObject({ status: 400, code: 'bad_request', param, type: 'invalid_request_error' });
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('ignores unknown fields and refuses a malformed body as a 400 in OpenAI’s shape', async () => {
+    await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Hi' }],
+      some_future_field: true,
+    } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    const error = await client()
+      .chat.completions.create({ model: 'agt_plain', messages: [] })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ code: 'bad_request', param: 'messages' });
+  });
+
+  it('answers an unknown agent and another workspace’s agent with NotFoundError, param model', async () => {
+    for (const [key, model] of [
+      [CHAT_KEYS.main, 'agt_nope'],
+      [CHAT_KEYS.other, 'agt_helper'],
+    ] as const) {
+      const error = await client(key)
+        .chat.completions.create({ model, messages: [{ role: 'user', content: 'Hi' }] })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(error).toMatchObject({ status: 404, code: 'model_not_found', param: 'model' });
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('answers an unknown path with 404 and a wrong method with 405, in OpenAI’s shape', async () => {
+    const headers = { authorization: `Bearer ${CHAT_KEYS.main}` };
+    const missing = await fetch(`${baseURL}/embeddings`, { method: 'POST', headers });
+    expect(missing.status).toBe(404);
+    expect((await missing.json()).error).toMatchObject({ code: 'not_found', type: 'invalid_request_error' });
+    const wrong = await fetch(`${baseURL}/chat/completions`, { headers });
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toBe('POST');
+    expect((await wrong.json()).error).toMatchObject({ code: 'method_not_allowed' });
+  });
+
+  it('answers a bad key with 401 AuthenticationError', async () => {
+    const error = await client('atr_ws_not_a_real_key_000000000000000000000')
+      .models.list()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(error).toMatchObject({ status: 401, code: 'not_authenticated' });
+  });
+
+  it('answers 402 with x-should-retry: false, and the SDK does not retry it', async () => {
+    upstream.enqueue({ kind: 'text', text: 'ok', usage: { prompt: 90, completion: 20 } });
+    await client(CHAT_KEYS.limited).chat.completions.create({
+      model: 'agt_limited',
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    let calls = 0;
+    const counting: typeof fetch = (input, init) => {
+      calls++;
+      return fetch(input, init);
+    };
+    const sdk = client(CHAT_KEYS.limited, { maxRetries: 3, fetch: counting });
+    const error = await sdk.chat.completions
+      .create({ model: 'agt_limited', messages: [{ role: 'user', content: 'Again' }] })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(error).toMatchObject({ status: 402, code: 'usage_limit_exceeded', type: 'insufficient_quota' });
+    expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
+    expect(calls).toBe(1);
+  });
+
+  it('answers a streamed request over the limit with 402 before any stream', async () => {
+    const error = await client(CHAT_KEYS.limited)
+      .chat.completions.create({
+        model: 'agt_limited',
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+      })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 402, code: 'usage_limit_exceeded' });
+  });
+
+  it('surfaces an upstream failure before the reply as 502, and one mid-stream as an error event', async () => {
+    upstream.enqueue({ kind: 'fail', status: 500 });
+    const failed = await client()
+      .chat.completions.create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Hi' }] })
+      .catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(OpenAI.InternalServerError);
+    expect(failed).toMatchObject({ status: 502, code: 'upstream_error', type: 'api_error' });
+
+    upstream.enqueue({ kind: 'disconnect', text: 'one two three four', afterPieces: 2 });
+    const seen: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    const stream = await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Hi' }],
+      stream: true,
+    });
+    const error = await (async () => {
+      for await (const chunk of stream) seen.push(chunk);
+    })().catch((e: unknown) => e);
+    expect(text(seen)).toBe('one two ');
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(error).toMatchObject({ code: 'upstream_error', type: 'api_error' });
+  });
+
+  it('answers 429 with Retry-After, seen by the SDK', async () => {
+    await t.db
+      .updateTable('workspaces')
+      .set({ rate_limit_per_minute: 1 })
+      .where('id', '=', 'wsp_capped')
+      .execute();
+    try {
+      const sdk = client(CHAT_KEYS.capped);
+      await sdk.models.list();
+      const error = await sdk.models.list().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+      expect(error).toMatchObject({ status: 429, code: 'rate_limited', type: 'rate_limit_error' });
+      expect(
+        Number((error as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after')),
+      ).toBeGreaterThan(0);
+    } finally {
+      await t.db
+        .updateTable('workspaces')
+        .set({ rate_limit_per_minute: null })
+        .where('id', '=', 'wsp_capped')
+        .execute();
+    }
+  });
+});
+
+describe('tools', () => {
+  it('returns a client tool call and continues with the tool message (JSON)', async () => {
+    upstream.enqueue({ kind: 'tool-calls', calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] });
+    const first = await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools: [weatherTool],
+    });
+    expect(first.choices[0]!.finish_reason).toBe('tool_calls');
+    const call = first.choices[0]!.message.tool_calls![0]!;
+    expect(call).toMatchObject({ type: 'function', function: { name: 'get_weather' } });
+    expect(JSON.parse((call as { function: { arguments: string } }).function.arguments)).toEqual({
+      city: 'Paris',
+    });
+    expect(upstream.lastRequest().body.tools?.map((tool) => tool.function.name)).toEqual(['get_weather']);
+
+    upstream.enqueue({ kind: 'text', text: 'Sunny in Paris.' });
+    const second = await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        first.choices[0]!.message,
+        { role: 'tool', tool_call_id: call.id, content: '22°C, sunny' },
+      ],
+      tools: [weatherTool],
+    });
+    expect(second.choices[0]!.message.content).toBe('Sunny in Paris.');
+    const sent = upstream.lastRequest().body.messages!;
+    expect(sent.find((m) => m.role === 'tool')).toMatchObject({
+      tool_call_id: call.id,
+      content: '22°C, sunny',
+    });
+    expect(sent.find((m) => m.role === 'assistant')?.tool_calls).toEqual([
+      expect.objectContaining({ id: call.id, function: expect.objectContaining({ name: 'get_weather' }) }),
+    ]);
+  });
+
+  it('streams a client tool call as delta.tool_calls with finish_reason tool_calls', async () => {
+    upstream.enqueue({ kind: 'tool-calls', calls: [{ name: 'get_weather', arguments: { city: 'Oslo' } }] });
+    const chunks = await collect(
+      await client().chat.completions.create({
+        model: 'agt_plain',
+        messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+        tools: [weatherTool],
+        stream: true,
+      }),
+    );
+    const calls = chunks.flatMap((chunk) => chunk.choices[0]?.delta.tool_calls ?? []);
+    expect(calls).toEqual([
+      {
+        index: 0,
+        id: expect.any(String),
+        type: 'function',
+        function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
+      },
+    ]);
+    expect(chunks.find((chunk) => chunk.choices[0]?.finish_reason)?.choices[0]!.finish_reason).toBe(
+      'tool_calls',
+    );
+
+    upstream.enqueue({ kind: 'text', text: 'Cold in Oslo.' });
+    const next = await collect(
+      await client().chat.completions.create({
+        model: 'agt_plain',
+        messages: [
+          { role: 'user', content: 'Weather in Oslo?' },
+          { role: 'assistant', content: null, tool_calls: [{ ...calls[0]!, index: undefined } as never] },
+          { role: 'tool', tool_call_id: calls[0]!.id!, content: '-3°C' },
+        ],
+        tools: [weatherTool],
+        stream: true,
+      }),
+    );
+    expect(text(next)).toBe('Cold in Oslo.');
+  });
+
+  it('runs the agent’s MCP tool inside Atrium: never a tool_call, streamed or not', async () => {
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'atrium' } }] },
+      { kind: 'text', text: 'An atrium is a hall.' },
+    );
+    const json = await client().chat.completions.create({
+      model: 'agt_tools',
+      messages: [{ role: 'user', content: 'What is an atrium?' }],
+      tools: [weatherTool],
+    });
+    expect(json.choices[0]).toMatchObject({
+      finish_reason: 'stop',
+      message: { role: 'assistant', content: 'An atrium is a hall.' },
+    });
+    expect(json.choices[0]!.message.tool_calls).toBeUndefined();
+    expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name).sort()).toEqual([
+      'get_weather',
+      'live_lookup',
+    ]);
+
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'hall' } }] },
+      { kind: 'text', text: 'A hall is big.' },
+    );
+    const chunks = await collect(
+      await client().chat.completions.create({
+        model: 'agt_tools',
+        messages: [{ role: 'user', content: 'And a hall?' }],
+        stream: true,
+      }),
+    );
+    expect(chunks.some((chunk) => chunk.choices[0]?.delta.tool_calls)).toBe(false);
+    expect(text(chunks)).toBe('A hall is big.');
+    expect(mcp.calls).toEqual([{ term: 'atrium' }, { term: 'hall' }]);
+  });
+
+  it('runs an orchestrating agent’s sub-agent inside Atrium: never a tool_call, usage included', async () => {
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize the plan' } }] },
+      { kind: 'text', text: 'Plan summary.', usage: { prompt: 4, completion: 2 } },
+      { kind: 'text', text: 'The plan is ready.', usage: { prompt: 10, completion: 5 } },
+    );
+    const completion = await client().chat.completions.create({
+      model: 'agt_lead',
+      messages: [{ role: 'user', content: 'Plan it' }],
+      tools: [weatherTool],
+    });
+    expect(completion.choices[0]).toMatchObject({
+      finish_reason: 'stop',
+      message: { content: 'The plan is ready.' },
+    });
+    expect(completion.choices[0]!.message.tool_calls).toBeUndefined();
+    expect(upstream.requests).toHaveLength(3);
+    // The sub-agent's tokens are part of the usage the client is told.
+    expect(completion.usage!.prompt_tokens).toBeGreaterThanOrEqual(14);
+  });
+
+  it('refuses a client tool named like one of the agent’s tools', async () => {
+    const error = await client()
+      .chat.completions.create({
+        model: 'agt_tools',
+        messages: [{ role: 'user', content: 'Hi' }],
+        tools: [{ type: 'function', function: { name: 'live_lookup', parameters: { type: 'object' } } }],
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ code: 'bad_request', param: 'tools' });
+  });
+});
+
+describe('storing', () => {
+  async function storedTexts(chatId: string) {
+    return (await chatRows(t.db, chatId)).map((row) => {
+      const parts = JSON.parse(row.parts) as Array<{ type: string; text?: string }>;
+      return `${row.role}: ${parts.map((part) => part.text ?? '').join('')}`;
+    });
+  }
+
+  it('stores one chat per conversation key over several turns, without duplicated messages', async () => {
+    const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'thread 42 / ü' } });
+    upstream.enqueue({ kind: 'text', text: 'First answer.' });
+    const one = await sdk.chat.completions
+      .create({ model: 'agt_plain', messages: [{ role: 'user', content: 'First question' }] })
+      .withResponse();
+    const chatId = one.response.headers.get('x-atrium-chat-id')!;
+    expect(chatId).toMatch(/^cht_/);
+
+    upstream.enqueue({ kind: 'text', text: 'Second answer.' });
+    const two = await sdk.chat.completions
+      .create({
+        model: 'agt_plain',
+        messages: [
+          { role: 'system', content: 'Be kind.' },
+          { role: 'user', content: 'First question' },
+          { role: 'assistant', content: 'First answer.' },
+          { role: 'user', content: 'Second question' },
+        ],
+        stream: true,
+      })
+      .withResponse();
+    expect(two.response.headers.get('x-atrium-chat-id')).toBe(chatId);
+    expect(two.response.headers.get('content-type')).toBe('text/event-stream');
+    expect(two.response.headers.get('x-vercel-ai-ui-message-stream')).toBeNull();
+    expect(text(await collect(two.data))).toBe('Second answer.');
+
+    expect(await storedTexts(chatId)).toEqual([
+      'user: First question',
+      'assistant: First answer.',
+      'user: Second question',
+      'assistant: Second answer.',
+    ]);
+    // The same key for another agent is another conversation.
+    const other = await sdk.chat.completions
+      .create({ model: 'agt_helper', messages: [{ role: 'user', content: 'First question' }] })
+      .withResponse();
+    expect(other.response.headers.get('x-atrium-chat-id')).not.toBe(chatId);
+  });
+
+  it('continues a stored chat by chat_id and by x-atrium-chat-id', async () => {
+    upstream.enqueue({ kind: 'text', text: 'A.' });
+    const first = await client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'by-id' } })
+      .chat.completions.create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Q1' }] })
+      .withResponse();
+    const chatId = first.response.headers.get('x-atrium-chat-id')!;
+
+    upstream.enqueue({ kind: 'text', text: 'B.' });
+    await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [
+        { role: 'user', content: 'Q1' },
+        { role: 'assistant', content: 'A.' },
+        { role: 'user', content: 'Q2' },
+      ],
+      chat_id: chatId,
+    } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    upstream.enqueue({ kind: 'text', text: 'C.' });
+    await client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-chat-id': chatId } }).chat.completions.create({
+      model: 'agt_plain',
+      messages: [
+        { role: 'user', content: 'Q1' },
+        { role: 'assistant', content: 'A.' },
+        { role: 'user', content: 'Q2' },
+        { role: 'assistant', content: 'B.' },
+        { role: 'user', content: 'Q3' },
+      ],
+    });
+    expect(await storedTexts(chatId)).toEqual([
+      'user: Q1',
+      'assistant: A.',
+      'user: Q2',
+      'assistant: B.',
+      'user: Q3',
+      'assistant: C.',
+    ]);
+  });
+
+  it('answers a diverged conversation without storing it (x-atrium-chat-persisted: false)', async () => {
+    const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'diverged' } });
+    upstream.enqueue({ kind: 'text', text: 'A.' });
+    const first = await sdk.chat.completions
+      .create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Q1' }] })
+      .withResponse();
+    const chatId = first.response.headers.get('x-atrium-chat-id')!;
+    upstream.enqueue({ kind: 'text', text: 'Edited answer.' });
+    const edited = await sdk.chat.completions
+      .create({
+        model: 'agt_plain',
+        messages: [
+          { role: 'user', content: 'Q1 edited' },
+          { role: 'assistant', content: 'A.' },
+          { role: 'user', content: 'Q2' },
+        ],
+      })
+      .withResponse();
+    expect(edited.data.choices[0]!.message.content).toBe('Edited answer.');
+    expect(edited.response.headers.get('x-atrium-chat-persisted')).toBe('false');
+    expect(edited.response.headers.get('x-atrium-chat-id')).toBeNull();
+    expect(await storedTexts(chatId)).toEqual(['user: Q1', 'assistant: A.']);
+  });
+
+  it('a named chat’s streamed reply is stopped by POST /v1/chat/{chatId}/stop, like any chat', async () => {
+    upstream.enqueue({ kind: 'held', text: 'one two three four five', afterPieces: 2 });
+    const { data, response } = await client(CHAT_KEYS.main, {
+      defaultHeaders: { 'x-atrium-conversation-key': 'to-stop' },
+    })
+      .chat.completions.create({
+        model: 'agt_plain',
+        messages: [{ role: 'user', content: 'Go' }],
+        stream: true,
+      })
+      .withResponse();
+    const chatId = response.headers.get('x-atrium-chat-id')!;
+    const seen: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    let stopped = false;
+    for await (const chunk of data) {
+      seen.push(chunk);
+      if (!stopped && text(seen) === 'one two ') {
+        const stop = await fetch(`${baseURL.replace('/openai', '')}/chat/${chatId}/stop`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${CHAT_KEYS.main}` },
+        });
+        expect((await stop.json()).data).toMatchObject({ stopped: true });
+        stopped = true;
+      }
+    }
+    expect(text(seen)).toBe('one two ');
+    expect(seen.at(-1)!.choices[0]!.finish_reason).toBe('stop');
+    expect(await storedTexts(chatId)).toEqual(['user: Go', 'assistant: one two ']);
+  });
+
+  it('refuses an unknown or another workspace’s chat_id with 404, another agent’s with 400', async () => {
+    const error = await client()
+      .chat.completions.create({
+        model: 'agt_plain',
+        messages: [{ role: 'user', content: 'Hi' }],
+        chat_id: 'cht_nope',
+      } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(error).toMatchObject({ code: 'not_found' });
+
+    const helperChat = await client(CHAT_KEYS.main, {
+      defaultHeaders: { 'x-atrium-conversation-key': 'helper' },
+    })
+      .chat.completions.create({ model: 'agt_helper', messages: [{ role: 'user', content: 'Hi' }] })
+      .withResponse();
+    const chatId = helperChat.response.headers.get('x-atrium-chat-id')!;
+    const otherAgent = await client()
+      .chat.completions.create({
+        model: 'agt_plain',
+        messages: [{ role: 'user', content: 'Hi' }],
+        chat_id: chatId,
+      } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
+      .catch((e: unknown) => e);
+    expect(otherAgent).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(otherAgent).toMatchObject({ code: 'bad_request', param: 'chat_id' });
+    const otherTenant = await client(CHAT_KEYS.other)
+      .chat.completions.create({
+        model: 'agt_other',
+        messages: [{ role: 'user', content: 'Hi' }],
+        chat_id: chatId,
+      } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
+      .catch((e: unknown) => e);
+    expect(otherTenant).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
