@@ -114,11 +114,25 @@ async function untilLastAssistant(predicate: (text: string) => boolean) {
     .toBe(true);
 }
 
-async function serverChat() {
+async function readServerChat() {
   const chat = await t.db.selectFrom('chats').selectAll().where('client_id', '=', CLIENT_CHAT_ID).execute();
   expect(chat).toHaveLength(1);
   return { chat: chat[0]!, rows: await chatRows(t.db, chat[0]!.id) };
 }
+
+type ServerChat = Awaited<ReturnType<typeof readServerChat>>;
+
+/**
+ * The chat as stored once `settled` holds: the browser shows a reply's end before the server has
+ * stored it (storing follows the stream), so the test waits for the row, never for a time.
+ */
+async function serverChat(settled: (chat: ServerChat) => boolean): Promise<ServerChat> {
+  await expect.poll(async () => settled(await readServerChat()), { timeout: 10_000 }).toBe(true);
+  return readServerChat();
+}
+
+const lastRole = ({ rows }: ServerChat) => rows.at(-1)?.role;
+const lastText = ({ rows }: ServerChat) => (rows.length > 0 ? textOf(rows.at(-1)!.parts) : '');
 
 const textOf = (parts: string) =>
   (JSON.parse(parts) as Array<{ type: string; text?: string }>)
@@ -141,7 +155,7 @@ describe.skipIf(!runnable)('the useChat example in headless Chromium, talking to
       await ready();
     }
     expect(await assistantTexts()).toEqual(['Answer one.', 'Answer two.', 'Answer three.']);
-    const { rows } = await serverChat();
+    const { rows } = await serverChat((chat) => chat.rows.length === 6 && lastRole(chat) === 'assistant');
     expect(rows.map((r) => r.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
   }, 60_000);
 
@@ -157,7 +171,7 @@ describe.skipIf(!runnable)('the useChat example in headless Chromium, talking to
     await page.getByTestId('regenerate').click();
     await untilLastAssistant((text) => text === 'Answer three, again.');
     await ready();
-    const { rows } = await serverChat();
+    const { rows } = await serverChat((chat) => lastText(chat) === 'Answer three, again.');
     expect(rows).toHaveLength(6);
     expect(textOf(rows.at(-1)!.parts)).toBe('Answer three, again.');
   }, 30_000);
@@ -171,7 +185,7 @@ describe.skipIf(!runnable)('the useChat example in headless Chromium, talking to
     await ready();
     await upstream.waitForAborted(abortedBefore + 1);
     const shown = (await assistantTexts()).at(-1)!;
-    const { rows } = await serverChat();
+    const { rows } = await serverChat((chat) => chat.rows.at(-1)?.finish_reason === 'stopped');
     const reply = rows.at(-1)!;
     expect(reply.finish_reason).toBe('stopped');
     expect(shown.startsWith('w1 w2')).toBe(true);
@@ -185,7 +199,7 @@ describe.skipIf(!runnable)('the useChat example in headless Chromium, talking to
     await page.getByTestId('error').waitFor();
     await send('six');
     await untilLastAssistant((text) => text === 'Recovered.');
-    const { rows } = await serverChat();
+    const { rows } = await serverChat((chat) => lastText(chat) === 'Recovered.');
     expect(textOf(rows.at(-1)!.parts)).toBe('Recovered.');
   }, 30_000);
 
@@ -198,7 +212,7 @@ describe.skipIf(!runnable)('the useChat example in headless Chromium, talking to
     upstream.release();
     await untilLastAssistant((text) => text === 'r1 r2 r3 r4');
     await ready();
-    const { rows } = await serverChat();
+    const { rows } = await serverChat((chat) => lastText(chat) === 'r1 r2 r3 r4');
     expect(textOf(rows.at(-1)!.parts)).toBe('r1 r2 r3 r4');
   }, 30_000);
 });

@@ -5,7 +5,9 @@ import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.j
 import { CHAT_KEYS, type ChatApp, chatSetup, createChatApp, DEAD_MCP_URL, userText } from './fixtures.js';
 import { startMcpServer, type TestMcpServer } from './mcp-server.js';
 
-const MCP_TIMEOUT_MS = 300;
+// Long enough for a live local MCP server to answer on a loaded CI machine; the stalling one
+// still proves the timeout.
+const MCP_TIMEOUT_MS = 2_000;
 
 /** A URL on a port that was free a moment ago: connecting there is refused. */
 async function closedPortUrl(): Promise<string> {
