@@ -332,7 +332,7 @@ async function viewerIn(db: Db, principal: Principal, workspaceId: string): Prom
     principal.ownWorkspace?.workspaceId === workspaceId
       ? principal.ownWorkspace.role
       : ((await findWorkspaceWithRole(db, workspaceId, principal.userId))?.role ?? null);
-  return chatViewer(principal.userId, role);
+  return chatViewer(principal.userId, role, principal.agentIds);
 }
 
 interface TurnInput {

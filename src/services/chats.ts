@@ -32,7 +32,10 @@ export async function accessChats(
   headerWorkspaceId: string | undefined,
 ): Promise<ChatsAccess> {
   const access = await accessRequestWorkspace(db, principal, headerWorkspaceId);
-  return { workspaceId: access.workspaceId, viewer: chatViewer(principal.userId, access.role) };
+  return {
+    workspaceId: access.workspaceId,
+    viewer: chatViewer(principal.userId, access.role, principal.agentIds),
+  };
 }
 
 export interface ChatView {
@@ -108,6 +111,7 @@ export async function listChats(deps: ChatsDeps, access: ChatsAccess, request: C
   const rows = await listChatRows(deps.db, {
     workspaceId: access.workspaceId,
     createdBy: access.viewer.seesAll ? undefined : access.viewer.userId,
+    agentIds: access.viewer.agentIds ?? undefined,
     agentId: request.agentId,
     projectId: request.projectId,
     user: request.user,

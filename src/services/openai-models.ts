@@ -22,7 +22,9 @@ function modelView(agent: ListedAgent) {
 /** The agents the key may use in its workspace (an organization key names it in `x-workspace-id`). */
 export async function listModels(db: Db, principal: Principal, headerWorkspaceId: string | undefined) {
   const access = await accessRequestWorkspace(db, principal, headerWorkspaceId);
-  const { rows } = await listListedAgents(db, access.workspaceId, MAX_MODELS, 0);
+  // The agent list's set, also its `agentIds` limit: session tokens are refused on this door today
+  // (docs/management.md), and must not see more here if it is ever opened to them.
+  const { rows } = await listListedAgents(db, access.workspaceId, MAX_MODELS, 0, principal.agentIds);
   return { object: 'list' as const, data: rows.map(modelView) };
 }
 

@@ -61,6 +61,8 @@ export interface ChatListQuery {
   /** Only chats this user created (a member's view); undefined: every chat. */
   createdBy?: string;
   agentId?: string;
+  /** Only chats of these agents (a session token limited to them); undefined: any agent. */
+  agentIds?: string[];
   projectId?: string;
   user?: string;
   /** Keyset position: chats strictly after (updated_at desc, id desc). */
@@ -73,6 +75,7 @@ export function listChats(db: Executor, query: ChatListQuery) {
   let select = db.selectFrom('chats').selectAll().where('workspace_id', '=', query.workspaceId);
   if (query.createdBy !== undefined) select = select.where('created_by', '=', query.createdBy);
   if (query.agentId !== undefined) select = select.where('agent_id', '=', query.agentId);
+  if (query.agentIds !== undefined) select = select.where('agent_id', 'in', query.agentIds);
   if (query.projectId !== undefined) select = select.where('project_id', '=', query.projectId);
   if (query.user !== undefined) select = select.where('end_user', '=', query.user);
   const after = query.after;
