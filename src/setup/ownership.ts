@@ -15,6 +15,24 @@ export class ApiManagedObjectsError extends Error {
   }
 }
 
+/** A stored agent, project or key as far as ownership goes. */
+type OwnedRow = { id: string; managed_by: string | null } | undefined;
+
+/**
+ * Records the object (`describe`) in `found` when the row the file refers to is managed by the API: looked up by
+ * the file's `id` when it gives one, else by `byName` (its name within its scope).
+ */
+async function noteIfApiManaged(
+  found: string[],
+  describe: (rowId: string) => string,
+  id: string | undefined,
+  byId: (id: string) => Promise<OwnedRow>,
+  byName: () => Promise<OwnedRow>,
+): Promise<void> {
+  const row = await (id ? byId(id) : byName());
+  if (row?.managed_by === 'api') found.push(describe(row.id));
+}
+
 /**
  * Every agent, project and key the file declares that exists already and is managed by the
  * API, matched as `apply` matches them (by id, else by name in its scope). Read-only: it runs
@@ -23,6 +41,10 @@ export class ApiManagedObjectsError extends Error {
  */
 export async function findApiManagedObjects(db: Executor, setup: SetupFile): Promise<string[]> {
   const found: string[] = [];
+  const owned = (table: 'agents' | 'projects' | 'api_keys') =>
+    db.selectFrom(table).select(['id', 'managed_by']);
+  const byId = (table: 'agents' | 'projects' | 'api_keys') => (id: string) =>
+    owned(table).where('id', '=', id).executeTakeFirst();
   for (const org of setup.organizations ?? []) {
     const orgRow = await (
       org.id
@@ -31,17 +53,20 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile): Pro
     ).executeTakeFirst();
     if (!orgRow) continue;
     for (const key of org.apiKeys ?? []) {
-      const row = await (
-        key.id
-          ? db.selectFrom('api_keys').select(['id', 'managed_by']).where('id', '=', key.id)
-          : db
-              .selectFrom('api_keys')
-              .select(['id', 'managed_by'])
-              .where('kind', '=', 'organization')
-              .where('organization_id', '=', orgRow.id)
-              .where('name', '=', key.name)
-      ).executeTakeFirst();
-      if (row?.managed_by === 'api') found.push(`organization key "${key.name}" (${row.id})`);
+      await noteIfApiManaged(
+        found,
+        (rowId) => `organization key "${key.name}" (${rowId})`,
+        key.id,
+        byId('api_keys'),
+        () =>
+          db
+            .selectFrom('api_keys')
+            .select(['id', 'managed_by'])
+            .where('kind', '=', 'organization')
+            .where('organization_id', '=', orgRow.id)
+            .where('name', '=', key.name)
+            .executeTakeFirst(),
+      );
     }
     for (const workspace of org.workspaces ?? []) {
       const wsRow = await (
@@ -56,41 +81,50 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile): Pro
       if (!wsRow) continue;
       const where = `in workspace ${wsRow.name} (${wsRow.id})`;
       for (const agent of workspace.agents ?? []) {
-        const row = await (
-          agent.id
-            ? db.selectFrom('agents').select(['id', 'managed_by']).where('id', '=', agent.id)
-            : db
-                .selectFrom('agents')
-                .select(['id', 'managed_by'])
-                .where('workspace_id', '=', wsRow.id)
-                .where('title', '=', agent.title)
-        ).executeTakeFirst();
-        if (row?.managed_by === 'api') found.push(`agent "${agent.title}" (${row.id}) ${where}`);
+        await noteIfApiManaged(
+          found,
+          (rowId) => `agent "${agent.title}" (${rowId}) ${where}`,
+          agent.id,
+          byId('agents'),
+          () =>
+            db
+              .selectFrom('agents')
+              .select(['id', 'managed_by'])
+              .where('workspace_id', '=', wsRow.id)
+              .where('title', '=', agent.title)
+              .executeTakeFirst(),
+        );
       }
       for (const project of workspace.projects ?? []) {
-        const row = await (
-          project.id
-            ? db.selectFrom('projects').select(['id', 'managed_by']).where('id', '=', project.id)
-            : db
-                .selectFrom('projects')
-                .select(['id', 'managed_by'])
-                .where('workspace_id', '=', wsRow.id)
-                .where('name', '=', project.name)
-        ).executeTakeFirst();
-        if (row?.managed_by === 'api') found.push(`project "${project.name}" (${row.id}) ${where}`);
+        await noteIfApiManaged(
+          found,
+          (rowId) => `project "${project.name}" (${rowId}) ${where}`,
+          project.id,
+          byId('projects'),
+          () =>
+            db
+              .selectFrom('projects')
+              .select(['id', 'managed_by'])
+              .where('workspace_id', '=', wsRow.id)
+              .where('name', '=', project.name)
+              .executeTakeFirst(),
+        );
       }
       for (const key of workspace.apiKeys ?? []) {
-        const row = await (
-          key.id
-            ? db.selectFrom('api_keys').select(['id', 'managed_by']).where('id', '=', key.id)
-            : db
-                .selectFrom('api_keys')
-                .select(['id', 'managed_by'])
-                .where('kind', '=', 'workspace')
-                .where('workspace_id', '=', wsRow.id)
-                .where('name', '=', key.name)
-        ).executeTakeFirst();
-        if (row?.managed_by === 'api') found.push(`workspace key "${key.name}" (${row.id}) ${where}`);
+        await noteIfApiManaged(
+          found,
+          (rowId) => `workspace key "${key.name}" (${rowId}) ${where}`,
+          key.id,
+          byId('api_keys'),
+          () =>
+            db
+              .selectFrom('api_keys')
+              .select(['id', 'managed_by'])
+              .where('kind', '=', 'workspace')
+              .where('workspace_id', '=', wsRow.id)
+              .where('name', '=', key.name)
+              .executeTakeFirst(),
+        );
       }
     }
   }
