@@ -55,6 +55,16 @@ import { RunningReplies } from './services/running-replies.js';
 import { createObjectStore } from './storage/index.js';
 import type { ObjectStore } from './storage/object-store.js';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Writes that outlive their request: a streamed reply is stored after its response ends.
+     * `idle()` resolves once the replies running now are stored (tests await it, never poll).
+     */
+    persistence: { idle(): Promise<void> };
+  }
+}
+
 /** How long shutdown lets replies in progress run on (docs/chat.md), then interrupts them. */
 const SHUTDOWN_WAIT_MS = 15_000;
 /** How long interrupted replies then get to be stored. */
@@ -217,6 +227,7 @@ export async function buildApp(
     // resumable-stream adds its own ':' after the prefix.
     keyPrefix: (deps.config.redis?.keyPrefix ?? 'atrium:').replace(/:+$/, ''),
   });
+  app.decorate('persistence', { idle: () => replies.idle() });
   // With Redis, the subscription waits for a connection: the service starts without it.
   replies
     .start()

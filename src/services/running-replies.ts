@@ -163,6 +163,14 @@ export class RunningReplies {
     }
   }
 
+  /**
+   * Resolves once every reply running on this process now has been stored and released: a
+   * streamed reply is stored after its response ends, so this is when its rows are readable.
+   */
+  async idle(): Promise<void> {
+    await Promise.all([...this.local.values()].map((reply) => reply.released));
+  }
+
   /** Which of these chats have a reply being generated. */
   async activeChats(chatIds: string[]): Promise<Set<string>> {
     const active = new Set<string>();

@@ -1,21 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import {
-  CHAT_KEYS,
-  type ChatApp,
-  chatRows,
-  chatSetup,
-  countRows,
-  createChatApp,
-  userText,
-} from '../chat/fixtures.js';
+import { CHAT_KEYS, chatRows, chatSetup, countRows, userText } from '../chat/fixtures.js';
 
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream), { env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '300' } });
+  t = await createTestApp({ setup: chatSetup(upstream), env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '300' } });
 });
 afterAll(async () => {
   await t.close();

@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, createChatApp } from '../chat/fixtures.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { CHAT_KEYS, chatRows, chatSetup } from '../chat/fixtures.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 
 /** Debian's chromium (`.ci/run` installs it); no browser is downloaded. */
@@ -16,7 +17,7 @@ const EXAMPLE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../.
 const CLIENT_CHAT_ID = 'browser_chat_1';
 
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 let apiUrl: string;
 let site: Server;
 let siteUrl: string;
@@ -52,7 +53,7 @@ beforeAll(async () => {
   siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
 
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream), { env: { ATRIUM_CORS_ORIGINS: siteUrl } });
+  t = await createTestApp({ setup: chatSetup(upstream), env: { ATRIUM_CORS_ORIGINS: siteUrl } });
   apiUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
   browser = await chromium.launch({
     executablePath: CHROMIUM,

@@ -1,8 +1,8 @@
 import { parseJsonEventStream, type UIMessageChunk, uiMessageChunkSchema } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { engineName } from '../helpers/app.js';
+import { engineName, createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeAnthropic, startFakeAnthropic } from '../helpers/fake-anthropic.js';
-import { type ChatApp, chatRows, createChatApp, userText } from './fixtures.js';
+import { chatRows, userText } from './fixtures.js';
 
 const KEY = 'atr_ws_fixture_anthropic_owner_00000000000000';
 const CLAUDE_KEY = 'sk-ant-fake-key-000000000000000000000000000000';
@@ -31,12 +31,12 @@ organizations:
 }
 
 let claude: FakeAnthropic;
-let t: ChatApp;
+let t: TestApp;
 let baseUrl: string;
 
 beforeAll(async () => {
   claude = await startFakeAnthropic();
-  t = await createChatApp(setup(claude));
+  t = await createTestApp({ setup: setup(claude) });
   baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {
@@ -64,14 +64,10 @@ async function streamedChunks(response: Response): Promise<UIMessageChunk[]> {
   }
 }
 
-/** The chat's rows once the stream's own write has landed (it happens after the response ends). */
-async function settledRows(chatId: string, count: number) {
-  for (let i = 0; i < 200; i++) {
-    const rows = await chatRows(t.db, chatId);
-    if (rows.length >= count) return rows;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`chat ${chatId} never reached ${count} messages`);
+/** The chat's rows once the stream's own write has been stored (it happens after the response ends). */
+async function settledRows(chatId: string) {
+  await t.app.persistence.idle();
+  return chatRows(t.db, chatId);
 }
 
 describe(`the anthropic provider over HTTP (${engineName})`, () => {
@@ -123,7 +119,8 @@ describe(`the anthropic provider over HTTP (${engineName})`, () => {
     expect(deltas.map((c) => c.delta).join('')).toBe(text);
     expect(chunks.at(-1)?.type).toBe('finish');
 
-    const rows = await settledRows(res.headers.get('x-chat-id')!, 2);
+    const rows = await settledRows(res.headers.get('x-chat-id')!);
+    expect(rows).toHaveLength(2);
     expect(rows[1]?.role).toBe('assistant');
     const parts = JSON.parse(rows[1]!.parts) as Array<{ type: string; text?: string }>;
     expect(parts.filter((part) => part.type === 'text').map((part) => part.text)).toEqual([text]);
@@ -198,9 +195,6 @@ describe(`the anthropic provider over HTTP (${engineName})`, () => {
     expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'error' });
     expect(chunks.filter((c) => c.type === 'text-delta')).toHaveLength(2);
     const chatId = res.headers.get('x-chat-id')!;
-    await settledRows(chatId, 1);
-    // The reply's own write, if there were one, would have landed by the time the stream ended.
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect((await chatRows(t.db, chatId)).map((row) => row.role)).toEqual(['user']);
+    expect((await settledRows(chatId)).map((row) => row.role)).toEqual(['user']);
   });
 });

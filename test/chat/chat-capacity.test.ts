@@ -1,15 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, createChatApp, userText } from './fixtures.js';
+import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
 import { EventReader, textDeltas } from './sse-reader.js';
 
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 let baseUrl: string;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream), {
+  t = await createTestApp({
+    setup: chatSetup(upstream),
     env: { ATRIUM_MAX_CONCURRENT_REPLIES: '1' },
     shutdownWaitMs: 50,
   });

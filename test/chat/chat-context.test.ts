@@ -2,12 +2,13 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ECHO_LABEL } from '../../src/models/echo.js';
 import { FILE_CONTEXT_BUDGET_CHARS, projectFileKey } from '../../src/services/chat-context.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatSetup, createChatApp, userText } from './fixtures.js';
+import { CHAT_KEYS, chatSetup, userText } from './fixtures.js';
 import { makePdf } from './pdf.js';
 
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 
 async function addFile(path: string, mimeType: string, content: Buffer | string) {
   const bytes = Buffer.isBuffer(content) ? content : Buffer.from(content);
@@ -38,7 +39,7 @@ const bigText = 'b'.repeat(FILE_CONTEXT_BUDGET_CHARS + 5_000);
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream));
+  t = await createTestApp({ setup: chatSetup(upstream) });
   await addFile('docs/notes.md', 'text/markdown', '# Notes\nShip on Monday.');
   await addFile('data.json', 'application/json', '{"budget": 10000}');
   await addFile('report.pdf', 'application/pdf', makePdf('Quarterly revenue grew'));

@@ -1,22 +1,18 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import {
-  CHAT_KEYS,
-  type ChatApp,
-  chatRows,
-  chatSetup,
-  countRows,
-  createChatApp,
-  userText,
-} from './fixtures.js';
+import { CHAT_KEYS, chatRows, chatSetup, countRows, userText } from './fixtures.js';
 
 const TIMEOUT_MS = 300;
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream), { env: { ATRIUM_UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS) } });
+  t = await createTestApp({
+    setup: chatSetup(upstream),
+    env: { ATRIUM_UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS) },
+  });
 });
 afterAll(async () => {
   await t.close();

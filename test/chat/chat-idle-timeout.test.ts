@@ -1,16 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatSetup, createChatApp, userText } from './fixtures.js';
+import { CHAT_KEYS, chatSetup, userText } from './fixtures.js';
 import { EventReader } from './sse-reader.js';
 
 // An app of its own: its short idle timeout would cut the held replies of other tests short.
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 let baseUrl: string;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream), { env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '400' } });
+  t = await createTestApp({ setup: chatSetup(upstream), env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '400' } });
   baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {

@@ -1,12 +1,13 @@
 import { Writable } from 'node:stream';
 import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, createChatApp, userText } from './fixtures.js';
+import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
 import { EventReader, textDeltas } from './sse-reader.js';
 
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 let baseUrl: string;
 const logLines: Array<Record<string, unknown>> = [];
 
@@ -18,7 +19,7 @@ beforeAll(async () => {
       callback();
     },
   });
-  t = await createChatApp(chatSetup(upstream), { logger: { level: 'info', stream: logStream } });
+  t = await createTestApp({ setup: chatSetup(upstream), logger: { level: 'info', stream: logStream } });
   baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {

@@ -1,8 +1,9 @@
 import { APICallError, JSONParseError, RetryError, TypeValidationError } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { serializeErrorForLog } from '../../src/logging/error-log.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { type ChatApp, createChatApp, UPSTREAM_KEY, userText } from './fixtures.js';
+import { UPSTREAM_KEY, userText } from './fixtures.js';
 
 /** Text that must never reach a log line: every part of a conversation, and the provider's body. */
 const SECRETS = {
@@ -49,13 +50,14 @@ organizations:
 const PROVIDER_BODY_MARKER = 'server_error';
 
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 let baseUrl: string;
 const lines: string[] = [];
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(setup(upstream), {
+  t = await createTestApp({
+    setup: setup(upstream),
     env: { LOG_LEVEL: 'info' },
     logStream: { write: (line: string) => void lines.push(line) },
   });

@@ -8,16 +8,17 @@ import {
 } from 'ai';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, createChatApp, userText } from './fixtures.js';
+import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 let baseUrl: string;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream));
+  t = await createTestApp({ setup: chatSetup(upstream) });
   baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
 });
 afterAll(async () => {
@@ -59,15 +60,6 @@ async function chunksOf(response: Response): Promise<{ events: string[]; chunks:
   return { events: await eventsPromise, chunks };
 }
 
-async function waitFor<T>(read: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 200; i++) {
-    const value = await read();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 describe('POST /v1/chat with stream: true', () => {
   it('answers the UI message stream protocol v1 with chat id, message id and [DONE]', async () => {
     const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('hi')] });
@@ -95,10 +87,9 @@ describe('POST /v1/chat with stream: true', () => {
 
     expect(upstream.lastRequest().body.stream).toBe(true);
     expect(upstream.lastRequest().body.stream_options).toEqual({ include_usage: true });
-    const rows = await waitFor(async () => {
-      const r = await chatRows(t.db, chatId!);
-      return r.length === 2 ? r : undefined;
-    }, 'the reply to be stored');
+    await t.app.persistence.idle();
+    const rows = await chatRows(t.db, chatId!);
+    expect(rows).toHaveLength(2);
     expect(rows[1]!.id).toBe(start.messageId);
     expect(rows[1]!.output_tokens).toBe(5);
   });
@@ -171,10 +162,9 @@ describe('POST /v1/chat with stream: true', () => {
       { role: 'assistant', content: upstream.defaultText },
       { role: 'user', content: 'second' },
     ]);
-    const rows = await waitFor(async () => {
-      const r = await chatRows(t.db, chatId);
-      return r.length === 4 ? r : undefined;
-    }, 'both turns to be stored');
+    await t.app.persistence.idle();
+    const rows = await chatRows(t.db, chatId);
+    expect(rows).toHaveLength(4);
     expect(rows.map((r) => r.id).slice(0, 3)).toEqual(['c-1', first.id, 'c-2']);
   });
 
@@ -197,10 +187,8 @@ describe('POST /v1/chat with stream: true', () => {
     abort.abort();
     await reader.cancel().catch(() => {});
     upstream.release();
-    const rows = await waitFor(async () => {
-      const r = await chatRows(t.db, chatId);
-      return r.length === 2 ? r : undefined;
-    }, 'the reply to be stored after the disconnect');
+    await t.app.persistence.idle();
+    const rows = await chatRows(t.db, chatId);
     expect(rows.map((r) => r.role)).toEqual(['user', 'assistant']);
     const parts = JSON.parse(rows[1]!.parts) as Array<{ type: string; text?: string }>;
     expect(
@@ -221,10 +209,8 @@ describe('POST /v1/chat with stream: true', () => {
     expect(chunks.map((c) => c.type)).toEqual(['start', 'error']);
     expect((chunks[1] as { errorText: string }).errorText).toBe('The model provider answered HTTP 500');
     expect(events.at(-1)).toBe('[DONE]');
-    const rows = await waitFor(async () => {
-      const r = await chatRows(t.db, chatId);
-      return r.length >= 1 ? r : undefined;
-    }, 'the user message');
+    await t.app.persistence.idle();
+    const rows = await chatRows(t.db, chatId);
     expect(rows.map((r) => r.role)).toEqual(['user']);
   });
 
@@ -237,13 +223,8 @@ describe('POST /v1/chat with stream: true', () => {
     expect(types[0]).toBe('start');
     expect(types).toContain('error');
     expect(chunks.filter((c) => c.type === 'text-delta').length).toBe(2);
-    const rows = await waitFor(async () => {
-      const r = await chatRows(t.db, chatId);
-      return r.length >= 1 ? r : undefined;
-    }, 'the user message');
-    // Give a (wrong) assistant write the chance to land before asserting its absence.
-    await t.app.close().catch(() => {});
-    expect((await chatRows(t.db, chatId)).map((r) => r.role)).toEqual(['user']);
-    expect(rows).toHaveLength(1);
+    await t.app.persistence.idle();
+    const rows = await chatRows(t.db, chatId);
+    expect(rows.map((r) => r.role)).toEqual(['user']);
   });
 });

@@ -1,8 +1,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatSetup, createChatApp, DEAD_MCP_URL, userText } from './fixtures.js';
+import { CHAT_KEYS, chatSetup, DEAD_MCP_URL, userText } from './fixtures.js';
 import { startMcpServer, type TestMcpServer } from './mcp-server.js';
 
 // Long enough for a live local MCP server to answer on a loaded CI machine; the stalling one
@@ -18,7 +19,7 @@ async function closedPortUrl(): Promise<string> {
   return `http://127.0.0.1:${port}/mcp`;
 }
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 let mcp: TestMcpServer;
 let failingMcp: TestMcpServer;
 let stallingMcp: TestMcpServer;
@@ -30,7 +31,7 @@ beforeAll(async () => {
     startMcpServer('fail'),
     startMcpServer('stall'),
   ]);
-  t = await createChatApp(chatSetup(upstream), { mcpConnectTimeoutMs: MCP_TIMEOUT_MS });
+  t = await createTestApp({ setup: chatSetup(upstream), mcpConnectTimeoutMs: MCP_TIMEOUT_MS });
 });
 afterAll(async () => {
   await t.close();
@@ -175,11 +176,9 @@ describe('remember tool', () => {
       .executeTakeFirstOrThrow();
     expect(project.memory).toBe('Streams remember too.');
     const chatId = res.headers['x-chat-id'] as string;
-    let rows = await t.db.selectFrom('messages').selectAll().where('chat_id', '=', chatId).execute();
-    for (let i = 0; i < 100 && rows.length < 2; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      rows = await t.db.selectFrom('messages').selectAll().where('chat_id', '=', chatId).execute();
-    }
+    await t.app.persistence.idle();
+    const rows = await t.db.selectFrom('messages').selectAll().where('chat_id', '=', chatId).execute();
+    expect(rows).toHaveLength(2);
     const parts = JSON.parse(rows.find((r) => r.role === 'assistant')!.parts) as Array<{
       type: string;
       state?: string;

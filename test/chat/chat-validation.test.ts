@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatSetup, countRows, createChatApp, userText } from './fixtures.js';
+import { CHAT_KEYS, chatSetup, countRows, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream));
+  t = await createTestApp({ setup: chatSetup(upstream) });
 });
 afterAll(async () => {
   await t.close();

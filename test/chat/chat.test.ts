@@ -1,21 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { DEFAULT_UPSTREAM_TEXT, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import {
-  CHAT_KEYS,
-  type ChatApp,
-  chatRows,
-  chatSetup,
-  createChatApp,
-  UPSTREAM_KEY,
-  userText,
-} from './fixtures.js';
+import { CHAT_KEYS, chatRows, chatSetup, UPSTREAM_KEY, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream));
+  t = await createTestApp({ setup: chatSetup(upstream) });
 });
 afterAll(async () => {
   await t.close();

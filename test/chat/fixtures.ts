@@ -1,11 +1,5 @@
-import type { DestinationStream } from 'pino';
-import type { FastifyServerOptions } from 'fastify';
-import { buildApp } from '../../src/app.js';
 import type { Db } from '../../src/db/database.js';
-import { createObjectStore } from '../../src/storage/index.js';
-import { applyFixture, createTestEnv } from '../helpers/app.js';
 import type { FakeUpstream } from '../helpers/fake-upstream.js';
-import { checkResponsesAgainstSchemas } from '../helpers/response-check.js';
 
 export const CHAT_KEYS = {
   main: 'atr_ws_fixture_chat_main_owner_000000000000000',
@@ -115,45 +109,6 @@ ${extra.mcpUrl ? `              - { type: mcp, name: live, url: ${extra.mcpUrl} 
           - { id: agt_capped, title: Capped agent }
 `;
 }
-
-export async function createChatApp(
-  setup: string,
-  options: {
-    env?: Record<string, string>;
-    mcpConnectTimeoutMs?: number;
-    logger?: FastifyServerOptions['logger'];
-    logStream?: DestinationStream;
-    shutdownWaitMs?: number;
-  } = {},
-) {
-  const env = await createTestEnv(options.env);
-  await applyFixture(env, setup);
-  const store = createObjectStore(env.config, {});
-  const app = await buildApp(
-    {
-      config: env.config,
-      db: env.database.db,
-      dialect: env.database.dialect,
-      store,
-      mcpConnectTimeoutMs: options.mcpConnectTimeoutMs,
-      shutdownWaitMs: options.shutdownWaitMs,
-    },
-    { beforeRoutes: checkResponsesAgainstSchemas, logger: options.logger, logStream: options.logStream },
-  );
-  await app.ready();
-  return {
-    app,
-    db: env.database.db as Db,
-    env,
-    store,
-    async close() {
-      await app.close();
-      await env.close();
-    },
-  };
-}
-
-export type ChatApp = Awaited<ReturnType<typeof createChatApp>>;
 
 export function userText(text: string, id?: string) {
   return { ...(id ? { id } : {}), role: 'user' as const, parts: [{ type: 'text', text }] };

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { createChatApp, userText } from './fixtures.js';
+import { userText } from './fixtures.js';
 
 const KEY = 'atr_ws_fixture_models_main_0000000000000000';
 const OPENAI_KEY = 'sk-env-openai-key-0000000000000000000000000';
@@ -40,17 +41,14 @@ afterAll(async () => {
   await upstream.close();
 });
 
-async function chat(
-  app: Awaited<ReturnType<typeof createChatApp>>,
-  key: string,
-  payload: Record<string, unknown>,
-) {
+async function chat(app: TestApp, key: string, payload: Record<string, unknown>) {
   return app.app.inject({ method: 'POST', url: '/v1/chat', headers: { 'x-service-api-key': key }, payload });
 }
 
 describe('providers from the environment', () => {
   it('uses OPENAI_API_KEY and OPENAI_BASE_URL for the built-in openai provider, and apiKeyEnv for a setup provider', async () => {
-    const t = await createChatApp(setup(upstream), {
+    const t = await createTestApp({
+      setup: setup(upstream),
       env: { OPENAI_API_KEY: OPENAI_KEY, OPENAI_BASE_URL: upstream.baseURL, FAKE_PROVIDER_KEY: NAMED_KEY },
     });
     try {
@@ -89,7 +87,7 @@ describe('providers from the environment', () => {
   });
 
   it('falls back to the offline echo model when no provider key is set, and answers 502 for a model whose provider is missing', async () => {
-    const t = await createChatApp(setup(upstream));
+    const t = await createTestApp({ setup: setup(upstream) });
     try {
       const before = upstream.requests.length;
       let res = await chat(t, `${KEY}_n`, { agentId: 'agt_n', messages: [userText('hi')] });
@@ -111,7 +109,7 @@ describe('providers from the environment', () => {
 
 describe('OpenAPI', () => {
   it('documents POST /v1/chat (JSON and event stream, 402/502/504) and agent runs', async () => {
-    const t = await createChatApp(setup(upstream));
+    const t = await createTestApp({ setup: setup(upstream) });
     try {
       const doc = (await t.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
       const chatOp = doc.paths['/v1/chat'].post;

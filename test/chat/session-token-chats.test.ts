@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineName } from '../helpers/app.js';
+import { engineName, createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatSetup, createChatApp, userText } from './fixtures.js';
+import { CHAT_KEYS, chatSetup, userText } from './fixtures.js';
 import { EventReader, textDeltas } from './sse-reader.js';
 
 /**
@@ -9,7 +9,7 @@ import { EventReader, textDeltas } from './sse-reader.js';
  * user, and one limited with `agentIds` sees nothing of other agents' chats.
  */
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 let baseUrl: string;
 
 const WORDS = 'one two three four five six';
@@ -68,7 +68,7 @@ let oliviaPlain: string;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream));
+  t = await createTestApp({ setup: chatSetup(upstream) });
   baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
   limited = await sessionToken('usr_max', ['agt_plain']);
   maxSession = await sessionToken('usr_max');

@@ -13,6 +13,9 @@ import { parseSetupText } from '../../src/setup/validate.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { type AddressInfo, createServer } from 'node:net';
+import type { FastifyServerOptions } from 'fastify';
+import type { DestinationStream } from 'pino';
+import type { Db } from '../../src/db/database.js';
 
 /** Which engine this run tests: PostgreSQL when TEST_DATABASE_URL is set, else SQLite. */
 export const testDatabaseUrl = process.env.TEST_DATABASE_URL || undefined;
@@ -64,6 +67,10 @@ export async function applyFixture(env: TestEnv, yamlText: string) {
   return applySetup(env.database.db, parsed.setup, { now: new Date() });
 }
 
+/**
+ * The one app builder of the suite: a fresh environment, the setup file applied, and the app
+ * with every JSON response checked against its route's declared schema.
+ */
 export async function createTestApp(
   options: {
     env?: Record<string, string>;
@@ -71,6 +78,10 @@ export async function createTestApp(
     setup?: string;
     /** Object storage; default: the one config selects (fs under the test's data dir). */
     store?: (config: Config) => ObjectStore;
+    mcpConnectTimeoutMs?: number;
+    shutdownWaitMs?: number;
+    logger?: FastifyServerOptions['logger'];
+    logStream?: DestinationStream;
   } = {},
 ) {
   const env = await createTestEnv(options.env);
@@ -83,12 +94,15 @@ export async function createTestApp(
       dialect: env.database.dialect,
       clock: options.clock,
       store,
+      mcpConnectTimeoutMs: options.mcpConnectTimeoutMs,
+      shutdownWaitMs: options.shutdownWaitMs,
     },
-    { beforeRoutes: checkResponsesAgainstSchemas },
+    { beforeRoutes: checkResponsesAgainstSchemas, logger: options.logger, logStream: options.logStream },
   );
   await app.ready();
   return {
     app,
+    db: env.database.db as Db,
     env,
     store,
     applied,
@@ -98,6 +112,8 @@ export async function createTestApp(
     },
   };
 }
+
+export type TestApp = Awaited<ReturnType<typeof createTestApp>>;
 
 /**
  * A port free right now on 127.0.0.1, for a test that must know its server's origin before

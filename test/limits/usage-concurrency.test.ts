@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { findMonthUsage } from '../../src/db/repositories/usage.js';
 import { ledgerMonth } from '../../src/services/usage.js';
-import { engineName } from '../helpers/app.js';
+import { engineName, createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, type ChatApp, chatSetup, createChatApp, userText } from '../chat/fixtures.js';
+import { CHAT_KEYS, chatSetup, userText } from '../chat/fixtures.js';
 
 const CONCURRENT = 40;
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream));
+  t = await createTestApp({ setup: chatSetup(upstream) });
 });
 afterAll(async () => {
   await t.close();

@@ -1,17 +1,18 @@
 import type { AddressInfo } from 'node:net';
 import { ChatOpenAI } from '@langchain/openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHAT_KEYS, type ChatApp, chatSetup, createChatApp } from '../chat/fixtures.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { CHAT_KEYS, chatSetup } from '../chat/fixtures.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 
 /** LangChain's OpenAI chat model pointed at `/v1/openai` works unchanged. */
 let upstream: FakeUpstream;
-let t: ChatApp;
+let t: TestApp;
 let baseURL: string;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createChatApp(chatSetup(upstream));
+  t = await createTestApp({ setup: chatSetup(upstream) });
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   baseURL = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}/v1/openai`;
 });

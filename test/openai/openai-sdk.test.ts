@@ -1,7 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { CHAT_KEYS, type ChatApp, chatRows, chatSetup, countRows, createChatApp } from '../chat/fixtures.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { CHAT_KEYS, chatRows, chatSetup, countRows } from '../chat/fixtures.js';
 import { startMcpServer, type TestMcpServer } from '../chat/mcp-server.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 
@@ -11,13 +12,13 @@ import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.j
  */
 let upstream: FakeUpstream;
 let mcp: TestMcpServer;
-let t: ChatApp;
+let t: TestApp;
 let baseURL: string;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
   mcp = await startMcpServer('ok');
-  t = await createChatApp(chatSetup(upstream));
+  t = await createTestApp({ setup: chatSetup(upstream) });
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   baseURL = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}/v1/openai`;
   await t.db
