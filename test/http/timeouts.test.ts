@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -139,11 +140,23 @@ describe(`request timeouts (${engineName})`, () => {
     expect(existsSync(storedObject('steady.bin'))).toBe(true);
   });
 
-  it('keeps an idle keep-alive connection usable between requests shorter than its timeout', async () => {
-    const first = await fetch(`${server.address}/healthz`);
-    expect(first.status).toBe(200);
-    await sleep(50);
-    const second = await fetch(`${server.address}/healthz`);
-    expect(second.status).toBe(200);
+  it('keeps an idle keep-alive connection open and reuses it for the next request', async () => {
+    // fetch would open a new connection if the server had closed the idle one: ask the socket.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const get = () =>
+      new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+        const request = http.get(`${server.address}/healthz`, { agent }, (response) => {
+          response.resume();
+          response.on('end', () => resolve({ status: response.statusCode!, reused: request.reusedSocket }));
+        });
+        request.on('error', reject);
+      });
+    try {
+      expect(await get()).toEqual({ status: 200, reused: false });
+      await sleep(50); // idle, far below the keep-alive timeout
+      expect(await get()).toEqual({ status: 200, reused: true });
+    } finally {
+      agent.destroy();
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
 import { filesApi, injectable, PREFIX } from './helpers.js';
@@ -31,6 +31,9 @@ const put = (url: string, body: string | Buffer, contentType = 'text/plain') =>
     headers: { 'content-type': contentType },
     payload: body,
   });
+
+/** Where the fs store writes an upload before renaming it into place. */
+const uploadTmpDir = () => path.join(t.env.config.dataDir, 'objects', 'tmp');
 
 const flipFirst = (text: string) => `${text[0] === 'A' ? 'B' : 'A'}${text.slice(1)}`;
 
@@ -126,8 +129,9 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
       });
       request.on('error', reject);
     });
-    await new Promise<void>((resolve) => request.write(Buffer.alloc(100_000, 2), () => resolve()));
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    request.write(Buffer.alloc(100_000, 2));
+    // The server is mid-upload once its temp file exists: sync runs while the PUT is in flight.
+    await vi.waitFor(() => expect(readdirSync(uploadTmpDir())).not.toEqual([]));
     const names = async () =>
       (await filesApi(t.app).list()).json().data.files.map((f: { name: string }) => f.name);
     await filesApi(t.app).sync();
@@ -154,16 +158,17 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
         headers: { 'content-type': 'application/octet-stream', 'content-length': '1000000' },
       });
       request.on('error', () => resolve());
-      request.write(Buffer.alloc(300_000, 1), () => {
-        setTimeout(() => {
+      request.write(Buffer.alloc(300_000, 1));
+      // Cut once the server is writing the upload (its temp file exists), not after a guessed time.
+      void vi
+        .waitFor(() => expect(readdirSync(uploadTmpDir())).not.toEqual([]))
+        .then(() => {
           request.destroy();
           resolve();
-        }, 50);
-      });
+        });
     });
-    const tmp = path.join(t.env.config.dataDir, 'objects', 'tmp');
-    for (let i = 0; i < 50 && readdirSync(tmp).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
-    expect(readdirSync(tmp)).toEqual([]);
+    // The server removes its temp file when it sees the cut: wait for that, then check the rest.
+    await vi.waitFor(() => expect(readdirSync(uploadTmpDir())).toEqual([]));
     expect(await t.store.head(storagePath)).toBeNull();
     await filesApi(t.app).sync();
     const names = (await filesApi(t.app).list()).json().data.files.map((f: { name: string }) => f.name);

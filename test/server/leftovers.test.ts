@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runPeriodically } from '../../src/leftovers.js';
 import { startServer } from '../../src/server.js';
 import { createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
@@ -60,6 +60,11 @@ describe(`periodic sweep of crash leftovers while serving (${engineName})`, () =
 });
 
 describe('runPeriodically', () => {
+  // Fake timers: "never again after stop" is checked by running every timer there is, not by
+  // sleeping a while and hoping a late run would have shown by then.
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
   it('runs at once and then again, one run at a time, and never after stop', async () => {
     let runs = 0;
     let concurrent = 0;
@@ -71,11 +76,21 @@ describe('runPeriodically', () => {
       await new Promise((resolve) => setTimeout(resolve, 5));
       concurrent--;
     }, 1);
-    await vi.waitFor(() => expect(runs).toBeGreaterThanOrEqual(3));
-    await task.stop();
-    const after = runs;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(runs).toBe(after);
+    expect(runs).toBe(1);
+    // Each run takes 5 ms and the next starts 1 ms after it ends: 6 ms apart.
+    await vi.advanceTimersByTimeAsync(5);
+    expect(runs).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(runs).toBe(2);
+    await vi.advanceTimersByTimeAsync(12);
+    expect(runs).toBe(4);
+    // Stopped mid-run: stop waits for that run, and nothing is scheduled after it.
+    const stopping = task.stop();
+    await vi.advanceTimersByTimeAsync(5);
+    await stopping;
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.runAllTimersAsync();
+    expect(runs).toBe(4);
     expect(maxConcurrent).toBe(1);
   });
 
@@ -85,7 +100,9 @@ describe('runPeriodically', () => {
       runs++;
       throw new Error('storage down');
     }, 1);
-    await vi.waitFor(() => expect(runs).toBeGreaterThanOrEqual(2));
+    await vi.advanceTimersByTimeAsync(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(runs).toBe(3);
     await failing.stop();
 
     let once = 0;
@@ -93,7 +110,8 @@ describe('runPeriodically', () => {
       once++;
     }, 0);
     await single.stop();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.runAllTimersAsync();
     expect(once).toBe(1);
   });
 });
