@@ -13,7 +13,7 @@ import { parseSetupText } from '../../src/setup/validate.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { type AddressInfo, createServer } from 'node:net';
-import type { FastifyServerOptions } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Db } from '../../src/db/database.js';
 
@@ -82,6 +82,8 @@ export async function createTestApp(
     shutdownWaitMs?: number;
     logger?: FastifyServerOptions['logger'];
     logStream?: DestinationStream;
+    /** Runs before any route is registered, after the response-schema check is installed. */
+    beforeRoutes?: (app: FastifyInstance) => void;
   } = {},
 ) {
   const env = await createTestEnv(options.env);
@@ -97,7 +99,14 @@ export async function createTestApp(
       mcpConnectTimeoutMs: options.mcpConnectTimeoutMs,
       shutdownWaitMs: options.shutdownWaitMs,
     },
-    { beforeRoutes: checkResponsesAgainstSchemas, logger: options.logger, logStream: options.logStream },
+    {
+      beforeRoutes: (app) => {
+        checkResponsesAgainstSchemas(app);
+        options.beforeRoutes?.(app);
+      },
+      logger: options.logger,
+      logStream: options.logStream,
+    },
   );
   await app.ready();
   return {
