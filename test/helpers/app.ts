@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -25,6 +25,8 @@ export interface TestEnv {
   config: Config;
   database: DatabaseHandle;
   dataDir: string;
+  /** The test's own directory holding `dataDir` (removed on close). */
+  root: string;
   close(): Promise<void>;
 }
 
@@ -33,7 +35,11 @@ export interface TestEnv {
  * migrated. Each test file gets its own, so files run in parallel without seeing each other.
  */
 export async function createTestEnv(env: Record<string, string> = {}): Promise<TestEnv> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-test-'));
+  // The data dir sits alone in a directory of the test's own, so a test can look around it
+  // (e.g. for a file a path traversal escaped with) without reading the system's temp dir.
+  const root = mkdtempSync(path.join(tmpdir(), 'atrium-test-'));
+  const dataDir = path.join(root, 'data');
+  mkdirSync(dataDir);
   const config = loadConfig({
     ATRIUM_DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
@@ -48,6 +54,7 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     config,
     database,
     dataDir,
+    root,
     async close() {
       await database.close();
       if (testDatabaseUrl && schema) {
@@ -56,7 +63,7 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
         await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
         await client.end();
       }
-      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(root, { recursive: true, force: true });
     },
   };
 }

@@ -287,11 +287,10 @@ describe(`bulk skill upload (${engineName})`, () => {
       ['slip-evil', 'unsafe_path'],
     ]);
     expect(await names()).not.toContain('slip-evil');
-    // Four levels up from a skill's folder is the data dir; one more is the temp dir beside it.
-    // The temp dir is read one level deep only: other test files create and delete folders there.
-    const inDataDir = readdirSync(t.env.dataDir, { recursive: true }) as string[];
-    const besideDataDir = readdirSync(path.dirname(t.env.dataDir));
-    expect([...inDataDir, ...besideDataDir].filter((f) => f.includes('pwned'))).toEqual([]);
+    // Four levels up from a skill's folder is the data dir; one more is the test's own directory
+    // that holds it (never the system's temp dir, which other programs share).
+    const aroundDataDir = readdirSync(t.env.root, { recursive: true }) as string[];
+    expect(aroundDataDir.filter((f) => f.includes('pwned'))).toEqual([]);
     await expectNoOrphans();
   });
 
