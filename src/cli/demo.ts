@@ -2,21 +2,24 @@ import type { Db } from '../db/database.js';
 import { applySetup } from '../setup/apply.js';
 import type { SetupFile } from '../setup/validate.js';
 
+const DEMO_WORKSPACE_ID = 'wsp_demo';
+const DEMO_OWNER_ID = 'usr_demo_owner';
+
 /** The demo tenant that `atrium demo` (and `npm start` on an empty database) creates. */
 export const DEMO_SETUP: SetupFile = {
   organizations: [
     {
       id: 'org_demo',
       name: 'Demo Organization',
-      users: [{ id: 'usr_demo_owner', name: 'Demo Owner', email: 'owner@demo.atrium.local' }],
+      users: [{ id: DEMO_OWNER_ID, name: 'Demo Owner', email: 'owner@demo.atrium.local' }],
       workspaces: [
         {
-          id: 'wsp_demo',
+          id: DEMO_WORKSPACE_ID,
           name: 'Demo Workspace',
           models: ['atrium/echo'],
           defaultModel: 'atrium/echo',
-          members: [{ user: 'usr_demo_owner', role: 'owner' }],
-          apiKeys: [{ name: 'demo-owner', user: 'usr_demo_owner' }],
+          members: [{ user: DEMO_OWNER_ID, role: 'owner' }],
+          apiKeys: [{ name: 'demo-owner', user: DEMO_OWNER_ID }],
           agents: [
             {
               id: 'agt_demo_assistant',
@@ -48,7 +51,27 @@ export async function hasAnyOrganization(db: Db): Promise<boolean> {
 
 export async function createDemo(db: Db, now: Date) {
   const report = await applySetup(db, DEMO_SETUP, { now });
-  return { key: report.keys['demo-owner'], workspaceId: 'wsp_demo', agentId: 'agt_demo_assistant' };
+  return { key: report.keys['demo-owner'], workspaceId: DEMO_WORKSPACE_ID, agentId: 'agt_demo_assistant' };
+}
+
+/**
+ * A later start prints no key (the first one was shown once and is stored hashed): when the
+ * demo workspace's owner is still there, say how to make a new key for it.
+ */
+export async function demoKeyHint(db: Db): Promise<string | undefined> {
+  const owner = await db
+    .selectFrom('workspace_members')
+    .select('user_id')
+    .where('workspace_id', '=', DEMO_WORKSPACE_ID)
+    .where('user_id', '=', DEMO_OWNER_ID)
+    .executeTakeFirst();
+  if (!owner) return undefined;
+  return [
+    '',
+    `Demo workspace: ${DEMO_WORKSPACE_ID} (its key was shown once, at the first start). To make a new key:`,
+    `  ./bin/atrium keys create --workspace ${DEMO_WORKSPACE_ID} --user ${DEMO_OWNER_ID} --name demo`,
+    '',
+  ].join('\n');
 }
 
 export function demoInstructions(baseUrl: string, key: string, headerName: string): string {

@@ -11,7 +11,7 @@ import { applySetup } from '../setup/apply.js';
 import { exportText, exportWorkspace } from '../setup/export.js';
 import { ApiManagedObjectsError } from '../setup/ownership.js';
 import { parseSetupText } from '../setup/validate.js';
-import { createDemo, demoInstructions, hasAnyOrganization } from './demo.js';
+import { createDemo, demoInstructions, demoKeyHint, hasAnyOrganization } from './demo.js';
 
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
@@ -44,12 +44,15 @@ async function withDatabase<T>(fn: (database: DatabaseHandle) => Promise<T>): Pr
 async function serve(): Promise<number> {
   const config = loadConfig();
   let demo: Awaited<ReturnType<typeof createDemo>> | undefined;
-  // A new user's first `npm start` on the embedded database gets a working key at once.
+  let keyHint: string | undefined;
+  // A new user's first `npm start` on the embedded database gets a working key at once; a later
+  // start says how to make another.
   if (config.database.kind === 'sqlite') {
     const database = await openDatabase(config.database);
     try {
       await migrateToLatest(database.db);
       if (!(await hasAnyOrganization(database.db))) demo = await createDemo(database.db, new Date());
+      else keyHint = await demoKeyHint(database.db);
     } finally {
       await database.close();
     }
@@ -59,6 +62,7 @@ async function serve(): Promise<number> {
       const base = config.publicUrl ?? address.replace('://127.0.0.1', '://localhost');
       console.log(`Atrium listening on ${address} (docs: ${base}/docs)`);
       if (demo?.key) console.log(demoInstructions(base, demo.key, config.apiKeyHeader));
+      else if (keyHint) console.log(keyHint);
     },
   });
   return new Promise<number>(() => {}); // serves until a signal ends the process

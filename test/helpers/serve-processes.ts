@@ -39,7 +39,7 @@ export interface ServeCluster {
 
 async function waitUntilHealthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
   // Generous: a loaded CI machine (the whole suite in parallel) can take long to start tsx.
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`atrium serve exited (${child.exitCode}):\n${output()}`);
     try {
@@ -53,7 +53,7 @@ async function waitUntilHealthy(url: string, child: ChildProcess, output: () => 
   throw new Error(`atrium serve did not become healthy:\n${output()}`);
 }
 
-async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
+export async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], {
     cwd: ROOT,

@@ -1,0 +1,56 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { type ServeProcess, startServeProcess } from '../helpers/serve-processes.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const CLI = path.join(ROOT, 'test/helpers/atrium-cli.ts');
+
+// `npm start` on the embedded database (SQLite in ATRIUM_DATA_DIR), as a newcomer runs it: the
+// demo is made for that case only, so this file runs on SQLite whatever TEST_DATABASE_URL says.
+const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-first-start-'));
+const env = { ATRIUM_DATA_DIR: dataDir, ATRIUM_SIGNING_SECRET: 'first-start-secret', LOG_LEVEL: 'warn' };
+const running: ServeProcess[] = [];
+afterAll(async () => {
+  await Promise.all(running.map((server) => server.stop('SIGKILL')));
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function serve(): Promise<ServeProcess> {
+  const server = await startServeProcess(env);
+  running.push(server);
+  return server;
+}
+
+const agents = (server: ServeProcess, key: string) =>
+  fetch(`${server.url}/v1/workspace/wsp_demo/agents`, { headers: { 'x-service-api-key': key } });
+
+describe('npm start on the embedded database (sqlite)', () => {
+  it('prints a working key on the first start, and on a later one the command that makes another', async () => {
+    const first = await serve();
+    await vi.waitFor(() => expect(first.output()).toContain('API key (shown once, keep it):'));
+    const firstKey = /API key \(shown once, keep it\): (atr_ws_\S+)/.exec(first.output())![1]!;
+    expect((await agents(first, firstKey)).status).toBe(200);
+    await first.stop();
+
+    const second = await serve();
+    const command = './bin/atrium keys create --workspace wsp_demo --user usr_demo_owner --name demo';
+    await vi.waitFor(() => expect(second.output()).toContain(command));
+    expect(second.output()).not.toContain('API key (shown once');
+    expect(second.output()).not.toContain(firstKey);
+
+    // The printed command works as printed (run from source, as bin/atrium runs the build).
+    const args = command.split(' ').slice(1);
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', CLI, ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', ...env },
+    });
+    const newKey = /(atr_ws_\S+)/.exec(stdout)![1]!;
+    expect(newKey).not.toBe(firstKey);
+    expect((await agents(second, newKey)).status).toBe(200);
+  }, 360_000);
+});
