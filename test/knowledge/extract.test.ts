@@ -136,6 +136,12 @@ describe('extraction in the worker', () => {
     expect(ok(await extract(file)).sections[0].text).toBe('Héllo\nwörld');
   });
 
+  it('drops NUL characters that appear past the binary sniff', async () => {
+    const text = 'a'.repeat(10_000) + '\0tail';
+    const extraction = ok(await extract(textFile('notes.txt', text)));
+    expect(extractedText(extraction)).toBe('a'.repeat(10_000) + 'tail');
+  });
+
   it('decides by extension, media type and content', async () => {
     const png = pngFile();
     const cases: Array<[TestFile, string]> = [
