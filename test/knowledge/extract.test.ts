@@ -57,6 +57,18 @@ describe('extraction in the worker', () => {
     expect(linux.text).toContain('systemctl enable --now atrium');
   });
 
+  it('keeps YAML front matter apart and reads underlined headings', async () => {
+    const text =
+      '---\ntitle: Guide\ntags: [a]\n---\nIntro.\n\nSetup\n=====\n\nSteps.\n\nDetails\n-------\n\nMore.\n';
+    const { sections } = ok(await extract(markdownFile('guide.md', text)));
+    expect(sections.map((s) => [s.heading, s.text])).toEqual([
+      [null, '---\ntitle: Guide\ntags: [a]\n---'],
+      [null, 'Intro.'],
+      ['Setup', 'Setup\n=====\n\nSteps.'],
+      ['Setup › Details', 'Details\n-------\n\nMore.'],
+    ]);
+  });
+
   it('gives one section per PDF page with its page number', async () => {
     const pages = ['Alpha page text.', 'Beta page text.', '', 'Delta page mentions the fjord.'];
     const { sections } = ok(await extract(await pdfFile('doc.pdf', pages)));
