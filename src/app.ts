@@ -115,7 +115,12 @@ export async function buildApp(
   options: BuildAppOptions = {},
 ) {
   const clock = input.clock ?? systemClock;
-  const store = input.store ?? createObjectStore(input.config, { clock });
+  const store =
+    input.store ??
+    createObjectStore(input.config, {
+      clock,
+      log: { warn: (details, message) => app.log.warn(details, message) },
+    });
   // The app closes what it opens itself; a connection given to it belongs to the caller.
   const ownRedis = !input.redis && input.config.redis ? createRedis(input.config.redis.url) : undefined;
   const redis = input.redis ?? ownRedis;

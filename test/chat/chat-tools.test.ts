@@ -22,6 +22,7 @@ let t: ChatApp;
 let mcp: TestMcpServer;
 let failingMcp: TestMcpServer;
 let stallingMcp: TestMcpServer;
+const logLines: string[] = [];
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
@@ -30,7 +31,11 @@ beforeAll(async () => {
     startMcpServer('fail'),
     startMcpServer('stall'),
   ]);
-  t = await createChatApp(chatSetup(upstream), { mcpConnectTimeoutMs: MCP_TIMEOUT_MS });
+  t = await createChatApp(chatSetup(upstream), {
+    mcpConnectTimeoutMs: MCP_TIMEOUT_MS,
+    env: { LOG_LEVEL: 'error' },
+    logStream: { write: (line: string) => void logLines.push(line) },
+  });
 });
 afterAll(async () => {
   await t.close();
@@ -121,6 +126,41 @@ describe('MCP tools', () => {
     });
     expect(stored.json().data.messages.at(-1).parts[0]).toEqual(chunks[1]);
   });
+});
+
+describe('stored tool settings', () => {
+  it.each([
+    ['tools', '[{"type":"mcp","url":'],
+    ['tools', '{"type":"mcp"}'],
+    ['orchestration', '"agt_plain"'],
+  ] as const)(
+    'refuses to run an agent whose %s value is corrupt (%s): 500, logged, no model call',
+    async (column, value) => {
+      const agentId = column === 'tools' ? 'agt_tools' : 'agt_lead';
+      const before = await t.db
+        .selectFrom('agents')
+        .select(column)
+        .where('id', '=', agentId)
+        .executeTakeFirstOrThrow();
+      await t.db
+        .updateTable('agents')
+        .set({ [column]: value })
+        .where('id', '=', agentId)
+        .execute();
+      logLines.length = 0;
+      try {
+        const res = await post('/v1/chat', { agentId, messages: [userText('hi')] });
+        expect(res.statusCode).toBe(500);
+        expect(res.json()).toMatchObject({ code: 'internal_error' });
+        expect(res.body).not.toContain(value);
+        expect(upstream.requests).toHaveLength(0);
+        expect(logLines.join('\n')).toContain(`Agent ${agentId} has a corrupt stored ${column} value`);
+        expect(logLines.join('\n')).not.toContain(value);
+      } finally {
+        await t.db.updateTable('agents').set(before).where('id', '=', agentId).execute();
+      }
+    },
+  );
 });
 
 describe('remember tool', () => {

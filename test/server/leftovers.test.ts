@@ -59,18 +59,26 @@ describe(`periodic sweep of crash leftovers while serving (${engineName})`, () =
   });
 });
 
+const failOnError = (error: unknown) => {
+  throw error;
+};
+
 describe('runPeriodically', () => {
   it('runs at once and then again, one run at a time, and never after stop', async () => {
     let runs = 0;
     let concurrent = 0;
     let maxConcurrent = 0;
-    const task = runPeriodically(async () => {
-      runs++;
-      concurrent++;
-      maxConcurrent = Math.max(maxConcurrent, concurrent);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      concurrent--;
-    }, 1);
+    const task = runPeriodically(
+      async () => {
+        runs++;
+        concurrent++;
+        maxConcurrent = Math.max(maxConcurrent, concurrent);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        concurrent--;
+      },
+      1,
+      failOnError,
+    );
     await vi.waitFor(() => expect(runs).toBeGreaterThanOrEqual(3));
     await task.stop();
     const after = runs;
@@ -79,19 +87,30 @@ describe('runPeriodically', () => {
     expect(maxConcurrent).toBe(1);
   });
 
-  it('keeps running after a failed run, and runs once only with interval 0', async () => {
+  it('reports each failed run and keeps running, and runs once only with interval 0', async () => {
     let runs = 0;
-    const failing = runPeriodically(async () => {
-      runs++;
-      throw new Error('storage down');
-    }, 1);
+    const reported: unknown[] = [];
+    const failing = runPeriodically(
+      async () => {
+        runs++;
+        throw new Error(`storage down ${runs}`);
+      },
+      1,
+      (error) => reported.push(error),
+    );
     await vi.waitFor(() => expect(runs).toBeGreaterThanOrEqual(2));
     await failing.stop();
+    expect(reported.length).toBe(runs);
+    expect((reported[0] as Error).message).toBe('storage down 1');
 
     let once = 0;
-    const single = runPeriodically(async () => {
-      once++;
-    }, 0);
+    const single = runPeriodically(
+      async () => {
+        once++;
+      },
+      0,
+      failOnError,
+    );
     await single.stop();
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(once).toBe(1);
