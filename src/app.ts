@@ -3,7 +3,7 @@ import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
-import type { Db, Dialect } from './db/database.js';
+import type { Db } from './db/database.js';
 import { errors } from './errors.js';
 import {
   DatabaseRateLimitCounter,
@@ -64,7 +64,6 @@ const SHUTDOWN_STORE_MS = 5_000;
 export interface AppDeps {
   config: Config;
   db: Db;
-  dialect: Dialect;
   clock: Clock;
   /** Object storage (fs or s3), built from config by createObjectStore unless given. */
   store: ObjectStore;
@@ -140,7 +139,7 @@ export async function buildApp(
       (redis && input.config.redis
         ? new RedisRateLimitCounter(redis, input.config.redis.keyPrefix)
         : new DatabaseRateLimitCounter(input.db)),
-    usageReservations: new UsageReservations(input.db, input.dialect, clock),
+    usageReservations: new UsageReservations(input.db, clock),
   };
   const timeouts = deps.config.http;
   const app: FastifyInstance = Fastify({

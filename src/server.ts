@@ -17,7 +17,7 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   const store = createObjectStore(config, {
     log: { warn: (details, message) => app.log.warn(details, message) },
   });
-  const app = await buildApp({ config, db: database.db, dialect: database.dialect, store });
+  const app = await buildApp({ config, db: database.db, store });
 
   // Started once listening; shutdown may come before that.
   const background: { sweeps?: PeriodicTask } = {};

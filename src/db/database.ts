@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteAdapter, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.js';
 import { migrations } from './migrations/index.js';
@@ -9,6 +9,11 @@ import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
 export type Dialect = 'sqlite' | 'postgres';
+
+/** Which engine a connection (or a transaction) talks to, from its adapter. */
+export function dialectOf(db: Db): Dialect {
+  return db.getExecutor().adapter instanceof SqliteAdapter ? 'sqlite' : 'postgres';
+}
 
 export interface DatabaseHandle {
   db: Db;

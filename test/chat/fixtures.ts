@@ -133,7 +133,6 @@ export async function createChatApp(
     {
       config: env.config,
       db: env.database.db,
-      dialect: env.database.dialect,
       store,
       mcpConnectTimeoutMs: options.mcpConnectTimeoutMs,
       shutdownWaitMs: options.shutdownWaitMs,
