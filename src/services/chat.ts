@@ -42,9 +42,6 @@ import { upstreamFailure } from './upstream-failure.js';
 import { assertWithinChatSpendCap, assertWithinWorkspaceLimits } from './usage.js';
 import { estimateRequestUsage, type Reservation, type UsageReservations } from './usage-reservations.js';
 
-export { DEFAULT_MCP_CONNECT_TIMEOUT_MS } from './chat-tools.js';
-export { upstreamFailure } from './upstream-failure.js';
-
 export const DEFAULT_TEMPERATURE = 0.7;
 
 export interface ChatDeps {

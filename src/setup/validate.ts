@@ -176,7 +176,6 @@ export const SetupFileSchema = Type.Object(
 );
 
 export type SetupFile = Static<typeof SetupFileSchema>;
-export type OrganizationSetup = Static<typeof OrganizationSpec>;
 export type WorkspaceSetup = Static<typeof WorkspaceSpec>;
 export type AgentSetup = Static<typeof AgentSpec>;
 export type ProjectSetup = Static<typeof ProjectSpec>;

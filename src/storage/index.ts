@@ -4,7 +4,7 @@ import { FsObjectStore } from './fs-store.js';
 import type { ObjectStore, StoreLog } from './object-store.js';
 import { S3ObjectStore } from './s3-store.js';
 
-export type { ObjectInfo, ObjectStore, PutOptions, StoreLog } from './object-store.js';
+export type { ObjectStore, StoreLog } from './object-store.js';
 
 /** The one place that picks a storage backend from config. */
 export function createObjectStore(
