@@ -7,8 +7,7 @@ import type { Db } from '../db/database.js';
 import { enabledModelIds, findModelWithProvider } from '../db/repositories/models.js';
 import type { ProviderType } from '../db/schema.js';
 import { ApiError } from '../errors.js';
-import { ECHO_MODEL_ID } from '../setup/validate.js';
-import { createEchoModel } from './echo.js';
+import { createEchoModel, ECHO_MODEL_ID } from './echo.js';
 import { createNodeFetch } from './node-fetch.js';
 import { guardedFetch, withStreamFailuresAsErrors } from './stream-guard.js';
 

@@ -1,6 +1,6 @@
 import { generateText, type ToolSet } from 'ai';
 import { findAgent } from '../db/repositories/agents.js';
-import { appendProjectMemory } from '../db/repositories/chats.js';
+import { appendProjectMemory } from '../db/repositories/projects.js';
 import type { AgentRunTable, AgentTable, ProjectTable } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { newId } from '../ids.js';

@@ -2,7 +2,8 @@ import { convertToModelMessages, type ModelMessage, type ToolSet, type UIMessage
 import type { Transaction } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { findAgentWithWorkspace, findChat } from '../db/repositories/chats.js';
+import { findAgentWithWorkspace } from '../db/repositories/agents.js';
+import { findChat } from '../db/repositories/chats.js';
 import { findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { listChatMessages } from '../db/repositories/messages.js';
 import { findProject } from '../db/repositories/projects.js';
