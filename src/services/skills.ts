@@ -17,7 +17,7 @@ import { errors } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { WorkspaceAccess } from './access.js';
-import type { Page } from './agents.js';
+import type { Page } from './paging.js';
 import {
   type ArchiveLimits,
   ArchiveProblem,
