@@ -14,6 +14,7 @@ import {
   updateProjectFileContent,
 } from '../db/repositories/project-files.js';
 import { findProject, lockProject } from '../db/repositories/projects.js';
+import { mapConcurrently } from '../concurrency.js';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import { isValidMediaType } from '../storage/media-type.js';
@@ -220,23 +221,6 @@ export interface SyncResult {
   updated: number;
 }
 
-async function mapWithConcurrency<T, R>(
-  items: T[],
-  limit: number,
-  fn: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
-
 async function mediaTypeOf(store: ObjectStore, info: ObjectInfo, name: string): Promise<string> {
   const known = info.contentType ?? (await store.head(info.key))?.contentType;
   if (known && isValidMediaType(known)) return known;
@@ -312,7 +296,7 @@ async function reconcileProjectFiles(
     ...rows.filter((row) => !listed.has(row.path)).map((row) => row.path),
     ...[...listed.keys()].filter((path) => !registered.has(path)),
   ];
-  await mapWithConcurrency(disputed, 16, async (path) => {
+  await mapConcurrently(disputed, 16, async (path) => {
     const info = await store.head(prefix + path);
     if (info) objects.set(path, info);
     else objects.delete(path);
@@ -331,7 +315,7 @@ async function reconcileProjectFiles(
   const changedIds = new Set(changed.map((row) => row.id));
   const unchangedIds = present.filter((row) => !changedIds.has(row.id)).map((row) => row.id);
   await markProjectFilesSynced(db, workspaceId, projectId, unchangedIds, now);
-  const updates = await mapWithConcurrency(changed, 16, async (row) => {
+  const updates = await mapConcurrently(changed, 16, async (row) => {
     const info = objects.get(row.path)!;
     return updateProjectFileContent(db, row, {
       etag: info.etag,
@@ -360,7 +344,7 @@ async function reconcileProjectFiles(
     files++;
     bytes += info.size;
   }
-  const newRows = await mapWithConcurrency(accepted, 16, async ([path, info]): Promise<ProjectFileRow> => {
+  const newRows = await mapConcurrently(accepted, 16, async ([path, info]): Promise<ProjectFileRow> => {
     const name = path.slice(path.lastIndexOf('/') + 1);
     return {
       id: newId('fil'),
