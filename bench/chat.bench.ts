@@ -141,7 +141,7 @@ export async function run(report: Report) {
   const database = await openDatabase(config.database);
   await migrateToLatest(database.db);
   await applySetup(database.db, setup(upstream.baseURL), { now: new Date() });
-  const app = await buildApp({ config, db: database.db, dialect: database.dialect }, { logger: false });
+  const app = await buildApp({ config, db: database.db }, { logger: false });
   const origin = await app.listen({ port: 0, host: '127.0.0.1' });
   const atriumUrl = `${origin}/v1/chat`;
   // The OpenAI-compatible door to the same conversation machinery (issue 13).

@@ -104,7 +104,7 @@ async function measure(report: Report, engine: 'sqlite' | 'postgres', databaseUr
     if (batch.length > 0) await db.insertInto('messages').values(batch.splice(0)).execute();
 
     const app = await buildApp(
-      { config, db, dialect: database.dialect, clock: () => new Date(`${MONTH}-25T00:00:00.000Z`) },
+      { config, db, clock: () => new Date(`${MONTH}-25T00:00:00.000Z`) },
       { logger: false },
     );
     await app.ready();

@@ -3,7 +3,7 @@ import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
-import type { Db, Dialect } from './db/database.js';
+import type { Db } from './db/database.js';
 import { errors } from './errors.js';
 import {
   DatabaseRateLimitCounter,
@@ -74,7 +74,6 @@ const SHUTDOWN_STORE_MS = 5_000;
 export interface AppDeps {
   config: Config;
   db: Db;
-  dialect: Dialect;
   clock: Clock;
   /** Object storage (fs or s3), built from config by createObjectStore unless given. */
   store: ObjectStore;
@@ -125,7 +124,12 @@ export async function buildApp(
   options: BuildAppOptions = {},
 ) {
   const clock = input.clock ?? systemClock;
-  const store = input.store ?? createObjectStore(input.config, { clock });
+  const store =
+    input.store ??
+    createObjectStore(input.config, {
+      clock,
+      log: { warn: (details, message) => app.log.warn(details, message) },
+    });
   // The app closes what it opens itself; a connection given to it belongs to the caller.
   const ownRedis = !input.redis && input.config.redis ? createRedis(input.config.redis.url) : undefined;
   const redis = input.redis ?? ownRedis;
@@ -145,7 +149,7 @@ export async function buildApp(
       (redis && input.config.redis
         ? new RedisRateLimitCounter(redis, input.config.redis.keyPrefix)
         : new DatabaseRateLimitCounter(input.db)),
-    usageReservations: new UsageReservations(input.db, input.dialect, clock),
+    usageReservations: new UsageReservations(input.db, clock),
   };
   const timeouts = deps.config.http;
   const app: FastifyInstance = Fastify({

@@ -23,6 +23,8 @@ export interface Config {
   defaultRateLimitPerMinute: number;
   /** How long a model provider may take before the request fails with 504. */
   upstreamTimeoutMs: number;
+  /** The largest non-streamed provider response read (ATRIUM_MAX_PROVIDER_RESPONSE_BYTES); larger: 502. */
+  maxProviderResponseBytes: number;
   logLevel: string;
   jsonBodyLimitBytes: number;
   /** How long a client may take to send its request; see README "Timeouts". */
@@ -133,6 +135,9 @@ function redisConfig(env: Env): Config['redis'] {
  */
 export const DEFAULT_MAX_CONCURRENT_REPLIES = 400;
 
+/** What a provider may send in one non-streamed response: far above any real reply. */
+export const DEFAULT_MAX_PROVIDER_RESPONSE_BYTES = 16 * 1024 * 1024;
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.ATRIUM_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL;
@@ -183,6 +188,12 @@ export function loadConfig(env: Env = process.env): Config {
     },
     defaultRateLimitPerMinute: integer(env, 'ATRIUM_RATE_LIMIT_PER_MINUTE', 600),
     upstreamTimeoutMs,
+    maxProviderResponseBytes: integer(
+      env,
+      'ATRIUM_MAX_PROVIDER_RESPONSE_BYTES',
+      DEFAULT_MAX_PROVIDER_RESPONSE_BYTES,
+      1024,
+    ),
     logLevel: env.LOG_LEVEL || 'info',
     jsonBodyLimitBytes: 1024 * 1024,
     http: httpTimeouts(env, upstreamTimeoutMs),

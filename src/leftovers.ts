@@ -47,15 +47,20 @@ export interface PeriodicTask {
 
 /**
  * Runs `task` now and then every `intervalMs` (0: only now), one run at a time: a slow run
- * delays the next instead of overlapping it. The timer does not keep the process alive.
+ * delays the next instead of overlapping it. A run that fails goes to `onError` and the next
+ * runs on time. The timer does not keep the process alive.
  */
-export function runPeriodically(task: () => Promise<void>, intervalMs: number): PeriodicTask {
+export function runPeriodically(
+  task: () => Promise<void>,
+  intervalMs: number,
+  onError: (error: unknown) => void,
+): PeriodicTask {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> = Promise.resolve();
   const runOnce = () => {
     running = task()
-      .catch(() => {})
+      .catch(onError)
       .finally(() => {
         if (!stopped && intervalMs > 0) timer = setTimeout(runOnce, intervalMs).unref();
       });

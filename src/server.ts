@@ -4,7 +4,6 @@ import type { Config } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { systemClock } from './ids.js';
 import { type PeriodicTask, runPeriodically, sweepLeftovers } from './leftovers.js';
-import { FsObjectStore } from './storage/fs-store.js';
 import { createObjectStore, httpOrigin } from './storage/index.js';
 
 /**
@@ -14,8 +13,11 @@ import { createObjectStore, httpOrigin } from './storage/index.js';
 export async function startServer(config: Config, hooks: { onListening?: (url: string) => void } = {}) {
   const database = await openDatabase(config.database);
   await migrateToLatest(database.db);
-  const store = createObjectStore(config);
-  const app = await buildApp({ config, db: database.db, dialect: database.dialect, store });
+  // Built before the app, which the sweeps below share it with; it logs through the app's logger.
+  const store = createObjectStore(config, {
+    log: { warn: (details, message) => app.log.warn(details, message) },
+  });
+  const app = await buildApp({ config, db: database.db, store });
 
   // Started once listening; shutdown may come before that.
   const background: { sweeps?: PeriodicTask } = {};
@@ -45,15 +47,13 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   }
 
   const address = await app.listen({ port: config.port, host: config.host });
-  if (config.port === 0 && store instanceof FsObjectStore) {
-    // PORT=0 picks a free port: signed URLs name the one really chosen.
-    store.setFallbackOrigin(httpOrigin(config.host, (app.server.address() as AddressInfo).port));
-  }
+  // PORT=0 picks a free port: signed URLs name the one really chosen.
+  store.setServerOrigin(httpOrigin(config.host, (app.server.address() as AddressInfo).port));
   hooks.onListening?.(address);
   // In the background, at start and then periodically: the service answers while storage is
   // looked through for what a crashed process left behind.
-  background.sweeps = runPeriodically(async () => {
-    try {
+  background.sweeps = runPeriodically(
+    async () => {
       const swept = await sweepLeftovers({
         db: database.db,
         store,
@@ -63,9 +63,9 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
       if (swept.tempFiles + swept.skillSpools + swept.orphanSkills > 0) {
         app.log.info(swept, 'removed leftovers of interrupted uploads');
       }
-    } catch (error) {
-      app.log.warn({ err: error }, 'could not sweep leftovers of interrupted uploads');
-    }
-  }, config.sweepIntervalMs);
+    },
+    config.sweepIntervalMs,
+    (error) => app.log.warn({ err: error }, 'could not sweep leftovers of interrupted uploads'),
+  );
   return { app, address, close: () => shutdown('close') };
 }

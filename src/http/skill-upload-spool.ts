@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import type { Visibility } from '../db/schema.js';
 import { ApiError, errors } from '../errors.js';
+import { unlessMissing } from '../storage/fs-errors.js';
 import { SKILL_VISIBILITIES, type UploadedPart } from '../services/skills.js';
 
 /** Room for multipart boundaries and part headers on top of the file bytes themselves. */
@@ -174,23 +175,15 @@ export function skillUploadRoot(dataDir: string): string {
  * sharing the data dir may be spooling right now, and no upload takes an hour.
  */
 export async function sweepStaleUploads(root: string, olderThanMs: number, now: Date): Promise<number> {
-  let names: string[];
-  try {
-    names = await readdir(root);
-  } catch {
-    return 0;
-  }
   let removed = 0;
-  for (const name of names) {
+  for (const name of await unlessMissing(readdir(root), [])) {
     if (!name.startsWith('req-')) continue;
     const dir = path.join(root, name);
-    try {
-      if (now.getTime() - (await stat(dir)).mtimeMs < olderThanMs) continue;
-      await rm(dir, { recursive: true, force: true });
-      removed++;
-    } catch {
-      // Gone already (another process swept it): nothing to do.
-    }
+    // Gone meanwhile (its request ended, another process swept it): nothing to do.
+    const info = await unlessMissing(stat(dir), undefined);
+    if (!info || now.getTime() - info.mtimeMs < olderThanMs) continue;
+    await rm(dir, { recursive: true, force: true });
+    removed++;
   }
   return removed;
 }

@@ -7,6 +7,8 @@ import type {
 } from '@ai-sdk/provider';
 import { parseSystemPrompt } from './context.js';
 
+/** The built-in offline model's id: every workspace may use it, at no cost. */
+export const ECHO_MODEL_ID = 'atrium/echo';
 export const ECHO_LABEL = '[atrium/echo: development model, no AI]';
 const QUOTE_LIMIT = 300;
 

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
+import { ApiError } from '../errors.js';
 
 type Fetch = typeof fetch;
 
@@ -19,15 +20,25 @@ function abortError(): DOMException {
   return new DOMException('This operation was aborted', 'AbortError');
 }
 
+function tooLarge(maxBytes: number): ApiError {
+  return new ApiError(
+    'upstream_error',
+    `The model provider's response is larger than ${maxBytes} bytes (ATRIUM_MAX_PROVIDER_RESPONSE_BYTES)`,
+    { maxBytes },
+  );
+}
+
 /**
  * A `fetch` for model providers on `node:http` with keep-alive agents. Node 20's built-in
  * fetch (undici) costs about 0.5 ms more per call, which is most of what Atrium may add to a
  * chat. It covers what the AI SDK providers send (string or byte bodies, no redirects) and
  * falls back to the built-in fetch for anything else. Event streams are returned as streams;
- * other bodies are read whole first. Failures look like the built-in fetch's (`TypeError:
- * fetch failed` with the cause; `AbortError`), so the SDK classifies them the same way.
+ * other bodies are read whole first, up to `maxResponseBytes` (a larger one fails with 502
+ * `upstream_error` as soon as it passes the limit, so a broken or hostile provider cannot fill
+ * the memory). Failures look like the built-in fetch's (`TypeError: fetch failed` with the
+ * cause; `AbortError`), so the SDK classifies them the same way.
  */
-export function createNodeFetch(): Fetch {
+export function createNodeFetch(maxResponseBytes: number): Fetch {
   const agents = {
     'http:': new http.Agent({ keepAlive: true }),
     'https:': new https.Agent({ keepAlive: true }),
@@ -79,8 +90,23 @@ export function createNodeFetch(): Fetch {
           resolve(new Response(Readable.toWeb(response) as ReadableStream<Uint8Array>, init));
           return;
         }
+        const fail = (error: ApiError) => {
+          cleanup();
+          // Rejected first: destroying the response emits `aborted` at once.
+          reject(error);
+          response.destroy();
+        };
+        if (Number(response.headers['content-length'] ?? 0) > maxResponseBytes) {
+          fail(tooLarge(maxResponseBytes));
+          return;
+        }
         const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        let received = 0;
+        response.on('data', (chunk: Buffer) => {
+          received += chunk.length;
+          if (received > maxResponseBytes) fail(tooLarge(maxResponseBytes));
+          else chunks.push(chunk);
+        });
         response.on('end', () => {
           cleanup();
           resolve(new Response(NULL_BODY_STATUS.has(status) ? null : Buffer.concat(chunks), init));

@@ -2,13 +2,12 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import type { Config } from '../config.js';
+import { type Config, DEFAULT_MAX_PROVIDER_RESPONSE_BYTES } from '../config.js';
 import type { Db } from '../db/database.js';
 import { enabledModelIds, findModelWithProvider } from '../db/repositories/models.js';
 import type { ProviderType } from '../db/schema.js';
 import { ApiError } from '../errors.js';
-import { ECHO_MODEL_ID } from '../setup/validate.js';
-import { createEchoModel } from './echo.js';
+import { createEchoModel, ECHO_MODEL_ID } from './echo.js';
 import { createNodeFetch } from './node-fetch.js';
 import { guardedFetch, withStreamFailuresAsErrors } from './stream-guard.js';
 
@@ -62,9 +61,13 @@ export class ModelRegistry {
   private readonly providers = new Map<string, (model: string) => LanguageModelV3>();
   private readonly models = new Map<string, LanguageModelV3>();
   private readonly echo = createEchoModel();
-  private readonly fetch = createNodeFetch();
+  private readonly fetch: typeof fetch;
 
-  constructor(private readonly config: Pick<Config, 'providers'>) {}
+  constructor(
+    private readonly config: Pick<Config, 'providers'> & Partial<Pick<Config, 'maxProviderResponseBytes'>>,
+  ) {
+    this.fetch = createNodeFetch(config.maxProviderResponseBytes ?? DEFAULT_MAX_PROVIDER_RESPONSE_BYTES);
+  }
 
   /** The model used when a workspace names no default. */
   builtInDefaultModelId(): string {

@@ -81,9 +81,10 @@ export async function runAgent(
         response: outcome.ok ? outcome.text : '',
         error: outcome.ok ? null : `${outcome.error.code}: ${outcome.error.message}`,
         execution_time_ms: Math.max(0, Math.round(finishedAt.getTime() - startedAt.getTime())),
-        input_tokens: outcome.ok ? outcome.usage.inputTokens : 0,
-        output_tokens: outcome.ok ? outcome.usage.outputTokens : 0,
-        cost_usd: outcome.ok ? outcome.costUsd : 0,
+        // A failed run records what it spent, as the ledger does.
+        input_tokens: outcome.usage.inputTokens,
+        output_tokens: outcome.usage.outputTokens,
+        cost_usd: outcome.costUsd,
         created_at: startedAt.toISOString(),
         completed_at: finishedAt.toISOString(),
         user_id: principal.userId,

@@ -4,18 +4,9 @@ import { enabledModelIds } from '../db/repositories/models.js';
 import type { AgentTable } from '../db/schema.js';
 import type { ModelRegistry } from '../models/registry.js';
 import type { WorkspaceAccess } from './access.js';
-
-export interface Page {
-  limit: number;
-  offset: number;
-}
+import type { Page } from './paging.js';
 
 export const AGENT_PAGE = { defaultLimit: 20, maxLimit: 100 } as const;
-
-/** Values above the maximum are clamped (spec §4), not refused. */
-export function clampLimit(limit: number | undefined, fallback: number, max: number): number {
-  return Math.min(limit ?? fallback, max);
-}
 
 type ListedAgent = Pick<
   AgentTable,

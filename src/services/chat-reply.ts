@@ -55,6 +55,17 @@ export interface ReplyCall {
   idle: IdleTimeout;
   /** Why the reply was cut short, when it was stopped or interrupted (not timed out). */
   stopReason(): StopReason | undefined;
+  /**
+   * Tokens of the model steps that have finished so far, added to as each step ends: what a
+   * reply that fails or is cut short after a tool step has spent all the same.
+   */
+  spent: TokenUsage;
+}
+
+/** Adds a finished step's tokens to what the reply has spent. */
+function countStep(call: ReplyCall, step: { usage: { inputTokens?: number; outputTokens?: number } }): void {
+  call.spent.inputTokens += step.usage.inputTokens ?? 0;
+  call.spent.outputTokens += step.usage.outputTokens ?? 0;
 }
 
 function callSettings(call: ReplyCall) {
@@ -81,7 +92,13 @@ function failure(call: ReplyCall, error: unknown): ReplyResult {
 export async function completeReply(call: ReplyCall): Promise<ReplyResult> {
   call.idle.touch();
   try {
-    const result = await generateText({ ...callSettings(call), onStepFinish: call.idle.touch });
+    const result = await generateText({
+      ...callSettings(call),
+      onStepFinish: (step) => {
+        call.idle.touch();
+        countStep(call, step);
+      },
+    });
     if (call.idle.timedOut) throw new Error('upstream timeout');
     return {
       ok: true,
@@ -95,13 +112,13 @@ export async function completeReply(call: ReplyCall): Promise<ReplyResult> {
     };
   } catch (error) {
     const stopped = call.stopReason();
-    // A stopped JSON reply has nothing shown yet: it ends empty.
+    // A stopped JSON reply has nothing shown yet: it ends empty, its finished steps paid for.
     if (stopped && !call.idle.timedOut) {
       return {
         ok: true,
         text: '',
         parts: [],
-        usage: { inputTokens: 0, outputTokens: 0 },
+        usage: { ...call.spent },
         finishReason: stopped,
       };
     }
@@ -143,6 +160,7 @@ export function streamReply(
   const result = streamText({
     ...callSettings(call),
     onChunk: call.idle.touch,
+    onStepFinish: (step) => countStep(call, step),
     onError: ({ error }) => {
       failed ??= error;
     },
@@ -181,7 +199,7 @@ export function streamReply(
           ok: true,
           text: replyText(responseMessage),
           parts: responseMessage.parts,
-          usage: usage ?? { inputTokens: 0, outputTokens: 0 },
+          usage: usage ?? { ...call.spent },
           finishReason: stopped,
         };
       } else if (failed !== undefined || isAborted || call.idle.timedOut) {
@@ -194,7 +212,7 @@ export function streamReply(
           ok: true,
           text: replyText(responseMessage),
           parts: responseMessage.parts,
-          usage: usage ?? { inputTokens: 0, outputTokens: 0 },
+          usage: usage ?? { ...call.spent },
           finishReason,
         };
       }

@@ -1,7 +1,8 @@
 import { generateText, type ToolSet } from 'ai';
 import { findAgent } from '../db/repositories/agents.js';
-import { appendProjectMemory } from '../db/repositories/chats.js';
+import { appendProjectMemory } from '../db/repositories/projects.js';
 import type { AgentRunTable, AgentTable, ProjectTable } from '../db/schema.js';
+import { errors } from '../errors.js';
 import { newId } from '../ids.js';
 import { buildSystemPrompt } from '../models/context.js';
 import { costUsd } from '../models/registry.js';
@@ -38,30 +39,46 @@ export interface ToolContext {
   temperature: number;
 }
 
-function parseJson<T>(text: string | null, fallback: T): T {
-  if (!text) return fallback;
+/**
+ * A JSON column of the agent's row (`tools`, `orchestration`), as written by the setup file or
+ * the admin API. A value that is not JSON of the expected shape is a fault, not "none": the
+ * request fails with 500 and the log names the agent and the column, instead of the agent
+ * quietly running without its tools or sub-agents. (The value itself is not logged: it may
+ * hold MCP URLs with credentials.)
+ */
+function storedJson(
+  agent: AgentTable,
+  column: 'tools' | 'orchestration',
+  valid: (value: unknown) => boolean,
+) {
+  const text = agent[column];
+  if (!text) return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text) as T;
+    value = JSON.parse(text);
   } catch {
-    return fallback;
+    value = undefined;
   }
+  if (value === undefined || !valid(value)) {
+    throw errors.internal(new Error(`Agent ${agent.id} has a corrupt stored ${column} value`));
+  }
+  return value;
 }
 
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
 export function orchestrationOf(agent: AgentTable): string[] {
-  const value = parseJson<{ agents?: unknown } | null>(agent.orchestration, null);
-  return Array.isArray(value?.agents)
-    ? value.agents.filter((id): id is string => typeof id === 'string')
-    : [];
+  const value = storedJson(agent, 'orchestration', (v) => v === null || isObject(v));
+  const agents = isObject(value) ? value.agents : undefined;
+  return Array.isArray(agents) ? agents.filter((id): id is string => typeof id === 'string') : [];
 }
 
 function mcpSpecsOf(agent: AgentTable): McpToolSpec[] {
-  const tools = parseJson<unknown[]>(agent.tools, []);
-  return (Array.isArray(tools) ? tools : []).filter(
+  const tools = (storedJson(agent, 'tools', Array.isArray) ?? []) as unknown[];
+  return tools.filter(
     (t): t is McpToolSpec =>
-      typeof t === 'object' &&
-      t !== null &&
-      (t as McpToolSpec).type === 'mcp' &&
-      typeof (t as McpToolSpec).url === 'string',
+      isObject(t) && (t as unknown as McpToolSpec).type === 'mcp' && typeof t.url === 'string',
   );
 }
 

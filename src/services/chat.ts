@@ -2,7 +2,8 @@ import { convertToModelMessages, type ModelMessage, type ToolSet, type UIMessage
 import type { Transaction } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { findAgentWithWorkspace, findChat } from '../db/repositories/chats.js';
+import { findAgentWithWorkspace } from '../db/repositories/agents.js';
+import { findChat } from '../db/repositories/chats.js';
 import { findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { listChatMessages } from '../db/repositories/messages.js';
 import { findProject } from '../db/repositories/projects.js';
@@ -41,9 +42,6 @@ import { buildConversationTools, type ConversationTools, orchestrationOf } from 
 import { upstreamFailure } from './upstream-failure.js';
 import { assertWithinChatSpendCap, assertWithinWorkspaceLimits } from './usage.js';
 import { estimateRequestUsage, type Reservation, type UsageReservations } from './usage-reservations.js';
-
-export { DEFAULT_MCP_CONNECT_TIMEOUT_MS } from './chat-tools.js';
-export { upstreamFailure } from './upstream-failure.js';
 
 export const DEFAULT_TEMPERATURE = 0.7;
 
@@ -101,9 +99,13 @@ export interface TokenUsage {
   outputTokens: number;
 }
 
+/**
+ * How a conversation ended. `usage` and `costUsd` are what it spent, sub-agents included, and
+ * what was charged: a failed reply is charged for the steps and sub-agent runs it finished.
+ */
 export type ConversationOutcome =
   | { ok: true; text: string; usage: TokenUsage; costUsd: number; finishReason: string; parts: unknown[] }
-  | { ok: false; error: ApiError };
+  | { ok: false; error: ApiError; usage: TokenUsage; costUsd: number };
 
 /** Writes a caller adds to the conversation's final transaction (an agent run's record). */
 export type ExtraWrites = (
@@ -266,6 +268,7 @@ export async function startConversation(
     abortSignal: abort.signal,
     idle,
     stopReason: () => stopReason,
+    spent: { inputTokens: 0, outputTokens: 0 },
   };
   const finishing = replyFinisher(deps, {
     workspaceId: workspace.id,
@@ -274,6 +277,7 @@ export async function startConversation(
     model,
     tools,
     idle,
+    spent: call.spent,
     ticket,
     reservation,
     replaces: prepared.replaces,
@@ -583,6 +587,8 @@ interface FinisherInput {
   model: ResolvedModel;
   tools: ConversationTools;
   idle: IdleTimeout;
+  /** The lead model's finished steps (the call's counter): charged when the reply fails. */
+  spent: TokenUsage;
   ticket: ReplyTicket;
   reservation: Reservation | undefined;
   replaces: string[];
@@ -603,20 +609,24 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
   const write = async (result: ReplyResult): Promise<ConversationOutcome> => {
     input.idle.clear();
     const { subUsage, subRuns } = input.tools;
-    const usage = result.ok ? result.usage : { inputTokens: 0, outputTokens: 0 };
+    // Charged whatever the outcome: the lead model's tokens (its finished steps when it
+    // failed) and every sub-agent run's.
+    const own = result.ok ? result.usage : input.spent;
+    const usage: TokenUsage = {
+      inputTokens: own.inputTokens + subUsage.inputTokens,
+      outputTokens: own.outputTokens + subUsage.outputTokens,
+    };
+    const cost = costUsd(input.model.pricing, own.inputTokens, own.outputTokens) + subUsage.costUsd;
     let outcome: ConversationOutcome = result.ok
       ? {
           ok: true,
           text: result.text,
-          usage: {
-            inputTokens: usage.inputTokens + subUsage.inputTokens,
-            outputTokens: usage.outputTokens + subUsage.outputTokens,
-          },
-          costUsd: costUsd(input.model.pricing, usage.inputTokens, usage.outputTokens) + subUsage.costUsd,
+          usage,
+          costUsd: cost,
           finishReason: result.finishReason,
           parts: result.parts,
         }
-      : result;
+      : { ok: false, error: result.error, usage, costUsd: cost };
     const finishedAt = deps.clock();
     const settled = outcome;
     try {
@@ -634,19 +644,13 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
                 finishReason: result.finishReason,
               }
             : undefined,
-        usage: settled.ok
-          ? { ...settled.usage, costUsd: settled.costUsd }
-          : {
-              inputTokens: subUsage.inputTokens,
-              outputTokens: subUsage.outputTokens,
-              costUsd: subUsage.costUsd,
-            },
+        usage: { ...usage, costUsd: cost },
         replaces: result.ok ? input.replaces : [],
         subRuns,
         extraWrites: input.extraWrites ? (trx) => input.extraWrites!(trx, settled, finishedAt) : undefined,
       });
     } catch (error) {
-      outcome = { ok: false, error: errors.internal(error) };
+      outcome = { ok: false, error: errors.internal(error), usage, costUsd: cost };
     } finally {
       await input.tools.close();
       input.ticket.release();

@@ -14,6 +14,7 @@ import {
   updateProjectFileContent,
 } from '../db/repositories/project-files.js';
 import { findProject, lockProject } from '../db/repositories/projects.js';
+import { mapConcurrently } from '../concurrency.js';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import { isValidMediaType } from '../storage/media-type.js';
@@ -220,23 +221,6 @@ export interface SyncResult {
   updated: number;
 }
 
-async function mapWithConcurrency<T, R>(
-  items: T[],
-  limit: number,
-  fn: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
-
 async function mediaTypeOf(store: ObjectStore, info: ObjectInfo, name: string): Promise<string> {
   const known = info.contentType ?? (await store.head(info.key))?.contentType;
   if (known && isValidMediaType(known)) return known;
@@ -312,7 +296,7 @@ async function reconcileProjectFiles(
     ...rows.filter((row) => !listed.has(row.path)).map((row) => row.path),
     ...[...listed.keys()].filter((path) => !registered.has(path)),
   ];
-  await mapWithConcurrency(disputed, 16, async (path) => {
+  await mapConcurrently(disputed, 16, async (path) => {
     const info = await store.head(prefix + path);
     if (info) objects.set(path, info);
     else objects.delete(path);
@@ -331,7 +315,7 @@ async function reconcileProjectFiles(
   const changedIds = new Set(changed.map((row) => row.id));
   const unchangedIds = present.filter((row) => !changedIds.has(row.id)).map((row) => row.id);
   await markProjectFilesSynced(db, workspaceId, projectId, unchangedIds, now);
-  const updates = await mapWithConcurrency(changed, 16, async (row) => {
+  const updates = await mapConcurrently(changed, 16, async (row) => {
     const info = objects.get(row.path)!;
     return updateProjectFileContent(db, row, {
       etag: info.etag,
@@ -360,7 +344,7 @@ async function reconcileProjectFiles(
     files++;
     bytes += info.size;
   }
-  const newRows = await mapWithConcurrency(accepted, 16, async ([path, info]): Promise<ProjectFileRow> => {
+  const newRows = await mapConcurrently(accepted, 16, async ([path, info]): Promise<ProjectFileRow> => {
     const name = path.slice(path.lastIndexOf('/') + 1);
     return {
       id: newId('fil'),
@@ -496,59 +480,4 @@ export async function deleteProjectFile(
     await deleteProjectFileRow(trx, workspaceId, projectId, fileId);
   });
   return { deleted: true as const };
-}
-
-// ---------------------------------------------------------------------------------------------
-// For other modules (chat context)
-
-export interface ProjectFileForContext extends ProjectFileView {
-  /** The object's key: read it with `store.get(storagePath)` or readProjectFileBytes. */
-  storagePath: string;
-}
-
-/**
- * The registered files of a project, oldest first (stable context order), each with its
- * storage path. The caller is responsible for having checked access to the project's workspace.
- */
-export async function listProjectFilesForContext(
-  db: Db,
-  _store: ObjectStore,
-  workspaceId: string,
-  projectId: string,
-): Promise<ProjectFileForContext[]> {
-  const rows = await listProjectFileRows(db, workspaceId, projectId);
-  const prefix = projectStoragePrefix(workspaceId, projectId);
-  return rows
-    .map((row) => ({ ...projectFileView(row), storagePath: prefix + row.path }))
-    .sort((a, b) =>
-      a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.path < b.path ? -1 : 1,
-    );
-}
-
-/**
- * Up to `maxBytes` of an object (a ranged read, never the whole file when it is larger), or
- * null when the object is gone. `truncated` says whether more bytes exist.
- */
-export async function readProjectFileBytes(
-  store: ObjectStore,
-  storagePath: string,
-  maxBytes: number,
-): Promise<{ bytes: Buffer; truncated: boolean; size: number } | null> {
-  if (maxBytes <= 0) {
-    const info = await store.head(storagePath);
-    return info ? { bytes: Buffer.alloc(0), truncated: info.size > 0, size: info.size } : null;
-  }
-  const object = await store.get(storagePath, { start: 0, end: maxBytes - 1 });
-  if (!object) return null;
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of object.body) {
-    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-    chunks.push(buffer);
-    length += buffer.length;
-    if (length >= maxBytes) break;
-  }
-  object.body.destroy();
-  const bytes = Buffer.concat(chunks, length).subarray(0, maxBytes);
-  return { bytes, truncated: object.info.size > bytes.length, size: object.info.size };
 }

@@ -13,11 +13,12 @@ import {
   listVisibleSkills,
 } from '../db/repositories/skills.js';
 import type { SkillTable, Visibility } from '../db/schema.js';
+import { mapConcurrently } from '../concurrency.js';
 import { errors } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import type { WorkspaceAccess } from './access.js';
-import type { Page } from './agents.js';
+import type { Page } from './paging.js';
 import {
   type ArchiveLimits,
   ArchiveProblem,
@@ -238,7 +239,7 @@ async function checkCandidates(
   });
 
   const pending = outcomes.flatMap((outcome, index) => (outcome === undefined ? [index] : []));
-  await forEachConcurrently(pending, VERIFY_CONCURRENCY, async (index) => {
+  await mapConcurrently(pending, VERIFY_CONCURRENCY, async (index) => {
     const candidate = candidates[index]!;
     try {
       const text =
@@ -262,28 +263,6 @@ async function checkCandidates(
     else if (outcome) ready.push(outcome);
   }
   return ready;
-}
-
-/**
- * Runs `work` over `items` with at most `concurrency` at a time. After a failure no new item
- * starts; it waits for the running ones, then rethrows the first error, so the caller's
- * cleanup never races a write still in flight.
- */
-async function forEachConcurrently<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>) {
-  let next = 0;
-  let failure: { error: unknown } | undefined;
-  const worker = async () => {
-    while (!failure && next < items.length) {
-      const item = items[next++]!;
-      try {
-        await work(item);
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
-  if (failure) throw failure.error;
 }
 
 async function readMarkdownPart(part: UploadedPart, limits: ArchiveLimits): Promise<string> {
@@ -378,7 +357,7 @@ async function storeSkills(
         : [{ index, file: null }],
   );
   try {
-    await forEachConcurrently(writes, STORE_CONCURRENCY, async ({ index, file }) => {
+    await mapConcurrently(writes, STORE_CONCURRENCY, async ({ index, file }) => {
       const { candidate } = toCreate[index]!;
       const prefix = rows[index]!.storage_path;
       // A replaced skill's prefix holds its previous files: never removed wholesale on failure.

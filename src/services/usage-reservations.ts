@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db, Dialect } from '../db/database.js';
+import { type Db, type Dialect, dialectOf } from '../db/database.js';
 import { findMonthUsage } from '../db/repositories/usage.js';
 import type { WorkspaceTable } from '../db/schema.js';
 import { ApiError } from '../errors.js';
@@ -62,11 +62,14 @@ export class UsageReservations {
   private readonly held = new Set<string>();
   private heartbeat: NodeJS.Timeout | undefined;
 
+  private readonly dialect: Dialect;
+
   constructor(
     private readonly db: Db,
-    private readonly dialect: Dialect,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.dialect = dialectOf(db);
+  }
 
   /** Keeps this process's reservations from expiring while it runs. */
   start(): void {

@@ -1,8 +1,5 @@
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../db/schema.js';
+import type { Executor } from '../db/database.js';
 import type { SetupFile } from './validate.js';
-
-type Executor = Kysely<Database> | Transaction<Database>;
 
 /** `atrium apply` met objects the API manages and was not told to adopt them (management.md). */
 export class ApiManagedObjectsError extends Error {

@@ -3,9 +3,8 @@ import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
 import { parse as parseYaml } from 'yaml';
 import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
+import { ECHO_MODEL_ID } from '../models/echo.js';
 
-/** The offline development model, always available. */
-export const ECHO_MODEL_ID = 'atrium/echo';
 /** Providers built in from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY). */
 export const BUILT_IN_PROVIDERS = ['openai', 'anthropic'] as const;
 
@@ -176,7 +175,6 @@ export const SetupFileSchema = Type.Object(
 );
 
 export type SetupFile = Static<typeof SetupFileSchema>;
-export type OrganizationSetup = Static<typeof OrganizationSpec>;
 export type WorkspaceSetup = Static<typeof WorkspaceSpec>;
 export type AgentSetup = Static<typeof AgentSpec>;
 export type ProjectSetup = Static<typeof ProjectSpec>;

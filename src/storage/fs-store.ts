@@ -8,8 +8,7 @@ import {
 import { once } from 'node:events';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { type Readable, Transform, type TransformCallback, type Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { ApiError, errors } from '../errors.js';
 import type { Clock } from '../ids.js';
@@ -19,7 +18,10 @@ import type {
   PutOptions,
   SignedDownloadOptions,
   SignedUploadOptions,
+  StoreLog,
 } from './object-store.js';
+import { hasErrorCode as isCode, unlessMissing } from './fs-errors.js';
+import { copyInto, meterFor } from './streams.js';
 import { keySegments, resolveSafePath, resolveSafePrefix } from './safe-path.js';
 import { createSignedUrl } from './signed-url.js';
 
@@ -35,6 +37,8 @@ export interface FsObjectStoreOptions {
   /** Origin of signed URLs when set (ATRIUM_PUBLIC_URL); else `fallbackOrigin` (`http://HOST:PORT`). */
   publicUrl?: string;
   fallbackOrigin: string;
+  /** Where faults that do not fail the operation are reported (a corrupt metadata record). */
+  log?: StoreLog;
 }
 
 /**
@@ -61,59 +65,6 @@ const versionName = (size: bigint | number, mtimeNs: bigint) => `${size}-${mtime
 /** Records of writes that never became visible (a crash) are removed after this long. */
 const STALE_VERSION_MS = 10 * 60 * 1000;
 
-/** Counts bytes on their way to storage, and stops the stream past a limit. */
-export class MeteredStream extends Transform {
-  bytes = 0;
-
-  constructor(private readonly maxBytes: number | undefined) {
-    super({ highWaterMark: 1024 * 1024 });
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.bytes += chunk.length;
-    if (this.maxBytes !== undefined && this.bytes > this.maxBytes) {
-      callback(
-        errors.payloadTooLarge(
-          `The body is larger than the declared ${this.maxBytes} bytes; nothing was stored`,
-          {
-            maxBytes: this.maxBytes,
-          },
-        ),
-      );
-      return;
-    }
-    callback(null, chunk);
-  }
-}
-
-/**
- * body → meter → sink. Unlike `pipeline`, a failure does not destroy `body`: when it is an HTTP
- * request the caller still answers on its socket (e.g. 413). A body that closes before its end
- * (cut connection) fails the copy.
- */
-export async function copyInto(body: Readable, meter: Transform, sink: Writable): Promise<void> {
-  const done = pipeline(meter, sink);
-  // A body that breaks off (a client closing its connection mid-upload) is the sender's doing,
-  // not a fault of ours: a 400 that is logged without a stack, not a 500.
-  const cutOff = (cause?: unknown) =>
-    new ApiError('bad_request', 'The body was cut off before its end; nothing was stored', {}, { cause });
-  const onError = (error: Error & { code?: string }) =>
-    meter.destroy(error.code === 'ECONNRESET' || error.message === 'aborted' ? cutOff(error) : error);
-  const onClose = () => {
-    if (!body.readableEnded) meter.destroy(cutOff());
-  };
-  body.on('error', onError);
-  body.on('close', onClose);
-  body.pipe(meter);
-  try {
-    await done;
-  } finally {
-    body.unpipe(meter);
-    body.off('error', onError);
-    body.off('close', onClose);
-  }
-}
-
 // The callback forms are about twice as fast as node:fs/promises for many small reads (the
 // promise readFile reads in several round trips); listing a project reads one stat and one
 // sidecar per object, so this is most of what sync costs.
@@ -123,11 +74,8 @@ const readFileFast = promisify(readFileCallback);
 /** How many objects `list` looks at at once. */
 const LIST_BATCH = 256;
 
-const isCode = (error: unknown, ...codes: string[]) =>
-  typeof error === 'object' && error !== null && codes.includes((error as NodeJS.ErrnoException).code ?? '');
-
 const statOrUndefined = (file: string): Promise<BigIntStats | undefined> =>
-  statFast(file, { bigint: true }).catch(() => undefined);
+  unlessMissing(statFast(file, { bigint: true }), undefined);
 
 /** The modification time in milliseconds as a plain `stat` reports it (fraction included). */
 const floatMtimeMs = (stat: BigIntStats) =>
@@ -140,8 +88,8 @@ const floatMtimeMs = (stat: BigIntStats) =>
  */
 const versionTime = (attempt: number) => Math.floor(Date.now() / 1000) - attempt + Math.random();
 
-function parseSidecar(text: string | undefined): Sidecar | undefined {
-  if (text === undefined) return undefined;
+/** A sidecar's fields, or undefined when the text is not one (logged by the caller). */
+function parseSidecar(text: string): Sidecar | undefined {
   try {
     const parsed = JSON.parse(text) as Sidecar;
     return typeof parsed.etag === 'string' && typeof parsed.contentType === 'string' ? parsed : undefined;
@@ -194,8 +142,7 @@ export class FsObjectStore implements ObjectStore {
     const tmpName = `${Date.now()}-${randomBytes(8).toString('hex')}`;
     const tmpData = path.join(this.tmpRoot, `${tmpName}.data`);
     const tmpRecord = path.join(this.tmpRoot, `${tmpName}.version`);
-    const limit = [options.maxBytes, options.exactBytes].filter((n): n is number => n !== undefined);
-    const meter = new MeteredStream(limit.length > 0 ? Math.min(...limit) : undefined);
+    const meter = meterFor(options);
     let claimed: string | undefined;
     try {
       const sink = createWriteStream(tmpData, { flags: 'wx', mode: 0o600, highWaterMark: 1024 * 1024 });
@@ -292,7 +239,7 @@ export class FsObjectStore implements ObjectStore {
     const doomed = new Set<string>();
     if (replaced?.isFile()) doomed.add(path.join(versionDir, versionName(replaced.size, replaced.mtimeNs)));
     const cutoff = Date.now() - STALE_VERSION_MS;
-    for (const entry of await fs.readdir(versionDir, { withFileTypes: true }).catch(() => [])) {
+    for (const entry of await unlessMissing(fs.readdir(versionDir, { withFileTypes: true }), [])) {
       if (!entry.isFile()) continue;
       const file = path.join(versionDir, entry.name);
       if (file === ours || doomed.has(file)) continue;
@@ -312,9 +259,10 @@ export class FsObjectStore implements ObjectStore {
   async sweepStaleTemp(olderThanMs = 60 * 60 * 1000, now = this.options.clock()): Promise<number> {
     let removed = 0;
     const cutoff = now.getTime() - olderThanMs;
-    for (const name of await fs.readdir(this.tmpRoot).catch(() => [] as string[])) {
+    for (const name of await unlessMissing(fs.readdir(this.tmpRoot), [])) {
       const file = path.join(this.tmpRoot, name);
-      const stat = await fs.stat(file).catch(() => undefined);
+      // Gone meanwhile (a write finished, another process swept it): nothing to do.
+      const stat = await unlessMissing(fs.stat(file), undefined);
       if (stat && stat.mtimeMs < cutoff) {
         await fs.rm(file, { force: true });
         removed++;
@@ -326,7 +274,7 @@ export class FsObjectStore implements ObjectStore {
   /** Version records older than `cutoff` that are not the record of the file now at their key. */
   private async sweepOrphanVersions(dir: string, key: string, cutoff: number): Promise<number> {
     let removed = 0;
-    const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
+    const entries = await unlessMissing(fs.readdir(dir, { withFileTypes: true }), []);
     const records = entries.filter((entry) => entry.isFile());
     if (records.length > 0 && key !== '') {
       const current = await statOrUndefined(resolveSafePath(this.dataRoot, key));
@@ -401,16 +349,29 @@ export class FsObjectStore implements ObjectStore {
 
   private async readVersion(key: string, stat: BigIntStats): Promise<Sidecar | undefined> {
     const file = path.join(resolveSafePath(this.versionsRoot, key), versionName(stat.size, stat.mtimeNs));
-    return parseSidecar(await readFileFast(file, 'utf8').catch(() => undefined));
+    return this.readSidecar(key, file);
   }
 
   /** A sidecar of the old layout (`meta/{key}`), valid while size and mtime match. */
   private async readLegacySidecar(key: string, stat: BigIntStats): Promise<Sidecar | undefined> {
-    const text = await readFileFast(resolveSafePath(this.metaRoot, key), 'utf8').catch(() => undefined);
-    const sidecar = parseSidecar(text);
+    const sidecar = await this.readSidecar(key, resolveSafePath(this.metaRoot, key));
     return sidecar && sidecar.size === Number(stat.size) && sidecar.mtimeMs === floatMtimeMs(stat)
       ? sidecar
       : undefined;
+  }
+
+  /**
+   * Only a missing file means "no record" (an object written behind Atrium's back). Any other
+   * read failure (EMFILE, EACCES, EIO) is thrown: read as "no record", it would change the
+   * object's etag and make sync report it `updated`. An unreadable record is logged and ignored.
+   */
+  private async readSidecar(key: string, file: string): Promise<Sidecar | undefined> {
+    const text = await unlessMissing(readFileFast(file, 'utf8'), undefined);
+    if (text === undefined) return undefined;
+    const sidecar = parseSidecar(text);
+    if (!sidecar)
+      this.options.log?.warn({ storagePath: key, file }, 'ignoring an unreadable object metadata record');
+    return sidecar;
   }
 
   async get(key: string, range?: { start: number; end?: number }) {
@@ -512,8 +473,7 @@ export class FsObjectStore implements ObjectStore {
     await fs.rm(resolveSafePrefix(this.metaRoot, prefix), { recursive: true, force: true });
   }
 
-  /** With `PORT=0` the port is known only once the server listens (see server.ts). */
-  setFallbackOrigin(origin: string): void {
+  setServerOrigin(origin: string): void {
     this.options.fallbackOrigin = origin;
   }
 

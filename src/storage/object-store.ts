@@ -43,6 +43,11 @@ export interface PutOptions {
   durable?: boolean;
 }
 
+/** Where a store reports faults that do not fail the operation at hand (the app's logger). */
+export interface StoreLog {
+  warn(details: Record<string, unknown>, message: string): void;
+}
+
 /**
  * The one storage interface; `fs-store` and `s3-store` implement it and a factory picks one
  * from config. Every method streams: no implementation holds a whole object in memory.
@@ -69,4 +74,9 @@ export interface ObjectStore {
   sweepStaleTemp(olderThanMs: number, now: Date): Promise<number>;
   /** Readiness: resolves when storage answers. */
   check(): Promise<void>;
+  /**
+   * The server's own origin once it listens (with `PORT=0` the port is known only then): the
+   * origin of signed URLs when no public URL is configured. S3's URLs name the bucket instead.
+   */
+  setServerOrigin(origin: string): void;
 }

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { Writable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
@@ -19,15 +20,16 @@ import type { StorageConfig } from '../config.js';
 import { errors } from '../errors.js';
 import type { Clock } from '../ids.js';
 import { contentDisposition } from './content-disposition.js';
-import { copyInto, MeteredStream } from './fs-store.js';
 import type {
   ObjectInfo,
   ObjectStore,
   PutOptions,
   SignedDownloadOptions,
   SignedUploadOptions,
+  StoreLog,
 } from './object-store.js';
 import { keySegments } from './safe-path.js';
+import { copyInto, meterFor } from './streams.js';
 
 export type S3StorageConfig = Extract<StorageConfig, { kind: 's3' }>;
 
@@ -58,6 +60,7 @@ class S3UploadSink extends Writable {
     private readonly bucket: string,
     private readonly key: string,
     private readonly options: PutOptions,
+    private readonly log: StoreLog | undefined,
   ) {
     super({ highWaterMark: 1024 * 1024 });
   }
@@ -139,12 +142,18 @@ class S3UploadSink extends Writable {
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.chunks = [];
-    if (error && this.uploadId) {
+    const uploadId = this.uploadId;
+    if (error && uploadId) {
       this.client
-        .send(
-          new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.key, UploadId: this.uploadId }),
-        )
-        .catch(() => {})
+        .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.key, UploadId: uploadId }))
+        .catch((abortError: unknown) => {
+          // The put fails with its own error all the same; an upload left open keeps its parts
+          // (and their cost) until a bucket lifecycle rule or an operator aborts it by this id.
+          this.log?.warn(
+            { err: abortError, bucket: this.bucket, storagePath: this.key, uploadId },
+            'could not abort an incomplete multipart upload: abort it by its upload id',
+          );
+        })
         .finally(() => callback(error));
       return;
     }
@@ -163,7 +172,7 @@ export class S3ObjectStore implements ObjectStore {
 
   constructor(
     config: S3StorageConfig,
-    private readonly options: { clock: Clock },
+    private readonly options: { clock: Clock; log?: StoreLog },
   ) {
     this.bucket = config.bucket;
     this.client = new S3Client({
@@ -183,10 +192,14 @@ export class S3ObjectStore implements ObjectStore {
 
   async put(key: string, body: Readable, options: PutOptions): Promise<ObjectInfo> {
     keySegments(key);
-    const limit = [options.maxBytes, options.exactBytes].filter((n): n is number => n !== undefined);
-    const meter = new MeteredStream(limit.length > 0 ? Math.min(...limit) : undefined);
-    const sink = new S3UploadSink(this.client, this.bucket, key, options);
-    await copyInto(body, meter, sink);
+    const meter = meterFor(options);
+    const sink = new S3UploadSink(this.client, this.bucket, key, options, this.options.log);
+    try {
+      await copyInto(body, meter, sink);
+    } finally {
+      // A failed put settles once its multipart upload is aborted (or the abort has failed).
+      if (!sink.closed) await once(sink, 'close');
+    }
     return {
       key,
       size: sink.total,
@@ -343,6 +356,10 @@ export class S3ObjectStore implements ObjectStore {
    */
   async sweepStaleTemp(): Promise<number> {
     return 0;
+  }
+
+  setServerOrigin(): void {
+    // Presigned URLs point at the bucket, not at this server.
   }
 
   async check(): Promise<void> {

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { estimateUsage, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatSetup, DEAD_MCP_URL, userText } from './fixtures.js';
 import { startMcpServer, type TestMcpServer } from './mcp-server.js';
 
@@ -23,6 +23,7 @@ let t: TestApp;
 let mcp: TestMcpServer;
 let failingMcp: TestMcpServer;
 let stallingMcp: TestMcpServer;
+const logLines: string[] = [];
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
@@ -31,7 +32,12 @@ beforeAll(async () => {
     startMcpServer('fail'),
     startMcpServer('stall'),
   ]);
-  t = await createTestApp({ setup: chatSetup(upstream), mcpConnectTimeoutMs: MCP_TIMEOUT_MS });
+  t = await createTestApp({
+    setup: chatSetup(upstream),
+    mcpConnectTimeoutMs: MCP_TIMEOUT_MS,
+    env: { LOG_LEVEL: 'error' },
+    logStream: { write: (line: string) => void logLines.push(line) },
+  });
 });
 afterAll(async () => {
   await t.close();
@@ -124,6 +130,41 @@ describe('MCP tools', () => {
   });
 });
 
+describe('stored tool settings', () => {
+  it.each([
+    ['tools', '[{"type":"mcp","url":'],
+    ['tools', '{"type":"mcp"}'],
+    ['orchestration', '"agt_plain"'],
+  ] as const)(
+    'refuses to run an agent whose %s value is corrupt (%s): 500, logged, no model call',
+    async (column, value) => {
+      const agentId = column === 'tools' ? 'agt_tools' : 'agt_lead';
+      const before = await t.db
+        .selectFrom('agents')
+        .select(column)
+        .where('id', '=', agentId)
+        .executeTakeFirstOrThrow();
+      await t.db
+        .updateTable('agents')
+        .set({ [column]: value })
+        .where('id', '=', agentId)
+        .execute();
+      logLines.length = 0;
+      try {
+        const res = await post('/v1/chat', { agentId, messages: [userText('hi')] });
+        expect(res.statusCode).toBe(500);
+        expect(res.json()).toMatchObject({ code: 'internal_error' });
+        expect(res.body).not.toContain(value);
+        expect(upstream.requests).toHaveLength(0);
+        expect(logLines.join('\n')).toContain(`Agent ${agentId} has a corrupt stored ${column} value`);
+        expect(logLines.join('\n')).not.toContain(value);
+      } finally {
+        await t.db.updateTable('agents').set(before).where('id', '=', agentId).execute();
+      }
+    },
+  );
+});
+
 describe('remember tool', () => {
   it('appends a note to the project memory in project chats', async () => {
     upstream.enqueue(
@@ -188,6 +229,32 @@ describe('remember tool', () => {
     );
   });
 
+  it('charges a streamed reply that fails after its tool step for that step', async () => {
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Charged anyway.' } }] },
+      { kind: 'fail', status: 500 },
+    );
+    const res = await post('/v1/chat', {
+      agentId: 'agt_plain',
+      projectId: 'prj_empty',
+      stream: true,
+      messages: [userText('remember, then fail')],
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain('"type":"error"');
+    const chatId = res.headers['x-chat-id'] as string;
+    const chat = await t.db
+      .selectFrom('chats')
+      .select('spend_usd')
+      .where('id', '=', chatId)
+      .executeTakeFirstOrThrow();
+    const step = estimateUsage(upstream.requests[0]!.body, 5);
+    expect(Number(chat.spend_usd)).toBeCloseTo(
+      (step.prompt_tokens * 1 + step.completion_tokens * 2) / 1e6,
+      12,
+    );
+  });
+
   it('is not offered outside a project', async () => {
     await post('/v1/chat', { agentId: 'agt_plain', messages: [userText('hi')] });
     expect(upstream.lastRequest().body.tools).toBeUndefined();
@@ -233,5 +300,54 @@ describe('orchestration', () => {
       .where('id', '=', body.messageId)
       .executeTakeFirstOrThrow();
     expect(reply.input_tokens).toBeGreaterThan(10);
+  });
+  it('charges a failed lead reply for its finished step and its sub-agent run: ledger, chat spend, run record', async () => {
+    const ledger = () =>
+      t.db
+        .selectFrom('usage_ledger')
+        .select(['input_tokens', 'output_tokens', 'cost_usd'])
+        .where('workspace_id', '=', 'wsp_main')
+        .executeTakeFirst();
+    const before = (await ledger()) ?? { input_tokens: 0, output_tokens: 0, cost_usd: 0 };
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize the plan' } }] },
+      { kind: 'text', text: 'Plan summary from plain.', usage: { prompt: 1000, completion: 500 } },
+      { kind: 'fail', status: 500 },
+    );
+    const res = await post('/v1/agents/agt_lead/runs', { message: 'What is the plan?' });
+    expect(res.statusCode).toBe(502);
+    const runId = res.json().details.runId as string;
+
+    // The lead's first step (its tool call) and the sub-agent's run were paid for; the failed
+    // second step reported nothing. Both agents run on fake-small: $1 in, $2 out per MTok.
+    const leadStep = estimateUsage(upstream.requests[0]!.body, 5);
+    const inputTokens = leadStep.prompt_tokens + 1000;
+    const outputTokens = leadStep.completion_tokens + 500;
+    const cost = (inputTokens * 1 + outputTokens * 2) / 1e6;
+    const after = await ledger();
+    expect(after!.input_tokens - before.input_tokens).toBe(inputTokens);
+    expect(after!.output_tokens - before.output_tokens).toBe(outputTokens);
+    expect(Number(after!.cost_usd) - Number(before.cost_usd)).toBeCloseTo(cost, 12);
+
+    const run = await t.db
+      .selectFrom('agent_runs')
+      .selectAll()
+      .where('id', '=', runId)
+      .executeTakeFirstOrThrow();
+    expect(run).toMatchObject({ status: 'failed', input_tokens: inputTokens, output_tokens: outputTokens });
+    expect(Number(run.cost_usd)).toBeCloseTo(cost, 12);
+    const chat = await t.db
+      .selectFrom('chats')
+      .select('spend_usd')
+      .where('id', '=', run.chat_id!)
+      .executeTakeFirstOrThrow();
+    expect(Number(chat.spend_usd)).toBeCloseTo(cost, 12);
+    const subRuns = await t.db
+      .selectFrom('agent_runs')
+      .selectAll()
+      .where('chat_id', '=', run.chat_id!)
+      .where('agent_id', '=', 'agt_plain')
+      .execute();
+    expect(subRuns).toMatchObject([{ status: 'completed', input_tokens: 1000, output_tokens: 500 }]);
   });
 });

@@ -100,7 +100,6 @@ export async function createTestApp(
     {
       config: env.config,
       db: env.database.db,
-      dialect: env.database.dialect,
       clock: options.clock,
       store,
       mcpConnectTimeoutMs: options.mcpConnectTimeoutMs,

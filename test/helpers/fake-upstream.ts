@@ -77,7 +77,7 @@ function chunk(
   })}\n\n`;
 }
 
-function estimateUsage(body: RecordedRequest['body'], completion: number) {
+export function estimateUsage(body: RecordedRequest['body'], completion: number) {
   const prompt = Math.max(1, Math.ceil(JSON.stringify(body.messages ?? []).length / 4));
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }

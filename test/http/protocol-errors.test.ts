@@ -22,7 +22,7 @@ beforeAll(async () => {
   env = await createTestEnv();
   await applyFixture(env, TENANCY_SETUP);
   app = await buildApp(
-    { config: env.config, db: env.database.db, dialect: env.database.dialect },
+    { config: env.config, db: env.database.db },
     { logger: { level: 'info', stream: logStream } },
   );
   origin = await app.listen({ port: 0, host: '127.0.0.1' });

@@ -41,7 +41,6 @@ async function twoProcesses(env: Record<string, string> = {}) {
   const second = await buildApp({
     config: first.env.config,
     db: first.env.database.db,
-    dialect: first.env.database.dialect,
     clock,
   });
   await second.ready();

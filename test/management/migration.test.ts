@@ -116,7 +116,7 @@ beforeAll(async () => {
   });
   // Every migration after the previous release runs, this one among them.
   expect(await migrateToLatest(db, env.database.schema)).toContain('010-management');
-  app = await buildApp({ config: env.config, db, dialect: env.database.dialect });
+  app = await buildApp({ config: env.config, db });
   await app.ready();
 });
 afterAll(async () => {

@@ -58,7 +58,7 @@ beforeAll(async () => {
   expect(await main(['apply', writeFile('setup.yaml', MANAGEMENT_SETUP)])).toBe(0);
   const config = loadConfig();
   database = await openDatabase(config.database);
-  app = await buildApp({ config, db: database.db, dialect: database.dialect });
+  app = await buildApp({ config, db: database.db });
   await app.ready();
 });
 afterAll(async () => {

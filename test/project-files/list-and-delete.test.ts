@@ -1,11 +1,7 @@
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import {
-  buildFileTree,
-  listProjectFilesForContext,
-  readProjectFileBytes,
-} from '../../src/services/project-files.js';
+import { buildFileTree } from '../../src/services/project-files.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 import { filesApi } from './helpers.js';
@@ -233,30 +229,5 @@ describe(`download URL and delete (${engineName})`, () => {
       removed: 0,
       updated: 0,
     });
-  });
-});
-
-describe(`reading project files from other modules (${engineName})`, () => {
-  it('lists records with storage paths and reads a bounded prefix of their bytes', async () => {
-    const projectId = await newProject('Context');
-    const prefix = `projects/wsp_main/${projectId}/`;
-    await t.store.put(`${prefix}notes.md`, Readable.from([Buffer.from('# Notes\nline two\n')]), {
-      contentType: 'text/markdown',
-    });
-    await t.store.put(`${prefix}empty.txt`, Readable.from([]), { contentType: 'text/plain' });
-    await filesApi(t.app, projectId).sync();
-    const records = await listProjectFilesForContext(t.env.database.db, t.store, 'wsp_main', projectId);
-    expect(records.map((r) => r.storagePath).sort()).toEqual([`${prefix}empty.txt`, `${prefix}notes.md`]);
-    expect(await listProjectFilesForContext(t.env.database.db, t.store, 'wsp_other', projectId)).toEqual([]);
-    const notes = records.find((r) => r.name === 'notes.md')!;
-    const whole = await readProjectFileBytes(t.store, notes.storagePath, 1000);
-    expect(whole).toMatchObject({ truncated: false, size: 17 });
-    expect(whole!.bytes.toString()).toBe('# Notes\nline two\n');
-    const cut = await readProjectFileBytes(t.store, notes.storagePath, 7);
-    expect(cut).toMatchObject({ truncated: true, size: 17 });
-    expect(cut!.bytes.toString()).toBe('# Notes');
-    const empty = await readProjectFileBytes(t.store, `${prefix}empty.txt`, 10);
-    expect(empty).toMatchObject({ truncated: false, size: 0 });
-    expect(await readProjectFileBytes(t.store, `${prefix}missing.txt`, 10)).toBeNull();
   });
 });

@@ -59,6 +59,10 @@ describe(`periodic sweep of crash leftovers while serving (${engineName})`, () =
   });
 });
 
+const failOnError = (error: unknown) => {
+  throw error;
+};
+
 describe('runPeriodically', () => {
   // Fake timers: "never again after stop" is checked by running every timer there is, not by
   // sleeping a while and hoping a late run would have shown by then.
@@ -75,7 +79,7 @@ describe('runPeriodically', () => {
       maxConcurrent = Math.max(maxConcurrent, concurrent);
       await new Promise((resolve) => setTimeout(resolve, 5));
       concurrent--;
-    }, 1);
+    }, 1, failOnError);
     expect(runs).toBe(1);
     // Each run takes 5 ms and the next starts 1 ms after it ends: 6 ms apart.
     await vi.advanceTimersByTimeAsync(5);
@@ -94,21 +98,32 @@ describe('runPeriodically', () => {
     expect(maxConcurrent).toBe(1);
   });
 
-  it('keeps running after a failed run, and runs once only with interval 0', async () => {
+  it('reports each failed run and keeps running, and runs once only with interval 0', async () => {
     let runs = 0;
-    const failing = runPeriodically(async () => {
-      runs++;
-      throw new Error('storage down');
-    }, 1);
+    const reported: unknown[] = [];
+    const failing = runPeriodically(
+      async () => {
+        runs++;
+        throw new Error(`storage down ${runs}`);
+      },
+      1,
+      (error) => reported.push(error),
+    );
     await vi.advanceTimersByTimeAsync(1);
     await vi.advanceTimersByTimeAsync(1);
     expect(runs).toBe(3);
     await failing.stop();
+    expect(reported.length).toBe(runs);
+    expect((reported[0] as Error).message).toBe('storage down 1');
 
     let once = 0;
-    const single = runPeriodically(async () => {
-      once++;
-    }, 0);
+    const single = runPeriodically(
+      async () => {
+        once++;
+      },
+      0,
+      failOnError,
+    );
     await single.stop();
     expect(vi.getTimerCount()).toBe(0);
     await vi.runAllTimersAsync();

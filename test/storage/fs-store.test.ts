@@ -2,12 +2,14 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fsPromises from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FsObjectStore } from '../../src/storage/fs-store.js';
 import { resolveSafePath, UnsafePathError } from '../../src/storage/safe-path.js';
 
 let root: string;
 let store: FsObjectStore;
+const warnings: Array<{ details: Record<string, unknown>; message: string }> = [];
 beforeAll(() => {
   root = mkdtempSync(path.join(tmpdir(), 'atrium-fs-store-'));
   store = new FsObjectStore({
@@ -15,6 +17,7 @@ beforeAll(() => {
     signingSecret: 's',
     clock: () => new Date(),
     fallbackOrigin: 'http://127.0.0.1:1',
+    log: { warn: (details, message) => warnings.push({ details, message }) },
   });
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -244,5 +247,58 @@ describe('FsObjectStore versions: an object and its metadata belong to one write
     expect(await store.sweepStaleTemp(-60_000)).toBeGreaterThanOrEqual(1);
     expect(listFiles(dir)).toEqual([live]);
     expect(await store.head('swept/x')).toMatchObject({ contentType: 'text/plain' });
+  });
+  it('fails a read whose version record cannot be read, instead of giving the object a size-mtime etag', async () => {
+    const { mkdirSync } = await import('node:fs');
+    const info = await store.put('faulty/x', Readable.from([Buffer.from('x')]), {
+      contentType: 'text/plain',
+    });
+    const dir = path.join(root, 'versions', 'faulty', 'x');
+    const [record] = listFiles(dir);
+    // A record that is a folder fails to read with EISDIR: a fault like EMFILE or EIO, not "none".
+    rmSync(path.join(dir, record!));
+    mkdirSync(path.join(dir, record!));
+    await expect(store.head('faulty/x')).rejects.toMatchObject({ code: 'EISDIR' });
+    await expect(keys('faulty/')).rejects.toMatchObject({ code: 'EISDIR' });
+    rmSync(path.join(dir, record!), { recursive: true });
+    // Missing (written behind Atrium's back) is expected: size and mtime stand in for the etag.
+    const head = await store.head('faulty/x');
+    expect(head!.etag).not.toBe(info.etag);
+    expect(head!.etag).toBe(`${head!.size}-${head!.lastModified.getTime()}`);
+  });
+
+  it('logs a corrupt version record and falls back to the size-mtime etag', async () => {
+    const { writeFileSync } = await import('node:fs');
+    await store.put('corrupt/x', Readable.from([Buffer.from('x')]), { contentType: 'text/plain' });
+    const dir = path.join(root, 'versions', 'corrupt', 'x');
+    const [record] = listFiles(dir);
+    writeFileSync(path.join(dir, record!), '{"etag": 4');
+    warnings.length = 0;
+    const head = await store.head('corrupt/x');
+    expect(head).toMatchObject({ size: 1, contentType: undefined });
+    expect(warnings).toEqual([
+      {
+        details: { storagePath: 'corrupt/x', file: path.join(dir, record!) },
+        message: 'ignoring an unreadable object metadata record',
+      },
+    ]);
+  });
+
+  it('the temp sweep fails on a file system fault instead of reporting nothing to sweep', async () => {
+    const emfile = Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+    const readdir = vi.spyOn(fsPromises, 'readdir').mockRejectedValueOnce(emfile);
+    try {
+      await expect(store.sweepStaleTemp()).rejects.toBe(emfile);
+    } finally {
+      readdir.mockRestore();
+    }
+    // A missing temp folder is no fault: nothing was ever written there.
+    const empty = new FsObjectStore({
+      root: path.join(root, 'never-used'),
+      signingSecret: 's',
+      clock: () => new Date(),
+      fallbackOrigin: 'http://127.0.0.1:1',
+    });
+    expect(await empty.sweepStaleTemp()).toBe(0);
   });
 });

@@ -1,8 +1,5 @@
-import type { Transaction } from 'kysely';
-import type { Db } from '../database.js';
-import type { AgentRunTable, Database } from '../schema.js';
-
-type Executor = Db | Transaction<Database>;
+import type { Db, Executor } from '../database.js';
+import type { AgentRunTable } from '../schema.js';
 
 export async function insertAgentRun(db: Executor, run: AgentRunTable): Promise<void> {
   await db.insertInto('agent_runs').values(run).execute();

@@ -1,8 +1,6 @@
-import { sql, type Transaction } from 'kysely';
-import type { Db } from '../database.js';
-import type { AgentTable, Database } from '../schema.js';
-
-type Executor = Db | Transaction<Database>;
+import { sql } from 'kysely';
+import type { Db, Executor } from '../database.js';
+import type { AgentTable } from '../schema.js';
 
 const LISTED_VISIBILITIES = ['workspace', 'organization'] as const;
 
@@ -114,4 +112,42 @@ export async function updateAgent(
   changes: Partial<Omit<AgentRow, 'id' | 'workspace_id'>>,
 ): Promise<void> {
   await db.updateTable('agents').set(changes).where('id', '=', agentId).execute();
+}
+
+/** A live agent with its workspace in one query (the hot path of `/chat` and runs). */
+export async function findAgentWithWorkspace(db: Executor, agentId: string) {
+  const row = await db
+    .selectFrom('agents')
+    .innerJoin('workspaces', 'workspaces.id', 'agents.workspace_id')
+    .selectAll('agents')
+    .select([
+      'workspaces.organization_id as ws_organization_id',
+      'workspaces.default_model as ws_default_model',
+      'workspaces.monthly_tokens as ws_monthly_tokens',
+      'workspaces.monthly_cost_usd as ws_monthly_cost_usd',
+      'workspaces.chat_spend_cap_usd as ws_chat_spend_cap_usd',
+    ])
+    .where('agents.id', '=', agentId)
+    .where('agents.deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const {
+    ws_organization_id,
+    ws_default_model,
+    ws_monthly_tokens,
+    ws_monthly_cost_usd,
+    ws_chat_spend_cap_usd,
+    ...agent
+  } = row;
+  return {
+    agent,
+    workspace: {
+      id: agent.workspace_id,
+      organization_id: ws_organization_id,
+      default_model: ws_default_model,
+      monthly_tokens: ws_monthly_tokens,
+      monthly_cost_usd: ws_monthly_cost_usd,
+      chat_spend_cap_usd: ws_chat_spend_cap_usd,
+    },
+  };
 }

@@ -1,8 +1,6 @@
 import type { Transaction } from 'kysely';
-import type { Db } from '../database.js';
+import type { Executor } from '../database.js';
 import type { Database, MessageTable } from '../schema.js';
-
-type Executor = Db | Transaction<Database>;
 
 /** The messages of a chat, in order. */
 export function listChatMessages(db: Executor, workspaceId: string, chatId: string) {

@@ -1,4 +1,5 @@
-import type { Db } from '../database.js';
+import { sql } from 'kysely';
+import type { Db, Executor } from '../database.js';
 import type { ProjectTable } from '../schema.js';
 
 export type ProjectRow = ProjectTable;
@@ -82,6 +83,29 @@ export async function lockProject(trx: Db, workspaceId: string, projectId: strin
   const result = await trx
     .updateTable('projects')
     .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('id', '=', projectId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * Appends a note to a project's memory in one statement, so that concurrent `remember` calls
+ * never lose each other's notes. Notes are separated by a blank line (the memory is markdown).
+ */
+export async function appendProjectMemory(
+  db: Executor,
+  workspaceId: string,
+  projectId: string,
+  note: string,
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('projects')
+    .set({
+      memory: sql<string>`case when memory = '' then ${note} else memory || ${`\n\n${note}`} end`,
+      updated_at: now,
+    })
     .where('id', '=', projectId)
     .where('workspace_id', '=', workspaceId)
     .executeTakeFirst();

@@ -1,9 +1,7 @@
-import { sql, type Transaction } from 'kysely';
+import { sql } from 'kysely';
 import { retryOnConflict } from '../conflict-retry.js';
-import type { Db } from '../database.js';
-import type { Database, SkillTable } from '../schema.js';
-
-type Executor = Db | Transaction<Database>;
+import type { Db, Executor } from '../database.js';
+import type { SkillTable } from '../schema.js';
 
 /** Which of `names` the workspace already has a skill for (exact, case-sensitive match). */
 export async function findTakenSkillNames(

@@ -26,12 +26,3 @@ export function findWorkspaceWithRole(db: Db, workspaceId: string, userId: strin
 export function findUser(db: Db, userId: string) {
   return db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
 }
-
-export async function enabledModelIds(db: Db, workspaceId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('workspace_models')
-    .select('model_id')
-    .where('workspace_id', '=', workspaceId)
-    .execute();
-  return rows.map((r) => r.model_id);
-}

@@ -1,8 +1,5 @@
-import { sql, type Transaction } from 'kysely';
-import type { Db } from '../database.js';
-import type { Database } from '../schema.js';
-
-type Executor = Db | Transaction<Database>;
+import { sql } from 'kysely';
+import type { Executor } from '../database.js';
 
 export interface MonthUsage {
   inputTokens: number;

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import type { AppDeps } from '../../app.js';
 import { accessWorkspaceInPath } from '../../services/access.js';
-import { AGENT_PAGE, clampLimit, listAgents } from '../../services/agents.js';
+import { AGENT_PAGE, listAgents } from '../../services/agents.js';
+import { clampLimit } from '../../services/paging.js';
 import { AgentListQuery, AgentListResponse, WorkspaceParams } from '../schemas/agents.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
 

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import type { AppDeps } from '../../app.js';
 import { accessWorkspaceInPath } from '../../services/access.js';
-import { clampLimit } from '../../services/agents.js';
+import { clampLimit } from '../../services/paging.js';
 import {
   assertMayUploadSkills,
   type BulkUploadResult as BulkUploadData,

@@ -10,8 +10,6 @@ export const ErrorBody = Type.Object(
   { $id: 'Error', title: 'Error' },
 );
 
-export const ErrorRef = Type.Unsafe({ $ref: 'Error#' });
-
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' });
 
 export const Pagination = Type.Object(

@@ -133,7 +133,6 @@ export const CompletionBody = Type.Object(
   },
   { additionalProperties: true, description: 'Unknown fields are ignored' },
 );
-export type CompletionBodyType = import('typebox').Static<typeof CompletionBody>;
 
 const Usage = Type.Object({
   prompt_tokens: Type.Integer(),

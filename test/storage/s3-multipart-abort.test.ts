@@ -1,0 +1,82 @@
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/ids.js';
+import { S3ObjectStore } from '../../src/storage/s3-store.js';
+import { startS3rver } from '../project-files/s3rver.js';
+
+/**
+ * s3rver behind a proxy that refuses AbortMultipartUpload (DELETE …?uploadId=…) with 403, as a
+ * bucket policy or an expired credential would: the upload stays open on the server.
+ */
+let s3: Awaited<ReturnType<typeof startS3rver>>;
+let proxy: Server;
+let proxyUrl: string;
+const refusedAborts: string[] = [];
+let partUploaded: () => void;
+const firstPart = new Promise<void>((resolve) => {
+  partUploaded = resolve;
+});
+beforeAll(async () => {
+  s3 = await startS3rver();
+  const target = new URL(s3.config.endpoint!);
+  proxy = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://proxy');
+    if (req.method === 'DELETE' && url.searchParams.has('uploadId')) {
+      refusedAborts.push(url.searchParams.get('uploadId')!);
+      req.resume();
+      res.writeHead(403, { 'content-type': 'application/xml' });
+      res.end('<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>Denied</Message></Error>');
+      return;
+    }
+    const forwarded = request(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+      (upstream) => {
+        res.writeHead(upstream.statusCode ?? 502, upstream.headers);
+        upstream.pipe(res);
+        if (req.method === 'PUT' && url.searchParams.has('partNumber'))
+          res.on('finish', () => partUploaded());
+      },
+    );
+    req.pipe(forwarded);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await new Promise<void>((resolve) => proxy.close(() => resolve()));
+  await s3.close();
+});
+
+describe('S3 multipart upload that cannot be aborted', () => {
+  it('fails the put with its own error and logs the upload id it left open', async () => {
+    const warnings: Array<{ details: Record<string, unknown>; message: string }> = [];
+    const store = new S3ObjectStore(
+      { ...s3.config, endpoint: proxyUrl },
+      { clock: systemClock, log: { warn: (details, message) => warnings.push({ details, message }) } },
+    );
+    // One part (8 MiB) is uploaded, so a multipart upload is open when the body fails.
+    const failure = new Error('the source broke off');
+    async function* source() {
+      yield Buffer.alloc(8 * 1024 * 1024, 1);
+      await firstPart;
+      throw failure;
+    }
+    await expect(
+      store.put('scratch/broken.bin', Readable.from(source()), { contentType: 'application/octet-stream' }),
+    ).rejects.toBe(failure);
+    expect(refusedAborts).toHaveLength(1);
+    expect(warnings).toEqual([
+      {
+        details: expect.objectContaining({
+          uploadId: refusedAborts[0],
+          bucket: s3.config.bucket,
+          storagePath: 'scratch/broken.bin',
+          err: expect.objectContaining({ name: 'AccessDenied' }),
+        }),
+        message: 'could not abort an incomplete multipart upload: abort it by its upload id',
+      },
+    ]);
+  });
+});
