@@ -5,3 +5,22 @@
 export function foldAccents(text: string): string {
   return text.normalize('NFKD').replace(/\p{M}+/gu, '');
 }
+
+/**
+ * Text for PostgreSQL's `to_tsvector`: accents folded and every run of characters that is not a
+ * letter or digit made a space. PostgreSQL's parser would otherwise keep `team@example.com` or
+ * `/v1/search` as single tokens that no query word matches; split like this it sees the words
+ * SQLite's tokenizer and {@link queryTerms} see.
+ */
+export function searchableText(text: string): string {
+  return foldAccents(text).replace(/[^\p{L}\p{N}]+/gu, ' ');
+}
+
+/**
+ * PostgreSQL's text search configuration for chunks and queries. `simple` (lower-cased words,
+ * no stemming, no stop list) as SQLite's tokenizer: measured on the labelled retrieval set it
+ * found 59 of 60 answers in the top 8 against 58 for `english`, whose stemming merges words a
+ * question tells apart; stop words and very common words are dropped from queries instead
+ * (search.ts).
+ */
+export const PG_SEARCH_CONFIG = 'simple';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isSqliteDb } from '../db/repositories/knowledge.js';
-import { foldAccents } from './fold.js';
+import { foldAccents, PG_SEARCH_CONFIG } from './fold.js';
 
 /** One search hit: a chunk of an indexed file (spec/knowledge.md "Search"). */
 export interface SearchResult {
@@ -40,8 +40,8 @@ const ABS_COMMON_SHARE = 0.1;
 const CANDIDATES_PER_RESULT = 4;
 
 /**
- * English words too common to find anything by. PostgreSQL's `english` configuration drops its
- * own list; SQLite's tokenizer keeps every word, so this list does it there.
+ * English words too common to find anything by; neither engine's tokenizer drops them (SQLite's
+ * `unicode61`, PostgreSQL's `simple`), so queries leave them out here.
  */
 const STOP_WORDS = new Set(
   `a about above after again against all am an and any are as at be because been before being
@@ -185,10 +185,10 @@ async function searchSqlite(
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL: tsvector
 
-/** The `english` configuration's lexemes of the terms (stemmed; its stop words dropped). */
+/** The terms as PostgreSQL's configuration makes them lexemes (with `simple`: the same words). */
 async function postgresLexemes(db: Db, terms: string[]): Promise<string[]> {
   const result = await sql<{ lexeme: string }>`
-    select distinct unnest(tsvector_to_array(to_tsvector('english', ${terms.join(' ')}))) as lexeme`.execute(
+    select distinct unnest(tsvector_to_array(to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${terms.join(' ')}))) as lexeme`.execute(
     db,
   );
   return result.rows.map((row) => row.lexeme);
