@@ -23,7 +23,6 @@ import { chunkExtraction } from '../src/knowledge/chunk.js';
 import { PG_SEARCH_CONFIG } from '../src/knowledge/fold.js';
 import { startIndexer, waitForIndexIdle } from '../src/knowledge/indexer.js';
 import { forgetSearchStatistics, searchProject } from '../src/knowledge/search.js';
-import { extractedText } from '../src/knowledge/types.js';
 import { systemClock } from '../src/ids.js';
 import { projectStoragePrefix, syncProjectFiles } from '../src/services/project-files.js';
 import { createObjectStore } from '../src/storage/index.js';
