@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForIndexIdle } from '../../src/knowledge/indexer.js';
-import { searchProject } from '../../src/knowledge/search.js';
+import { sql } from 'kysely';
+import { queryTerms, searchProject } from '../../src/knowledge/search.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
 import { putAndSync, startTestIndexer, type TestApp } from './helpers.js';
@@ -46,4 +47,26 @@ describe(`lexical retrieval on the labelled set (${engineName})`, () => {
     expect(set.questions.length).toBeGreaterThanOrEqual(50);
     expect(recall).toBeGreaterThanOrEqual(0.85);
   }, 60_000);
+
+  it.runIf(engineName === 'sqlite')(
+    'is far better than an implicit AND of the same words (printed)',
+    async () => {
+      // The fact the OR-query rests on: a question nearly always has a word its passage lacks.
+      let found = 0;
+      for (const { question, expectedPath } of set.questions) {
+        const terms = queryTerms(question);
+        if (terms.length === 0) continue;
+        const rows = await sql<{ path: string }>`
+        select f.path from knowledge_chunks_fts
+        join knowledge_chunks c on c.id = knowledge_chunks_fts.rowid
+        join project_files f on f.id = c.file_id
+        where knowledge_chunks_fts match ${terms.map((term) => `"${term}"`).join(' AND ')}
+        order by bm25(knowledge_chunks_fts) limit ${K}`.execute(t.env.database.db);
+        if (rows.rows.some((row) => row.path === expectedPath)) found++;
+      }
+      const andRecall = found / set.questions.length;
+      console.log(`implicit-AND recall@${K} (sqlite, same words): ${andRecall.toFixed(3)}`);
+      expect(andRecall).toBeLessThan(0.85);
+    },
+  );
 });
