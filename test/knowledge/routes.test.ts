@@ -20,8 +20,8 @@ beforeAll(async () => {
   ]);
   const indexer = startTestIndexer(t);
   stopIndexer = () => indexer.stop();
-  await waitForIndexIdle(t.env.database.db);
-});
+  await waitForIndexIdle(t.env.database.db, { timeoutMs: 110_000 });
+}, 120_000);
 afterAll(async () => {
   await stopIndexer();
   await t.close();
