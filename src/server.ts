@@ -2,7 +2,10 @@ import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
-import { systemClock } from './ids.js';
+import { newId, systemClock } from './ids.js';
+import { Embedder } from './knowledge/embedder.js';
+import { KnowledgeVectors } from './knowledge/vectors.js';
+import { ModelRegistry } from './models/registry.js';
 import { type PeriodicTask, runPeriodically, sweepLeftovers } from './leftovers.js';
 import { FsObjectStore } from './storage/fs-store.js';
 import { createObjectStore, httpOrigin } from './storage/index.js';
@@ -15,17 +18,18 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   const database = await openDatabase(config.database);
   await migrateToLatest(database.db);
   const store = createObjectStore(config);
-  const app = await buildApp({ config, db: database.db, dialect: database.dialect, store });
+  const vectors = new KnowledgeVectors(database.db, new ModelRegistry(config));
+  const app = await buildApp({ config, db: database.db, dialect: database.dialect, store, vectors });
 
   // Started once listening; shutdown may come before that.
-  const background: { sweeps?: PeriodicTask } = {};
+  const background: { sweeps?: PeriodicTask; embedder?: Embedder } = {};
   let closing: Promise<void> | undefined;
   const shutdown = (signal: string) => {
     closing ??= (async () => {
       app.log.info({ signal }, 'shutting down: finishing in-flight requests');
       try {
         // A sweep in progress finishes before the database closes; no new one starts.
-        await Promise.all([background.sweeps?.stop(), app.close()]);
+        await Promise.all([background.sweeps?.stop(), background.embedder?.stop(), app.close()]);
       } finally {
         await database.close();
       }
@@ -67,5 +71,16 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
       app.log.warn({ err: error }, 'could not sweep leftovers of interrupted uploads');
     }
   }, config.sweepIntervalMs);
+  // Chunks get vectors apart from indexing, so an embedding provider never holds up a file.
+  background.embedder = new Embedder(vectors, {
+    processId: newId('prc'),
+    requestTimeoutMs: config.upstreamTimeoutMs,
+    onError: (error, workspaceId) =>
+      app.log.warn({ err: error, workspaceId }, 'could not embed project chunks; retrying later'),
+  });
+  background.embedder.start();
+  void vectors.support().then((support) => {
+    if (!support.available) app.log.info({ reason: support.reason }, 'vector search unavailable: search is lexical');
+  });
   return { app, address, close: () => shutdown('close') };
 }
