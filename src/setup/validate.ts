@@ -84,7 +84,7 @@ const WorkspaceSpec = Type.Object(
     models: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     defaultModel: Clearable(Type.String({ minLength: 1 })),
     /** A model entry of `kind: embedding`; when set, project files also get vectors. */
-    embeddingModel: Clearable(Type.String({ minLength: 1 })),
+    embeddingModel: Clearable(Type.String({ minLength: 1, maxLength: 200 })),
     limits: Clearable(
       Type.Object(
         {
