@@ -110,7 +110,10 @@ function createValidators() {
 
 /** Builds the app; never listens (only server.ts does), so tests build it without a port. */
 export async function buildApp(
-  input: Omit<AppDeps, 'clock' | 'store' | 'models' | 'vectors' | 'rateLimitCounter' | 'usageReservations'> & {
+  input: Omit<
+    AppDeps,
+    'clock' | 'store' | 'models' | 'vectors' | 'rateLimitCounter' | 'usageReservations'
+  > & {
     clock?: Clock;
     store?: ObjectStore;
     models?: ModelRegistry;

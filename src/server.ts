@@ -96,7 +96,8 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   });
   background.embedder.start();
   void vectors.support().then((support) => {
-    if (!support.available) app.log.info({ reason: support.reason }, 'vector search unavailable: search is lexical');
+    if (!support.available)
+      app.log.info({ reason: support.reason }, 'vector search unavailable: search is lexical');
   });
   return { app, address, close: () => shutdown('close') };
 }

@@ -2,12 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { ResolvedEmbeddingModel } from '../models/registry.js';
 import { assertWithinWorkspaceLimits } from '../services/usage.js';
-import {
-  type ChunkToEmbed,
-  chunksLackingVectors,
-  deleteStaleVectors,
-  storeVectors,
-} from './vector-store.js';
+import { type ChunkToEmbed, chunksLackingVectors, deleteStaleVectors, storeVectors } from './vector-store.js';
 import { type KnowledgeVectors, shortError } from './vectors.js';
 
 export interface EmbedderOptions {
@@ -111,7 +106,9 @@ export class Embedder {
       .selectFrom('workspaces')
       .leftJoin('knowledge_embedding_state as s', 's.workspace_id', 'workspaces.id')
       .select(['workspaces.id', 'workspaces.embedding_model', 's.model_key'])
-      .where((eb) => eb.or([eb('workspaces.embedding_model', 'is not', null), eb('s.model_key', 'is not', null)]))
+      .where((eb) =>
+        eb.or([eb('workspaces.embedding_model', 'is not', null), eb('s.model_key', 'is not', null)]),
+      )
       .orderBy('workspaces.id')
       .execute();
     let worked = false;
@@ -241,7 +238,11 @@ export class Embedder {
         ]),
       )
       .where((eb) =>
-        eb.or([eb('next_attempt_at', 'is', null), eb('next_attempt_at', '<=', at), eb('model_key', '<>', modelKey)]),
+        eb.or([
+          eb('next_attempt_at', 'is', null),
+          eb('next_attempt_at', '<=', at),
+          eb('model_key', '<>', modelKey),
+        ]),
       )
       .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
@@ -293,7 +294,10 @@ export class Embedder {
         .execute();
       return;
     }
-    let update = this.db.updateTable('knowledge_embedding_state').set(values).where('workspace_id', '=', workspaceId);
+    let update = this.db
+      .updateTable('knowledge_embedding_state')
+      .set(values)
+      .where('workspace_id', '=', workspaceId);
     if (leased) update = update.where('lease_owner', '=', this.options.processId);
     await update.execute();
   }

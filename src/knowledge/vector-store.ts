@@ -109,7 +109,11 @@ export async function chunksLackingVectors(
 }
 
 /** How many of the project's chunks have no vector under `modelKey`. */
-export async function countChunksLackingVectors(db: Db, projectId: string, modelKey: string): Promise<number> {
+export async function countChunksLackingVectors(
+  db: Db,
+  projectId: string,
+  modelKey: string,
+): Promise<number> {
   const row = await db
     .selectFrom('knowledge_chunks as c')
     .select((eb) => eb.fn.countAll<number>().as('n'))

@@ -78,9 +78,10 @@ export class KnowledgeVectors {
 
   /** Detected once per process (an extension does not come or go while it runs). */
   support(): Promise<VectorSupport> {
-    this.supportPromise ??= detectVectorSupport(this.db).catch(
-      (error): VectorSupport => ({ available: false, reason: shortError(error) }),
-    );
+    this.supportPromise ??= detectVectorSupport(this.db).catch((error): VectorSupport => ({
+      available: false,
+      reason: shortError(error),
+    }));
     return this.supportPromise;
   }
 
@@ -149,7 +150,8 @@ export class KnowledgeVectors {
     );
     vector.catch(() => this.queryCache.delete(key));
     this.queryCache.delete(key);
-    if (this.queryCache.size >= QUERY_CACHE_ENTRIES) this.queryCache.delete(this.queryCache.keys().next().value!);
+    if (this.queryCache.size >= QUERY_CACHE_ENTRIES)
+      this.queryCache.delete(this.queryCache.keys().next().value!);
     this.queryCache.set(key, { at, vector });
     return vector;
   }

@@ -144,7 +144,12 @@ export class ModelRegistry {
   /** An embedding model (`kind: embedding` in the setup file, or the development one). */
   async resolveEmbedding(db: Db, modelId: string): Promise<ResolvedEmbeddingModel> {
     if (modelId === ECHO_EMBEDDING_MODEL_ID) {
-      return { id: modelId, key: `${modelId}|atrium|echo-embedding`, model: this.echoEmbedding, pricing: FREE };
+      return {
+        id: modelId,
+        key: `${modelId}|atrium|echo-embedding`,
+        model: this.echoEmbedding,
+        pricing: FREE,
+      };
     }
     const row = await findModelWithProvider(db, modelId);
     if (!row) throw noProvider(modelId, 'it is not defined in the models registry');
@@ -246,9 +251,12 @@ function createEmbeddingModel(
     case 'openai':
       return createOpenAI({ apiKey, baseURL, name: settings.id, fetch }).embeddingModel(providerModel);
     case 'openai-compatible':
-      return createOpenAICompatible({ name: settings.id, baseURL: baseURL ?? '', apiKey, fetch }).embeddingModel(
-        providerModel,
-      );
+      return createOpenAICompatible({
+        name: settings.id,
+        baseURL: baseURL ?? '',
+        apiKey,
+        fetch,
+      }).embeddingModel(providerModel);
     case 'anthropic':
       throw noProvider(modelId, 'Anthropic offers no embedding models');
   }

@@ -262,7 +262,11 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
     }
   });
   /** A model a chat runs on (workspace models, defaults, agents): defined, and not an embedding model. */
-  const checkModel = (model: string | null | undefined, path: string, kind: 'chat' | 'embedding' = 'chat') => {
+  const checkModel = (
+    model: string | null | undefined,
+    path: string,
+    kind: 'chat' | 'embedding' = 'chat',
+  ) => {
     if (model === undefined || model === null) return;
     const found = modelKinds.get(model);
     if (!found) {

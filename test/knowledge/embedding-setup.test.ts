@@ -43,9 +43,19 @@ describe('setup file: embedding models', () => {
   });
 
   it.each([
-    ['an unknown model', setup('nope'), 'organizations[0].workspaces[0].embeddingModel', /unknown model "nope"/],
+    [
+      'an unknown model',
+      setup('nope'),
+      'organizations[0].workspaces[0].embeddingModel',
+      /unknown model "nope"/,
+    ],
     ['a chat model', setup('chatty'), 'organizations[0].workspaces[0].embeddingModel', /is a chat model/],
-    ['the chat echo model', setup('atrium/echo'), 'organizations[0].workspaces[0].embeddingModel', /is a chat model/],
+    [
+      'the chat echo model',
+      setup('atrium/echo'),
+      'organizations[0].workspaces[0].embeddingModel',
+      /is a chat model/,
+    ],
     [
       'an embedding model as default',
       setup().replace('defaultModel: atrium/echo', 'defaultModel: embed'),
@@ -73,7 +83,12 @@ describe('setup file: embedding models', () => {
     ['an unknown kind', setup().replace('kind: embedding', 'kind: vector'), 'models[1].kind', /./],
     ['an empty embeddingModel', setup('""'), 'organizations[0].workspaces[0].embeddingModel', /fewer than 1/],
     ['a number', setup('42'), 'organizations[0].workspaces[0].embeddingModel', /string/],
-    ['an oversized id', setup('x'.repeat(201)), 'organizations[0].workspaces[0].embeddingModel', /more than 200/],
+    [
+      'an oversized id',
+      setup('x'.repeat(201)),
+      'organizations[0].workspaces[0].embeddingModel',
+      /more than 200/,
+    ],
   ])('refuses %s', (_name, yaml, path, message) => {
     const found = problems(yaml);
     expect(found.some((p) => p.path === path && message.test(p.message))).toBe(true);
@@ -92,13 +107,26 @@ describe(`embedding models in the service (${engineName})`, () => {
 
   it('stores kind and embeddingModel; null clears; left out keeps', async () => {
     const db = t.env.database.db;
-    const model = await db.selectFrom('models').select('kind').where('id', '=', 'embed').executeTakeFirstOrThrow();
+    const model = await db
+      .selectFrom('models')
+      .select('kind')
+      .where('id', '=', 'embed')
+      .executeTakeFirstOrThrow();
     expect(model.kind).toBe('embedding');
-    const chat = await db.selectFrom('models').select('kind').where('id', '=', 'chatty').executeTakeFirstOrThrow();
+    const chat = await db
+      .selectFrom('models')
+      .select('kind')
+      .where('id', '=', 'chatty')
+      .executeTakeFirstOrThrow();
     expect(chat.kind).toBe('chat');
     const embeddingModel = async () =>
-      (await db.selectFrom('workspaces').select('embedding_model').where('id', '=', 'wsp_e').executeTakeFirstOrThrow())
-        .embedding_model;
+      (
+        await db
+          .selectFrom('workspaces')
+          .select('embedding_model')
+          .where('id', '=', 'wsp_e')
+          .executeTakeFirstOrThrow()
+      ).embedding_model;
     expect(await embeddingModel()).toBe('embed');
     const apply = async (yaml: string) => {
       const parsed = parseSetupText(yaml, 'setup.yaml');
@@ -119,7 +147,11 @@ describe(`embedding models in the service (${engineName})`, () => {
     const reparsed = parseSetupText(exportText(exported, 'wsp_e'), 'export.yaml');
     expect(reparsed.ok).toBe(true);
     await applySetup(db, (reparsed as { setup: SetupFile }).setup, { now: new Date(), adopt: true });
-    const row = await db.selectFrom('workspaces').select('embedding_model').where('id', '=', 'wsp_e').executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom('workspaces')
+      .select('embedding_model')
+      .where('id', '=', 'wsp_e')
+      .executeTakeFirstOrThrow();
     expect(row.embedding_model).toBe('embed');
     // The export names no model: applying it must not need the file's model entries.
     expect(parseYaml(exportText(exported, 'wsp_e'))).not.toHaveProperty('models');
@@ -128,7 +160,12 @@ describe(`embedding models in the service (${engineName})`, () => {
   it('lists the embedding model with kind embedding, never as a chat model or default', async () => {
     const res = await get('/v1/workspace/wsp_e/models');
     expect(res.statusCode).toBe(200);
-    const models = res.json().data.models as { id: string; kind: string; default: boolean; pricing: unknown }[];
+    const models = res.json().data.models as {
+      id: string;
+      kind: string;
+      default: boolean;
+      pricing: unknown;
+    }[];
     expect(models.find((m) => m.id === 'embed')).toEqual({
       id: 'embed',
       kind: 'embedding',
@@ -149,11 +186,18 @@ describe(`embedding models in the service (${engineName})`, () => {
         method: 'POST',
         url: '/v1/chat',
         headers: { 'x-service-api-key': KEY },
-        payload: { agentId: 'agt_e', model, messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }] },
+        payload: {
+          agentId: 'agt_e',
+          model,
+          messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+        },
       });
       expect(res.statusCode).toBe(400);
       // POST /v1/chat answers errors in the chat protocol's flat shape (docs/chat.md).
-      expect(res.json()).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/embedding model/) });
+      expect(res.json()).toMatchObject({
+        code: 'bad_request',
+        message: expect.stringMatching(/embedding model/),
+      });
     }
     const agent = await t.app.inject({
       method: 'POST',
@@ -181,7 +225,11 @@ describe(`embedding models in the service (${engineName})`, () => {
         method: 'POST',
         url: '/v1/chat',
         headers: { 'x-service-api-key': KEY },
-        payload: { agentId: 'agt_e', model: 'chatty', messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }] },
+        payload: {
+          agentId: 'agt_e',
+          model: 'chatty',
+          messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+        },
       });
       expect(chat.statusCode).toBe(400);
     } finally {

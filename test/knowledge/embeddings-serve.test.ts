@@ -42,13 +42,20 @@ async function api<T>(url: string, init: RequestInit = {}): Promise<{ status: nu
 }
 
 async function upload(server: { url: string }, filename: string, text: string) {
-  const { status, data } = await api<{ uploadUrl: string }>(`${server.url}/v1/projects/${PROJECT}/files/upload`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ filename, contentType: 'text/markdown', sizeBytes: Buffer.byteLength(text) }),
-  });
+  const { status, data } = await api<{ uploadUrl: string }>(
+    `${server.url}/v1/projects/${PROJECT}/files/upload`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ filename, contentType: 'text/markdown', sizeBytes: Buffer.byteLength(text) }),
+    },
+  );
   expect(status).toBe(200);
-  const put = await fetch(data.uploadUrl, { method: 'PUT', headers: { 'content-type': 'text/markdown' }, body: text });
+  const put = await fetch(data.uploadUrl, {
+    method: 'PUT',
+    headers: { 'content-type': 'text/markdown' },
+    body: text,
+  });
   expect(put.status).toBe(200);
 }
 
@@ -65,7 +72,10 @@ async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, w
 
 const LONG = (topic: string, n: number) =>
   `# ${topic}\n\n` +
-  Array.from({ length: n }, (_, i) => `Paragraph ${i} about ${topic}: the ${topic} procedure step ${i}.`).join('\n\n');
+  Array.from(
+    { length: n },
+    (_, i) => `Paragraph ${i} about ${topic}: the ${topic} procedure step ${i}.`,
+  ).join('\n\n');
 
 describe(`embeddings in two atrium serve processes (${engineName})`, () => {
   let fake: FakeEmbeddings;
@@ -87,7 +97,9 @@ describe(`embeddings in two atrium serve processes (${engineName})`, () => {
     await upload(first, 'failover.md', LONG('database failover', 60));
     await upload(first, 'billing.md', LONG('invoice billing', 40));
     await upload(first, 'onboarding.md', LONG('employee onboarding', 20));
-    expect((await api(`${first.url}/v1/projects/${PROJECT}/files/sync`, { method: 'POST' })).status).toBe(200);
+    expect((await api(`${first.url}/v1/projects/${PROJECT}/files/sync`, { method: 'POST' })).status).toBe(
+      200,
+    );
 
     const vectorsAvailable = engineName === 'sqlite';
     const done = await waitFor(
@@ -120,7 +132,10 @@ describe(`embeddings in two atrium serve processes (${engineName})`, () => {
       byModel: { model: string; inputTokens: number }[];
       byAgent: unknown[];
     }>(`${first.url}/v1/workspace/wsp_es/usage`);
-    const words = fake.requests.flatMap((r) => r.input).join(' ').split(/\s+/).length;
+    const words = fake.requests
+      .flatMap((r) => r.input)
+      .join(' ')
+      .split(/\s+/).length;
     expect(usage.data.byModel).toEqual([expect.objectContaining({ model: 'embed', inputTokens: words })]);
     expect(usage.data.inputTokens).toBe(words);
     expect(usage.data.byAgent).toEqual([]);
@@ -146,7 +161,11 @@ describe(`embeddings in two atrium serve processes (${engineName})`, () => {
     expect(search.data.results[0]?.path).toBe('backups.md');
 
     fake.mode = 'ok';
-    const recovered = await waitFor(() => summary(first), (s) => s.vectors === 'ready', 'recovery');
+    const recovered = await waitFor(
+      () => summary(first),
+      (s) => s.vectors === 'ready',
+      'recovery',
+    );
     expect(recovered.vectorsError).toBeNull();
   });
 });

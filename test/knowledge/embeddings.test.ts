@@ -137,7 +137,10 @@ describe(`embeddings and hybrid search (${engineName})`, () => {
     expect(await vectors.summary('wsp_w', 'prj_w')).toMatchObject({ embeddingModel: null, vectors: 'off' });
 
     // One token per word in the fake; the ledger (monthly limits) and the report's rollup both.
-    const words = fake.requests.flatMap((r) => r.input).join(' ').split(/\s+/).length;
+    const words = fake.requests
+      .flatMap((r) => r.input)
+      .join(' ')
+      .split(/\s+/).length;
     const ledger = await env.database.db
       .selectFrom('usage_ledger')
       .selectAll()
@@ -166,7 +169,11 @@ describe(`embeddings and hybrid search (${engineName})`, () => {
     });
     expect(results[0]?.text).toBe('Install the agent on Linux with the package manager.');
     // Never another workspace's chunk, whatever the vectors.
-    const secret = await searchProject(env.database.db, { projectId: 'prj_v', query: 'signing secret', limit: 10 });
+    const secret = await searchProject(env.database.db, {
+      projectId: 'prj_v',
+      query: 'signing secret',
+      limit: 10,
+    });
     expect(secret.map((r) => r.text)).not.toContain('A chunk of another workspace about the signing secret.');
     expect(secret[0]?.text).toBe('Rotate the signing secret every ninety days.');
     const requests = fake.requests.length;
@@ -184,7 +191,10 @@ describe(`embeddings and hybrid search (${engineName})`, () => {
     const failing = await vectors.summary('wsp_v', 'prj_v');
     expect(failing.vectors).toBe('building');
     expect(failing.vectorsError).toMatch(/embedding backend down/);
-    const state = await env.database.db.selectFrom('knowledge_embedding_state').selectAll().executeTakeFirstOrThrow();
+    const state = await env.database.db
+      .selectFrom('knowledge_embedding_state')
+      .selectAll()
+      .executeTakeFirstOrThrow();
     expect(state.failures).toBe(1);
     expect(state.next_attempt_at).not.toBeNull();
     // A new question needs a query embedding; the provider fails, so the answer is lexical.

@@ -59,7 +59,11 @@ async function indexSet(env: TestEnv, set: RetrievalSet) {
         indexed_etag: 'e1',
       })
       .execute();
-    await insertChunks(env.database.db, { id, workspace_id: 'wsp_r', project_id: 'prj_r' }, chunkExtraction(extraction));
+    await insertChunks(
+      env.database.db,
+      { id, workspace_id: 'wsp_r', project_id: 'prj_r' },
+      chunkExtraction(extraction),
+    );
   }
 }
 

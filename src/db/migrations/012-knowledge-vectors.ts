@@ -22,9 +22,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('knowledge_vectors')
     .addColumn('model_key', 'text', (c) => c.notNull())
-    .addColumn('chunk_id', 'bigint', (c) =>
-      c.notNull().references('knowledge_chunks.id').onDelete('cascade'),
-    )
+    .addColumn('chunk_id', 'bigint', (c) => c.notNull().references('knowledge_chunks.id').onDelete('cascade'))
     .addColumn('project_id', 'text', (c) => c.notNull().references('projects.id').onDelete('cascade'))
     .addColumn('embedding', sqlite ? 'blob' : sql`real[]`, (c) => c.notNull())
     .addPrimaryKeyConstraint('knowledge_vectors_pk', ['model_key', 'chunk_id'])
@@ -45,9 +43,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   // provider twice for the same chunks), and how the last attempt went (retry with backoff).
   await db.schema
     .createTable('knowledge_embedding_state')
-    .addColumn('workspace_id', 'text', (c) =>
-      c.primaryKey().references('workspaces.id').onDelete('cascade'),
-    )
+    .addColumn('workspace_id', 'text', (c) => c.primaryKey().references('workspaces.id').onDelete('cascade'))
     .addColumn('model_key', 'text', (c) => c.notNull())
     .addColumn('lease_owner', 'text')
     .addColumn('lease_until', 'text')
