@@ -51,7 +51,11 @@ async function timeQueries(run: (query: string) => Promise<unknown>, queries: st
 
 export async function run(report: Report): Promise<void> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-vectors-'));
-  const config = loadConfig({ ATRIUM_DATA_DIR: dataDir, LOG_LEVEL: 'silent', ATRIUM_SIGNING_SECRET: 'bench' });
+  const config = loadConfig({
+    ATRIUM_DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    ATRIUM_SIGNING_SECRET: 'bench',
+  });
   const database = await openDatabase(config.database);
   try {
     await migrateToLatest(database.db);
@@ -123,7 +127,11 @@ export async function run(report: Report): Promise<void> {
     }
     attachKnowledgeVectors(vectors);
     const started = performance.now();
-    await new Embedder(vectors, { processId: 'prc_bench', requestTimeoutMs: 60_000, batchSize: 500 }).runUntilIdle();
+    await new Embedder(vectors, {
+      processId: 'prc_bench',
+      requestTimeoutMs: 60_000,
+      batchSize: 500,
+    }).runUntilIdle();
     const embedSeconds = (performance.now() - started) / 1000;
     await timeQueries(search, queries); // warms the query embeddings
     const hybrid = await timeQueries(search, queries);
@@ -136,7 +144,9 @@ export async function run(report: Report): Promise<void> {
       `  hybrid (256-dim vectors, sqlite-vec exact scan + RRF) p50 ${fmt(percentile(hybrid, 0.5))} p95 ${fmt(percentile(hybrid, 0.95))}` +
         ` = ${(percentile(hybrid, 0.5) / percentile(lexical, 0.5)).toFixed(2)}× lexical p50`,
     );
-    report(`  embedding ${CHUNKS} chunks in the background (echo model, in process): ${embedSeconds.toFixed(1)} s`);
+    report(
+      `  embedding ${CHUNKS} chunks in the background (echo model, in process): ${embedSeconds.toFixed(1)} s`,
+    );
   } finally {
     await database.close();
     rmSync(dataDir, { recursive: true, force: true });

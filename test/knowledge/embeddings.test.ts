@@ -3,6 +3,7 @@ import { insertChunks } from '../../src/db/repositories/knowledge.js';
 import { Embedder } from '../../src/knowledge/embedder.js';
 import { searchProject } from '../../src/knowledge/search.js';
 import { attachKnowledgeVectors, KnowledgeVectors } from '../../src/knowledge/vectors.js';
+import { embeddingWords } from '../../src/models/echo-embedding.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import { applyFixture, createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
 import { type FakeEmbeddings, startFakeEmbeddings } from '../helpers/fake-embeddings.js';
@@ -137,10 +138,7 @@ describe(`embeddings and hybrid search (${engineName})`, () => {
     expect(await vectors.summary('wsp_w', 'prj_w')).toMatchObject({ embeddingModel: null, vectors: 'off' });
 
     // One token per word in the fake; the ledger (monthly limits) and the report's rollup both.
-    const words = fake.requests
-      .flatMap((r) => r.input)
-      .join(' ')
-      .split(/\s+/).length;
+    const words = fake.requests.flatMap((r) => r.input).reduce((sum, t) => sum + embeddingWords(t).length, 0);
     const ledger = await env.database.db
       .selectFrom('usage_ledger')
       .selectAll()
