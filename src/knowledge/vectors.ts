@@ -279,8 +279,38 @@ export async function withVectorCandidates<T extends ChunkCandidate>(
   if (!vectors) return lexical;
   const nearest = await vectors.vectorCandidates(params, limit);
   if (!nearest || nearest.length === 0) return lexical;
-  return reciprocalRankFusion<ChunkCandidate>(
-    [lexical, nearest],
-    (candidate) => `${candidate.file_id}\u0000${candidate.text}`,
-  ).map(({ item, score }) => ({ ...item, score }));
+  const key = (candidate: ChunkCandidate) => `${candidate.file_id}\u0000${candidate.text}`;
+  const fused = reciprocalRankFusion<ChunkCandidate>([lexical, nearest], key);
+  return keepLexicalHead(
+    fused.map(({ item, score }) => ({ ...item, score })),
+    lexical.map(key),
+    key,
+  );
+}
+
+/**
+ * Fusion must not cost what lexical search found: a passage ranked first lexically (a rare
+ * name, an error code) can sink below chunks that merely appear in both lists. So the lexical
+ * result at rank r (from 0) is kept at position 2r + 1 at the latest: the lexical top 4 stay in
+ * the top 8, and vectors fill the places around them.
+ */
+function keepLexicalHead<T>(fused: T[], lexicalKeys: string[], key: (item: T) => string): T[] {
+  const byKey = new Map(fused.map((item) => [key(item), item]));
+  const placed = new Set<string>();
+  const out: T[] = [];
+  let nextLexical = 0;
+  let nextFused = 0;
+  while (out.length < fused.length) {
+    while (nextLexical < lexicalKeys.length && placed.has(lexicalKeys[nextLexical]!)) nextLexical++;
+    let chosen: string;
+    if (nextLexical < lexicalKeys.length && out.length >= 2 * nextLexical + 1) {
+      chosen = lexicalKeys[nextLexical]!;
+    } else {
+      while (placed.has(key(fused[nextFused]!))) nextFused++;
+      chosen = key(fused[nextFused]!);
+    }
+    placed.add(chosen);
+    out.push(byKey.get(chosen)!);
+  }
+  return out;
 }
