@@ -46,6 +46,7 @@ import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
 import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
+import { attachKnowledgeVectors, KnowledgeVectors } from './knowledge/vectors.js';
 import type { Coordination } from './coordination/coordination.js';
 import { createMemoryCoordination } from './coordination/memory.js';
 import { connectRedis } from './coordination/redis.js';
@@ -80,6 +81,8 @@ export interface AppDeps {
   store: ObjectStore;
   /** Model providers and the models registry, built from config unless given. */
   models: ModelRegistry;
+  /** Embeddings and vector search of project knowledge (built unless given; serve also embeds). */
+  vectors: KnowledgeVectors;
   /** How long an agent's MCP server may take to connect before it becomes a warning. */
   mcpConnectTimeoutMs?: number;
   /** Extra readiness checks beyond the database (e.g. storage), by name. */
@@ -116,10 +119,14 @@ function createValidators() {
 
 /** Builds the app; never listens (only server.ts does), so tests build it without a port. */
 export async function buildApp(
-  input: Omit<AppDeps, 'clock' | 'store' | 'models' | 'rateLimitCounter' | 'usageReservations'> & {
+  input: Omit<
+    AppDeps,
+    'clock' | 'store' | 'models' | 'vectors' | 'rateLimitCounter' | 'usageReservations'
+  > & {
     clock?: Clock;
     store?: ObjectStore;
     models?: ModelRegistry;
+    vectors?: KnowledgeVectors;
     rateLimitCounter?: RateLimitCounter;
   },
   options: BuildAppOptions = {},
@@ -134,12 +141,17 @@ export async function buildApp(
   // The app closes what it opens itself; a connection given to it belongs to the caller.
   const ownRedis = !input.redis && input.config.redis ? createRedis(input.config.redis.url) : undefined;
   const redis = input.redis ?? ownRedis;
+  const models = input.vectors?.models ?? input.models ?? new ModelRegistry(input.config);
+  const vectors = input.vectors ?? new KnowledgeVectors(input.db, models, { now: clock });
+  // Project search finds its vector side by the database (src/knowledge/vectors.ts).
+  attachKnowledgeVectors(vectors);
   const deps: AppDeps = {
     ...input,
     clock,
     store,
     redis,
-    models: input.models ?? new ModelRegistry(input.config),
+    models,
+    vectors,
     readinessChecks: {
       storage: () => store.check(),
       ...(redis ? { redis: async () => void (await redis.ping()) } : {}),

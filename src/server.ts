@@ -2,8 +2,11 @@ import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
-import { systemClock } from './ids.js';
+import { newId, systemClock } from './ids.js';
+import { Embedder } from './knowledge/embedder.js';
 import { type Indexer, startIndexer } from './knowledge/indexer.js';
+import { KnowledgeVectors } from './knowledge/vectors.js';
+import { ModelRegistry } from './models/registry.js';
 import { type PeriodicTask, runPeriodically, sweepLeftovers } from './leftovers.js';
 import { projectStoragePrefix } from './services/project-files.js';
 import { createObjectStore, httpOrigin } from './storage/index.js';
@@ -19,10 +22,11 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   const store = createObjectStore(config, {
     log: { warn: (details, message) => app.log.warn(details, message) },
   });
-  const app = await buildApp({ config, db: database.db, store });
+  const vectors = new KnowledgeVectors(database.db, new ModelRegistry(config));
+  const app = await buildApp({ config, db: database.db, store, vectors });
 
   // Started once listening; shutdown may come before that.
-  const background: { sweeps?: PeriodicTask; indexer?: Indexer } = {};
+  const background: { sweeps?: PeriodicTask; indexer?: Indexer; embedder?: Embedder } = {};
   let closing: Promise<void> | undefined;
   const shutdown = (signal: string) => {
     closing ??= (async () => {
@@ -30,7 +34,12 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
       try {
         // A sweep in progress finishes before the database closes; no new one starts. Files
         // being indexed are handed back for another process (or the next start) to index.
-        await Promise.all([background.sweeps?.stop(), background.indexer?.stop(), app.close()]);
+        await Promise.all([
+          background.sweeps?.stop(),
+          background.indexer?.stop(),
+          background.embedder?.stop(),
+          app.close(),
+        ]);
       } finally {
         await database.close();
       }
@@ -77,6 +86,18 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
     config: config.indexing,
     storageKey: (file) => projectStoragePrefix(file.workspace_id, file.project_id) + file.path,
     log: app.log,
+  });
+  // Chunks get vectors apart from indexing, so an embedding provider never holds up a file.
+  background.embedder = new Embedder(vectors, {
+    processId: newId('prc'),
+    requestTimeoutMs: config.upstreamTimeoutMs,
+    onError: (error, workspaceId) =>
+      app.log.warn({ err: error, workspaceId }, 'could not embed project chunks; retrying later'),
+  });
+  background.embedder.start();
+  void vectors.support().then((support) => {
+    if (!support.available)
+      app.log.info({ reason: support.reason }, 'vector search unavailable: search is lexical');
   });
   return { app, address, close: () => shutdown('close') };
 }

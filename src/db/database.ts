@@ -11,6 +11,7 @@ import {
   type Transaction,
 } from 'kysely';
 import pg from 'pg';
+import * as sqliteVec from 'sqlite-vec';
 import type { DatabaseConfig } from '../config.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
@@ -67,6 +68,19 @@ function withStatementCache(sqlite: SQLite.Database, capacity = 500) {
   };
 }
 
+/**
+ * sqlite-vec gives vector search (knowledge.md). It is optional: where its binary does not load
+ * (musl, an unsupported platform) the service runs without it, and project search stays
+ * lexical (`vectors: "unavailable"` in the index summary and `/readyz`).
+ */
+function loadVectorExtension(sqlite: SQLite.Database): void {
+  try {
+    sqliteVec.load(sqlite);
+  } catch {
+    // Told by detectVectorSupport (src/knowledge/vector-store.ts), where it matters.
+  }
+}
+
 export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHandle> {
   if (config.kind === 'sqlite') {
     mkdirSync(path.dirname(config.file), { recursive: true });
@@ -75,6 +89,7 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('synchronous = NORMAL');
+    loadVectorExtension(sqlite);
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     return { db, dialect: 'sqlite', close: () => db.destroy() };
   }

@@ -26,6 +26,8 @@ export interface Database {
   usage_daily: UsageDailyTable;
   knowledge_texts: KnowledgeTextTable;
   knowledge_chunks: KnowledgeChunkTable;
+  knowledge_vectors: KnowledgeVectorTable;
+  knowledge_embedding_state: KnowledgeEmbeddingStateTable;
 }
 
 export interface OrganizationTable {
@@ -49,6 +51,8 @@ export interface WorkspaceTable {
   organization_id: string;
   name: string;
   default_model: string | null;
+  /** The model (`kind: embedding`) that gives project chunks vectors; null: lexical search only. */
+  embedding_model: string | null;
   monthly_tokens: number | null;
   monthly_cost_usd: number | null;
   chat_spend_cap_usd: number | null;
@@ -105,10 +109,13 @@ export interface ProviderTable {
   updated_at: string;
 }
 
+export type ModelKind = 'chat' | 'embedding';
+
 export interface ModelTable {
   id: string;
   provider_id: string;
   provider_model: string;
+  kind: ModelKind;
   input_per_mtok: number;
   output_per_mtok: number;
   created_at: string;
@@ -335,4 +342,26 @@ export interface UsageDailyTable {
   output_tokens: number;
   cost_usd: number;
   requests: number;
+}
+
+/** A chunk's vector under one embedding model (012-knowledge-vectors). */
+export interface KnowledgeVectorTable {
+  /** `<model id>|<provider>|<provider model>`: vectors of different models never mix. */
+  model_key: string;
+  chunk_id: number;
+  project_id: string;
+  /** float32 little-endian bytes on SQLite; `real[]` (numbers) on PostgreSQL. */
+  embedding: Buffer | number[];
+}
+
+/** Who embeds a workspace's chunks now, and how the last attempt went. */
+export interface KnowledgeEmbeddingStateTable {
+  workspace_id: string;
+  model_key: string;
+  lease_owner: string | null;
+  lease_until: string | null;
+  failures: number;
+  next_attempt_at: string | null;
+  last_error: string | null;
+  updated_at: string;
 }

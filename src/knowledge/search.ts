@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isSqliteDb } from '../db/repositories/knowledge.js';
 import { foldAccents, PG_SEARCH_CONFIG } from './fold.js';
+import { withVectorCandidates } from './vectors.js';
 
 /** One search hit: a chunk of an indexed file (spec/knowledge.md "Search"). */
 export interface SearchResult {
@@ -113,9 +114,11 @@ export async function searchProject(db: Db, params: SearchParams): Promise<Searc
   const terms = queryTerms(params.query);
   if (terms.length === 0 || params.limit <= 0) return [];
   const candidateLimit = params.limit * CANDIDATES_PER_RESULT;
-  const candidates = isSqliteDb(db)
+  const lexical = isSqliteDb(db)
     ? await searchSqlite(db, params, terms, candidateLimit)
     : await searchPostgres(db, params, terms, candidateLimit);
+  // Hybrid when the project has vectors (reciprocal-rank fusion, vectors.ts); else lexical as is.
+  const candidates = await withVectorCandidates(db, params, lexical, candidateLimit);
   const perFile = params.perFile ?? 3;
   const taken = new Map<string, number>();
   const results: SearchResult[] = [];

@@ -1,13 +1,14 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { EmbeddingModelV3, LanguageModelV3 } from '@ai-sdk/provider';
 import { type Config, DEFAULT_MAX_PROVIDER_RESPONSE_BYTES } from '../config.js';
 import type { Db } from '../db/database.js';
 import { enabledModelIds, findModelWithProvider } from '../db/repositories/models.js';
 import type { ProviderType } from '../db/schema.js';
-import { ApiError } from '../errors.js';
+import { ApiError, errors } from '../errors.js';
 import { createEchoModel, ECHO_MODEL_ID } from './echo.js';
+import { createEchoEmbeddingModel, ECHO_EMBEDDING_MODEL_ID } from './echo-embedding.js';
 import { createNodeFetch } from './node-fetch.js';
 import { guardedFetch, withStreamFailuresAsErrors } from './stream-guard.js';
 
@@ -22,6 +23,17 @@ export interface ResolvedModel {
   /** The Atrium model id (`llama3`, `atrium/echo`). */
   id: string;
   model: LanguageModelV3;
+  pricing: Pricing;
+}
+
+export interface ResolvedEmbeddingModel {
+  id: string;
+  /**
+   * What vectors are kept under: the id with the provider model it runs, so that redefining
+   * the entry (another provider model, same id) never mixes old vectors with new ones.
+   */
+  key: string;
+  model: EmbeddingModelV3;
   pricing: Pricing;
 }
 
@@ -47,6 +59,12 @@ export function costUsd(pricing: Pricing, inputTokens: number, outputTokens: num
   return (inputTokens * pricing.inputPerMTok + outputTokens * pricing.outputPerMTok) / 1_000_000;
 }
 
+function embeddingModelAsChatModel(modelId: string): ApiError {
+  return errors.badRequest(`Model "${modelId}" is an embedding model, not a chat model`, [
+    { path: 'body.model', message: 'must be a chat model (GET /v1/workspace/{id}/models lists each kind)' },
+  ]);
+}
+
 function noProvider(modelId: string, why: string): ApiError {
   return new ApiError('upstream_error', `Model "${modelId}" cannot be used: ${why}`, { model: modelId });
 }
@@ -61,6 +79,8 @@ export class ModelRegistry {
   private readonly providers = new Map<string, (model: string) => LanguageModelV3>();
   private readonly models = new Map<string, LanguageModelV3>();
   private readonly echo = createEchoModel();
+  private readonly echoEmbedding = createEchoEmbeddingModel();
+  private readonly embeddingModels = new Map<string, EmbeddingModelV3>();
   private readonly fetch: typeof fetch;
 
   constructor(
@@ -87,19 +107,22 @@ export class ModelRegistry {
   ): Promise<ResolvedModel> {
     const fallback = workspace.default_model ?? this.builtInDefaultModelId();
     let modelId = fallback;
-    if (
-      requested &&
-      requested !== fallback &&
-      (await enabledModelIds(db, workspace.id, [requested])).has(requested)
-    ) {
-      modelId = requested;
+    // Any other model not enabled falls back silently; an embedding model is a mistake to say.
+    if (requested === ECHO_EMBEDDING_MODEL_ID) throw embeddingModelAsChatModel(requested);
+    if (requested && requested !== fallback) {
+      if ((await enabledModelIds(db, workspace.id, [requested])).has(requested)) modelId = requested;
+      else if ((await findModelWithProvider(db, requested))?.kind === 'embedding') {
+        throw embeddingModelAsChatModel(requested);
+      }
     }
     return this.resolve(db, modelId);
   }
 
   async resolve(db: Db, modelId: string): Promise<ResolvedModel> {
     if (modelId === ECHO_MODEL_ID) return { id: modelId, model: this.echo, pricing: FREE };
+    if (modelId === ECHO_EMBEDDING_MODEL_ID) throw embeddingModelAsChatModel(modelId);
     const row = await findModelWithProvider(db, modelId);
+    if (row?.kind === 'embedding') throw embeddingModelAsChatModel(modelId);
     if (row) {
       const pricing = { inputPerMTok: row.inputPerMTok, outputPerMTok: row.outputPerMTok };
       const settings = row.providerType
@@ -119,6 +142,42 @@ export class ModelRegistry {
       return { id: modelId, model: this.languageModel(settings, modelId.slice(slash + 1)), pricing: FREE };
     }
     throw noProvider(modelId, 'it is not defined in the models registry');
+  }
+
+  /** An embedding model (`kind: embedding` in the setup file, or the development one). */
+  async resolveEmbedding(db: Db, modelId: string): Promise<ResolvedEmbeddingModel> {
+    if (modelId === ECHO_EMBEDDING_MODEL_ID) {
+      return {
+        id: modelId,
+        key: `${modelId}|atrium|echo-embedding`,
+        model: this.echoEmbedding,
+        pricing: FREE,
+      };
+    }
+    const row = await findModelWithProvider(db, modelId);
+    if (!row) throw noProvider(modelId, 'it is not defined in the models registry');
+    if (row.kind !== 'embedding') throw noProvider(modelId, 'it is not an embedding model (kind: embedding)');
+    const settings = row.providerType
+      ? {
+          id: row.providerId,
+          type: row.providerType,
+          baseUrl: row.baseUrl,
+          apiKey: row.apiKey ?? (row.apiKeyEnv ? (this.config.providers.env[row.apiKeyEnv] ?? null) : null),
+        }
+      : this.builtInProvider(row.providerId, modelId);
+    const cacheKey = `${JSON.stringify(settings)}\u0000${row.providerModel}`;
+    let model = this.embeddingModels.get(cacheKey);
+    if (!model) {
+      model = createEmbeddingModel(settings, this.fetch, modelId, row.providerModel);
+      if (this.embeddingModels.size >= MAX_CACHED_MODELS) this.embeddingModels.clear();
+      this.embeddingModels.set(cacheKey, model);
+    }
+    return {
+      id: modelId,
+      key: `${modelId}|${row.providerId}|${row.providerModel}`,
+      model,
+      pricing: { inputPerMTok: row.inputPerMTok, outputPerMTok: row.outputPerMTok },
+    };
   }
 
   private builtInProvider(providerId: string, modelId: string): ProviderSettings {
@@ -180,5 +239,28 @@ function createProviderFactory(
       });
       return (model) => provider.chatModel(model);
     }
+  }
+}
+
+function createEmbeddingModel(
+  settings: ProviderSettings,
+  fetch: typeof globalThis.fetch,
+  modelId: string,
+  providerModel: string,
+): EmbeddingModelV3 {
+  const apiKey = settings.apiKey ?? undefined;
+  const baseURL = settings.baseUrl ?? undefined;
+  switch (settings.type) {
+    case 'openai':
+      return createOpenAI({ apiKey, baseURL, name: settings.id, fetch }).embeddingModel(providerModel);
+    case 'openai-compatible':
+      return createOpenAICompatible({
+        name: settings.id,
+        baseURL: baseURL ?? '',
+        apiKey,
+        fetch,
+      }).embeddingModel(providerModel);
+    case 'anthropic':
+      throw noProvider(modelId, 'Anthropic offers no embedding models');
   }
 }

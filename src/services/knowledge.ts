@@ -5,20 +5,23 @@ import type { IndexStatus } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { notifyIndexWork } from '../knowledge/indexer.js';
 import { type SearchResult, searchProject } from '../knowledge/search.js';
+import { knowledgeVectorsOf, type VectorsState, type VectorSummary } from '../knowledge/vectors.js';
 
 /** Whether vectors back search, per spec/knowledge.md; see {@link vectorState}. */
-export type VectorState = 'ready' | 'building' | 'off' | 'unavailable';
+export type VectorState = VectorsState;
 
 /**
- * The vector part of a project's index summary. Lexical search needs no model, so without
- * embeddings (the case until the embedding part lands) vectors are `off` and no model is named.
- * The one place the embedding part replaces.
+ * The vector part of a project's index summary (src/knowledge/vectors.ts): the workspace's
+ * embedding model, whether its vectors are `ready`, `building`, `off` or `unavailable`, and
+ * why the last embedding attempt failed while they are not ready.
  */
 export async function vectorState(
-  _db: Db,
-  _project: { workspaceId: string; projectId: string },
-): Promise<{ embeddingModel: string | null; vectors: VectorState }> {
-  return { embeddingModel: null, vectors: 'off' };
+  db: Db,
+  project: { workspaceId: string; projectId: string },
+): Promise<VectorSummary> {
+  const vectors = knowledgeVectorsOf(db);
+  if (!vectors) return { embeddingModel: null, vectors: 'off', vectorsError: null };
+  return vectors.summary(project.workspaceId, project.projectId);
 }
 
 export interface IndexSummary {
@@ -26,6 +29,7 @@ export interface IndexSummary {
   chunks: number;
   embeddingModel: string | null;
   vectors: VectorState;
+  vectorsError: string | null;
 }
 
 async function requireProject(db: Db, workspaceId: string, projectId: string) {

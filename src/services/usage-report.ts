@@ -55,8 +55,12 @@ export async function usageReport(db: Db, access: WorkspaceAccess, now: Date, mo
   const byDay = new Map<string, Totals>();
   for (const group of groups) {
     add(total, group);
+    // Embeddings (agent id '') count in the totals, by model and by day, but belong to no agent.
+    if (group.agentId !== '') {
+      if (!byAgent.has(group.agentId)) byAgent.set(group.agentId, zero());
+      add(byAgent.get(group.agentId)!, group);
+    }
     for (const [map, key] of [
-      [byAgent, group.agentId],
       [byModel, group.model],
       [byDay, group.date],
     ] as const) {
@@ -77,25 +81,45 @@ export async function usageReport(db: Db, access: WorkspaceAccess, now: Date, mo
   };
 }
 
-/** The models a workspace may use: those it enables, and its default (which always runs). */
+/**
+ * The models a workspace may use: those it enables, and its default (which always runs), as
+ * chat models; and its embedding model, if it names one.
+ */
 export async function listWorkspaceModels(db: Db, models: ModelRegistry, access: WorkspaceAccess) {
-  const rows = await workspaceModels(db, access.workspaceId);
+  const [enabled, workspace] = await Promise.all([
+    workspaceModels(db, access.workspaceId),
+    findWorkspace(db, access.workspaceId),
+  ]);
+  // An entry redefined as an embedding model is no chat model of the workspace any more.
+  const rows = enabled.filter((row) => row.kind !== 'embedding');
   const defaultId = access.defaultModel ?? models.builtInDefaultModelId();
   if (!rows.some((row) => row.id === defaultId)) {
     const found = await findModelPricing(db, defaultId);
     rows.unshift({
       id: defaultId,
       provider: found?.provider ?? null,
+      kind: 'chat',
       inputPerMTok: found?.inputPerMTok ?? null,
       outputPerMTok: found?.outputPerMTok ?? null,
     });
   }
-  return rows.map((row) => ({
+  const listed = rows.map((row) => ({ ...row, kind: 'chat' as 'chat' | 'embedding' }));
+  const embeddingId = workspace?.embedding_model;
+  if (embeddingId) {
+    const found = await findModelPricing(db, embeddingId);
+    listed.push({
+      id: embeddingId,
+      provider: found?.provider ?? null,
+      kind: 'embedding',
+      inputPerMTok: found?.inputPerMTok ?? null,
+      outputPerMTok: found?.outputPerMTok ?? null,
+    });
+  }
+  return listed.map((row) => ({
     id: row.id,
-    // Atrium runs chat models only today; embedding models come with the knowledge base.
-    kind: 'chat' as const,
-    provider: row.provider ?? (row.id === ECHO_MODEL_ID ? 'atrium' : row.id.split('/')[0]!),
-    default: row.id === defaultId,
+    kind: row.kind,
+    provider: row.provider ?? (row.id.startsWith('atrium/') ? 'atrium' : row.id.split('/')[0]!),
+    default: row.kind === 'chat' && row.id === defaultId,
     pricing: { inputPerMTok: Number(row.inputPerMTok ?? 0), outputPerMTok: Number(row.outputPerMTok ?? 0) },
   }));
 }

@@ -181,11 +181,13 @@ async function applyAll(ctx: Context, setup: SetupFile) {
       values: () => ({
         provider_id: model.provider,
         provider_model: model.model,
+        // Part of what the model is, not a setting: left out, the entry is a chat model.
+        kind: model.kind ?? 'chat',
         // `pricing: null` makes the model free again, as does a null price.
         input_per_mtok: model.pricing === null ? 0 : setting(model.pricing?.inputPerMTok, 0),
         output_per_mtok: model.pricing === null ? 0 : setting(model.pricing?.outputPerMTok, 0),
       }),
-      defaults: { input_per_mtok: 0, output_per_mtok: 0 },
+      defaults: { input_per_mtok: 0, output_per_mtok: 0, kind: 'chat' },
     });
   }
 
@@ -234,6 +236,7 @@ async function applyAll(ctx: Context, setup: SetupFile) {
             organization_id: organizationId,
             name: workspace.name,
             default_model: defaultModelOf(workspace, existing),
+            embedding_model: setting(workspace.embeddingModel, null),
             monthly_tokens: limit('monthlyTokens'),
             monthly_cost_usd: limit('monthlyCostUsd'),
             chat_spend_cap_usd: limit('chatSpendCapUsd'),
@@ -241,6 +244,7 @@ async function applyAll(ctx: Context, setup: SetupFile) {
           };
         },
         defaults: {
+          embedding_model: null,
           monthly_tokens: null,
           monthly_cost_usd: null,
           chat_spend_cap_usd: null,

@@ -4,6 +4,7 @@ import { type Static, type TSchema, Type } from 'typebox';
 import { parse as parseYaml } from 'yaml';
 import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
+import { ECHO_EMBEDDING_MODEL_ID } from '../models/echo-embedding.js';
 
 /** Providers built in from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY). */
 export const BUILT_IN_PROVIDERS = ['openai', 'anthropic'] as const;
@@ -80,6 +81,8 @@ const WorkspaceSpec = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 200 }),
     models: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     defaultModel: Clearable(Type.String({ minLength: 1 })),
+    /** A model entry of `kind: embedding`; when set, project files also get vectors. */
+    embeddingModel: Clearable(Type.String({ minLength: 1, maxLength: 200 })),
     limits: Clearable(
       Type.Object(
         {
@@ -158,6 +161,7 @@ export const SetupFileSchema = Type.Object(
             id: Type.String({ minLength: 1, maxLength: 200 }),
             provider: Type.String({ minLength: 1 }),
             model: Type.String({ minLength: 1 }),
+            kind: Type.Optional(Type.Union([Type.Literal('chat'), Type.Literal('embedding')])),
             pricing: Clearable(
               Type.Object(
                 { inputPerMTok: Clearable(NonNegative), outputPerMTok: Clearable(NonNegative) },
@@ -228,10 +232,10 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
     else seen.set(key, path);
   };
 
-  const providerIds = new Set<string>([...BUILT_IN_PROVIDERS]);
+  const providerTypes = new Map<string, string>(BUILT_IN_PROVIDERS.map((id) => [id, id]));
   setup.providers?.forEach((provider, i) => {
     unique('provider id', provider.id, `providers[${i}].id`);
-    providerIds.add(provider.id);
+    providerTypes.set(provider.id, provider.type);
     if (provider.type === 'openai-compatible' && !provider.baseURL) {
       problems.push({
         path: `providers[${i}].baseURL`,
@@ -240,17 +244,38 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
     }
   });
 
-  const modelIds = new Set<string>([ECHO_MODEL_ID]);
+  const modelKinds = new Map<string, 'chat' | 'embedding'>([
+    [ECHO_MODEL_ID, 'chat'],
+    [ECHO_EMBEDDING_MODEL_ID, 'embedding'],
+  ]);
   setup.models?.forEach((model, i) => {
     unique('model id', model.id, `models[${i}].id`);
-    modelIds.add(model.id);
-    if (!providerIds.has(model.provider)) {
+    modelKinds.set(model.id, model.kind ?? 'chat');
+    const providerType = providerTypes.get(model.provider);
+    if (!providerType) {
       problems.push({ path: `models[${i}].provider`, message: `unknown provider "${model.provider}"` });
+    } else if (model.kind === 'embedding' && providerType === 'anthropic') {
+      problems.push({ path: `models[${i}].kind`, message: 'Anthropic providers offer no embedding models' });
     }
   });
-  const checkModel = (model: string | null | undefined, path: string) => {
-    if (model !== undefined && model !== null && !modelIds.has(model)) {
+  /** A model a chat runs on (workspace models, defaults, agents): defined, and not an embedding model. */
+  const checkModel = (
+    model: string | null | undefined,
+    path: string,
+    kind: 'chat' | 'embedding' = 'chat',
+  ) => {
+    if (model === undefined || model === null) return;
+    const found = modelKinds.get(model);
+    if (!found) {
       problems.push({ path, message: `unknown model "${model}" (define it under models)` });
+    } else if (found !== kind) {
+      problems.push({
+        path,
+        message:
+          kind === 'embedding'
+            ? `model "${model}" is a chat model (an embedding model has kind: embedding)`
+            : `model "${model}" is an embedding model (name it as embeddingModel, not as a chat model)`,
+      });
     }
   };
 
@@ -280,6 +305,7 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
       unique('workspace id', workspace.id, `${wsPath}.id`);
       workspace.models?.forEach((model, m) => checkModel(model, `${wsPath}.models[${m}]`));
       checkModel(workspace.defaultModel, `${wsPath}.defaultModel`);
+      checkModel(workspace.embeddingModel, `${wsPath}.embeddingModel`, 'embedding');
       if (workspace.defaultModel && workspace.models && !workspace.models.includes(workspace.defaultModel)) {
         problems.push({ path: `${wsPath}.defaultModel`, message: 'must be one of the workspace models' });
       }

@@ -5,6 +5,7 @@ import * as sharedLimits from './003-shared-limits.js';
 import * as management from './010-management.js';
 import * as chatHistory from './003-chat-history.js';
 import * as knowledge from './011-knowledge.js';
+import * as knowledgeVectors from './012-knowledge-vectors.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -17,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   '010-management': management,
   '003-chat-history': chatHistory,
   '011-knowledge': knowledge,
+  '012-knowledge-vectors': knowledgeVectors,
 };

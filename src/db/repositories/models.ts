@@ -9,6 +9,7 @@ export function findModelWithProvider(db: Db, modelId: string) {
       'models.id as id',
       'models.provider_id as providerId',
       'models.provider_model as providerModel',
+      'models.kind as kind',
       'models.input_per_mtok as inputPerMTok',
       'models.output_per_mtok as outputPerMTok',
       'providers.type as providerType',
@@ -20,14 +21,19 @@ export function findModelWithProvider(db: Db, modelId: string) {
     .executeTakeFirst();
 }
 
-/** Which of `modelIds` the workspace enables (one query for a page of agents, or one model). */
+/**
+ * Which of `modelIds` the workspace enables as chat models (one query for a page of agents, or
+ * one model). An entry later redefined as an embedding model no longer counts.
+ */
 export async function enabledModelIds(db: Db, workspaceId: string, modelIds: string[]): Promise<Set<string>> {
   if (modelIds.length === 0) return new Set();
   const rows = await db
     .selectFrom('workspace_models')
-    .select('model_id')
-    .where('workspace_id', '=', workspaceId)
-    .where('model_id', 'in', modelIds)
+    .leftJoin('models', 'models.id', 'workspace_models.model_id')
+    .select('workspace_models.model_id as model_id')
+    .where('workspace_models.workspace_id', '=', workspaceId)
+    .where('workspace_models.model_id', 'in', modelIds)
+    .where((eb) => eb.or([eb('models.kind', 'is', null), eb('models.kind', '=', 'chat')]))
     .execute();
   return new Set(rows.map((row) => row.model_id));
 }

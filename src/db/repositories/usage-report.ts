@@ -34,6 +34,7 @@ export function workspaceModels(db: Db, workspaceId: string) {
     .select([
       'workspace_models.model_id as id',
       'models.provider_id as provider',
+      'models.kind as kind',
       'models.input_per_mtok as inputPerMTok',
       'models.output_per_mtok as outputPerMTok',
     ])
@@ -48,6 +49,7 @@ export function findModelPricing(db: Db, modelId: string) {
     .select([
       'id',
       'provider_id as provider',
+      'kind',
       'input_per_mtok as inputPerMTok',
       'output_per_mtok as outputPerMTok',
     ])

@@ -49,3 +49,34 @@ export async function addMonthUsage(
     )
     .execute();
 }
+
+/**
+ * Adds model usage made without an agent (embeddings of project files and search queries) to
+ * the usage report's rollup, under agent id `''`: the report counts it in its totals, by model
+ * and by day, and leaves it out of `byAgent`.
+ */
+export async function addUnattributedDailyUsage(
+  db: Executor,
+  usage: { workspaceId: string; date: string; model: string; inputTokens: number; costUsd: number },
+): Promise<void> {
+  await db
+    .insertInto('usage_daily')
+    .values({
+      workspace_id: usage.workspaceId,
+      date: usage.date,
+      agent_id: '',
+      model: usage.model,
+      input_tokens: usage.inputTokens,
+      output_tokens: 0,
+      cost_usd: usage.costUsd,
+      requests: 1,
+    })
+    .onConflict((oc) =>
+      oc.columns(['workspace_id', 'date', 'agent_id', 'model']).doUpdateSet({
+        input_tokens: sql<number>`usage_daily.input_tokens + excluded.input_tokens`,
+        cost_usd: sql<number>`usage_daily.cost_usd + excluded.cost_usd`,
+        requests: sql<number>`usage_daily.requests + 1`,
+      }),
+    )
+    .execute();
+}

@@ -24,6 +24,8 @@ export async function healthRoutes(app: FastifyInstance, deps: AppDeps): Promise
       }
     }
     const ready = Object.values(checks).every((value) => value === 'ok');
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', checks });
+    // Information, not a check: without vector search the service works, lexically.
+    const vectors = (await deps.vectors.support()).available ? 'available' : 'unavailable';
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', checks, vectors });
   });
 }

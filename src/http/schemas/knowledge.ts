@@ -22,6 +22,10 @@ export const IndexSummaryResponse = envelope(
           '`off`: no embedding model; `building`: chunks still lack vectors; `ready`; `unavailable`: the database cannot search vectors',
       },
     ),
+    vectorsError: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'Why vectors are not `ready`: the last embedding error (retried with backoff) or why the database cannot search vectors; null otherwise',
+    }),
   }),
 );
 
