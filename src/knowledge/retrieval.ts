@@ -1,9 +1,8 @@
 import type { Db } from '../db/database.js';
+import { indexedTextSize, listIndexedTexts } from '../db/repositories/knowledge.js';
 import {
   countProjectFiles,
   fileMediaTypes,
-  indexedTextSize,
-  listIndexedTexts,
   listProjectFilesByPath,
   type ProjectFileListing,
   type ProjectScope,
@@ -32,6 +31,9 @@ export const TURN_LIMITS: TurnLimits = {
   listedFiles: 100,
   candidates: 50,
 };
+
+/** More files than a project may hold (500): the whole listing. */
+const EVERY_FILE = 1_000;
 
 /** A passage the model was given, as the reply cites it: `[n]`. */
 export interface TurnSource {
@@ -93,13 +95,13 @@ export async function retrieveForTurn(
   limits: TurnLimits = TURN_LIMITS,
 ): Promise<TurnKnowledge> {
   const scope = { workspaceId: project.workspace_id, projectId: project.id };
-  const [listing, total, textSize] = await Promise.all([
+  const textSize = await indexedTextSize(db, scope.projectId, scope.workspaceId);
+  if (textSize <= limits.wholeProjectChars) return wholeFiles(db, scope, limits);
+  const [listing, total, excerpts] = await Promise.all([
     listProjectFilesByPath(db, scope, limits.listedFiles),
     countProjectFiles(db, scope),
-    indexedTextSize(db, scope),
+    query.trim() ? chooseExcerpts(db, scope, query, limits) : [],
   ]);
-  if (textSize <= limits.wholeProjectChars) return wholeFiles(db, scope, listing, total);
-  const excerpts = query.trim() ? await chooseExcerpts(db, scope, query, limits) : [];
   return {
     files: listing.map(listed),
     unlisted: Math.max(0, total - listing.length),
@@ -114,41 +116,38 @@ export async function retrieveForTurn(
   };
 }
 
-/** A small project: every indexed file whole, numbered in path order, with the others listed. */
-async function wholeFiles(
-  db: Db,
-  scope: ProjectScope,
-  listing: ProjectFileListing[],
-  total: number,
-): Promise<TurnKnowledge> {
-  const texts = await listIndexedTexts(db, scope);
-  const byPath = new Map<string, FileInContext & { file: ProjectFileListing }>();
-  for (const file of listing) byPath.set(file.path, { ...listed(file), file });
-  // Texts of files past the listing's cap are given too: they fit, so they are worth giving.
-  for (const text of texts) {
-    if (!byPath.has(text.path)) byPath.set(text.path, { ...listed(text), file: text });
-  }
+/**
+ * A small project: every indexed file whole, numbered in path order; the listing names the
+ * other files too while it has room (files given whole are always shown).
+ */
+async function wholeFiles(db: Db, scope: ProjectScope, limits: TurnLimits): Promise<TurnKnowledge> {
+  const [all, texts] = await Promise.all([
+    listProjectFilesByPath(db, scope, EVERY_FILE),
+    listIndexedTexts(db, scope.projectId, scope.workspaceId),
+  ]);
+  const textOf = new Map(texts.map((text) => [text.fileId, text.text]));
+  const files: FileInContext[] = [];
   const sources: TurnSource[] = [];
-  const textOf = new Map(texts.map((text) => [text.path, text.text]));
-  const files = [...byPath.values()]
-    .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-    .map(({ file, ...entry }) => {
-      const text = textOf.get(file.path);
-      if (text === undefined) return entry;
-      const n = sources.length + 1;
-      sources.push({
-        n,
-        fileId: file.id,
-        path: file.path,
-        name: file.name,
-        mediaType: file.mediaType,
-        heading: null,
-        pages: null,
-      });
-      // A replaced file keeps its previous text until the new one is in: given, without a note.
-      return { path: entry.path, mediaType: entry.mediaType, sizeBytes: entry.sizeBytes, n, text };
+  for (const file of all) {
+    const text = textOf.get(file.id);
+    if (text === undefined) {
+      if (files.length < limits.listedFiles) files.push(listed(file));
+      continue;
+    }
+    const n = sources.length + 1;
+    sources.push({
+      n,
+      fileId: file.id,
+      path: file.path,
+      name: file.name,
+      mediaType: file.mediaType,
+      heading: null,
+      pages: null,
     });
-  return { files, unlisted: Math.max(0, total - files.length), excerpts: [], sources };
+    // A replaced file keeps its previous text until the new one is in: given, without a note.
+    files.push({ path: file.path, mediaType: file.mediaType, sizeBytes: file.sizeBytes, n, text });
+  }
+  return { files, unlisted: Math.max(0, all.length - files.length), excerpts: [], sources };
 }
 
 /** The best search results within the budget, at most `excerptsPerFile` per file, numbered by rank. */
@@ -158,7 +157,7 @@ async function chooseExcerpts(
   query: string,
   limits: TurnLimits,
 ): Promise<Array<{ source: TurnSource; text: string }>> {
-  const hits = await searchPassages(db, scope, query, limits.candidates);
+  const hits = await searchPassages(db, scope, query, limits.candidates, limits.excerptsPerFile);
   const chosen: Array<{ source: TurnSource; text: string }> = [];
   const perFile = new Map<string, number>();
   let remaining = limits.excerptChars;
@@ -201,10 +200,9 @@ export async function searchPassages(
   scope: ProjectScope,
   query: string,
   limit: number,
+  perFile?: number,
 ): Promise<Passage[]> {
-  const hits = await searchProject(db, { projectId: scope.projectId, query, limit });
-  // The project was checked to be the caller's; the media types come from the same scope, so a
-  // hit of another workspace (there is none: project ids are unique) would be dropped here.
+  const hits = await searchProject(db, { ...scope, query, limit, perFile });
   const types = await fileMediaTypes(
     db,
     scope,

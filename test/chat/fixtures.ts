@@ -3,6 +3,7 @@ import type { FastifyServerOptions } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import type { Db } from '../../src/db/database.js';
 import { createObjectStore } from '../../src/storage/index.js';
+import type { ObjectStore } from '../../src/storage/object-store.js';
 import { applyFixture, createTestEnv } from '../helpers/app.js';
 import type { FakeUpstream } from '../helpers/fake-upstream.js';
 import { checkResponsesAgainstSchemas } from '../helpers/response-check.js';
@@ -124,11 +125,14 @@ export async function createChatApp(
     logger?: FastifyServerOptions['logger'];
     logStream?: DestinationStream;
     shutdownWaitMs?: number;
+    /** Wraps the object store the app uses (e.g. to watch what a request reads). */
+    wrapStore?: (store: ObjectStore) => ObjectStore;
   } = {},
 ) {
   const env = await createTestEnv(options.env);
   await applyFixture(env, setup);
-  const store = createObjectStore(env.config, {});
+  const plainStore = createObjectStore(env.config, {});
+  const store = options.wrapStore?.(plainStore) ?? plainStore;
   const app = await buildApp(
     {
       config: env.config,

@@ -71,33 +71,6 @@ export async function countProjectFiles(db: Db, scope: ProjectScope): Promise<nu
   return Number(row.files);
 }
 
-/** Characters of extracted text the index holds for the project, all files together. */
-export async function indexedTextSize(db: Db, scope: ProjectScope): Promise<number> {
-  const row = await db
-    .selectFrom('knowledge_texts')
-    .select((eb) => eb.fn.sum<number | string | null>('chars').as('chars'))
-    .where('project_id', '=', scope.projectId)
-    .where('workspace_id', '=', scope.workspaceId)
-    .executeTakeFirstOrThrow();
-  return Number(row.chars ?? 0);
-}
-
-/** Every file of the project that has extracted text, with it, in path order. */
-export async function listIndexedTexts(
-  db: Db,
-  scope: ProjectScope,
-): Promise<Array<ProjectFileListing & { text: string }>> {
-  const rows = await db
-    .selectFrom('knowledge_texts')
-    .innerJoin('project_files', 'project_files.id', 'knowledge_texts.file_id')
-    .select([...LISTING_COLUMNS, 'knowledge_texts.text'])
-    .where('knowledge_texts.project_id', '=', scope.projectId)
-    .where('knowledge_texts.workspace_id', '=', scope.workspaceId)
-    .orderBy('project_files.path')
-    .execute();
-  return rows.map((row) => ({ ...listing(row), text: row.text }));
-}
-
 /** A file of the project by id or path, with its extracted text (null when it has none yet). */
 export async function findIndexedText(
   db: Db,
