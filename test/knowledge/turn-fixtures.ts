@@ -60,7 +60,9 @@ export async function addIndexedFile(db: Db, input: IndexedFileInput): Promise<s
     .values({ ...row, index_status: 'indexing', index_claimed_by: PROCESS, index_lease_until: lease, index_attempts: 1 })
     .execute();
   let offset = 0;
-  const chunks = (input.chunks ?? cut(input.text, input.chunkChars ?? 1_500).map((text) => ({ text }))).map(
+  const given: NonNullable<IndexedFileInput['chunks']> =
+    input.chunks ?? cut(input.text, input.chunkChars ?? 1_500).map((text) => ({ text }));
+  const chunks = given.map(
     (chunk, ordinal) => {
       const start = offset;
       offset += chunk.text.length;
