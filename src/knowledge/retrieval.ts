@@ -29,7 +29,7 @@ export const TURN_LIMITS: TurnLimits = {
   excerptsPerFile: 3,
   wholeProjectChars: 24_000,
   listedFiles: 100,
-  candidates: 50,
+  candidates: 24,
 };
 
 /** More files than a project may hold (500): the whole listing. */
