@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * Kysely table types. Both engines store the same shapes: timestamps as ISO 8601 text (which
  * sorts in time order), booleans as 0/1 integers, structured values as JSON text.
@@ -22,6 +24,8 @@ export interface Database {
   rate_limit_counters: RateLimitCounterTable;
   usage_reservations: UsageReservationTable;
   usage_daily: UsageDailyTable;
+  knowledge_texts: KnowledgeTextTable;
+  knowledge_chunks: KnowledgeChunkTable;
 }
 
 export interface OrganizationTable {
@@ -168,6 +172,56 @@ export interface ProjectFileTable {
   created_at: string;
   updated_at: string;
   synced_at: string;
+  /** Index state (011-knowledge); sync sets `pending` with every new content. */
+  index_status: Generated<IndexStatus>;
+  /** Why the last attempt failed (kept on `failed`), else null. */
+  index_error: Generated<string | null>;
+  /** Claims since the last success; a file reaching the limit becomes `failed`. */
+  index_attempts: Generated<number>;
+  /** Earliest time a `pending` file that failed before is tried again; null: now. */
+  index_retry_at: Generated<string | null>;
+  /** The process indexing the file, while `indexing`. */
+  index_claimed_by: Generated<string | null>;
+  /** When that claim lapses (a process that died mid-index holds none past it). */
+  index_lease_until: Generated<string | null>;
+  /** The etag whose text and chunks are in the index; null: none yet. */
+  indexed_etag: Generated<string | null>;
+}
+
+export type IndexStatus = 'pending' | 'indexing' | 'indexed' | 'failed' | 'unsupported';
+
+/** The text extracted from the indexed version of a file (011-knowledge). */
+export interface KnowledgeTextTable {
+  file_id: string;
+  workspace_id: string;
+  project_id: string;
+  /** The file version the text was extracted from. */
+  etag: string;
+  /** What the extractor read it as, e.g. `markdown`, `pdf`. */
+  format: string;
+  text: string;
+  chars: number;
+  indexed_at: string;
+}
+
+/** One chunk of an indexed file; full-text indexed (FTS5 on SQLite, tsvector on PostgreSQL). */
+export interface KnowledgeChunkTable {
+  id: Generated<number>;
+  workspace_id: string;
+  project_id: string;
+  file_id: string;
+  /** Order of the chunk in its file, from 0. */
+  ordinal: number;
+  text: string;
+  /** Heading path, e.g. `Install › Linux`, or sheet and rows; null when none. */
+  heading: string | null;
+  /** JSON array of PDF page numbers, or null. */
+  pages: string | null;
+  /** Character offsets of the chunk in the file's extracted text. */
+  start_offset: number;
+  end_offset: number;
+  /** PostgreSQL only: the chunk's search vector (never selected; written on insert). */
+  tsv?: string | null;
 }
 
 export interface ChatTable {

@@ -9,6 +9,7 @@ import {
   insertProjectFilesIfAbsent,
   listProjectFileRows,
   markProjectFilesSynced,
+  type NewProjectFileRow,
   type ProjectFileRow,
   projectFileUsage,
   updateProjectFileContent,
@@ -360,7 +361,7 @@ async function reconcileProjectFiles(
     files++;
     bytes += info.size;
   }
-  const newRows = await mapWithConcurrency(accepted, 16, async ([path, info]): Promise<ProjectFileRow> => {
+  const newRows = await mapWithConcurrency(accepted, 16, async ([path, info]): Promise<NewProjectFileRow> => {
     const name = path.slice(path.lastIndexOf('/') + 1);
     return {
       id: newId('fil'),

@@ -4,6 +4,7 @@ import * as chatMessagesAndRunUsage from './002-chat-messages-and-run-usage.js';
 import * as sharedLimits from './003-shared-limits.js';
 import * as management from './010-management.js';
 import * as chatHistory from './003-chat-history.js';
+import * as knowledge from './011-knowledge.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   '003-shared-limits': sharedLimits,
   '010-management': management,
   '003-chat-history': chatHistory,
+  '011-knowledge': knowledge,
 };

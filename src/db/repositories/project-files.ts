@@ -1,8 +1,22 @@
-import { sql } from 'kysely';
+import { type Insertable, type Selectable, sql } from 'kysely';
 import type { Db } from '../database.js';
 import type { ProjectFileTable } from '../schema.js';
 
-export type ProjectFileRow = ProjectFileTable;
+export type ProjectFileRow = Selectable<ProjectFileTable>;
+export type NewProjectFileRow = Insertable<ProjectFileTable>;
+
+/**
+ * What marks a file for indexing (spec/knowledge.md): a new claim may start at once, and a claim
+ * in progress on the old content loses its hold, so its result is thrown away (indexer.ts).
+ */
+export const INDEX_PENDING = {
+  index_status: 'pending',
+  index_error: null,
+  index_attempts: 0,
+  index_retry_at: null,
+  index_claimed_by: null,
+  index_lease_until: null,
+} as const;
 
 /** SQLite's default limit is 32,766 bound values; 12 columns × 200 rows stays far below it. */
 const INSERT_BATCH = 200;
@@ -93,7 +107,7 @@ export function findPathClash(db: Db, workspaceId: string, projectId: string, pa
  * Inserts rows whose (project_id, path) is not registered yet; a row a concurrent caller
  * registered first is left alone. Returns how many rows this call inserted.
  */
-export async function insertProjectFilesIfAbsent(db: Db, rows: ProjectFileRow[]): Promise<number> {
+export async function insertProjectFilesIfAbsent(db: Db, rows: NewProjectFileRow[]): Promise<number> {
   let inserted = 0;
   for (let i = 0; i < rows.length; i += INSERT_BATCH) {
     const result = await db
@@ -107,7 +121,10 @@ export async function insertProjectFilesIfAbsent(db: Db, rows: ProjectFileRow[])
   return inserted;
 }
 
-/** Records new content for a file, only if nobody changed it since it was read (its etag). */
+/**
+ * Records new content for a file, only if nobody changed it since it was read (its etag), and
+ * marks it for indexing.
+ */
 export async function updateProjectFileContent(
   db: Db,
   row: Pick<ProjectFileRow, 'id' | 'etag' | 'workspace_id'>,
@@ -115,7 +132,7 @@ export async function updateProjectFileContent(
 ): Promise<boolean> {
   const result = await db
     .updateTable('project_files')
-    .set(change)
+    .set({ ...change, ...INDEX_PENDING })
     .where('id', '=', row.id)
     .where('workspace_id', '=', row.workspace_id)
     .where('etag', '=', row.etag)

@@ -1,0 +1,354 @@
+import { SqliteAdapter, sql } from 'kysely';
+import { foldAccents } from '../../knowledge/fold.js';
+import type { Db } from '../database.js';
+import type { IndexStatus } from '../schema.js';
+import { INDEX_PENDING } from './project-files.js';
+
+/** SQLite or PostgreSQL, told by the executor's adapter (works inside a transaction too). */
+export function isSqliteDb(db: Db): boolean {
+  return db.getExecutor().adapter instanceof SqliteAdapter;
+}
+
+/** SQLite's default limit is 32,766 bound values; 10 columns × 500 rows stays far below it. */
+const CHUNK_INSERT_BATCH = 500;
+
+// ---------------------------------------------------------------------------------------------
+// The indexer's queue: claims are leases on project_files rows
+
+export interface ClaimedFile {
+  id: string;
+  workspace_id: string;
+  project_id: string;
+  path: string;
+  name: string;
+  mime_type: string;
+  size_bytes: number;
+  etag: string;
+  index_attempts: number;
+}
+
+const CLAIMED_COLUMNS = [
+  'id',
+  'workspace_id',
+  'project_id',
+  'path',
+  'name',
+  'mime_type',
+  'size_bytes',
+  'etag',
+  'index_attempts',
+] as const;
+
+/**
+ * Claims one file to index, atomically: a `pending` file whose retry time has come, or an
+ * `indexing` one whose lease ran out (its process died). The claim counts as an attempt, so a
+ * file that kills every process that reads it still ends `failed`. PostgreSQL skips rows another
+ * transaction is claiming (`FOR UPDATE SKIP LOCKED`); SQLite serializes writers.
+ */
+export async function claimNextFile(
+  db: Db,
+  claim: { processId: string; now: string; leaseUntil: string },
+): Promise<ClaimedFile | undefined> {
+  const claimable = db
+    .selectFrom('project_files')
+    .select('id')
+    .where((eb) =>
+      eb.or([
+        eb.and([
+          eb('index_status', '=', 'pending'),
+          eb.or([eb('index_retry_at', 'is', null), eb('index_retry_at', '<=', claim.now)]),
+        ]),
+        eb.and([eb('index_status', '=', 'indexing'), eb('index_lease_until', '<', claim.now)]),
+      ]),
+    )
+    .orderBy('index_attempts')
+    .orderBy('updated_at')
+    .limit(1);
+  const row = await db
+    .updateTable('project_files')
+    .set((eb) => ({
+      index_status: 'indexing',
+      index_claimed_by: claim.processId,
+      index_lease_until: claim.leaseUntil,
+      index_attempts: eb('index_attempts', '+', 1),
+    }))
+    .where('id', '=', isSqliteDb(db) ? claimable : claimable.forUpdate().skipLocked())
+    .returning(CLAIMED_COLUMNS)
+    .executeTakeFirst();
+  return row ? { ...row, size_bytes: Number(row.size_bytes) } : undefined;
+}
+
+/** Extends a claim still held; false when it was lost (file changed, deleted or taken over). */
+export async function renewClaim(
+  db: Db,
+  file: { id: string; etag: string },
+  processId: string,
+  leaseUntil: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('project_files')
+    .set({ index_lease_until: leaseUntil })
+    .where('id', '=', file.id)
+    .where('etag', '=', file.etag)
+    .where('index_status', '=', 'indexing')
+    .where('index_claimed_by', '=', processId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Ends a claim still held with `changes`; false when the claim was lost meanwhile. */
+async function settleClaim(
+  db: Db,
+  file: { id: string; etag: string },
+  processId: string,
+  changes: {
+    index_status: IndexStatus;
+    index_error: string | null;
+    index_attempts?: number;
+    index_retry_at?: string | null;
+    indexed_etag?: string | null;
+  },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('project_files')
+    .set({ ...changes, index_claimed_by: null, index_lease_until: null })
+    .where('id', '=', file.id)
+    .where('etag', '=', file.etag)
+    .where('index_status', '=', 'indexing')
+    .where('index_claimed_by', '=', processId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export interface NewChunk {
+  ordinal: number;
+  text: string;
+  heading: string | null;
+  pages: number[] | null;
+  start: number;
+  end: number;
+}
+
+export type IndexOutcome =
+  | { status: 'indexed'; format: string; text: string; chunks: NewChunk[] }
+  | { status: 'unsupported'; reason: string };
+
+/**
+ * Stores what indexing a file version produced, in ONE transaction: the claim is ended (only
+ * if still held on the same version, so a file replaced or deleted meanwhile keeps its newer
+ * state and the stale result is dropped), the file's old chunks and text are replaced by the new
+ * ones. Until it commits, searches see the old chunks; after, only the new ones.
+ * Returns false when the result was dropped.
+ */
+export async function storeIndexOutcome(
+  db: Db,
+  file: ClaimedFile,
+  processId: string,
+  outcome: IndexOutcome,
+  now: string,
+): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const held = await settleClaim(trx, file, processId, {
+      index_status: outcome.status,
+      index_error: outcome.status === 'unsupported' ? outcome.reason : null,
+      index_attempts: 0,
+      index_retry_at: null,
+      indexed_etag: file.etag,
+    });
+    if (!held) return false;
+    await trx.deleteFrom('knowledge_chunks').where('file_id', '=', file.id).execute();
+    await trx.deleteFrom('knowledge_texts').where('file_id', '=', file.id).execute();
+    if (outcome.status !== 'indexed') return true;
+    await trx
+      .insertInto('knowledge_texts')
+      .values({
+        file_id: file.id,
+        workspace_id: file.workspace_id,
+        project_id: file.project_id,
+        etag: file.etag,
+        format: outcome.format,
+        text: outcome.text,
+        chars: outcome.text.length,
+        indexed_at: now,
+      })
+      .execute();
+    await insertChunks(trx, file, outcome.chunks);
+    return true;
+  });
+}
+
+/**
+ * Inserts chunks of a file; on PostgreSQL with their `tsvector` (accent-folded, `english`,
+ * the heading as weight A). SQLite's FTS5 table is kept by triggers.
+ */
+export async function insertChunks(
+  db: Db,
+  file: { id: string; workspace_id: string; project_id: string },
+  chunks: NewChunk[],
+): Promise<void> {
+  const sqlite = isSqliteDb(db);
+  for (let i = 0; i < chunks.length; i += CHUNK_INSERT_BATCH) {
+    await db
+      .insertInto('knowledge_chunks')
+      .values(
+        chunks.slice(i, i + CHUNK_INSERT_BATCH).map((chunk) => ({
+          workspace_id: file.workspace_id,
+          project_id: file.project_id,
+          file_id: file.id,
+          ordinal: chunk.ordinal,
+          text: chunk.text,
+          heading: chunk.heading,
+          pages: chunk.pages ? JSON.stringify(chunk.pages) : null,
+          start_offset: chunk.start,
+          end_offset: chunk.end,
+          ...(sqlite
+            ? {}
+            : {
+                tsv: sql<string>`setweight(to_tsvector('english', ${foldAccents(chunk.heading ?? '')}), 'A')
+                    || to_tsvector('english', ${foldAccents(chunk.text)})`,
+              }),
+        })),
+      )
+      .execute();
+  }
+}
+
+/**
+ * Records a failed attempt: back to `pending` with a retry time, or `failed` (with `error`) once
+ * `attempts` reached the limit. Chunks of an earlier version stay searchable either way until a
+ * new version is indexed or the file is deleted. False when the claim was lost meanwhile.
+ */
+export async function recordIndexFailure(
+  db: Db,
+  file: ClaimedFile,
+  processId: string,
+  failure: { error: string; retryAt: string | null },
+): Promise<boolean> {
+  return settleClaim(
+    db,
+    file,
+    processId,
+    failure.retryAt === null
+      ? { index_status: 'failed', index_error: failure.error }
+      : { index_status: 'pending', index_error: failure.error, index_retry_at: failure.retryAt },
+  );
+}
+
+/** Claims whose attempts are used up are ended as `failed` (see claimNextFile). */
+export async function failClaim(db: Db, file: ClaimedFile, processId: string, error: string) {
+  return settleClaim(db, file, processId, { index_status: 'failed', index_error: error });
+}
+
+/** Marks every file of a project for indexing again; indexed chunks stay until replaced. */
+export async function markProjectForReindex(db: Db, workspaceId: string, projectId: string): Promise<number> {
+  const result = await db
+    .updateTable('project_files')
+    .set(INDEX_PENDING)
+    .where('workspace_id', '=', workspaceId)
+    .where('project_id', '=', projectId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Whether any file waits for indexing or is being indexed (in any project, or in one). */
+export async function hasIndexWork(db: Db, projectId?: string): Promise<boolean> {
+  let query = db
+    .selectFrom('project_files')
+    .select('id')
+    .where('index_status', 'in', ['pending', 'indexing']);
+  if (projectId) query = query.where('project_id', '=', projectId);
+  return (await query.limit(1).executeTakeFirst()) !== undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reads
+
+export interface IndexSummaryCounts {
+  files: Record<IndexStatus, number>;
+  chunks: number;
+}
+
+/** Files by index status and chunk count of a project (GET …/index). */
+export async function indexSummaryCounts(
+  db: Db,
+  workspaceId: string,
+  projectId: string,
+): Promise<IndexSummaryCounts> {
+  const [statuses, chunks] = await Promise.all([
+    db
+      .selectFrom('project_files')
+      .select((eb) => ['index_status', eb.fn.countAll<number>().as('count')])
+      .where('workspace_id', '=', workspaceId)
+      .where('project_id', '=', projectId)
+      .groupBy('index_status')
+      .execute(),
+    db
+      .selectFrom('knowledge_chunks')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('workspace_id', '=', workspaceId)
+      .where('project_id', '=', projectId)
+      .executeTakeFirstOrThrow(),
+  ]);
+  const files: Record<IndexStatus, number> = {
+    pending: 0,
+    indexing: 0,
+    indexed: 0,
+    failed: 0,
+    unsupported: 0,
+  };
+  for (const row of statuses) files[row.index_status] = Number(row.count);
+  return { files, chunks: Number(chunks.count) };
+}
+
+export interface IndexedText {
+  fileId: string;
+  path: string;
+  name: string;
+  mediaType: string;
+  format: string;
+  text: string;
+}
+
+/**
+ * The extracted text of one indexed file, from the database (a turn never reads storage), or
+ * undefined when the file is not in the project or has no indexed text.
+ */
+export async function readIndexedText(
+  db: Db,
+  where: { workspaceId?: string; projectId: string; fileId: string },
+): Promise<IndexedText | undefined> {
+  let query = db
+    .selectFrom('knowledge_texts as t')
+    .innerJoin('project_files as f', 'f.id', 't.file_id')
+    .select(['t.file_id as fileId', 'f.path', 'f.name', 'f.mime_type as mediaType', 't.format', 't.text'])
+    .where('t.project_id', '=', where.projectId)
+    .where('t.file_id', '=', where.fileId);
+  if (where.workspaceId) query = query.where('t.workspace_id', '=', where.workspaceId);
+  return query.executeTakeFirst();
+}
+
+/** Total characters of a project's indexed text (the small-project whole-file rule). */
+export async function indexedTextSize(db: Db, projectId: string, workspaceId?: string): Promise<number> {
+  let query = db
+    .selectFrom('knowledge_texts')
+    .select((eb) => eb.fn.sum<number | null>('chars').as('chars'))
+    .where('project_id', '=', projectId);
+  if (workspaceId) query = query.where('workspace_id', '=', workspaceId);
+  const row = await query.executeTakeFirstOrThrow();
+  return Number(row.chars ?? 0);
+}
+
+/** Every indexed file of a project with its text, in path order (the whole-file rule). */
+export async function listIndexedTexts(
+  db: Db,
+  projectId: string,
+  workspaceId?: string,
+): Promise<IndexedText[]> {
+  let query = db
+    .selectFrom('knowledge_texts as t')
+    .innerJoin('project_files as f', 'f.id', 't.file_id')
+    .select(['t.file_id as fileId', 'f.path', 'f.name', 'f.mime_type as mediaType', 't.format', 't.text'])
+    .where('t.project_id', '=', projectId);
+  if (workspaceId) query = query.where('t.workspace_id', '=', workspaceId);
+  return query.orderBy('f.path').execute();
+}

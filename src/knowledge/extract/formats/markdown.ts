@@ -1,0 +1,79 @@
+import { HEADING_SEPARATOR, type ExtractedSection } from '../../types.js';
+
+const ATX_HEADING = /^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$/;
+const SETEXT_UNDERLINE = /^ {0,3}(=+|-+)[ \t]*$/;
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+
+/**
+ * Markdown cut at its headings: each section runs from a heading to the next one and carries
+ * the heading path ("Install › Linux"). Text before the first heading has no heading. Fenced
+ * code is skipped when looking for headings, so a `# comment` in a shell block stays code.
+ */
+export function markdownSections(text: string): ExtractedSection[] {
+  return sectionsAtHeadings(text, (line, next) => {
+    const atx = ATX_HEADING.exec(line);
+    if (atx) return { level: atx[1].length, title: atx[2], consumesNext: false };
+    if (next !== undefined && line.trim() && !line.startsWith(' ')) {
+      const setext = SETEXT_UNDERLINE.exec(next);
+      if (setext && !/^\s*[-*+]\s/.test(line)) {
+        return { level: setext[1][0] === '=' ? 1 : 2, title: line.trim(), consumesNext: true };
+      }
+    }
+    return null;
+  });
+}
+
+export interface HeadingLine {
+  level: number;
+  title: string;
+  /** The heading's underline (setext) belongs to it. */
+  consumesNext: boolean;
+}
+
+/** Splits text at lines `headingOf` recognises, tracking the path of enclosing headings. */
+export function sectionsAtHeadings(
+  text: string,
+  headingOf: (line: string, next: string | undefined) => HeadingLine | null,
+): ExtractedSection[] {
+  const lines = text.split('\n');
+  const sections: ExtractedSection[] = [];
+  const path: Array<{ level: number; title: string }> = [];
+  let current: string[] = [];
+  let heading: string | null = null;
+  let fence: string | null = null;
+
+  const flush = () => {
+    const body = current.join('\n').trim();
+    if (body) sections.push({ text: body, heading, pages: null });
+    current = [];
+  };
+
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const fenceMatch = FENCE.exec(line);
+    if (fence) {
+      if (fenceMatch && fenceMatch[1][0] === fence[0] && fenceMatch[1].length >= fence.length) fence = null;
+      current.push(line);
+      continue;
+    }
+    if (fenceMatch) {
+      fence = fenceMatch[1];
+      current.push(line);
+      continue;
+    }
+    const found = headingOf(line, lines[i + 1]);
+    if (!found) {
+      current.push(line);
+      continue;
+    }
+    flush();
+    while (path.length && path[path.length - 1].level >= found.level) path.pop();
+    const title = found.title.trim();
+    if (title) path.push({ level: found.level, title });
+    heading = path.length ? path.map((p) => p.title).join(HEADING_SEPARATOR) : null;
+    current.push(line);
+    if (found.consumesNext) current.push(lines[++i]);
+  }
+  flush();
+  return sections;
+}

@@ -1,0 +1,196 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { MAX_EXTRACTED_CHARS, type ExtractInput, type ExtractOptions, type Extraction } from '../types.js';
+import type { ExtractRequest, WorkerMessage } from './worker.js';
+
+export interface ExtractorPoolOptions {
+  /** Worker threads at most; files beyond that wait their turn. Default 1. */
+  size?: number;
+  /** An idle worker is stopped after this long, giving back its memory. Default 60 s. */
+  idleMs?: number;
+  /** Heap limit of each worker, so one hostile file cannot exhaust the process. Default 1024 MB. */
+  maxHeapMb?: number;
+  /** Extracted text kept per file at most. Default {@link MAX_EXTRACTED_CHARS}. */
+  maxChars?: number;
+}
+
+export interface ExtractorPool {
+  /** Extracts one file in a worker thread; never throws. */
+  extract(input: ExtractInput, options: ExtractOptions): Promise<Extraction>;
+  /** Stops every worker; pending extractions end `failed`. */
+  close(): Promise<void>;
+  /** Worker threads started so far (replacements included): lets tests see a worker replaced. */
+  readonly workersStarted: number;
+}
+
+/** A worker waits this long at most to load its modules before its file fails. */
+const WORKER_START_TIMEOUT_MS = 60_000;
+
+interface Job {
+  request: ExtractRequest;
+  timeoutMs: number;
+  resolve: (extraction: Extraction) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  ready: boolean;
+  job: Job | null;
+  timer: NodeJS.Timeout | null;
+  idleTimer: NodeJS.Timeout | null;
+}
+
+/**
+ * Worker threads that extract files with a time limit. A worker is reused for consecutive files
+ * (its start-up and library loading are paid once); one that times out or dies is terminated and
+ * a fresh one takes the next file.
+ */
+export function createExtractorPool(options: ExtractorPoolOptions = {}): ExtractorPool {
+  const size = Math.max(1, options.size ?? 1);
+  const idleMs = options.idleMs ?? 60_000;
+  const maxHeapMb = options.maxHeapMb ?? 1024;
+  const maxChars = options.maxChars ?? MAX_EXTRACTED_CHARS;
+  const slots: Slot[] = [];
+  const queue: Job[] = [];
+  let nextId = 1;
+  let started = 0;
+  let closed = false;
+
+  const finish = (slot: Slot, extraction: Extraction) => {
+    const job = slot.job;
+    if (slot.timer) clearTimeout(slot.timer);
+    slot.timer = null;
+    slot.job = null;
+    job?.resolve(extraction);
+  };
+
+  const retire = (slot: Slot, extraction: Extraction) => {
+    const index = slots.indexOf(slot);
+    if (index >= 0) slots.splice(index, 1);
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
+    finish(slot, extraction);
+    void slot.worker.terminate();
+    pump();
+  };
+
+  const startTimer = (slot: Slot) => {
+    const job = slot.job;
+    if (!job) return;
+    slot.timer = setTimeout(
+      () => retire(slot, { status: 'failed', error: `extraction timed out after ${job.timeoutMs} ms` }),
+      job.timeoutMs,
+    );
+  };
+
+  const spawn = (): Slot => {
+    started++;
+    const worker = startWorker(maxHeapMb);
+    const slot: Slot = { worker, ready: false, job: null, timer: null, idleTimer: null };
+    // Until ready, the time limit is the start-up limit.
+    slot.timer = setTimeout(
+      () => retire(slot, { status: 'failed', error: 'extraction worker did not start' }),
+      WORKER_START_TIMEOUT_MS,
+    );
+    worker.on('message', (message: WorkerMessage) => {
+      if (message.type === 'ready') {
+        slot.ready = true;
+        if (slot.timer) clearTimeout(slot.timer);
+        slot.timer = null;
+        if (slot.job) {
+          slot.worker.postMessage(slot.job.request);
+          startTimer(slot);
+        }
+        return;
+      }
+      if (slot.job?.request.id !== message.id) return;
+      finish(slot, message.extraction);
+      pump();
+    });
+    worker.on('error', (error: Error & { code?: string }) => {
+      const reason =
+        error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? 'extraction ran out of memory'
+          : `extraction worker failed: ${error.message.split('\n')[0]}`;
+      retire(slot, { status: 'failed', error: reason });
+    });
+    worker.on('exit', () => {
+      if (slots.includes(slot)) retire(slot, { status: 'failed', error: 'extraction worker stopped' });
+    });
+    slots.push(slot);
+    return slot;
+  };
+
+  const assign = (slot: Slot, job: Job) => {
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
+    slot.idleTimer = null;
+    slot.job = job;
+    slot.worker.ref();
+    if (slot.ready) {
+      slot.worker.postMessage(job.request);
+      startTimer(slot);
+    }
+  };
+
+  function pump() {
+    while (queue.length) {
+      const slot = slots.find((s) => !s.job) ?? (slots.length < size ? spawn() : null);
+      if (!slot) break;
+      assign(slot, queue.shift()!);
+    }
+    for (const slot of slots) {
+      if (slot.job || slot.idleTimer) continue;
+      // An idle worker must not keep the process alive, and is stopped after a while.
+      slot.worker.unref();
+      slot.idleTimer = setTimeout(() => retire(slot, { status: 'failed', error: 'idle' }), idleMs);
+      slot.idleTimer.unref();
+    }
+  }
+
+  return {
+    get workersStarted() {
+      return started;
+    },
+    extract(input, { timeoutMs }) {
+      if (closed) return Promise.resolve({ status: 'failed', error: 'extraction is shut down' });
+      return new Promise<Extraction>((resolve) => {
+        const { bytes, path, mediaType } = input;
+        queue.push({ request: { id: nextId++, bytes, path, mediaType, maxChars }, timeoutMs, resolve });
+        pump();
+      });
+    },
+    async close() {
+      closed = true;
+      for (const job of queue.splice(0)) job.resolve({ status: 'failed', error: 'extraction is shut down' });
+      await Promise.all(
+        [...slots].map(async (slot) => {
+          retire(slot, { status: 'failed', error: 'extraction is shut down' });
+          await slot.worker.terminate();
+        }),
+      );
+    },
+  };
+}
+
+/**
+ * Starts the worker script next to this module: `worker.js` in the built `dist/`, `worker.ts`
+ * when the sources run directly (tsx, vitest), where the thread first registers tsx's loader
+ * (a `--import tsx` flag does not reach a worker's entry module on Node 20).
+ */
+function startWorker(maxHeapMb: number): Worker {
+  const resourceLimits = { maxOldGenerationSizeMb: maxHeapMb };
+  if (!import.meta.url.endsWith('.ts')) {
+    return new Worker(new URL('./worker.js', import.meta.url), { resourceLimits });
+  }
+  const entry = new URL('./worker.ts', import.meta.url).href;
+  const bootstrap = `import(${JSON.stringify(tsxApiUrl())}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
+  return new Worker(bootstrap, { eval: true, resourceLimits });
+}
+
+/** The ESM entry of tsx's register API (require.resolve finds its CommonJS twin beside it). */
+function tsxApiUrl(): string {
+  const cjs = createRequire(import.meta.url).resolve('tsx/esm/api');
+  const esm = cjs.replace(/\.cjs$/, '.mjs');
+  return pathToFileURL(existsSync(esm) ? esm : cjs).href;
+}

@@ -1,0 +1,99 @@
+import {
+  MAX_EXTRACTED_CHARS,
+  SECTION_SEPARATOR,
+  type ExtractFormat,
+  type ExtractInput,
+  type ExtractedSection,
+  type Extraction,
+} from '../types.js';
+import { detectFormat } from './detect.js';
+import { decodeText, normalizeNewlines } from './formats/decode.js';
+import { jsonSections } from './formats/json.js';
+import { markdownSections } from './formats/markdown.js';
+
+type SectionExtractor = (bytes: Uint8Array, maxChars: number) => Promise<ExtractedSection[]>;
+
+const textOf = (bytes: Uint8Array, maxChars: number) => normalizeNewlines(decodeText(bytes, maxChars));
+const whole = (text: string): ExtractedSection[] =>
+  text.trim() ? [{ text: text.replace(/\s+$/, ''), heading: null, pages: null }] : [];
+
+/**
+ * The extractor of each format. Heavy libraries (pdf.js, mammoth, the XLSX and HTML parsers) are
+ * imported on first use, so a worker that only sees Markdown never loads them.
+ */
+const EXTRACTORS: Record<ExtractFormat, SectionExtractor> = {
+  text: async (bytes, max) => whole(textOf(bytes, max)),
+  code: async (bytes, max) => whole(textOf(bytes, max)),
+  markdown: async (bytes, max) => markdownSections(textOf(bytes, max)),
+  json: async (bytes, max) => jsonSections(textOf(bytes, max)),
+  csv: async (bytes, max) =>
+    (await import('./formats/delimited.js')).delimitedSections(textOf(bytes, max), ','),
+  tsv: async (bytes, max) =>
+    (await import('./formats/delimited.js')).delimitedSections(textOf(bytes, max), '\t'),
+  html: async (bytes, max) => (await import('./formats/html.js')).htmlSections(textOf(bytes, max)),
+  pdf: async (bytes) => (await import('./formats/pdf.js')).pdfSections(bytes),
+  docx: async (bytes) => (await import('./formats/docx.js')).docxSections(bytes),
+  xlsx: async (bytes) => (await import('./formats/xlsx.js')).xlsxSections(bytes),
+};
+
+const FORMAT_NAMES: Record<ExtractFormat, string> = {
+  text: 'text',
+  code: 'source file',
+  markdown: 'Markdown',
+  json: 'JSON',
+  csv: 'CSV',
+  tsv: 'TSV',
+  html: 'HTML',
+  pdf: 'PDF',
+  docx: 'DOCX',
+  xlsx: 'XLSX',
+};
+
+/**
+ * Extracts one file in the calling thread. Never throws: a file that cannot be read is
+ * `failed` with a one-line reason (no stack). The worker runs this; tests and benches may too.
+ */
+export async function extractInProcess(
+  input: ExtractInput,
+  maxChars = MAX_EXTRACTED_CHARS,
+): Promise<Extraction> {
+  const detected = detectFormat(input.path, input.mediaType, input.bytes);
+  if ('unsupported' in detected) return { status: 'unsupported', reason: detected.unsupported };
+  const { format } = detected;
+  let sections: ExtractedSection[];
+  try {
+    sections = await EXTRACTORS[format](input.bytes, maxChars);
+  } catch (error) {
+    return { status: 'failed', error: `${FORMAT_NAMES[format]} could not be read: ${shortReason(error)}` };
+  }
+  const capped = capSections(sections, maxChars);
+  return capped.truncated
+    ? { status: 'ok', format, sections: capped.sections, truncated: true }
+    : { status: 'ok', format, sections };
+}
+
+/** Keeps whole sections up to `maxChars` of extracted text (separators included), cutting the last one. */
+export function capSections(
+  sections: ExtractedSection[],
+  maxChars: number,
+): { sections: ExtractedSection[]; truncated: boolean } {
+  let total = 0;
+  for (let i = 0; i < sections.length; i++) {
+    const room = maxChars - total - (i > 0 ? SECTION_SEPARATOR.length : 0);
+    const section = sections[i];
+    if (section.text.length > room) {
+      const kept = sections.slice(0, i);
+      if (room > 0) kept.push({ ...section, text: section.text.slice(0, room) });
+      return { sections: kept, truncated: true };
+    }
+    total += section.text.length + (i > 0 ? SECTION_SEPARATOR.length : 0);
+  }
+  return { sections, truncated: false };
+}
+
+/** The first line of an error's message, short: enough to tell a user why, nothing internal. */
+export function shortReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const line = message.split('\n')[0].trim() || 'unknown error';
+  return line.length > 200 ? `${line.slice(0, 197)}...` : line;
+}

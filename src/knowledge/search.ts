@@ -1,0 +1,263 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import { isSqliteDb } from '../db/repositories/knowledge.js';
+import { foldAccents } from './fold.js';
+
+/** One search hit: a chunk of an indexed file (spec/knowledge.md "Search"). */
+export interface SearchResult {
+  fileId: string;
+  path: string;
+  name: string;
+  /** The matching chunk. */
+  text: string;
+  /** Higher is better; comparable within one search only. */
+  score: number;
+  heading: string | null;
+  pages: number[] | null;
+}
+
+export interface SearchParams {
+  projectId: string;
+  /** Given by callers that have not checked the project's workspace themselves. */
+  workspaceId?: string;
+  query: string;
+  limit: number;
+  /** At most this many chunks of one file (default 3), so one long file cannot fill the list. */
+  perFile?: number;
+}
+
+/** Query terms used at most: a 1,000-character question has far fewer that matter. */
+const MAX_TERMS = 32;
+/** A term found in more than this share of chunks says little and costs the most: dropped. */
+const COMMON_SHARE = 0.5;
+/**
+ * Past this many chunks, a term in more than ABS_COMMON_SHARE of them is dropped too: ranking
+ * tens of thousands of matches is what makes common words slow (bench/knowledge-search).
+ */
+const LARGE_INDEX_CHUNKS = 20_000;
+const ABS_COMMON_SHARE = 0.1;
+/** Candidates read per result wanted, before the per-file cap. */
+const CANDIDATES_PER_RESULT = 4;
+
+/**
+ * English words too common to find anything by. PostgreSQL's `english` configuration drops its
+ * own list; SQLite's tokenizer keeps every word, so this list does it there.
+ */
+const STOP_WORDS = new Set(
+  `a about above after again against all am an and any are as at be because been before being
+  below between both but by can could did do does doing down during each few for from further had
+  has have having he her here hers herself him himself his how i if in into is it its itself just
+  me more most my myself no nor not now of off on once only or other our ours ourselves out over
+  own same she should so some such than that the their theirs them themselves then there these
+  they this those through to too under until up very was we were what when where which while who
+  whom why will with would you your yours yourself yourselves s t don doesn isn aren wasn weren
+  won can't cannot shall may might must also`.split(/\s+/),
+);
+
+/**
+ * The words of a query as both engines' tokenizers see them: accents and case folded, split at
+ * anything that is not a letter or digit. Only letters and digits remain, so nothing of the
+ * user's input can be read as query syntax by FTS5 or `to_tsquery`.
+ */
+export function queryTerms(query: string): string[] {
+  const words = foldAccents(query)
+    .toLowerCase()
+    .match(/[\p{L}\p{N}]+/gu);
+  const terms = new Set<string>();
+  for (const word of words ?? []) {
+    if (STOP_WORDS.has(word)) continue;
+    if (word.length < 2 && !/\p{N}/u.test(word)) continue;
+    terms.add(word);
+    if (terms.size >= MAX_TERMS) break;
+  }
+  return [...terms];
+}
+
+/**
+ * Keeps the terms worth searching: those found in the index at all, without the ones in most
+ * chunks. When every term is common, the rarest one stays, so a search of common words still
+ * answers.
+ */
+export function selectTerms(
+  frequencies: Map<string, number>,
+  terms: string[],
+  totalChunks: number,
+): string[] {
+  if (totalChunks <= 0) return [];
+  const found = terms.filter((term) => (frequencies.get(term) ?? 0) > 0);
+  const limit =
+    totalChunks > LARGE_INDEX_CHUNKS ? totalChunks * ABS_COMMON_SHARE : totalChunks * COMMON_SHARE;
+  const kept = found.filter((term) => frequencies.get(term)! <= limit);
+  if (kept.length > 0 || found.length === 0) return kept;
+  const rarest = found.reduce((a, b) => (frequencies.get(b)! < frequencies.get(a)! ? b : a));
+  return [rarest];
+}
+
+interface Candidate {
+  file_id: string;
+  path: string;
+  name: string;
+  text: string;
+  heading: string | null;
+  pages: string | null;
+  score: number;
+}
+
+/**
+ * Lexical search of a project's indexed chunks: an OR of the query's terms (an implicit AND
+ * finds nothing once a question has a word the passage lacks), best first — bm25 on SQLite
+ * FTS5, `ts_rank_cd` on PostgreSQL — with at most `perFile` chunks of any one file.
+ * The caller checks that the project is visible to the caller.
+ */
+export async function searchProject(db: Db, params: SearchParams): Promise<SearchResult[]> {
+  const terms = queryTerms(params.query);
+  if (terms.length === 0 || params.limit <= 0) return [];
+  const candidateLimit = params.limit * CANDIDATES_PER_RESULT;
+  const candidates = isSqliteDb(db)
+    ? await searchSqlite(db, params, terms, candidateLimit)
+    : await searchPostgres(db, params, terms, candidateLimit);
+  const perFile = params.perFile ?? 3;
+  const taken = new Map<string, number>();
+  const results: SearchResult[] = [];
+  for (const row of candidates) {
+    const count = taken.get(row.file_id) ?? 0;
+    if (count >= perFile) continue;
+    taken.set(row.file_id, count + 1);
+    results.push({
+      fileId: row.file_id,
+      path: row.path,
+      name: row.name,
+      text: row.text,
+      score: Number(row.score),
+      heading: row.heading,
+      pages: row.pages ? (JSON.parse(row.pages) as number[]) : null,
+    });
+    if (results.length >= params.limit) break;
+  }
+  return results;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQLite: FTS5
+
+/**
+ * Document frequencies from the `fts5vocab` table (kept by FTS5 itself, so nothing is rebuilt
+ * per query), against the number of chunks. Both count every project's chunks: cheap, and a
+ * fair picture of which words are common.
+ */
+async function sqliteTermStats(db: Db, terms: string[]) {
+  const [rows, total] = await Promise.all([
+    sql<{ term: string; doc: number }>`select term, doc from knowledge_chunks_vocab
+      where term in (${sql.join(terms)})`.execute(db),
+    sql<{ n: number }>`select count(*) as n from knowledge_chunks`.execute(db),
+  ]);
+  return {
+    frequencies: new Map(rows.rows.map((row) => [row.term, Number(row.doc)])),
+    total: Number(total.rows[0]?.n ?? 0),
+  };
+}
+
+async function searchSqlite(
+  db: Db,
+  params: SearchParams,
+  terms: string[],
+  limit: number,
+): Promise<Candidate[]> {
+  const stats = await sqliteTermStats(db, terms);
+  const kept = selectTerms(stats.frequencies, terms, stats.total);
+  if (kept.length === 0) return [];
+  // Every term quoted: a string of letters and digits in double quotes is always one token.
+  const match = kept.map((term) => `"${term}"`).join(' OR ');
+  const workspace = params.workspaceId ? sql`and c.workspace_id = ${params.workspaceId}` : sql``;
+  // bm25 is lower for better matches; headings weigh twice the body.
+  const result = await sql<Candidate>`
+    select c.file_id, f.path, f.name, c.text, c.heading, c.pages,
+      -bm25(knowledge_chunks_fts, 2.0, 1.0) as score
+    from knowledge_chunks_fts
+    join knowledge_chunks c on c.id = knowledge_chunks_fts.rowid
+    join project_files f on f.id = c.file_id
+    where knowledge_chunks_fts match ${match} and c.project_id = ${params.projectId} ${workspace}
+    order by score desc, c.id
+    limit ${limit}`.execute(db);
+  return result.rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL: tsvector
+
+/** The `english` configuration's lexemes of the terms (stemmed; its stop words dropped). */
+async function postgresLexemes(db: Db, terms: string[]): Promise<string[]> {
+  const result = await sql<{ lexeme: string }>`
+    select distinct unnest(tsvector_to_array(to_tsvector('english', ${terms.join(' ')}))) as lexeme`.execute(
+    db,
+  );
+  return result.rows.map((row) => row.lexeme);
+}
+
+interface CommonLexemes {
+  /** Share of chunks holding each of the most common lexemes. */
+  shares: Map<string, number>;
+  /** The planner's estimate of the number of chunks. */
+  total: number;
+  at: number;
+}
+
+/** How long PostgreSQL's statistics are reused before they are read again. */
+const STATS_TTL_MS = 60_000;
+const commonLexemeCache = new WeakMap<object, CommonLexemes>();
+
+/**
+ * The most common lexemes of the chunks and their shares, from the statistics ANALYZE keeps for
+ * the tsvector column (`pg_stats.most_common_elems`), and the number of chunks
+ * (`pg_class.reltuples`): maintained by autovacuum, read at most once a minute per process,
+ * never computed per query. Lexemes missing from them are rare.
+ */
+async function postgresCommonLexemes(db: Db): Promise<CommonLexemes> {
+  const cached = commonLexemeCache.get(db);
+  if (cached && Date.now() - cached.at < STATS_TTL_MS) return cached;
+  const result = await sql<{ elems: string[] | null; freqs: number[] | null; total: number | null }>`
+    select s.most_common_elems::text::text[] as elems, s.most_common_elem_freqs as freqs,
+      (select reltuples from pg_class where oid = 'knowledge_chunks'::regclass) as total
+    from (select 1) one
+    left join pg_stats s on s.schemaname = current_schema()
+      and s.tablename = 'knowledge_chunks' and s.attname = 'tsv'`.execute(db);
+  const shares = new Map<string, number>();
+  const row = result.rows[0];
+  if (row?.elems && row.freqs) row.elems.forEach((elem, i) => shares.set(elem, Number(row.freqs![i])));
+  const stats = { shares, total: Math.max(0, Number(row?.total ?? 0)), at: Date.now() };
+  commonLexemeCache.set(db, stats);
+  return stats;
+}
+
+/** Forgets the cached statistics (benchmarks and tests that ANALYZE mid-run). */
+export function forgetSearchStatistics(db: Db): void {
+  commonLexemeCache.delete(db);
+}
+
+async function searchPostgres(
+  db: Db,
+  params: SearchParams,
+  terms: string[],
+  limit: number,
+): Promise<Candidate[]> {
+  const [lexemes, stats] = await Promise.all([postgresLexemes(db, terms), postgresCommonLexemes(db)]);
+  // A lexeme missing from the statistics is rare: counted as in one chunk.
+  const frequencies = new Map(
+    lexemes.map((lexeme) => [lexeme, Math.max(1, (stats.shares.get(lexeme) ?? 0) * stats.total)]),
+  );
+  const chosen =
+    stats.shares.size > 0 && stats.total > 0 ? selectTerms(frequencies, lexemes, stats.total) : lexemes;
+  if (chosen.length === 0) return [];
+  // Lexemes of letters and digits only, quoted; `simple` keeps them as they are (already stemmed).
+  const tsquery = chosen.map((lexeme) => `'${lexeme.replaceAll("'", "''")}'`).join(' | ');
+  const workspace = params.workspaceId ? sql`and c.workspace_id = ${params.workspaceId}` : sql``;
+  const result = await sql<Candidate>`
+    select c.file_id, f.path, f.name, c.text, c.heading, c.pages, ts_rank_cd(c.tsv, q) as score
+    from knowledge_chunks c
+    join project_files f on f.id = c.file_id,
+      to_tsquery('simple', ${tsquery}) q
+    where c.project_id = ${params.projectId} ${workspace} and c.tsv @@ q
+    order by score desc, c.id
+    limit ${limit}`.execute(db);
+  return result.rows;
+}
