@@ -27,7 +27,9 @@ const REQUESTS = Number(process.env.BENCH_TURN_REQUESTS ?? 300);
 
 function setup(baseURL: string): SetupFile {
   return {
-    providers: [{ id: 'fake', type: 'openai-compatible', baseURL, apiKey: 'sk-bench-0000000000000000000000000000' }],
+    providers: [
+      { id: 'fake', type: 'openai-compatible', baseURL, apiKey: 'sk-bench-0000000000000000000000000000' },
+    ],
     models: [{ id: 'fake-small', provider: 'fake', model: 'small-1' }],
     organizations: [
       {
@@ -107,7 +109,11 @@ const QUESTION = `How do the ${VOCABULARY[40]} and ${VOCABULARY[900]} settings r
 async function measure(report: Report, engine: string, database: DatabaseHandle) {
   const upstream = await startFakeUpstream();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-turn-'));
-  const config = loadConfig({ ATRIUM_DATA_DIR: dataDir, LOG_LEVEL: 'silent', ATRIUM_SIGNING_SECRET: 'bench' });
+  const config = loadConfig({
+    ATRIUM_DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    ATRIUM_SIGNING_SECRET: 'bench',
+  });
   await applySetup(database.db, setup(upstream.baseURL), { now: new Date() });
   const started = performance.now();
   for (let f = 0; f < FILES; f++) {

@@ -11,7 +11,13 @@ export function projectFileReads(db: Db, scope: ProjectScope): ProjectFileReads 
   return {
     async search(query, limit) {
       const passages = await searchPassages(db, scope, query, limit);
-      return passages.map(({ fileId, path, heading, pages, text }) => ({ fileId, path, heading, pages, text }));
+      return passages.map(({ fileId, path, heading, pages, text }) => ({
+        fileId,
+        path,
+        heading,
+        pages,
+        text,
+      }));
     },
     async read(file, offset, length): Promise<ReadResult> {
       const found = await findIndexedText(

@@ -567,7 +567,8 @@ function buildSystem(
   });
 }
 
-type LeadingPart = ReturnType<typeof sourceDocumentParts>[number] | { type: 'data-warnings'; data: ToolWarning[] };
+type LeadingPart =
+  ReturnType<typeof sourceDocumentParts>[number] | { type: 'data-warnings'; data: ToolWarning[] };
 
 /**
  * Parts the service adds to a reply, streamed right after `start` and stored first with it:

@@ -15,7 +15,12 @@ beforeAll(async () => {
   upstream = await startFakeUpstream();
   t = await createChatApp(chatSetup(upstream));
   await addIndexedFile(t.db, { ...DOCS, path: 'docs/notes.md', text: '# Notes\nShip on Monday.' });
-  await addIndexedFile(t.db, { ...DOCS, path: 'data.json', mimeType: 'application/json', text: '{"budget": 10000}' });
+  await addIndexedFile(t.db, {
+    ...DOCS,
+    path: 'data.json',
+    mimeType: 'application/json',
+    text: '{"budget": 10000}',
+  });
   await addIndexedFile(t.db, {
     ...DOCS,
     path: 'report.pdf',
@@ -76,7 +81,14 @@ describe('project files in the context', () => {
     );
     expect(files).toContain('<file path="zz-after.txt" type="text/plain" size="10" note="being indexed" />');
     const order = [...files.matchAll(/<file path="([^"]+)"/g)].map((m) => m[1]);
-    expect(order).toEqual(['data.json', 'docs/notes.md', 'logo.png', 'report.pdf', 'src/main.ts', 'zz-after.txt']);
+    expect(order).toEqual([
+      'data.json',
+      'docs/notes.md',
+      'logo.png',
+      'report.pdf',
+      'src/main.ts',
+      'zz-after.txt',
+    ]);
     expect(res.json().sources.map((source: { path: string }) => source.path)).toEqual([
       'data.json',
       'docs/notes.md',

@@ -20,7 +20,13 @@ export interface IndexedFileInput {
 
 let counter = 0;
 
-function fileRow(input: { workspaceId: string; projectId: string; path: string; mimeType: string; size: number }) {
+function fileRow(input: {
+  workspaceId: string;
+  projectId: string;
+  path: string;
+  mimeType: string;
+  size: number;
+}) {
   const now = new Date().toISOString();
   counter += 1;
   return {
@@ -57,25 +63,29 @@ export async function addIndexedFile(db: Db, input: IndexedFileInput): Promise<s
   const lease = new Date(Date.now() + 3_600_000).toISOString();
   await db
     .insertInto('project_files')
-    .values({ ...row, index_status: 'indexing', index_claimed_by: PROCESS, index_lease_until: lease, index_attempts: 1 })
+    .values({
+      ...row,
+      index_status: 'indexing',
+      index_claimed_by: PROCESS,
+      index_lease_until: lease,
+      index_attempts: 1,
+    })
     .execute();
   let offset = 0;
   const given: NonNullable<IndexedFileInput['chunks']> =
     input.chunks ?? cut(input.text, input.chunkChars ?? 1_500).map((text) => ({ text }));
-  const chunks = given.map(
-    (chunk, ordinal) => {
-      const start = offset;
-      offset += chunk.text.length;
-      return {
-        ordinal,
-        text: chunk.text,
-        heading: chunk.heading ?? null,
-        pages: chunk.pages ?? null,
-        start,
-        end: offset,
-      };
-    },
-  );
+  const chunks = given.map((chunk, ordinal) => {
+    const start = offset;
+    offset += chunk.text.length;
+    return {
+      ordinal,
+      text: chunk.text,
+      heading: chunk.heading ?? null,
+      pages: chunk.pages ?? null,
+      start,
+      end: offset,
+    };
+  });
   const stored = await storeIndexOutcome(
     db,
     { ...row, index_attempts: 1 },
@@ -90,7 +100,13 @@ export async function addIndexedFile(db: Db, input: IndexedFileInput): Promise<s
 /** Registers a file the indexer has not reached (or cannot read): listed by name only. */
 export async function addUnindexedFile(
   db: Db,
-  input: { workspaceId: string; projectId: string; path: string; mimeType: string; status: 'pending' | 'unsupported' | 'failed' },
+  input: {
+    workspaceId: string;
+    projectId: string;
+    path: string;
+    mimeType: string;
+    status: 'pending' | 'unsupported' | 'failed';
+  },
 ): Promise<string> {
   // Far in the future: a running indexer leaves the file alone during the test.
   const row = fileRow({ ...input, size: 10 });

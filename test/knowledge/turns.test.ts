@@ -63,7 +63,9 @@ beforeAll(async () => {
     ...DOCS,
     path: 'manual/long.md',
     text: 'x',
-    chunks: Array.from({ length: 10 }, (_, i) => ({ text: `zanzibar section ${i}. ${filler(700 + i, 1_300)}` })),
+    chunks: Array.from({ length: 10 }, (_, i) => ({
+      text: `zanzibar section ${i}. ${filler(700 + i, 1_300)}`,
+    })),
   });
   for (let i = 0; i < 3; i++) {
     await addIndexedFile(t.db, {
@@ -92,17 +94,30 @@ beforeAll(async () => {
   });
 
   // A small project: its files given whole.
-  ids.small = await addIndexedFile(t.db, { ...SMALL, path: 'b/guide.md', text: '# Guide\nTurn the key twice.' });
+  ids.small = await addIndexedFile(t.db, {
+    ...SMALL,
+    path: 'b/guide.md',
+    text: '# Guide\nTurn the key twice.',
+  });
   ids.smallJson = await addIndexedFile(t.db, {
     ...SMALL,
     path: 'a-data.json',
     mimeType: 'application/json',
     text: '{"budget": 10000}',
   });
-  await addUnindexedFile(t.db, { ...SMALL, path: 'c-logo.png', mimeType: 'image/png', status: 'unsupported' });
+  await addUnindexedFile(t.db, {
+    ...SMALL,
+    path: 'c-logo.png',
+    mimeType: 'image/png',
+    status: 'unsupported',
+  });
   await addUnindexedFile(t.db, { ...SMALL, path: 'd-new.md', mimeType: 'text/markdown', status: 'pending' });
 
-  ids.other = await addIndexedFile(t.db, { ...OTHER, path: 'secret.md', text: 'Other tenant secret ultramarine.' });
+  ids.other = await addIndexedFile(t.db, {
+    ...OTHER,
+    path: 'secret.md',
+    text: 'Other tenant secret ultramarine.',
+  });
 });
 afterAll(async () => {
   await t.close();
@@ -123,11 +138,13 @@ function systemPrompt(): string {
 }
 
 function excerptsOf(system: string) {
-  return [...system.matchAll(/<excerpt n="(\d+)" path="([^"]+)"[^>]*>\n([\s\S]*?)\n<\/excerpt>/g)].map((m) => ({
-    n: Number(m[1]),
-    path: m[2]!,
-    text: m[3]!,
-  }));
+  return [...system.matchAll(/<excerpt n="(\d+)" path="([^"]+)"[^>]*>\n([\s\S]*?)\n<\/excerpt>/g)].map(
+    (m) => ({
+      n: Number(m[1]),
+      path: m[2]!,
+      text: m[3]!,
+    }),
+  );
 }
 
 describe('retrieval before the model call', () => {
@@ -192,7 +209,9 @@ describe('retrieval before the model call', () => {
     expect(listed).toEqual([...listed].sort());
     const total = FILLER_FILES + 1 + 1 + 3 + 20 + 1 + 1;
     expect(files).toContain(`(${total - 100} more files not listed)`);
-    expect(files).toContain('<file path="aaa-new.pdf" type="application/pdf" size="10" note="being indexed" />');
+    expect(files).toContain(
+      '<file path="aaa-new.pdf" type="application/pdf" size="10" note="being indexed" />',
+    );
   });
 
   it('presents excerpts as data: an injected file stays inside the excerpts block', async () => {
@@ -226,7 +245,9 @@ describe('retrieval before the model call', () => {
     expect(files).toContain(
       '<file path="a-data.json" n="1" type="application/json" size="17">\n{"budget": 10000}\n</file>',
     );
-    expect(files).toContain('<file path="b/guide.md" n="2" type="text/markdown" size="27">\n# Guide\nTurn the key twice.\n</file>');
+    expect(files).toContain(
+      '<file path="b/guide.md" n="2" type="text/markdown" size="27">\n# Guide\nTurn the key twice.\n</file>',
+    );
     expect(files).toContain('<file path="c-logo.png" type="image/png" size="10" note="no text" />');
     expect(files).toContain('<file path="d-new.md" type="text/markdown" size="10" note="being indexed" />');
     const order = [...files.matchAll(/^<file path="([^"]+)"/gm)].map((m) => m[1]);
@@ -327,7 +348,11 @@ describe('project file tools', () => {
 
   async function toolTurn(calls: Array<{ name: string; arguments: Record<string, unknown> }>) {
     upstream.enqueue({ kind: 'tool-calls', calls }, { kind: 'text', text: 'Done.' });
-    const res = await chat({ agentId: 'agt_plain', projectId: 'prj_docs', messages: [userText('Look it up.')] });
+    const res = await chat({
+      agentId: 'agt_plain',
+      projectId: 'prj_docs',
+      messages: [userText('Look it up.')],
+    });
     expect(res.statusCode).toBe(200);
     const rows = await chatRows(t.db, res.json().chatId);
     const parts = JSON.parse(rows.at(-1)!.parts) as ToolPart[];
@@ -343,12 +368,19 @@ describe('project file tools', () => {
   });
 
   it('searches the project index', async () => {
-    const [part] = await toolTurn([{ name: 'searchProjectFiles', arguments: { query: 'rollback passphrase', limit: 3 } }]);
+    const [part] = await toolTurn([
+      { name: 'searchProjectFiles', arguments: { query: 'rollback passphrase', limit: 3 } },
+    ]);
     expect(part!.state).toBe('output-available');
-    const results = (part!.output as { results: Array<{ fileId: string; path: string; text: string }> }).results;
+    const results = (part!.output as { results: Array<{ fileId: string; path: string; text: string }> })
+      .results;
     expect(results.length).toBeGreaterThan(0);
     expect(results.length).toBeLessThanOrEqual(3);
-    expect(results[0]).toMatchObject({ fileId: ids.runbook, path: 'ops/runbook.md', heading: 'Runbook › Rollback' });
+    expect(results[0]).toMatchObject({
+      fileId: ids.runbook,
+      path: 'ops/runbook.md',
+      heading: 'Runbook › Rollback',
+    });
     expect(results[0]!.text).toContain(NEEDLE);
     // The model got the result back in the next call.
     expect(JSON.stringify(upstream.lastRequest().body.messages)).toContain('heliotrope-42');
@@ -389,7 +421,9 @@ describe('project file tools', () => {
   });
 
   it('finds nothing of another tenant when searching', async () => {
-    const [part] = await toolTurn([{ name: 'searchProjectFiles', arguments: { query: 'ultramarine secret' } }]);
+    const [part] = await toolTurn([
+      { name: 'searchProjectFiles', arguments: { query: 'ultramarine secret' } },
+    ]);
     expect((part!.output as { results: unknown[] }).results).toEqual([]);
   });
 });
