@@ -25,6 +25,7 @@ import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { chatRoutes } from './http/routes/chat.js';
 import { healthRoutes } from './http/routes/health.js';
+import { knowledgeRoutes } from './http/routes/knowledge.js';
 import { meRoutes } from './http/routes/me.js';
 import { openAIRoutes } from './http/routes/openai.js';
 import { projectFileRoutes } from './http/routes/project-files.js';
@@ -278,6 +279,7 @@ export async function buildApp(
       await projectRoutes(v1, deps);
       await projectAdminRoutes(v1, deps);
       await projectFileRoutes(v1, deps);
+      await knowledgeRoutes(v1, deps);
       await skillRoutes(v1, deps);
       await chatRoutes(v1, chatDeps, deps.config);
       await chatsRoutes(v1, chatDeps);

@@ -37,6 +37,23 @@ export interface Config {
   maxConcurrentReplies: number;
   /** Origins allowed to call the API from a browser; `*` for any; empty: none. */
   corsOrigins: string[];
+  /** The background indexer of project files (docs/knowledge.md "Settings"). */
+  indexing: IndexingConfig;
+}
+
+export interface IndexingConfig {
+  /** Extraction of one file may take this long, then the attempt fails. */
+  timeoutMs: number;
+  /** Files indexed at once by one process. */
+  concurrency: number;
+  /** How often a process looks for work other processes' syncs marked. */
+  pollMs: number;
+  /** Attempts before a file ends `failed`. */
+  maxAttempts: number;
+  /** Wait before the first retry; doubled on each further one. */
+  retryMs: number;
+  /** A claim lapses this long after its last renewal (a process that died holds none past it). */
+  leaseMs: number;
 }
 
 export interface HttpTimeouts {
@@ -194,5 +211,13 @@ export function loadConfig(env: Env = process.env): Config {
       .split(',')
       .map((origin) => origin.trim().replace(/\/+$/, ''))
       .filter(Boolean),
+    indexing: {
+      timeoutMs: integer(env, 'ATRIUM_INDEX_TIMEOUT_MS', 60_000, 1),
+      concurrency: integer(env, 'ATRIUM_INDEX_CONCURRENCY', 1, 1),
+      pollMs: integer(env, 'ATRIUM_INDEX_POLL_MS', 5_000, 1),
+      maxAttempts: integer(env, 'ATRIUM_INDEX_MAX_ATTEMPTS', 3, 1),
+      retryMs: integer(env, 'ATRIUM_INDEX_RETRY_MS', 10_000, 0),
+      leaseMs: integer(env, 'ATRIUM_INDEX_LEASE_MS', 60_000, 100),
+    },
   };
 }

@@ -3,7 +3,9 @@ import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { systemClock } from './ids.js';
+import { type Indexer, startIndexer } from './knowledge/indexer.js';
 import { type PeriodicTask, runPeriodically, sweepLeftovers } from './leftovers.js';
+import { projectStoragePrefix } from './services/project-files.js';
 import { FsObjectStore } from './storage/fs-store.js';
 import { createObjectStore, httpOrigin } from './storage/index.js';
 
@@ -18,14 +20,15 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   const app = await buildApp({ config, db: database.db, dialect: database.dialect, store });
 
   // Started once listening; shutdown may come before that.
-  const background: { sweeps?: PeriodicTask } = {};
+  const background: { sweeps?: PeriodicTask; indexer?: Indexer } = {};
   let closing: Promise<void> | undefined;
   const shutdown = (signal: string) => {
     closing ??= (async () => {
       app.log.info({ signal }, 'shutting down: finishing in-flight requests');
       try {
-        // A sweep in progress finishes before the database closes; no new one starts.
-        await Promise.all([background.sweeps?.stop(), app.close()]);
+        // A sweep in progress finishes before the database closes; no new one starts. Files
+        // being indexed are handed back for another process (or the next start) to index.
+        await Promise.all([background.sweeps?.stop(), background.indexer?.stop(), app.close()]);
       } finally {
         await database.close();
       }
@@ -67,5 +70,13 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
       app.log.warn({ err: error }, 'could not sweep leftovers of interrupted uploads');
     }
   }, config.sweepIntervalMs);
+  // Project files marked for indexing by sync, in this process or any other (docs/knowledge.md).
+  background.indexer = startIndexer({
+    db: database.db,
+    store,
+    config: config.indexing,
+    storageKey: (file) => projectStoragePrefix(file.workspace_id, file.project_id) + file.path,
+    log: app.log,
+  });
   return { app, address, close: () => shutdown('close') };
 }

@@ -39,10 +39,13 @@ export function chunkExtraction(extraction: Extraction): TextChunk[] {
   }
 
   const chunks: TextChunk[] = [];
-  const push = (start: number, end: number, heading: string | null, pages: number[] | null) => {
+  /** Adds the chunk [start, end) without its surrounding whitespace; returns its trimmed end. */
+  const push = (start: number, end: number, heading: string | null, pages: number[] | null): number => {
     [start, end] = trimRange(text, start, end);
-    if (end <= start) return;
-    chunks.push({ ordinal: chunks.length, text: text.slice(start, end), heading, pages, start, end });
+    if (end > start) {
+      chunks.push({ ordinal: chunks.length, text: text.slice(start, end), heading, pages, start, end });
+    }
+    return end;
   };
 
   for (const group of groupSections(placed)) {
@@ -60,8 +63,7 @@ export function chunkExtraction(extraction: Extraction): TextChunk[] {
         push(pos, first.end, heading, pages);
         break;
       }
-      const end = bestBreak(text, pos + CHUNK_MIN_CHARS, pos + CHUNK_TARGET_CHARS);
-      push(pos, end, heading, pages);
+      const end = push(pos, bestBreak(text, pos + CHUNK_MIN_CHARS, pos + CHUNK_TARGET_CHARS), heading, pages);
       pos = Math.max(overlapStart(text, end), pos + 1);
     }
   }
@@ -120,7 +122,7 @@ function overlapStart(text: string, end: number): number {
   const lo = Math.max(0, end - CHUNK_OVERLAP_CHARS);
   const window = text.slice(lo, end);
   const line = window.indexOf('\n');
-  if (line >= 0 && line < window.length - 1) return lo + line + 1;
+  if (line >= 0) return lo + line + 1;
   const sentence = firstMatchEnd(window, /[.!?;:]["')\]]?\s+/g);
   if (sentence >= 0 && sentence < window.length) return lo + sentence;
   const word = firstMatchEnd(window, /\s+/g);

@@ -15,8 +15,10 @@ import {
   updateProjectFileContent,
 } from '../db/repositories/project-files.js';
 import { findProject, lockProject } from '../db/repositories/projects.js';
+import type { IndexStatus } from '../db/schema.js';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
+import { notifyIndexWork } from '../knowledge/indexer.js';
 import { isValidMediaType } from '../storage/media-type.js';
 import type { ObjectInfo, ObjectStore } from '../storage/object-store.js';
 
@@ -55,6 +57,10 @@ export interface ProjectFileView {
   createdAt: string;
   updatedAt: string;
   syncedAt: string;
+  /** Where indexing of the file stands (spec/knowledge.md "What files show"). */
+  indexStatus: IndexStatus;
+  /** Why indexing failed (or the file is unsupported), else null. */
+  indexError: string | null;
 }
 
 export function projectFileView(row: ProjectFileRow): ProjectFileView {
@@ -69,6 +75,8 @@ export function projectFileView(row: ProjectFileRow): ProjectFileView {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     syncedAt: row.synced_at,
+    indexStatus: row.index_status,
+    indexError: row.index_error,
   };
 }
 
@@ -276,6 +284,8 @@ export async function syncProjectFiles(
     if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
     return reconcileProjectFiles({ ...deps, db: trx }, workspaceId, projectId, listed);
   });
+  // Added and updated files were marked `pending` in the same writes: indexing starts now.
+  if (result.added + result.updated > 0) notifyIndexWork();
   if (refused.length > 0) {
     throw new ApiError(
       'quota_exceeded',

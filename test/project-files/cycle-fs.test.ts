@@ -57,6 +57,8 @@ describe(`project files, whole cycle over a listening server, fs storage (${engi
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
       syncedAt: expect.any(String),
+      indexStatus: expect.stringMatching(/^(pending|indexing|indexed)$/),
+      indexError: null,
     });
 
     const tree = (await (await api('GET', '/projects/prj_docs/files?tree=true')).json()).data.tree;

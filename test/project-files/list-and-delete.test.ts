@@ -152,6 +152,8 @@ describe(`GET /v1/projects/{projectId}/files (${engineName})`, () => {
     expect(Object.keys(folder.children[0]).sort()).toEqual([
       'createdAt',
       'id',
+      'indexError',
+      'indexStatus',
       'kind',
       'mimeType',
       'name',
@@ -176,6 +178,8 @@ describe(`GET /v1/projects/{projectId}/files (${engineName})`, () => {
       createdAt: '',
       updatedAt: '',
       syncedAt: '',
+      indexStatus: 'pending' as const,
+      indexError: null,
     });
     const tree = buildFileTree([file('b/c.txt'), file('a.txt'), file('b/a/d.txt')]);
     expect(tree.map((n) => `${n.kind}:${n.path}`)).toEqual(['folder:b', 'file:a.txt']);

@@ -234,6 +234,15 @@ export async function recordIndexFailure(
   );
 }
 
+/** Hands a claim back untried (shutdown): `pending` again, for any process, without an attempt counted. */
+export async function releaseClaim(db: Db, file: ClaimedFile, processId: string) {
+  return settleClaim(db, file, processId, {
+    index_status: 'pending',
+    index_error: null,
+    index_attempts: Math.max(0, file.index_attempts - 1),
+  });
+}
+
 /** Claims whose attempts are used up are ended as `failed` (see claimNextFile). */
 export async function failClaim(db: Db, file: ClaimedFile, processId: string, error: string) {
   return settleClaim(db, file, processId, { index_status: 'failed', index_error: error });

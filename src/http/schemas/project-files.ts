@@ -12,6 +12,13 @@ const fileFields = {
   createdAt: Timestamp,
   updatedAt: Timestamp,
   syncedAt: Timestamp,
+  indexStatus: Type.Union(
+    ['pending', 'indexing', 'indexed', 'failed', 'unsupported'].map((status) => Type.Literal(status)),
+    { description: 'Where indexing of the file for search stands (docs/knowledge.md)' },
+  ),
+  indexError: Type.Union([Type.String(), Type.Null()], {
+    description: 'Why indexing failed, or why the type is unsupported; else null',
+  }),
 };
 
 export const ProjectFile = Type.Object(fileFields, { $id: 'ProjectFile', title: 'ProjectFile' });

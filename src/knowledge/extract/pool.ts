@@ -19,14 +19,18 @@ export interface ExtractorPoolOptions {
 export interface ExtractorPool {
   /** Extracts one file in a worker thread; never throws. */
   extract(input: ExtractInput, options: ExtractOptions): Promise<Extraction>;
-  /** Stops every worker; pending extractions end `failed`. */
+  /** Stops every worker; extractions not finished end `failed`. */
   close(): Promise<void>;
   /** Worker threads started so far (replacements included): lets tests see a worker replaced. */
   readonly workersStarted: number;
 }
 
-/** A worker waits this long at most to load its modules before its file fails. */
-const WORKER_START_TIMEOUT_MS = 60_000;
+/**
+ * Starting a worker, or loading a format's library in it, may take this long before the file
+ * fails. Kept apart from the caller's `timeoutMs`, which measures the extraction itself: a
+ * first import of pdf.js takes seconds on a busy machine, and must not fail a small PDF.
+ */
+const WORKER_LOAD_TIMEOUT_MS = 60_000;
 
 interface Job {
   request: ExtractRequest;
@@ -58,6 +62,11 @@ export function createExtractorPool(options: ExtractorPoolOptions = {}): Extract
   let started = 0;
   let closed = false;
 
+  const setTimer = (slot: Slot, ms: number, error: string) => {
+    if (slot.timer) clearTimeout(slot.timer);
+    slot.timer = setTimeout(() => retire(slot, { status: 'failed', error }), ms);
+  };
+
   const finish = (slot: Slot, extraction: Extraction) => {
     const job = slot.job;
     if (slot.timer) clearTimeout(slot.timer);
@@ -66,82 +75,76 @@ export function createExtractorPool(options: ExtractorPoolOptions = {}): Extract
     job?.resolve(extraction);
   };
 
-  const retire = (slot: Slot, extraction: Extraction) => {
+  /** Terminates a worker (timed out, crashed, idle or shut down); its file gets `extraction`. */
+  function retire(slot: Slot, extraction: Extraction) {
     const index = slots.indexOf(slot);
     if (index >= 0) slots.splice(index, 1);
     if (slot.idleTimer) clearTimeout(slot.idleTimer);
     finish(slot, extraction);
     void slot.worker.terminate();
     pump();
-  };
+  }
 
-  const startTimer = (slot: Slot) => {
-    const job = slot.job;
-    if (!job) return;
-    slot.timer = setTimeout(
-      () => retire(slot, { status: 'failed', error: `extraction timed out after ${job.timeoutMs} ms` }),
-      job.timeoutMs,
-    );
+  const send = (slot: Slot) => {
+    if (!slot.job) return;
+    slot.worker.postMessage(slot.job.request);
+    setTimer(slot, WORKER_LOAD_TIMEOUT_MS, 'extraction worker did not load its extractor');
   };
 
   const spawn = (): Slot => {
     started++;
-    const worker = startWorker(maxHeapMb);
-    const slot: Slot = { worker, ready: false, job: null, timer: null, idleTimer: null };
-    // Until ready, the time limit is the start-up limit.
-    slot.timer = setTimeout(
-      () => retire(slot, { status: 'failed', error: 'extraction worker did not start' }),
-      WORKER_START_TIMEOUT_MS,
-    );
-    worker.on('message', (message: WorkerMessage) => {
+    const slot: Slot = {
+      worker: startWorker(maxHeapMb),
+      ready: false,
+      job: null,
+      timer: null,
+      idleTimer: null,
+    };
+    setTimer(slot, WORKER_LOAD_TIMEOUT_MS, 'extraction worker did not start');
+    slot.worker.on('message', (message: WorkerMessage) => {
       if (message.type === 'ready') {
         slot.ready = true;
         if (slot.timer) clearTimeout(slot.timer);
         slot.timer = null;
-        if (slot.job) {
-          slot.worker.postMessage(slot.job.request);
-          startTimer(slot);
-        }
+        send(slot);
         return;
       }
-      if (slot.job?.request.id !== message.id) return;
+      const job = slot.job;
+      if (!job || job.request.id !== message.id) return;
+      if (message.type === 'loaded') {
+        setTimer(slot, job.timeoutMs, `extraction timed out after ${job.timeoutMs} ms`);
+        return;
+      }
       finish(slot, message.extraction);
       pump();
     });
-    worker.on('error', (error: Error & { code?: string }) => {
+    slot.worker.on('error', (error: Error & { code?: string }) => {
       const reason =
         error.code === 'ERR_WORKER_OUT_OF_MEMORY'
           ? 'extraction ran out of memory'
           : `extraction worker failed: ${error.message.split('\n')[0]}`;
       retire(slot, { status: 'failed', error: reason });
     });
-    worker.on('exit', () => {
+    slot.worker.on('exit', () => {
       if (slots.includes(slot)) retire(slot, { status: 'failed', error: 'extraction worker stopped' });
     });
     slots.push(slot);
     return slot;
   };
 
-  const assign = (slot: Slot, job: Job) => {
-    if (slot.idleTimer) clearTimeout(slot.idleTimer);
-    slot.idleTimer = null;
-    slot.job = job;
-    slot.worker.ref();
-    if (slot.ready) {
-      slot.worker.postMessage(job.request);
-      startTimer(slot);
-    }
-  };
-
   function pump() {
     while (queue.length) {
       const slot = slots.find((s) => !s.job) ?? (slots.length < size ? spawn() : null);
       if (!slot) break;
-      assign(slot, queue.shift()!);
+      if (slot.idleTimer) clearTimeout(slot.idleTimer);
+      slot.idleTimer = null;
+      slot.job = queue.shift()!;
+      slot.worker.ref();
+      if (slot.ready) send(slot);
     }
     for (const slot of slots) {
       if (slot.job || slot.idleTimer) continue;
-      // An idle worker must not keep the process alive, and is stopped after a while.
+      // An idle worker must not keep the process alive, and gives its memory back after a while.
       slot.worker.unref();
       slot.idleTimer = setTimeout(() => retire(slot, { status: 'failed', error: 'idle' }), idleMs);
       slot.idleTimer.unref();
@@ -163,12 +166,9 @@ export function createExtractorPool(options: ExtractorPoolOptions = {}): Extract
     async close() {
       closed = true;
       for (const job of queue.splice(0)) job.resolve({ status: 'failed', error: 'extraction is shut down' });
-      await Promise.all(
-        [...slots].map(async (slot) => {
-          retire(slot, { status: 'failed', error: 'extraction is shut down' });
-          await slot.worker.terminate();
-        }),
-      );
+      const workers = slots.map((slot) => slot.worker);
+      for (const slot of [...slots]) retire(slot, { status: 'failed', error: 'extraction is shut down' });
+      await Promise.all(workers.map((worker) => worker.terminate()));
     },
   };
 }

@@ -18,22 +18,29 @@ const whole = (text: string): ExtractedSection[] =>
   text.trim() ? [{ text: text.replace(/\s+$/, ''), heading: null, pages: null }] : [];
 
 /**
- * The extractor of each format. Heavy libraries (pdf.js, mammoth, the XLSX and HTML parsers) are
- * imported on first use, so a worker that only sees Markdown never loads them.
+ * The extractor of each format, loaded on first use: heavy libraries (pdf.js, mammoth, the XLSX
+ * and HTML parsers) stay out of a worker that only sees Markdown.
  */
-const EXTRACTORS: Record<ExtractFormat, SectionExtractor> = {
-  text: async (bytes, max) => whole(textOf(bytes, max)),
-  code: async (bytes, max) => whole(textOf(bytes, max)),
-  markdown: async (bytes, max) => markdownSections(textOf(bytes, max)),
-  json: async (bytes, max) => jsonSections(textOf(bytes, max)),
-  csv: async (bytes, max) =>
-    (await import('./formats/delimited.js')).delimitedSections(textOf(bytes, max), ','),
-  tsv: async (bytes, max) =>
-    (await import('./formats/delimited.js')).delimitedSections(textOf(bytes, max), '\t'),
-  html: async (bytes, max) => (await import('./formats/html.js')).htmlSections(textOf(bytes, max)),
-  pdf: async (bytes) => (await import('./formats/pdf.js')).pdfSections(bytes),
-  docx: async (bytes) => (await import('./formats/docx.js')).docxSections(bytes),
-  xlsx: async (bytes) => (await import('./formats/xlsx.js')).xlsxSections(bytes),
+const EXTRACTORS: Record<ExtractFormat, () => Promise<SectionExtractor>> = {
+  text: async () => async (bytes, max) => whole(textOf(bytes, max)),
+  code: async () => async (bytes, max) => whole(textOf(bytes, max)),
+  markdown: async () => async (bytes, max) => markdownSections(textOf(bytes, max)),
+  json: async () => async (bytes, max) => jsonSections(textOf(bytes, max)),
+  csv: async () => {
+    const { delimitedSections } = await import('./formats/delimited.js');
+    return async (bytes, max) => delimitedSections(textOf(bytes, max), ',');
+  },
+  tsv: async () => {
+    const { delimitedSections } = await import('./formats/delimited.js');
+    return async (bytes, max) => delimitedSections(textOf(bytes, max), '\t');
+  },
+  html: async () => {
+    const { htmlSections } = await import('./formats/html.js');
+    return async (bytes, max) => htmlSections(textOf(bytes, max));
+  },
+  pdf: async () => (await import('./formats/pdf.js')).pdfSections,
+  docx: async () => (await import('./formats/docx.js')).docxSections,
+  xlsx: async () => (await import('./formats/xlsx.js')).xlsxSections,
 };
 
 const FORMAT_NAMES: Record<ExtractFormat, string> = {
@@ -52,17 +59,21 @@ const FORMAT_NAMES: Record<ExtractFormat, string> = {
 /**
  * Extracts one file in the calling thread. Never throws: a file that cannot be read is
  * `failed` with a one-line reason (no stack). The worker runs this; tests and benches may too.
+ * `onLoaded` is called once the format's extractor is loaded, before it starts on the bytes.
  */
 export async function extractInProcess(
   input: ExtractInput,
   maxChars = MAX_EXTRACTED_CHARS,
+  onLoaded?: () => void,
 ): Promise<Extraction> {
   const detected = detectFormat(input.path, input.mediaType, input.bytes);
   if ('unsupported' in detected) return { status: 'unsupported', reason: detected.unsupported };
   const { format } = detected;
   let sections: ExtractedSection[];
   try {
-    sections = await EXTRACTORS[format](input.bytes, maxChars);
+    const extract = await EXTRACTORS[format]();
+    onLoaded?.();
+    sections = await extract(input.bytes, maxChars);
   } catch (error) {
     return { status: 'failed', error: `${FORMAT_NAMES[format]} could not be read: ${shortReason(error)}` };
   }
@@ -83,7 +94,9 @@ export function capSections(
     const section = sections[i];
     if (section.text.length > room) {
       const kept = sections.slice(0, i);
-      if (room > 0) kept.push({ ...section, text: section.text.slice(0, room) });
+      // Never keep half of a surrogate pair.
+      const cut = /[\ud800-\udbff]/.test(section.text[room - 1] ?? '') ? room - 1 : room;
+      if (cut > 0) kept.push({ ...section, text: section.text.slice(0, cut) });
       return { sections: kept, truncated: true };
     }
     total += section.text.length + (i > 0 ? SECTION_SEPARATOR.length : 0);

@@ -28,6 +28,12 @@ export function htmlSections(html: string): ExtractedSection[] {
     selectors: [
       ...headingSelectors,
       { selector: 'a', options: { ignoreHref: true } },
+      // Tables laid out as rows and columns (the default runs cells together).
+      {
+        selector: 'table',
+        format: 'dataTable',
+        options: { uppercaseHeaderCells: false, maxColumnWidth: 120, colSpacing: 3, rowSpacing: 0 },
+      },
       { selector: 'img', format: 'skip' },
       { selector: 'script', format: 'skip' },
       { selector: 'style', format: 'skip' },

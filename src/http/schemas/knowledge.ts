@@ -1,0 +1,58 @@
+import { Type } from 'typebox';
+import { envelope } from './common.js';
+
+export const KnowledgeParams = Type.Object({ projectId: Type.String({ maxLength: 200 }) });
+
+const count = Type.Integer({ minimum: 0 });
+
+export const IndexSummaryResponse = envelope(
+  Type.Object({
+    files: Type.Object(
+      { pending: count, indexing: count, indexed: count, failed: count, unsupported: count },
+      { description: 'Files of the project by index status' },
+    ),
+    chunks: Type.Integer({ minimum: 0, description: 'Searchable chunks of the project' }),
+    embeddingModel: Type.Union([Type.String(), Type.Null()], {
+      description: "The workspace's embedding model, or null: lexical search only",
+    }),
+    vectors: Type.Union(
+      ['ready', 'building', 'off', 'unavailable'].map((state) => Type.Literal(state)),
+      {
+        description:
+          '`off`: no embedding model; `building`: chunks still lack vectors; `ready`; `unavailable`: the database cannot search vectors',
+      },
+    ),
+  }),
+);
+
+export const RebuildResponse = envelope(
+  Type.Object({
+    files: Type.Integer({ minimum: 0, description: 'Files marked for indexing again' }),
+  }),
+);
+
+export const SearchQuery = Type.Object({
+  q: Type.String({ minLength: 1, maxLength: 1000, description: 'What to look for, 1–1,000 characters' }),
+  limit: Type.Integer({ minimum: 1, maximum: 50, default: 10, description: 'Results at most, 1–50' }),
+});
+
+export const SearchResponse = envelope(
+  Type.Object({
+    results: Type.Array(
+      Type.Object({
+        fileId: Type.String(),
+        path: Type.String(),
+        name: Type.String(),
+        text: Type.String({ description: 'The matching chunk of the file' }),
+        score: Type.Number({ description: 'Relevance; higher is better, comparable within one search' }),
+        heading: Type.Union([Type.String(), Type.Null()], {
+          description: 'Heading path of the chunk, e.g. `Install › Linux`, or sheet and rows',
+        }),
+        pages: Type.Union([Type.Array(Type.Integer()), Type.Null()], {
+          description: 'PDF pages the chunk comes from',
+        }),
+      }),
+      { description: 'Best first; at most 3 chunks of one file' },
+    ),
+  }),
+);

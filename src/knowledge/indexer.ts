@@ -1,0 +1,249 @@
+import { EventEmitter } from 'node:events';
+import type { IndexingConfig } from '../config.js';
+import type { Db } from '../db/database.js';
+import {
+  type ClaimedFile,
+  claimNextFile,
+  failClaim,
+  hasIndexWork,
+  recordIndexFailure,
+  releaseClaim,
+  renewClaim,
+  storeIndexOutcome,
+} from '../db/repositories/knowledge.js';
+import { type Clock, newId, systemClock } from '../ids.js';
+import type { ObjectStore } from '../storage/object-store.js';
+import { chunkExtraction } from './chunk.js';
+import { createExtractorPool } from './extract/index.js';
+import { type Extraction, type ExtractInput, type ExtractOptions, extractedText } from './types.js';
+
+/** Largest object read for indexing: the largest file a project may hold (decisions.md). */
+export const MAX_INDEXED_FILE_BYTES = 50 * 1024 * 1024;
+
+/**
+ * In-process signal that files were marked for indexing (sync, rebuild), so an indexer of this
+ * process starts at once; indexers of other processes find the work by polling.
+ */
+const signals = new EventEmitter();
+signals.setMaxListeners(0);
+
+export function notifyIndexWork(): void {
+  signals.emit('work');
+}
+
+export interface IndexerLog {
+  info(object: Record<string, unknown>, message: string): void;
+  warn(object: Record<string, unknown>, message: string): void;
+}
+
+export interface IndexerDeps {
+  db: Db;
+  store: ObjectStore;
+  config: IndexingConfig;
+  /** Object storage key of a file (projects/{workspace}/{project}/{path}). */
+  storageKey: (file: ClaimedFile) => string;
+  clock?: Clock;
+  log?: IndexerLog;
+  /** Replaces the worker-thread extractor (tests). */
+  extract?: (input: ExtractInput, options: ExtractOptions) => Promise<Extraction>;
+}
+
+export interface Indexer {
+  /** This process's id in claims. */
+  readonly processId: string;
+  /** Looks for work now instead of at the next poll. */
+  wake(): void;
+  /**
+   * Stops taking work; files being indexed are handed back (`pending`) for any process to take,
+   * and the extraction workers end. Resolves once nothing touches the database any more.
+   */
+  stop(): Promise<void>;
+}
+
+/** A failure retrying cannot cure (the file is too large): it ends `failed` at once. */
+class PermanentIndexError extends Error {}
+
+/**
+ * The background indexer of `atrium serve` (spec/knowledge.md "Indexing"): takes files marked
+ * `pending` from the database one lease at a time, reads each from storage, extracts its text in
+ * a worker thread with a time limit, chunks it and stores text and chunks in one transaction.
+ * Several processes share the work through the leases; a crashed process's lease lapses and
+ * another one takes the file.
+ */
+export function startIndexer(deps: IndexerDeps): Indexer {
+  const clock = deps.clock ?? systemClock;
+  const { config } = deps;
+  const processId = newId('prc');
+  const pool = deps.extract ? undefined : createExtractorPool({ size: config.concurrency });
+  const extract = deps.extract ?? ((input, options) => pool!.extract(input, options));
+  let stopped = false;
+  /** Resolves the sleeping workers' waits. */
+  let wakeUp: (() => void) | undefined;
+  let wakeSignal = new Promise<void>((resolve) => (wakeUp = resolve));
+  const wake = () => {
+    wakeUp?.();
+    wakeSignal = new Promise<void>((resolve) => (wakeUp = resolve));
+  };
+  signals.on('work', wake);
+  const held = new Set<ClaimedFile>();
+  const iso = (offsetMs = 0) => new Date(clock().getTime() + offsetMs).toISOString();
+
+  async function readObject(file: ClaimedFile): Promise<Buffer> {
+    const object = await deps.store.get(deps.storageKey(file));
+    if (!object) throw new Error('the file is not in storage');
+    if (object.info.size > MAX_INDEXED_FILE_BYTES) {
+      object.body.destroy();
+      throw new PermanentIndexError(`the file is larger than ${MAX_INDEXED_FILE_BYTES} bytes`);
+    }
+    const parts: Buffer[] = [];
+    let length = 0;
+    for await (const part of object.body) {
+      const buffer = Buffer.isBuffer(part) ? part : Buffer.from(part as Uint8Array);
+      length += buffer.length;
+      if (length > MAX_INDEXED_FILE_BYTES) {
+        object.body.destroy();
+        throw new PermanentIndexError(`the file is larger than ${MAX_INDEXED_FILE_BYTES} bytes`);
+      }
+      parts.push(buffer);
+    }
+    return Buffer.concat(parts, length);
+  }
+
+  async function indexFile(file: ClaimedFile): Promise<void> {
+    const started = Date.now();
+    const bytes = await readObject(file);
+    if (stopped) return;
+    const extraction = await extract(
+      { bytes, path: file.path, mediaType: file.mime_type },
+      { timeoutMs: config.timeoutMs },
+    );
+    if (stopped) return;
+    if (extraction.status === 'failed') throw new Error(extraction.error);
+    const outcome =
+      extraction.status === 'unsupported'
+        ? ({ status: 'unsupported', reason: extraction.reason } as const)
+        : ({
+            status: 'indexed',
+            format: extraction.format,
+            // PostgreSQL refuses NUL in text; a space keeps every offset where it was.
+            text: withoutNul(extractedText(extraction)),
+            chunks: chunkExtraction(extraction).map((chunk) => ({ ...chunk, text: withoutNul(chunk.text) })),
+          } as const);
+    const stored = await storeIndexOutcome(deps.db, file, processId, outcome, iso());
+    deps.log?.info(
+      {
+        fileId: file.id,
+        projectId: file.project_id,
+        indexStatus: outcome.status,
+        chunks: outcome.status === 'indexed' ? outcome.chunks.length : 0,
+        stored,
+        ms: Date.now() - started,
+      },
+      stored ? 'indexed project file' : 'dropped index result: the file changed meanwhile',
+    );
+  }
+
+  async function handleFailure(file: ClaimedFile, error: unknown): Promise<void> {
+    const message = error instanceof Error ? error.message : String(error);
+    const final = error instanceof PermanentIndexError || file.index_attempts >= config.maxAttempts;
+    const retryAt = final ? null : iso(config.retryMs * 2 ** (file.index_attempts - 1));
+    deps.log?.warn(
+      { fileId: file.id, projectId: file.project_id, attempt: file.index_attempts, error: message },
+      final ? 'indexing a project file failed' : 'indexing a project file failed; will retry',
+    );
+    await recordIndexFailure(deps.db, file, processId, { error: message, retryAt });
+  }
+
+  /** Claims and indexes files until none is left; false when there was nothing to claim. */
+  async function workOnce(): Promise<boolean> {
+    const file = await claimNextFile(deps.db, {
+      processId,
+      now: iso(),
+      leaseUntil: iso(config.leaseMs),
+    });
+    if (!file) return false;
+    held.add(file);
+    // Renewed while the work lasts, so only a dead process's claim lapses.
+    const heartbeat = setInterval(
+      () => {
+        if (!stopped) void renewClaim(deps.db, file, processId, iso(config.leaseMs)).catch(() => {});
+      },
+      Math.max(50, Math.floor(config.leaseMs / 3)),
+    );
+    try {
+      if (file.index_attempts > config.maxAttempts) {
+        // Every earlier claim ended without a word: its process died reading this file.
+        await failClaim(
+          deps.db,
+          file,
+          processId,
+          `gave up after ${config.maxAttempts} attempts: indexing stopped each time`,
+        );
+        return true;
+      }
+      await indexFile(file);
+    } catch (error) {
+      if (!stopped) await handleFailure(file, error).catch(() => {});
+    } finally {
+      clearInterval(heartbeat);
+      held.delete(file);
+    }
+    return true;
+  }
+
+  async function workLoop(): Promise<void> {
+    while (!stopped) {
+      let found = false;
+      try {
+        found = await workOnce();
+      } catch (error) {
+        if (!stopped) deps.log?.warn({ err: error }, 'the indexer could not claim work');
+      }
+      if (found || stopped) continue;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        wakeSignal,
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, config.pollMs))),
+      ]);
+      clearTimeout(timer);
+    }
+  }
+
+  const loops = Array.from({ length: config.concurrency }, () => workLoop());
+  const done = Promise.all(loops);
+
+  return {
+    processId,
+    wake,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      signals.off('work', wake);
+      wake();
+      // An extraction in progress may take up to its time limit: hand its file back instead.
+      await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+      await Promise.all([...held].map((file) => releaseClaim(deps.db, file, processId).catch(() => {})));
+      await pool?.close();
+      await done;
+    },
+  };
+}
+
+function withoutNul(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', ' ') : text;
+}
+
+/**
+ * Resolves once no file waits for indexing or is being indexed (in the project, or anywhere),
+ * for tests and tools that need the index complete. Rejects after `timeoutMs`.
+ */
+export async function waitForIndexIdle(
+  db: Db,
+  options: { projectId?: string; timeoutMs?: number; intervalMs?: number } = {},
+): Promise<void> {
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  while (await hasIndexWork(db, options.projectId)) {
+    if (Date.now() > deadline) throw new Error('indexing did not finish in time');
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 25));
+  }
+}

@@ -1,0 +1,225 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { createExtractorPool, extractFile, extractInProcess } from '../../src/knowledge/extract/index.js';
+import { extractedText, MAX_EXTRACTED_CHARS, type Extraction } from '../../src/knowledge/types.js';
+import {
+  corruptPdfFile,
+  docxFile,
+  htmlFile,
+  jsonFile,
+  markdownFile,
+  pdfFile,
+  pngFile,
+  sampleFiles,
+  SLOW_FILE_TIMEOUT_MS,
+  slowPdfFile,
+  tableFile,
+  textFile,
+  xlsxFile,
+  type TestFile,
+} from './files.js';
+
+const pool = createExtractorPool();
+afterAll(() => pool.close());
+
+const TIMEOUT = { timeoutMs: 30_000 };
+const extract = (file: TestFile) => pool.extract(file, TIMEOUT);
+
+function ok(extraction: Extraction) {
+  if (extraction.status !== 'ok') throw new Error(`expected ok, got ${JSON.stringify(extraction)}`);
+  return extraction;
+}
+
+describe('extraction in the worker', () => {
+  it('extracts every supported format, refuses the image and fails the corrupt PDF', async () => {
+    for (const { file, status, phrase } of await sampleFiles()) {
+      const extraction = await extract(file);
+      expect(extraction.status, file.path).toBe(status);
+      if (phrase) expect(extractedText(extraction), file.path).toContain(phrase);
+    }
+  }, 120_000);
+
+  it('names the format it used', async () => {
+    expect(ok(await extract(markdownFile())).format).toBe('markdown');
+    expect(ok(await extract(textFile('src/app.py', 'print("hi")\n', 'text/x-python'))).format).toBe('code');
+    expect(ok(await extract(await xlsxFile())).format).toBe('xlsx');
+  }, 60_000);
+
+  it('keeps the Markdown heading path per section, ignoring # lines inside fenced code', async () => {
+    const { sections } = ok(await extract(markdownFile()));
+    expect(sections.map((s) => s.heading)).toEqual([
+      'Install',
+      'Install › Linux',
+      'Install › macOS',
+      'Configure',
+    ]);
+    const linux = sections[1];
+    expect(linux.text).toContain('# enable at boot');
+    expect(linux.text).toContain('systemctl enable --now atrium');
+  });
+
+  it('gives one section per PDF page with its page number', async () => {
+    const pages = ['Alpha page text.', 'Beta page text.', '', 'Delta page mentions the fjord.'];
+    const { sections } = ok(await extract(await pdfFile('doc.pdf', pages)));
+    expect(sections.map((s) => s.pages)).toEqual([[1], [2], [4]]);
+    expect(sections[2].text).toContain('fjord');
+    expect(sections.every((s) => s.heading === null)).toBe(true);
+  }, 60_000);
+
+  it('keeps DOCX headings (Heading 1–3 styles) as heading paths and lays out tables', async () => {
+    const { sections } = ok(await extract(await docxFile()));
+    expect(sections.map((s) => s.heading)).toEqual([
+      'Security policy',
+      'Security policy › Passwords',
+      'Security policy › Laptops',
+      'Incident contacts',
+    ]);
+    expect(sections[3].text).toMatch(/Security lead\s+Dana Whitfield/);
+  }, 60_000);
+
+  it('names the sheet and rows of XLSX sections and repeats the header row', async () => {
+    const { sections } = ok(await extract(await xlsxFile()));
+    expect(sections.map((s) => s.heading)).toEqual(['Prices › rows 2–4', 'Discounts › rows 2–3']);
+    expect(sections[0].text).toBe(
+      'Plan | Monthly EUR | Seats included\nStarter | 19 | 3\nTeam | 49 | 10\nEnterprise | 199 | 50',
+    );
+  }, 60_000);
+
+  it('splits a long CSV into row blocks that each start with the header', async () => {
+    const rows: Array<Array<string | number>> = [['Sku', 'Description', 'Price']];
+    for (let n = 1; n <= 300; n++) rows.push([`SKU-${n}`, `Widget, model ${n}\n"deluxe"`, n]);
+    const { sections } = ok(await extract(tableFile('data/skus.csv', rows)));
+    expect(sections.length).toBeGreaterThan(5);
+    for (const section of sections) {
+      expect(section.text.startsWith('Sku | Description | Price\n')).toBe(true);
+      expect(section.text.length).toBeLessThanOrEqual(1_500);
+    }
+    expect(sections[0].heading).toBe(`rows 2–${Number(sections[1].heading!.match(/rows (\d+)/)![1]) - 1}`);
+    expect(sections.at(-1)!.heading).toMatch(/–301$/);
+    // Quoted commas, quotes and line breaks stay inside their cell.
+    expect(sections[0].text).toContain('SKU-1 | Widget, model 1 "deluxe" | 1');
+  });
+
+  it('reads TSV with tabs as the separator', async () => {
+    const file = tableFile(
+      't.tsv',
+      [
+        ['Name', 'Role'],
+        ['Ada', 'Engineer, senior'],
+      ],
+      '\t',
+    );
+    expect(ok(await extract(file)).sections[0].text).toBe('Name | Role\nAda | Engineer, senior');
+  });
+
+  it('turns HTML into text under its headings, without scripts, styles or link targets', async () => {
+    const { sections } = ok(await extract(htmlFile()));
+    expect(sections.map((s) => s.heading)).toEqual([
+      'Support FAQ',
+      'Support FAQ › Refunds',
+      'Support FAQ › Refunds › Partial refunds',
+      'Support FAQ › Contact',
+    ]);
+    const text = sections.map((s) => s.text).join('\n');
+    expect(text).not.toMatch(/secret|color: red|example\.com/);
+    expect(text).toContain('Refunds are issued within 14 days');
+    expect(text).toMatch(/Phone\s+9–17 CET/);
+  });
+
+  it('pretty-prints minified JSON so it can be cut into chunks', async () => {
+    const { sections } = ok(await extract(jsonFile()));
+    expect(sections[0].text).toContain('\n  "retries": {\n    "max": 5,');
+  });
+
+  it('reads UTF-16 text and Windows line ends', async () => {
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Héllo\r\nwörld', 'utf16le')]);
+    const file = { path: 'notes.txt', mediaType: 'text/plain', bytes: utf16 };
+    expect(ok(await extract(file)).sections[0].text).toBe('Héllo\nwörld');
+  });
+
+  it('decides by extension, media type and content', async () => {
+    const png = pngFile();
+    const cases: Array<[TestFile, string]> = [
+      [png, 'unsupported'],
+      [{ ...png, path: 'looks-like.md', mediaType: 'text/markdown' }, 'unsupported'],
+      [
+        { path: 'bundle.zip', mediaType: 'application/zip', bytes: Buffer.from('PK\x03\x04rest') },
+        'unsupported',
+      ],
+      [
+        { path: 'blob', mediaType: 'application/octet-stream', bytes: Buffer.from([1, 2, 0, 4, 5]) },
+        'unsupported',
+      ],
+      [{ path: 'README', mediaType: 'application/octet-stream', bytes: Buffer.from('plain words') }, 'ok'],
+      [
+        { path: 'Dockerfile', mediaType: 'application/octet-stream', bytes: Buffer.from('FROM node:20') },
+        'ok',
+      ],
+      [{ path: 'movie.mp4', mediaType: 'video/mp4', bytes: Buffer.from('....ftypisom') }, 'unsupported'],
+    ];
+    for (const [file, status] of cases) expect((await extract(file)).status, file.path).toBe(status);
+    expect(await extract(png)).toEqual({ status: 'unsupported', reason: 'images are not indexed' });
+  });
+
+  it('fails a corrupt PDF with a short reason and no stack trace', async () => {
+    const extraction = await extract(corruptPdfFile());
+    expect(extraction.status).toBe('failed');
+    const error = extraction.status === 'failed' ? extraction.error : '';
+    expect(error).toMatch(/^PDF could not be read: /);
+    expect(error).not.toMatch(/\n|\bat .*:\d+/);
+    expect(error.length).toBeLessThan(250);
+  }, 60_000);
+
+  it('fails a file that exceeds the time limit, replaces the worker, and the next file still extracts', async () => {
+    await extract(await pdfFile()); // pdf.js loaded: the limit now measures extraction alone
+    const started = pool.workersStarted;
+    const slow = await pool.extract(slowPdfFile(), { timeoutMs: SLOW_FILE_TIMEOUT_MS });
+    expect(slow).toEqual({
+      status: 'failed',
+      error: `extraction timed out after ${SLOW_FILE_TIMEOUT_MS} ms`,
+    });
+    const next = await extract(await pdfFile());
+    expect(extractedText(next)).toContain('laptop refresh every three years');
+    expect(pool.workersStarted).toBe(started + 1); // the timed-out worker was terminated and replaced
+    await extract(markdownFile());
+    expect(pool.workersStarted).toBe(started + 1); // and the replacement is reused
+  }, 120_000);
+
+  it('caps extracted text at MAX_EXTRACTED_CHARS and marks it truncated', async () => {
+    const line = 'The quick brown fox jumps over the lazy dog.\n';
+    const big = textFile('big.log', line.repeat(Math.ceil((MAX_EXTRACTED_CHARS + 1_000_000) / line.length)));
+    const extraction = ok(await extract(big));
+    expect(extraction.truncated).toBe(true);
+    expect(extractedText(extraction).length).toBeLessThanOrEqual(MAX_EXTRACTED_CHARS);
+    expect(extractedText(extraction).length).toBeGreaterThan(MAX_EXTRACTED_CHARS - line.length);
+    const small = ok(await extract(markdownFile()));
+    expect(small.truncated).toBeUndefined();
+  }, 60_000);
+
+  it('caps across sections too, with a pool-specific limit', async () => {
+    const small = createExtractorPool({ maxChars: 100 });
+    try {
+      const extraction = ok(await small.extract(markdownFile(), TIMEOUT));
+      expect(extraction.truncated).toBe(true);
+      expect(extractedText(extraction).length).toBe(100);
+      expect(extraction.sections[0].heading).toBe('Install');
+    } finally {
+      await small.close();
+    }
+  }, 60_000);
+
+  it('extractFile uses a shared worker and gives the same result as in-process extraction', async () => {
+    const file = markdownFile();
+    expect(await extractFile(file, TIMEOUT)).toEqual(await extractInProcess(file));
+  }, 60_000);
+
+  it('fails what is still pending when the pool closes', async () => {
+    const closing = createExtractorPool();
+    const pending = closing.extract(markdownFile(), TIMEOUT);
+    await closing.close();
+    expect(await pending).toEqual({ status: 'failed', error: 'extraction is shut down' });
+    expect(await closing.extract(markdownFile(), TIMEOUT)).toEqual({
+      status: 'failed',
+      error: 'extraction is shut down',
+    });
+  });
+});
