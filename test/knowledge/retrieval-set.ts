@@ -267,6 +267,32 @@ say so in the incident channel and do not start maintenance on other databases.
   archive directory first.
 - Connection errors after repointing usually mean a pod kept an old connection: restart it.
 - Never run two primaries. If you are unsure whether the old primary is down, fence it anyway.
+
+## Monitoring after a failover
+
+For the next 24 hours, keep an eye on three panels: write latency of the new primary, the
+connection count per service, and the WAL archive backlog. Alert thresholds stay the same; if
+write latency doubles compared to the day before, check whether autovacuum is running on the
+shipments table and postpone it until the evening.
+
+## Planned switchovers
+
+Twice a year we switch the primary on purpose to prove the procedure works. A planned
+switchover is announced in #engineering one week ahead, runs on a Tuesday between 06:00 and
+07:00 CET, and follows the same steps as an emergency failover, except that the old primary is
+demoted to a standby instead of fenced. The last one (April 2026) took 4 minutes of downtime.
+
+## Backups and point-in-time recovery
+
+Base backups run nightly at 02:00 with WAL archiving to object storage, so any moment of the
+last 35 days can be restored. A restore is not a failover: use it when data was deleted or
+corrupted by a bad migration, never when a host is simply down. The restore procedure lives in
+"runbooks/database-restore" and needs approval from the head of engineering.
+
+## Contacts
+
+Database on-call: the platform team's rotation in PagerDuty. Escalation: the head of platform.
+The hosting provider's support line is in the on-call vault entry "provider-support".
 `;
 
 const INCIDENT_RESPONSE = `# Incident response
@@ -303,6 +329,35 @@ it lists the timeline, the impact, what went well, and action items with owners.
 ## Practising
 
 Each team runs a game day every quarter, replaying a past incident on the staging cluster.
+
+## Roles during an incident
+
+- **Incident commander**: owns the incident, decides priorities, never debugs hands-on.
+- **Operations lead**: the engineer investigating and changing systems; may pull in helpers.
+- **Communications lead**: writes status page and customer updates, briefs support and sales.
+- **Scribe**: keeps the timeline in the incident document (who did what, when).
+
+For small incidents one person may hold several roles, but never commander and operations lead
+at once during a Sev1.
+
+## Customer communication
+
+Account managers of affected Enterprise customers are told directly by phone within one hour of
+a Sev1. Support uses the canned reply "incident-ongoing" and links to the status page instead of
+answering one by one. Service credits owed under the SLA are computed by finance after the
+postmortem, not promised during the incident.
+
+## Tools
+
+The incident bot creates a channel named after the incident number, a video bridge and the
+incident document from a template. Use \`/incident declare\` in chat to start it, and
+\`/incident resolve\` to close it. The bot also posts reminders when the status page has not been
+updated for 25 minutes.
+
+## On-call
+
+On-call rotations are weekly, handing over on Monday at 10:00. On-call engineers get a fixed
+allowance per week and time off in lieu for night pages that last more than an hour.
 `;
 
 const API_AUTHENTICATION = `# API authentication
@@ -338,6 +393,36 @@ needed scope gives 403 \`forbidden\`. Repeated failures from one address are slo
 
 The sandbox at \`sandbox.api.halcyonfreight.example\` accepts test keys (prefixed \`test_\`) only
 and never books real shipments.
+
+## Scopes
+
+| Scope | Allows |
+| --- | --- |
+| \`shipments:read\` | list and fetch shipments, tracking events and labels |
+| \`shipments:write\` | book, update and cancel shipments |
+| \`billing:read\` | list invoices and credit notes |
+| \`webhooks:manage\` | create and delete webhook endpoints |
+| \`account:admin\` | manage users and keys of the account |
+
+Ask for the narrowest scopes that work: a tracking widget needs only \`shipments:read\`.
+
+## IP allow lists
+
+Enterprise accounts can restrict each key to a list of IP ranges (CIDR notation). Requests from
+other addresses are refused with 403 even when the key is valid. Allow lists apply to API keys
+only; OAuth tokens follow the user's session rules.
+
+## Service accounts
+
+Integrations that run without a person (a warehouse system, an ERP connector) should use a
+service account rather than a personal key, so the integration keeps working when an employee
+leaves. Service accounts cannot sign in to the dashboard.
+
+## Security recommendations
+
+Store keys in a secret manager, never in source code or mobile apps. If a key leaks, revoke it
+in the dashboard at once; the audit log shows every request made with it during the last 90
+days.
 `;
 
 const API_WEBHOOKS = `# Webhooks
@@ -372,6 +457,31 @@ three days in a row are disabled and the account owner is emailed.
 
 Events can arrive out of order; use the \`occurred_at\` field and the shipment's version number
 to discard stale ones.
+
+## Managing endpoints
+
+Create endpoints in the dashboard or with \`POST /v1/webhook-endpoints\`, choosing the events to
+receive. Each account may have up to 20 endpoints. The signing secret is shown once when the
+endpoint is created; roll it from the dashboard, and during the following 24 hours deliveries
+are signed with both the old and the new secret.
+
+## Payload
+
+Every delivery is a JSON object with \`id\` (unique per event, use it to drop duplicates),
+\`type\`, \`occurred_at\`, \`account_id\` and \`data\`, which holds the shipment as the API would
+return it at that moment. Payloads never contain recipient phone numbers.
+
+## Testing
+
+The dashboard's "Send test event" button posts a sample of any event type to your endpoint. In
+the sandbox, moving a test shipment through its states with \`POST /v1/sandbox/shipments/{id}/advance\`
+fires the matching events.
+
+## Troubleshooting
+
+Deliveries time out most often because the endpoint does slow work before answering: store the
+event and answer 200 at once, then process it in the background. The delivery log keeps the
+response status and the first kilobyte of the body for 30 days.
 `;
 
 const RELEASE_PROCESS = `# Release process
@@ -404,6 +514,29 @@ Every hotfix is merged back to \`main\` the same day.
 If error rates rise during a wave, stop the rollout and redeploy the previous image. Database
 migrations must be backwards compatible for one release so that a rollback never needs a
 schema change.
+
+## Release notes
+
+Product managers write customer-facing release notes in the changelog tool by Thursday noon;
+engineers add internal notes (migrations, new configuration, known issues) to the release
+ticket. Notes are published when the third wave finishes.
+
+## Feature flags
+
+Unfinished features ship dark behind a flag. A flag is removed no later than two releases after
+its feature reached 100%: stale flags are listed in the weekly engineering report and their
+owners reminded.
+
+## Mobile apps
+
+The driver app (Android) follows its own schedule: a release every second Monday through the
+store's staged rollout, starting at 10% of drivers. Backend changes must keep working with the
+two previous app versions.
+
+## Freeze periods
+
+There are no releases between 15 December and 6 January, and none in the two weeks before
+Black Friday, when shipment volumes peak. Only hotfixes go out in these periods.
 `;
 
 const PRODUCT_SYNC = `# Product sync, 5 October 2026
@@ -436,6 +569,23 @@ Tom wants annual prices on the pricing page. Postponed until finance confirms th
 - Jonas: estimate effort for CO2 figures by 12 October.
 - Priya: bulk label print mock-ups.
 - Maya: write the release note for the tracking redesign.
+
+## Customer feedback
+
+Support summarised the top five requests of September: delivery time windows in the booking
+flow, a Slovak translation of the tracking page, CSV export of invoices, address validation for
+Italy, and the bulk labels mentioned above. Address validation for Italy is already in progress
+with the routing team.
+
+## Metrics
+
+- Weekly active dashboard users: 4,310 (+6% month on month).
+- Shipments booked through the API: 71% of all shipments.
+- Net promoter score from the September survey: 41.
+
+## Next sync
+
+19 October, same time. Tom will bring the list of deals blocked by missing features.
 `;
 
 const OPS_REVIEW = `Operations review - 19 October 2026
@@ -461,6 +611,24 @@ Average first response time on tickets is 3 hours 10 minutes; the goal is under 
 temporary agents start in November for the peak season.
 
 Next review: 16 November 2026.
+
+5. Safety
+Two minor van accidents in September, no injuries. Both happened while reversing at customer
+loading docks; fleet management will add reversing cameras to the remaining 30 vans without one
+and repeat the dock safety briefing for all drivers.
+
+6. Returns
+Return volumes are up 18% since the returns portal launched. The Paris warehouse now processes
+returns on a separate line in the afternoon to keep outbound picking on schedule.
+
+7. Carrier performance
+Nordlink missed its express target in Finland for the second month; the carrier manager will
+raise it at the quarterly business review. AlpenTrans performed above target.
+
+Action items
+- Fleet: cost comparison diesel vs electric vans (owner: head of fleet).
+- Warsaw: confirm mezzanine completion date with the contractor.
+- Support: publish the peak season staffing plan.
 `;
 
 const ARCHITECTURE = `Architecture overview
@@ -493,6 +661,25 @@ Metrics go to Prometheus, logs to Loki, traces to Tempo. Every service exposes /
 Security
 Traffic between services is encrypted with mutual TLS issued by the internal certificate
 authority. Secrets live in Vault and are mounted at start; no secret is stored in Git.
+
+Deployment
+Each service is built into a container image by CI on every merge to main, scanned for known
+vulnerabilities, and deployed by Argo CD from the environment repository. Staging mirrors
+production at a smaller scale; preview environments are created per pull request for the
+dashboard only.
+
+Regions and failover
+Customers are pinned to a home region by their account's country. Each region can take the
+whole load of the other for a few hours; a regional failover is a manual decision of the
+incident commander and follows the "region evacuation" runbook.
+
+Performance targets
+The public API answers 99% of requests within 300 ms. Quote computation is the slowest path
+(up to 150 ms) because it loads the customer's contract; results are cached in Redis.
+
+Batch jobs
+Route planning runs at 22:00 for the next day. Invoicing runs on the first working day of the
+month at 03:00. The data warehouse is refreshed hourly from a logical replica of pg-core.
 `;
 
 const RATE_LIMITS_HTML = `<!doctype html>
@@ -517,6 +704,21 @@ that long, then retry with exponential backoff and jitter; clients that keep ret
 are blocked for ten minutes.</p>
 <h2>Higher limits</h2>
 <p>Enterprise customers can ask their account manager for a higher limit for seasonal peaks.</p>
+<h2>Endpoint-specific limits</h2>
+<p>Some endpoints cost more than one request. Booking a shipment with a label counts as five
+requests; downloading a label PDF counts as two; listing tracking events counts as one. Bulk
+endpoints accept up to 100 items per call and count as twenty requests, so batching is always
+cheaper than single calls.</p>
+<h2>Concurrency</h2>
+<p>Besides the per-minute limit, each account may have at most 25 requests in flight at the same
+time. Extra concurrent requests wait for up to two seconds and are then refused with 429.</p>
+<h2>Sandbox</h2>
+<p>The sandbox has a flat limit of 60 requests per minute for every plan, so that load tests
+belong in a staging environment of your own rather than in our sandbox.</p>
+<h2>Monitoring your usage</h2>
+<p>The dashboard's API usage page charts requests per minute and refused requests for the last
+30 days, per key. An email alert can be configured for when an account reaches 80% of its
+limit for more than five minutes.</p>
 </body></html>
 `;
 
@@ -541,6 +743,25 @@ EUR 500 without a declaration) within 14 days of the claim.</p>
 <h3>When am I invoiced?</h3>
 <p>Invoices are issued on the first working day of each month for the previous month's
 shipments, payable within 30 days.</p>
+<h2>Delivery</h2>
+<h3>How long does delivery take?</h3>
+<p>Standard parcels arrive within one to two working days inside Germany, Benelux and Austria,
+and within two to four working days elsewhere in the EU. Express shipments booked before 16:00
+arrive the next working day before noon.</p>
+<h3>What happens if nobody is home?</h3>
+<p>The driver tries a neighbour first, then leaves the parcel at the nearest parcel locker or
+partner shop and sends a notice by email and SMS. Parcels are kept there for seven days before
+they are returned to the sender.</p>
+<h3>Can I choose a delivery time?</h3>
+<p>In Berlin, Warsaw and Milan you can choose a two-hour evening window for a surcharge. Other
+cities follow later.</p>
+<h2>Account</h2>
+<h3>How do I add colleagues?</h3>
+<p>Account administrators invite users under Settings, Team. Each plan includes a number of
+seats; further seats are billed monthly.</p>
+<h3>How do I close my account?</h3>
+<p>Write to support from the account owner's address. Open invoices must be paid first; your
+shipment history stays available for download for 30 days after closing.</p>
 </body></html>
 `;
 
@@ -560,6 +781,20 @@ const ONBOARDING_HTML = `<!doctype html>
 <ul><li>Shadow one on-call week before joining the rotation.</li>
 <li>Request production access: the platform team grants it after the security training is done.</li>
 <li>Agree on goals for your first three months with your manager.</li></ul>
+<h2>Tools and accounts</h2>
+<table>
+<tr><th>Tool</th><th>What for</th><th>How to get it</th></tr>
+<tr><td>Code host</td><td>Repositories, reviews, CI</td><td>Invitation on day one</td></tr>
+<tr><td>PagerDuty</td><td>On-call paging</td><td>Added by your manager before your first shadow week</td></tr>
+<tr><td>Vault</td><td>Secrets for local development</td><td>Request in the IT portal</td></tr>
+<tr><td>Grafana</td><td>Dashboards and alerts</td><td>Single sign-on, no request needed</td></tr>
+</table>
+<h2>Learning</h2>
+<p>Every engineer has a yearly learning budget for books, courses and one conference. Internal
+tech talks take place every second Thursday at 16:00; recordings are in the wiki.</p>
+<h2>Three-month check-in</h2>
+<p>At the end of the third month you and your manager review the goals agreed in the first
+month, and you give feedback on this onboarding so that we can improve it for the next hire.</p>
 </body></html>
 `;
 
@@ -606,6 +841,30 @@ export function invoiceTotal(items: LineItem[], country: string): { net: number;
 export function creditNoteNumber(invoiceNumber: string): string {
   return \`\${invoiceNumber}-C\`;
 }
+
+/** Payment terms by plan, in days after the invoice date. */
+export const PAYMENT_TERMS_DAYS: Record<string, number> = { starter: 14, growth: 30, enterprise: 45 };
+
+/** A late payment fee applies after the due date plus a grace period of 5 days. */
+export function lateFeeCents(grossCents: number, daysLate: number): number {
+  if (daysLate <= 5) return 0;
+  // 1% per started month late, at least EUR 5.
+  const months = Math.ceil((daysLate - 5) / 30);
+  return Math.max(500, roundHalfEven(grossCents * 0.01 * months));
+}
+
+/** Invoice numbers: HF-<year>-<six-digit sequence>, restarting every January. */
+export function invoiceNumber(year: number, sequence: number): string {
+  return \`HF-\${year}-\${String(sequence).padStart(6, '0')}\`;
+}
+
+/**
+ * Shipments to customers outside the EU are invoiced without VAT (export), and customers inside
+ * the EU with a valid VAT ID in another country than ours are invoiced with reverse charge.
+ */
+export function isReverseCharge(customerCountry: string, hasVatId: boolean): boolean {
+  return customerCountry !== 'DE' && hasVatId && customerCountry in VAT_RATES;
+}
 `;
 
 const ROUTE_OPTIMIZER_PY = `"""Nightly route planning for the own fleet.
@@ -651,6 +910,36 @@ def route_fits(van: Van, stops: list[Stop]) -> bool:
 
 def needs_break(driving_minutes: int) -> bool:
     return driving_minutes >= MAX_DRIVING_MINUTES_BEFORE_BREAK
+
+
+def service_minutes(stops: list[Stop]) -> int:
+    """Time spent at the doors of a route, by parcel size."""
+    return sum(SERVICE_MINUTES[stop.size] for stop in stops)
+
+
+def insert_breaks(legs: list[int]) -> list[int]:
+    """Given driving minutes per leg, returns the legs after which a break is taken."""
+    breaks = []
+    driving = 0
+    for index, minutes in enumerate(legs):
+        driving += minutes
+        if needs_break(driving):
+            breaks.append(index)
+            driving = 0
+    return breaks
+
+
+def violates_window(stop: Stop, arrival: int) -> bool:
+    """Arriving early is fine (the driver waits); arriving after the window closes is not."""
+    return arrival > stop.latest
+
+
+# Vans leave the depot no earlier than 07:00 and must be back by 19:00.
+SHIFT_START = 7 * 60
+SHIFT_END = 19 * 60
+
+# Electric vans: plan a charging stop when the remaining range falls under 40 km.
+MIN_RANGE_KM = 40
 `;
 
 const FEATURE_FLAGS = {
@@ -705,6 +994,29 @@ const WAREHOUSE_ROWS: Array<Array<string | number>> = [
   ['DUB-1', 'Dublin', 'Ireland', 'Aoife Byrne', 'Mon-Fri 07:00-19:00', 3500, 'no'],
   ['BRU-1', 'Brussels', 'Belgium', 'Pieter Janssens', 'Mon-Sat 06:00-20:00', 8000, 'yes'],
   ['ZRH-1', 'Zurich', 'Switzerland', 'Nina Keller', 'Mon-Fri 06:00-19:00', 3000, 'no'],
+  ['LEJ-1', 'Leipzig', 'Germany', 'Franziska Lang', 'Mon-Sat 05:00-22:00', 16000, 'no'],
+  ['MUC-1', 'Munich', 'Germany', 'Stefan Bauer', 'Mon-Fri 06:00-20:00', 9500, 'yes'],
+  ['CGN-1', 'Cologne', 'Germany', 'Jan Schneider', 'Mon-Fri 06:00-21:00', 11500, 'no'],
+  ['STR-1', 'Stuttgart', 'Germany', 'Melanie Wolf', 'Mon-Fri 06:00-19:00', 6500, 'no'],
+  ['FRA-1', 'Frankfurt', 'Germany', 'Deniz Yilmaz', 'Mon-Sun 00:00-24:00', 19000, 'yes'],
+  ['KRK-1', 'Krakow', 'Poland', 'Agnieszka Wisniewska', 'Mon-Fri 06:00-20:00', 7000, 'no'],
+  ['WRO-1', 'Wroclaw', 'Poland', 'Kamil Zielinski', 'Mon-Sat 06:00-22:00', 13000, 'no'],
+  ['POZ-1', 'Poznan', 'Poland', 'Ewa Lewandowska', 'Mon-Fri 07:00-19:00', 8000, 'no'],
+  ['MRS-1', 'Marseille', 'France', 'Antoine Roux', 'Mon-Fri 06:00-20:00', 7500, 'yes'],
+  ['LIL-1', 'Lille', 'France', 'Camille Lefebvre', 'Mon-Sat 05:00-21:00', 10500, 'no'],
+  ['TLS-1', 'Toulouse', 'France', 'Mathieu Girard', 'Mon-Fri 06:00-19:00', 5500, 'no'],
+  ['TRN-1', 'Turin', 'Italy', 'Marco Rinaldi', 'Mon-Fri 06:00-20:00', 6000, 'no'],
+  ['ROM-1', 'Rome', 'Italy', 'Francesca Conti', 'Mon-Sat 06:00-21:00', 8500, 'no'],
+  ['BLQ-1', 'Bologna', 'Italy', 'Davide Greco', 'Mon-Fri 06:00-20:00', 9000, 'no'],
+  ['BCN-1', 'Barcelona', 'Spain', 'Jordi Puig', 'Mon-Sat 06:00-22:00', 12500, 'yes'],
+  ['VLC-1', 'Valencia', 'Spain', 'Carmen Navarro', 'Mon-Fri 07:00-19:00', 5000, 'no'],
+  ['OPO-1', 'Porto', 'Portugal', 'Ines Sousa', 'Mon-Fri 07:00-19:00', 3000, 'no'],
+  ['ANR-1', 'Antwerp', 'Belgium', 'Wouter Peeters', 'Mon-Sun 00:00-24:00', 17000, 'yes'],
+  ['UTC-1', 'Utrecht', 'Netherlands', 'Bram Visser', 'Mon-Sat 06:00-22:00', 9000, 'no'],
+  ['GRZ-1', 'Graz', 'Austria', 'Florian Gruber', 'Mon-Fri 06:00-18:00', 3500, 'no'],
+  ['BRQ-1', 'Brno', 'Czechia', 'Petra Novotna', 'Mon-Fri 06:00-18:00', 4000, 'no'],
+  ['AAR-1', 'Aarhus', 'Denmark', 'Freja Nielsen', 'Mon-Fri 07:00-18:00', 2500, 'no'],
+  ['GVA-1', 'Geneva', 'Switzerland', 'Luca Rossi', 'Mon-Fri 07:00-18:00', 2000, 'no'],
 ];
 
 const CARRIER_ROWS: Array<Array<string | number>> = [
@@ -727,18 +1039,42 @@ const CARRIER_ROWS: Array<Array<string | number>> = [
   ['Eurovan', 'Next-day parcel', 'Germany; Netherlands; Belgium; Luxembourg', '96.5%', 1.2, 31, ''],
   ['Gallia Express', 'Parcel', 'France; Monaco', '95.5%', 1.15, 30, 'Relay points'],
   ['Celtic Freight', 'Parcel', 'Ireland; United Kingdom', '93.5%', 1.6, 30, 'Customs for UK'],
+  ['Danubia Logistics', 'Pallet freight', 'Hungary; Slovakia; Czechia; Austria', '94%', 0.38, 1000, ''],
+  ['Danubia Logistics', 'Parcel', 'Hungary; Slovakia', '93%', 1.05, 30, 'No Saturday service'],
+  [
+    'Hanse Cargo',
+    'Full truck load',
+    'Germany; Poland; Netherlands',
+    '97%',
+    0.12,
+    24000,
+    'Booking 48 h ahead',
+  ],
+  ['Hanse Cargo', 'Part load', 'Germany; Poland; Czechia', '95%', 0.22, 8000, ''],
+  ['Adriatica', 'Parcel', 'Italy; Slovenia; Croatia', '92.5%', 1.25, 30, 'Islands +2 days'],
+  ['Adriatica', 'Pallet freight', 'Italy; Slovenia', '94.5%', 0.4, 1000, ''],
+  ['Benelux Direct', 'Evening delivery', 'Netherlands; Belgium', '96%', 2.1, 25, '18:00-22:00 window'],
+  ['Polar Post', 'Parcel', 'Norway; Iceland', '91%', 2.4, 30, 'Customs for non-EU'],
 ];
 
 const SLA_CREDIT_ROWS: Array<Array<string | number>> = [
-  ['Plan', 'Monthly availability below', 'Service credit (% of monthly fee)'],
-  ['Starter', '99.0%', '5%'],
-  ['Starter', '97.0%', '10%'],
-  ['Growth', '99.5%', '10%'],
-  ['Growth', '99.0%', '15%'],
-  ['Growth', '97.0%', '25%'],
-  ['Enterprise', '99.9%', '10%'],
-  ['Enterprise', '99.5%', '25%'],
-  ['Enterprise', '99.0%', '50%'],
+  ['Plan', 'Metric', 'Threshold', 'Service credit (% of monthly fee)', 'Claim within'],
+  ['Starter', 'Monthly API availability', 'below 99.0%', '5%', '30 days'],
+  ['Starter', 'Monthly API availability', 'below 97.0%', '10%', '30 days'],
+  ['Growth', 'Monthly API availability', 'below 99.5%', '10%', '30 days'],
+  ['Growth', 'Monthly API availability', 'below 99.0%', '15%', '30 days'],
+  ['Growth', 'Monthly API availability', 'below 97.0%', '25%', '30 days'],
+  ['Enterprise', 'Monthly API availability', 'below 99.9%', '10%', '60 days'],
+  ['Enterprise', 'Monthly API availability', 'below 99.5%', '25%', '60 days'],
+  ['Enterprise', 'Monthly API availability', 'below 99.0%', '50%', '60 days'],
+  ['Starter', 'First support response', 'over 2 working days', 'none', '-'],
+  ['Growth', 'First support response', 'over 8 working hours', '5%', '30 days'],
+  ['Enterprise', 'First support response (priority 1)', 'over 1 hour', '10%', '60 days'],
+  ['Enterprise', 'First support response (priority 2)', 'over 4 hours', '5%', '60 days'],
+  ['Growth', 'Label generation latency p95', 'over 2 seconds for a day', '2%', '30 days'],
+  ['Enterprise', 'Label generation latency p95', 'over 1 second for a day', '5%', '60 days'],
+  ['Enterprise', 'Tracking event delay', 'over 15 minutes for a day', '3%', '60 days'],
+  ['All plans', 'Maximum credit per month', '-', '50%', '-'],
 ];
 
 const REMOTE_WORK_PAGES = [
@@ -749,6 +1085,11 @@ Who may work remotely: every employee in an office-based role after passing prob
 Health and safety: keep your workspace ergonomic; the People team offers a video check of your setup on request.`,
   `Working hours and availability. Remote staff keep the same contract hours as in the office. Everyone must be reachable on chat and phone during core hours, between 10:00 and 15:00 local time; outside core hours, people organise their day freely.
 Working from abroad. You may work from another country for up to 30 days per calendar year, provided it is in the EU or a country with a data protection adequacy decision. Longer stays need approval from the People team because of tax and social security rules.`,
+  `Security when working remotely. Work only on company devices, and use the VPN for internal systems. Do not work on confidential data in public places such as trains or cafes where others can read your screen, and lock your laptop whenever you step away. Printing confidential documents at home is not allowed.
+Meetings. Cameras are encouraged but not required. Meetings that include remote participants are run as if everyone were remote: every participant joins from their own device, even from the office.`,
+  `Coming to the office. Teams agree on one shared office day per week so that people meet in person. Travel to the office is paid by the employee, except for people hired as fully remote, who are reimbursed for up to four trips per year to their team's office.
+Ending remote work. The company may ask an employee to return to the office with three months notice when the needs of the role change; the employee may end their remote arrangement with one month notice.
+Questions about this policy go to the People team.`,
 ];
 
 const HANDBOOK_PAGES = [
@@ -759,6 +1100,12 @@ Parental leave. Birth parents and partners both receive 16 weeks of fully paid p
   `Benefits. Everyone receives a public transport pass or a bike leasing contract, a yearly learning budget of EUR 1,000 and a contribution to a company pension plan of 4% of salary.
 Conduct. We treat colleagues, customers and drivers with respect. Harassment or discrimination is never tolerated; report it to your manager, the People team, or the anonymous whistleblowing line.`,
   `Leaving the company. The notice period after probation is one month for the first two years and three months afterwards. Return your equipment on your last day; IT wipes the devices. You receive a written reference on request.`,
+  `Working time. The standard working week is 40 hours, Monday to Friday, with flexible start times between 07:00 and 10:00. Overtime must be agreed with your manager in advance and is compensated with time off; warehouse and fleet staff are paid overtime under their collective agreement.
+Public holidays that fall on a weekend are not replaced by another day off.`,
+  `Pay. Salaries are paid on the last working day of each month. Salary bands are published internally for every role and level, and salaries are reviewed once a year in April. Promotions can happen at any time of year.
+Bonus. There is no individual bonus; instead, a company profit share is paid in June to everyone employed for the whole previous year, in equal amounts for all employees.`,
+  `Health. Employees have access to an employee assistance programme with free, confidential counselling. A yearly health check is offered to everyone over 35, and eye tests are paid for people working with screens.
+Company events. The whole company meets once a year for two days in summer; each team also has a budget for one team event per quarter.`,
 ];
 
 const EXPENSE_POLICY = [
@@ -802,6 +1149,29 @@ const EXPENSE_POLICY = [
       ['Above EUR 5,000', 'Chief financial officer'],
     ],
   },
+  {
+    heading: 'Ground transport',
+    level: 2 as const,
+    paragraphs: [
+      'Use public transport where it is practical. Taxis and ride-hailing are fine late at night, with heavy luggage, or when public transport would take more than twice as long.',
+      'Private cars used for business trips are reimbursed at EUR 0.30 per kilometre; parking and tolls are reimbursed separately with receipts. Rental cars are booked in the compact category.',
+    ],
+  },
+  {
+    heading: 'Customer entertainment',
+    level: 2 as const,
+    paragraphs: [
+      'Business meals with customers are reimbursed up to EUR 80 per person including the customer. Write the names of all participants and the purpose of the meeting on the claim.',
+      'Gifts to customers must not exceed EUR 50 per person and year, and are never given to public officials.',
+    ],
+  },
+  {
+    heading: 'Not reimbursed',
+    level: 2 as const,
+    paragraphs: [
+      'Fines, minibar items, personal entertainment, upgrades paid for convenience, lost luggage without a claim to the airline, and the costs of family members travelling along.',
+    ],
+  },
 ];
 
 const SECURITY_POLICY = [
@@ -843,6 +1213,29 @@ const SECURITY_POLICY = [
       ['Confidential', 'Customer shipments, invoices', 'Need to know, encrypted at rest'],
     ],
   },
+  {
+    heading: 'Access control',
+    level: 2 as const,
+    paragraphs: [
+      'Access is granted by role and reviewed every quarter by each manager. Production access is time-limited: engineers request it for a task and it expires after eight hours.',
+      'When someone leaves the company, all their accounts are disabled on their last working day by the IT service desk, triggered by the People system.',
+    ],
+  },
+  {
+    heading: 'Software',
+    level: 2 as const,
+    paragraphs: [
+      'Install software only from the company software catalogue. Browser extensions need approval from IT, because they can read everything shown in the browser.',
+      'Operating system updates are installed within 14 days of release; devices that are more than 30 days behind lose access to company systems until they are updated.',
+    ],
+  },
+  {
+    heading: 'Working with suppliers',
+    level: 2 as const,
+    paragraphs: [
+      'Suppliers that process customer data sign a data processing agreement and complete the security questionnaire before they receive any data. The security team reviews critical suppliers once a year.',
+    ],
+  },
 ];
 
 const DATA_RETENTION = [
@@ -873,6 +1266,34 @@ const DATA_RETENTION = [
     level: 2 as const,
     paragraphs: [
       'Application logs are kept for 30 days and security audit logs for one year. Database backups are retained for 35 days.',
+    ],
+  },
+  {
+    heading: 'Deletion requests',
+    level: 2 as const,
+    paragraphs: [
+      'A person may ask us to delete their personal data. Requests are answered within one month by the data protection officer. Data we must keep by law (for example on invoices) is restricted instead of deleted until the retention period ends.',
+    ],
+  },
+  {
+    heading: 'Retention periods at a glance',
+    level: 1 as const,
+    table: [
+      ['Data', 'Kept for', 'Then'],
+      ['Shipment records and invoices', '7 years after year end', 'Deleted'],
+      ['Recipient phone numbers', '60 days after delivery', 'Deleted'],
+      ['Driver GPS positions', '90 days', 'Deleted'],
+      ['Proof of delivery photos', '1 year', 'Deleted'],
+      ['Support tickets', '3 years after closing', 'Anonymised'],
+      ['Marketing consent records', 'As long as consent lasts plus 3 years', 'Deleted'],
+      ['CCTV footage in warehouses', '72 hours', 'Overwritten'],
+    ],
+  },
+  {
+    heading: 'Responsibilities',
+    level: 2 as const,
+    paragraphs: [
+      'Each system owner makes sure the automatic deletion jobs of their system run, and checks the deletion report every quarter. The data protection officer audits two systems per quarter.',
     ],
   },
 ];
@@ -907,6 +1328,31 @@ const PRICE_LIST = [
       [50000, '20%'],
     ],
   },
+  {
+    name: 'Zone surcharges',
+    rows: [
+      ['Destination zone', 'Countries', 'Surcharge per parcel (EUR)', 'Transit days'],
+      ['Zone 1', 'Germany', 0, '1-2'],
+      ['Zone 2', 'Austria; Belgium; Netherlands; Luxembourg; Denmark', 1.2, '1-3'],
+      ['Zone 3', 'France; Poland; Czechia; Italy', 2.1, '2-3'],
+      ['Zone 4', 'Spain; Portugal; Sweden; Finland; Ireland', 3.4, '2-4'],
+      ['Zone 5', 'Greece; Romania; Bulgaria; Baltic states', 4.9, '3-5'],
+      ['Zone 6', 'Norway; Switzerland; United Kingdom (customs)', 7.5, '3-6'],
+      ['Islands', 'Canary Islands; Balearics; Sardinia; Corsica', 9.0, '4-7'],
+    ],
+  },
+  {
+    name: 'Weight bands',
+    rows: [
+      ['Weight up to (kg)', 'Base price Zone 1 (EUR)', 'Base price Zone 3 (EUR)', 'Base price Zone 5 (EUR)'],
+      [1, 4.2, 6.3, 9.1],
+      [2, 4.9, 7.1, 10.2],
+      [5, 6.1, 8.8, 12.6],
+      [10, 8.4, 11.9, 16.8],
+      [20, 12.7, 17.5, 24.9],
+      [31.5, 17.9, 24.2, 33.8],
+    ],
+  },
 ];
 
 const BUDGET = [
@@ -931,6 +1377,37 @@ const BUDGET = [
       ['Replacement trucks for long haul (8 vehicles)', 'Fleet', 1200000, 'Q3'],
       ['Warsaw mezzanine extension', 'Operations', 300000, 'Q1'],
       ['Staging cluster hardware', 'Engineering', 150000, 'Q1'],
+    ],
+  },
+  {
+    name: 'Monthly forecast',
+    rows: [
+      ['Month', 'Shipments forecast', 'Revenue forecast (EUR)', 'Operating cost forecast (EUR)', 'Comment'],
+      ['January', 1305000, 4045500, 3393000, 'After-Christmas returns'],
+      ['February', 1276000, 3955600, 3317600, ''],
+      ['March', 1377500, 4270250, 3581500, ''],
+      ['April', 1406500, 4360150, 3656900, 'Easter'],
+      ['May', 1450000, 4495000, 3770000, ''],
+      ['June', 1450000, 4495000, 3770000, ''],
+      ['July', 1392000, 4315200, 3619200, ''],
+      ['August', 1363000, 4225300, 3543800, 'Summer holidays in southern Europe'],
+      ['September', 1479000, 4584900, 3845400, ''],
+      ['October', 1537000, 4764700, 3996200, ''],
+      ['November', 1812500, 5618750, 4712500, 'Peak season: Black Friday and Christmas'],
+      ['December', 1551500, 4809650, 4033900, ''],
+    ],
+  },
+  {
+    name: 'Headcount',
+    rows: [
+      ['Department', 'End of 2026', 'Planned end of 2027', 'Open roles'],
+      ['Engineering', 58, 66, 'Backend (4), data (2), mobile (2)'],
+      ['Operations', 410, 445, 'Warehouse leads, pickers for Warsaw and Leipzig'],
+      ['Fleet', 160, 175, 'Drivers for electric van routes'],
+      ['Marketing', 14, 16, 'Content, performance marketing'],
+      ['Sales', 31, 36, 'Account executives for Italy and Spain'],
+      ['Customer support', 48, 52, 'Peak season agents'],
+      ['Finance and legal', 17, 18, 'Data protection counsel'],
     ],
   },
 ];
