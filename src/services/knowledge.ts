@@ -35,7 +35,11 @@ async function requireProject(db: Db, workspaceId: string, projectId: string) {
 }
 
 /** `GET /v1/projects/{projectId}/index`. */
-export async function projectIndexSummary(db: Db, workspaceId: string, projectId: string): Promise<IndexSummary> {
+export async function projectIndexSummary(
+  db: Db,
+  workspaceId: string,
+  projectId: string,
+): Promise<IndexSummary> {
   await requireProject(db, workspaceId, projectId);
   const [counts, vectors] = await Promise.all([
     indexSummaryCounts(db, workspaceId, projectId),

@@ -52,7 +52,7 @@ export async function knowledgeRoutes(app: FastifyInstance, deps: AppDeps): Prom
         operationId: 'rebuildProjectIndex',
         summary: "Rebuild a project's index",
         description:
-          'Marks every file of the project for indexing again, in the background. Chunks already indexed stay searchable until each file\'s new ones replace them.',
+          "Marks every file of the project for indexing again, in the background. Chunks already indexed stay searchable until each file's new ones replace them.",
         tags: TAGS,
         security: API_KEY_SECURITY,
         headers: workspaceHeader,
