@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isSqliteDb } from '../db/repositories/knowledge.js';
-import { foldAccents } from './fold.js';
+import { foldAccents, PG_SEARCH_CONFIG } from './fold.js';
 
 /** One search hit: a chunk of an indexed file (spec/knowledge.md "Search"). */
 export interface SearchResult {
@@ -40,8 +40,8 @@ const ABS_COMMON_SHARE = 0.1;
 const CANDIDATES_PER_RESULT = 4;
 
 /**
- * English words too common to find anything by. PostgreSQL's `english` configuration drops its
- * own list; SQLite's tokenizer keeps every word, so this list does it there.
+ * English words too common to find anything by; neither engine's tokenizer drops them (SQLite's
+ * `unicode61`, PostgreSQL's `simple`), so queries leave them out here.
  */
 const STOP_WORDS = new Set(
   `a about above after again against all am an and any are as at be because been before being
@@ -141,20 +141,46 @@ export async function searchProject(db: Db, params: SearchParams): Promise<Searc
 // SQLite: FTS5
 
 /**
+ * Reading a term's document frequency from `fts5vocab` walks the term's whole doclist: cheap for
+ * rare terms, a few milliseconds for one in most chunks. So the frequencies of common terms (the
+ * only ones whose exact count does not matter, and stay common) are kept per process for a
+ * minute; rare ones are read each time, so a newly indexed file's words are found at once.
+ */
+const COMMON_TERM_CACHE_MIN_DOCS = 1_000;
+const COMMON_TERM_TTL_MS = 60_000;
+const COMMON_TERM_CACHE_MAX = 10_000;
+const commonTermCache = new WeakMap<object, Map<string, { doc: number; at: number }>>();
+
+/**
  * Document frequencies from the `fts5vocab` table (kept by FTS5 itself, so nothing is rebuilt
  * per query), against the number of chunks. Both count every project's chunks: cheap, and a
  * fair picture of which words are common.
  */
 async function sqliteTermStats(db: Db, terms: string[]) {
+  let cache = commonTermCache.get(db);
+  if (!cache) commonTermCache.set(db, (cache = new Map()));
+  const now = Date.now();
+  const frequencies = new Map<string, number>();
+  const unknown: string[] = [];
+  for (const term of terms) {
+    const cached = cache.get(term);
+    if (cached && now - cached.at < COMMON_TERM_TTL_MS) frequencies.set(term, cached.doc);
+    else unknown.push(term);
+  }
   const [rows, total] = await Promise.all([
-    sql<{ term: string; doc: number }>`select term, doc from knowledge_chunks_vocab
-      where term in (${sql.join(terms)})`.execute(db),
+    unknown.length === 0
+      ? { rows: [] }
+      : sql<{ term: string; doc: number }>`select term, doc from knowledge_chunks_vocab
+          where term in (${sql.join(unknown)})`.execute(db),
     sql<{ n: number }>`select count(*) as n from knowledge_chunks`.execute(db),
   ]);
-  return {
-    frequencies: new Map(rows.rows.map((row) => [row.term, Number(row.doc)])),
-    total: Number(total.rows[0]?.n ?? 0),
-  };
+  if (cache.size > COMMON_TERM_CACHE_MAX) cache.clear();
+  for (const row of rows.rows) {
+    const doc = Number(row.doc);
+    frequencies.set(row.term, doc);
+    if (doc >= COMMON_TERM_CACHE_MIN_DOCS) cache.set(row.term, { doc, at: now });
+  }
+  return { frequencies, total: Number(total.rows[0]?.n ?? 0) };
 }
 
 async function searchSqlite(
@@ -185,10 +211,10 @@ async function searchSqlite(
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL: tsvector
 
-/** The `english` configuration's lexemes of the terms (stemmed; its stop words dropped). */
+/** The terms as PostgreSQL's configuration makes them lexemes (with `simple`: the same words). */
 async function postgresLexemes(db: Db, terms: string[]): Promise<string[]> {
   const result = await sql<{ lexeme: string }>`
-    select distinct unnest(tsvector_to_array(to_tsvector('english', ${terms.join(' ')}))) as lexeme`.execute(
+    select distinct unnest(tsvector_to_array(to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${terms.join(' ')}))) as lexeme`.execute(
     db,
   );
   return result.rows.map((row) => row.lexeme);
@@ -229,9 +255,10 @@ async function postgresCommonLexemes(db: Db): Promise<CommonLexemes> {
   return stats;
 }
 
-/** Forgets the cached statistics (benchmarks and tests that ANALYZE mid-run). */
+/** Forgets the cached statistics (benchmarks and tests that load or ANALYZE mid-run). */
 export function forgetSearchStatistics(db: Db): void {
   commonLexemeCache.delete(db);
+  commonTermCache.delete(db);
 }
 
 async function searchPostgres(

@@ -16,8 +16,8 @@ import { type Kysely, SqliteAdapter, sql } from 'kysely';
  * - `knowledge_chunks`: the chunks. SQLite: an external-content FTS5 table kept by triggers
  *   (`unicode61 remove_diacritics 2`: case- and accent-folded), and a `fts5vocab` view of it
  *   that gives each term's document frequency for free. PostgreSQL: a `tsvector` written with
- *   each chunk from its accent-folded text (`english`: stemmed, stop words dropped;
- *   docs/knowledge.md says why), with a GIN index. Not a generated column: folding accents in
+ *   each chunk from its accent-folded words (configuration `simple`, see
+ *   knowledge/fold.ts for why), with a GIN index. Not a generated column: folding accents in
  *   SQL needs the `unaccent` extension, which a plain PostgreSQL may not offer.
  *
  * Deleting a file record deletes its text and chunks by foreign key, in the same statement.
@@ -98,8 +98,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       insert into knowledge_chunks_fts (rowid, heading, text) values (NEW.id, NEW.heading, NEW.text);
     end`.execute(db);
   } else {
-    // Written with each chunk (repositories/knowledge.ts): accent-folded text under `english`,
-    // the heading weighing more than the body (weight A).
+    // Written with each chunk (repositories/knowledge.ts): accent-folded words, the heading
+    // weighing more than the body (weight A).
     await sql`alter table knowledge_chunks add column tsv tsvector`.execute(db);
     await sql`create index knowledge_chunks_tsv_idx on knowledge_chunks using gin (tsv)`.execute(db);
   }

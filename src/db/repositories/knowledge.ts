@@ -1,5 +1,5 @@
 import { SqliteAdapter, sql } from 'kysely';
-import { foldAccents } from '../../knowledge/fold.js';
+import { PG_SEARCH_CONFIG, searchableText } from '../../knowledge/fold.js';
 import type { Db } from '../database.js';
 import type { IndexStatus } from '../schema.js';
 import { INDEX_PENDING } from './project-files.js';
@@ -178,7 +178,7 @@ export async function storeIndexOutcome(
 }
 
 /**
- * Inserts chunks of a file; on PostgreSQL with their `tsvector` (accent-folded, `english`,
+ * Inserts chunks of a file; on PostgreSQL with their `tsvector` (accent-folded words,
  * the heading as weight A). SQLite's FTS5 table is kept by triggers.
  */
 export async function insertChunks(
@@ -204,8 +204,8 @@ export async function insertChunks(
           ...(sqlite
             ? {}
             : {
-                tsv: sql<string>`setweight(to_tsvector('english', ${foldAccents(chunk.heading ?? '')}), 'A')
-                    || to_tsvector('english', ${foldAccents(chunk.text)})`,
+                tsv: sql<string>`setweight(to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.heading ?? '')}), 'A')
+                    || to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.text)})`,
               }),
         })),
       )

@@ -1,0 +1,264 @@
+import { sql } from 'kysely';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { claimNextFile, readIndexedText } from '../../src/db/repositories/knowledge.js';
+import { waitForIndexIdle } from '../../src/knowledge/indexer.js';
+import { searchProject } from '../../src/knowledge/search.js';
+import type { Extraction } from '../../src/knowledge/types.js';
+import { systemClock } from '../../src/ids.js';
+import { deleteProjectFile, projectStoragePrefix } from '../../src/services/project-files.js';
+import { rebuildProjectIndex } from '../../src/services/knowledge.js';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { TENANCY_SETUP } from '../helpers/fixtures.js';
+import { markdownFile, sampleFiles, slowPdfFile, SLOW_FILE_TIMEOUT_MS, textFile } from './files.js';
+import { putAndSync, startTestIndexer, type TestApp } from './helpers.js';
+
+let t: TestApp;
+const WS = 'wsp_main';
+const PROJECT = 'prj_docs';
+const stops: Array<() => Promise<void>> = [];
+
+beforeAll(async () => {
+  t = await createTestApp({ setup: TENANCY_SETUP });
+});
+afterEach(async () => {
+  for (const stop of stops.splice(0)) await stop();
+  // Each test starts from an empty project.
+  await t.env.database.db.deleteFrom('project_files').execute();
+  await t.store.deletePrefix(projectStoragePrefix(WS, PROJECT));
+});
+afterAll(() => t.close());
+
+const db = () => t.env.database.db;
+const indexer = (options: Parameters<typeof startTestIndexer>[1] = {}) => {
+  const started = startTestIndexer(t, options);
+  stops.push(() => started.stop());
+  return started;
+};
+const statuses = async () =>
+  Object.fromEntries(
+    (
+      await db()
+        .selectFrom('project_files')
+        .select(['path', 'index_status', 'index_error'])
+        .where('project_id', '=', PROJECT)
+        .execute()
+    ).map((row) => [row.path, { status: row.index_status, error: row.index_error }]),
+  );
+const chunkCount = async (fileId?: string) => {
+  let query = db()
+    .selectFrom('knowledge_chunks')
+    .select((eb) => eb.fn.countAll<number>().as('n'));
+  if (fileId) query = query.where('file_id', '=', fileId);
+  return Number((await query.executeTakeFirstOrThrow()).n);
+};
+const search = (query: string, limit = 10) => searchProject(db(), { projectId: PROJECT, query, limit });
+const fileId = async (path: string) =>
+  (await db().selectFrom('project_files').select('id').where('path', '=', path).executeTakeFirstOrThrow()).id;
+
+/** An extractor held until released: lets a test look at the index while a file is indexed. */
+function gatedExtractor() {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let entered!: () => void;
+  const started = new Promise<void>((resolve) => (entered = resolve));
+  const extract = async (input: { bytes: Uint8Array }): Promise<Extraction> => {
+    entered();
+    await gate;
+    return {
+      status: 'ok',
+      format: 'text',
+      sections: [{ text: Buffer.from(input.bytes).toString('utf8'), heading: null, pages: null }],
+    };
+  };
+  return { extract, release, started };
+}
+
+describe(`indexing project files (${engineName})`, () => {
+  it('takes every kind of file from pending to indexed, unsupported or failed, searchable once indexed', async () => {
+    const samples = await sampleFiles();
+    const sync = await putAndSync(
+      t,
+      WS,
+      PROJECT,
+      samples.map((s) => s.file),
+    );
+    expect(sync.added).toBe(samples.length);
+    const before = await statuses();
+    expect(Object.values(before).every((s) => s.status === 'pending')).toBe(true);
+    const started = indexer({ maxAttempts: 2 });
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    await stops.pop()!();
+
+    // The slow PDF times out on every attempt: it ends failed, with the reason, after maxAttempts.
+    await putAndSync(t, WS, PROJECT, [slowPdfFile()]);
+    const slow = indexer({ timeoutMs: SLOW_FILE_TIMEOUT_MS, maxAttempts: 2 });
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    const after = await statuses();
+    for (const sample of samples) {
+      const expected = { ok: 'indexed', unsupported: 'unsupported', failed: 'failed' }[sample.status];
+      expect(after[sample.file.path]?.status, `${sample.file.path} ${after[sample.file.path]?.error}`).toBe(
+        expected,
+      );
+      if (sample.status === 'failed') expect(after[sample.file.path]?.error).toBeTruthy();
+      if (sample.status === 'ok') {
+        const id = await fileId(sample.file.path);
+        expect(await chunkCount(id), sample.file.path).toBeGreaterThan(0);
+        const text = await readIndexedText(db(), { projectId: PROJECT, fileId: id });
+        expect(text?.text, sample.file.path).toContain(sample.phrase);
+        const hits = await search(sample.phrase!, 50);
+        expect(
+          hits.some((hit) => hit.path === sample.file.path),
+          `${sample.file.path}: ${sample.phrase}`,
+        ).toBe(true);
+      }
+    }
+    expect(after['docs/slow.pdf']).toEqual({ status: 'failed', error: expect.stringContaining('timed out') });
+    expect(slow.extractions.get('docs/slow.pdf')).toBe(2);
+    expect(slow.extractions.size).toBe(1);
+    // Each file was extracted once, but the corrupt PDF, tried again (maxAttempts) before it failed.
+    for (const sample of samples) {
+      expect(started.extractions.get(sample.file.path), sample.file.path).toBe(
+        sample.status === 'failed' ? 2 : 1,
+      );
+    }
+  }, 180_000);
+
+  it('keeps a replaced file searchable by its old text until the new text is in, then only the new', async () => {
+    await putAndSync(t, WS, PROJECT, [textFile('notes.txt', 'The launch codeword is marmalade.')]);
+    indexer();
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    await stops.pop()!();
+    expect((await search('codeword'))[0]?.text).toContain('marmalade');
+
+    const gated = gatedExtractor();
+    indexer({ extract: gated.extract });
+    const sync = await putAndSync(t, WS, PROJECT, [
+      textFile('notes.txt', 'The launch codeword is now gooseberry.'),
+    ]);
+    expect(sync.updated).toBe(1);
+    await gated.started;
+    // Being indexed: the old chunks answer, the new text is not there yet.
+    expect((await statuses())['notes.txt']?.status).toBe('indexing');
+    expect((await search('marmalade')).map((hit) => hit.path)).toEqual(['notes.txt']);
+    expect(await search('gooseberry')).toEqual([]);
+    gated.release();
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect(await search('marmalade')).toEqual([]);
+    expect((await search('gooseberry')).map((hit) => hit.path)).toEqual(['notes.txt']);
+    expect(await chunkCount()).toBe(1);
+  });
+
+  it('drops a result for a version replaced while it was extracted, and indexes the new one', async () => {
+    const gated = gatedExtractor();
+    const started = indexer({ extract: gated.extract });
+    await putAndSync(t, WS, PROJECT, [textFile('plan.txt', 'first draft mentions rhubarb')]);
+    await gated.started;
+    // Replaced mid-extraction: the sync takes the claim away.
+    await putAndSync(t, WS, PROJECT, [
+      textFile('plan.txt', 'second draft mentions persimmon, a longer text'),
+    ]);
+    gated.release();
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect(await search('rhubarb')).toEqual([]);
+    expect((await search('persimmon')).map((hit) => hit.path)).toEqual(['plan.txt']);
+    expect(started.extractions.get('plan.txt')).toBe(2);
+    expect((await statuses())['plan.txt']?.status).toBe('indexed');
+  });
+
+  it('removes a deleted file from search with its record', async () => {
+    await putAndSync(t, WS, PROJECT, [
+      markdownFile('a.md', '# A\nalpha quince'),
+      markdownFile('b.md', '# B\nbeta quince'),
+    ]);
+    indexer();
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect((await search('quince')).map((hit) => hit.path).sort()).toEqual(['a.md', 'b.md']);
+    await deleteProjectFile(
+      { db: db(), store: t.store, clock: systemClock },
+      WS,
+      PROJECT,
+      await fileId('a.md'),
+    );
+    expect((await search('quince')).map((hit) => hit.path)).toEqual(['b.md']);
+    // Deleted from storage behind the service's back: the next sync removes record and chunks.
+    await t.store.delete(`${projectStoragePrefix(WS, PROJECT)}b.md`);
+    await putAndSync(t, WS, PROJECT, []);
+    expect(await search('quince')).toEqual([]);
+    expect(await chunkCount()).toBe(0);
+    const texts = await db().selectFrom('knowledge_texts').select('file_id').execute();
+    expect(texts).toEqual([]);
+  });
+
+  it('rebuilds: every file indexed again, old chunks searchable meanwhile, no duplicates', async () => {
+    await putAndSync(t, WS, PROJECT, [
+      textFile('a.txt', 'apricot orchard'),
+      textFile('b.txt', 'blueberry field'),
+    ]);
+    indexer();
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    await stops.pop()!();
+    const result = await rebuildProjectIndex(db(), WS, PROJECT);
+    expect(result.files).toBe(2);
+    expect(Object.values(await statuses()).map((s) => s.status)).toEqual(['pending', 'pending']);
+    expect((await search('apricot')).map((hit) => hit.path)).toEqual(['a.txt']);
+    const again = indexer();
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect(again.extractions.get('a.txt')).toBe(1);
+    expect(again.extractions.get('b.txt')).toBe(1);
+    expect(await chunkCount()).toBe(2);
+    expect(Object.values(await statuses()).map((s) => s.status)).toEqual(['indexed', 'indexed']);
+  });
+
+  it('takes over a claim whose process died once its lease lapsed; retries storage failures then fails', async () => {
+    await putAndSync(t, WS, PROJECT, [textFile('orphan.txt', 'claimed by a process that died')]);
+    // A process claims the file and dies: nothing renews the lease.
+    const dead = await claimNextFile(db(), {
+      processId: 'prc_dead',
+      now: new Date().toISOString(),
+      leaseUntil: new Date(Date.now() + 300).toISOString(),
+    });
+    expect(dead?.path).toBe('orphan.txt');
+    const started = indexer({ pollMs: 50 });
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect((await statuses())['orphan.txt']?.status).toBe('indexed');
+    expect(started.extractions.get('orphan.txt')).toBe(1);
+    expect(await chunkCount()).toBe(1);
+
+    // An object missing from storage: retried with backoff, then failed with the reason.
+    await sql`update project_files set index_status = 'pending', index_attempts = 0`.execute(db());
+    await t.store.delete(`${projectStoragePrefix(WS, PROJECT)}orphan.txt`);
+    started.wake();
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect((await statuses())['orphan.txt']).toEqual({
+      status: 'failed',
+      error: 'the file is not in storage',
+    });
+    // The chunks of the version indexed before stay until the file is gone.
+    expect(await chunkCount()).toBe(1);
+  });
+
+  it('hands files being indexed back when stopped, for another process to take', async () => {
+    const gated = gatedExtractor();
+    const first = startTestIndexer(t, { extract: gated.extract });
+    await putAndSync(t, WS, PROJECT, [textFile('handoff.txt', 'passed on at shutdown')]);
+    await gated.started;
+    const stopping = first.stop();
+    const handedBack = async () =>
+      db()
+        .selectFrom('project_files')
+        .select(['index_status', 'index_claimed_by', 'index_attempts'])
+        .executeTakeFirstOrThrow();
+    await expect.poll(handedBack, { timeout: 10_000 }).toEqual({
+      index_status: 'pending',
+      index_claimed_by: null,
+      index_attempts: 0,
+    });
+    // The extraction that was running finishes late: its result is not stored.
+    gated.release();
+    await stopping;
+    expect(await chunkCount()).toBe(0);
+    indexer();
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect((await search('shutdown')).map((hit) => hit.path)).toEqual(['handoff.txt']);
+  });
+});
