@@ -57,6 +57,18 @@ describe('extraction in the worker', () => {
     expect(linux.text).toContain('systemctl enable --now atrium');
   });
 
+  it('keeps YAML front matter apart and reads underlined headings', async () => {
+    const text =
+      '---\ntitle: Guide\ntags: [a]\n---\nIntro.\n\nSetup\n=====\n\nSteps.\n\nDetails\n-------\n\nMore.\n';
+    const { sections } = ok(await extract(markdownFile('guide.md', text)));
+    expect(sections.map((s) => [s.heading, s.text])).toEqual([
+      [null, '---\ntitle: Guide\ntags: [a]\n---'],
+      [null, 'Intro.'],
+      ['Setup', 'Setup\n=====\n\nSteps.'],
+      ['Setup › Details', 'Details\n-------\n\nMore.'],
+    ]);
+  });
+
   it('gives one section per PDF page with its page number', async () => {
     const pages = ['Alpha page text.', 'Beta page text.', '', 'Delta page mentions the fjord.'];
     const { sections } = ok(await extract(await pdfFile('doc.pdf', pages)));
@@ -134,6 +146,12 @@ describe('extraction in the worker', () => {
     const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Héllo\r\nwörld', 'utf16le')]);
     const file = { path: 'notes.txt', mediaType: 'text/plain', bytes: utf16 };
     expect(ok(await extract(file)).sections[0].text).toBe('Héllo\nwörld');
+  });
+
+  it('drops NUL characters that appear past the binary sniff', async () => {
+    const text = 'a'.repeat(10_000) + '\0tail';
+    const extraction = ok(await extract(textFile('notes.txt', text)));
+    expect(extractedText(extraction)).toBe('a'.repeat(10_000) + 'tail');
   });
 
   it('decides by extension, media type and content', async () => {

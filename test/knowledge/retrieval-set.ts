@@ -157,7 +157,7 @@ const QUESTIONS: RetrievalQuestion[] = [
   q('What should a new engineer do in their first week?', 'people/onboarding-checklist.html', 'buddy'),
   q('Who gives new hires access to production?', 'people/onboarding-checklist.html', 'platform team'),
   // src/billing/invoice.ts
-  q('How are invoice totals rounded?', 'src/billing/invoice.ts', 'half-even'),
+  q('How are invoice totals rounded?', 'src/billing/invoice.ts', 'half to even'),
   q('Which VAT rate is applied to deliveries inside Germany?', 'src/billing/invoice.ts', '0.19'),
   // src/routing/route_optimizer.py
   q(
@@ -193,7 +193,7 @@ const QUESTIONS: RetrievalQuestion[] = [
   ),
   // policies/remote-work-policy.pdf
   q('How much is the home office allowance?', 'policies/remote-work-policy.pdf', 'EUR 600'),
-  q('Can I work from another country for a few weeks?', 'policies/remote-work-policy.pdf', '30 days'),
+  q('Am I allowed to spend a few weeks working abroad?', 'policies/remote-work-policy.pdf', '30 days'),
   q(
     'What are the core hours when remote staff must be reachable?',
     'policies/remote-work-policy.pdf',

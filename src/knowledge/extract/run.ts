@@ -77,10 +77,16 @@ export async function extractInProcess(
   } catch (error) {
     return { status: 'failed', error: `${FORMAT_NAMES[format]} could not be read: ${shortReason(error)}` };
   }
-  const capped = capSections(sections, maxChars);
+  const cleaned = sections.map(withoutNul).filter((section) => section.text.trim() !== '');
+  const capped = capSections(cleaned, maxChars);
   return capped.truncated
     ? { status: 'ok', format, sections: capped.sections, truncated: true }
-    : { status: 'ok', format, sections };
+    : { status: 'ok', format, sections: capped.sections };
+}
+
+/** NUL characters removed: PostgreSQL text cannot hold them, and they carry nothing to search. */
+function withoutNul(section: ExtractedSection): ExtractedSection {
+  return section.text.includes('\0') ? { ...section, text: section.text.replaceAll('\0', '') } : section;
 }
 
 /** Keeps whole sections up to `maxChars` of extracted text (separators included), cutting the last one. */

@@ -9,7 +9,11 @@ export async function docxSections(bytes: Uint8Array): Promise<ExtractedSection[
   const mammoth = (await import('mammoth')).default;
   const { value } = await mammoth.convertToHtml(
     { buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) },
-    { ignoreEmptyParagraphs: true },
+    {
+      ignoreEmptyParagraphs: true,
+      // Images are dropped from the text anyway: do not base64-encode them into the HTML.
+      convertImage: mammoth.images.imgElement(async () => ({ src: '' })),
+    },
   );
   return htmlSections(value);
 }

@@ -10,6 +10,12 @@ const FENCE = /^ {0,3}(`{3,}|~{3,})/;
  * code is skipped when looking for headings, so a `# comment` in a shell block stays code.
  */
 export function markdownSections(text: string): ExtractedSection[] {
+  // YAML front matter (Jekyll, Hugo, Astro…) is its own section: its `---` lines are not headings.
+  const frontMatter = /^---\n[\s\S]*?\n---[ \t]*(?:\n|$)/.exec(text);
+  if (frontMatter) {
+    const head = frontMatter[0].trim();
+    return [{ text: head, heading: null, pages: null }, ...markdownSections(text.slice(head.length))];
+  }
   return sectionsAtHeadings(text, (line, next) => {
     const atx = ATX_HEADING.exec(line);
     if (atx) return { level: atx[1].length, title: atx[2], consumesNext: false };
