@@ -254,7 +254,6 @@ export async function buildApp(
     clock: deps.clock,
     config: deps.config,
     models: deps.models,
-    readObject: async (key) => (await deps.store.get(key))?.body ?? null,
     mcpConnectTimeoutMs: deps.mcpConnectTimeoutMs,
     usageReservations: deps.usageReservations,
     replies,

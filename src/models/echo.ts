@@ -48,6 +48,7 @@ export function echoReply(prompt: LanguageModelV3Prompt): string {
     lines.push(`Project instructions: ${quote(context.projectInstructions)}`);
   if (context.projectMemory !== undefined) lines.push(`Project memory: ${quote(context.projectMemory)}`);
   if (context.fileNames.length > 0) lines.push(`Project files: ${context.fileNames.join(', ')}`);
+  if (context.excerpts.length > 0) lines.push(`Project excerpts: ${context.excerpts.join(', ')}`);
   return lines.join('\n');
 }
 

@@ -1,4 +1,5 @@
 import { insertAgentRun } from '../db/repositories/agent-runs.js';
+import { type SourceView, sourceViews } from '../knowledge/citations.js';
 import type { AgentRunTable } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -30,6 +31,8 @@ export interface AgentRunView {
   completedAt: string;
   usage: RunUsage;
   warnings?: ToolWarning[];
+  /** Passages of project files the model was given (the reply cites them as `[n]`). */
+  sources?: SourceView[];
 }
 
 export interface RunUsage {
@@ -112,5 +115,6 @@ export async function runAgent(
     completedAt: run.completed_at,
     usage: runUsage(run),
     ...(conversation.warnings.length > 0 ? { warnings: conversation.warnings } : {}),
+    ...(conversation.sources.length > 0 ? { sources: sourceViews(conversation.sources) } : {}),
   };
 }

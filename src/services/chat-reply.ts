@@ -11,7 +11,6 @@ import {
 } from 'ai';
 import type { ApiError } from '../errors.js';
 import type { StopReason } from './running-replies.js';
-import type { ToolWarning } from '../models/tools/warnings.js';
 import type { ChatMessageMetadata, TokenUsage } from './chat.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
 import { upstreamFailure } from './upstream-failure.js';
@@ -130,7 +129,8 @@ export interface StreamReplyOptions {
   chatId: string;
   messageId: string;
   modelId: string;
-  warnings: ToolWarning[];
+  /** Chunks the service adds right after `start` (citations, tool warnings); stored as parts too. */
+  leading: UIMessageChunk<ChatMessageMetadata>[];
   /** Tokens of sub-agents, added to the usage the `finish` chunk reports. */
   extraUsage: TokenUsage;
   /** Called once when the model's stream has ended, before the UI stream closes; stores the reply. */
@@ -257,7 +257,7 @@ export function streamReply(
     },
   });
   const ended = chunks.pipeThrough(ending);
-  return options.warnings.length > 0 ? withWarningsChunk(ended, options.warnings) : ended;
+  return options.leading.length > 0 ? withLeadingChunks(ended, options.leading) : ended;
 }
 
 function replyText(message: UIMessage<ChatMessageMetadata> | undefined): string {
@@ -296,12 +296,13 @@ function replyParts(steps: GeneratedStep[]): unknown[] {
 }
 
 /**
- * A streamed reply carries tool set-up warnings as a `data-warnings` chunk right after `start`;
- * the stored message holds the same part, so a reloaded chat shows what the live one showed.
+ * A streamed reply carries the parts the service adds (`source-document` citations, then tool
+ * set-up warnings as `data-warnings`) right after `start`; the stored message holds the same
+ * parts first, so a reloaded chat shows what the live one showed.
  */
-function withWarningsChunk(
+function withLeadingChunks(
   stream: ReadableStream<UIMessageChunk<ChatMessageMetadata>>,
-  warnings: ToolWarning[],
+  leading: UIMessageChunk<ChatMessageMetadata>[],
 ): ReadableStream<UIMessageChunk<ChatMessageMetadata>> {
   let sent = false;
   return stream.pipeThrough(
@@ -310,7 +311,7 @@ function withWarningsChunk(
         controller.enqueue(chunk);
         if (!sent && chunk.type === 'start') {
           sent = true;
-          controller.enqueue({ type: 'data-warnings', data: warnings });
+          for (const part of leading) controller.enqueue(part);
         }
       },
     }),

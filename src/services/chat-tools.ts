@@ -9,6 +9,8 @@ import { costUsd } from '../models/registry.js';
 import { renderTemplate, type TemplateValue } from '../models/template.js';
 import { connectMcpTools, type McpToolSpec } from '../models/tools/mcp.js';
 import { REMEMBER_TOOL, rememberTool } from '../models/tools/remember.js';
+import { projectFileTools } from '../models/tools/project-files.js';
+import { projectFileReads } from '../knowledge/file-tools.js';
 import { type SubAgent, subAgentTools } from '../models/tools/sub-agents.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
 import type { ChatDeps, TokenUsage } from './chat.js';
@@ -83,8 +85,8 @@ function mcpSpecsOf(agent: AgentTable): McpToolSpec[] {
 }
 
 /**
- * The agent's tools: its MCP servers, `remember` in project chats, and one tool per sub-agent
- * of an orchestrating agent. MCP clients opened here are closed again if a later step fails.
+ * The agent's tools: its MCP servers, `remember`, `searchProjectFiles` and `readProjectFile` in
+ * project chats, and one tool per sub-agent of an orchestrating agent. MCP clients opened here are closed again if a later step fails.
  */
 export async function buildConversationTools(
   deps: ChatDeps,
@@ -107,6 +109,10 @@ export async function buildConversationTools(
       result.tools[REMEMBER_TOOL] = rememberTool(async (note) => {
         await appendProjectMemory(deps.db, workspace.id, project.id, note, deps.clock().toISOString());
       });
+      Object.assign(
+        result.tools,
+        projectFileTools(projectFileReads(deps.db, { workspaceId: workspace.id, projectId: project.id })),
+      );
     }
     if (context.orchestrated.length > 0) {
       Object.assign(result.tools, await subAgentToolSet(deps, context, result));

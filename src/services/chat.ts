@@ -15,8 +15,10 @@ import { buildSystemPrompt } from '../models/context.js';
 import { costUsd, type ModelRegistry, type ResolvedModel } from '../models/registry.js';
 import { renderTemplate, type TemplateValue } from '../models/template.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
+import { sourceDocumentParts } from '../knowledge/citations.js';
+import type { TurnSource } from '../knowledge/retrieval.js';
 import type { Principal } from './access.js';
-import { type ObjectReader, projectFilesContext } from './chat-context.js';
+import { type ProjectTurn, projectTurn } from './chat-context.js';
 import { IdleTimeout } from './chat-idle-timeout.js';
 import {
   type ConversationMessage,
@@ -50,8 +52,6 @@ export interface ChatDeps {
   clock: Clock;
   config: Pick<Config, 'upstreamTimeoutMs'>;
   models: ModelRegistry;
-  /** Reads project file objects; without it, project files are listed by name only. */
-  readObject?: ObjectReader;
   mcpConnectTimeoutMs?: number;
   /** The replies being generated: concurrency limit, stop, resume, shutdown. */
   replies: RunningReplies;
@@ -121,6 +121,8 @@ export interface Conversation {
   agent: AgentTable;
   model: string;
   warnings: ToolWarning[];
+  /** The passages of project files the model was given, as the reply cites them (`[n]`). */
+  sources: TurnSource[];
   /** Whether the exchange is stored (false with `store: false` or a diverged history). */
   stored: boolean;
   /**
@@ -183,7 +185,8 @@ export async function startConversation(
     request.model ?? agent.model ?? undefined,
   );
   const values = await templateValues(deps.db, principal, agent, orchestrated, request);
-  const system = await buildSystem(deps, agent, project, values);
+  const turn = project ? await projectTurn(deps.db, project, prepared.conversation) : undefined;
+  const system = buildSystem(agent, turn, values);
 
   // An unstored exchange gets an id no chat has, so its reply only counts usage.
   let chatId = (storing ? chat?.id : undefined) ?? newId('cht');
@@ -270,7 +273,10 @@ export async function startConversation(
     stopReason: () => stopReason,
     spent: { inputTokens: 0, outputTokens: 0 },
   };
+  const sources = turn?.sources ?? [];
+  const leading = leadingParts(sources, tools.warnings);
   const finishing = replyFinisher(deps, {
+    leading,
     workspaceId: workspace.id,
     chatId,
     messageId,
@@ -295,6 +301,7 @@ export async function startConversation(
     agent,
     model: model.id,
     warnings: tools.warnings,
+    sources,
     stored: storing,
     done: finishing.done,
     async complete() {
@@ -307,7 +314,7 @@ export async function startConversation(
         chatId,
         messageId,
         modelId: model.id,
-        warnings: tools.warnings,
+        leading,
         extraUsage: tools.subUsage,
         onEnd: finishing.store,
       });
@@ -552,28 +559,29 @@ async function templateValues(
   };
 }
 
-/** Agent instructions, then the project's instructions, memory and files. */
-async function buildSystem(
-  deps: ChatDeps,
+/** Agent instructions, then the project's instructions, memory, files and excerpts. */
+function buildSystem(
   agent: AgentTable,
-  project: ProjectTable | undefined,
+  turn: ProjectTurn | undefined,
   values: Record<string, TemplateValue>,
-): Promise<string | undefined> {
+): string | undefined {
   return buildSystemPrompt({
     agentInstructions: renderTemplate(agent.instructions, values),
-    project: project
-      ? {
-          instructions: project.instructions,
-          memory: project.memory,
-          files: await projectFilesContext(deps.db, project, deps.readObject),
-        }
-      : undefined,
+    project: turn?.context,
   });
 }
 
-/** Parts the service adds to a reply are stored with it: tool set-up warnings first, as streamed. */
-function withWarningsPart(parts: unknown[], warnings: ToolWarning[]): unknown[] {
-  return warnings.length > 0 ? [{ type: 'data-warnings', data: warnings }, ...parts] : parts;
+type LeadingPart =
+  ReturnType<typeof sourceDocumentParts>[number] | { type: 'data-warnings'; data: ToolWarning[] };
+
+/**
+ * Parts the service adds to a reply, streamed right after `start` and stored first with it:
+ * one `source-document` per passage the model was given, then tool set-up warnings.
+ */
+function leadingParts(sources: TurnSource[], warnings: ToolWarning[]): LeadingPart[] {
+  const parts: LeadingPart[] = sourceDocumentParts(sources);
+  if (warnings.length > 0) parts.push({ type: 'data-warnings', data: warnings });
+  return parts;
 }
 
 function isCutShort(finishReason: string): boolean {
@@ -581,6 +589,7 @@ function isCutShort(finishReason: string): boolean {
 }
 
 interface FinisherInput {
+  leading: LeadingPart[];
   workspaceId: string;
   chatId: string;
   messageId: string;
@@ -639,7 +648,7 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
           result.ok && (result.parts.length > 0 || !isCutShort(result.finishReason))
             ? {
                 id: input.messageId,
-                parts: withWarningsPart(result.parts, input.tools.warnings),
+                parts: [...input.leading, ...result.parts],
                 model: input.model.id,
                 finishReason: result.finishReason,
               }

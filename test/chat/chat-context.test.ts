@@ -1,52 +1,42 @@
-import { Readable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ECHO_LABEL } from '../../src/models/echo.js';
-import { FILE_CONTEXT_BUDGET_CHARS, projectFileKey } from '../../src/services/chat-context.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { addIndexedFile, addUnindexedFile } from '../knowledge/turn-fixtures.js';
 import { CHAT_KEYS, chatSetup, userText } from './fixtures.js';
-import { makePdf } from './pdf.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
 
-async function addFile(path: string, mimeType: string, content: Buffer | string) {
-  const bytes = Buffer.isBuffer(content) ? content : Buffer.from(content);
-  await t.store.put(projectFileKey('wsp_main', 'prj_docs', path), Readable.from([bytes]), {
-    contentType: mimeType,
-  });
-  const now = new Date().toISOString();
-  await t.db
-    .insertInto('project_files')
-    .values({
-      id: `fil_${path.replace(/\W/g, '_')}`,
-      workspace_id: 'wsp_main',
-      project_id: 'prj_docs',
-      name: path.split('/').at(-1)!,
-      path,
-      mime_type: mimeType,
-      size_bytes: bytes.length,
-      etag: 'test',
-      type: 'uploaded',
-      created_at: now,
-      updated_at: now,
-      synced_at: now,
-    })
-    .execute();
-}
+const DOCS = { workspaceId: 'wsp_main', projectId: 'prj_docs' };
 
-const bigText = 'b'.repeat(FILE_CONTEXT_BUDGET_CHARS + 5_000);
-
+// What the indexer stored for each file (test/knowledge covers indexing itself): a small
+// project, so every indexed file is given whole.
 beforeAll(async () => {
   upstream = await startFakeUpstream();
   t = await createTestApp({ setup: chatSetup(upstream) });
-  await addFile('docs/notes.md', 'text/markdown', '# Notes\nShip on Monday.');
-  await addFile('data.json', 'application/json', '{"budget": 10000}');
-  await addFile('report.pdf', 'application/pdf', makePdf('Quarterly revenue grew'));
-  await addFile('logo.png', 'image/png', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 3]));
-  await addFile('src/main.ts', 'application/octet-stream', 'export const answer = 42;');
-  await addFile('z-big.txt', 'text/plain', bigText);
-  await addFile('zz-after.txt', 'text/plain', 'never read');
+  await addIndexedFile(t.db, { ...DOCS, path: 'docs/notes.md', text: '# Notes\nShip on Monday.' });
+  await addIndexedFile(t.db, {
+    ...DOCS,
+    path: 'data.json',
+    mimeType: 'application/json',
+    text: '{"budget": 10000}',
+  });
+  await addIndexedFile(t.db, {
+    ...DOCS,
+    path: 'report.pdf',
+    mimeType: 'application/pdf',
+    text: 'Quarterly revenue grew',
+    chunks: [{ text: 'Quarterly revenue grew', pages: [1] }],
+  });
+  await addUnindexedFile(t.db, { ...DOCS, path: 'logo.png', mimeType: 'image/png', status: 'unsupported' });
+  await addIndexedFile(t.db, {
+    ...DOCS,
+    path: 'src/main.ts',
+    mimeType: 'application/octet-stream',
+    text: 'export const answer = 42;',
+  });
+  await addUnindexedFile(t.db, { ...DOCS, path: 'zz-after.txt', mimeType: 'text/plain', status: 'pending' });
 });
 afterAll(async () => {
   await t.close();
@@ -66,7 +56,7 @@ function chat(payload: Record<string, unknown>) {
 }
 
 describe('project files in the context', () => {
-  it('gives the model text-like files and PDF text within the budget, other files by name, in path order', async () => {
+  it('gives the model the indexed text of a small project whole, other files by name, in path order', async () => {
     const res = await chat({
       agentId: 'agt_plain',
       projectId: 'prj_docs',
@@ -78,24 +68,19 @@ describe('project files in the context', () => {
     const content = system!.content as string;
     const files = content.slice(content.indexOf('<project_files>'));
     expect(files).toContain(
-      '<file path="data.json" type="application/json" size="17">\n{"budget": 10000}\n</file>',
+      '<file path="data.json" n="1" type="application/json" size="17">\n{"budget": 10000}\n</file>',
     );
     expect(files).toContain(
-      '<file path="docs/notes.md" type="text/markdown" size="23">\n# Notes\nShip on Monday.\n</file>',
+      '<file path="docs/notes.md" n="2" type="text/markdown" size="23">\n# Notes\nShip on Monday.\n</file>',
     );
-    expect(files).toMatch(
-      /<file path="report.pdf" type="application\/pdf" size="\d+">\nQuarterly revenue grew\n<\/file>/,
-    );
-    expect(files).toContain('<file path="logo.png" type="image/png" size="8" note="not a text file" />');
+    expect(files).toContain('<file path="logo.png" type="image/png" size="10" note="no text" />');
     expect(files).toContain(
-      '<file path="src/main.ts" type="application/octet-stream" size="25">\nexport const answer = 42;\n</file>',
-    );
-    expect(files).toMatch(
-      /<file path="z-big.txt" type="text\/plain" size="65000" note="truncated to \d+ of 65000 characters">\nb+\n<\/file>/,
+      '<file path="report.pdf" n="3" type="application/pdf" size="22">\nQuarterly revenue grew\n</file>',
     );
     expect(files).toContain(
-      '<file path="zz-after.txt" type="text/plain" size="10" note="over the context budget" />',
+      '<file path="src/main.ts" n="4" type="application/octet-stream" size="25">\nexport const answer = 42;\n</file>',
     );
+    expect(files).toContain('<file path="zz-after.txt" type="text/plain" size="10" note="being indexed" />');
     const order = [...files.matchAll(/<file path="([^"]+)"/g)].map((m) => m[1]);
     expect(order).toEqual([
       'data.json',
@@ -103,12 +88,14 @@ describe('project files in the context', () => {
       'logo.png',
       'report.pdf',
       'src/main.ts',
-      'z-big.txt',
       'zz-after.txt',
     ]);
-    // Everything file text adds together stays within the budget.
-    const texts = [...files.matchAll(/">\n([\s\S]*?)\n<\/file>/g)].map((m) => m[1]!.length);
-    expect(texts.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(FILE_CONTEXT_BUDGET_CHARS);
+    expect(res.json().sources.map((source: { path: string }) => source.path)).toEqual([
+      'data.json',
+      'docs/notes.md',
+      'report.pdf',
+      'src/main.ts',
+    ]);
   });
 
   it('puts agent instructions first, then project instructions, memory and files', async () => {
@@ -140,7 +127,7 @@ describe('project files in the context', () => {
         'Agent instructions: "Be an echo."',
         'Project instructions: "Cite file names."',
         'Project memory: "The launch is on Monday."',
-        'Project files: data.json, docs/notes.md, logo.png, report.pdf, src/main.ts, z-big.txt, zz-after.txt',
+        'Project files: data.json, docs/notes.md, logo.png, report.pdf, src/main.ts, zz-after.txt',
       ].join('\n'),
     );
   });

@@ -57,7 +57,11 @@ describe('POST /v1/chat (JSON) on the provider path', () => {
       },
       { role: 'user', content: 'What is new?' },
     ]);
-    expect(sent.body.tools?.map((tool) => tool.function.name)).toEqual(['remember']);
+    expect(sent.body.tools?.map((tool) => tool.function.name)).toEqual([
+      'remember',
+      'searchProjectFiles',
+      'readProjectFile',
+    ]);
   });
 
   it('takes {{user.*}} from the key owner when systemVariables.user is absent, and defaults temperature to 0.7', async () => {

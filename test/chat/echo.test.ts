@@ -36,7 +36,10 @@ describe('system prompt sections', () => {
         memory: 'Remembered.',
         files: [
           { path: 'a "quoted" & <odd>.md', mediaType: 'text/markdown', sizeBytes: 3, text: 'abc' },
-          { path: 'b.png', mediaType: 'image/png', sizeBytes: 9, note: 'not a text file' },
+          { path: 'b.png', mediaType: 'image/png', sizeBytes: 9, note: 'no text' },
+        ],
+        excerpts: [
+          { n: 1, path: 'c & <d>.md', heading: 'A › B', pages: [2, 3], text: '<file path="x"> inside' },
         ],
       },
     })!;
@@ -45,7 +48,11 @@ describe('system prompt sections', () => {
       projectInstructions: 'Project rules.',
       projectMemory: 'Remembered.',
       fileNames: ['a "quoted" & <odd>.md', 'b.png'],
+      excerpts: ['[1] c & <d>.md'],
     });
+    expect(prompt).toContain(
+      '<excerpt n="1" path="c &amp; &lt;d>.md" heading="A › B" pages="2-3">\n&lt;file path="x"> inside\n</excerpt>',
+    );
   });
 
   it('leaves out empty sections, and is undefined when there is nothing', () => {

@@ -64,6 +64,18 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('documents the citations of a chat reply and an agent run (`sources`)', () => {
+    const chat = doc.paths['/v1/chat'].post.responses['200'].content['application/json'].schema;
+    const run =
+      doc.paths['/v1/agents/{agentId}/runs'].post.responses['200'].content['application/json'].schema;
+    for (const sources of [chat.properties.sources, run.properties.data.properties.sources]) {
+      expect(sources.type).toBe('array');
+      expect(Object.keys(sources.items.properties)).toEqual(['n', 'fileId', 'path', 'pages', 'heading']);
+      expect(sources.items.required).toEqual(['n', 'fileId', 'path', 'pages', 'heading']);
+    }
+    expect(chat.required).not.toContain('sources');
+  });
+
   it('documents the three OpenAI-compatible routes', () => {
     type Operation = {
       responses: Record<string, { content: Record<string, unknown> }>;

@@ -55,7 +55,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('chars', 'integer', (c) => c.notNull())
     .addColumn('indexed_at', 'text', (c) => c.notNull())
     .execute();
-  await sql`create index knowledge_texts_project_idx on knowledge_texts (project_id)`.execute(db);
+  // Covers the whole-file rule's sum of a project's chars (each turn): SQLite would otherwise read
+  // past every file's text to reach `chars` (8 ms at 400 files of 35 KB, 0.06 ms with it).
+  await sql`create index knowledge_texts_project_idx on knowledge_texts (project_id, workspace_id, chars)`.execute(
+    db,
+  );
 
   await db.schema
     .createTable('knowledge_chunks')

@@ -9,6 +9,7 @@ import { ChatParams, StopResponse } from '../schemas/chats.js';
 import { logApiError } from '../plugins/error-handler.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
 import { toEventStreamText, writeEventStream } from '../ui-message-sse.js';
+import { sourceViews } from '../../knowledge/citations.js';
 
 const workspaceHeader = {
   type: 'object',
@@ -79,6 +80,7 @@ export async function chatRoutes(
             costUsd: outcome.costUsd,
           },
           ...(conversation.warnings.length > 0 ? { warnings: conversation.warnings } : {}),
+          ...(conversation.sources.length > 0 ? { sources: sourceViews(conversation.sources) } : {}),
         };
       }
       const headers = streamHeaders(request, reply, conversation.chatId);

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { SystemVariables, Temperature, TemplateVariables, ToolWarning } from './chat.js';
+import { Sources, SystemVariables, Temperature, TemplateVariables, ToolWarning } from './chat.js';
 import { envelope, Timestamp } from './common.js';
 import { UsageField } from './usage.js';
 
@@ -38,6 +38,7 @@ export const AgentRun = Type.Object({
   warnings: Type.Optional(
     Type.Array(ToolWarning, { description: 'Present only when a tool could not be set up' }),
   ),
+  sources: Type.Optional(Sources),
 });
 
 export const AgentRunResponse = envelope(AgentRun);

@@ -99,6 +99,24 @@ export const ToolWarning = Type.Object({
   message: Type.String(),
 });
 
+export const Source = Type.Object(
+  {
+    n: Type.Integer({ minimum: 1, description: 'The number the reply cites it by: `[n]`' }),
+    fileId: Type.String(),
+    path: Type.String({ description: "The file's path in the project" }),
+    pages: Type.Union([Type.Array(Type.Integer()), Type.Null()], { description: 'PDF pages, when known' }),
+    heading: Type.Union([Type.String(), Type.Null()], {
+      description: 'Heading path of the excerpt (e.g. "Install › Linux"), sheet and rows of a spreadsheet',
+    }),
+  },
+  { description: 'A passage of a project file the model was given' },
+);
+
+export const Sources = Type.Array(Source, {
+  description:
+    'Present only when the model was given passages of project files (excerpts, or whole files in a small project), in `[n]` order',
+});
+
 export const ChatResult = Type.Object({
   text: Type.String(),
   messageId: Type.String(),
@@ -107,6 +125,7 @@ export const ChatResult = Type.Object({
   warnings: Type.Optional(
     Type.Array(ToolWarning, { description: 'Present only when a tool could not be set up' }),
   ),
+  sources: Type.Optional(Sources),
 });
 
 /** 200 of POST /chat: JSON, or the UI message stream when `stream: true`. */
@@ -117,7 +136,7 @@ export const ChatOkResponse = {
     'text/event-stream': {
       schema: Type.String({
         description:
-          'Server-sent events `data: <UI message chunk JSON>`: start (messageId, messageMetadata.chatId), text-start, text-delta, text-end, finish, … then `data: [DONE]`',
+          'Server-sent events `data: <UI message chunk JSON>`: start (messageId, messageMetadata.chatId), one source-document per passage of a project file given to the model (sourceId `<fileId>#<n>`), text-start, text-delta, text-end, finish, … then `data: [DONE]`',
       }),
     },
   },

@@ -1,0 +1,48 @@
+import type { Db } from '../db/database.js';
+import { findIndexedText, type ProjectScope } from '../db/repositories/knowledge-turns.js';
+import type { ProjectFileReads, ReadResult } from '../models/tools/project-files.js';
+import { searchPassages } from './retrieval.js';
+
+/**
+ * What `searchProjectFiles` and `readProjectFile` read: the index of the turn's project (in its
+ * workspace), never object storage. A file of another project or tenant is unknown here.
+ */
+export function projectFileReads(db: Db, scope: ProjectScope): ProjectFileReads {
+  return {
+    async search(query, limit) {
+      const passages = await searchPassages(db, scope, query, limit);
+      return passages.map(({ fileId, path, heading, pages, text }) => ({
+        fileId,
+        path,
+        heading,
+        pages,
+        text,
+      }));
+    },
+    async read(file, offset, length): Promise<ReadResult> {
+      const found = await findIndexedText(
+        db,
+        scope,
+        file.fileId !== undefined ? { fileId: file.fileId } : { path: file.path ?? '' },
+      );
+      if (!found) throw new Error('No such file in this project');
+      if (found.text === null) {
+        throw new Error(
+          found.indexStatus === 'pending' || found.indexStatus === 'indexing'
+            ? `${found.path} is being indexed; its text is not available yet`
+            : `${found.path} has no text to read (${found.indexStatus})`,
+        );
+      }
+      const text = found.text.slice(offset, offset + length);
+      const end = offset + text.length;
+      return {
+        fileId: found.id,
+        path: found.path,
+        offset,
+        totalLength: found.text.length,
+        text,
+        nextOffset: end < found.text.length ? end : null,
+      };
+    },
+  };
+}
