@@ -2,7 +2,6 @@ import type { Db } from '../db/database.js';
 import { findWorkspace } from '../db/repositories/tenancy.js';
 import { findModelPricing, usageGroups, workspaceModels } from '../db/repositories/usage-report.js';
 import type { ModelRegistry } from '../models/registry.js';
-import { ECHO_MODEL_ID } from '../models/echo.js';
 import type { WorkspaceAccess } from './access.js';
 import { ledgerMonth } from './usage.js';
 

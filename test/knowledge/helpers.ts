@@ -53,4 +53,3 @@ export function startTestIndexer(
   return Object.assign(indexer, { extractions });
 }
 
-export const OWNER_HEADERS = { 'x-service-api-key': 'atr_ws_fixture_main_owner_000000000000000000' };

@@ -73,13 +73,17 @@ describe('runPeriodically', () => {
     let runs = 0;
     let concurrent = 0;
     let maxConcurrent = 0;
-    const task = runPeriodically(async () => {
-      runs++;
-      concurrent++;
-      maxConcurrent = Math.max(maxConcurrent, concurrent);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      concurrent--;
-    }, 1, failOnError);
+    const task = runPeriodically(
+      async () => {
+        runs++;
+        concurrent++;
+        maxConcurrent = Math.max(maxConcurrent, concurrent);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        concurrent--;
+      },
+      1,
+      failOnError,
+    );
     expect(runs).toBe(1);
     // Each run takes 5 ms and the next starts 1 ms after it ends: 6 ms apart.
     await vi.advanceTimersByTimeAsync(5);

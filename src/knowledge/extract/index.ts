@@ -5,9 +5,8 @@
 import type { ExtractInput, ExtractOptions, Extraction } from '../types.js';
 import { createExtractorPool, type ExtractorPool } from './pool.js';
 
-export { createExtractorPool, type ExtractorPool, type ExtractorPoolOptions } from './pool.js';
+export { createExtractorPool } from './pool.js';
 export { extractInProcess } from './run.js';
-export { detectFormat } from './detect.js';
 
 let shared: ExtractorPool | null = null;
 

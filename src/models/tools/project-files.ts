@@ -1,8 +1,8 @@
 import { tool } from 'ai';
 import { z } from 'zod';
 
-export const SEARCH_PROJECT_FILES_TOOL = 'searchProjectFiles';
-export const READ_PROJECT_FILE_TOOL = 'readProjectFile';
+const SEARCH_PROJECT_FILES_TOOL = 'searchProjectFiles';
+const READ_PROJECT_FILE_TOOL = 'readProjectFile';
 
 const QUERY_MAX = 1_000;
 const SEARCH_LIMIT_MAX = 20;
