@@ -52,4 +52,3 @@ export function startTestIndexer(
   });
   return Object.assign(indexer, { extractions });
 }
-
