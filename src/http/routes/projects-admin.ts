@@ -1,28 +1,27 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { errors } from '../../errors.js';
 import { accessRequestWorkspace } from '../../services/access.js';
 import { deleteProject, getProjectDetail, patchProject } from '../../services/project-admin.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import { DeletedResponse } from '../schemas/agents-admin.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
 import { PatchProjectBody, ProjectDetailResponse, ProjectParams } from '../schemas/projects.js';
-import { workspaceHeader } from './projects.js';
+import type { TypedApp } from '../typed-app.js';
 
 const NAME_MAX = 200;
 
 /** Project read (with instructions and memory), update and delete (management.md). */
-export async function projectAdminRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get<{ Params: Static<typeof ProjectParams> }>(
+export async function projectAdminRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+  app.get(
     '/projects/:projectId',
     {
       schema: {
         summary: 'Get a project',
+        operationId: 'getProject',
         description: 'The project with its instructions, memory and managedBy.',
         tags: ['projects'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ProjectParams,
         response: { 200: ProjectDetailResponse, ...errorResponses(...COMMON_ERRORS) },
       },
@@ -33,16 +32,17 @@ export async function projectAdminRoutes(app: FastifyInstance, deps: AppDeps): P
     },
   );
 
-  app.patch<{ Params: Static<typeof ProjectParams>; Body: Static<typeof PatchProjectBody> }>(
+  app.patch(
     '/projects/:projectId',
     {
       schema: {
         summary: 'Update a project',
+        operationId: 'updateProject',
         description:
           'Any key of the workspace. `archived: true` archives, `false` restores. A project of the setup file → 409 `managed_by_setup`.',
         tags: ['projects'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ProjectParams,
         body: PatchProjectBody,
         response: { 200: ProjectDetailResponse, ...errorResponses(...COMMON_ERRORS, 409) },
@@ -61,16 +61,17 @@ export async function projectAdminRoutes(app: FastifyInstance, deps: AppDeps): P
     },
   );
 
-  app.delete<{ Params: Static<typeof ProjectParams> }>(
+  app.delete(
     '/projects/:projectId',
     {
       schema: {
         summary: 'Delete a project',
+        operationId: 'deleteProject',
         description:
           'Deletes the project, its files (objects and records); its chats stay with `projectId` null. A project of the setup file → 409 `managed_by_setup`.',
         tags: ['projects'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ProjectParams,
         response: { 200: DeletedResponse, ...errorResponses(...COMMON_ERRORS, 409) },
       },

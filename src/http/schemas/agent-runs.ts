@@ -40,4 +40,4 @@ export const AgentRun = Type.Object({
   ),
 });
 
-export const AgentRunResponse = envelope(AgentRun);
+export const AgentRunResponse = envelope(AgentRun, 'The finished run: its output, usage and steps');

@@ -79,5 +79,8 @@ export const AgentDetail = Type.Object(
 
 const AgentDetailRef = Type.Unsafe({ $ref: 'AgentDetail#' });
 
-export const AgentDetailResponse = envelope(Type.Object({ agent: AgentDetailRef }));
-export const DeletedResponse = envelope(Type.Object({ deleted: Type.Literal(true) }));
+export const AgentDetailResponse = envelope(
+  Type.Object({ agent: AgentDetailRef }),
+  'The agent, with its instructions and tools',
+);
+export const DeletedResponse = envelope(Type.Object({ deleted: Type.Literal(true) }), 'Deleted');

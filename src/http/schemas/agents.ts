@@ -34,4 +34,5 @@ export const AgentListResponse = envelope(
     agents: Type.Array(Type.Unsafe({ $ref: 'Agent#' })),
     pagination: PaginationRef,
   }),
+  'A page of agents',
 );

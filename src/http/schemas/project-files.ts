@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { MAX_FILE_BYTES, megabytes } from '../../limits.js';
 import { envelope, MAX_OFFSET, PaginationRef, Timestamp } from './common.js';
 
 const fileFields = {
@@ -52,10 +53,16 @@ export const ListProjectFilesQuery = Type.Object({
   ),
 });
 
-export const ProjectFileListResponse = Type.Union([
-  envelope(Type.Object({ files: Type.Array(ProjectFileRef), pagination: PaginationRef })),
-  envelope(Type.Object({ tree: Type.Array(TreeNodeRef) })),
-]);
+export const ProjectFileListResponse = Type.Union(
+  [
+    envelope(
+      Type.Object({ files: Type.Array(ProjectFileRef), pagination: PaginationRef }),
+      'A page of files',
+    ),
+    envelope(Type.Object({ tree: Type.Array(TreeNodeRef) }), 'The folder tree'),
+  ],
+  { description: 'A page of files, or with `tree=true` the folder tree' },
+);
 
 export const UploadUrlBody = Type.Object({
   filename: Type.String({
@@ -70,8 +77,8 @@ export const UploadUrlBody = Type.Object({
   }),
   sizeBytes: Type.Integer({
     minimum: 0,
-    maximum: 52_428_800,
-    description: 'Exact size of the upload (≤ 50 MB)',
+    maximum: MAX_FILE_BYTES,
+    description: `Exact size of the upload (≤ ${megabytes(MAX_FILE_BYTES)})`,
   }),
   folder: Type.Optional(
     Type.String({
@@ -88,10 +95,12 @@ export const UploadUrlResponse = envelope(
     }),
     storagePath: Type.String(),
   }),
+  'A signed upload URL and the file id it will have',
 );
 
 export const SyncResponse = envelope(
   Type.Object({ added: Type.Integer(), removed: Type.Integer(), updated: Type.Integer() }),
+  'What the sync added, updated and removed',
 );
 
 export const DownloadUrlResponse = envelope(
@@ -101,10 +110,15 @@ export const DownloadUrlResponse = envelope(
     contentType: Type.String(),
     sizeBytes: Type.Integer(),
   }),
+  'A signed download URL for the file',
 );
 
-export const DeleteFileResponse = envelope(Type.Object({ deleted: Type.Literal(true) }));
+export const DeleteFileResponse = envelope(
+  Type.Object({ deleted: Type.Literal(true) }),
+  'The file and its stored object are deleted',
+);
 
 export const StoredObjectResponse = envelope(
   Type.Object({ storagePath: Type.String(), sizeBytes: Type.Integer(), etag: Type.String() }),
+  'Stored',
 );

@@ -27,8 +27,11 @@ export const CreateProjectBody = Type.Object({
   icon: Type.Optional(Type.String({ maxLength: 64 })),
 });
 
-export const ProjectResponse = envelope(Type.Object({ project: ProjectRef }));
-export const ProjectListResponse = envelope(Type.Object({ projects: Type.Array(ProjectRef) }));
+export const ProjectResponse = envelope(Type.Object({ project: ProjectRef }), 'The new project');
+export const ProjectListResponse = envelope(
+  Type.Object({ projects: Type.Array(ProjectRef) }),
+  'The projects',
+);
 
 export const ProjectListQuery = Type.Object({
   archived: Type.Optional(
@@ -63,4 +66,5 @@ export const ProjectDetail = Type.Object(
 
 export const ProjectDetailResponse = envelope(
   Type.Object({ project: Type.Unsafe({ $ref: 'ProjectDetail#' }) }),
+  'The project with its instructions, memory and managedBy',
 );
