@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
+import { errorExamples } from '../schemas/error-body.js';
 import { SHARED_RESPONSE_HEADERS } from '../schemas/headers.js';
 
 /** The document's tags, in the order Swagger UI shows them; every operation has one of these. */
@@ -25,13 +26,17 @@ export const OPENAPI_TAGS = [
   { name: 'health', description: 'Liveness and readiness probes, without a key' },
 ];
 
-type Operation = { responses?: Record<string, { headers?: Record<string, unknown> }>; security?: unknown[] };
+// The parts of the document this module reads and writes.
+type Response = {
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema?: { $ref?: string }; examples?: unknown }>;
+};
+type Operation = { responses?: Record<string, Response>; security?: unknown[] };
 type Document = {
   paths?: Record<string, Record<string, Operation>>;
   components?: { headers?: Record<string, unknown> };
 };
 
-// Parts of the OpenAPI types this module reads and writes.
 const headerRef = (name: keyof typeof SHARED_RESPONSE_HEADERS) => ({
   $ref: `#/components/headers/${name}`,
 });
@@ -39,8 +44,9 @@ const headerRef = (name: keyof typeof SHARED_RESPONSE_HEADERS) => ({
 /**
  * Headers that plugins add (request id, rate limit, Retry-After, Allow) are not in any route's
  * schema; they are documented here once and referenced from every response that carries them.
+ * Error responses get examples with the codes of their status.
  */
-function addSharedHeaders(document: Document): Document {
+function completeResponses(document: Document): Document {
   document.components ??= {};
   document.components.headers = Object.fromEntries(
     Object.entries(SHARED_RESPONSE_HEADERS).map(([name, { type, description }]) => [
@@ -61,6 +67,9 @@ function addSharedHeaders(document: Document): Document {
         }
         if (status === '429' || status === '503') response.headers['Retry-After'] = headerRef('Retry-After');
         if (status === '405') response.headers.Allow = headerRef('Allow');
+        const json = response.content?.['application/json'];
+        const examples = errorExamples(Number(status));
+        if (json?.schema?.$ref === '#/components/schemas/Error' && examples) json.examples = examples;
       }
     }
   }
@@ -117,7 +126,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     hideUntagged: false,
     transformObject: (document) =>
       'openapiObject' in document
-        ? addSharedHeaders(document.openapiObject as Document)
+        ? completeResponses(document.openapiObject as Document)
         : document.swaggerObject,
   });
   await app.register(swaggerUi, {

@@ -1,5 +1,5 @@
 import type { AppDeps } from '../../deps.js';
-import { errors } from '../../errors.js';
+import { projectName } from '../../services/projects.js';
 import { accessRequestWorkspace } from '../../services/access.js';
 import { deleteProject, getProjectDetail, patchProject } from '../../services/project-admin.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
@@ -7,8 +7,6 @@ import { DeletedResponse } from '../schemas/agents-admin.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
 import { PatchProjectBody, ProjectDetailResponse, ProjectParams } from '../schemas/projects.js';
 import type { TypedApp } from '../typed-app.js';
-
-const NAME_MAX = 200;
 
 /** Project read (with instructions and memory), update and delete (management.md). */
 export async function projectAdminRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
@@ -49,12 +47,7 @@ export async function projectAdminRoutes(app: TypedApp, deps: AppDeps): Promise<
       },
     },
     async (request) => {
-      const name = request.body.name?.trim();
-      if (name !== undefined && (name.length === 0 || name.length > NAME_MAX)) {
-        throw errors.badRequest(`body.name must be 1–${NAME_MAX} characters after trimming`, [
-          { path: 'body.name', message: `must be 1–${NAME_MAX} characters after trimming` },
-        ]);
-      }
+      const name = request.body.name === undefined ? undefined : projectName(request.body.name);
       const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
       const project = await patchProject(deps, access, request.params.projectId, { ...request.body, name });
       return { data: { project } };

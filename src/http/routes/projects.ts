@@ -1,7 +1,6 @@
 import type { AppDeps } from '../../deps.js';
-import { errors } from '../../errors.js';
 import { accessRequestWorkspace } from '../../services/access.js';
-import { createProject, listProjects } from '../../services/projects.js';
+import { createProject, listProjects, projectName } from '../../services/projects.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
 import {
@@ -11,8 +10,6 @@ import {
   ProjectResponse,
 } from '../schemas/projects.js';
 import type { TypedApp } from '../typed-app.js';
-
-const NAME_MAX = 200;
 
 export async function projectRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   app.post(
@@ -29,12 +26,7 @@ export async function projectRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       },
     },
     async (request, reply) => {
-      const name = request.body.name.trim();
-      if (name.length === 0 || name.length > NAME_MAX) {
-        throw errors.badRequest(`body.name must be 1–${NAME_MAX} characters after trimming`, [
-          { path: 'body.name', message: `must be 1–${NAME_MAX} characters after trimming` },
-        ]);
-      }
+      const name = projectName(request.body.name);
       const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
       const project = await createProject(deps.db, deps.clock, access, { ...request.body, name });
       return reply.code(201).send({ data: { project } });

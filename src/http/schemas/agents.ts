@@ -27,7 +27,9 @@ export const AgentListQuery = Type.Object({
   offset: OffsetQuery,
 });
 
-export const WorkspaceParams = Type.Object({ workspaceId: Type.String({ minLength: 1, maxLength: 200 }) });
+export const WorkspaceParams = Type.Object({
+  workspaceId: Type.String({ minLength: 1, maxLength: 200, examples: ['wsp_demo'] }),
+});
 
 export const AgentListResponse = envelope(
   Type.Object({

@@ -22,7 +22,7 @@ export const ApiKeyInfo = Type.Object(
 const ApiKeyInfoRef = Type.Unsafe({ $ref: 'ApiKeyInfo#' });
 
 export const CreateApiKeyBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
+  name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', examples: ['ci'] }),
   userId: Type.Optional(
     Type.String({
       minLength: 1,
@@ -53,7 +53,12 @@ export const ApiKeyParams = Type.Object({ keyId: Type.String({ minLength: 1, max
 export const RevokedResponse = envelope(Type.Object({ revoked: Type.Literal(true) }), 'The key is revoked');
 
 export const CreateSessionTokenBody = Type.Object({
-  userId: Type.String({ minLength: 1, maxLength: 200, description: 'A member of the workspace' }),
+  userId: Type.String({
+    minLength: 1,
+    maxLength: 200,
+    description: 'A member of the workspace',
+    examples: ['usr_demo_owner'],
+  }),
   agentIds: Type.Optional(
     Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
       minItems: 1,

@@ -46,7 +46,12 @@ export const SystemVariables = Type.Object(
   { additionalProperties: false },
 );
 
-export const Temperature = Type.Number({ minimum: 0, maximum: 2, description: 'Default 0.7' });
+export const Temperature = Type.Number({
+  minimum: 0,
+  maximum: 2,
+  description: 'Default 0.7',
+  examples: [0.7],
+});
 const IdField = (description: string) => Type.String({ minLength: 1, maxLength: 200, description });
 
 export const ChatBody = Type.Object(
@@ -89,8 +94,17 @@ export const ChatBody = Type.Object(
       }),
     ),
   },
-  // Other fields AI SDK clients may add are ignored.
-  { additionalProperties: true },
+  {
+    // Other fields AI SDK clients may add are ignored.
+    additionalProperties: true,
+    // The demo workspace's agent (src/cli/demo.ts), so Swagger UI's pre-filled body succeeds.
+    examples: [
+      {
+        agentId: 'agt_demo_assistant',
+        messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hello' }] }],
+      },
+    ],
+  },
 );
 
 export const ToolWarning = Type.Object({

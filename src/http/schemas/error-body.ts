@@ -260,18 +260,26 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
   },
 };
 
-/** Error responses for the given statuses, each the shared error body with examples of its codes. */
+/** Error responses for the given statuses, each pointing at the shared error body. */
 export function errorResponses(...statuses: number[]) {
   const responses: Record<number, TSchema> = {};
   for (const status of statuses) {
-    const doc = STATUS_DOCS[status];
     responses[status] = Type.Unsafe({
       $ref: 'Error#',
-      description: doc?.description ?? 'Error',
-      ...(doc ? { examples: doc.examples } : {}),
+      description: STATUS_DOCS[status]?.description ?? 'Error',
     });
   }
   return responses;
+}
+
+/**
+ * OpenAPI examples of an error status, named by code. The OpenAPI plugin adds them to each error
+ * response (a `$ref` response schema cannot carry them through @fastify/swagger).
+ */
+export function errorExamples(status: number): Record<string, { value: unknown }> | undefined {
+  const doc = STATUS_DOCS[status];
+  if (!doc) return undefined;
+  return Object.fromEntries(doc.examples.map((example) => [example.code, { value: example }]));
 }
 
 /** Statuses every authenticated `/v1` route can answer with. */

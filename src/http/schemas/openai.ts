@@ -60,7 +60,12 @@ export const OpenAIModelList = Type.Object(
 );
 
 export const OpenAIModelParams = Type.Object({
-  model: Type.String({ minLength: 1, maxLength: 1000, description: 'An agent id' }),
+  model: Type.String({
+    minLength: 1,
+    maxLength: 1000,
+    description: 'An agent id',
+    examples: ['agt_demo_assistant'],
+  }),
 });
 
 const Message = Type.Object(
@@ -94,8 +99,17 @@ const FunctionTool = Type.Object(
 
 export const CompletionBody = Type.Object(
   {
-    model: Type.String({ minLength: 1, maxLength: 200, description: 'An agent id' }),
-    messages: Type.Array(Message, { minItems: 1, maxItems: 10_000 }),
+    model: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'An agent id',
+      examples: ['agt_demo_assistant'],
+    }),
+    messages: Type.Array(Message, {
+      minItems: 1,
+      maxItems: 10_000,
+      examples: [[{ role: 'user', content: 'Hello' }]],
+    }),
     stream: Type.Optional(Type.Boolean()),
     stream_options: Type.Optional(
       Type.Union([

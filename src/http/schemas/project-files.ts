@@ -69,16 +69,19 @@ export const UploadUrlBody = Type.Object({
     minLength: 1,
     maxLength: 255,
     description: '1–255 characters; no `/`, `\\`, NUL; not `.` or `..`',
+    examples: ['notes.md'],
   }),
   contentType: Type.String({
     minLength: 1,
     maxLength: 255,
     description: 'A MIME type, e.g. `text/markdown`',
+    examples: ['text/markdown'],
   }),
   sizeBytes: Type.Integer({
     minimum: 0,
     maximum: MAX_FILE_BYTES,
     description: `Exact size of the upload (≤ ${megabytes(MAX_FILE_BYTES)})`,
+    examples: [1024],
   }),
   folder: Type.Optional(
     Type.String({
