@@ -98,7 +98,7 @@ export const UploadUrlResponse = envelope(
     }),
     storagePath: Type.String(),
   }),
-  'A signed upload URL and the file id it will have',
+  'A signed upload URL and the storage path the file will have',
 );
 
 export const SyncResponse = envelope(
