@@ -2,8 +2,19 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp } from '../helpers/app.js';
 
+interface Operation {
+  security?: unknown;
+  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+}
+interface Document {
+  openapi: string;
+  info: { title: string; version: string };
+  paths: Record<string, Record<string, Operation>>;
+  components: { securitySchemes: Record<string, unknown>; schemas: Record<string, unknown> };
+}
+
 let t: Awaited<ReturnType<typeof createTestApp>>;
-let doc: Record<string, any>;
+let doc: Document;
 beforeAll(async () => {
   t = await createTestApp();
   const res = await t.app.inject({ method: 'GET', url: '/v1/openapi.json' });
@@ -30,8 +41,8 @@ describe('OpenAPI document', () => {
   });
 
   it('documents every /v1 route with its security and the shared error body for each error status', () => {
-    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(
-      ([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op })),
+    const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ path, method, op })),
     );
     expect(operations.length).toBeGreaterThanOrEqual(3);
     for (const { path, method, op } of operations.filter((o) => o.path.startsWith('/v1/'))) {

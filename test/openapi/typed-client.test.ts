@@ -17,7 +17,11 @@ let t: Awaited<ReturnType<typeof createTestApp>>;
 let baseUrl: string;
 let apiKey: string;
 let dir: string;
-let document: { paths: Record<string, Record<string, unknown>> };
+let document: {
+  openapi: string;
+  info: { title: string; version: string };
+  paths: Record<string, Record<string, unknown>>;
+};
 
 beforeAll(async () => {
   t = await createTestApp();
