@@ -21,6 +21,7 @@ import {
   OpenAIModelList,
   OpenAIModelParams,
 } from '../schemas/openai.js';
+import { headerDoc } from '../schemas/headers.js';
 import { writeEventStream } from '../ui-message-sse.js';
 import type { TypedApp } from '../typed-app.js';
 
@@ -116,6 +117,12 @@ export async function openAIRoutes(
         response: {
           200: {
             description: 'A `chat.completion` object, or with `stream: true` an event stream',
+            headers: {
+              'x-atrium-chat-id': headerDoc('The stored chat, when the request named one'),
+              'x-atrium-chat-persisted': headerDoc(
+                '`false` when the named chat could not store the new messages',
+              ),
+            },
             content: {
               'application/json': { schema: Completion },
               'text/event-stream': { schema: CompletionStream },

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { headerDoc } from './headers.js';
 import { UsageField } from './usage.js';
 
 const Part = Type.Object(
@@ -124,8 +125,13 @@ export const ChatResult = Type.Object({
 });
 
 /** 200 of POST /chat: JSON, or the UI message stream when `stream: true`. */
+const CHAT_ID_HEADER = {
+  'x-chat-id': headerDoc('With `stream: true`: the id of the chat (new or continued)'),
+};
+
 export const ChatOkResponse = {
   description: 'The reply: JSON, or with `stream: true` an AI SDK UI message stream (v1)',
+  headers: CHAT_ID_HEADER,
   content: {
     'application/json': { schema: ChatResult },
     'text/event-stream': {
@@ -140,6 +146,7 @@ export const ChatOkResponse = {
 /** 200 of GET /chat/{chatId}/stream: the replayed reply. */
 export const ResumeOkResponse = {
   description: 'The reply being generated, from its `start` chunk, as an AI SDK UI message stream (v1)',
+  headers: { 'x-chat-id': headerDoc('The id of the chat') },
   content: {
     'text/event-stream': {
       schema: Type.String({
