@@ -37,6 +37,9 @@ type Document = {
   components?: { headers?: Record<string, unknown> };
 };
 
+/** Our error body, and OpenAI's shape under `/v1/openai`. */
+const ERROR_BODIES = ['#/components/schemas/Error', '#/components/schemas/OpenAIError'];
+
 const headerRef = (name: keyof typeof SHARED_RESPONSE_HEADERS) => ({
   $ref: `#/components/headers/${name}`,
 });
@@ -65,11 +68,14 @@ function completeResponses(document: Document): Document {
           response.headers['x-ratelimit-limit'] = headerRef('x-ratelimit-limit');
           response.headers['x-ratelimit-remaining'] = headerRef('x-ratelimit-remaining');
         }
+        const json = response.content?.['application/json'];
+        const body = json?.schema?.$ref;
+        if (!json || !ERROR_BODIES.includes(body ?? '')) continue;
+        // Both error handlers set these from the error (`retryAfterSeconds`, `allow`).
         if (status === '429' || status === '503') response.headers['Retry-After'] = headerRef('Retry-After');
         if (status === '405') response.headers.Allow = headerRef('Allow');
-        const json = response.content?.['application/json'];
         const examples = errorExamples(Number(status));
-        if (json?.schema?.$ref === '#/components/schemas/Error' && examples) json.examples = examples;
+        if (body === ERROR_BODIES[0] && examples) json.examples = examples;
       }
     }
   }
