@@ -2,15 +2,14 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
-import type { Config } from './config.js';
-import type { Db } from './db/database.js';
+import type { AppDeps } from './deps.js';
 import { errors } from './errors.js';
 import {
   DatabaseRateLimitCounter,
   type RateLimitCounter,
   RedisRateLimitCounter,
 } from './coordination/rate-limit-counter.js';
-import { closeRedis, createRedis, type RedisClient } from './coordination/redis.js';
+import { closeRedis, createRedis } from './coordination/redis.js';
 import { registerAuth } from './http/plugins/auth.js';
 import { registerCors } from './http/plugins/cors.js';
 import { registerErrorHandling, sendError, toApiError } from './http/plugins/error-handler.js';
@@ -44,10 +43,10 @@ import { OpenAIErrorBody } from './http/schemas/openai.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
+import { MAX_PATH_PARAM_LENGTH } from './limits.js';
 import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
 import { attachKnowledgeVectors, KnowledgeVectors } from './knowledge/vectors.js';
-import type { Coordination } from './coordination/coordination.js';
 import { createMemoryCoordination } from './coordination/memory.js';
 import { connectRedis } from './coordination/redis.js';
 import { chatsRoutes } from './http/routes/chats.js';
@@ -71,33 +70,6 @@ declare module 'fastify' {
 const SHUTDOWN_WAIT_MS = 15_000;
 /** How long interrupted replies then get to be stored. */
 const SHUTDOWN_STORE_MS = 5_000;
-
-/** Everything the app needs from outside, built once by the caller (server, CLI or test). */
-export interface AppDeps {
-  config: Config;
-  db: Db;
-  clock: Clock;
-  /** Object storage (fs or s3), built from config by createObjectStore unless given. */
-  store: ObjectStore;
-  /** Model providers and the models registry, built from config unless given. */
-  models: ModelRegistry;
-  /** Embeddings and vector search of project knowledge (built unless given; serve also embeds). */
-  vectors: KnowledgeVectors;
-  /** How long an agent's MCP server may take to connect before it becomes a warning. */
-  mcpConnectTimeoutMs?: number;
-  /** Extra readiness checks beyond the database (e.g. storage), by name. */
-  readinessChecks?: Record<string, () => Promise<void>>;
-  /** The process's Redis connection when REDIS_URL is set (built from config unless given). */
-  redis?: RedisClient;
-  /** Where per-key request counts are shared: Redis when configured, else the database. */
-  rateLimitCounter: RateLimitCounter;
-  /** Usage promised to model requests in flight, counted against usage limits. */
-  usageReservations: UsageReservations;
-  /** Live state shared between processes (Redis), built from config unless given. */
-  coordination?: Coordination;
-  /** How long shutdown lets replies in progress run on; default 15 s (docs/chat.md). */
-  shutdownWaitMs?: number;
-}
 
 export interface BuildAppOptions {
   /** Replaces the logger options (benchmarks turn logging off); tests use `logStream` instead. */
@@ -196,7 +168,7 @@ export async function buildApp(
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // Long path parameters reach validation (400 with a path) instead of the router's bare 414.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
     // Router failures (bad percent-encoding, a parameter past that length) get the error body too.
     frameworkErrors: (error, _request, reply) => sendError(reply, toApiError(error)),
   });

@@ -164,7 +164,8 @@ export async function deleteChat(deps: ChatsDeps, access: ChatsAccess, chatId: s
 export interface MessageView {
   id: string;
   role: MessageTable['role'];
-  parts: unknown[];
+  /** UI message parts as stored (each was checked to have a `type` when it came in). */
+  parts: Array<{ type: string }>;
   metadata: {
     createdAt: string;
     model?: string;
@@ -175,10 +176,10 @@ export interface MessageView {
 }
 
 function messageView(row: MessageTable): MessageView {
-  let parts: unknown[] = [];
+  let parts: MessageView['parts'] = [];
   try {
     const parsed = JSON.parse(row.parts) as unknown;
-    if (Array.isArray(parsed)) parts = parsed;
+    if (Array.isArray(parsed)) parts = parsed as MessageView['parts'];
   } catch {
     // A row that is not JSON shows no parts rather than failing the whole page.
   }

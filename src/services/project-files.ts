@@ -20,14 +20,15 @@ import type { IndexStatus } from '../db/schema.js';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import { notifyIndexWork } from '../knowledge/indexer.js';
+import { MAX_FILE_BYTES, MAX_PROJECT_BYTES, MAX_PROJECT_FILES, megabytes } from '../limits.js';
 import { isValidMediaType } from '../storage/media-type.js';
 import type { ObjectInfo, ObjectStore } from '../storage/object-store.js';
 
 /** decisions.md "Project files" and spec §8. */
 export const PROJECT_FILE_LIMITS = {
-  maxFileBytes: 50 * 1024 * 1024,
-  maxFiles: 500,
-  maxProjectBytes: 500 * 1024 * 1024,
+  maxFileBytes: MAX_FILE_BYTES,
+  maxFiles: MAX_PROJECT_FILES,
+  maxProjectBytes: MAX_PROJECT_BYTES,
   maxNameLength: 255,
   maxFolderDepth: 10,
   uploadUrlSeconds: 15 * 60,
@@ -169,7 +170,7 @@ function quotaError(kind: 'files' | 'bytes', details: Record<string, unknown>) {
   return errors.quotaExceeded(
     kind === 'files'
       ? `A project holds at most ${PROJECT_FILE_LIMITS.maxFiles} files`
-      : `A project holds at most ${PROJECT_FILE_LIMITS.maxProjectBytes} bytes (500 MB)`,
+      : `A project holds at most ${PROJECT_FILE_LIMITS.maxProjectBytes} bytes (${megabytes(PROJECT_FILE_LIMITS.maxProjectBytes)})`,
     {
       limit: kind,
       maxFiles: PROJECT_FILE_LIMITS.maxFiles,
@@ -273,7 +274,7 @@ export async function syncProjectFiles(
   if (refused.length > 0) {
     throw new ApiError(
       'quota_exceeded',
-      `${refused.length} object(s) in storage were not registered: the project would exceed ${PROJECT_FILE_LIMITS.maxFiles} files or 500 MB`,
+      `${refused.length} object(s) in storage were not registered: the project would exceed ${PROJECT_FILE_LIMITS.maxFiles} files or ${megabytes(PROJECT_FILE_LIMITS.maxProjectBytes)}`,
       {
         ...result,
         notRegistered: refused.slice(0, 100),

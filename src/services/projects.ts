@@ -1,6 +1,8 @@
 import type { Db } from '../db/database.js';
 import { insertProject, listActiveProjects, type ProjectRow } from '../db/repositories/projects.js';
+import { errors } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
+import { MAX_PROJECT_NAME_LENGTH } from '../limits.js';
 import type { WorkspaceAccess } from './access.js';
 
 export const PROJECT_DEFAULTS = {
@@ -9,6 +11,16 @@ export const PROJECT_DEFAULTS = {
   color: '#64748B',
   icon: 'folder',
 } as const;
+
+/** A project name as stored: trimmed, 1–MAX_PROJECT_NAME_LENGTH characters (400 otherwise). */
+export function projectName(raw: string): string {
+  const name = raw.trim();
+  if (name.length === 0 || name.length > MAX_PROJECT_NAME_LENGTH) {
+    const rule = `must be 1–${MAX_PROJECT_NAME_LENGTH} characters after trimming`;
+    throw errors.badRequest(`body.name ${rule}`, [{ path: 'body.name', message: rule }]);
+  }
+  return name;
+}
 
 export interface NewProjectInput {
   name: string;

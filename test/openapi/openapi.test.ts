@@ -2,8 +2,19 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp } from '../helpers/app.js';
 
+interface Operation {
+  security?: unknown;
+  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+}
+interface Document {
+  openapi: string;
+  info: { title: string; version: string };
+  paths: Record<string, Record<string, Operation>>;
+  components: { securitySchemes: Record<string, unknown>; schemas: Record<string, unknown> };
+}
+
 let t: Awaited<ReturnType<typeof createTestApp>>;
-let doc: Record<string, any>;
+let doc: Document;
 /** Every route the app registers and shows in the document: `METHOD /path/{}` (params unnamed). */
 const shownRoutes = new Set<string>();
 const unnamedParams = (path: string) =>
@@ -45,8 +56,8 @@ describe('OpenAPI document', () => {
   });
 
   it('documents every /v1 route with its security and the shared error body for each error status', () => {
-    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(
-      ([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op })),
+    const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ path, method, op })),
     );
     expect(
       new Set(operations.map(({ path, method }) => `${method.toUpperCase()} ${unnamedParams(path)}`)),
@@ -65,10 +76,17 @@ describe('OpenAPI document', () => {
   });
 
   it('documents the citations of a chat reply and an agent run (`sources`)', () => {
-    const chat = doc.paths['/v1/chat'].post.responses['200'].content['application/json'].schema;
-    const run =
-      doc.paths['/v1/agents/{agentId}/runs'].post.responses['200'].content['application/json'].schema;
-    for (const sources of [chat.properties.sources, run.properties.data.properties.sources]) {
+    interface JsonSchema {
+      type?: string;
+      properties: Record<string, JsonSchema>;
+      items: JsonSchema;
+      required?: string[];
+    }
+    const jsonSchemaOf = (path: string) =>
+      doc.paths[path]?.post?.responses['200']?.content?.['application/json']?.schema as unknown as JsonSchema;
+    const chat = jsonSchemaOf('/v1/chat');
+    const run = jsonSchemaOf('/v1/agents/{agentId}/runs');
+    for (const sources of [chat.properties.sources!, run.properties.data!.properties.sources!]) {
       expect(sources.type).toBe('array');
       expect(Object.keys(sources.items.properties)).toEqual(['n', 'fileId', 'path', 'pages', 'heading']);
       expect(sources.items.required).toEqual(['n', 'fileId', 'path', 'pages', 'heading']);

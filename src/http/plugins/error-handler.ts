@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import { ApiError, type ErrorCode, type ValidationIssue } from '../../errors.js';
+import { MAX_PATH_PARAM_LENGTH } from '../../limits.js';
 import { bodyTimeoutError } from '../body-deadline.js';
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -18,7 +19,7 @@ const FASTIFY_ERROR_CODES: Record<string, ErrorCode> = {
 /** The router's own failures; fixed messages, because Fastify's repeat the URL (signatures included). */
 const ROUTER_ERRORS: Record<string, string> = {
   FST_ERR_BAD_URL: 'The URL is not valid: a path segment has bad percent-encoding',
-  FST_ERR_MAX_PARAM_LENGTH: 'A path parameter is longer than 1000 characters',
+  FST_ERR_MAX_PARAM_LENGTH: `A path parameter is longer than ${MAX_PATH_PARAM_LENGTH} characters`,
 };
 
 const CLIENT_STATUS_CODES: Record<number, ErrorCode> = {

@@ -1,16 +1,16 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
 import { runAgent } from '../../services/agent-runs.js';
 import type { ChatDeps } from '../../services/chat.js';
 import { AgentRunBody, AgentRunParams, AgentRunResponse } from '../schemas/agent-runs.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import type { TypedApp } from '../typed-app.js';
 
-export async function agentRunRoutes(app: FastifyInstance, deps: ChatDeps): Promise<void> {
-  app.post<{ Params: Static<typeof AgentRunParams>; Body: Static<typeof AgentRunBody> }>(
+export async function agentRunRoutes(app: TypedApp, deps: ChatDeps): Promise<void> {
+  app.post(
     '/agents/:agentId/runs',
     {
       schema: {
         summary: 'Run an agent',
+        operationId: 'runAgent',
         description:
           'Runs the agent on one message and waits for the reply; creates or continues a chat and records the run. `executionTime` is in milliseconds. A provider failure records the run as `failed` and answers 502/504 with `details.runId`.',
         tags: ['agents'],

@@ -1,6 +1,4 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { createAgent, deleteAgent, getAgentDetail, patchAgent } from '../../services/agent-admin.js';
 import { accessWorkspaceInPath } from '../../services/access.js';
 import {
@@ -12,9 +10,10 @@ import {
 } from '../schemas/agents-admin.js';
 import { WorkspaceParams } from '../schemas/agents.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import type { TypedApp } from '../typed-app.js';
 
 /** Agent create, read, merge-patch and soft delete (management.md). */
-export async function agentAdminRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function agentAdminRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   // PATCH bodies are JSON merge patches (RFC 7396); clients may say so in the content type.
   if (!app.hasContentTypeParser('application/merge-patch+json')) {
     app.addContentTypeParser(
@@ -23,11 +22,12 @@ export async function agentAdminRoutes(app: FastifyInstance, deps: AppDeps): Pro
       app.getDefaultJsonParser('error', 'error'),
     );
   }
-  app.post<{ Params: Static<typeof WorkspaceParams>; Body: Static<typeof CreateAgentBody> }>(
+  app.post(
     '/workspace/:workspaceId/agents',
     {
       schema: {
         summary: 'Create an agent',
+        operationId: 'createAgent',
         description:
           'Owner or admin. The agent is managed by the API (`managedBy: "api"`). A duplicate title → 409.',
         tags: ['agents'],
@@ -44,11 +44,12 @@ export async function agentAdminRoutes(app: FastifyInstance, deps: AppDeps): Pro
     },
   );
 
-  app.get<{ Params: Static<typeof AgentParams> }>(
+  app.get(
     '/agents/:agentId',
     {
       schema: {
         summary: 'Get an agent',
+        operationId: 'getAgent',
         description:
           'The list fields plus instructions, tools (header values shown as `***`), orchestration and managedBy. Members see listed agents only.',
         tags: ['agents'],
@@ -62,11 +63,12 @@ export async function agentAdminRoutes(app: FastifyInstance, deps: AppDeps): Pro
     }),
   );
 
-  app.patch<{ Params: Static<typeof AgentParams>; Body: Static<typeof PatchAgentBody> }>(
+  app.patch(
     '/agents/:agentId',
     {
       schema: {
         summary: 'Update an agent',
+        operationId: 'updateAgent',
         description:
           'Owner or admin. Merge patch: absent fields stay, `null` clears an optional field. A tool header sent back as `***` keeps its stored value. An agent of the setup file → 409 `managed_by_setup`.',
         tags: ['agents'],
@@ -81,11 +83,12 @@ export async function agentAdminRoutes(app: FastifyInstance, deps: AppDeps): Pro
     }),
   );
 
-  app.delete<{ Params: Static<typeof AgentParams> }>(
+  app.delete(
     '/agents/:agentId',
     {
       schema: {
         summary: 'Delete an agent',
+        operationId: 'deleteAgent',
         description:
           'Owner or admin. Soft delete: the agent leaves lists, and chats with it answer 404. An agent of the setup file → 409 `managed_by_setup`.',
         tags: ['agents'],

@@ -1,18 +1,18 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { accessWorkspaceInPath } from '../../services/access.js';
 import { AGENT_PAGE, listAgents } from '../../services/agents.js';
 import { clampLimit } from '../../services/paging.js';
 import { AgentListQuery, AgentListResponse, WorkspaceParams } from '../schemas/agents.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import type { TypedApp } from '../typed-app.js';
 
-export async function agentRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get<{ Params: Static<typeof WorkspaceParams>; Querystring: Static<typeof AgentListQuery> }>(
+export async function agentRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+  app.get(
     '/workspace/:workspaceId/agents',
     {
       schema: {
         summary: 'List agents',
+        operationId: 'listAgents',
         description:
           'Non-deleted agents of the workspace with visibility `workspace` or `organization`, by title (case-insensitive), then id.',
         tags: ['agents'],

@@ -1,6 +1,4 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { accessWorkspaceInPath } from '../../services/access.js';
 import {
   createSessionToken,
@@ -19,14 +17,16 @@ import {
   SessionTokenResponse,
 } from '../schemas/api-keys.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import type { TypedApp } from '../typed-app.js';
 
 /** API keys and session tokens over the API (management.md). */
-export async function apiKeyRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.post<{ Params: Static<typeof WorkspaceParams>; Body: Static<typeof CreateApiKeyBody> }>(
+export async function apiKeyRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+  app.post(
     '/workspace/:workspaceId/api-keys',
     {
       schema: {
         summary: 'Create a workspace API key',
+        operationId: 'createApiKey',
         description:
           'Owner or admin. The plaintext key is in this response only (`Cache-Control: no-store`). A live key of the same name → 409 `conflict`.',
         tags: ['keys'],
@@ -43,11 +43,12 @@ export async function apiKeyRoutes(app: FastifyInstance, deps: AppDeps): Promise
     },
   );
 
-  app.get<{ Params: Static<typeof WorkspaceParams> }>(
+  app.get(
     '/workspace/:workspaceId/api-keys',
     {
       schema: {
         summary: 'List workspace API keys',
+        operationId: 'listApiKeys',
         description:
           'Owners and admins see every workspace key (revoked ones included), members their own; never the key itself. Session tokens are not listed.',
         tags: ['keys'],
@@ -62,11 +63,12 @@ export async function apiKeyRoutes(app: FastifyInstance, deps: AppDeps): Promise
     },
   );
 
-  app.delete<{ Params: Static<typeof ApiKeyParams> }>(
+  app.delete(
     '/api-keys/:keyId',
     {
       schema: {
         summary: 'Revoke an API key',
+        operationId: 'revokeApiKey',
         description:
           'The key stops working at once on every process. Owners and admins revoke any key of their workspace, anyone their own keys. Revoking twice gives the same answer; a setup-managed key may be revoked too.',
         tags: ['keys'],
@@ -81,11 +83,12 @@ export async function apiKeyRoutes(app: FastifyInstance, deps: AppDeps): Promise
     },
   );
 
-  app.post<{ Params: Static<typeof WorkspaceParams>; Body: Static<typeof CreateSessionTokenBody> }>(
+  app.post(
     '/workspace/:workspaceId/session-tokens',
     {
       schema: {
         summary: 'Create a session token for a browser app',
+        operationId: 'createSessionToken',
         description:
           'Owner or admin. The token acts as a member for `userId` and reaches only the chat routes, agent runs, the agent list and `/v1/me`; with `agentIds`, only those agents.',
         tags: ['keys'],

@@ -1,5 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Static } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
 import { type ChatDeps, completeConversation, startConversation } from '../../services/chat.js';
 import { accessChats, resumeReply, stopReply } from '../../services/chats.js';
@@ -7,20 +6,10 @@ import { requestedWorkspaceId } from '../plugins/auth.js';
 import { ChatBody, ChatOkResponse, ResumeOkResponse } from '../schemas/chat.js';
 import { ChatParams, StopResponse } from '../schemas/chats.js';
 import { logApiError } from '../plugins/error-handler.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
 import { toEventStreamText, writeEventStream } from '../ui-message-sse.js';
 import { sourceViews } from '../../knowledge/citations.js';
-
-const workspaceHeader = {
-  type: 'object',
-  properties: {
-    'x-workspace-id': {
-      type: 'string',
-      maxLength: 200,
-      description: 'Required with an organization key: the workspace of the chat',
-    },
-  },
-} as const;
+import type { TypedApp } from '../typed-app.js';
 
 /** From here the response is the stream; hooks no longer run, so their headers go along. */
 function streamHeaders(request: FastifyRequest, reply: FastifyReply, chatId: string): Record<string, string> {
@@ -33,17 +22,18 @@ function streamHeaders(request: FastifyRequest, reply: FastifyReply, chatId: str
 }
 
 export async function chatRoutes(
-  app: FastifyInstance,
+  app: TypedApp,
   deps: ChatDeps,
   limits: Pick<Config, 'chatBodyLimitBytes'>,
 ): Promise<void> {
-  app.post<{ Body: Static<typeof ChatBody> }>(
+  app.post(
     '/chat',
     {
       // File parts travel as data: URLs, and useChat resends the whole conversation.
       bodyLimit: limits.chatBodyLimitBytes,
       schema: {
         summary: 'Create a chat completion',
+        operationId: 'chat',
         description:
           "Runs the agent on the conversation and stores it. The chat and the user's message are stored before the model is called, so the chat id can be read, stopped, resumed and continued at once. With `stream: true` the reply is an AI SDK UI message stream (v1); the chat id is in the `x-chat-id` header and in `messageMetadata.chatId` of the `start` chunk. Accepts what `useChat` / `DefaultChatTransport` send: `id` (the client's chat id), `trigger` and `messageId` (regenerate). Body limit 16 MB.",
         tags: ['chat'],
@@ -97,16 +87,17 @@ export async function chatRoutes(
     },
   );
 
-  app.post<{ Params: Static<typeof ChatParams> }>(
+  app.post(
     '/chat/:chatId/stop',
     {
       schema: {
         summary: 'Stop the reply being generated',
+        operationId: 'stopReply',
         description:
           'Aborts the provider call of the reply being generated for the chat, in whichever process runs it. The text so far is stored as the assistant message with `finishReason: "stopped"`, and a streaming client gets a `finish` chunk and `[DONE]`. `stopped: false` when no reply was running. `chatId` may be the chat\'s `clientId`.',
         tags: ['chat'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ChatParams,
         response: { 200: StopResponse, ...errorResponses(...COMMON_ERRORS) },
       },
@@ -117,16 +108,17 @@ export async function chatRoutes(
     },
   );
 
-  app.get<{ Params: Static<typeof ChatParams> }>(
+  app.get(
     '/chat/:chatId/stream',
     {
       schema: {
         summary: 'Resume the reply being generated',
+        operationId: 'resumeReply',
         description:
           "Replays the reply being generated for the chat from its `start` chunk, then its live chunks, then `data: [DONE]` (what `useChat`'s `resume` / `resumeStream()` expect). 204 with no body when no reply is being generated. `chatId` may be the chat's `clientId`.",
         tags: ['chat'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ChatParams,
         response: {
           200: ResumeOkResponse,
@@ -138,7 +130,7 @@ export async function chatRoutes(
     async (request, reply) => {
       const access = await accessChats(deps.db, request.principal, requestedWorkspaceId(request));
       const resumed = await resumeReply(deps, access, request.params.chatId);
-      if (!resumed) return reply.code(204).send();
+      if (!resumed) return reply.code(204).send(null);
       void writeEventStream(reply.raw, resumed.stream, streamHeaders(request, reply, resumed.chatId));
     },
   );

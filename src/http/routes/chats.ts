@@ -1,5 +1,3 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
 import {
   accessChats,
   type ChatsDeps,
@@ -20,39 +18,30 @@ import {
   MessageListResponse,
   RenameChatBody,
 } from '../schemas/chats.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
+import type { TypedApp } from '../typed-app.js';
 
 const CHAT_PAGE = { defaultLimit: 20, maxLimit: 100 };
 const MESSAGE_PAGE = { defaultLimit: 100, maxLimit: 500 };
-
-const workspaceHeader = {
-  type: 'object',
-  properties: {
-    'x-workspace-id': {
-      type: 'string',
-      maxLength: 200,
-      description: 'Required with an organization key: the workspace whose chats to read',
-    },
-  },
-} as const;
 
 const VISIBILITY =
   "Owner and admin keys see every chat of the workspace, member keys the chats their user created; an organization key reads the workspace named in `x-workspace-id` with its user's role there.";
 
 /** The chat history API (spec/chats.md): list, read, rename, delete chats and read their messages. */
-export async function chatsRoutes(app: FastifyInstance, deps: ChatsDeps): Promise<void> {
+export async function chatsRoutes(app: TypedApp, deps: ChatsDeps): Promise<void> {
   const access = (request: Parameters<typeof requestedWorkspaceId>[0]) =>
     accessChats(deps.db, request.principal, requestedWorkspaceId(request));
 
-  app.get<{ Querystring: Static<typeof ChatListQuery> }>(
+  app.get(
     '/chats',
     {
       schema: {
         summary: 'List chats',
+        operationId: 'listChats',
         description: `Most recently updated first, then id; paged by cursor. ${VISIBILITY} Filters that name unknown ids simply match nothing.`,
         tags: ['chats'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         querystring: ChatListQuery,
         response: { 200: ChatListResponse, ...errorResponses(...COMMON_ERRORS) },
       },
@@ -68,15 +57,16 @@ export async function chatsRoutes(app: FastifyInstance, deps: ChatsDeps): Promis
     },
   );
 
-  app.get<{ Params: Static<typeof ChatParams> }>(
+  app.get(
     '/chats/:chatId',
     {
       schema: {
         summary: 'Get a chat',
+        operationId: 'getChat',
         description: `\`chatId\` may be the chat's \`clientId\`. ${VISIBILITY}`,
         tags: ['chats'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ChatParams,
         response: { 200: ChatResponse, ...errorResponses(...COMMON_ERRORS) },
       },
@@ -86,14 +76,15 @@ export async function chatsRoutes(app: FastifyInstance, deps: ChatsDeps): Promis
     }),
   );
 
-  app.patch<{ Params: Static<typeof ChatParams>; Body: Static<typeof RenameChatBody> }>(
+  app.patch(
     '/chats/:chatId',
     {
       schema: {
         summary: 'Rename a chat',
+        operationId: 'renameChat',
         tags: ['chats'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ChatParams,
         body: RenameChatBody,
         response: { 200: ChatResponse, ...errorResponses(...COMMON_ERRORS) },
@@ -106,16 +97,17 @@ export async function chatsRoutes(app: FastifyInstance, deps: ChatsDeps): Promis
     }),
   );
 
-  app.delete<{ Params: Static<typeof ChatParams> }>(
+  app.delete(
     '/chats/:chatId',
     {
       schema: {
         summary: 'Delete a chat',
+        operationId: 'deleteChat',
         description:
           'Stops a reply in progress, then deletes the chat and its messages; a second delete is 404. Usage already counted stays counted; agent runs keep their `chatId`.',
         tags: ['chats'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ChatParams,
         response: { 200: DeletedResponse, ...errorResponses(...COMMON_ERRORS) },
       },
@@ -126,16 +118,17 @@ export async function chatsRoutes(app: FastifyInstance, deps: ChatsDeps): Promis
     },
   );
 
-  app.get<{ Params: Static<typeof ChatParams>; Querystring: Static<typeof MessageListQuery> }>(
+  app.get(
     '/chats/:chatId/messages',
     {
       schema: {
         summary: "List a chat's messages",
+        operationId: 'listChatMessages',
         description:
           'The latest messages before `cursor` (default: the newest), oldest first, as UI messages (`id`, `role`, `parts`, `metadata`): the first page can be given to `useChat({ messages })` as it is. `nextCursor` pages further back.',
         tags: ['chats'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ChatParams,
         querystring: MessageListQuery,
         response: { 200: MessageListResponse, ...errorResponses(...COMMON_ERRORS) },

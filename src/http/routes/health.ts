@@ -1,31 +1,89 @@
-import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../../app.js';
+import { Type } from 'typebox';
+import type { AppDeps } from '../../deps.js';
+import { errorResponses } from '../schemas/common.js';
 import { pingDatabase } from '../../db/database.js';
+import type { TypedApp } from '../typed-app.js';
+
+const Checks = Type.Record(Type.String(), Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]), {
+  description: 'Each dependency checked (`database`, `storage`, `redis` when configured)',
+  examples: [{ database: 'ok', storage: 'ok' }],
+});
+
+const Readiness = (status: 'ready' | 'unavailable', description: string) =>
+  Type.Object(
+    {
+      status: Type.Literal(status),
+      checks: Checks,
+      vectors: Type.Union([Type.Literal('available'), Type.Literal('unavailable')], {
+        description:
+          'Whether the database can search vectors (docs/knowledge.md); without, search is lexical and the service is still ready',
+      }),
+    },
+    { description },
+  );
 
 /** Liveness and readiness, outside `/v1` and without a key (operations.md). */
-export async function healthRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
-    const checks: Record<string, string> = {};
-    try {
-      await pingDatabase(deps.db);
-      checks.database = 'ok';
-    } catch (error) {
-      request.log.warn({ err: error }, 'database not ready');
-      checks.database = 'unavailable';
-    }
-    for (const [name, check] of Object.entries(deps.readinessChecks ?? {})) {
+export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        summary: 'Liveness',
+        operationId: 'getHealth',
+        description: 'The process is up and serving; checks nothing else.',
+        tags: ['health'],
+        security: [],
+        response: {
+          200: Type.Object({ status: Type.Literal('ok') }, { description: 'The process is alive' }),
+          ...errorResponses(405),
+        },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        summary: 'Readiness',
+        operationId: 'getReadiness',
+        description:
+          'Whether the process can serve: the database, object storage and Redis (when configured) answer.',
+        tags: ['health'],
+        security: [],
+        response: {
+          200: Readiness('ready', 'Every dependency answers'),
+          503: Readiness('unavailable', 'A dependency does not answer; see `checks`'),
+          ...errorResponses(405),
+        },
+      },
+    },
+    async (request, reply) => {
+      const checks: Record<string, 'ok' | 'unavailable'> = {};
       try {
-        await check();
-        checks[name] = 'ok';
+        await pingDatabase(deps.db);
+        checks.database = 'ok';
       } catch (error) {
-        request.log.warn({ err: error }, `${name} not ready`);
-        checks[name] = 'unavailable';
+        request.log.warn({ err: error }, 'database not ready');
+        checks.database = 'unavailable';
       }
-    }
-    const ready = Object.values(checks).every((value) => value === 'ok');
-    // Information, not a check: without vector search the service works, lexically.
-    const vectors = (await deps.vectors.support()).available ? 'available' : 'unavailable';
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', checks, vectors });
-  });
+      for (const [name, check] of Object.entries(deps.readinessChecks ?? {})) {
+        try {
+          await check();
+          checks[name] = 'ok';
+        } catch (error) {
+          request.log.warn({ err: error }, `${name} not ready`);
+          checks[name] = 'unavailable';
+        }
+      }
+      const ready = Object.values(checks).every((value) => value === 'ok');
+      // Information, not a check: without vector search the service works, lexically.
+      const vectors = (await deps.vectors.support()).available
+        ? ('available' as const)
+        : ('unavailable' as const);
+      return ready
+        ? reply.code(200).send({ status: 'ready', checks, vectors })
+        : reply.code(503).send({ status: 'unavailable', checks, vectors });
+    },
+  );
 }

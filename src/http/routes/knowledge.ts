@@ -1,10 +1,9 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Static } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { FastifyRequest } from 'fastify';
+import type { AppDeps } from '../../deps.js';
 import { accessRequestWorkspace } from '../../services/access.js';
 import { projectIndexSummary, rebuildProjectIndex, searchProjectFiles } from '../../services/knowledge.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
 import {
   IndexSummaryResponse,
   KnowledgeParams,
@@ -12,16 +11,16 @@ import {
   SearchQuery,
   SearchResponse,
 } from '../schemas/knowledge.js';
-import { workspaceHeader } from './projects.js';
+import type { TypedApp } from '../typed-app.js';
 
-const TAGS = ['project knowledge'];
+const TAGS = ['project files'];
 
 /** The project's index and search (spec/knowledge.md); same access as the project's files. */
-export async function knowledgeRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function knowledgeRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   const workspaceOf = async (request: FastifyRequest) =>
     (await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request))).workspaceId;
 
-  app.get<{ Params: Static<typeof KnowledgeParams> }>(
+  app.get(
     '/projects/:projectId/index',
     {
       schema: {
@@ -31,10 +30,10 @@ export async function knowledgeRoutes(app: FastifyInstance, deps: AppDeps): Prom
           'Files by index status, searchable chunks, the embedding model and whether vectors back search.',
         tags: TAGS,
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: KnowledgeParams,
         response: {
-          200: { description: 'The index summary', ...IndexSummaryResponse },
+          200: IndexSummaryResponse,
           ...errorResponses(...COMMON_ERRORS),
         },
       },
@@ -45,7 +44,7 @@ export async function knowledgeRoutes(app: FastifyInstance, deps: AppDeps): Prom
     },
   );
 
-  app.post<{ Params: Static<typeof KnowledgeParams> }>(
+  app.post(
     '/projects/:projectId/index/rebuild',
     {
       schema: {
@@ -55,10 +54,10 @@ export async function knowledgeRoutes(app: FastifyInstance, deps: AppDeps): Prom
           "Marks every file of the project for indexing again, in the background. Chunks already indexed stay searchable until each file's new ones replace them.",
         tags: TAGS,
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: KnowledgeParams,
         response: {
-          202: { description: 'Indexing again has started', ...RebuildResponse },
+          202: RebuildResponse,
           ...errorResponses(...COMMON_ERRORS),
         },
       },
@@ -70,7 +69,7 @@ export async function knowledgeRoutes(app: FastifyInstance, deps: AppDeps): Prom
     },
   );
 
-  app.get<{ Params: Static<typeof KnowledgeParams>; Querystring: Static<typeof SearchQuery> }>(
+  app.get(
     '/projects/:projectId/search',
     {
       schema: {
@@ -80,11 +79,11 @@ export async function knowledgeRoutes(app: FastifyInstance, deps: AppDeps): Prom
           'The chunks of indexed files that best match `q`, best first (at most 3 of one file). Files not yet indexed are not found.',
         tags: TAGS,
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: KnowledgeParams,
         querystring: SearchQuery,
         response: {
-          200: { description: 'The matching chunks', ...SearchResponse },
+          200: SearchResponse,
           ...errorResponses(...COMMON_ERRORS),
         },
       },

@@ -1,5 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Static } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
 import { type ChatDeps, startConversation } from '../../services/chat.js';
 import {
@@ -7,7 +6,6 @@ import {
   completionChunks,
   completionObject,
   conversationRequest,
-  type CompletionRequest,
   openAIError,
 } from '../../services/openai-chat.js';
 import { getModel, listModels } from '../../services/openai-models.js';
@@ -23,7 +21,9 @@ import {
   OpenAIModelList,
   OpenAIModelParams,
 } from '../schemas/openai.js';
+import { headerDoc } from '../schemas/headers.js';
 import { writeEventStream } from '../ui-message-sse.js';
+import type { TypedApp } from '../typed-app.js';
 
 /** Event-stream headers of OpenAI's stream (not the AI SDK's UI message stream marker). */
 const OPENAI_STREAM_HEADERS = {
@@ -59,7 +59,7 @@ function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, error: un
 
 /** `/v1/openai/*` (spec/openai-compatible.md): a second door to the conversation machinery of `/chat`. */
 export async function openAIRoutes(
-  app: FastifyInstance,
+  app: TypedApp,
   deps: ChatDeps,
   limits: Pick<Config, 'chatBodyLimitBytes'>,
   unmatched: UnmatchedRoute,
@@ -74,6 +74,7 @@ export async function openAIRoutes(
     {
       schema: {
         summary: 'List models (OpenAI-compatible)',
+        operationId: 'openaiListModels',
         description:
           "The agents the key may use, as OpenAI models: the same set and order as the workspace's agent list. An organization key names the workspace in `x-workspace-id`. Errors have OpenAI's shape.",
         tags: ['openai'],
@@ -84,11 +85,12 @@ export async function openAIRoutes(
     async (request) => listModels(deps.db, request.principal, requestedWorkspaceId(request)),
   );
 
-  app.get<{ Params: Static<typeof OpenAIModelParams> }>(
+  app.get(
     '/models/:model',
     {
       schema: {
         summary: 'Retrieve a model (OpenAI-compatible)',
+        operationId: 'openaiRetrieveModel',
         description: 'One agent as an OpenAI model, or 404 `model_not_found`.',
         tags: ['openai'],
         security: API_KEY_SECURITY,
@@ -100,12 +102,13 @@ export async function openAIRoutes(
       getModel(deps.db, request.principal, requestedWorkspaceId(request), request.params.model),
   );
 
-  app.post<{ Body: Static<typeof CompletionBody> }>(
+  app.post(
     '/chat/completions',
     {
       bodyLimit: limits.chatBodyLimitBytes,
       schema: {
         summary: 'Create a chat completion (OpenAI-compatible)',
+        operationId: 'openaiCreateChatCompletion',
         description:
           "OpenAI's Chat Completions with an agent id as `model`. The agent's instructions and project context come first, then the client's `system`/`developer` messages. Client function `tools` are returned as `tool_calls`; the agent's own tools (MCP, orchestration, remember) run inside Atrium and never show. Stored only for a named chat: `chat_id` / `x-atrium-chat-id`, or `x-atrium-conversation-key`; the chat stores the new messages only when the stored conversation is a prefix of the request's (else `x-atrium-chat-persisted: false`). Refused (400): `n` other than 1, `logprobs`, audio output, `response_format` other than text. With `stream: true`: `text/event-stream` of `chat.completion.chunk`, the usage chunk with `stream_options.include_usage`, then `data: [DONE]`; a failure after the stream started is one `data: {\"error\": …}` event.",
         tags: ['openai'],
@@ -114,6 +117,12 @@ export async function openAIRoutes(
         response: {
           200: {
             description: 'A `chat.completion` object, or with `stream: true` an event stream',
+            headers: {
+              'x-atrium-chat-id': headerDoc('The stored chat, when the request named one'),
+              'x-atrium-chat-persisted': headerDoc(
+                '`false` when the named chat could not store the new messages',
+              ),
+            },
             content: {
               'application/json': { schema: Completion },
               'text/event-stream': { schema: CompletionStream },
@@ -124,7 +133,7 @@ export async function openAIRoutes(
       },
     },
     async (request, reply) => {
-      const body = request.body as CompletionRequest;
+      const body = request.body;
       const input = conversationRequest(body, {
         chatId: body.chat_id ?? header(request, 'x-atrium-chat-id'),
         conversationKey: header(request, 'x-atrium-conversation-key'),

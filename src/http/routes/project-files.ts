@@ -1,6 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Static } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { FastifyRequest } from 'fastify';
+import type { AppDeps } from '../../deps.js';
 import { errors, type ValidationIssue } from '../../errors.js';
 import { accessRequestWorkspace } from '../../services/access.js';
 import {
@@ -12,7 +11,13 @@ import {
   syncProjectFiles,
 } from '../../services/project-files.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, MAX_OFFSET } from '../schemas/common.js';
+import {
+  API_KEY_SECURITY,
+  COMMON_ERRORS,
+  errorResponses,
+  MAX_OFFSET,
+  WorkspaceHeader,
+} from '../schemas/common.js';
 import {
   DeleteFileResponse,
   DownloadUrlResponse,
@@ -24,33 +29,25 @@ import {
   UploadUrlBody,
   UploadUrlResponse,
 } from '../schemas/project-files.js';
-
-const workspaceHeader = {
-  type: 'object',
-  properties: {
-    'x-workspace-id': {
-      type: 'string',
-      description: 'Required with an organization key: the workspace to act in',
-    },
-  },
-} as const;
+import type { TypedApp } from '../typed-app.js';
 
 const TAGS = ['project files'];
 
-export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function projectFileRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   const workspaceOf = async (request: FastifyRequest) =>
     (await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request))).workspaceId;
 
-  app.post<{ Params: Static<typeof ProjectFileParams>; Body: Static<typeof UploadUrlBody> }>(
+  app.post(
     '/projects/:projectId/files/upload',
     {
       schema: {
         summary: 'Request a file upload URL',
+        operationId: 'createFileUploadUrl',
         description:
           'Step 1 of 2. Returns a URL to PUT the bytes to, with the same Content-Type and exactly `sizeBytes` bytes, within 15 minutes. Then call sync.',
         tags: TAGS,
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ProjectFileParams,
         body: UploadUrlBody,
         response: { 200: UploadUrlResponse, ...errorResponses(...COMMON_ERRORS, 409) },
@@ -63,16 +60,17 @@ export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Pr
     },
   );
 
-  app.post<{ Params: Static<typeof ProjectFileParams> }>(
+  app.post(
     '/projects/:projectId/files/sync',
     {
       schema: {
         summary: 'Sync project files with storage',
+        operationId: 'syncProjectFiles',
         description:
           'Step 2 of 2. Registers new uploads (`added`), removes records of deleted objects (`removed`), records changed content (`updated`). Idempotent. 409 `quota_exceeded` when objects in storage would exceed the quota (the others are registered; `details` lists the rest).',
         tags: TAGS,
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ProjectFileParams,
         response: { 200: SyncResponse, ...errorResponses(...COMMON_ERRORS, 409) },
       },
@@ -83,16 +81,17 @@ export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Pr
     },
   );
 
-  app.get<{ Params: Static<typeof ProjectFileParams>; Querystring: Static<typeof ListProjectFilesQuery> }>(
+  app.get(
     '/projects/:projectId/files',
     {
       schema: {
         summary: 'List project files',
+        operationId: 'listProjectFiles',
         description:
           'Flat: newest `updatedAt` first, then id, paged by `limit` (1–100, omitted: all) and `offset`. `tree=true`: `{ data: { tree: [node] } }`, folders first, then files, each by name.',
         tags: TAGS,
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ProjectFileParams,
         querystring: ListProjectFilesQuery,
         response: { 200: ProjectFileListResponse, ...errorResponses(...COMMON_ERRORS) },
@@ -107,15 +106,16 @@ export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Pr
     },
   );
 
-  app.get<{ Params: Static<typeof ProjectFileIdParams> }>(
+  app.get(
     '/projects/:projectId/files/:fileId/download',
     {
       schema: {
         summary: 'Get a file download URL',
+        operationId: 'createFileDownloadUrl',
         description: 'A signed URL valid 4 hours, plus the file name, type and size.',
         tags: TAGS,
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ProjectFileIdParams,
         response: { 200: DownloadUrlResponse, ...errorResponses(...COMMON_ERRORS) },
       },
@@ -129,15 +129,16 @@ export async function projectFileRoutes(app: FastifyInstance, deps: AppDeps): Pr
     },
   );
 
-  app.delete<{ Params: Static<typeof ProjectFileIdParams> }>(
+  app.delete(
     '/projects/:projectId/files/:fileId',
     {
       schema: {
         summary: 'Delete a project file',
+        operationId: 'deleteProjectFile',
         description: 'Removes the object and the record. A second delete is 404.',
         tags: TAGS,
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ProjectFileIdParams,
         response: { 200: DeleteFileResponse, ...errorResponses(...COMMON_ERRORS) },
       },

@@ -1,28 +1,25 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import type { AppDeps } from '../../app.js';
-import { errors } from '../../errors.js';
+import type { AppDeps } from '../../deps.js';
+import { projectName } from '../../services/projects.js';
 import { accessRequestWorkspace } from '../../services/access.js';
 import { deleteProject, getProjectDetail, patchProject } from '../../services/project-admin.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import { DeletedResponse } from '../schemas/agents-admin.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
 import { PatchProjectBody, ProjectDetailResponse, ProjectParams } from '../schemas/projects.js';
-import { workspaceHeader } from './projects.js';
-
-const NAME_MAX = 200;
+import type { TypedApp } from '../typed-app.js';
 
 /** Project read (with instructions and memory), update and delete (management.md). */
-export async function projectAdminRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get<{ Params: Static<typeof ProjectParams> }>(
+export async function projectAdminRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+  app.get(
     '/projects/:projectId',
     {
       schema: {
         summary: 'Get a project',
+        operationId: 'getProject',
         description: 'The project with its instructions, memory and managedBy.',
         tags: ['projects'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ProjectParams,
         response: { 200: ProjectDetailResponse, ...errorResponses(...COMMON_ERRORS) },
       },
@@ -33,44 +30,41 @@ export async function projectAdminRoutes(app: FastifyInstance, deps: AppDeps): P
     },
   );
 
-  app.patch<{ Params: Static<typeof ProjectParams>; Body: Static<typeof PatchProjectBody> }>(
+  app.patch(
     '/projects/:projectId',
     {
       schema: {
         summary: 'Update a project',
+        operationId: 'updateProject',
         description:
           'Any key of the workspace. `archived: true` archives, `false` restores. A project of the setup file → 409 `managed_by_setup`.',
         tags: ['projects'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ProjectParams,
         body: PatchProjectBody,
         response: { 200: ProjectDetailResponse, ...errorResponses(...COMMON_ERRORS, 409) },
       },
     },
     async (request) => {
-      const name = request.body.name?.trim();
-      if (name !== undefined && (name.length === 0 || name.length > NAME_MAX)) {
-        throw errors.badRequest(`body.name must be 1–${NAME_MAX} characters after trimming`, [
-          { path: 'body.name', message: `must be 1–${NAME_MAX} characters after trimming` },
-        ]);
-      }
+      const name = request.body.name === undefined ? undefined : projectName(request.body.name);
       const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
       const project = await patchProject(deps, access, request.params.projectId, { ...request.body, name });
       return { data: { project } };
     },
   );
 
-  app.delete<{ Params: Static<typeof ProjectParams> }>(
+  app.delete(
     '/projects/:projectId',
     {
       schema: {
         summary: 'Delete a project',
+        operationId: 'deleteProject',
         description:
           'Deletes the project, its files (objects and records); its chats stay with `projectId` null. A project of the setup file → 409 `managed_by_setup`.',
         tags: ['projects'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         params: ProjectParams,
         response: { 200: DeletedResponse, ...errorResponses(...COMMON_ERRORS, 409) },
       },

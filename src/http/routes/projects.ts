@@ -1,67 +1,49 @@
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import type { AppDeps } from '../../app.js';
-import { errors } from '../../errors.js';
+import type { AppDeps } from '../../deps.js';
 import { accessRequestWorkspace } from '../../services/access.js';
-import { createProject, listProjects } from '../../services/projects.js';
+import { createProject, listProjects, projectName } from '../../services/projects.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
 import {
   CreateProjectBody,
   ProjectListQuery,
   ProjectListResponse,
   ProjectResponse,
 } from '../schemas/projects.js';
+import type { TypedApp } from '../typed-app.js';
 
-const NAME_MAX = 200;
-
-export const workspaceHeader = {
-  type: 'object',
-  properties: {
-    'x-workspace-id': {
-      type: 'string',
-      maxLength: 200,
-      description: 'Required with an organization key: the workspace to act in',
-    },
-  },
-} as const;
-
-export async function projectRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.post<{ Body: Static<typeof CreateProjectBody> }>(
+export async function projectRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+  app.post(
     '/projects',
     {
       schema: {
         summary: 'Create a project',
+        operationId: 'createProject',
         tags: ['projects'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         body: CreateProjectBody,
         response: { 201: ProjectResponse, ...errorResponses(...COMMON_ERRORS) },
       },
     },
     async (request, reply) => {
-      const name = request.body.name.trim();
-      if (name.length === 0 || name.length > NAME_MAX) {
-        throw errors.badRequest(`body.name must be 1–${NAME_MAX} characters after trimming`, [
-          { path: 'body.name', message: `must be 1–${NAME_MAX} characters after trimming` },
-        ]);
-      }
+      const name = projectName(request.body.name);
       const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
       const project = await createProject(deps.db, deps.clock, access, { ...request.body, name });
       return reply.code(201).send({ data: { project } });
     },
   );
 
-  app.get<{ Querystring: Static<typeof ProjectListQuery> }>(
+  app.get(
     '/projects',
     {
       schema: {
         summary: 'List projects',
+        operationId: 'listProjects',
         description:
           'Non-archived projects of the workspace (`archived=true`: the archived ones), most recently updated first.',
         tags: ['projects'],
         security: API_KEY_SECURITY,
-        headers: workspaceHeader,
+        headers: WorkspaceHeader,
         querystring: ProjectListQuery,
         response: { 200: ProjectListResponse, ...errorResponses(...COMMON_ERRORS) },
       },

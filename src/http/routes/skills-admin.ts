@@ -1,9 +1,9 @@
-import type { FastifyInstance } from 'fastify';
-import { type Static, Type } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import { Type } from 'typebox';
+import type { AppDeps } from '../../deps.js';
 import { deleteSkill, getSkillDetail } from '../../services/skill-admin.js';
 import { DeletedResponse } from '../schemas/agents-admin.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, envelope, errorResponses, Timestamp } from '../schemas/common.js';
+import type { TypedApp } from '../typed-app.js';
 
 const SkillParams = Type.Object({ skillId: Type.String({ minLength: 1, maxLength: 200 }) });
 
@@ -24,15 +24,17 @@ const SkillDetailResponse = envelope(
       updatedAt: Timestamp,
     }),
   }),
+  'The skill with its files',
 );
 
 /** Skill read and delete (management.md). */
-export async function skillAdminRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get<{ Params: Static<typeof SkillParams> }>(
+export async function skillAdminRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+  app.get(
     '/skills/:skillId',
     {
       schema: {
         summary: 'Get a skill',
+        operationId: 'getSkill',
         description:
           'The skill with its stored files. Members see shared skills and their own private ones; owners and admins every skill of the workspace.',
         tags: ['skills'],
@@ -46,11 +48,12 @@ export async function skillAdminRoutes(app: FastifyInstance, deps: AppDeps): Pro
     }),
   );
 
-  app.delete<{ Params: Static<typeof SkillParams> }>(
+  app.delete(
     '/skills/:skillId',
     {
       schema: {
         summary: 'Delete a skill',
+        operationId: 'deleteSkill',
         description: 'Removes the skill and its stored files. Its uploader, or an owner or admin.',
         tags: ['skills'],
         security: API_KEY_SECURITY,

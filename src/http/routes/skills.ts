@@ -2,9 +2,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import multipart from '@fastify/multipart';
 import Ajv from 'ajv';
-import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { accessWorkspaceInPath } from '../../services/access.js';
 import { clampLimit } from '../../services/paging.js';
 import {
@@ -19,6 +17,7 @@ import { WorkspaceParams } from '../schemas/agents.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
 import { BulkUploadForm, BulkUploadResult, SkillListQuery, SkillListResponse } from '../schemas/skills.js';
 import { skillUploadRoot, spoolSkillUpload } from '../skill-upload-spool.js';
+import { type TypedApp, typed } from '../typed-app.js';
 
 /**
  * The multipart body is read as a stream by the handler, so the body schema only documents the
@@ -30,12 +29,13 @@ function multipartRouteValidator() {
     httpPart === 'body' ? () => true : ajv.compile(schema);
 }
 
-export async function skillRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get<{ Params: Static<typeof WorkspaceParams>; Querystring: Static<typeof SkillListQuery> }>(
+export async function skillRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+  app.get(
     '/workspace/:workspaceId/skills',
     {
       schema: {
         summary: 'List skills',
+        operationId: 'listSkills',
         description:
           'Skills of the workspace the caller may see (shared ones and the caller’s own private ones), by name (case-insensitive), then id.',
         tags: ['skills'],
@@ -58,12 +58,13 @@ export async function skillRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     // What a crashed process left here is swept by the server (src/leftovers.ts).
     const uploadRoot = skillUploadRoot(deps.config.dataDir);
 
-    scope.post<{ Params: Static<typeof WorkspaceParams> }>(
+    typed(scope).post(
       '/workspace/:workspaceId/skills/bulk-upload',
       {
         validatorCompiler: multipartRouteValidator(),
         schema: {
           summary: 'Bulk upload skills',
+          operationId: 'bulkUploadSkills',
           description:
             'Zip archives of skill directories (each with a SKILL.md) and standalone .md files. 200 when every skill was created or skipped, 207 (same body) when some failed. At most 32 MB of files and 200 skills per request; archives are checked for unsafe paths, links, encryption and decompressed size before anything is stored.',
           tags: ['skills'],

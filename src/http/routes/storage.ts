@@ -1,38 +1,79 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { ApiError, errors } from '../../errors.js';
 import { contentDisposition } from '../../storage/content-disposition.js';
 import { normalizeMediaType } from '../../storage/media-type.js';
 import { decodeKeyPath, STORAGE_ROUTE_PREFIX, verifySignedUrl } from '../../storage/signed-url.js';
 import { bodyTimeoutError } from '../body-deadline.js';
+import { MAX_FILE_BYTES } from '../../limits.js';
+import type { SwaggerTransform } from '@fastify/swagger';
 import { errorResponses } from '../schemas/common.js';
+import { headerDoc, REQUEST_ID_HEADER, withHeaders } from '../schemas/headers.js';
 import { StoredObjectResponse } from '../schemas/project-files.js';
+import type { TypedApp } from '../typed-app.js';
 
-/** Uploads are at most 50 MB (the per-file limit); the exact bound is the signed size. */
-const UPLOAD_BODY_LIMIT = 50 * 1024 * 1024;
+const ObjectBytes = Type.Unsafe<Readable>({
+  type: 'string',
+  format: 'binary',
+  description: 'The object bytes',
+});
 
-const ObjectBytes = Type.Unsafe({ type: 'string', format: 'binary', description: 'The object bytes' });
+/** Fastify's name for the rest of the path after the prefix. */
+const WildcardParams = Type.Object({ '*': Type.String() });
 
-const objectParams = {
-  type: 'object',
-  properties: {
-    '*': { type: 'string', description: 'The storage path (`storagePath`), each segment percent-encoded' },
-  },
-} as const;
+/** What the document calls that wildcard: a named parameter clients can fill in. */
+const StoragePathParams = Type.Object({
+  path: Type.String({
+    description:
+      'The storage path (`storagePath`). Either with its `/` separators and each segment percent-encoded (how signed URLs spell it), or as one percent-encoded segment (`/` as `%2F`, what generated clients send): both name the same object.',
+    examples: ['projects/wsp_demo/prj_1/notes.md'],
+  }),
+});
 
-const signedQuery = {
-  type: 'object',
-  properties: {
-    contentType: { type: 'string' },
-    size: { type: 'string' },
-    filename: { type: 'string' },
-    version: { type: 'string' },
-    expires: { type: 'string' },
-    signature: { type: 'string' },
-  },
-} as const;
+const signedField = (description: string, example: string) =>
+  Type.Optional(Type.String({ description, examples: [example] }));
+
+/** The query a signed URL carries; every field is covered by the signature. */
+const SignedQuery = Type.Object({
+  contentType: signedField('The Content-Type the URL was signed for', 'text/markdown'),
+  size: signedField('Upload URLs: the exact byte count the upload must have', '1024'),
+  filename: signedField('Download URLs: the file name for Content-Disposition', 'notes.md'),
+  version: signedField(
+    'Download URLs: the ETag of the version the URL serves',
+    'd41d8cd98f00b204e9800998ecf8427e',
+  ),
+  expires: signedField('Expiry, Unix seconds', '1893456000'),
+  signature: signedField('HMAC-SHA256 of the other fields, method and path', 'b64url…'),
+});
+
+/**
+ * The router matches `/storage/objects/*`; the document shows that wildcard as `{path}`, a real
+ * parameter, so that generated clients build a working URL (with `{*}` they send `%7B*%7D`).
+ */
+function documentWildcardAsPath(extra: Record<string, unknown>): SwaggerTransform {
+  return ({ schema, url }) => ({
+    url: url.replace(/\*$/, ':path'),
+    schema: { ...schema, params: StoragePathParams, ...extra },
+  });
+}
+
+const DOWNLOAD_HEADERS = {
+  'content-type': headerDoc('The Content-Type the URL was signed for'),
+  'content-length': headerDoc('Bytes in this response', 'integer'),
+  'content-disposition': headerDoc('`attachment` with the file name'),
+  etag: headerDoc('The stored version (quoted)'),
+  'last-modified': headerDoc('When the object was stored'),
+  'accept-ranges': headerDoc('`bytes`: a single `Range` is honoured'),
+  'x-request-id': REQUEST_ID_HEADER,
+};
+
+const objectResponse = (description: string, headers: Record<string, unknown>) => ({
+  description,
+  headers,
+  content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+});
 
 /** The storage path a signed URL names (the part after `/storage/objects/`), decoded. */
 function requestedKey(request: FastifyRequest): string {
@@ -104,7 +145,7 @@ function drainOrClose(request: FastifyRequest, reply: FastifyReply): void {
  * `PUT` streams an upload into storage, `GET` serves a download with Range support. Registered
  * in a scope of its own, where every content type reaches the handler as the raw stream.
  */
-export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
@@ -116,26 +157,35 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
   app.put(
     `${STORAGE_ROUTE_PREFIX}*`,
     {
-      bodyLimit: UPLOAD_BODY_LIMIT,
+      // The per-file limit; the exact bound is the signed size.
+      bodyLimit: MAX_FILE_BYTES,
       schema: {
         summary: 'Upload an object through a signed URL (fs storage)',
         description:
           'The `uploadUrl` of an upload-URL request. Send exactly the declared number of bytes with the declared Content-Type; no API key.',
+        operationId: 'uploadObject',
+        security: [],
         tags: ['storage'],
-        params: objectParams,
-        querystring: signedQuery,
-        response: { 200: StoredObjectResponse, ...errorResponses(400, 403, 404, 405, 408, 413, 500) },
+        params: WildcardParams,
+        querystring: SignedQuery,
+        response: {
+          200: withHeaders(StoredObjectResponse, 'Stored', {
+            etag: headerDoc('The stored version (quoted)'),
+          }),
+          ...errorResponses(400, 403, 404, 405, 408, 413, 500),
+        },
+      },
+      config: {
+        // The body is the raw stream, not validated, so only the document declares it.
+        swaggerTransform: documentWildcardAsPath({
+          body: { ...ObjectBytes, description: 'Exactly `size` bytes' },
+          consumes: ['application/octet-stream'],
+        }),
       },
     },
     async (request, reply) => {
       const key = requestedKey(request);
-      const signed = verifySignedUrl(
-        deps.config.signingSecret,
-        'PUT',
-        key,
-        request.query as Record<string, unknown>,
-        deps.clock(),
-      );
+      const signed = verifySignedUrl(deps.config.signingSecret, 'PUT', key, request.query, deps.clock());
       const declaredSize = signed.sizeBytes!;
       const sent = request.headers['content-type'];
       const expected = normalizeMediaType(signed.contentType);
@@ -180,21 +230,29 @@ export async function storageRoutes(app: FastifyInstance, deps: AppDeps): Promis
         summary: 'Download an object through a signed URL (fs storage)',
         description:
           'The `downloadUrl` of a download-URL request. Supports a single byte `Range`; no API key.',
+        operationId: 'downloadObject',
+        security: [],
         tags: ['storage'],
-        params: objectParams,
-        querystring: signedQuery,
+        params: WildcardParams,
+        querystring: SignedQuery,
         response: { 200: ObjectBytes, 206: ObjectBytes, ...errorResponses(400, 403, 404, 405, 500) },
+      },
+      config: {
+        swaggerTransform: documentWildcardAsPath({
+          response: {
+            200: objectResponse('The whole object', DOWNLOAD_HEADERS),
+            206: objectResponse('The requested byte range', {
+              ...DOWNLOAD_HEADERS,
+              'content-range': headerDoc('`bytes start-end/size`'),
+            }),
+            ...errorResponses(400, 403, 404, 405, 500),
+          },
+        }),
       },
     },
     async (request, reply) => {
       const key = requestedKey(request);
-      const signed = verifySignedUrl(
-        deps.config.signingSecret,
-        'GET',
-        key,
-        request.query as Record<string, unknown>,
-        deps.clock(),
-      );
+      const signed = verifySignedUrl(deps.config.signingSecret, 'GET', key, request.query, deps.clock());
       const head = await deps.store.head(key);
       if (!head) throw errors.notFound('Object');
       // The URL serves one version: after a delete and a new upload at the same path, or a

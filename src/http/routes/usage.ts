@@ -1,6 +1,5 @@
-import type { FastifyInstance } from 'fastify';
-import { type Static, Type } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import { Type } from 'typebox';
+import type { AppDeps } from '../../deps.js';
 import { accessWorkspaceInPath } from '../../services/access.js';
 import { getRun, listRuns } from '../../services/run-history.js';
 import { listWorkspaceModels, usageReport } from '../../services/usage-report.js';
@@ -9,6 +8,7 @@ import { AgentParams } from '../schemas/agents-admin.js';
 import { WorkspaceParams } from '../schemas/agents.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, envelope, errorResponses } from '../schemas/common.js';
 import { ModelListResponse, UsageQuery, UsageReportResponse } from '../schemas/usage.js';
+import type { TypedApp } from '../typed-app.js';
 
 const RunListQuery = Type.Object({
   limit: Type.Optional(
@@ -28,6 +28,7 @@ const RunListResponse = envelope(
       nextCursor: Type.Union([Type.String(), Type.Null()]),
     }),
   }),
+  'A page of the agent’s runs, newest first',
 );
 
 const RunParams = Type.Object({
@@ -36,12 +37,13 @@ const RunParams = Type.Object({
 });
 
 /** The workspace's models, its usage report, and the history of agent runs (management.md). */
-export async function usageRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get<{ Params: Static<typeof WorkspaceParams> }>(
+export async function usageRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+  app.get(
     '/workspace/:workspaceId/models',
     {
       schema: {
         summary: 'List the workspace’s models',
+        operationId: 'listWorkspaceModels',
         description:
           'The models enabled in the workspace, its default among them, with pricing. Any key of the workspace.',
         tags: ['usage'],
@@ -56,11 +58,12 @@ export async function usageRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     },
   );
 
-  app.get<{ Params: Static<typeof WorkspaceParams>; Querystring: Static<typeof UsageQuery> }>(
+  app.get(
     '/workspace/:workspaceId/usage',
     {
       schema: {
         summary: 'Usage report of a month',
+        operationId: 'getUsageReport',
         description:
           'Tokens, cost and requests of the month (UTC), by agent, model and day, with the workspace limits (null when not set). Any key of the workspace.',
         tags: ['usage'],
@@ -76,11 +79,12 @@ export async function usageRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     },
   );
 
-  app.get<{ Params: Static<typeof AgentParams>; Querystring: Static<typeof RunListQuery> }>(
+  app.get(
     '/agents/:agentId/runs',
     {
       schema: {
         summary: 'List an agent’s runs',
+        operationId: 'listAgentRuns',
         description: 'Newest first, by cursor. Members see the runs made with their user’s keys.',
         tags: ['agents'],
         security: API_KEY_SECURITY,
@@ -94,16 +98,17 @@ export async function usageRoutes(app: FastifyInstance, deps: AppDeps): Promise<
     }),
   );
 
-  app.get<{ Params: Static<typeof RunParams> }>(
+  app.get(
     '/agents/:agentId/runs/:runId',
     {
       schema: {
         summary: 'Get a run',
+        operationId: 'getAgentRun',
         description: 'The run as `POST /agents/{agentId}/runs` answered it (without warnings).',
         tags: ['agents'],
         security: API_KEY_SECURITY,
         params: RunParams,
-        response: { 200: envelope(AgentRun), ...errorResponses(...COMMON_ERRORS) },
+        response: { 200: envelope(AgentRun, 'The run'), ...errorResponses(...COMMON_ERRORS) },
       },
     },
     async (request) => ({

@@ -3,7 +3,9 @@ import { Sources, SystemVariables, Temperature, TemplateVariables, ToolWarning }
 import { envelope, Timestamp } from './common.js';
 import { UsageField } from './usage.js';
 
-export const AgentRunParams = Type.Object({ agentId: Type.String({ minLength: 1 }) });
+export const AgentRunParams = Type.Object({
+  agentId: Type.String({ minLength: 1, examples: ['agt_demo_assistant'] }),
+});
 
 export const AgentRunBody = Type.Object(
   {
@@ -20,7 +22,7 @@ export const AgentRunBody = Type.Object(
     temperature: Type.Optional(Temperature),
     model: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   },
-  { additionalProperties: true },
+  { additionalProperties: true, examples: [{ message: 'Summarise what you can do in one sentence' }] },
 );
 
 export const AgentRun = Type.Object({
@@ -41,4 +43,4 @@ export const AgentRun = Type.Object({
   sources: Type.Optional(Sources),
 });
 
-export const AgentRunResponse = envelope(AgentRun);
+export const AgentRunResponse = envelope(AgentRun, 'The finished run: its output, usage and steps');

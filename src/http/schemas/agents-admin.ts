@@ -60,7 +60,9 @@ export const PatchAgentBody = Type.Object(
   { description: 'JSON merge patch: absent fields stay, null clears an optional field' },
 );
 
-export const AgentParams = Type.Object({ agentId: Type.String({ minLength: 1, maxLength: 200 }) });
+export const AgentParams = Type.Object({
+  agentId: Type.String({ minLength: 1, maxLength: 200, examples: ['agt_demo_assistant'] }),
+});
 
 export const ManagedByField = Type.Union([Type.Literal('setup'), Type.Literal('api')], {
   description: 'Who manages it: the setup file (API writes → 409 managed_by_setup) or the API',
@@ -79,5 +81,8 @@ export const AgentDetail = Type.Object(
 
 const AgentDetailRef = Type.Unsafe({ $ref: 'AgentDetail#' });
 
-export const AgentDetailResponse = envelope(Type.Object({ agent: AgentDetailRef }));
-export const DeletedResponse = envelope(Type.Object({ deleted: Type.Literal(true) }));
+export const AgentDetailResponse = envelope(
+  Type.Object({ agent: AgentDetailRef }),
+  'The agent, with its instructions and tools',
+);
+export const DeletedResponse = envelope(Type.Object({ deleted: Type.Literal(true) }), 'Deleted');

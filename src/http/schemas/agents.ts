@@ -27,11 +27,14 @@ export const AgentListQuery = Type.Object({
   offset: OffsetQuery,
 });
 
-export const WorkspaceParams = Type.Object({ workspaceId: Type.String({ minLength: 1, maxLength: 200 }) });
+export const WorkspaceParams = Type.Object({
+  workspaceId: Type.String({ minLength: 1, maxLength: 200, examples: ['wsp_demo'] }),
+});
 
 export const AgentListResponse = envelope(
   Type.Object({
     agents: Type.Array(Type.Unsafe({ $ref: 'Agent#' })),
     pagination: PaginationRef,
   }),
+  'A page of agents',
 );

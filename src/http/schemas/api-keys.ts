@@ -22,7 +22,7 @@ export const ApiKeyInfo = Type.Object(
 const ApiKeyInfoRef = Type.Unsafe({ $ref: 'ApiKeyInfo#' });
 
 export const CreateApiKeyBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
+  name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', examples: ['ci'] }),
   userId: Type.Optional(
     Type.String({
       minLength: 1,
@@ -40,16 +40,25 @@ export const CreateApiKeyResponse = envelope(
     apiKey: ApiKeyInfoRef,
     key: Type.String({ description: 'The plaintext key (`atr_ws_…`), shown in this response only' }),
   }),
+  'The new key; its secret is shown this once',
 );
 
-export const ApiKeyListResponse = envelope(Type.Object({ apiKeys: Type.Array(ApiKeyInfoRef) }));
+export const ApiKeyListResponse = envelope(
+  Type.Object({ apiKeys: Type.Array(ApiKeyInfoRef) }),
+  'The workspace’s API keys (never their secrets)',
+);
 
 export const ApiKeyParams = Type.Object({ keyId: Type.String({ minLength: 1, maxLength: 200 }) });
 
-export const RevokedResponse = envelope(Type.Object({ revoked: Type.Literal(true) }));
+export const RevokedResponse = envelope(Type.Object({ revoked: Type.Literal(true) }), 'The key is revoked');
 
 export const CreateSessionTokenBody = Type.Object({
-  userId: Type.String({ minLength: 1, maxLength: 200, description: 'A member of the workspace' }),
+  userId: Type.String({
+    minLength: 1,
+    maxLength: 200,
+    description: 'A member of the workspace',
+    examples: ['usr_demo_owner'],
+  }),
   agentIds: Type.Optional(
     Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
       minItems: 1,
@@ -65,4 +74,5 @@ export const SessionTokenResponse = envelope(
     token: Type.String({ description: '`atr_st_…`, sent like a key' }),
     expiresAt: Timestamp,
   }),
+  'The session token; shown this once',
 );

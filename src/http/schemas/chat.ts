@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { headerDoc } from './headers.js';
 import { UsageField } from './usage.js';
 
 const Part = Type.Object(
@@ -46,7 +47,12 @@ export const SystemVariables = Type.Object(
   { additionalProperties: false },
 );
 
-export const Temperature = Type.Number({ minimum: 0, maximum: 2, description: 'Default 0.7' });
+export const Temperature = Type.Number({
+  minimum: 0,
+  maximum: 2,
+  description: 'Default 0.7',
+  examples: [0.7],
+});
 const IdField = (description: string) => Type.String({ minLength: 1, maxLength: 200, description });
 
 export const ChatBody = Type.Object(
@@ -89,8 +95,17 @@ export const ChatBody = Type.Object(
       }),
     ),
   },
-  // Other fields AI SDK clients may add are ignored.
-  { additionalProperties: true },
+  {
+    // Other fields AI SDK clients may add are ignored.
+    additionalProperties: true,
+    // The demo workspace's agent (src/cli/demo.ts), so Swagger UI's pre-filled body succeeds.
+    examples: [
+      {
+        agentId: 'agt_demo_assistant',
+        messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hello' }] }],
+      },
+    ],
+  },
 );
 
 export const ToolWarning = Type.Object({
@@ -129,8 +144,13 @@ export const ChatResult = Type.Object({
 });
 
 /** 200 of POST /chat: JSON, or the UI message stream when `stream: true`. */
+const CHAT_ID_HEADER = {
+  'x-chat-id': headerDoc('With `stream: true`: the id of the chat (new or continued)'),
+};
+
 export const ChatOkResponse = {
   description: 'The reply: JSON, or with `stream: true` an AI SDK UI message stream (v1)',
+  headers: CHAT_ID_HEADER,
   content: {
     'application/json': { schema: ChatResult },
     'text/event-stream': {
@@ -145,6 +165,7 @@ export const ChatOkResponse = {
 /** 200 of GET /chat/{chatId}/stream: the replayed reply. */
 export const ResumeOkResponse = {
   description: 'The reply being generated, from its `start` chunk, as an AI SDK UI message stream (v1)',
+  headers: { 'x-chat-id': headerDoc('The id of the chat') },
   content: {
     'text/event-stream': {
       schema: Type.String({

@@ -73,9 +73,10 @@ export const RenameChatBody = Type.Object(
 
 export const ChatListResponse = envelope(
   Type.Object({ chats: Type.Array(ChatRef), pagination: CursorPagination }),
+  'A page of chats',
 );
-export const ChatResponse = envelope(Type.Object({ chat: ChatRef }));
-export const DeletedResponse = envelope(Type.Object({ deleted: Type.Boolean() }));
+export const ChatResponse = envelope(Type.Object({ chat: ChatRef }), 'The chat');
+export const DeletedResponse = envelope(Type.Object({ deleted: Type.Boolean() }), 'Deleted');
 
 export const StoredMessage = Type.Object({
   id: Type.String(),
@@ -99,6 +100,7 @@ export const MessageListResponse = envelope(
     }),
     pagination: CursorPagination,
   }),
+  'A page of the chat’s messages, oldest first',
 );
 
 export const StopResponse = envelope(
@@ -106,4 +108,5 @@ export const StopResponse = envelope(
     stopped: Type.Boolean(),
     messageId: Type.Union([Type.String(), Type.Null()], { description: 'The stopped reply' }),
   }),
+  'Whether a reply was running and is now stopped',
 );

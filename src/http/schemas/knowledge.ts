@@ -16,7 +16,7 @@ export const IndexSummaryResponse = envelope(
       description: "The workspace's embedding model, or null: lexical search only",
     }),
     vectors: Type.Union(
-      ['ready', 'building', 'off', 'unavailable'].map((state) => Type.Literal(state)),
+      [Type.Literal('ready'), Type.Literal('building'), Type.Literal('off'), Type.Literal('unavailable')],
       {
         description:
           '`off`: no embedding model; `building`: chunks still lack vectors; `ready`; `unavailable`: the database cannot search vectors',
@@ -27,12 +27,14 @@ export const IndexSummaryResponse = envelope(
         'Why vectors are not `ready`: the last embedding error (retried with backoff) or why the database cannot search vectors; null otherwise',
     }),
   }),
+  'The index summary',
 );
 
 export const RebuildResponse = envelope(
   Type.Object({
     files: Type.Integer({ minimum: 0, description: 'Files marked for indexing again' }),
   }),
+  'Indexing again has started',
 );
 
 export const SearchQuery = Type.Object({
@@ -59,4 +61,5 @@ export const SearchResponse = envelope(
       { description: 'Best first; at most 3 chunks of one file' },
     ),
   }),
+  'The matching chunks',
 );

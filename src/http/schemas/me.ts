@@ -22,4 +22,5 @@ export const MeResponse = envelope(
       Type.Null(),
     ]),
   }),
+  'The calling key, its user, organization and workspace',
 );

@@ -39,22 +39,33 @@ export function openAIErrorResponses(...statuses: number[]) {
   return responses;
 }
 
-export const OpenAIModel = Type.Object({
-  id: Type.String({ description: 'The agent id' }),
-  object: Type.Literal('model'),
-  created: Type.Integer({ description: 'Unix seconds' }),
-  owned_by: Type.Literal('atrium'),
-  name: Type.String({ description: 'The agent title' }),
-  description: Type.Union([Type.String(), Type.Null()]),
-});
+export const OpenAIModel = Type.Object(
+  {
+    id: Type.String({ description: 'The agent id' }),
+    object: Type.Literal('model'),
+    created: Type.Integer({ description: 'Unix seconds' }),
+    owned_by: Type.Literal('atrium'),
+    name: Type.String({ description: 'The agent title' }),
+    description: Type.Union([Type.String(), Type.Null()]),
+  },
+  { description: 'The agent as an OpenAI model' },
+);
 
-export const OpenAIModelList = Type.Object({
-  object: Type.Literal('list'),
-  data: Type.Array(OpenAIModel),
-});
+export const OpenAIModelList = Type.Object(
+  {
+    object: Type.Literal('list'),
+    data: Type.Array(OpenAIModel),
+  },
+  { description: 'The agents as OpenAI models' },
+);
 
 export const OpenAIModelParams = Type.Object({
-  model: Type.String({ minLength: 1, maxLength: 1000, description: 'An agent id' }),
+  model: Type.String({
+    minLength: 1,
+    maxLength: 1000,
+    description: 'An agent id',
+    examples: ['agt_demo_assistant'],
+  }),
 });
 
 const Message = Type.Object(
@@ -88,8 +99,17 @@ const FunctionTool = Type.Object(
 
 export const CompletionBody = Type.Object(
   {
-    model: Type.String({ minLength: 1, maxLength: 200, description: 'An agent id' }),
-    messages: Type.Array(Message, { minItems: 1, maxItems: 10_000 }),
+    model: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'An agent id',
+      examples: ['agt_demo_assistant'],
+    }),
+    messages: Type.Array(Message, {
+      minItems: 1,
+      maxItems: 10_000,
+      examples: [[{ role: 'user', content: 'Hello' }]],
+    }),
     stream: Type.Optional(Type.Boolean()),
     stream_options: Type.Optional(
       Type.Union([

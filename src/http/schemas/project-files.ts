@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { MAX_FILE_BYTES, megabytes } from '../../limits.js';
 import { envelope, MAX_OFFSET, PaginationRef, Timestamp } from './common.js';
 
 const fileFields = {
@@ -59,26 +60,35 @@ export const ListProjectFilesQuery = Type.Object({
   ),
 });
 
-export const ProjectFileListResponse = Type.Union([
-  envelope(Type.Object({ files: Type.Array(ProjectFileRef), pagination: PaginationRef })),
-  envelope(Type.Object({ tree: Type.Array(TreeNodeRef) })),
-]);
+export const ProjectFileListResponse = Type.Union(
+  [
+    envelope(
+      Type.Object({ files: Type.Array(ProjectFileRef), pagination: PaginationRef }),
+      'A page of files',
+    ),
+    envelope(Type.Object({ tree: Type.Array(TreeNodeRef) }), 'The folder tree'),
+  ],
+  { description: 'A page of files, or with `tree=true` the folder tree' },
+);
 
 export const UploadUrlBody = Type.Object({
   filename: Type.String({
     minLength: 1,
     maxLength: 255,
     description: '1–255 characters; no `/`, `\\`, NUL; not `.` or `..`',
+    examples: ['notes.md'],
   }),
   contentType: Type.String({
     minLength: 1,
     maxLength: 255,
     description: 'A MIME type, e.g. `text/markdown`',
+    examples: ['text/markdown'],
   }),
   sizeBytes: Type.Integer({
     minimum: 0,
-    maximum: 52_428_800,
-    description: 'Exact size of the upload (≤ 50 MB)',
+    maximum: MAX_FILE_BYTES,
+    description: `Exact size of the upload (≤ ${megabytes(MAX_FILE_BYTES)})`,
+    examples: [1024],
   }),
   folder: Type.Optional(
     Type.String({
@@ -95,10 +105,12 @@ export const UploadUrlResponse = envelope(
     }),
     storagePath: Type.String(),
   }),
+  'A signed upload URL and the storage path the file will have',
 );
 
 export const SyncResponse = envelope(
   Type.Object({ added: Type.Integer(), removed: Type.Integer(), updated: Type.Integer() }),
+  'What the sync added, updated and removed',
 );
 
 export const DownloadUrlResponse = envelope(
@@ -108,10 +120,15 @@ export const DownloadUrlResponse = envelope(
     contentType: Type.String(),
     sizeBytes: Type.Integer(),
   }),
+  'A signed download URL for the file',
 );
 
-export const DeleteFileResponse = envelope(Type.Object({ deleted: Type.Literal(true) }));
+export const DeleteFileResponse = envelope(
+  Type.Object({ deleted: Type.Literal(true) }),
+  'The file and its stored object are deleted',
+);
 
 export const StoredObjectResponse = envelope(
   Type.Object({ storagePath: Type.String(), sizeBytes: Type.Integer(), etag: Type.String() }),
+  'Stored',
 );

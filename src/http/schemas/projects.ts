@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { MAX_ID_LENGTH, MAX_PROJECT_NAME_LENGTH } from '../../limits.js';
 import { envelope, Timestamp } from './common.js';
 
 export const Project = Type.Object(
@@ -18,7 +19,11 @@ export const Project = Type.Object(
 const ProjectRef = Type.Unsafe({ $ref: 'Project#' });
 
 export const CreateProjectBody = Type.Object({
-  name: Type.String({ minLength: 1, description: 'Required; 1–200 characters after trimming' }),
+  name: Type.String({
+    minLength: 1,
+    description: `Required; 1–${MAX_PROJECT_NAME_LENGTH} characters after trimming`,
+    examples: ['Research notes'],
+  }),
   description: Type.Optional(Type.String({ maxLength: 2000 })),
   instructions: Type.Optional(
     Type.String({ maxLength: 20000, description: 'Given to the model in project chats; not returned' }),
@@ -27,8 +32,11 @@ export const CreateProjectBody = Type.Object({
   icon: Type.Optional(Type.String({ maxLength: 64 })),
 });
 
-export const ProjectResponse = envelope(Type.Object({ project: ProjectRef }));
-export const ProjectListResponse = envelope(Type.Object({ projects: Type.Array(ProjectRef) }));
+export const ProjectResponse = envelope(Type.Object({ project: ProjectRef }), 'The new project');
+export const ProjectListResponse = envelope(
+  Type.Object({ projects: Type.Array(ProjectRef) }),
+  'The projects',
+);
 
 export const ProjectListQuery = Type.Object({
   archived: Type.Optional(
@@ -36,11 +44,15 @@ export const ProjectListQuery = Type.Object({
   ),
 });
 
-export const ProjectParams = Type.Object({ projectId: Type.String({ minLength: 1, maxLength: 200 }) });
+export const ProjectParams = Type.Object({
+  projectId: Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH }),
+});
 
 export const PatchProjectBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, description: '1–200 characters after trimming' })),
+    name: Type.Optional(
+      Type.String({ minLength: 1, description: `1–${MAX_PROJECT_NAME_LENGTH} characters after trimming` }),
+    ),
     description: Type.Optional(Type.String({ maxLength: 2000 })),
     instructions: Type.Optional(Type.String({ maxLength: 20000 })),
     memory: Type.Optional(Type.String({ maxLength: 100_000, description: 'Markdown notes of the project' })),
@@ -63,4 +75,5 @@ export const ProjectDetail = Type.Object(
 
 export const ProjectDetailResponse = envelope(
   Type.Object({ project: Type.Unsafe({ $ref: 'ProjectDetail#' }) }),
+  'The project with its instructions, memory and managedBy',
 );

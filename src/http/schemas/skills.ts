@@ -42,6 +42,7 @@ export const SkillListResponse = envelope(
     skills: Type.Array(Skill),
     pagination: PaginationRef,
   }),
+  'A page of skills',
 );
 
 /** Documents the multipart form; the route reads it as a stream, not through this schema. */
@@ -93,4 +94,5 @@ export const BulkUploadResult = envelope(
       failed: Type.Integer({ description: 'Number of `errors` items' }),
     }),
   }),
+  'Every skill was created, updated or skipped',
 );

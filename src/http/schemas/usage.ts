@@ -39,6 +39,7 @@ export const UsageReportResponse = envelope(
     byModel: Type.Array(Type.Object({ model: Type.String(), ...Totals })),
     byDay: Type.Array(Type.Object({ date: Type.String({ description: 'YYYY-MM-DD (UTC)' }), ...Totals })),
   }),
+  'Token and cost usage of the month, by day, agent and model',
 );
 
 export const ModelListResponse = envelope(
@@ -53,4 +54,5 @@ export const ModelListResponse = envelope(
       }),
     ),
   }),
+  'The models enabled in the workspace',
 );

@@ -1,0 +1,29 @@
+/**
+ * Limits stated once: route schemas, services, router options and error messages read them
+ * from here, so a documented number cannot drift from the enforced one.
+ */
+
+const MB = 1024 * 1024;
+
+/** Longest id (agent, project, chat, key, workspace, user) a route accepts. */
+export const MAX_ID_LENGTH = 200;
+
+/** Longest path parameter the router passes on; longer ones are a 400 (the router's limit). */
+export const MAX_PATH_PARAM_LENGTH = 1000;
+
+/** A project's name, counted after trimming. */
+export const MAX_PROJECT_NAME_LENGTH = 200;
+
+/** One project file, and so one signed upload (decisions.md "Project files"). */
+export const MAX_FILE_BYTES = 50 * MB;
+
+/** All files of one project together. */
+export const MAX_PROJECT_BYTES = 500 * MB;
+
+/** Files in one project. */
+export const MAX_PROJECT_FILES = 500;
+
+/** `n` bytes in whole megabytes, for messages ("50 MB"). */
+export function megabytes(bytes: number): string {
+  return `${Math.round(bytes / MB)} MB`;
+}

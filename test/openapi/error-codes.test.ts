@@ -1,0 +1,79 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_STATUS } from '../../src/errors.js';
+import { createTestApp } from '../helpers/app.js';
+
+const src = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
+
+interface ErrorResponse {
+  content?: Record<
+    string,
+    { schema?: { $ref?: string }; examples?: Record<string, { value: { code: string } }> }
+  >;
+}
+interface Document {
+  paths: Record<string, Record<string, { responses: Record<string, ErrorResponse> }>>;
+  components: { schemas: { Error: { properties: { code: { enum: string[] } } } } };
+}
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+let doc: Document;
+beforeAll(async () => {
+  t = await createTestApp();
+  doc = (await t.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
+});
+afterAll(() => t.close());
+
+async function sourceFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
+    .map((entry) => path.join(entry.parentPath, entry.name));
+}
+
+/** Codes written in the source where an error is made: `new ApiError('code'` and the code maps. */
+async function codesInSource(): Promise<Set<string>> {
+  const codes = new Set<string>();
+  for (const file of await sourceFiles(src)) {
+    const text = await readFile(file, 'utf8');
+    for (const match of text.matchAll(/new ApiError\(\s*'([a-z_]+)'/g)) codes.add(match[1]!);
+    // The maps from Fastify's and Node's failures to our codes (error-handler.ts).
+    for (const map of text.matchAll(/Record<(?:string|number), ErrorCode> = \{([^}]*)\}/g)) {
+      for (const match of map[1]!.matchAll(/:\s*'([a-z_]+)'/g)) codes.add(match[1]!);
+    }
+  }
+  return codes;
+}
+
+describe('error codes in the OpenAPI document', () => {
+  it('lists every code the service answers with in the Error enum', async () => {
+    const documented = doc.components.schemas.Error.properties.code.enum;
+    expect([...documented].sort()).toEqual(Object.keys(ERROR_STATUS).sort());
+    const thrown = await codesInSource();
+    expect(thrown.size).toBeGreaterThan(10);
+    expect([...thrown].filter((code) => !documented.includes(code))).toEqual([]);
+  });
+
+  it('shows each code as an example of its own status, and only there', () => {
+    const examples = new Map<string, Set<string>>();
+    for (const item of Object.values(doc.paths)) {
+      for (const operation of Object.values(item)) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          const json = response.content?.['application/json'];
+          if (json?.schema?.$ref !== '#/components/schemas/Error') continue;
+          expect(json.examples, `error response ${status} has examples`).toBeDefined();
+          for (const example of Object.values(json.examples ?? {})) {
+            const code = example.value.code as keyof typeof ERROR_STATUS;
+            expect(String(ERROR_STATUS[code]), `${code} shown under ${status}`).toBe(status);
+            examples.set(status, (examples.get(status) ?? new Set()).add(code));
+          }
+        }
+      }
+    }
+    const shown = new Set([...examples.values()].flatMap((codes) => [...codes]));
+    // Every code a route can answer with has an example (internal_error and the rest included).
+    expect(Object.keys(ERROR_STATUS).filter((code) => !shown.has(code))).toEqual([]);
+  });
+});
