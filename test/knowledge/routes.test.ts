@@ -104,6 +104,7 @@ describe(`project index and search routes (${engineName})`, () => {
       chunks: 2,
       embeddingModel: null,
       vectors: 'off',
+      vectorsError: null,
     });
     const list = await get('/v1/projects/prj_docs/files');
     for (const file of list.json().data.files)
