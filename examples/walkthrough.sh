@@ -76,6 +76,11 @@ ok curl -s "$A/v1/projects/$PROJECT/files?tree=true" -H "$H"
 FILE_ID=$(ok curl -s $A/v1/projects/$PROJECT/files -H "$H" | json data.files.0.id)
 ok curl -s $A/v1/projects/$PROJECT/files/$FILE_ID/download -H "$H"
 ok curl -s -X DELETE $A/v1/projects/$PROJECT/files/$FILE_ID -H "$H"
+ok curl -s $A/v1/projects/$PROJECT/index -H "$H"
+ok curl -s "$A/v1/projects/$PROJECT/search?q=hello+spec&limit=5" -H "$H"
+status 202 curl -s -X POST $A/v1/projects/$PROJECT/index/rebuild -H "$H"
+ok curl -s $A/v1/chat -H "$H" -H 'content-type: application/json' \
+  -d "{\"agentId\":\"agt_demo_assistant\",\"projectId\":\"$PROJECT\",\"messages\":[{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"What does the spec say?\"}]}]}"
 
 echo '== skills'
 mkdir -p pdf-tools
