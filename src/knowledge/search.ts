@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isSqliteDb } from '../db/repositories/knowledge.js';
 import { foldAccents, PG_SEARCH_CONFIG } from './fold.js';
-import { withVectorCandidates } from './vectors.js';
+import { type ChunkCandidate, withVectorCandidates } from './vectors.js';
 
 /** One search hit: a chunk of an indexed file (spec/knowledge.md "Search"). */
 export interface SearchResult {
@@ -94,15 +94,7 @@ export function selectTerms(
   return [rarest];
 }
 
-interface Candidate {
-  file_id: string;
-  path: string;
-  name: string;
-  text: string;
-  heading: string | null;
-  pages: string | null;
-  score: number;
-}
+type Candidate = ChunkCandidate;
 
 /**
  * Lexical search of a project's indexed chunks: an OR of the query's terms (an implicit AND

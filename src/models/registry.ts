@@ -125,14 +125,7 @@ export class ModelRegistry {
     if (row?.kind === 'embedding') throw embeddingModelAsChatModel(modelId);
     if (row) {
       const pricing = { inputPerMTok: row.inputPerMTok, outputPerMTok: row.outputPerMTok };
-      const settings = row.providerType
-        ? {
-            id: row.providerId,
-            type: row.providerType,
-            baseUrl: row.baseUrl,
-            apiKey: row.apiKey ?? (row.apiKeyEnv ? (this.config.providers.env[row.apiKeyEnv] ?? null) : null),
-          }
-        : this.builtInProvider(row.providerId, modelId);
+      const settings = this.rowProvider(row, modelId);
       return { id: modelId, model: this.languageModel(settings, row.providerModel), pricing };
     }
     const slash = modelId.indexOf('/');
@@ -157,14 +150,7 @@ export class ModelRegistry {
     const row = await findModelWithProvider(db, modelId);
     if (!row) throw noProvider(modelId, 'it is not defined in the models registry');
     if (row.kind !== 'embedding') throw noProvider(modelId, 'it is not an embedding model (kind: embedding)');
-    const settings = row.providerType
-      ? {
-          id: row.providerId,
-          type: row.providerType,
-          baseUrl: row.baseUrl,
-          apiKey: row.apiKey ?? (row.apiKeyEnv ? (this.config.providers.env[row.apiKeyEnv] ?? null) : null),
-        }
-      : this.builtInProvider(row.providerId, modelId);
+    const settings = this.rowProvider(row, modelId);
     const cacheKey = `${JSON.stringify(settings)}\u0000${row.providerModel}`;
     let model = this.embeddingModels.get(cacheKey);
     if (!model) {
@@ -178,6 +164,21 @@ export class ModelRegistry {
       model,
       pricing: { inputPerMTok: row.inputPerMTok, outputPerMTok: row.outputPerMTok },
     };
+  }
+
+  /** The provider a stored model row names: its own settings, or a built-in one from the environment. */
+  private rowProvider(
+    row: NonNullable<Awaited<ReturnType<typeof findModelWithProvider>>>,
+    modelId: string,
+  ): ProviderSettings {
+    return row.providerType
+      ? {
+          id: row.providerId,
+          type: row.providerType,
+          baseUrl: row.baseUrl,
+          apiKey: row.apiKey ?? (row.apiKeyEnv ? (this.config.providers.env[row.apiKeyEnv] ?? null) : null),
+        }
+      : this.builtInProvider(row.providerId, modelId);
   }
 
   private builtInProvider(providerId: string, modelId: string): ProviderSettings {

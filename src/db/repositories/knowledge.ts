@@ -3,6 +3,7 @@ import { PG_SEARCH_CONFIG, searchableText } from '../../knowledge/fold.js';
 import type { Db } from '../database.js';
 import type { IndexStatus } from '../schema.js';
 import { INDEX_PENDING } from './project-files.js';
+import type { TextChunk } from '../../knowledge/types.js';
 
 /** SQLite or PostgreSQL, told by the executor's adapter (works inside a transaction too). */
 export function isSqliteDb(db: Db): boolean {
@@ -120,14 +121,8 @@ async function settleClaim(
   return Number(result.numUpdatedRows) > 0;
 }
 
-export interface NewChunk {
-  ordinal: number;
-  text: string;
-  heading: string | null;
-  pages: number[] | null;
-  start: number;
-  end: number;
-}
+/** A chunk to store: as chunking makes it (text, heading path, pages, offsets). */
+export type NewChunk = TextChunk;
 
 export type IndexOutcome =
   | { status: 'indexed'; format: string; text: string; chunks: NewChunk[] }
