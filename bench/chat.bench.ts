@@ -16,44 +16,18 @@ import { applySetup } from '../src/setup/apply.js';
 import type { SetupFile } from '../src/setup/validate.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import type { Report } from './run.js';
+import { benchSetup, percentile } from './support/bench-setup.js';
 
 const KEY = 'atr_ws_bench_chat_key_00000000000000000000000';
 const REQUESTS = Number(process.env.BENCH_CHAT_REQUESTS ?? 1500);
 const LONG_PIECES = Number(process.env.BENCH_CHAT_PIECES ?? 100_000);
 
 function setup(baseURL: string): SetupFile {
-  return {
-    providers: [
-      { id: 'fake', type: 'openai-compatible', baseURL, apiKey: 'sk-bench-000000000000000000000000000000' },
-    ],
-    models: [
-      {
-        id: 'fake-small',
-        provider: 'fake',
-        model: 'small-1',
-        pricing: { inputPerMTok: 1, outputPerMTok: 2 },
-      },
-    ],
-    organizations: [
-      {
-        id: 'org_bench',
-        name: 'Bench',
-        users: [{ id: 'usr_bench', name: 'Bench', email: 'bench@bench.test' }],
-        workspaces: [
-          {
-            id: 'wsp_bench',
-            name: 'Bench',
-            models: ['fake-small'],
-            defaultModel: 'fake-small',
-            limits: { rateLimitPerMinute: 0 },
-            members: [{ user: 'usr_bench', role: 'owner' }],
-            apiKeys: [{ name: 'bench', user: 'usr_bench', key: KEY }],
-            agents: [{ id: 'agt_bench', title: 'Bench', instructions: 'You help {{user.name}}.' }],
-          },
-        ],
-      },
-    ],
-  };
+  return benchSetup({
+    baseURL,
+    key: KEY,
+    agents: [{ id: 'agt_bench', title: 'Bench', instructions: 'You help {{user.name}}.' }],
+  });
 }
 
 /** An in-process model streaming `count` deltas as fast as it is read: the SDK's own floor. */
@@ -93,10 +67,6 @@ function instantModel(count: number): LanguageModelV3 {
       return { stream };
     },
   };
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 async function timeEach(count: number, once: () => Promise<void>): Promise<number[]> {

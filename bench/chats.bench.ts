@@ -18,6 +18,7 @@ import { applySetup } from '../src/setup/apply.js';
 import type { SetupFile } from '../src/setup/validate.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import type { Report } from './run.js';
+import { benchSetup, percentile } from './support/bench-setup.js';
 import { load, startChildServer } from './support/load.js';
 
 const KEY = 'atr_ws_bench_chats_key_0000000000000000000000';
@@ -28,42 +29,7 @@ const RESUMES = Number(process.env.BENCH_RESUMES ?? 50);
 const STREAM_COUNTS = [100, 300];
 
 function setup(baseURL: string): SetupFile {
-  return {
-    providers: [
-      { id: 'fake', type: 'openai-compatible', baseURL, apiKey: 'sk-bench-0000000000000000000000000000' },
-    ],
-    models: [
-      {
-        id: 'fake-small',
-        provider: 'fake',
-        model: 'small-1',
-        pricing: { inputPerMTok: 1, outputPerMTok: 2 },
-      },
-    ],
-    organizations: [
-      {
-        id: 'org_bench',
-        name: 'Bench',
-        users: [{ id: 'usr_bench', name: 'Bench', email: 'bench@bench.test' }],
-        workspaces: [
-          {
-            id: 'wsp_bench',
-            name: 'Bench',
-            models: ['fake-small'],
-            defaultModel: 'fake-small',
-            limits: { rateLimitPerMinute: 0 },
-            members: [{ user: 'usr_bench', role: 'owner' }],
-            apiKeys: [{ name: 'bench', user: 'usr_bench', key: KEY }],
-            agents: [{ id: 'agt_bench', title: 'Bench' }],
-          },
-        ],
-      },
-    ],
-  };
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+  return benchSetup({ baseURL, key: KEY, agents: [{ id: 'agt_bench', title: 'Bench' }] });
 }
 
 /** Resident and peak resident memory of a process, in MB (Linux /proc). */

@@ -18,6 +18,7 @@ import type { SetupFile } from '../src/setup/validate.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import { addIndexedFile } from '../test/knowledge/turn-fixtures.js';
 import type { Report } from './run.js';
+import { benchSetup, percentile } from './support/bench-setup.js';
 
 const KEY = 'atr_ws_bench_turn_key_00000000000000000000000';
 const FILES = 400;
@@ -26,32 +27,12 @@ const CHUNK_CHARS = 1_400;
 const REQUESTS = Number(process.env.BENCH_TURN_REQUESTS ?? 300);
 
 function setup(baseURL: string): SetupFile {
-  return {
-    providers: [
-      { id: 'fake', type: 'openai-compatible', baseURL, apiKey: 'sk-bench-0000000000000000000000000000' },
-    ],
-    models: [{ id: 'fake-small', provider: 'fake', model: 'small-1' }],
-    organizations: [
-      {
-        id: 'org_bench',
-        name: 'Bench',
-        users: [{ id: 'usr_bench', name: 'Bench', email: 'bench@bench.test' }],
-        workspaces: [
-          {
-            id: 'wsp_bench',
-            name: 'Bench',
-            models: ['fake-small'],
-            defaultModel: 'fake-small',
-            limits: { rateLimitPerMinute: 0 },
-            members: [{ user: 'usr_bench', role: 'owner' }],
-            apiKeys: [{ name: 'bench', user: 'usr_bench', key: KEY }],
-            agents: [{ id: 'agt_bench', title: 'Bench', instructions: 'You help with the project.' }],
-            projects: [{ id: 'prj_bench', name: 'Bench', instructions: 'Cite sources.' }],
-          },
-        ],
-      },
-    ],
-  };
+  return benchSetup({
+    baseURL,
+    key: KEY,
+    agents: [{ id: 'agt_bench', title: 'Bench', instructions: 'You help with the project.' }],
+    projects: [{ id: 'prj_bench', name: 'Bench', instructions: 'Cite sources.' }],
+  });
 }
 
 /** A vocabulary of made-up words; word i is drawn with weight 1/(i+1) (Zipf). */
@@ -85,10 +66,6 @@ function randomText(seed: number, chars: number): string {
     length += VOCABULARY[lo]!.length + 1;
   }
   return words.join(' ').slice(0, chars);
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 async function timeEach(count: number, once: () => Promise<void>): Promise<number[]> {

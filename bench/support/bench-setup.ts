@@ -1,0 +1,57 @@
+import type { SetupFile, WorkspaceSetup } from '../../src/setup/validate.js';
+
+/**
+ * The setup file every chat benchmark applies: one workspace with one key, one priced model on a
+ * fake OpenAI-compatible upstream at `baseURL`, no rate limit, and the benchmark's agents and
+ * projects.
+ */
+export function benchSetup(options: {
+  baseURL: string;
+  key: string;
+  agents: WorkspaceSetup['agents'];
+  projects?: WorkspaceSetup['projects'];
+}): SetupFile {
+  return {
+    providers: [
+      {
+        id: 'fake',
+        type: 'openai-compatible',
+        baseURL: options.baseURL,
+        apiKey: 'sk-bench-000000000000000000000000000000',
+      },
+    ],
+    models: [
+      {
+        id: 'fake-small',
+        provider: 'fake',
+        model: 'small-1',
+        pricing: { inputPerMTok: 1, outputPerMTok: 2 },
+      },
+    ],
+    organizations: [
+      {
+        id: 'org_bench',
+        name: 'Bench',
+        users: [{ id: 'usr_bench', name: 'Bench', email: 'bench@bench.test' }],
+        workspaces: [
+          {
+            id: 'wsp_bench',
+            name: 'Bench',
+            models: ['fake-small'],
+            defaultModel: 'fake-small',
+            limits: { rateLimitPerMinute: 0 },
+            members: [{ user: 'usr_bench', role: 'owner' }],
+            apiKeys: [{ name: 'bench', user: 'usr_bench', key: options.key }],
+            agents: options.agents,
+            ...(options.projects ? { projects: options.projects } : {}),
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** The p-th percentile of ascending samples (NaN when there are none). */
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
