@@ -1,5 +1,5 @@
+import { addIndexedFile as addIndexedFileWithChunks } from './turn-fixtures.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertChunks } from '../../src/db/repositories/knowledge.js';
 import { Embedder } from '../../src/knowledge/embedder.js';
 import { searchProject } from '../../src/knowledge/search.js';
 import { attachKnowledgeVectors, KnowledgeVectors } from '../../src/knowledge/vectors.js';
@@ -37,35 +37,15 @@ organizations:
 }
 
 let fileCounter = 0;
-/** A project file record with its chunks, as the indexer leaves them. */
-async function addIndexedFile(env: TestEnv, projectId: string, workspaceId: string, texts: string[]) {
-  const id = `fil_vec_${++fileCounter}`;
-  const now = new Date().toISOString();
-  await env.database.db
-    .insertInto('project_files')
-    .values({
-      id,
-      workspace_id: workspaceId,
-      project_id: projectId,
-      name: `${id}.md`,
-      path: `docs/${id}.md`,
-      mime_type: 'text/markdown',
-      size_bytes: 100,
-      etag: 'e1',
-      type: 'file',
-      created_at: now,
-      updated_at: now,
-      synced_at: now,
-      index_status: 'indexed',
-      indexed_etag: 'e1',
-    })
-    .execute();
-  await insertChunks(
-    env.database.db,
-    { id, workspace_id: workspaceId, project_id: projectId },
-    texts.map((text, ordinal) => ({ ordinal, text, heading: null, pages: null, start: 0, end: text.length })),
-  );
-  return id;
+/** A project file record with its chunks (one per text), as the indexer leaves them. */
+function addIndexedFile(env: TestEnv, projectId: string, workspaceId: string, texts: string[]) {
+  return addIndexedFileWithChunks(env.database.db, {
+    workspaceId,
+    projectId,
+    path: `docs/vec-${++fileCounter}.md`,
+    text: texts.join(''),
+    chunks: texts.map((text) => ({ text })),
+  });
 }
 
 async function vectorCount(env: TestEnv, modelKeyPrefix: string) {
