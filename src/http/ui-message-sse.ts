@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from 'ai';
+import { relayStream } from '../web-streams.js';
 
 function drainOrClose(response: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
@@ -23,21 +24,15 @@ export function toEventStreamText(
   stream: ReadableStream<UIMessageChunk<unknown>>,
   onStreamError: (error: unknown) => void,
 ): ReadableStream<string> {
-  const reader = stream.getReader();
-  return new ReadableStream<string>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) {
-          controller.enqueue('data: [DONE]\n\n');
-          controller.close();
-        } else {
-          controller.enqueue(`data: ${JSON.stringify(value)}\n\n`);
-        }
-      } catch (error) {
-        onStreamError(error);
-        controller.close();
-      }
+  return relayStream<UIMessageChunk<unknown>, string>(stream, {
+    chunk: (value, controller) => controller.enqueue(`data: ${JSON.stringify(value)}\n\n`),
+    end(controller) {
+      controller.enqueue('data: [DONE]\n\n');
+      controller.close();
+    },
+    broken(error, controller) {
+      onStreamError(error);
+      controller.close();
     },
   });
 }

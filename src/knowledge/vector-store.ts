@@ -1,5 +1,6 @@
-import { SqliteAdapter, sql } from 'kysely';
+import { type ExpressionBuilder, SqliteAdapter, sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import type { Database } from '../db/schema.js';
 
 /**
  * Where chunk vectors are kept and searched (012-knowledge-vectors): a plain table on both
@@ -73,6 +74,23 @@ export interface ChunkToEmbed {
   heading: string | null;
 }
 
+/** A filter on `knowledge_chunks as c`: the chunk has no vector under `modelKey`. */
+function lacksVector(modelKey: string) {
+  return ({
+    not,
+    exists,
+    selectFrom,
+  }: ExpressionBuilder<Database & { c: Database['knowledge_chunks'] }, 'c'>) =>
+    not(
+      exists(
+        selectFrom('knowledge_vectors as v')
+          .select(sql`1`.as('one'))
+          .whereRef('v.chunk_id', '=', 'c.id')
+          .where('v.model_key', '=', modelKey),
+      ),
+    );
+}
+
 /**
  * Chunks of the workspace that have no vector under `modelKey`, oldest first. The anti-join
  * probes the vectors' (chunk_id, model_key) index once per chunk.
@@ -87,16 +105,7 @@ export async function chunksLackingVectors(
     .selectFrom('knowledge_chunks as c')
     .select(['c.id', 'c.project_id', 'c.text', 'c.heading'])
     .where('c.workspace_id', '=', workspaceId)
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('knowledge_vectors as v')
-            .select(sql`1`.as('one'))
-            .whereRef('v.chunk_id', '=', 'c.id')
-            .where('v.model_key', '=', modelKey),
-        ),
-      ),
-    )
+    .where(lacksVector(modelKey))
     .orderBy('c.id')
     .limit(limit)
     .execute();
@@ -118,16 +127,7 @@ export async function countChunksLackingVectors(
     .selectFrom('knowledge_chunks as c')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('c.project_id', '=', projectId)
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('knowledge_vectors as v')
-            .select(sql`1`.as('one'))
-            .whereRef('v.chunk_id', '=', 'c.id')
-            .where('v.model_key', '=', modelKey),
-        ),
-      ),
-    )
+    .where(lacksVector(modelKey))
     .executeTakeFirst();
   return Number(row?.n ?? 0);
 }

@@ -1,5 +1,6 @@
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { wrapLanguageModel } from 'ai';
+import { relayStream } from '../web-streams.js';
 
 /*
  * A provider stream that breaks mid-way (connection reset, truncated body) errors the stream
@@ -28,25 +29,16 @@ export const guardedFetch =
     const response = await baseFetch(input, init);
     const body = response.body;
     if (!body || !response.headers.get('content-type')?.includes('text/event-stream')) return response;
-    const reader = body.getReader();
-    const guarded = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        try {
-          const { done, value } = await reader.read();
-          if (done) controller.close();
-          else controller.enqueue(value);
-        } catch (error) {
-          if (init?.signal?.aborted) {
-            controller.error(error);
-            return;
-          }
-          controller.enqueue(brokenStreamEvent(error));
-          controller.close();
+    const guarded = relayStream<Uint8Array>(body, {
+      broken(error, controller) {
+        if (init?.signal?.aborted) {
+          controller.error(error);
+          return;
         }
+        controller.enqueue(brokenStreamEvent(error));
+        controller.close();
       },
-      cancel(reason) {
-        return reader.cancel(reason);
-      },
+      cancelSource: true,
     });
     return new Response(guarded, {
       status: response.status,
@@ -58,21 +50,12 @@ export const guardedFetch =
 function guardParts(
   stream: ReadableStream<LanguageModelV3StreamPart>,
 ): ReadableStream<LanguageModelV3StreamPart> {
-  const reader = stream.getReader();
-  return new ReadableStream<LanguageModelV3StreamPart>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      } catch (error) {
-        controller.enqueue({ type: 'error', error });
-        controller.close();
-      }
+  return relayStream(stream, {
+    broken(error, controller) {
+      controller.enqueue({ type: 'error', error });
+      controller.close();
     },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
+    cancelSource: true,
   });
 }
 

@@ -21,6 +21,7 @@ import { ApiError, errors, type ValidationIssue } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import { notifyIndexWork } from '../knowledge/indexer.js';
 import { MAX_FILE_BYTES, MAX_PROJECT_BYTES, MAX_PROJECT_FILES, megabytes } from '../limits.js';
+import { type NameFault, nameFault } from '../path-names.js';
 import { isValidMediaType } from '../storage/media-type.js';
 import type { ObjectInfo, ObjectStore } from '../storage/object-store.js';
 
@@ -91,18 +92,25 @@ async function requireProject(db: Db, workspaceId: string, projectId: string) {
 // ---------------------------------------------------------------------------------------------
 // Names and folders
 
+const NAME_FAULT_MESSAGES: Record<NameFault, string> = {
+  empty: 'must not be empty',
+  nul: 'must not contain control characters',
+  control: 'must not contain control characters',
+  backslash: 'must not contain "\\"',
+  slash: 'must not contain "/"',
+  dot: 'must not be "." or ".."',
+  'dot-dot': 'must not be "." or ".."',
+  'too-many-characters': `must be at most ${PROJECT_FILE_LIMITS.maxNameLength} characters`,
+  'too-many-bytes': 'must be at most 255 bytes in UTF-8 on this storage',
+};
+
 function nameProblem(name: string, store: ObjectStore): string | undefined {
-  if (name.length === 0) return 'must not be empty';
-  if ([...name].length > PROJECT_FILE_LIMITS.maxNameLength)
-    return `must be at most ${PROJECT_FILE_LIMITS.maxNameLength} characters`;
-  if (name.includes('/')) return 'must not contain "/"';
-  if (name.includes('\\')) return 'must not contain "\\"';
-  if (/[\u0000-\u001f\u007f]/.test(name)) return 'must not contain control characters';
-  if (name === '.' || name === '..') return 'must not be "." or ".."';
-  // Local file systems cap one name at 255 bytes; S3 keys have no such per-segment cap.
-  if (store.kind === 'fs' && Buffer.byteLength(name) > 255)
-    return 'must be at most 255 bytes in UTF-8 on this storage';
-  return undefined;
+  const fault = nameFault(name, {
+    maxCharacters: PROJECT_FILE_LIMITS.maxNameLength,
+    // Local file systems cap one name at 255 bytes; S3 keys have no such per-segment cap.
+    maxBytes: store.kind === 'fs' ? 255 : undefined,
+  });
+  return fault ? NAME_FAULT_MESSAGES[fault] : undefined;
 }
 
 /** `"/docs/specs/"` → `["docs", "specs"]`, or the problem with it. */

@@ -1,5 +1,6 @@
 import { parse as parseYaml } from 'yaml';
 import type { Problem } from './skill-archive.js';
+import { type NameFault, nameFault } from '../path-names.js';
 import { unstorableTextReason } from '../text.js';
 
 /** What a SKILL.md (or standalone markdown part) says about its skill. */
@@ -13,15 +14,27 @@ export interface SkillHeader {
 export const SKILL_NAME_MAX = 64;
 export const SKILL_DESCRIPTION_MAX = 1024;
 
-/** Why a skill name cannot be used, or null. Names are compared exactly (case-sensitive). */
+const SKILL_NAME_FAULTS: Record<NameFault, string> = {
+  empty: 'the skill name is empty',
+  nul: 'the skill name contains a control character',
+  control: 'the skill name contains a control character',
+  backslash: 'the skill name contains a slash',
+  slash: 'the skill name contains a slash',
+  dot: 'the skill name is "."',
+  'dot-dot': 'the skill name is ".."',
+  'too-many-characters': `the skill name is longer than ${SKILL_NAME_MAX} characters`,
+  'too-many-bytes': `the skill name is longer than ${SKILL_NAME_MAX} characters`,
+};
+
+/**
+ * Why a skill name cannot be used, or null. Names are compared exactly (case-sensitive). A
+ * skill is stored under its id, never its name, so `.` and `..` are names like any other.
+ */
 export function invalidSkillNameReason(name: string): string | null {
-  if (name.length === 0) return 'the skill name is empty';
-  if ([...name].length > SKILL_NAME_MAX) return `the skill name is longer than ${SKILL_NAME_MAX} characters`;
-  if (/[\u0000-\u001f\u007f]/.test(name)) return 'the skill name contains a control character';
+  const fault = nameFault(name, { maxCharacters: SKILL_NAME_MAX, allowDots: true });
+  if (fault) return SKILL_NAME_FAULTS[fault];
   const unstorable = unstorableTextReason(name);
-  if (unstorable) return `the skill name ${unstorable}`;
-  if (/[/\\]/.test(name)) return 'the skill name contains a slash';
-  return null;
+  return unstorable ? `the skill name ${unstorable}` : null;
 }
 
 const OPENING = /^---[ \t]*\r?\n/;

@@ -21,16 +21,16 @@ import type { WorkspaceAccess } from './access.js';
 import type { Page } from './paging.js';
 import {
   type ArchiveLimits,
-  ArchiveProblem,
   DEFAULT_ARCHIVE_LIMITS,
   decodeText,
-  entryStream,
   type PlannedZipSkill,
   type Problem,
   planArchive,
   type SkillEntry,
+  skillFileStream,
   verifySkillContent,
 } from './skill-archive.js';
+import { ArchiveProblem } from '../zip-reader.js';
 import { isProblem, parseSkillMarkdown, type SkillHeader } from './skill-markdown.js';
 
 export const SKILL_PAGE = { defaultLimit: 20, maxLimit: 100 } as const;
@@ -363,7 +363,7 @@ async function storeSkills(
       // A replaced skill's prefix holds its previous files: never removed wholesale on failure.
       if (!toCreate[index]!.replaces) written.add(prefix);
       if (candidate.kind === 'zip' && file) {
-        const body = (await entryStream(candidate.zip, candidate.plan.root, file)) as Readable;
+        const body = (await skillFileStream(candidate.zip, candidate.plan.root, file)) as Readable;
         try {
           await deps.store.put(`${prefix}${file.relativePath}`, body, {
             contentType: contentTypeOf(file.relativePath),

@@ -20,14 +20,7 @@ import type { StorageConfig } from '../config.js';
 import { errors } from '../errors.js';
 import type { Clock } from '../ids.js';
 import { contentDisposition } from './content-disposition.js';
-import type {
-  ObjectInfo,
-  ObjectStore,
-  PutOptions,
-  SignedDownloadOptions,
-  SignedUploadOptions,
-  StoreLog,
-} from './object-store.js';
+import type * as Store from './object-store.js';
 import { keySegments } from './safe-path.js';
 import { copyInto, meterFor } from './streams.js';
 
@@ -59,8 +52,8 @@ class S3UploadSink extends Writable {
     private readonly client: S3Client,
     private readonly bucket: string,
     private readonly key: string,
-    private readonly options: PutOptions,
-    private readonly log: StoreLog | undefined,
+    private readonly options: Store.PutOptions,
+    private readonly log: Store.StoreLog | undefined,
   ) {
     super({ highWaterMark: 1024 * 1024 });
   }
@@ -165,14 +158,14 @@ class S3UploadSink extends Writable {
  * S3 and compatibles (AWS S3, MinIO, R2…). Uploads and downloads go straight to S3 through
  * presigned URLs that bind content type, content length and expiry.
  */
-export class S3ObjectStore implements ObjectStore {
+export class S3ObjectStore implements Store.ObjectStore {
   readonly kind = 's3' as const;
   readonly client: S3Client;
   private readonly bucket: string;
 
   constructor(
     config: S3StorageConfig,
-    private readonly options: { clock: Clock; log?: StoreLog },
+    private readonly options: { clock: Clock; log?: Store.StoreLog },
   ) {
     this.bucket = config.bucket;
     this.client = new S3Client({
@@ -190,7 +183,7 @@ export class S3ObjectStore implements ObjectStore {
     });
   }
 
-  async put(key: string, body: Readable, options: PutOptions): Promise<ObjectInfo> {
+  async put(key: string, body: Readable, options: Store.PutOptions): Promise<Store.ObjectInfo> {
     keySegments(key);
     const meter = meterFor(options);
     const sink = new S3UploadSink(this.client, this.bucket, key, options, this.options.log);
@@ -212,7 +205,7 @@ export class S3ObjectStore implements ObjectStore {
   async get(
     key: string,
     range?: { start: number; end?: number },
-  ): Promise<{ body: Readable; info: ObjectInfo } | null> {
+  ): Promise<{ body: Readable; info: Store.ObjectInfo } | null> {
     keySegments(key);
     try {
       const result = await this.client.send(
@@ -223,7 +216,7 @@ export class S3ObjectStore implements ObjectStore {
         }),
       );
       const total = /\/(\d+)$/.exec(result.ContentRange ?? '')?.[1];
-      const info: ObjectInfo = {
+      const info: Store.ObjectInfo = {
         key,
         size: total ? Number(total) : (result.ContentLength ?? 0),
         etag: stripQuotes(result.ETag),
@@ -241,7 +234,7 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async head(key: string): Promise<ObjectInfo | null> {
+  async head(key: string): Promise<Store.ObjectInfo | null> {
     keySegments(key);
     try {
       const result = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
@@ -258,7 +251,7 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+  async *list(prefix: string): AsyncIterable<Store.ObjectInfo> {
     let token: string | undefined;
     do {
       const page = await this.client.send(
@@ -302,7 +295,7 @@ export class S3ObjectStore implements ObjectStore {
     await flush();
   }
 
-  async createUploadUrl(key: string, options: SignedUploadOptions): Promise<string> {
+  async createUploadUrl(key: string, options: Store.SignedUploadOptions): Promise<string> {
     keySegments(key);
     const command = new PutObjectCommand({
       Bucket: this.bucket,
@@ -319,7 +312,7 @@ export class S3ObjectStore implements ObjectStore {
     });
   }
 
-  async createDownloadUrl(key: string, options: SignedDownloadOptions): Promise<string> {
+  async createDownloadUrl(key: string, options: Store.SignedDownloadOptions): Promise<string> {
     keySegments(key);
     const command = new GetObjectCommand({
       Bucket: this.bucket,

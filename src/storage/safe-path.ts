@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { pathFault, type WholePathFault } from '../path-names.js';
 
 export class UnsafePathError extends Error {
   constructor(
@@ -10,24 +11,29 @@ export class UnsafePathError extends Error {
   }
 }
 
+const KEY_FAULT_REASONS: Record<WholePathFault, string> = {
+  empty: 'empty key',
+  nul: 'NUL byte',
+  backslash: 'backslash',
+  absolute: 'absolute path',
+  control: 'control character',
+  'too-many-bytes': 'too long',
+};
+
 /**
  * Splits a storage key (`a/b/c.txt`) into its segments, refusing anything that could name a
  * place outside the tree: NUL bytes, backslashes, absolute keys, empty, `.` and `..` segments.
+ * Which names are allowed at all (control characters, lengths) is up to the caller that makes
+ * the key; the store only keeps keys inside its root.
  */
 export function keySegments(key: string): string[] {
-  if (typeof key !== 'string' || key.length === 0) throw new UnsafePathError(String(key), 'empty key');
-  if (key.includes('\0')) throw new UnsafePathError(key, 'NUL byte');
-  if (key.includes('\\')) throw new UnsafePathError(key, 'backslash');
-  if (key.startsWith('/') || path.isAbsolute(key) || /^[a-zA-Z]:/.test(key)) {
-    throw new UnsafePathError(key, 'absolute path');
+  if (typeof key !== 'string') throw new UnsafePathError(String(key), 'empty key');
+  const fault = pathFault(key, { allowControl: true });
+  if (fault) {
+    const reason = 'segment' in fault ? `segment "${fault.segment}"` : KEY_FAULT_REASONS[fault.fault];
+    throw new UnsafePathError(key, reason);
   }
-  const segments = key.split('/');
-  for (const segment of segments) {
-    if (segment === '' || segment === '.' || segment === '..') {
-      throw new UnsafePathError(key, `segment "${segment}"`);
-    }
-  }
-  return segments;
+  return key.split('/');
 }
 
 /**

@@ -133,12 +133,8 @@ describe('provider failures are logged without the conversation', () => {
     });
     expect(res.status).toBe(200);
     expect(await res.text()).toContain('"type":"error"');
-    // The failure is logged once the reply is stored, after the response ended.
-    await new Promise<void>((resolve) => {
-      const check = () =>
-        lines.some((l) => l.includes('streamed reply failed')) ? resolve() : setImmediate(check);
-      check();
-    });
+    // The failure is logged when the reply ends, before it is stored and released.
+    await t.app.persistence.idle();
     expectNoConversationInLogs();
     expect(failureLine('streamed reply failed').err).toMatchObject({
       type: 'AI_APICallError',

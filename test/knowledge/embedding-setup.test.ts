@@ -104,29 +104,22 @@ describe(`embedding models in the service (${engineName})`, () => {
     await t?.close();
   });
   const get = (url: string) => t.app.inject({ method: 'GET', url, headers: { 'x-service-api-key': KEY } });
+  /** The workspace's embedding model as stored. */
+  const embeddingModel = async () =>
+    (
+      await t.env.database.db
+        .selectFrom('workspaces')
+        .select('embedding_model')
+        .where('id', '=', 'wsp_e')
+        .executeTakeFirstOrThrow()
+    ).embedding_model;
 
   it('stores kind and embeddingModel; null clears; left out keeps', async () => {
     const db = t.env.database.db;
-    const model = await db
-      .selectFrom('models')
-      .select('kind')
-      .where('id', '=', 'embed')
-      .executeTakeFirstOrThrow();
-    expect(model.kind).toBe('embedding');
-    const chat = await db
-      .selectFrom('models')
-      .select('kind')
-      .where('id', '=', 'chatty')
-      .executeTakeFirstOrThrow();
-    expect(chat.kind).toBe('chat');
-    const embeddingModel = async () =>
-      (
-        await db
-          .selectFrom('workspaces')
-          .select('embedding_model')
-          .where('id', '=', 'wsp_e')
-          .executeTakeFirstOrThrow()
-      ).embedding_model;
+    const modelKind = async (id: string) =>
+      (await db.selectFrom('models').select('kind').where('id', '=', id).executeTakeFirstOrThrow()).kind;
+    expect(await modelKind('embed')).toBe('embedding');
+    expect(await modelKind('chatty')).toBe('chat');
     expect(await embeddingModel()).toBe('embed');
     const apply = async (yaml: string) => {
       const parsed = parseSetupText(yaml, 'setup.yaml');
@@ -147,12 +140,7 @@ describe(`embedding models in the service (${engineName})`, () => {
     const reparsed = parseSetupText(exportText(exported, 'wsp_e'), 'export.yaml');
     expect(reparsed.ok).toBe(true);
     await applySetup(db, (reparsed as { setup: SetupFile }).setup, { now: new Date(), adopt: true });
-    const row = await db
-      .selectFrom('workspaces')
-      .select('embedding_model')
-      .where('id', '=', 'wsp_e')
-      .executeTakeFirstOrThrow();
-    expect(row.embedding_model).toBe('embed');
+    expect(await embeddingModel()).toBe('embed');
     // The export names no model: applying it must not need the file's model entries.
     expect(parseYaml(exportText(exported, 'wsp_e'))).not.toHaveProperty('models');
   });

@@ -59,6 +59,7 @@ describe(`embeddings and hybrid search (${engineName})`, () => {
   let vectors: KnowledgeVectors;
   let embedder: Embedder;
   let available: boolean;
+  let clockSkewMs = 0;
 
   beforeAll(async () => {
     env = await createTestEnv();
@@ -69,6 +70,7 @@ describe(`embeddings and hybrid search (${engineName})`, () => {
     embedder = new Embedder(vectors, {
       processId: 'prc_test',
       requestTimeoutMs: 2_000,
+      now: () => new Date(Date.now() + clockSkewMs),
       backoffBaseMs: 1,
       backoffMaxMs: 1,
       batchSize: 3,
@@ -186,7 +188,8 @@ describe(`embeddings and hybrid search (${engineName})`, () => {
     expect(files.every((f) => f.index_status === 'indexed')).toBe(true);
 
     fake.mode = 'ok';
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    // The embedder's clock moves past the (1 ms) backoff instead of the test sleeping through it.
+    clockSkewMs += 1_000;
     await embedder.runUntilIdle();
     expect(await vectors.summary('wsp_v', 'prj_v')).toMatchObject({ vectors: 'ready', vectorsError: null });
   });

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertChunks } from '../../src/db/repositories/knowledge.js';
 import { chunkExtraction } from '../../src/knowledge/chunk.js';
 import { Embedder } from '../../src/knowledge/embedder.js';
 import { extractInProcess } from '../../src/knowledge/extract/index.js';
@@ -9,6 +8,7 @@ import { ModelRegistry } from '../../src/models/registry.js';
 import { applyFixture, createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
 import { type FakeEmbeddings, startFakeEmbeddings } from '../helpers/fake-embeddings.js';
 import { buildRetrievalSet, type RetrievalSet } from './retrieval-set.js';
+import { addIndexedFile } from './turn-fixtures.js';
 
 const RECALL_AT = 8;
 
@@ -34,36 +34,18 @@ organizations:
 
 /** The labelled set's files, extracted and chunked as the indexer does, stored as indexed. */
 async function indexSet(env: TestEnv, set: RetrievalSet) {
-  const now = new Date().toISOString();
-  let n = 0;
   for (const file of set.files) {
     const extraction = await extractInProcess(file);
     if (extraction.status !== 'ok') throw new Error(`${file.path}: ${JSON.stringify(extraction)}`);
-    const id = `fil_recall_${++n}`;
-    await env.database.db
-      .insertInto('project_files')
-      .values({
-        id,
-        workspace_id: 'wsp_r',
-        project_id: 'prj_r',
-        name: file.path.split('/').at(-1)!,
-        path: file.path,
-        mime_type: file.mediaType,
-        size_bytes: file.bytes.length,
-        etag: 'e1',
-        type: 'file',
-        created_at: now,
-        updated_at: now,
-        synced_at: now,
-        index_status: 'indexed',
-        indexed_etag: 'e1',
-      })
-      .execute();
-    await insertChunks(
-      env.database.db,
-      { id, workspace_id: 'wsp_r', project_id: 'prj_r' },
-      chunkExtraction(extraction),
-    );
+    await addIndexedFile(env.database.db, {
+      workspaceId: 'wsp_r',
+      projectId: 'prj_r',
+      path: file.path,
+      mimeType: file.mediaType,
+      text: extraction.sections.map((section) => section.text).join('\n\n'),
+      chunks: chunkExtraction(extraction),
+      format: extraction.format,
+    });
   }
 }
 

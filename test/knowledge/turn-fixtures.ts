@@ -1,5 +1,6 @@
 import type { Db } from '../../src/db/database.js';
 import { storeIndexOutcome } from '../../src/db/repositories/knowledge.js';
+import type { ExtractFormat } from '../../src/knowledge/types.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 
 /**
@@ -13,9 +14,20 @@ export interface IndexedFileInput {
   path: string;
   mimeType?: string;
   text: string;
-  /** Chunks; default: the text cut into pieces of at most `chunkChars`. */
-  chunks?: Array<{ text: string; heading?: string | null; pages?: number[] | null }>;
+  /**
+   * Chunks; default: the text cut into pieces of at most `chunkChars`. Offsets, when given (as
+   * chunking makes them), are kept; else each chunk follows the one before.
+   */
+  chunks?: Array<{
+    text: string;
+    heading?: string | null;
+    pages?: number[] | null;
+    start?: number;
+    end?: number;
+  }>;
   chunkChars?: number;
+  /** The extraction's format; default `markdown`. */
+  format?: ExtractFormat;
 }
 
 let counter = 0;
@@ -75,8 +87,8 @@ export async function addIndexedFile(db: Db, input: IndexedFileInput): Promise<s
   const given: NonNullable<IndexedFileInput['chunks']> =
     input.chunks ?? cut(input.text, input.chunkChars ?? 1_500).map((text) => ({ text }));
   const chunks = given.map((chunk, ordinal) => {
-    const start = offset;
-    offset += chunk.text.length;
+    const start = chunk.start ?? offset;
+    offset = chunk.end ?? start + chunk.text.length;
     return {
       ordinal,
       text: chunk.text,
@@ -90,7 +102,7 @@ export async function addIndexedFile(db: Db, input: IndexedFileInput): Promise<s
     db,
     { ...row, index_attempts: 1 },
     PROCESS,
-    { status: 'indexed', format: 'markdown', text: input.text, chunks },
+    { status: 'indexed', format: input.format ?? 'markdown', text: input.text, chunks },
     new Date().toISOString(),
   );
   if (!stored) throw new Error(`indexing ${input.path} was dropped`);

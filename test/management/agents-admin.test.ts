@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, engineName } from '../helpers/app.js';
-import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
+import { keyedCaller, MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
 const now = new Date('2026-11-22T10:00:00.000Z');
@@ -9,19 +9,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const call = (
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
-  url: string,
-  key: string,
-  payload?: unknown,
-  extra = {},
-) =>
-  t.app.inject({
-    method,
-    url,
-    headers: { 'x-service-api-key': key, ...extra },
-    ...(payload !== undefined && { payload: payload as object }),
-  });
+const call = keyedCaller(() => t.app);
 const createAgent = (payload: unknown, key: string = MKEYS.owner, workspace = 'wsp_main') =>
   call('POST', `/v1/workspace/${workspace}/agents`, key, payload);
 

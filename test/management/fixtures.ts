@@ -1,3 +1,5 @@
+import type { FastifyInstance } from 'fastify';
+
 /** Plaintext fixture keys (≥ 32 characters) of the management tests, named by what they may do. */
 export const MKEYS = {
   owner: 'atr_ws_mgmt_main_owner_0000000000000000000000',
@@ -75,3 +77,23 @@ organizations:
         agents:
           - { id: agt_globex, title: Globex agent, visibility: workspace }
 `;
+
+/**
+ * `inject` as a key's holder calls: `x-service-api-key` (and any other headers), a JSON body
+ * when one is given. `app` is read at call time (the app is built in `beforeAll`).
+ */
+export function keyedCaller(app: () => FastifyInstance) {
+  return (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    key: string,
+    payload?: unknown,
+    extra: Record<string, string> = {},
+  ) =>
+    app().inject({
+      method,
+      url,
+      headers: { 'x-service-api-key': key, ...extra },
+      ...(payload !== undefined && { payload: payload as object }),
+    });
+}

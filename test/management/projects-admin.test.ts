@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, engineName } from '../helpers/app.js';
-import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
+import { keyedCaller, MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
 let now = new Date('2026-11-22T10:00:00.000Z');
@@ -10,20 +10,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
-const call = (
-  method: Method,
-  url: string,
-  key: string,
-  payload?: unknown,
-  extra: Record<string, string> = {},
-) =>
-  t.app.inject({
-    method,
-    url,
-    headers: { 'x-service-api-key': key, ...extra },
-    ...(payload !== undefined && { payload: payload as object }),
-  });
+const call = keyedCaller(() => t.app);
 const createProject = async (name: string, key: string = MKEYS.member) => {
   const res = await call('POST', '/v1/projects', key, { name, instructions: 'Cite sources.' });
   expect(res.statusCode).toBe(201);

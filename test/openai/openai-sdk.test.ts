@@ -170,13 +170,7 @@ describe('chat completions', () => {
   });
 
   it('puts system and developer messages after the agent instructions, and passes sampling settings', async () => {
-    await client().chat.completions.create({
-      model: 'agt_helper',
-      messages: [
-        { role: 'system', content: 'Answer in French.' },
-        { role: 'developer', content: 'Be brief.' },
-        { role: 'user', content: 'Hello' },
-      ],
+    const sampling = {
       max_tokens: 5,
       temperature: 0.2,
       top_p: 0.5,
@@ -184,6 +178,15 @@ describe('chat completions', () => {
       seed: 7,
       presence_penalty: 0.1,
       frequency_penalty: 0.3,
+    };
+    await client().chat.completions.create({
+      model: 'agt_helper',
+      messages: [
+        { role: 'system', content: 'Answer in French.' },
+        { role: 'developer', content: 'Be brief.' },
+        { role: 'user', content: 'Hello' },
+      ],
+      ...sampling,
       user: 'end-user-1',
     });
     const body = upstream.lastRequest().body;
@@ -192,15 +195,8 @@ describe('chat completions', () => {
     expect(systems[0]).toContain('You help');
     expect(systems.slice(1)).toEqual(['Answer in French.', 'Be brief.']);
     expect(body.messages!.at(-1)).toEqual({ role: 'user', content: 'Hello' });
-    expect(body).toMatchObject({
-      max_tokens: 5,
-      temperature: 0.2,
-      top_p: 0.5,
-      stop: ['END'],
-      seed: 7,
-      presence_penalty: 0.1,
-      frequency_penalty: 0.3,
-    });
+    // Sent to the provider as they came.
+    expect(body).toMatchObject(sampling);
     // `user` is the acting user of `{{user.id}}`.
     expect(systems[0]).toContain('end-user-1');
   });
@@ -532,6 +528,23 @@ describe('tools', () => {
 });
 
 describe('storing', () => {
+  /** Alternating user and assistant messages, the user's first: a conversation so far. */
+  function conversation(...contents: string[]): OpenAI.Chat.Completions.ChatCompletionMessageParam[] {
+    return contents.map((content, i) =>
+      i % 2 === 0 ? { role: 'user', content } : { role: 'assistant', content },
+    );
+  }
+
+  /** The first turn of a chat named by a conversation key: the client that sends the key, the chat. */
+  async function firstKeyedTurn(key: string, question: string, answer: string) {
+    const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': key } });
+    upstream.enqueue({ kind: 'text', text: answer });
+    const { response } = await sdk.chat.completions
+      .create({ model: 'agt_plain', messages: [{ role: 'user', content: question }] })
+      .withResponse();
+    return { sdk, chatId: response.headers.get('x-atrium-chat-id')! };
+  }
+
   async function storedTexts(chatId: string) {
     return (await chatRows(t.db, chatId)).map((row) => {
       const parts = JSON.parse(row.parts) as Array<{ type: string; text?: string }>;
@@ -540,12 +553,7 @@ describe('storing', () => {
   }
 
   it('stores one chat per conversation key over several turns, without duplicated messages', async () => {
-    const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'thread 42 / ü' } });
-    upstream.enqueue({ kind: 'text', text: 'First answer.' });
-    const one = await sdk.chat.completions
-      .create({ model: 'agt_plain', messages: [{ role: 'user', content: 'First question' }] })
-      .withResponse();
-    const chatId = one.response.headers.get('x-atrium-chat-id')!;
+    const { sdk, chatId } = await firstKeyedTurn('thread 42 / ü', 'First question', 'First answer.');
     expect(chatId).toMatch(/^cht_/);
 
     upstream.enqueue({ kind: 'text', text: 'Second answer.' });
@@ -554,9 +562,7 @@ describe('storing', () => {
         model: 'agt_plain',
         messages: [
           { role: 'system', content: 'Be kind.' },
-          { role: 'user', content: 'First question' },
-          { role: 'assistant', content: 'First answer.' },
-          { role: 'user', content: 'Second question' },
+          ...conversation('First question', 'First answer.', 'Second question'),
         ],
         stream: true,
       })
@@ -580,32 +586,18 @@ describe('storing', () => {
   });
 
   it('continues a stored chat by chat_id and by x-atrium-chat-id', async () => {
-    upstream.enqueue({ kind: 'text', text: 'A.' });
-    const first = await client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'by-id' } })
-      .chat.completions.create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Q1' }] })
-      .withResponse();
-    const chatId = first.response.headers.get('x-atrium-chat-id')!;
+    const { chatId } = await firstKeyedTurn('by-id', 'Q1', 'A.');
 
     upstream.enqueue({ kind: 'text', text: 'B.' });
     await client().chat.completions.create({
       model: 'agt_plain',
-      messages: [
-        { role: 'user', content: 'Q1' },
-        { role: 'assistant', content: 'A.' },
-        { role: 'user', content: 'Q2' },
-      ],
+      messages: conversation('Q1', 'A.', 'Q2'),
       chat_id: chatId,
     } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
     upstream.enqueue({ kind: 'text', text: 'C.' });
     await client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-chat-id': chatId } }).chat.completions.create({
       model: 'agt_plain',
-      messages: [
-        { role: 'user', content: 'Q1' },
-        { role: 'assistant', content: 'A.' },
-        { role: 'user', content: 'Q2' },
-        { role: 'assistant', content: 'B.' },
-        { role: 'user', content: 'Q3' },
-      ],
+      messages: conversation('Q1', 'A.', 'Q2', 'B.', 'Q3'),
     });
     expect(await storedTexts(chatId)).toEqual([
       'user: Q1',
@@ -618,21 +610,12 @@ describe('storing', () => {
   });
 
   it('answers a diverged conversation without storing it (x-atrium-chat-persisted: false)', async () => {
-    const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'diverged' } });
-    upstream.enqueue({ kind: 'text', text: 'A.' });
-    const first = await sdk.chat.completions
-      .create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Q1' }] })
-      .withResponse();
-    const chatId = first.response.headers.get('x-atrium-chat-id')!;
+    const { sdk, chatId } = await firstKeyedTurn('diverged', 'Q1', 'A.');
     upstream.enqueue({ kind: 'text', text: 'Edited answer.' });
     const edited = await sdk.chat.completions
       .create({
         model: 'agt_plain',
-        messages: [
-          { role: 'user', content: 'Q1 edited' },
-          { role: 'assistant', content: 'A.' },
-          { role: 'user', content: 'Q2' },
-        ],
+        messages: conversation('Q1 edited', 'A.', 'Q2'),
       })
       .withResponse();
     expect(edited.data.choices[0]!.message.content).toBe('Edited answer.');

@@ -4,12 +4,12 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   type ArchiveLimits,
-  ArchiveProblem,
   DEFAULT_ARCHIVE_LIMITS,
   planArchive,
   unsafeEntryNameReason,
   verifySkillContent,
 } from '../../src/services/skill-archive.js';
+import { ArchiveProblem } from '../../src/zip-reader.js';
 import { isProblem, parseSkillMarkdown, splitFrontMatter } from '../../src/services/skill-markdown.js';
 import { buildZip, patchEntry, replaceBytes, skillMd, type ZipEntrySpec } from './zip-builder.js';
 

@@ -1,7 +1,7 @@
-import { SqliteAdapter, sql } from 'kysely';
+import { SqliteAdapter, sql, type Updateable } from 'kysely';
 import { PG_SEARCH_CONFIG, searchableText } from '../../knowledge/fold.js';
 import type { Db } from '../database.js';
-import type { IndexStatus } from '../schema.js';
+import type { IndexStatus, ProjectFileTable } from '../schema.js';
 import { INDEX_PENDING } from './project-files.js';
 import type { TextChunk } from '../../knowledge/types.js';
 
@@ -79,6 +79,27 @@ export async function claimNextFile(
   return row ? { ...row, size_bytes: Number(row.size_bytes) } : undefined;
 }
 
+/**
+ * Writes `changes` to the file only while `processId` still holds the indexing claim on this
+ * version of it; false when the claim was lost (file changed, deleted or taken over).
+ */
+async function updateWhileClaimed(
+  db: Db,
+  file: { id: string; etag: string },
+  processId: string,
+  changes: Updateable<ProjectFileTable>,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('project_files')
+    .set(changes)
+    .where('id', '=', file.id)
+    .where('etag', '=', file.etag)
+    .where('index_status', '=', 'indexing')
+    .where('index_claimed_by', '=', processId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
 /** Extends a claim still held; false when it was lost (file changed, deleted or taken over). */
 export async function renewClaim(
   db: Db,
@@ -86,15 +107,7 @@ export async function renewClaim(
   processId: string,
   leaseUntil: string,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('project_files')
-    .set({ index_lease_until: leaseUntil })
-    .where('id', '=', file.id)
-    .where('etag', '=', file.etag)
-    .where('index_status', '=', 'indexing')
-    .where('index_claimed_by', '=', processId)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return updateWhileClaimed(db, file, processId, { index_lease_until: leaseUntil });
 }
 
 /** Ends a claim still held with `changes`; false when the claim was lost meanwhile. */
@@ -110,15 +123,11 @@ async function settleClaim(
     indexed_etag?: string | null;
   },
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('project_files')
-    .set({ ...changes, index_claimed_by: null, index_lease_until: null })
-    .where('id', '=', file.id)
-    .where('etag', '=', file.etag)
-    .where('index_status', '=', 'indexing')
-    .where('index_claimed_by', '=', processId)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return updateWhileClaimed(db, file, processId, {
+    ...changes,
+    index_claimed_by: null,
+    index_lease_until: null,
+  });
 }
 
 /** A chunk to store: as chunking makes it (text, heading path, pages, offsets). */

@@ -1,5 +1,12 @@
 import type { Db } from '../database.js';
 
+/** A model's kind and prices, as the model list and usage reports show them. */
+export const MODEL_KIND_AND_PRICING = [
+  'models.kind as kind',
+  'models.input_per_mtok as inputPerMTok',
+  'models.output_per_mtok as outputPerMTok',
+] as const;
+
 /** A model of the registry with its provider, or undefined when the id is not defined. */
 export function findModelWithProvider(db: Db, modelId: string) {
   return db
@@ -9,9 +16,7 @@ export function findModelWithProvider(db: Db, modelId: string) {
       'models.id as id',
       'models.provider_id as providerId',
       'models.provider_model as providerModel',
-      'models.kind as kind',
-      'models.input_per_mtok as inputPerMTok',
-      'models.output_per_mtok as outputPerMTok',
+      ...MODEL_KIND_AND_PRICING,
       'providers.type as providerType',
       'providers.base_url as baseUrl',
       'providers.api_key as apiKey',

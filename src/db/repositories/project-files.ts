@@ -61,24 +61,21 @@ export async function projectFileUsage(db: Db, workspaceId: string, projectId: s
   return { files: Number(row.files), bytes: Number(row.bytes ?? 0) };
 }
 
-export function findProjectFile(db: Db, workspaceId: string, projectId: string, fileId: string) {
+/** The project's files, scoped to its workspace (tenant isolation), to narrow further. */
+function filesOfProject(db: Db, workspaceId: string, projectId: string) {
   return db
     .selectFrom('project_files')
     .selectAll()
-    .where('id', '=', fileId)
     .where('workspace_id', '=', workspaceId)
-    .where('project_id', '=', projectId)
-    .executeTakeFirst();
+    .where('project_id', '=', projectId);
+}
+
+export function findProjectFile(db: Db, workspaceId: string, projectId: string, fileId: string) {
+  return filesOfProject(db, workspaceId, projectId).where('id', '=', fileId).executeTakeFirst();
 }
 
 export function findProjectFileByPath(db: Db, workspaceId: string, projectId: string, path: string) {
-  return db
-    .selectFrom('project_files')
-    .selectAll()
-    .where('workspace_id', '=', workspaceId)
-    .where('project_id', '=', projectId)
-    .where('path', '=', path)
-    .executeTakeFirst();
+  return filesOfProject(db, workspaceId, projectId).where('path', '=', path).executeTakeFirst();
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Db } from '../database.js';
+import { MODEL_KIND_AND_PRICING } from './models.js';
 
 /**
  * Usage of a workspace between two UTC days (`from` inclusive, `to` exclusive), by agent, model
@@ -31,13 +32,7 @@ export function workspaceModels(db: Db, workspaceId: string) {
   return db
     .selectFrom('workspace_models')
     .leftJoin('models', 'models.id', 'workspace_models.model_id')
-    .select([
-      'workspace_models.model_id as id',
-      'models.provider_id as provider',
-      'models.kind as kind',
-      'models.input_per_mtok as inputPerMTok',
-      'models.output_per_mtok as outputPerMTok',
-    ])
+    .select(['workspace_models.model_id as id', 'models.provider_id as provider', ...MODEL_KIND_AND_PRICING])
     .where('workspace_models.workspace_id', '=', workspaceId)
     .orderBy('workspace_models.model_id')
     .execute();

@@ -24,6 +24,7 @@ import {
 import { headerDoc } from '../schemas/headers.js';
 import { writeEventStream } from '../ui-message-sse.js';
 import type { TypedApp } from '../typed-app.js';
+import { relayStream } from '../../web-streams.js';
 
 /** Event-stream headers of OpenAI's stream (not the AI SDK's UI message stream marker). */
 const OPENAI_STREAM_HEADERS = {
@@ -185,17 +186,10 @@ function guardStream(
   stream: ReadableStream<string>,
   onError: (error: unknown) => void,
 ): ReadableStream<string> {
-  const reader = stream.getReader();
-  return new ReadableStream<string>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      } catch (error) {
-        onError(error);
-        controller.close();
-      }
+  return relayStream(stream, {
+    broken(error, controller) {
+      onError(error);
+      controller.close();
     },
   });
 }
