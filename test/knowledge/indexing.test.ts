@@ -225,8 +225,9 @@ describe(`indexing project files (${engineName})`, () => {
     expect(await chunkCount()).toBe(1);
 
     // An object missing from storage: retried with backoff, then failed with the reason.
-    await sql`update project_files set index_status = 'pending', index_attempts = 0`.execute(db());
+    // Deleted before the file is marked pending: the polling indexer must not index it in between.
     await t.store.delete(`${projectStoragePrefix(WS, PROJECT)}orphan.txt`);
+    await sql`update project_files set index_status = 'pending', index_attempts = 0`.execute(db());
     started.wake();
     await waitForIndexIdle(db(), { projectId: PROJECT });
     expect((await statuses())['orphan.txt']).toEqual({
