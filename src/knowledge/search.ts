@@ -32,11 +32,12 @@ const MAX_TERMS = 32;
 /** A term found in more than this share of chunks says little and costs the most: dropped. */
 const COMMON_SHARE = 0.5;
 /**
- * Past this many chunks, a term in more than ABS_COMMON_SHARE of them is dropped too: ranking
- * tens of thousands of matches is what makes common words slow (bench/knowledge-search).
+ * Chunks one search ranks at most. Ranking costs a few microseconds per matching chunk, so a
+ * term found in tens of thousands of chunks would cost a turn hundreds of milliseconds: terms
+ * are taken rarest first while their chunks fit this budget, and when even the rarest term
+ * alone is past it, only its newest matches are ranked (bench/knowledge.bench.ts).
  */
-const LARGE_INDEX_CHUNKS = 20_000;
-const ABS_COMMON_SHARE = 0.1;
+export const RANK_BUDGET = 4_000;
 /** Candidates read per result wanted, before the per-file cap. */
 const CANDIDATES_PER_RESULT = 4;
 
@@ -76,8 +77,9 @@ export function queryTerms(query: string): string[] {
 
 /**
  * Keeps the terms worth searching: those found in the index at all, without the ones in most
- * chunks. When every term is common, the rarest one stays, so a search of common words still
- * answers.
+ * chunks, rarest first while their document frequencies add up to at most {@link RANK_BUDGET}
+ * (a rarer term always says more about a chunk than a commoner one). The rarest term found is
+ * always kept, so a search of common words still answers.
  */
 export function selectTerms(
   frequencies: Map<string, number>,
@@ -85,13 +87,19 @@ export function selectTerms(
   totalChunks: number,
 ): string[] {
   if (totalChunks <= 0) return [];
-  const found = terms.filter((term) => (frequencies.get(term) ?? 0) > 0);
-  const limit =
-    totalChunks > LARGE_INDEX_CHUNKS ? totalChunks * ABS_COMMON_SHARE : totalChunks * COMMON_SHARE;
-  const kept = found.filter((term) => frequencies.get(term)! <= limit);
-  if (kept.length > 0 || found.length === 0) return kept;
-  const rarest = found.reduce((a, b) => (frequencies.get(b)! < frequencies.get(a)! ? b : a));
-  return [rarest];
+  const found = terms
+    .filter((term) => (frequencies.get(term) ?? 0) > 0)
+    .sort((a, b) => frequencies.get(a)! - frequencies.get(b)!);
+  const kept: string[] = [];
+  let matches = 0;
+  for (const term of found) {
+    const frequency = frequencies.get(term)!;
+    if (kept.length > 0 && (frequency > totalChunks * COMMON_SHARE || matches + frequency > RANK_BUDGET))
+      break;
+    kept.push(term);
+    matches += frequency;
+  }
+  return kept;
 }
 
 type Candidate = ChunkCandidate;
@@ -140,11 +148,14 @@ export async function searchProject(db: Db, params: SearchParams): Promise<Searc
  * rare terms, a few milliseconds for one in most chunks. So the frequencies of common terms (the
  * only ones whose exact count does not matter, and stay common) are kept per process for a
  * minute; rare ones are read each time, so a newly indexed file's words are found at once.
+ * Counting the chunks walks an index of them all, so a large count is kept a minute too.
  */
 const COMMON_TERM_CACHE_MIN_DOCS = 1_000;
 const COMMON_TERM_TTL_MS = 60_000;
 const COMMON_TERM_CACHE_MAX = 10_000;
 const commonTermCache = new WeakMap<object, Map<string, { doc: number; at: number }>>();
+const CHUNK_COUNT_CACHE_MIN = 5_000;
+const chunkCountCache = new WeakMap<object, { total: number; at: number }>();
 
 /**
  * Document frequencies from the `fts5vocab` table (kept by FTS5 itself, so nothing is rebuilt
@@ -162,20 +173,26 @@ async function sqliteTermStats(db: Db, terms: string[]) {
     if (cached && now - cached.at < COMMON_TERM_TTL_MS) frequencies.set(term, cached.doc);
     else unknown.push(term);
   }
+  const count = chunkCountCache.get(db);
   const [rows, total] = await Promise.all([
     unknown.length === 0
       ? { rows: [] }
       : sql<{ term: string; doc: number }>`select term, doc from knowledge_chunks_vocab
           where term in (${sql.join(unknown)})`.execute(db),
-    sql<{ n: number }>`select count(*) as n from knowledge_chunks`.execute(db),
+    count && now - count.at < COMMON_TERM_TTL_MS
+      ? count.total
+      : sql<{ n: number }>`select count(*) as n from knowledge_chunks`
+          .execute(db)
+          .then((result) => Number(result.rows[0]?.n ?? 0)),
   ]);
+  if (total >= CHUNK_COUNT_CACHE_MIN && total !== count?.total) chunkCountCache.set(db, { total, at: now });
   if (cache.size > COMMON_TERM_CACHE_MAX) cache.clear();
   for (const row of rows.rows) {
     const doc = Number(row.doc);
     frequencies.set(row.term, doc);
     if (doc >= COMMON_TERM_CACHE_MIN_DOCS) cache.set(row.term, { doc, at: now });
   }
-  return { frequencies, total: Number(total.rows[0]?.n ?? 0) };
+  return { frequencies, total };
 }
 
 async function searchSqlite(
@@ -189,17 +206,25 @@ async function searchSqlite(
   if (kept.length === 0) return [];
   // Every term quoted: a string of letters and digits in double quotes is always one token.
   const match = kept.map((term) => `"${term}"`).join(' OR ');
-  const workspace = params.workspaceId ? sql`and c.workspace_id = ${params.workspaceId}` : sql``;
-  // bm25 is lower for better matches; headings weigh twice the body.
+  const workspace = params.workspaceId ? sql`and s.workspace_id = ${params.workspaceId}` : sql``;
+  // Ranked first on ids alone (the project checked in the narrow knowledge_chunks_scope_idx), at
+  // most RANK_BUDGET of the newest matches; the text is read for the best `limit` only. bm25 is
+  // lower for better matches; headings weigh twice the body.
   const result = await sql<Candidate>`
-    select c.file_id, f.path, f.name, c.text, c.heading, c.pages,
-      -bm25(knowledge_chunks_fts, 2.0, 1.0) as score
-    from knowledge_chunks_fts
-    join knowledge_chunks c on c.id = knowledge_chunks_fts.rowid
+    select c.file_id, f.path, f.name, c.text, c.heading, c.pages, ranked.score
+    from (
+      select id, score from (
+        select knowledge_chunks_fts.rowid as id, -bm25(knowledge_chunks_fts, 2.0, 1.0) as score
+        from knowledge_chunks_fts
+        join knowledge_chunks s on s.id = knowledge_chunks_fts.rowid
+        where knowledge_chunks_fts match ${match} and s.project_id = ${params.projectId} ${workspace}
+        order by knowledge_chunks_fts.rowid desc
+        limit ${RANK_BUDGET})
+      order by score desc, id
+      limit ${limit}) ranked
+    join knowledge_chunks c on c.id = ranked.id
     join project_files f on f.id = c.file_id
-    where knowledge_chunks_fts match ${match} and c.project_id = ${params.projectId} ${workspace}
-    order by score desc, c.id
-    limit ${limit}`.execute(db);
+    order by ranked.score desc, c.id`.execute(db);
   return result.rows;
 }
 
@@ -254,6 +279,7 @@ async function postgresCommonLexemes(db: Db): Promise<CommonLexemes> {
 export function forgetSearchStatistics(db: Db): void {
   commonLexemeCache.delete(db);
   commonTermCache.delete(db);
+  chunkCountCache.delete(db);
 }
 
 async function searchPostgres(
