@@ -32,12 +32,13 @@ const MAX_TERMS = 32;
 /** A term found in more than this share of chunks says little and costs the most: dropped. */
 const COMMON_SHARE = 0.5;
 /**
- * Chunks one search ranks at most. Ranking costs a few microseconds per matching chunk, so a
- * term found in tens of thousands of chunks would cost a turn hundreds of milliseconds: terms
- * are taken rarest first while their chunks fit this budget, and when even the rarest term
- * alone is past it, only its newest matches are ranked (bench/knowledge.bench.ts).
+ * Chunks one search ranks at most. Ranking costs per matching chunk (about 2 µs with FTS5, 10–20 µs
+ * on PostgreSQL, which reads each chunk's tsvector), so a term found in tens of thousands of
+ * chunks would cost a turn hundreds of milliseconds: terms are taken rarest first while their
+ * chunks fit the budget, and when even the rarest term alone is past it, only its newest matches
+ * are ranked (bench/knowledge.bench.ts).
  */
-export const RANK_BUDGET = 4_000;
+const RANK_BUDGET = { sqlite: 4_000, postgres: 1_000 };
 /** Candidates read per result wanted, before the per-file cap. */
 const CANDIDATES_PER_RESULT = 4;
 
@@ -77,7 +78,7 @@ export function queryTerms(query: string): string[] {
 
 /**
  * Keeps the terms worth searching: those found in the index at all, without the ones in most
- * chunks, rarest first while their document frequencies add up to at most {@link RANK_BUDGET}
+ * chunks, rarest first while their document frequencies add up to at most `budget`
  * (a rarer term always says more about a chunk than a commoner one). The rarest term found is
  * always kept, so a search of common words still answers.
  */
@@ -85,6 +86,7 @@ export function selectTerms(
   frequencies: Map<string, number>,
   terms: string[],
   totalChunks: number,
+  budget: number,
 ): string[] {
   if (totalChunks <= 0) return [];
   const found = terms
@@ -94,8 +96,7 @@ export function selectTerms(
   let matches = 0;
   for (const term of found) {
     const frequency = frequencies.get(term)!;
-    if (kept.length > 0 && (frequency > totalChunks * COMMON_SHARE || matches + frequency > RANK_BUDGET))
-      break;
+    if (kept.length > 0 && (frequency > totalChunks * COMMON_SHARE || matches + frequency > budget)) break;
     kept.push(term);
     matches += frequency;
   }
@@ -202,13 +203,13 @@ async function searchSqlite(
   limit: number,
 ): Promise<Candidate[]> {
   const stats = await sqliteTermStats(db, terms);
-  const kept = selectTerms(stats.frequencies, terms, stats.total);
+  const kept = selectTerms(stats.frequencies, terms, stats.total, RANK_BUDGET.sqlite);
   if (kept.length === 0) return [];
   // Every term quoted: a string of letters and digits in double quotes is always one token.
   const match = kept.map((term) => `"${term}"`).join(' OR ');
   const workspace = params.workspaceId ? sql`and s.workspace_id = ${params.workspaceId}` : sql``;
   // Ranked first on ids alone (the project checked in the narrow knowledge_chunks_scope_idx), at
-  // most RANK_BUDGET of the newest matches; the text is read for the best `limit` only. bm25 is
+  // most the budget of the newest matches; the text is read for the best `limit` only. bm25 is
   // lower for better matches; headings weigh twice the body.
   const result = await sql<Candidate>`
     select c.file_id, f.path, f.name, c.text, c.heading, c.pages, ranked.score
@@ -219,7 +220,7 @@ async function searchSqlite(
         join knowledge_chunks s on s.id = knowledge_chunks_fts.rowid
         where knowledge_chunks_fts match ${match} and s.project_id = ${params.projectId} ${workspace}
         order by knowledge_chunks_fts.rowid desc
-        limit ${RANK_BUDGET})
+        limit ${RANK_BUDGET.sqlite})
       order by score desc, id
       limit ${limit}) ranked
     join knowledge_chunks c on c.id = ranked.id
@@ -293,18 +294,27 @@ async function searchPostgres(
   const frequencies = new Map(
     lexemes.map((lexeme) => [lexeme, Math.max(1, (stats.shares.get(lexeme) ?? 0) * stats.total)]),
   );
-  const chosen =
-    stats.shares.size > 0 && stats.total > 0 ? selectTerms(frequencies, lexemes, stats.total) : lexemes;
+  const known = stats.shares.size > 0 && stats.total > 0;
+  const chosen = known ? selectTerms(frequencies, lexemes, stats.total, RANK_BUDGET.postgres) : lexemes;
   if (chosen.length === 0) return [];
   // Lexemes of letters and digits only, quoted; `simple` keeps them as they are (already stemmed).
   const tsquery = chosen.map((lexeme) => `'${lexeme.replaceAll("'", "''")}'`).join(' | ');
   const workspace = params.workspaceId ? sql`and c.workspace_id = ${params.workspaceId}` : sql``;
+  const matches = chosen.reduce((sum, lexeme) => sum + frequencies.get(lexeme)!, 0);
+  // Past the budget, only the newest matches are ranked (for a term in most chunks, walking the
+  // primary key backwards stops once it has them); else every match, found through the GIN index.
+  const matching =
+    known && matches > RANK_BUDGET.postgres
+      ? sql`(select c.* from knowledge_chunks c, to_tsquery('simple', ${tsquery}) q
+          where c.project_id = ${params.projectId} ${workspace} and c.tsv @@ q
+          order by c.id desc limit ${RANK_BUDGET.postgres})`
+      : sql`(select c.* from knowledge_chunks c, to_tsquery('simple', ${tsquery}) q
+          where c.project_id = ${params.projectId} ${workspace} and c.tsv @@ q)`;
   const result = await sql<Candidate>`
     select c.file_id, f.path, f.name, c.text, c.heading, c.pages, ts_rank_cd(c.tsv, q) as score
-    from knowledge_chunks c
+    from ${matching} c
     join project_files f on f.id = c.file_id,
       to_tsquery('simple', ${tsquery}) q
-    where c.project_id = ${params.projectId} ${workspace} and c.tsv @@ q
     order by score desc, c.id
     limit ${limit}`.execute(db);
   return result.rows;
