@@ -7,7 +7,7 @@
  * (`retrieveForTurn`). SQLite; PostgreSQL too when BENCH_DATABASE_URL is set.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
@@ -164,6 +164,12 @@ async function measure(report: Report, engine: string, database: DatabaseHandle)
 }
 
 export async function run(report: Report) {
+  const load = () =>
+    `load average ${os
+      .loadavg()
+      .map((n) => n.toFixed(1))
+      .join(' ')} on ${os.cpus().length} CPUs`;
+  report(load());
   report(`${REQUESTS} sequential turns each way; questions: ${JSON.stringify(QUESTIONS)}`);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-turn-db-'));
   const sqlite = await openDatabase({ kind: 'sqlite', file: path.join(dataDir, 'atrium.sqlite') });
@@ -179,6 +185,7 @@ export async function run(report: Report) {
     report('PostgreSQL: skipped (set BENCH_DATABASE_URL)');
     return;
   }
+  report(load());
   const schema = `bench_turn_${process.pid}`;
   const postgres = await openDatabase({ kind: 'postgres', url: pgUrl, schema });
   try {

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { sql } from 'kysely';
@@ -368,10 +368,17 @@ async function syncOfChangedFiles(report: Report) {
 }
 
 export async function run(report: Report) {
+  const load = () =>
+    `load average ${os
+      .loadavg()
+      .map((n) => n.toFixed(1))
+      .join(' ')} on ${os.cpus().length} CPUs`;
+  report(load());
   await syncOfChangedFiles(report);
   await indexingThroughput(report, 'sqlite');
   await searchLatency(report, 'sqlite', [10_000, 100_000]);
   if (process.env.BENCH_DATABASE_URL) {
+    report(load());
     await indexingThroughput(report, 'postgres');
     await searchLatency(report, 'postgres', [10_000, 100_000]);
   } else {

@@ -38,7 +38,7 @@ const COMMON_SHARE = 0.5;
  * chunks fit the budget, and when even the rarest term alone is past it, only its newest matches
  * are ranked (bench/knowledge.bench.ts).
  */
-const RANK_BUDGET = { sqlite: 4_000, postgres: 1_000 };
+const RANK_BUDGET = { sqlite: 2_000, postgres: 1_000 };
 /** Candidates read per result wanted, before the per-file cap. */
 const CANDIDATES_PER_RESULT = 4;
 
@@ -145,53 +145,48 @@ export async function searchProject(db: Db, params: SearchParams): Promise<Searc
 // SQLite: FTS5
 
 /**
- * Reading a term's document frequency from `fts5vocab` walks the term's whole doclist: cheap for
- * rare terms, a few milliseconds for one in most chunks. So the frequencies of common terms (the
- * only ones whose exact count does not matter, and stay common) are kept per process for a
- * minute; rare ones are read each time, so a newly indexed file's words are found at once.
- * Counting the chunks walks an index of them all, so a large count is kept a minute too.
+ * A term's document frequency is counted in its FTS5 doclist, stopping at the budget: past it,
+ * the exact number changes nothing (the term is left out, or ranked on its newest matches), and
+ * counting a term in most chunks to the end costs milliseconds (so does `fts5vocab`, which walks
+ * the whole doclist). Terms past the budget, and a large chunk count, are kept per process for a
+ * minute; rarer ones are counted each time, so a newly indexed file's words are found at once.
  */
-const COMMON_TERM_CACHE_MIN_DOCS = 1_000;
-const COMMON_TERM_TTL_MS = 60_000;
-const COMMON_TERM_CACHE_MAX = 10_000;
-const commonTermCache = new WeakMap<object, Map<string, { doc: number; at: number }>>();
+const STATS_CACHE_TTL_MS = 60_000;
+const TERM_CACHE_MAX = 10_000;
+const termCache = new WeakMap<object, Map<string, { doc: number; at: number }>>();
 const CHUNK_COUNT_CACHE_MIN = 5_000;
 const chunkCountCache = new WeakMap<object, { total: number; at: number }>();
 
-/**
- * Document frequencies from the `fts5vocab` table (kept by FTS5 itself, so nothing is rebuilt
- * per query), against the number of chunks. Both count every project's chunks: cheap, and a
- * fair picture of which words are common.
- */
-async function sqliteTermStats(db: Db, terms: string[]) {
-  let cache = commonTermCache.get(db);
-  if (!cache) commonTermCache.set(db, (cache = new Map()));
+/** Document frequencies (at most budget + 1) against the number of chunks, of every project. */
+async function sqliteTermStats(db: Db, terms: string[], budget: number) {
+  let cache = termCache.get(db);
+  if (!cache) termCache.set(db, (cache = new Map()));
   const now = Date.now();
   const frequencies = new Map<string, number>();
-  const unknown: string[] = [];
+  const cap = budget + 1;
   for (const term of terms) {
     const cached = cache.get(term);
-    if (cached && now - cached.at < COMMON_TERM_TTL_MS) frequencies.set(term, cached.doc);
-    else unknown.push(term);
+    if (cached && now - cached.at < STATS_CACHE_TTL_MS) {
+      frequencies.set(term, cached.doc);
+      continue;
+    }
+    const result = await sql<{ doc: number }>`select count(*) as doc from (
+        select 1 from knowledge_chunks_fts where knowledge_chunks_fts match ${`"${term}"`} limit ${cap})`.execute(
+      db,
+    );
+    const doc = Number(result.rows[0]?.doc ?? 0);
+    frequencies.set(term, doc);
+    if (doc >= cap) {
+      if (cache.size > TERM_CACHE_MAX) cache.clear();
+      cache.set(term, { doc, at: now });
+    }
   }
   const count = chunkCountCache.get(db);
-  const [rows, total] = await Promise.all([
-    unknown.length === 0
-      ? { rows: [] }
-      : sql<{ term: string; doc: number }>`select term, doc from knowledge_chunks_vocab
-          where term in (${sql.join(unknown)})`.execute(db),
-    count && now - count.at < COMMON_TERM_TTL_MS
-      ? count.total
-      : sql<{ n: number }>`select count(*) as n from knowledge_chunks`
-          .execute(db)
-          .then((result) => Number(result.rows[0]?.n ?? 0)),
-  ]);
-  if (total >= CHUNK_COUNT_CACHE_MIN && total !== count?.total) chunkCountCache.set(db, { total, at: now });
-  if (cache.size > COMMON_TERM_CACHE_MAX) cache.clear();
-  for (const row of rows.rows) {
-    const doc = Number(row.doc);
-    frequencies.set(row.term, doc);
-    if (doc >= COMMON_TERM_CACHE_MIN_DOCS) cache.set(row.term, { doc, at: now });
+  let total = count && now - count.at < STATS_CACHE_TTL_MS ? count.total : undefined;
+  if (total === undefined) {
+    const result = await sql<{ n: number }>`select count(*) as n from knowledge_chunks`.execute(db);
+    total = Number(result.rows[0]?.n ?? 0);
+    if (total >= CHUNK_COUNT_CACHE_MIN) chunkCountCache.set(db, { total, at: now });
   }
   return { frequencies, total };
 }
@@ -202,7 +197,7 @@ async function searchSqlite(
   terms: string[],
   limit: number,
 ): Promise<Candidate[]> {
-  const stats = await sqliteTermStats(db, terms);
+  const stats = await sqliteTermStats(db, terms, RANK_BUDGET.sqlite);
   const kept = selectTerms(stats.frequencies, terms, stats.total, RANK_BUDGET.sqlite);
   if (kept.length === 0) return [];
   // Every term quoted: a string of letters and digits in double quotes is always one token.
@@ -279,7 +274,7 @@ async function postgresCommonLexemes(db: Db): Promise<CommonLexemes> {
 /** Forgets the cached statistics (benchmarks and tests that load or ANALYZE mid-run). */
 export function forgetSearchStatistics(db: Db): void {
   commonLexemeCache.delete(db);
-  commonTermCache.delete(db);
+  termCache.delete(db);
   chunkCountCache.delete(db);
 }
 
