@@ -4,12 +4,14 @@ import type { Db } from '../db/database.js';
 import {
   type ClaimedFile,
   claimNextFile,
+  claimSmallFiles,
   failClaim,
   hasIndexWork,
   recordIndexFailure,
   releaseClaim,
+  type IndexOutcome,
   renewClaim,
-  storeIndexOutcome,
+  storeIndexOutcomes,
 } from '../db/repositories/knowledge.js';
 import { type Clock, newId, systemClock } from '../ids.js';
 import type { ObjectStore } from '../storage/object-store.js';
@@ -60,13 +62,22 @@ export interface Indexer {
   stop(): Promise<void>;
 }
 
+/**
+ * Small files are indexed several at a time: claimed together, extracted in turn and stored in
+ * one transaction, as a commit costs more than a small file's chunks (bench/knowledge.bench.ts).
+ * A large file, or the first of the queue, is claimed on its own, so files keep their order.
+ */
+const BATCH_FILES = 16;
+const BATCH_FILE_BYTES = 256 * 1024;
+
 /** A failure retrying cannot cure (the file is too large): it ends `failed` at once. */
 class PermanentIndexError extends Error {}
 
 /**
  * The background indexer of `atrium serve` (spec/knowledge.md "Indexing"): takes files marked
- * `pending` from the database one lease at a time, reads each from storage, extracts its text in
- * a worker thread with a time limit, chunks it and stores text and chunks in one transaction.
+ * `pending` from the database on leases (small files several at a time), reads each from storage,
+ * extracts its text in a worker thread with a time limit, chunks it and stores texts and chunks in
+ * one transaction.
  * Several processes share the work through the leases; a crashed process's lease lapses and
  * another one takes the file.
  */
@@ -109,37 +120,70 @@ export function startIndexer(deps: IndexerDeps): Indexer {
     return Buffer.concat(parts, length);
   }
 
-  async function indexFile(file: ClaimedFile): Promise<void> {
-    const started = Date.now();
+  /** Reads and extracts one file: what to store for it. */
+  async function indexFile(file: ClaimedFile): Promise<IndexOutcome | undefined> {
     const bytes = await readObject(file);
-    if (stopped) return;
+    if (stopped) return undefined;
     const extraction = await extract(
       { bytes, path: file.path, mediaType: file.mime_type },
       { timeoutMs: config.timeoutMs },
     );
-    if (stopped) return;
+    if (stopped) return undefined;
     if (extraction.status === 'failed') throw new Error(extraction.error);
-    const outcome =
-      extraction.status === 'unsupported'
-        ? ({ status: 'unsupported', reason: extraction.reason } as const)
-        : ({
-            status: 'indexed',
-            format: extraction.format,
-            // PostgreSQL refuses NUL in text; a space keeps every offset where it was.
-            text: withoutNul(extractedText(extraction)),
-            chunks: chunkExtraction(extraction).map((chunk) => ({ ...chunk, text: withoutNul(chunk.text) })),
-          } as const);
-    const stored = await storeIndexOutcome(deps.db, file, processId, outcome, iso());
-    deps.log?.info(
-      {
-        fileId: file.id,
-        projectId: file.project_id,
-        indexStatus: outcome.status,
-        chunks: outcome.status === 'indexed' ? outcome.chunks.length : 0,
-        stored,
-        ms: Date.now() - started,
-      },
-      stored ? 'indexed project file' : 'dropped index result: the file changed meanwhile',
+    return extraction.status === 'unsupported'
+      ? { status: 'unsupported', reason: extraction.reason }
+      : {
+          status: 'indexed',
+          format: extraction.format,
+          // PostgreSQL refuses NUL in text; a space keeps every offset where it was.
+          text: withoutNul(extractedText(extraction)),
+          chunks: chunkExtraction(extraction).map((chunk) => ({ ...chunk, text: withoutNul(chunk.text) })),
+        };
+  }
+
+  /** Indexes claimed files and stores their outcomes together; failures are recorded one by one. */
+  async function indexFiles(files: ClaimedFile[]): Promise<void> {
+    const started = Date.now();
+    const results: Array<{ file: ClaimedFile; outcome: IndexOutcome }> = [];
+    for (const file of files) {
+      try {
+        if (file.index_attempts > config.maxAttempts) {
+          // Every earlier claim ended without a word: its process died reading this file.
+          await failClaim(
+            deps.db,
+            file,
+            processId,
+            `gave up after ${config.maxAttempts} attempts: indexing stopped each time`,
+          );
+          continue;
+        }
+        const outcome = await indexFile(file);
+        if (outcome) results.push({ file, outcome });
+      } catch (error) {
+        if (!stopped) await handleFailure(file, error).catch(() => {});
+      }
+      if (stopped) return;
+    }
+    if (results.length === 0) return;
+    let stored: boolean[];
+    try {
+      stored = await storeIndexOutcomes(deps.db, results, processId, iso());
+    } catch (error) {
+      if (!stopped) for (const { file } of results) await handleFailure(file, error).catch(() => {});
+      return;
+    }
+    results.forEach(({ file, outcome }, i) =>
+      deps.log?.info(
+        {
+          fileId: file.id,
+          projectId: file.project_id,
+          indexStatus: outcome.status,
+          chunks: outcome.status === 'indexed' ? outcome.chunks.length : 0,
+          stored: stored[i],
+          ms: Date.now() - started,
+        },
+        stored[i] ? 'indexed project file' : 'dropped index result: the file changed meanwhile',
+      ),
     );
   }
 
@@ -154,39 +198,35 @@ export function startIndexer(deps: IndexerDeps): Indexer {
     await recordIndexFailure(deps.db, file, processId, { error: message, retryAt });
   }
 
-  /** Claims and indexes files until none is left; false when there was nothing to claim. */
+  /** Claims and indexes files (several small ones at once); false when there was nothing to claim. */
   async function workOnce(): Promise<boolean> {
-    const file = await claimNextFile(deps.db, {
-      processId,
-      now: iso(),
-      leaseUntil: iso(config.leaseMs),
-    });
-    if (!file) return false;
-    held.add(file);
+    const claim = { processId, now: iso(), leaseUntil: iso(config.leaseMs) };
+    const first = await claimNextFile(deps.db, claim);
+    if (!first) return false;
+    const files = [first];
+    for (const file of files) held.add(file);
     // Renewed while the work lasts, so only a dead process's claim lapses.
     const heartbeat = setInterval(
       () => {
-        if (!stopped) void renewClaim(deps.db, file, processId, iso(config.leaseMs)).catch(() => {});
+        if (stopped) return;
+        for (const file of files)
+          void renewClaim(deps.db, file, processId, iso(config.leaseMs)).catch(() => {});
       },
       Math.max(50, Math.floor(config.leaseMs / 3)),
     );
     try {
-      if (file.index_attempts > config.maxAttempts) {
-        // Every earlier claim ended without a word: its process died reading this file.
-        await failClaim(
-          deps.db,
-          file,
-          processId,
-          `gave up after ${config.maxAttempts} attempts: indexing stopped each time`,
-        );
-        return true;
+      if (first.size_bytes <= BATCH_FILE_BYTES) {
+        const more = await claimSmallFiles(deps.db, claim, BATCH_FILES - 1, BATCH_FILE_BYTES);
+        for (const file of more) held.add(file);
+        files.push(...more);
       }
-      await indexFile(file);
-    } catch (error) {
-      if (!stopped) await handleFailure(file, error).catch(() => {});
+      await indexFiles(files);
     } finally {
       clearInterval(heartbeat);
-      held.delete(file);
+      // Stopped mid-batch: the files not stored yet go back to `pending` (a no-op for the others).
+      if (stopped)
+        await Promise.all(files.map((file) => releaseClaim(deps.db, file, processId).catch(() => {})));
+      for (const file of files) held.delete(file);
     }
     return true;
   }

@@ -32,11 +32,13 @@ const MAX_TERMS = 32;
 /** A term found in more than this share of chunks says little and costs the most: dropped. */
 const COMMON_SHARE = 0.5;
 /**
- * Past this many chunks, a term in more than ABS_COMMON_SHARE of them is dropped too: ranking
- * tens of thousands of matches is what makes common words slow (bench/knowledge-search).
+ * Chunks one search ranks at most. Ranking costs per matching chunk (about 2 µs with FTS5, 10–20 µs
+ * on PostgreSQL, which reads each chunk's tsvector), so a term found in tens of thousands of
+ * chunks would cost a turn hundreds of milliseconds: terms are taken rarest first while their
+ * chunks fit the budget, and when even the rarest term alone is past it, only its newest matches
+ * are ranked (bench/knowledge.bench.ts).
  */
-const LARGE_INDEX_CHUNKS = 20_000;
-const ABS_COMMON_SHARE = 0.1;
+const RANK_BUDGET = { sqlite: 2_000, postgres: 1_000 };
 /** Candidates read per result wanted, before the per-file cap. */
 const CANDIDATES_PER_RESULT = 4;
 
@@ -76,22 +78,29 @@ export function queryTerms(query: string): string[] {
 
 /**
  * Keeps the terms worth searching: those found in the index at all, without the ones in most
- * chunks. When every term is common, the rarest one stays, so a search of common words still
- * answers.
+ * chunks, rarest first while their document frequencies add up to at most `budget`
+ * (a rarer term always says more about a chunk than a commoner one). The rarest term found is
+ * always kept, so a search of common words still answers.
  */
 export function selectTerms(
   frequencies: Map<string, number>,
   terms: string[],
   totalChunks: number,
+  budget: number,
 ): string[] {
   if (totalChunks <= 0) return [];
-  const found = terms.filter((term) => (frequencies.get(term) ?? 0) > 0);
-  const limit =
-    totalChunks > LARGE_INDEX_CHUNKS ? totalChunks * ABS_COMMON_SHARE : totalChunks * COMMON_SHARE;
-  const kept = found.filter((term) => frequencies.get(term)! <= limit);
-  if (kept.length > 0 || found.length === 0) return kept;
-  const rarest = found.reduce((a, b) => (frequencies.get(b)! < frequencies.get(a)! ? b : a));
-  return [rarest];
+  const found = terms
+    .filter((term) => (frequencies.get(term) ?? 0) > 0)
+    .sort((a, b) => frequencies.get(a)! - frequencies.get(b)!);
+  const kept: string[] = [];
+  let matches = 0;
+  for (const term of found) {
+    const frequency = frequencies.get(term)!;
+    if (kept.length > 0 && (frequency > totalChunks * COMMON_SHARE || matches + frequency > budget)) break;
+    kept.push(term);
+    matches += frequency;
+  }
+  return kept;
 }
 
 type Candidate = ChunkCandidate;
@@ -136,46 +145,50 @@ export async function searchProject(db: Db, params: SearchParams): Promise<Searc
 // SQLite: FTS5
 
 /**
- * Reading a term's document frequency from `fts5vocab` walks the term's whole doclist: cheap for
- * rare terms, a few milliseconds for one in most chunks. So the frequencies of common terms (the
- * only ones whose exact count does not matter, and stay common) are kept per process for a
- * minute; rare ones are read each time, so a newly indexed file's words are found at once.
+ * A term's document frequency is counted in its FTS5 doclist, stopping at the budget: past it,
+ * the exact number changes nothing (the term is left out, or ranked on its newest matches), and
+ * counting a term in most chunks to the end costs milliseconds (so does `fts5vocab`, which walks
+ * the whole doclist). Terms past the budget, and a large chunk count, are kept per process for a
+ * minute; rarer ones are counted each time, so a newly indexed file's words are found at once.
  */
-const COMMON_TERM_CACHE_MIN_DOCS = 1_000;
-const COMMON_TERM_TTL_MS = 60_000;
-const COMMON_TERM_CACHE_MAX = 10_000;
-const commonTermCache = new WeakMap<object, Map<string, { doc: number; at: number }>>();
+const STATS_CACHE_TTL_MS = 60_000;
+const TERM_CACHE_MAX = 10_000;
+const termCache = new WeakMap<object, Map<string, { doc: number; at: number }>>();
+const CHUNK_COUNT_CACHE_MIN = 5_000;
+const chunkCountCache = new WeakMap<object, { total: number; at: number }>();
 
-/**
- * Document frequencies from the `fts5vocab` table (kept by FTS5 itself, so nothing is rebuilt
- * per query), against the number of chunks. Both count every project's chunks: cheap, and a
- * fair picture of which words are common.
- */
-async function sqliteTermStats(db: Db, terms: string[]) {
-  let cache = commonTermCache.get(db);
-  if (!cache) commonTermCache.set(db, (cache = new Map()));
+/** Document frequencies (at most budget + 1) against the number of chunks, of every project. */
+async function sqliteTermStats(db: Db, terms: string[], budget: number) {
+  let cache = termCache.get(db);
+  if (!cache) termCache.set(db, (cache = new Map()));
   const now = Date.now();
   const frequencies = new Map<string, number>();
-  const unknown: string[] = [];
+  const cap = budget + 1;
   for (const term of terms) {
     const cached = cache.get(term);
-    if (cached && now - cached.at < COMMON_TERM_TTL_MS) frequencies.set(term, cached.doc);
-    else unknown.push(term);
+    if (cached && now - cached.at < STATS_CACHE_TTL_MS) {
+      frequencies.set(term, cached.doc);
+      continue;
+    }
+    const result = await sql<{ doc: number }>`select count(*) as doc from (
+        select 1 from knowledge_chunks_fts where knowledge_chunks_fts match ${`"${term}"`} limit ${cap})`.execute(
+      db,
+    );
+    const doc = Number(result.rows[0]?.doc ?? 0);
+    frequencies.set(term, doc);
+    if (doc >= cap) {
+      if (cache.size > TERM_CACHE_MAX) cache.clear();
+      cache.set(term, { doc, at: now });
+    }
   }
-  const [rows, total] = await Promise.all([
-    unknown.length === 0
-      ? { rows: [] }
-      : sql<{ term: string; doc: number }>`select term, doc from knowledge_chunks_vocab
-          where term in (${sql.join(unknown)})`.execute(db),
-    sql<{ n: number }>`select count(*) as n from knowledge_chunks`.execute(db),
-  ]);
-  if (cache.size > COMMON_TERM_CACHE_MAX) cache.clear();
-  for (const row of rows.rows) {
-    const doc = Number(row.doc);
-    frequencies.set(row.term, doc);
-    if (doc >= COMMON_TERM_CACHE_MIN_DOCS) cache.set(row.term, { doc, at: now });
+  const count = chunkCountCache.get(db);
+  let total = count && now - count.at < STATS_CACHE_TTL_MS ? count.total : undefined;
+  if (total === undefined) {
+    const result = await sql<{ n: number }>`select count(*) as n from knowledge_chunks`.execute(db);
+    total = Number(result.rows[0]?.n ?? 0);
+    if (total >= CHUNK_COUNT_CACHE_MIN) chunkCountCache.set(db, { total, at: now });
   }
-  return { frequencies, total: Number(total.rows[0]?.n ?? 0) };
+  return { frequencies, total };
 }
 
 async function searchSqlite(
@@ -184,22 +197,30 @@ async function searchSqlite(
   terms: string[],
   limit: number,
 ): Promise<Candidate[]> {
-  const stats = await sqliteTermStats(db, terms);
-  const kept = selectTerms(stats.frequencies, terms, stats.total);
+  const stats = await sqliteTermStats(db, terms, RANK_BUDGET.sqlite);
+  const kept = selectTerms(stats.frequencies, terms, stats.total, RANK_BUDGET.sqlite);
   if (kept.length === 0) return [];
   // Every term quoted: a string of letters and digits in double quotes is always one token.
   const match = kept.map((term) => `"${term}"`).join(' OR ');
-  const workspace = params.workspaceId ? sql`and c.workspace_id = ${params.workspaceId}` : sql``;
-  // bm25 is lower for better matches; headings weigh twice the body.
+  const workspace = params.workspaceId ? sql`and s.workspace_id = ${params.workspaceId}` : sql``;
+  // Ranked first on ids alone (the project checked in the narrow knowledge_chunks_scope_idx), at
+  // most the budget of the newest matches; the text is read for the best `limit` only. bm25 is
+  // lower for better matches; headings weigh twice the body.
   const result = await sql<Candidate>`
-    select c.file_id, f.path, f.name, c.text, c.heading, c.pages,
-      -bm25(knowledge_chunks_fts, 2.0, 1.0) as score
-    from knowledge_chunks_fts
-    join knowledge_chunks c on c.id = knowledge_chunks_fts.rowid
+    select c.file_id, f.path, f.name, c.text, c.heading, c.pages, ranked.score
+    from (
+      select id, score from (
+        select knowledge_chunks_fts.rowid as id, -bm25(knowledge_chunks_fts, 2.0, 1.0) as score
+        from knowledge_chunks_fts
+        join knowledge_chunks s on s.id = knowledge_chunks_fts.rowid
+        where knowledge_chunks_fts match ${match} and s.project_id = ${params.projectId} ${workspace}
+        order by knowledge_chunks_fts.rowid desc
+        limit ${RANK_BUDGET.sqlite})
+      order by score desc, id
+      limit ${limit}) ranked
+    join knowledge_chunks c on c.id = ranked.id
     join project_files f on f.id = c.file_id
-    where knowledge_chunks_fts match ${match} and c.project_id = ${params.projectId} ${workspace}
-    order by score desc, c.id
-    limit ${limit}`.execute(db);
+    order by ranked.score desc, c.id`.execute(db);
   return result.rows;
 }
 
@@ -253,7 +274,8 @@ async function postgresCommonLexemes(db: Db): Promise<CommonLexemes> {
 /** Forgets the cached statistics (benchmarks and tests that load or ANALYZE mid-run). */
 export function forgetSearchStatistics(db: Db): void {
   commonLexemeCache.delete(db);
-  commonTermCache.delete(db);
+  termCache.delete(db);
+  chunkCountCache.delete(db);
 }
 
 async function searchPostgres(
@@ -267,18 +289,27 @@ async function searchPostgres(
   const frequencies = new Map(
     lexemes.map((lexeme) => [lexeme, Math.max(1, (stats.shares.get(lexeme) ?? 0) * stats.total)]),
   );
-  const chosen =
-    stats.shares.size > 0 && stats.total > 0 ? selectTerms(frequencies, lexemes, stats.total) : lexemes;
+  const known = stats.shares.size > 0 && stats.total > 0;
+  const chosen = known ? selectTerms(frequencies, lexemes, stats.total, RANK_BUDGET.postgres) : lexemes;
   if (chosen.length === 0) return [];
   // Lexemes of letters and digits only, quoted; `simple` keeps them as they are (already stemmed).
   const tsquery = chosen.map((lexeme) => `'${lexeme.replaceAll("'", "''")}'`).join(' | ');
   const workspace = params.workspaceId ? sql`and c.workspace_id = ${params.workspaceId}` : sql``;
+  const matches = chosen.reduce((sum, lexeme) => sum + frequencies.get(lexeme)!, 0);
+  // Past the budget, only the newest matches are ranked (for a term in most chunks, walking the
+  // primary key backwards stops once it has them); else every match, found through the GIN index.
+  const matching =
+    known && matches > RANK_BUDGET.postgres
+      ? sql`(select c.* from knowledge_chunks c, to_tsquery('simple', ${tsquery}) q
+          where c.project_id = ${params.projectId} ${workspace} and c.tsv @@ q
+          order by c.id desc limit ${RANK_BUDGET.postgres})`
+      : sql`(select c.* from knowledge_chunks c, to_tsquery('simple', ${tsquery}) q
+          where c.project_id = ${params.projectId} ${workspace} and c.tsv @@ q)`;
   const result = await sql<Candidate>`
     select c.file_id, f.path, f.name, c.text, c.heading, c.pages, ts_rank_cd(c.tsv, q) as score
-    from knowledge_chunks c
+    from ${matching} c
     join project_files f on f.id = c.file_id,
       to_tsquery('simple', ${tsquery}) q
-    where c.project_id = ${params.projectId} ${workspace} and c.tsv @@ q
     order by score desc, c.id
     limit ${limit}`.execute(db);
   return result.rows;

@@ -6,6 +6,7 @@ import * as management from './010-management.js';
 import * as chatHistory from './003-chat-history.js';
 import * as knowledge from './011-knowledge.js';
 import * as knowledgeVectors from './012-knowledge-vectors.js';
+import * as knowledgeSearchIndex from './014-knowledge-search-index.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -19,4 +20,5 @@ export const migrations: Record<string, Migration> = {
   '003-chat-history': chatHistory,
   '011-knowledge': knowledge,
   '012-knowledge-vectors': knowledgeVectors,
+  '014-knowledge-search-index': knowledgeSearchIndex,
 };

@@ -50,7 +50,29 @@ export async function claimNextFile(
   db: Db,
   claim: { processId: string; now: string; leaseUntil: string },
 ): Promise<ClaimedFile | undefined> {
-  const claimable = db
+  return (await claimFiles(db, claim, 1))[0];
+}
+
+/**
+ * Claims up to `limit` files of at most `maxBytes` each, as {@link claimNextFile} does: the
+ * indexer takes small files several at a time and stores them in one transaction.
+ */
+export async function claimSmallFiles(
+  db: Db,
+  claim: { processId: string; now: string; leaseUntil: string },
+  limit: number,
+  maxBytes: number,
+): Promise<ClaimedFile[]> {
+  return claimFiles(db, claim, limit, maxBytes);
+}
+
+async function claimFiles(
+  db: Db,
+  claim: { processId: string; now: string; leaseUntil: string },
+  limit: number,
+  maxBytes?: number,
+): Promise<ClaimedFile[]> {
+  let claimable = db
     .selectFrom('project_files')
     .select('id')
     .where((eb) =>
@@ -64,8 +86,9 @@ export async function claimNextFile(
     )
     .orderBy('index_attempts')
     .orderBy('updated_at')
-    .limit(1);
-  const row = await db
+    .limit(limit);
+  if (maxBytes !== undefined) claimable = claimable.where('size_bytes', '<=', maxBytes);
+  const rows = await db
     .updateTable('project_files')
     .set((eb) => ({
       index_status: 'indexing',
@@ -73,10 +96,10 @@ export async function claimNextFile(
       index_lease_until: claim.leaseUntil,
       index_attempts: eb('index_attempts', '+', 1),
     }))
-    .where('id', '=', isSqliteDb(db) ? claimable : claimable.forUpdate().skipLocked())
+    .where('id', 'in', isSqliteDb(db) ? claimable : claimable.forUpdate().skipLocked())
     .returning(CLAIMED_COLUMNS)
-    .executeTakeFirst();
-  return row ? { ...row, size_bytes: Number(row.size_bytes) } : undefined;
+    .execute();
+  return rows.map((row) => ({ ...row, size_bytes: Number(row.size_bytes) }));
 }
 
 /**
@@ -151,33 +174,61 @@ export async function storeIndexOutcome(
   outcome: IndexOutcome,
   now: string,
 ): Promise<boolean> {
+  const [stored] = await storeIndexOutcomes(db, [{ file, outcome }], processId, now);
+  return stored!;
+}
+
+/**
+ * {@link storeIndexOutcome} for several files in one transaction (a commit per file costs more
+ * than storing a small file): each file's result is kept or dropped on its own claim, all of
+ * them become visible together. Returns, per file, whether its result was kept.
+ */
+export async function storeIndexOutcomes(
+  db: Db,
+  results: Array<{ file: ClaimedFile; outcome: IndexOutcome }>,
+  processId: string,
+  now: string,
+): Promise<boolean[]> {
   return db.transaction().execute(async (trx) => {
-    const held = await settleClaim(trx, file, processId, {
-      index_status: outcome.status,
-      index_error: outcome.status === 'unsupported' ? outcome.reason : null,
-      index_attempts: 0,
-      index_retry_at: null,
-      indexed_etag: file.etag,
-    });
-    if (!held) return false;
-    await trx.deleteFrom('knowledge_chunks').where('file_id', '=', file.id).execute();
-    await trx.deleteFrom('knowledge_texts').where('file_id', '=', file.id).execute();
-    if (outcome.status !== 'indexed') return true;
+    const kept: boolean[] = [];
+    for (const { file, outcome } of results) {
+      const held = await settleClaim(trx, file, processId, {
+        index_status: outcome.status,
+        index_error: outcome.status === 'unsupported' ? outcome.reason : null,
+        index_attempts: 0,
+        index_retry_at: null,
+        indexed_etag: file.etag,
+      });
+      kept.push(held);
+    }
+    const ids = results.filter((_, i) => kept[i]).map(({ file }) => file.id);
+    if (ids.length === 0) return kept;
+    await trx.deleteFrom('knowledge_chunks').where('file_id', 'in', ids).execute();
+    await trx.deleteFrom('knowledge_texts').where('file_id', 'in', ids).execute();
+    const indexed = results.flatMap(({ file, outcome }, i) =>
+      kept[i] && outcome.status === 'indexed' ? [{ file, outcome }] : [],
+    );
+    if (indexed.length === 0) return kept;
     await trx
       .insertInto('knowledge_texts')
-      .values({
-        file_id: file.id,
-        workspace_id: file.workspace_id,
-        project_id: file.project_id,
-        etag: file.etag,
-        format: outcome.format,
-        text: outcome.text,
-        chars: outcome.text.length,
-        indexed_at: now,
-      })
+      .values(
+        indexed.map(({ file, outcome }) => ({
+          file_id: file.id,
+          workspace_id: file.workspace_id,
+          project_id: file.project_id,
+          etag: file.etag,
+          format: outcome.format,
+          text: outcome.text,
+          chars: outcome.text.length,
+          indexed_at: now,
+        })),
+      )
       .execute();
-    await insertChunks(trx, file, outcome.chunks);
-    return true;
+    await insertChunksOfFiles(
+      trx,
+      indexed.map(({ file, outcome }) => ({ file, chunks: outcome.chunks })),
+    );
+    return kept;
   });
 }
 
@@ -190,29 +241,38 @@ export async function insertChunks(
   file: { id: string; workspace_id: string; project_id: string },
   chunks: NewChunk[],
 ): Promise<void> {
+  await insertChunksOfFiles(db, [{ file, chunks }]);
+}
+
+/** Chunks of several files, as {@link insertChunks}, in as few statements as the batch allows. */
+export async function insertChunksOfFiles(
+  db: Db,
+  files: Array<{ file: { id: string; workspace_id: string; project_id: string }; chunks: NewChunk[] }>,
+): Promise<void> {
   const sqlite = isSqliteDb(db);
-  for (let i = 0; i < chunks.length; i += CHUNK_INSERT_BATCH) {
+  const rows = files.flatMap(({ file, chunks }) =>
+    chunks.map((chunk) => ({
+      workspace_id: file.workspace_id,
+      project_id: file.project_id,
+      file_id: file.id,
+      ordinal: chunk.ordinal,
+      text: chunk.text,
+      heading: chunk.heading,
+      pages: chunk.pages ? JSON.stringify(chunk.pages) : null,
+      start_offset: chunk.start,
+      end_offset: chunk.end,
+      ...(sqlite
+        ? {}
+        : {
+            tsv: sql<string>`setweight(to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.heading ?? '')}), 'A')
+                || to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.text)})`,
+          }),
+    })),
+  );
+  for (let i = 0; i < rows.length; i += CHUNK_INSERT_BATCH) {
     await db
       .insertInto('knowledge_chunks')
-      .values(
-        chunks.slice(i, i + CHUNK_INSERT_BATCH).map((chunk) => ({
-          workspace_id: file.workspace_id,
-          project_id: file.project_id,
-          file_id: file.id,
-          ordinal: chunk.ordinal,
-          text: chunk.text,
-          heading: chunk.heading,
-          pages: chunk.pages ? JSON.stringify(chunk.pages) : null,
-          start_offset: chunk.start,
-          end_offset: chunk.end,
-          ...(sqlite
-            ? {}
-            : {
-                tsv: sql<string>`setweight(to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.heading ?? '')}), 'A')
-                    || to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.text)})`,
-              }),
-        })),
-      )
+      .values(rows.slice(i, i + CHUNK_INSERT_BATCH))
       .execute();
   }
 }
