@@ -298,19 +298,24 @@ async function searchPostgres(
   const matches = chosen.reduce((sum, lexeme) => sum + frequencies.get(lexeme)!, 0);
   // Past the budget, only the newest matches are ranked (for a term in most chunks, walking the
   // primary key backwards stops once it has them); else every match, found through the GIN index.
+  // Ranking reads ids and tsvectors only; the text (about 1.5 KB a chunk) is read for the winners.
   const matching =
     known && matches > RANK_BUDGET.postgres
-      ? sql`(select c.* from knowledge_chunks c, to_tsquery('simple', ${tsquery}) q
+      ? sql`(select c.id, c.file_id, c.tsv from knowledge_chunks c, to_tsquery('simple', ${tsquery}) q
           where c.project_id = ${params.projectId} ${workspace} and c.tsv @@ q
           order by c.id desc limit ${RANK_BUDGET.postgres})`
-      : sql`(select c.* from knowledge_chunks c, to_tsquery('simple', ${tsquery}) q
+      : sql`(select c.id, c.file_id, c.tsv from knowledge_chunks c, to_tsquery('simple', ${tsquery}) q
           where c.project_id = ${params.projectId} ${workspace} and c.tsv @@ q)`;
   const result = await sql<Candidate>`
-    select c.file_id, f.path, f.name, c.text, c.heading, c.pages, ts_rank_cd(c.tsv, q) as score
-    from ${matching} c
-    join project_files f on f.id = c.file_id,
-      to_tsquery('simple', ${tsquery}) q
-    order by score desc, c.id
-    limit ${limit}`.execute(db);
+    select r.file_id, f.path, f.name, c.text, c.heading, c.pages, r.score
+    from (
+      select m.id, m.file_id, ts_rank_cd(m.tsv, q) as score
+      from ${matching} m, to_tsquery('simple', ${tsquery}) q
+      order by score desc, m.id
+      limit ${limit}
+    ) r
+    join knowledge_chunks c on c.id = r.id
+    join project_files f on f.id = r.file_id
+    order by r.score desc, r.id`.execute(db);
   return result.rows;
 }

@@ -7,6 +7,7 @@ import * as chatHistory from './003-chat-history.js';
 import * as knowledge from './011-knowledge.js';
 import * as knowledgeVectors from './012-knowledge-vectors.js';
 import * as knowledgeSearchIndex from './014-knowledge-search-index.js';
+import * as knowledgeGinPendingLimit from './015-knowledge-gin-pending-limit.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -21,4 +22,5 @@ export const migrations: Record<string, Migration> = {
   '011-knowledge': knowledge,
   '012-knowledge-vectors': knowledgeVectors,
   '014-knowledge-search-index': knowledgeSearchIndex,
+  '015-knowledge-gin-pending-limit': knowledgeGinPendingLimit,
 };
