@@ -15,9 +15,14 @@ function drainOrClose(response: ServerResponse): Promise<void> {
 
 /**
  * A UI message stream as the AI SDK's server-sent-event text: `data: <chunk JSON>\n\n` per
- * chunk, then `data: [DONE]\n\n`. A stream that breaks is reported to `onStreamError` and ends
- * without `[DONE]` (so clients can tell it from a finished one); the text stream itself never
- * errors, because it is also kept for resuming, which must end cleanly.
+ * chunk, then `data: [DONE]\n\n`. What arrives in one turn of the event loop leaves as one
+ * piece of text (one socket write, one entry of the resumable copy), and consecutive text
+ * deltas of one part in it become one `text-delta` event: a fast provider's burst costs the
+ * client and the server one event, not hundreds; a token arriving alone leaves at once.
+ * A stream that breaks is reported to `onStreamError` and ends without `[DONE]` (so clients
+ * can tell it from a finished one); the text stream itself never errors, because it is also
+ * kept for resuming, which must end cleanly. It reads its source to the end whatever its
+ * reader does, so the reply completes and is stored when the client has gone.
  */
 export function toEventStreamText(
   stream: ReadableStream<UIMessageChunk<unknown>>,
@@ -25,19 +30,53 @@ export function toEventStreamText(
 ): ReadableStream<string> {
   const reader = stream.getReader();
   return new ReadableStream<string>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) {
-          controller.enqueue('data: [DONE]\n\n');
-          controller.close();
+    start(controller) {
+      let text = '';
+      let delta: { id: string; text: string } | undefined;
+      let flushing = false;
+      const endDelta = () => {
+        if (!delta) return;
+        text += `data: {"type":"text-delta","id":${JSON.stringify(delta.id)},"delta":${JSON.stringify(delta.text)}}\n\n`;
+        delta = undefined;
+      };
+      const flush = () => {
+        flushing = false;
+        endDelta();
+        if (text === '') return;
+        controller.enqueue(text);
+        text = '';
+      };
+      const add = (chunk: UIMessageChunk<unknown>) => {
+        if (chunk.type === 'text-delta' && chunk.providerMetadata === undefined) {
+          if (delta?.id === chunk.id) delta.text += chunk.delta;
+          else {
+            endDelta();
+            delta = { id: chunk.id, text: chunk.delta };
+          }
         } else {
-          controller.enqueue(`data: ${JSON.stringify(value)}\n\n`);
+          endDelta();
+          text += `data: ${JSON.stringify(chunk)}\n\n`;
         }
-      } catch (error) {
-        onStreamError(error);
+        if (!flushing) {
+          flushing = true;
+          setImmediate(flush);
+        }
+      };
+      void (async () => {
+        try {
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            add(value);
+          }
+          endDelta();
+          text += 'data: [DONE]\n\n';
+        } catch (error) {
+          onStreamError(error);
+        }
+        flush();
         controller.close();
-      }
+      })();
     },
   });
 }
