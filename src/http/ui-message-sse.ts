@@ -14,63 +14,82 @@ function drainOrClose(response: ServerResponse): Promise<void> {
 }
 
 /**
- * A UI message stream as the AI SDK's server-sent-event text: `data: <chunk JSON>\n\n` per
- * chunk, then `data: [DONE]\n\n`. What arrives in one turn of the event loop leaves as one
- * piece of text (one socket write, one entry of the resumable copy), and consecutive text
- * deltas of one part in it become one `text-delta` event: a fast provider's burst costs the
- * client and the server one event, not hundreds; a token arriving alone leaves at once.
- * A stream that breaks is reported to `onStreamError` and ends without `[DONE]` (so clients
- * can tell it from a finished one); the text stream itself never errors, because it is also
- * kept for resuming, which must end cleanly. It reads its source to the end whatever its
- * reader does, so the reply completes and is stored when the client has gone.
+ * Event-stream text being written: whole events, and text deltas that may still grow. The
+ * first event of a turn of the event loop leaves at once; what follows in the same turn leaves
+ * as one piece when the turn ends, consecutive deltas of one key in it as one event: a fast
+ * provider's burst costs the server and the client a few events, not hundreds, while a token
+ * arriving alone is never held back.
  */
-export function toEventStreamText(
-  stream: ReadableStream<UIMessageChunk<unknown>>,
+export interface EventText {
+  event(text: string): void;
+  delta(key: string, text: string, render: (key: string, text: string) => string): void;
+}
+
+/**
+ * Reads `source` to its end whatever the returned stream's reader does (so a reply completes
+ * and is stored when its client has gone), turning each value into event-stream text with
+ * `write` and adding `end`'s text after the last. A source that breaks is reported to
+ * `onStreamError` and the text ends without `end` (so clients can tell it from a finished
+ * stream); the text stream itself never errors, because it is also kept for resuming, which
+ * must end cleanly.
+ */
+export function eventStreamText<T>(
+  source: ReadableStream<T>,
+  write: (value: T, out: EventText) => void,
+  end: (out: EventText) => void | Promise<void>,
   onStreamError: (error: unknown) => void,
 ): ReadableStream<string> {
-  const reader = stream.getReader();
+  const reader = source.getReader();
   return new ReadableStream<string>({
     start(controller) {
       let text = '';
-      let delta: { id: string; text: string } | undefined;
-      let flushing = false;
+      let delta: { key: string; text: string; render: (key: string, text: string) => string } | undefined;
+      /** Set once something has left in this turn: what follows waits for the turn's end. */
+      let turnBusy = false;
       const endDelta = () => {
         if (!delta) return;
-        text += `data: {"type":"text-delta","id":${JSON.stringify(delta.id)},"delta":${JSON.stringify(delta.text)}}\n\n`;
+        text += delta.render(delta.key, delta.text);
         delta = undefined;
       };
       const flush = () => {
-        flushing = false;
         endDelta();
         if (text === '') return;
         controller.enqueue(text);
         text = '';
       };
-      const add = (chunk: UIMessageChunk<unknown>) => {
-        if (chunk.type === 'text-delta' && chunk.providerMetadata === undefined) {
-          if (delta?.id === chunk.id) delta.text += chunk.delta;
+      const endTurn = () => {
+        turnBusy = false;
+        flush();
+      };
+      const schedule = () => {
+        if (turnBusy) return;
+        turnBusy = true;
+        setImmediate(endTurn);
+        flush();
+      };
+      const out: EventText = {
+        event(event) {
+          endDelta();
+          text += event;
+          schedule();
+        },
+        delta(key, piece, render) {
+          if (delta?.key === key && delta.render === render) delta.text += piece;
           else {
             endDelta();
-            delta = { id: chunk.id, text: chunk.delta };
+            delta = { key, text: piece, render };
           }
-        } else {
-          endDelta();
-          text += `data: ${JSON.stringify(chunk)}\n\n`;
-        }
-        if (!flushing) {
-          flushing = true;
-          setImmediate(flush);
-        }
+          schedule();
+        },
       };
       void (async () => {
         try {
           for (;;) {
             const { done, value } = await reader.read();
             if (done) break;
-            add(value);
+            write(value, out);
           }
-          endDelta();
-          text += 'data: [DONE]\n\n';
+          await end(out);
         } catch (error) {
           onStreamError(error);
         }
@@ -79,6 +98,29 @@ export function toEventStreamText(
       })();
     },
   });
+}
+
+const textDelta = (id: string, text: string) =>
+  `data: {"type":"text-delta","id":${JSON.stringify(id)},"delta":${JSON.stringify(text)}}\n\n`;
+
+/**
+ * A UI message stream as the AI SDK's server-sent-event text: `data: <chunk JSON>\n\n` per
+ * chunk (text deltas of one turn joined), then `data: [DONE]\n\n`.
+ */
+export function toEventStreamText(
+  stream: ReadableStream<UIMessageChunk<unknown>>,
+  onStreamError: (error: unknown) => void,
+): ReadableStream<string> {
+  return eventStreamText(
+    stream,
+    (chunk, out) => {
+      if (chunk.type === 'text-delta' && chunk.providerMetadata === undefined) {
+        out.delta(chunk.id, chunk.delta, textDelta);
+      } else out.event(`data: ${JSON.stringify(chunk)}\n\n`);
+    },
+    (out) => out.event('data: [DONE]\n\n'),
+    onStreamError,
+  );
 }
 
 /**

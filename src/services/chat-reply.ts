@@ -14,6 +14,7 @@ import type { ApiError } from '../errors.js';
 import type { StopReason } from './running-replies.js';
 import type { ChatMessageMetadata, TokenUsage } from './chat.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
+import { coalesceTextDeltas } from './coalesce-text.js';
 import { upstreamFailure } from './upstream-failure.js';
 
 /** Steps of the tool loop (model call, tool calls, model call…) one request may take. */
@@ -163,6 +164,7 @@ export function streamReply(
   let finishReason = 'stop';
   const result = streamText({
     ...callSettings(call),
+    experimental_transform: coalesceTextDeltas,
     onChunk: call.idle.touch,
     onStepFinish: (step) => countStep(call, step),
     onError: ({ error }) => {

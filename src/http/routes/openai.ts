@@ -162,40 +162,20 @@ export async function openAIRoutes(
       }
       reply.hijack();
       const headers = { ...(reply.getHeaders() as Record<string, string>), 'x-request-id': request.id };
-      const chunks = completionChunks(conversation.stream(), conversation, {
-        clientToolNames,
-        includeUsage: body.stream_options?.include_usage === true,
-        created,
-      });
-      void writeEventStream(
-        reply.raw,
-        guardStream(chunks, (error) => {
+      const text = completionChunks(
+        conversation.stream(),
+        conversation,
+        {
+          clientToolNames,
+          includeUsage: body.stream_options?.include_usage === true,
+          created,
+        },
+        (error) => {
           request.log.error({ err: error }, 'reply stream failed');
           void conversation.abandon(error);
-        }),
-        headers,
-        OPENAI_STREAM_HEADERS,
+        },
       );
+      void writeEventStream(reply.raw, text, headers, OPENAI_STREAM_HEADERS);
     },
   );
-}
-
-/** A broken stream ends (without `[DONE]`) instead of throwing into the writer. */
-function guardStream(
-  stream: ReadableStream<string>,
-  onError: (error: unknown) => void,
-): ReadableStream<string> {
-  const reader = stream.getReader();
-  return new ReadableStream<string>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
-      } catch (error) {
-        onError(error);
-        controller.close();
-      }
-    },
-  });
 }
