@@ -15,10 +15,10 @@ function drainOrClose(response: ServerResponse): Promise<void> {
 
 /**
  * Event-stream text being written: whole events, and text deltas that may still grow. The
- * first event of a turn of the event loop leaves at once; what follows in the same turn leaves
- * as one piece when the turn ends, consecutive deltas of one key in it as one event: a fast
- * provider's burst costs the server and the client a few events, not hundreds, while a token
- * arriving alone is never held back.
+ * first delta of a turn of the event loop leaves at once; the deltas that follow it in the same
+ * turn leave as one event when the turn ends (or before the next other event): a fast
+ * provider's burst costs the server and the client a few events and writes, not hundreds,
+ * while a token arriving alone is never held back.
  */
 export interface EventText {
   event(text: string): void;
@@ -44,7 +44,7 @@ export function eventStreamText<T>(
     start(controller) {
       let text = '';
       let delta: { key: string; text: string; render: (key: string, text: string) => string } | undefined;
-      /** Set once something has left in this turn: what follows waits for the turn's end. */
+      /** Set once a delta has left in this turn: the turn's next deltas wait for its end. */
       let turnBusy = false;
       const endDelta = () => {
         if (!delta) return;
@@ -61,17 +61,12 @@ export function eventStreamText<T>(
         turnBusy = false;
         flush();
       };
-      const schedule = () => {
-        if (turnBusy) return;
-        turnBusy = true;
-        setImmediate(endTurn);
-        flush();
-      };
       const out: EventText = {
         event(event) {
+          // Other events are rare and may be what a client waits for: they never wait.
           endDelta();
           text += event;
-          schedule();
+          flush();
         },
         delta(key, piece, render) {
           if (delta?.key === key && delta.render === render) delta.text += piece;
@@ -79,7 +74,10 @@ export function eventStreamText<T>(
             endDelta();
             delta = { key, text: piece, render };
           }
-          schedule();
+          if (turnBusy) return;
+          turnBusy = true;
+          setImmediate(endTurn);
+          flush();
         },
       };
       void (async () => {
