@@ -5,7 +5,7 @@
  * streamed byte within 5 ms of the upstream's; ≥ 50,000 chunks/s relayed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { consumeStream, JsonToSseTransformStream, streamText } from 'ai';
@@ -17,10 +17,15 @@ import type { SetupFile } from '../src/setup/validate.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import type { Report } from './run.js';
 import { benchSetup, percentile } from './support/bench-setup.js';
+import { concurrentStreams, cpuMs, p50, p99, rssBytes, sampleRss } from './support/concurrent-streams.js';
+import { startChildServer } from './support/load.js';
 
 const KEY = 'atr_ws_bench_chat_key_00000000000000000000000';
 const REQUESTS = Number(process.env.BENCH_CHAT_REQUESTS ?? 1500);
 const LONG_PIECES = Number(process.env.BENCH_CHAT_PIECES ?? 100_000);
+const STREAM_CLIENTS = Number(process.env.BENCH_STREAM_CLIENTS ?? 200);
+const STREAM_TOKENS = Number(process.env.BENCH_STREAM_TOKENS ?? 500);
+const TOKENS_PER_SECOND = 50;
 
 function setup(baseURL: string): SetupFile {
   return benchSetup({
@@ -79,23 +84,24 @@ async function timeEach(count: number, once: () => Promise<void>): Promise<numbe
   return samples.sort((a, b) => a - b);
 }
 
-/** Milliseconds until the first body chunk that carries reply text, and the content chunks seen. */
+/**
+ * Milliseconds until the first body chunk that carries reply text, and the reply's pieces seen
+ * (the long reply's `w<n> ` words, however many events carried them; else `marker`s).
+ */
 async function streamTimings(response: Promise<Response>, marker: string, started: number) {
   const res = await response;
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   let first = Number.NaN;
-  let chunks = 0;
+  let body = '';
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    let at = value.indexOf(marker);
-    if (at !== -1 && Number.isNaN(first)) first = performance.now() - started;
-    while (at !== -1) {
-      chunks++;
-      at = value.indexOf(marker, at + marker.length);
-    }
+    if (Number.isNaN(first) && value.includes(marker)) first = performance.now() - started;
+    body += value;
   }
-  return { first, chunks, total: performance.now() - started };
+  const total = performance.now() - started;
+  const pieces = body.match(/\bw\d+ /g)?.length ?? body.split(marker).length - 1;
+  return { first, chunks: pieces, total };
 }
 
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
@@ -271,12 +277,92 @@ export async function run(report: Report) {
       `AI SDK floor, same run: streamText → UI message stream → SSE bytes in-process (no provider, no HTTP) ${Math.round(floor)} chunks/s`,
     );
     report(
-      `long streamed reply, ${LONG_PIECES} pieces: upstream direct ${Math.round(directLong.chunks / (directLong.total / 1000))} chunks/s; relayed by Atrium ${atriumLong.chunks} text-delta chunks in ${fmt(atriumLong.total)} = ${Math.round(atriumLong.chunks / (atriumLong.total / 1000))} chunks/s (target ≥ 50,000)`,
+      `long streamed reply, ${LONG_PIECES} pieces: upstream direct ${Math.round(directLong.chunks / (directLong.total / 1000))} chunks/s; relayed by Atrium ${atriumLong.chunks} pieces in ${fmt(atriumLong.total)} = ${Math.round(atriumLong.chunks / (atriumLong.total / 1000))} chunks/s, ${Math.round((atriumLong.chunks / (atriumLong.total / 1000) / floor) * 100)}% of the AI SDK floor (target ≥ 50,000)`,
     );
-  } finally {
+    // The in-process server is done; the concurrent run uses a server process of its own.
     await app.close();
+    await concurrentReplies(report, upstream);
+  } finally {
+    if (app.server.listening) await app.close();
     await database.close();
     await upstream.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Issue 16: what a process pays to carry many slow replies at once. Atrium runs as a child
+ * process (its CPU and memory are its own); the upstream and the clients share this process's
+ * clock. The baseline is the same clients reading the upstream directly, in the same run.
+ */
+async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<typeof startFakeUpstream>>) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-chat-child-'));
+  const env = { ATRIUM_DATA_DIR: dataDir, LOG_LEVEL: 'info', ATRIUM_SIGNING_SECRET: 'bench' };
+  const database = await openDatabase(loadConfig(env).database);
+  await migrateToLatest(database.db);
+  await applySetup(database.db, setup(upstream.baseURL), { now: new Date() });
+  await database.close();
+  const atrium = await startChildServer('atrium', env);
+  const viaAtrium = () =>
+    fetch(`${atrium.url}/v1/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-service-api-key': KEY },
+      body: JSON.stringify({
+        agentId: 'agt_bench',
+        stream: true,
+        messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hello there' }] }],
+      }),
+    });
+  const direct = () =>
+    fetch(`${upstream.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+      body: JSON.stringify({
+        model: 'small-1',
+        stream: true,
+        messages: [{ role: 'user', content: 'Hello there' }],
+      }),
+    });
+  const shape = {
+    upstream,
+    clients: STREAM_CLIENTS,
+    pieces: STREAM_TOKENS,
+    intervalMs: 1000 / TOKENS_PER_SECOND,
+    rampMs: 1000,
+  };
+  try {
+    // Warm-up (JIT, statement cache, connection pools) at a fifth of the load for a second,
+    // each right before its run: Node answers 408 on a kept-alive connection left idle longer
+    // than the headers timeout, so the client must not reuse one from long ago.
+    const warm = { ...shape, clients: STREAM_CLIENTS / 5, pieces: TOKENS_PER_SECOND };
+    await concurrentStreams({ ...warm, request: direct });
+    const base = await concurrentStreams({ ...shape, request: direct });
+    await concurrentStreams({ ...warm, request: viaAtrium });
+    const idleRss = rssBytes(atrium.pid);
+    const cpuBefore = cpuMs(atrium.pid);
+    const rss = sampleRss(atrium.pid);
+    const relayed = await concurrentStreams({ ...shape, request: viaAtrium });
+    const peakRss = rss.stop();
+    const cpu = cpuMs(atrium.pid) - cpuBefore;
+    const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
+    report(
+      `concurrent streamed replies, ${STREAM_CLIENTS} clients × ${STREAM_TOKENS} tokens at ${TOKENS_PER_SECOND} tokens/s (Atrium in its own process, SQLite, log level info); load average ${loadAverage()}`,
+    );
+    report(
+      `  piece delay upstream write → client read: direct p50 ${fmt(p50(base))} p99 ${fmt(p99(base))}; via Atrium p50 ${fmt(p50(relayed))} p99 ${fmt(p99(relayed))}; Atrium adds p50 ${fmt(p50(relayed) - p50(base))}, p99 ${fmt(p99(relayed) - p99(base))} (target ≤ 10 ms); received ${relayed.received}/${relayed.expected} (direct ${base.received}/${base.expected})`,
+    );
+    report(
+      `  server CPU ${Math.round(cpu)} ms over ${(relayed.wallMs / 1000).toFixed(1)} s (${((cpu / relayed.wallMs) * 100).toFixed(0)}% of a core) = ${(cpu / (relayed.received / 1000)).toFixed(1)} ms per 1,000 relayed chunks; server RSS idle ${mb(idleRss)}, peak ${mb(peakRss)} → ${((peakRss - idleRss) / STREAM_CLIENTS / 1024).toFixed(0)} KB per stream`,
+    );
+  } finally {
+    await atrium.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function loadAverage(): string {
+  return os
+    .loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
 }

@@ -1,5 +1,6 @@
 import {
   generateText,
+  readUIMessageStream,
   type LanguageModel,
   type ModelMessage,
   stepCountIs,
@@ -13,6 +14,7 @@ import type { ApiError } from '../errors.js';
 import type { StopReason } from './running-replies.js';
 import type { ChatMessageMetadata, TokenUsage } from './chat.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
+import { coalesceTextDeltas } from './coalesce-text.js';
 import { upstreamFailure } from './upstream-failure.js';
 
 /** Steps of the tool loop (model call, tool calls, model call…) one request may take. */
@@ -147,6 +149,10 @@ const NOT_STORED_MESSAGE = 'The reply could not be stored';
  * (a stopped reply too), else an `error` chunk: the provider's failure, the upstream timeout
  * (504 text; the SDK's `abort` chunk would read as the user's own cancel), a shutdown, or a
  * failure to store.
+ *
+ * The message to store is not built chunk by chunk (the SDK's `onFinish` runs two more
+ * transform streams and its message state machine per chunk): the chunks are kept, text deltas
+ * joined as they come, and run through the SDK's own message reader once at the end.
  */
 export function streamReply(
   call: ReplyCall,
@@ -156,9 +162,9 @@ export function streamReply(
   let failed: unknown;
   let usage: TokenUsage | undefined;
   let finishReason = 'stop';
-  let stored: Promise<StoredReply> | undefined;
   const result = streamText({
     ...callSettings(call),
+    experimental_transform: coalesceTextDeltas,
     onChunk: call.idle.touch,
     onStepFinish: (step) => countStep(call, step),
     onError: ({ error }) => {
@@ -166,6 +172,7 @@ export function streamReply(
     },
   });
   const chunks = result.toUIMessageStream<UIMessage<ChatMessageMetadata>>({
+    // With no `onFinish`, this only makes `start` carry the message id.
     originalMessages: [],
     generateMessageId: () => options.messageId,
     sendReasoning: false,
@@ -191,73 +198,107 @@ export function streamReply(
       return undefined;
     },
     onError: (error) => upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs).message,
-    onFinish: ({ responseMessage, isAborted }) => {
-      const stopped = isAborted && !call.idle.timedOut ? call.stopReason() : undefined;
-      let ended: ReplyResult;
-      if (stopped) {
-        ended = {
-          ok: true,
-          text: replyText(responseMessage),
-          parts: responseMessage.parts,
-          usage: usage ?? { ...call.spent },
-          finishReason: stopped,
-        };
-      } else if (failed !== undefined || isAborted || call.idle.timedOut) {
-        ended = {
-          ok: false,
-          error: upstreamFailure(failed, call.idle.timedOut || isAborted, call.idle.timeoutMs),
-        };
-      } else {
-        ended = {
-          ok: true,
-          text: replyText(responseMessage),
-          parts: responseMessage.parts,
-          usage: usage ?? { ...call.spent },
-          finishReason,
-        };
-      }
-      stored = options.onEnd(ended);
-      return stored.then(() => undefined);
-    },
   });
+
+  const kept = new KeptChunks();
+  let aborted = false;
+  /** How the model's stream ended, once it has: what `onEnd` stores. */
+  const ended = async (): Promise<ReplyResult> => {
+    const stopped = aborted && !call.idle.timedOut ? call.stopReason() : undefined;
+    if (!stopped && (failed !== undefined || aborted || call.idle.timedOut)) {
+      return {
+        ok: false,
+        error: upstreamFailure(failed, call.idle.timedOut || aborted, call.idle.timeoutMs),
+      };
+    }
+    const message = await kept.message();
+    return {
+      ok: true,
+      text: replyText(message),
+      parts: message?.parts ?? [],
+      usage: usage ?? { ...call.spent },
+      finishReason: stopped ?? finishReason,
+    };
+  };
+
   let finish: UIMessageChunk<ChatMessageMetadata> | undefined;
   let errorSent = false;
-  const ending = new TransformStream<
-    UIMessageChunk<ChatMessageMetadata>,
-    UIMessageChunk<ChatMessageMetadata>
-  >({
-    transform(chunk, controller) {
-      if (chunk.type === 'finish') finish = chunk;
-      else if (chunk.type !== 'abort') {
-        if (chunk.type === 'error') errorSent = true;
-        controller.enqueue(chunk);
-      }
-    },
-    async flush(controller) {
-      const outcome = stored ? await stored : { stored: false };
-      const stopped = call.idle.timedOut ? undefined : call.stopReason();
-      if (!outcome.stored) {
-        if (!errorSent) controller.enqueue({ type: 'error', errorText: NOT_STORED_MESSAGE });
-      } else if (stopped === 'interrupted') {
-        controller.enqueue({ type: 'error', errorText: INTERRUPTED_MESSAGE });
-      } else if (stopped === 'stopped') {
-        controller.enqueue({
-          type: 'finish',
-          messageMetadata: { chatId: options.chatId, model: options.modelId, finishReason: 'stopped' },
-        });
-      } else if (finish) {
-        controller.enqueue(finish);
-      } else if (!errorSent) {
-        // Aborted without a stop: the upstream went silent past its timeout.
-        controller.enqueue({
-          type: 'error',
-          errorText: upstreamFailure(undefined, true, call.idle.timeoutMs).message,
-        });
-      }
-    },
-  });
-  const ended = chunks.pipeThrough(ending);
-  return options.leading.length > 0 ? withLeadingChunks(ended, options.leading) : ended;
+  return chunks.pipeThrough(
+    new TransformStream<UIMessageChunk<ChatMessageMetadata>, UIMessageChunk<ChatMessageMetadata>>({
+      transform(chunk, controller) {
+        kept.add(chunk);
+        if (chunk.type === 'finish') finish = chunk;
+        else if (chunk.type === 'abort') aborted = true;
+        else {
+          if (chunk.type === 'error') errorSent = true;
+          controller.enqueue(chunk);
+          // The parts the service adds come right after `start`, as they are stored first.
+          if (chunk.type === 'start') for (const part of options.leading) controller.enqueue(part);
+        }
+      },
+      async flush(controller) {
+        const outcome = await options.onEnd(await ended());
+        const stopped = call.idle.timedOut ? undefined : call.stopReason();
+        if (!outcome.stored) {
+          if (!errorSent) controller.enqueue({ type: 'error', errorText: NOT_STORED_MESSAGE });
+        } else if (stopped === 'interrupted') {
+          controller.enqueue({ type: 'error', errorText: INTERRUPTED_MESSAGE });
+        } else if (stopped === 'stopped') {
+          controller.enqueue({
+            type: 'finish',
+            messageMetadata: { chatId: options.chatId, model: options.modelId, finishReason: 'stopped' },
+          });
+        } else if (finish) {
+          controller.enqueue(finish);
+        } else if (!errorSent) {
+          // Aborted without a stop: the upstream went silent past its timeout.
+          controller.enqueue({
+            type: 'error',
+            errorText: upstreamFailure(undefined, true, call.idle.timeoutMs).message,
+          });
+        }
+      },
+    }),
+  );
+}
+
+/**
+ * The UI message chunks of a reply, kept to build the stored message at its end: consecutive
+ * text deltas of one part are joined as they arrive, so a long reply keeps one string per part.
+ */
+class KeptChunks {
+  private readonly chunks: UIMessageChunk<ChatMessageMetadata>[] = [];
+  /** The last kept chunk when it is a text delta, still growing. */
+  private text: { type: 'text-delta'; id: string; delta: string } | undefined;
+
+  add(chunk: UIMessageChunk<ChatMessageMetadata>): void {
+    if (chunk.type !== 'text-delta') {
+      this.text = undefined;
+      this.chunks.push(chunk);
+    } else if (this.text?.id === chunk.id) {
+      this.text.delta += chunk.delta;
+    } else {
+      this.text = { type: 'text-delta', id: chunk.id, delta: chunk.delta };
+      this.chunks.push(this.text);
+    }
+  }
+
+  /** The assistant message the chunks make, read by the SDK as a client would. */
+  async message(): Promise<UIMessage<ChatMessageMetadata> | undefined> {
+    const chunks = this.chunks;
+    let last: UIMessage<ChatMessageMetadata> | undefined;
+    for await (const snapshot of readUIMessageStream<UIMessage<ChatMessageMetadata>>({
+      stream: new ReadableStream<UIMessageChunk<ChatMessageMetadata>>({
+        start(controller) {
+          for (const chunk of chunks) controller.enqueue(chunk);
+          controller.close();
+        },
+      }),
+    })) {
+      last = snapshot;
+    }
+    return last;
+  }
 }
 
 function replyText(message: UIMessage<ChatMessageMetadata> | undefined): string {
@@ -293,27 +334,4 @@ function replyParts(steps: GeneratedStep[]): unknown[] {
     }
   }
   return parts;
-}
-
-/**
- * A streamed reply carries the parts the service adds (`source-document` citations, then tool
- * set-up warnings as `data-warnings`) right after `start`; the stored message holds the same
- * parts first, so a reloaded chat shows what the live one showed.
- */
-function withLeadingChunks(
-  stream: ReadableStream<UIMessageChunk<ChatMessageMetadata>>,
-  leading: UIMessageChunk<ChatMessageMetadata>[],
-): ReadableStream<UIMessageChunk<ChatMessageMetadata>> {
-  let sent = false;
-  return stream.pipeThrough(
-    new TransformStream<UIMessageChunk<ChatMessageMetadata>, UIMessageChunk<ChatMessageMetadata>>({
-      transform(chunk, controller) {
-        controller.enqueue(chunk);
-        if (!sent && chunk.type === 'start') {
-          sent = true;
-          for (const part of leading) controller.enqueue(part);
-        }
-      },
-    }),
-  );
 }

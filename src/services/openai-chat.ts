@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { jsonSchema, type ModelMessage, tool, type ToolSet, type UIMessageChunk } from 'ai';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
+import { eventStreamText } from '../http/ui-message-sse.js';
 import type { TemplateValue } from '../models/template.js';
 import type { ConversationMessage, IncomingMessage } from './chat-messages.js';
 import type { CallOptions } from './chat-reply.js';
@@ -435,13 +436,16 @@ export function openAIError(error: ApiError) {
 
 /**
  * The reply's UI message chunks as `chat.completion.chunk` event-stream text: role first, text
- * as `delta.content`, the client's tool calls as `delta.tool_calls`, the finish reason, the
- * usage chunk when asked for, `[DONE]`. A failure becomes one `error` event and the stream ends.
+ * as `delta.content` (text arriving in one turn of the event loop in one chunk), the client's
+ * tool calls as `delta.tool_calls`, the finish reason, the usage chunk when asked for,
+ * `[DONE]`. A failure becomes one `error` event and the stream ends; a stream that breaks is
+ * reported to `onStreamError` and ends without `[DONE]`.
  */
 export function completionChunks(
   chunks: ReadableStream<UIMessageChunk<ChatMessageMetadata>>,
   conversation: Pick<Conversation, 'messageId' | 'agent' | 'done'>,
   options: { clientToolNames: Set<string>; includeUsage: boolean; created: number },
+  onStreamError: (error: unknown) => void,
 ): ReadableStream<string> {
   const base = {
     id: `chatcmpl-${conversation.messageId}`,
@@ -453,58 +457,62 @@ export function completionChunks(
     `data: ${JSON.stringify({ ...base, choices, ...extra })}\n\n`;
   const delta = (value: Record<string, unknown>, finishReason: string | null = null) =>
     event([{ index: 0, delta: value, finish_reason: finishReason }]);
+  // Every content chunk is this text around the content's JSON: written once.
+  const [contentHead, contentTail] = delta({ content: '\u0000' }).split('"\\u0000"');
+  const content = (_key: string, text: string) => `${contentHead}${JSON.stringify(text)}${contentTail}`;
   let toolIndex = 0;
   let failed = false;
   let errorText: string | undefined;
   let finish: { reason: string; usage?: TokenUsage } | undefined;
-  return chunks.pipeThrough(
-    new TransformStream<UIMessageChunk<ChatMessageMetadata>, string>({
-      start(controller) {
-        controller.enqueue(delta({ role: 'assistant', content: '' }));
-      },
-      transform(chunk, controller) {
-        if (failed) return;
-        if (chunk.type === 'text-delta' && chunk.delta) controller.enqueue(delta({ content: chunk.delta }));
-        else if (chunk.type === 'tool-input-available' && options.clientToolNames.has(chunk.toolName)) {
-          controller.enqueue(
-            delta({
-              tool_calls: [
-                {
-                  index: toolIndex++,
-                  id: chunk.toolCallId,
-                  type: 'function',
-                  function: { name: chunk.toolName, arguments: JSON.stringify(chunk.input ?? {}) },
-                },
-              ],
-            }),
-          );
-        } else if (chunk.type === 'finish') {
-          const metadata = chunk.messageMetadata as ChatMessageMetadata | undefined;
-          finish = { reason: finishReasonOf(metadata?.finishReason), usage: metadata?.usage };
-        } else if (chunk.type === 'error') {
-          failed = true;
-          errorText = chunk.errorText;
-        }
-      },
-      async flush(controller) {
-        if (failed || !finish) {
-          // The stream has ended, so the outcome is settled: its error has Atrium's status and code.
-          const outcome = await conversation.done;
-          // A reply stored as interrupted (shutdown) ended well for the store, not for the client.
-          const error = outcome.ok
-            ? new ApiError('service_unavailable', errorText ?? 'The reply ended early')
-            : outcome.error;
-          controller.enqueue(`data: ${JSON.stringify(openAIError(error))}\n\n`);
-          return;
-        }
-        controller.enqueue(delta({}, finish.reason));
-        if (options.includeUsage) {
-          controller.enqueue(
-            event([], { usage: usageOf(finish.usage ?? { inputTokens: 0, outputTokens: 0 }) }),
-          );
-        }
-        controller.enqueue('data: [DONE]\n\n');
-      },
-    }),
+  let started = false;
+  return eventStreamText(
+    chunks,
+    (chunk, out) => {
+      if (!started) {
+        started = true;
+        out.event(delta({ role: 'assistant', content: '' }));
+      }
+      if (failed) return;
+      if (chunk.type === 'text-delta' && chunk.delta) out.delta('content', chunk.delta, content);
+      else if (chunk.type === 'tool-input-available' && options.clientToolNames.has(chunk.toolName)) {
+        out.event(
+          delta({
+            tool_calls: [
+              {
+                index: toolIndex++,
+                id: chunk.toolCallId,
+                type: 'function',
+                function: { name: chunk.toolName, arguments: JSON.stringify(chunk.input ?? {}) },
+              },
+            ],
+          }),
+        );
+      } else if (chunk.type === 'finish') {
+        const metadata = chunk.messageMetadata as ChatMessageMetadata | undefined;
+        finish = { reason: finishReasonOf(metadata?.finishReason), usage: metadata?.usage };
+      } else if (chunk.type === 'error') {
+        failed = true;
+        errorText = chunk.errorText;
+      }
+    },
+    async (out) => {
+      if (!started) out.event(delta({ role: 'assistant', content: '' }));
+      if (failed || !finish) {
+        // The stream has ended, so the outcome is settled: its error has Atrium's status and code.
+        const outcome = await conversation.done;
+        // A reply stored as interrupted (shutdown) ended well for the store, not for the client.
+        const error = outcome.ok
+          ? new ApiError('service_unavailable', errorText ?? 'The reply ended early')
+          : outcome.error;
+        out.event(`data: ${JSON.stringify(openAIError(error))}\n\n`);
+        return;
+      }
+      out.event(delta({}, finish.reason));
+      if (options.includeUsage) {
+        out.event(event([], { usage: usageOf(finish.usage ?? { inputTokens: 0, outputTokens: 0 }) }));
+      }
+      out.event('data: [DONE]\n\n');
+    },
+    onStreamError,
   );
 }

@@ -79,9 +79,10 @@ describe('POST /v1/chat with stream: true', () => {
     const start = chunks[0] as Extract<UIMessageChunk, { type: 'start' }>;
     expect(start.messageId).toMatch(/^msg_/);
     expect(start.messageMetadata).toEqual({ chatId });
-    // Token by token: one delta per upstream piece.
+    // The upstream sends its pieces in one burst: they may share text-delta events, in order.
     const deltas = chunks.filter((c) => c.type === 'text-delta').map((c) => (c as { delta: string }).delta);
-    expect(deltas).toEqual(['Hello ', 'from ', 'the ', 'fake ', 'upstream.']);
+    expect(deltas.join('')).toBe('Hello from the fake upstream.');
+    expect(deltas.length).toBeGreaterThanOrEqual(1);
     const finish = chunks.at(-1) as Extract<UIMessageChunk, { type: 'finish' }>;
     expect(finish.messageMetadata).toMatchObject({ chatId, model: 'fake-small', usage: { outputTokens: 5 } });
 
@@ -179,7 +180,8 @@ describe('POST /v1/chat with stream: true', () => {
     const chatId = response.headers.get('x-chat-id')!;
     const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     let seen = '';
-    while (!seen.includes('"delta":"three "')) {
+    // The first three pieces, in one text-delta event or several.
+    while (!seen.includes('three ')) {
       const { value, done } = await reader.read();
       if (done) throw new Error('stream ended early');
       seen += value;
@@ -222,7 +224,7 @@ describe('POST /v1/chat with stream: true', () => {
     const types = chunks.map((c) => c.type);
     expect(types[0]).toBe('start');
     expect(types).toContain('error');
-    expect(chunks.filter((c) => c.type === 'text-delta').length).toBe(2);
+    expect(chunks.map((c) => (c.type === 'text-delta' ? c.delta : '')).join('')).toBe('this reply ');
     await t.app.persistence.idle();
     const rows = await chatRows(t.db, chatId);
     expect(rows.map((r) => r.role)).toEqual(['user']);

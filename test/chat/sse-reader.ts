@@ -53,5 +53,14 @@ export class EventReader {
   }
 }
 
+/**
+ * Until `count` pieces of the fake upstream (one word each) have arrived, however many
+ * `text-delta` events carried them (pieces arriving together share one).
+ */
 export const textDeltas = (count: number) => (chunks: UIMessageChunk[]) =>
-  chunks.filter((c) => c.type === 'text-delta').length >= count;
+  (
+    chunks
+      .map((c) => (c.type === 'text-delta' ? c.delta : ''))
+      .join('')
+      .match(/\S+\s+/g) ?? []
+  ).length >= count;

@@ -24,7 +24,16 @@ export interface ToolCallScript {
 
 /** One reply of the fake upstream. Without a script, it answers `defaultText`. */
 export type ReplyScript =
-  | { kind: 'text'; text: string; usage?: { prompt: number; completion: number }; pieces?: string[] }
+  | {
+      kind: 'text';
+      text: string;
+      usage?: { prompt: number; completion: number };
+      pieces?: string[];
+      /** Streams one piece every `intervalMs` (a realistic token rate) instead of all at once. */
+      intervalMs?: number;
+      /** Called as each piece is written (benchmarks time its way to the client). */
+      onPiece?: (piece: string) => void;
+    }
   | { kind: 'tool-calls'; calls: ToolCallScript[] }
   /** Answers the HTTP status with an OpenAI-style error body. */
   | { kind: 'fail'; status: number; message?: string }
@@ -75,6 +84,30 @@ function chunk(
     model,
     choices: [{ index: 0, delta, finish_reason: finishReason }],
   })}\n\n`;
+}
+
+/**
+ * Writes piece i at `i × intervalMs` after the first, on the clock rather than after the last
+ * write, so a busy event loop does not slow the rate down; stops when the client goes away.
+ */
+function writePaced(
+  res: ServerResponse,
+  pieces: string[],
+  intervalMs: number,
+  onPiece: ((piece: string) => void) | undefined,
+  event: (piece: string, index: number) => string,
+): Promise<void> {
+  const startedAt = performance.now();
+  return new Promise((resolve, reject) => {
+    const next = (i: number) => {
+      if (res.destroyed) return reject(new Error('client went away'));
+      if (i === pieces.length) return resolve();
+      onPiece?.(pieces[i]!);
+      res.write(event(pieces[i]!, i));
+      setTimeout(() => next(i + 1), Math.max(0, startedAt + (i + 1) * intervalMs - performance.now()));
+    };
+    next(0);
+  });
 }
 
 export function estimateUsage(body: RecordedRequest['body'], completion: number) {
@@ -236,7 +269,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         );
       }
     };
-    writePieces(0, limit);
+    const paced = script.kind === 'text' && script.intervalMs !== undefined;
+    if (!paced) writePieces(0, limit);
     if (script.kind === 'disconnect') {
       // Let the pieces leave before the connection dies mid-stream.
       setImmediate(() => req.socket.destroy());
@@ -255,6 +289,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         writePieces(limit, pieces.length);
         finish();
       });
+      return;
+    }
+    if (script.kind === 'text' && script.intervalMs !== undefined) {
+      writePaced(res, pieces, script.intervalMs, script.onPiece, (piece, i) =>
+        chunk(id, model, i === 0 ? { role: 'assistant', content: piece } : { content: piece }),
+      ).then(finish, () => undefined);
       return;
     }
     res.write(chunk(id, model, {}, 'stop'));

@@ -24,7 +24,6 @@ import {
 import { headerDoc } from '../schemas/headers.js';
 import { writeEventStream } from '../ui-message-sse.js';
 import type { TypedApp } from '../typed-app.js';
-import { relayStream } from '../../web-streams.js';
 
 /** Event-stream headers of OpenAI's stream (not the AI SDK's UI message stream marker). */
 const OPENAI_STREAM_HEADERS = {
@@ -163,33 +162,20 @@ export async function openAIRoutes(
       }
       reply.hijack();
       const headers = { ...(reply.getHeaders() as Record<string, string>), 'x-request-id': request.id };
-      const chunks = completionChunks(conversation.stream(), conversation, {
-        clientToolNames,
-        includeUsage: body.stream_options?.include_usage === true,
-        created,
-      });
-      void writeEventStream(
-        reply.raw,
-        guardStream(chunks, (error) => {
+      const text = completionChunks(
+        conversation.stream(),
+        conversation,
+        {
+          clientToolNames,
+          includeUsage: body.stream_options?.include_usage === true,
+          created,
+        },
+        (error) => {
           request.log.error({ err: error }, 'reply stream failed');
           void conversation.abandon(error);
-        }),
-        headers,
-        OPENAI_STREAM_HEADERS,
+        },
       );
+      void writeEventStream(reply.raw, text, headers, OPENAI_STREAM_HEADERS);
     },
   );
-}
-
-/** A broken stream ends (without `[DONE]`) instead of throwing into the writer. */
-function guardStream(
-  stream: ReadableStream<string>,
-  onError: (error: unknown) => void,
-): ReadableStream<string> {
-  return relayStream(stream, {
-    broken(error, controller) {
-      onError(error);
-      controller.close();
-    },
-  });
 }

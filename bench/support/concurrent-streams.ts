@@ -1,0 +1,108 @@
+import { readFileSync } from 'node:fs';
+import type { FakeUpstream } from '../../test/helpers/fake-upstream.js';
+import { percentile } from './bench-setup.js';
+
+/**
+ * Many slow streamed replies at once, timed on one clock: the fake upstream (in this process)
+ * notes when it writes each piece, the clients (in this process too) note when the piece's
+ * bytes reach them, whichever server sits in between. Every piece is a unique marker, so a
+ * piece is recognised in the upstream's SSE, in Atrium's UI message stream, and in a
+ * coalesced event alike.
+ */
+export interface ConcurrentRun {
+  /** Piece delays (ms from the upstream's write to the client's read), ascending. */
+  delays: number[];
+  /** Pieces the clients received (all of them unless a stream broke). */
+  received: number;
+  expected: number;
+  wallMs: number;
+}
+
+let runCounter = 0;
+
+export async function concurrentStreams(options: {
+  upstream: FakeUpstream;
+  clients: number;
+  pieces: number;
+  intervalMs: number;
+  /** Spreads the clients' starts over this long, as users do not all press enter at once. */
+  rampMs: number;
+  request: () => Promise<Response>;
+}): Promise<ConcurrentRun> {
+  const run = ++runCounter;
+  const sentAt = new Map<string, number>();
+  const delays: number[] = [];
+  let received = 0;
+  const marker = new RegExp(`r${run}c\\d+p\\d+`, 'g');
+  const client = async (c: number) => {
+    await new Promise((resolve) => setTimeout(resolve, (c * options.rampMs) / options.clients));
+    options.upstream.enqueue({
+      kind: 'text',
+      text: '',
+      pieces: Array.from({ length: options.pieces }, (_, p) => `r${run}c${c}p${p} `),
+      intervalMs: options.intervalMs,
+      onPiece: (piece) => sentAt.set(piece.trimEnd(), performance.now()),
+    });
+    const res = await options.request();
+    if (res.status !== 200) throw new Error(`answered ${res.status}: ${await res.text()}`);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let pending = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const now = performance.now();
+      pending += decoder.decode(value, { stream: true });
+      // Only whole events: a marker may be split across two reads.
+      const end = pending.lastIndexOf('\n\n');
+      if (end === -1) continue;
+      for (const [found] of pending.slice(0, end).matchAll(marker)) {
+        const sent = sentAt.get(found);
+        if (sent === undefined) continue;
+        delays.push(now - sent);
+        received++;
+      }
+      pending = pending.slice(end + 2);
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: options.clients }, (_, c) => client(c)));
+  return {
+    delays: delays.sort((a, b) => a - b),
+    received,
+    expected: options.clients * options.pieces,
+    wallMs: performance.now() - started,
+  };
+}
+
+/** CPU time (user + system, ms) a process has used so far, from /proc (Linux). */
+export function cpuMs(pid: number): number {
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+}
+
+/** Resident set size of a process, in bytes, from /proc (Linux). */
+export function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) * 1024;
+}
+
+/** Samples a process's RSS until stopped; returns the peak. */
+export function sampleRss(pid: number, everyMs = 50) {
+  let peak = rssBytes(pid);
+  const timer = setInterval(() => {
+    peak = Math.max(peak, rssBytes(pid));
+  }, everyMs);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return Math.max(peak, rssBytes(pid));
+    },
+  };
+}
+
+export const p99 = (run: ConcurrentRun) => percentile(run.delays, 99);
+export const p50 = (run: ConcurrentRun) => percentile(run.delays, 50);
