@@ -197,7 +197,8 @@ export async function run(report: Report) {
           await load(atrium.url + url, headers, 1);
           const base = await load(bare.url + route, {}, SECONDS);
           const real = await load(atrium.url + url, headers, SECONDS);
-          if (real.non2xx > 0 || real.errors > 0) report(`  !! ${real.non2xx} non-2xx, ${real.errors} errors`);
+          if (real.non2xx > 0 || real.errors > 0)
+            report(`  !! ${real.non2xx} non-2xx, ${real.errors} errors`);
           const ratio = real.requestsPerSecond / base.requestsPerSecond;
           report(
             `${engine} GET ${url} (${bytes} B): ${real.requestsPerSecond.toFixed(0)} req/s, p50 ${real.p50} ms, p99 ${real.p99} ms | bare route ${base.requestsPerSecond.toFixed(0)} req/s, p99 ${base.p99} ms | ratio ${(ratio * 100).toFixed(1)}% (target ≥ 50%) ${ratio >= 0.5 ? 'PASS' : 'MISS'}`,
