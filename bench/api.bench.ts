@@ -6,7 +6,7 @@
  * afterwards). The bare route serves the bytes of the SQLite run's responses to both.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -18,6 +18,20 @@ import type { Report } from './run.js';
 import { load, startChildServer } from './support/load.js';
 
 const KEY = 'atr_ws_bench_key_000000000000000000000000000';
+
+/** CPU time a process has used so far, in microseconds (Linux /proc; clock ticks of 10 ms). */
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** A load run, with the server's CPU time per request it served. */
+async function measure(server: { url: string; pid: number }, url: string, headers: Record<string, string>) {
+  const before = cpuMicros(server.pid);
+  const result = await load(server.url + url, headers, SECONDS);
+  const requests = result.requestsPerSecond * SECONDS;
+  return { ...result, cpuPerRequest: (cpuMicros(server.pid) - before) / requests };
+}
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const ROWS = 50;
 const FILES = 500;
@@ -195,13 +209,13 @@ export async function run(report: Report) {
           const bytes = (await (await fetch(atrium.url + url, { headers })).arrayBuffer()).byteLength;
           await load(bare.url + route, {}, 1); // warm-up
           await load(atrium.url + url, headers, 1);
-          const base = await load(bare.url + route, {}, SECONDS);
-          const real = await load(atrium.url + url, headers, SECONDS);
+          const base = await measure(bare, route, {});
+          const real = await measure(atrium, url, headers);
           if (real.non2xx > 0 || real.errors > 0)
             report(`  !! ${real.non2xx} non-2xx, ${real.errors} errors`);
           const ratio = real.requestsPerSecond / base.requestsPerSecond;
           report(
-            `${engine} GET ${url} (${bytes} B): ${real.requestsPerSecond.toFixed(0)} req/s, p50 ${real.p50} ms, p99 ${real.p99} ms | bare route ${base.requestsPerSecond.toFixed(0)} req/s, p99 ${base.p99} ms | ratio ${(ratio * 100).toFixed(1)}% (target ≥ 50%) ${ratio >= 0.5 ? 'PASS' : 'MISS'}`,
+            `${engine} GET ${url} (${bytes} B): ${real.requestsPerSecond.toFixed(0)} req/s, p50 ${real.p50} ms, p99 ${real.p99} ms, ${real.cpuPerRequest.toFixed(0)} µs CPU/req | bare route ${base.requestsPerSecond.toFixed(0)} req/s, p99 ${base.p99} ms, ${base.cpuPerRequest.toFixed(0)} µs CPU/req | ratio ${(ratio * 100).toFixed(1)}% (target ≥ 50%) ${ratio >= 0.5 ? 'PASS' : 'MISS'}`,
           );
         }
       } finally {
