@@ -1,21 +1,42 @@
 /**
- * Issue 2: authenticated, database-backed list routes against a bare Fastify route that returns
- * the same JSON, measured in the same run. Target: ≥ 50% of the bare route's throughput (SQLite).
+ * Issues 2 and 16: the authenticated, database-backed listings (projects, 50 agents, 50 skills,
+ * 50 chats, the file list of a 500-file project) against a bare Fastify route that sends the
+ * same bytes, measured in the same run. Target: ≥ 50% of the bare route's throughput, on SQLite
+ * and on PostgreSQL when BENCH_DATABASE_URL is set (a fresh schema is created there and dropped
+ * afterwards). The bare route serves the bytes of the SQLite run's responses to both.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { migrateToLatest, openDatabase } from '../src/db/database.js';
+import { type Db, migrateToLatest, openDatabase } from '../src/db/database.js';
 import { applySetup } from '../src/setup/apply.js';
 import type { SetupFile } from '../src/setup/validate.js';
 import type { Report } from './run.js';
 import { load, startChildServer } from './support/load.js';
 
 const KEY = 'atr_ws_bench_key_000000000000000000000000000';
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 
-export function benchSetup(): SetupFile {
+/** CPU time a process has used so far, in microseconds (Linux /proc; clock ticks of 10 ms). */
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** A load run, with the server's CPU time per request it served. */
+async function measure(server: { url: string; pid: number }, url: string, headers: Record<string, string>) {
+  const before = cpuMicros(server.pid);
+  const result = await load(server.url + url, headers, SECONDS);
+  const requests = result.requestsPerSecond * SECONDS;
+  return { ...result, cpuPerRequest: (cpuMicros(server.pid) - before) / requests };
+}
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const ROWS = 50;
+const FILES = 500;
+
+function setup(): SetupFile {
   return {
     organizations: [
       {
@@ -31,12 +52,14 @@ export function benchSetup(): SetupFile {
             limits: { rateLimitPerMinute: 1_000_000_000 },
             members: [{ user: 'usr_bench', role: 'owner' }],
             apiKeys: [{ name: 'bench', user: 'usr_bench', key: KEY }],
-            agents: Array.from({ length: 50 }, (_, i) => ({
+            agents: Array.from({ length: ROWS }, (_, i) => ({
+              id: `agt_bench_${String(i).padStart(2, '0')}`,
               title: `Agent ${String(i).padStart(2, '0')}`,
               description: 'A benchmark agent',
               visibility: 'workspace' as const,
             })),
-            projects: Array.from({ length: 50 }, (_, i) => ({
+            projects: Array.from({ length: ROWS }, (_, i) => ({
+              id: `prj_bench_${String(i).padStart(2, '0')}`,
               name: `Project ${i}`,
               description: 'A benchmark project',
             })),
@@ -47,52 +70,162 @@ export function benchSetup(): SetupFile {
   };
 }
 
-export async function run(report: Report) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-api-'));
-  const env = {
+/** Skills, chats and project files have no setup-file form: their rows are written directly. */
+async function seedRows(db: Db) {
+  const start = Date.parse('2026-01-01T00:00:00.000Z');
+  const at = (i: number) => new Date(start + i * 1000).toISOString();
+  await db
+    .insertInto('skills')
+    .values(
+      Array.from({ length: ROWS }, (_, i) => ({
+        id: `skl_bench_${String(i).padStart(2, '0')}`,
+        workspace_id: 'wsp_bench',
+        name: `skill-${String(i).padStart(2, '0')}`,
+        description: 'A benchmark skill that does one thing well',
+        visibility: 'workspace' as const,
+        owner_user_id: 'usr_bench',
+        storage_path: `skills/wsp_bench/skl_bench_${String(i).padStart(2, '0')}`,
+        metadata: JSON.stringify({ license: 'MIT', 'allowed-tools': ['read', 'write'] }),
+        created_at: at(i),
+        updated_at: at(i),
+      })),
+    )
+    .execute();
+  await db
+    .insertInto('chats')
+    .values(
+      Array.from({ length: ROWS }, (_, i) => ({
+        id: `cht_bench_${String(i).padStart(2, '0')}`,
+        workspace_id: 'wsp_bench',
+        agent_id: 'agt_bench_00',
+        project_id: i % 2 === 0 ? 'prj_bench_00' : null,
+        title: `Chat ${i}`,
+        spend_usd: i * 0.0125,
+        client_id: null,
+        created_by: 'usr_bench',
+        end_user: null,
+        message_count: 2 * i,
+        last_message_at: i === 0 ? null : at(i),
+        created_at: at(i),
+        updated_at: at(i),
+      })),
+    )
+    .execute();
+  for (let from = 0; from < FILES; from += 100) {
+    await db
+      .insertInto('project_files')
+      .values(
+        Array.from({ length: 100 }, (_, k) => {
+          const i = from + k;
+          return {
+            id: `fil_bench_${String(i).padStart(3, '0')}`,
+            workspace_id: 'wsp_bench',
+            project_id: 'prj_bench_00',
+            name: `note-${i}.md`,
+            path: `docs/part-${i % 10}/note-${i}.md`,
+            mime_type: 'text/markdown',
+            size_bytes: 1000 + i,
+            etag: `"etag-${i}"`,
+            type: 'uploaded',
+            created_at: at(i),
+            updated_at: at(i),
+            synced_at: at(i),
+            // Already indexed: the indexer has nothing to do while the listing is measured.
+            index_status: 'indexed' as const,
+            indexed_etag: `"etag-${i}"`,
+          };
+        }),
+      )
+      .execute();
+  }
+}
+
+const ROUTES = {
+  '/v1/projects': '/v1/projects',
+  '/v1/workspace/wsp_bench/agents': `/v1/workspace/wsp_bench/agents?limit=${ROWS}`,
+  '/v1/workspace/wsp_bench/skills': `/v1/workspace/wsp_bench/skills?limit=${ROWS}`,
+  '/v1/chats': `/v1/chats?limit=${ROWS}`,
+  '/v1/projects/prj_bench_00/files': '/v1/projects/prj_bench_00/files',
+};
+
+/** The child server's environment for one engine, with its database set up and seeded. */
+async function prepare(engine: 'sqlite' | 'postgres', dataDir: string, databaseUrl?: string) {
+  const schema = engine === 'postgres' ? `bench_api_${randomBytes(4).toString('hex')}` : undefined;
+  const env: Record<string, string> = {
     ATRIUM_DATA_DIR: dataDir,
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     ATRIUM_SIGNING_SECRET: 'bench',
   };
-  const database = await openDatabase(loadConfig(env).database);
-  await migrateToLatest(database.db);
-  await applySetup(database.db, benchSetup(), { now: new Date() });
-  await database.close();
-
-  const atrium = await startChildServer('atrium', env);
-  const routes = {
-    '/v1/projects': '/v1/projects',
-    '/v1/workspace/wsp_bench/agents': '/v1/workspace/wsp_bench/agents?limit=50',
-  };
-  const headers = { 'x-service-api-key': KEY };
-  const payloads: Record<string, unknown> = {};
-  for (const [route, url] of Object.entries(routes)) {
-    const res = await fetch(atrium.url + url, { headers });
-    payloads[route] = await res.json();
+  if (schema && databaseUrl) {
+    const url = new URL(databaseUrl);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    env.DATABASE_URL = url.toString();
   }
-  const payloadFile = path.join(dataDir, 'bare.json');
-  writeFileSync(payloadFile, JSON.stringify(payloads));
-  const bare = await startChildServer('bare', { BARE_PAYLOAD_FILE: payloadFile });
+  const config = loadConfig(env);
+  const database = await openDatabase(
+    config.database.kind === 'postgres' ? { ...config.database, url: databaseUrl!, schema } : config.database,
+  );
+  await migrateToLatest(database.db, schema);
+  await applySetup(database.db, setup(), { now: new Date() });
+  await seedRows(database.db);
+  await database.close();
+  const dropSchema = async () => {
+    if (!schema) return;
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.end();
+  };
+  return { env, dropSchema };
+}
 
+export async function run(report: Report) {
+  const databaseUrl = process.env.BENCH_DATABASE_URL;
+  const engines = databaseUrl ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const);
+  const headers = { 'x-service-api-key': KEY };
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-api-'));
+  let bare: Awaited<ReturnType<typeof startChildServer>> | undefined;
   const counter = process.env.REDIS_URL ? 'Redis' : 'the database';
   report(
-    `50 projects / 50 agents, SQLite, ${SECONDS}s per run, 10 connections, log level ${env.LOG_LEVEL}, rate limit counted in ${counter}`,
+    `${ROWS} projects / agents / skills / chats, a ${FILES}-file project; ${SECONDS}s per run, 10 connections, log level ${process.env.LOG_LEVEL ?? 'info'}, rate limit counted in ${counter}; load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
   );
   try {
-    for (const [route, url] of Object.entries(routes)) {
-      await load(bare.url + route, {}, 1); // warm-up
-      await load(atrium.url + url, headers, 1);
-      const base = await load(bare.url + route, {}, SECONDS);
-      const real = await load(atrium.url + url, headers, SECONDS);
-      if (real.non2xx > 0 || real.errors > 0) report(`  !! ${real.non2xx} non-2xx, ${real.errors} errors`);
-      const ratio = real.requestsPerSecond / base.requestsPerSecond;
-      report(
-        `GET ${url}: ${real.requestsPerSecond.toFixed(0)} req/s, p50 ${real.p50} ms, p99 ${real.p99} ms | bare route ${base.requestsPerSecond.toFixed(0)} req/s, p99 ${base.p99} ms | ratio ${(ratio * 100).toFixed(1)}% (target ≥ 50%) ${ratio >= 0.5 ? 'PASS' : 'MISS'}`,
-      );
+    for (const engine of engines) {
+      const { env, dropSchema } = await prepare(engine, path.join(dataDir, engine), databaseUrl);
+      const atrium = await startChildServer('atrium', env);
+      try {
+        if (!bare) {
+          const payloads: Record<string, string> = {};
+          for (const [route, url] of Object.entries(ROUTES)) {
+            payloads[route] = await (await fetch(atrium.url + url, { headers })).text();
+          }
+          const payloadFile = path.join(dataDir, 'bare.json');
+          writeFileSync(payloadFile, JSON.stringify(payloads));
+          bare = await startChildServer('bare', { BARE_PAYLOAD_FILE: payloadFile });
+        }
+        for (const [route, url] of Object.entries(ROUTES)) {
+          const bytes = (await (await fetch(atrium.url + url, { headers })).arrayBuffer()).byteLength;
+          await load(bare.url + route, {}, 1); // warm-up
+          await load(atrium.url + url, headers, 1);
+          const base = await measure(bare, route, {});
+          const real = await measure(atrium, url, headers);
+          if (real.non2xx > 0 || real.errors > 0)
+            report(`  !! ${real.non2xx} non-2xx, ${real.errors} errors`);
+          const ratio = real.requestsPerSecond / base.requestsPerSecond;
+          report(
+            `${engine} GET ${url} (${bytes} B): ${real.requestsPerSecond.toFixed(0)} req/s, p50 ${real.p50} ms, p99 ${real.p99} ms, ${real.cpuPerRequest.toFixed(0)} µs CPU/req | bare route ${base.requestsPerSecond.toFixed(0)} req/s, p99 ${base.p99} ms, ${base.cpuPerRequest.toFixed(0)} µs CPU/req | ratio ${(ratio * 100).toFixed(1)}% (target ≥ 50%) ${ratio >= 0.5 ? 'PASS' : 'MISS'}`,
+          );
+        }
+      } finally {
+        await atrium.stop();
+        await dropSchema();
+      }
     }
+    if (!databaseUrl) report('PostgreSQL: skipped (set BENCH_DATABASE_URL to measure it)');
   } finally {
-    await atrium.stop();
-    await bare.stop();
+    await bare?.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

@@ -2,7 +2,8 @@
  * Runs one server for a benchmark in its own process, so the load generator (autocannon, in the
  * parent) does not share an event loop with it. Sends `{ url }` to the parent once listening.
  *   mode "atrium": the real app on SQLite in ATRIUM_DATA_DIR (already set up by the parent)
- *   mode "bare":   a bare Fastify route returning the JSON file given in BARE_PAYLOAD_FILE
+ *   mode "bare":   bare Fastify routes answering what BARE_PAYLOAD_FILE maps their path to: a string
+ *                  is sent as the exact JSON bytes, anything else is serialized as Fastify does
  */
 import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
@@ -16,7 +17,11 @@ if (mode === 'bare') {
     unknown
   >;
   const app = Fastify({ logger: false });
-  for (const [path, body] of Object.entries(payloads)) app.get(path, async () => body);
+  for (const [path, body] of Object.entries(payloads)) {
+    app.get(path, async (_request, reply) =>
+      typeof body === 'string' ? reply.type('application/json').send(body) : body,
+    );
+  }
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   process.send?.({ url });
 } else {

@@ -13,6 +13,7 @@ import {
 import pg from 'pg';
 import * as sqliteVec from 'sqlite-vec';
 import type { DatabaseConfig } from '../config.js';
+import { SqliteChangeSignals } from './change-signals.js';
 import { migrations } from './migrations/index.js';
 import type { Database } from './schema.js';
 
@@ -90,7 +91,11 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('synchronous = NORMAL');
     loadVectorExtension(sqlite);
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const db = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
+      // Tells exact caches (src/auth/key-cache.ts) when data may have changed.
+      plugins: [new SqliteChangeSignals()],
+    });
     return { db, dialect: 'sqlite', close: () => db.destroy() };
   }
 

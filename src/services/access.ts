@@ -1,4 +1,5 @@
 import { hashApiKey, keysMatch } from '../auth/api-keys.js';
+import type { ApiKeyCache } from '../auth/key-cache.js';
 import type { Db } from '../db/database.js';
 import { findAgentLocation } from '../db/repositories/agents.js';
 import { findApiKeyByHash, touchApiKey } from '../db/repositories/api-keys.js';
@@ -35,14 +36,19 @@ export interface Principal {
 // Writing last_used_at on every request would make each read a write; a minute's precision is plenty.
 const LAST_USED_PRECISION_MS = 60_000;
 
+/** Key rows as authentication reads them, kept by an exact cache where the database allows one. */
+export type KeyRowCache = ApiKeyCache<NonNullable<Awaited<ReturnType<typeof findApiKeyByHash>>>>;
+
 export async function authenticateKey(
   db: Db,
   presentedKey: string | undefined,
   now: Date,
+  cache?: KeyRowCache,
 ): Promise<Principal> {
   if (!presentedKey) throw errors.notAuthenticated();
   const presentedHash = hashApiKey(presentedKey);
-  const key = await findApiKeyByHash(db, presentedHash);
+  const load = () => findApiKeyByHash(db, presentedHash);
+  const key = cache ? await cache.get(presentedHash, load) : await load();
   if (!key || !keysMatch(key.key_hash, presentedHash)) throw errors.notAuthenticated('Invalid API key');
   if (key.revoked_at) throw errors.notAuthenticated('Invalid API key');
   if (key.expires_at && Date.parse(key.expires_at) <= now.getTime()) {

@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.js';
-import { listListedAgents } from '../db/repositories/agents.js';
-import { enabledModelIds } from '../db/repositories/models.js';
+import { listListedAgentsJson } from '../db/repositories/agents.js';
+import { jsonObjectText } from '../db/json-page.js';
 import type { AgentTable } from '../db/schema.js';
 import type { ModelRegistry } from '../models/registry.js';
 import type { WorkspaceAccess } from './access.js';
@@ -28,25 +28,25 @@ export function agentView(agent: ListedAgent, runsOn: string) {
   };
 }
 
-export async function listAgents(db: Db, models: ModelRegistry, access: WorkspaceAccess, page: Page) {
-  const { rows, total } = await listListedAgents(
-    db,
-    access.workspaceId,
-    page.limit,
-    page.offset,
-    access.principal.agentIds,
-  );
-  // The rule chats follow (`ModelRegistry.resolveForWorkspace`): the agent's own model when the
-  // workspace enables it, else the fallback. Most agents have none: then no second query.
-  const fallback = access.defaultModel ?? models.builtInDefaultModelId();
-  const own = [
-    ...new Set(rows.map((agent) => agent.model).filter((m): m is string => !!m && m !== fallback)),
-  ];
-  const enabled = await enabledModelIds(db, access.workspaceId, own);
-  const runsOn = (agent: ListedAgent) =>
-    agent.model && (agent.model === fallback || enabled.has(agent.model)) ? agent.model : fallback;
-  return {
-    agents: rows.map((agent) => agentView(agent, runsOn(agent))),
-    pagination: { total, limit: page.limit, offset: page.offset },
-  };
+/**
+ * A page of listed agents: the listing's `data` as JSON text, built by the database (each agent
+ * as `agentView`, with the model it runs on).
+ */
+export async function listAgents(
+  db: Db,
+  models: ModelRegistry,
+  access: WorkspaceAccess,
+  page: Page,
+): Promise<string> {
+  const { page: agents, total } = await listListedAgentsJson(db, {
+    workspaceId: access.workspaceId,
+    limit: page.limit,
+    offset: page.offset,
+    onlyIds: access.principal.agentIds,
+    fallback: access.defaultModel ?? models.builtInDefaultModelId(),
+  });
+  return jsonObjectText({
+    agents,
+    pagination: JSON.stringify({ total, limit: page.limit, offset: page.offset }),
+  });
 }

@@ -1,8 +1,9 @@
 import type { Db } from '../db/database.js';
+import { jsonObjectText } from '../db/json-page.js';
 import {
   deleteChat as deleteChatRow,
   findChat,
-  listChats as listChatRows,
+  listChatsJson,
   renameChat as renameChatRow,
 } from '../db/repositories/chats.js';
 import { listChatMessagesPage } from '../db/repositories/messages.js';
@@ -104,11 +105,20 @@ export interface ChatListRequest {
   user?: string;
 }
 
-export async function listChats(deps: ChatsDeps, access: ChatsAccess, request: ChatListRequest) {
+/**
+ * A page of chats: the listing's `data` as JSON text, built by the database (each chat as
+ * `chatView`). Whether a reply runs is known here, not there: the page is rewritten only when
+ * one of its chats has one.
+ */
+export async function listChats(
+  deps: ChatsDeps,
+  access: ChatsAccess,
+  request: ChatListRequest,
+): Promise<string> {
   const after = request.cursor
     ? decodeCursor(request.cursor, (v) => v.length === 2 && v.every((x) => typeof x === 'string'))
     : undefined;
-  const rows = await listChatRows(deps.db, {
+  const { page, keys } = await listChatsJson(deps.db, {
     workspaceId: access.workspaceId,
     createdBy: access.viewer.seesAll ? undefined : access.viewer.userId,
     agentIds: access.viewer.agentIds ?? undefined,
@@ -118,18 +128,25 @@ export async function listChats(deps: ChatsDeps, access: ChatsAccess, request: C
     after: after ? { updatedAt: after[0] as string, id: after[1] as string } : undefined,
     limit: request.limit,
   });
-  const hasMore = rows.length > request.limit;
-  const page = rows.slice(0, request.limit);
-  const active = await deps.replies.activeChats(page.map((chat) => chat.id));
-  const last = page[page.length - 1];
-  return {
-    chats: page.map((chat) => chatView(chat, active.has(chat.id))),
-    pagination: {
+  const positions = JSON.parse(keys) as Array<{ id: string; updatedAt: string }>;
+  const hasMore = positions.length > request.limit;
+  const listed = positions.slice(0, request.limit);
+  const active = await deps.replies.activeChats(listed.map((chat) => chat.id));
+  const last = listed[listed.length - 1];
+  return jsonObjectText({
+    chats: active.size === 0 ? page : markActive(page, active),
+    pagination: JSON.stringify({
       limit: request.limit,
       hasMore,
-      nextCursor: hasMore && last ? encodeCursor([last.updated_at, last.id]) : null,
-    },
-  };
+      nextCursor: hasMore && last ? encodeCursor([last.updatedAt, last.id]) : null,
+    }),
+  });
+}
+
+function markActive(page: string, active: Set<string>): string {
+  const chats = JSON.parse(page) as ChatView[];
+  for (const chat of chats) chat.active = active.has(chat.id);
+  return JSON.stringify(chats);
 }
 
 export async function getChat(deps: ChatsDeps, access: ChatsAccess, chatId: string): Promise<ChatView> {

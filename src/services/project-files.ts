@@ -1,5 +1,6 @@
 import mime from 'mime-types';
 import type { Db } from '../db/database.js';
+import { jsonObjectText } from '../db/json-page.js';
 import {
   deleteProjectFileIfUnchanged,
   deleteProjectFileRow,
@@ -8,6 +9,7 @@ import {
   findProjectFileByPath,
   insertProjectFilesIfAbsent,
   listProjectFileRows,
+  listProjectFilesJson,
   markProjectFilesSynced,
   type NewProjectFileRow,
   type ProjectFileRow,
@@ -388,22 +390,23 @@ async function reconcileProjectFiles(
 // ---------------------------------------------------------------------------------------------
 // List and tree
 
+/**
+ * A page of a project's files: the listing's `data` as JSON text, built by the database (each
+ * file as `projectFileView`).
+ */
 export async function listProjectFiles(
   db: Db,
   workspaceId: string,
   projectId: string,
   page: { limit?: number; offset?: number },
-) {
-  await requireProject(db, workspaceId, projectId);
+): Promise<string> {
   const offset = page.offset ?? 0;
-  const [rows, usage] = await Promise.all([
-    listProjectFileRows(db, workspaceId, projectId, { limit: page.limit, offset }),
-    projectFileUsage(db, workspaceId, projectId),
-  ]);
-  return {
-    files: rows.map(projectFileView),
-    pagination: { total: usage.files, limit: page.limit ?? usage.files, offset },
-  };
+  const found = await listProjectFilesJson(db, workspaceId, projectId, { limit: page.limit, offset });
+  if (!found) throw errors.notFound('Project');
+  return jsonObjectText({
+    files: found.page,
+    pagination: JSON.stringify({ total: found.total, limit: page.limit ?? found.total, offset }),
+  });
 }
 
 export type TreeNode =

@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
-import { insertProject, listActiveProjects, type ProjectRow } from '../db/repositories/projects.js';
+import { insertProject, listProjectsJson, type ProjectRow } from '../db/repositories/projects.js';
+import { jsonObjectText } from '../db/json-page.js';
 import { errors } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import { MAX_PROJECT_NAME_LENGTH } from '../limits.js';
@@ -66,7 +67,7 @@ export async function createProject(db: Db, clock: Clock, access: WorkspaceAcces
   return projectView(project);
 }
 
-export async function listProjects(db: Db, access: WorkspaceAccess, archived = false) {
-  const rows = await listActiveProjects(db, access.workspaceId, archived);
-  return rows.map(projectView);
+/** The listing's `data` as JSON text, built by the database (each project as `projectView`). */
+export async function listProjects(db: Db, access: WorkspaceAccess, archived = false): Promise<string> {
+  return jsonObjectText({ projects: await listProjectsJson(db, access.workspaceId, archived) });
 }

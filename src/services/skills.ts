@@ -5,12 +5,13 @@ import type { Readable } from 'node:stream';
 import mime from 'mime-types';
 import type { ZipFile } from 'yauzl';
 import type { Db } from '../db/database.js';
+import { jsonObjectText } from '../db/json-page.js';
 import {
   findExistingSkillIds,
   findSkillsByName,
   findTakenSkillNames,
   insertSkills,
-  listVisibleSkills,
+  listVisibleSkillsJson,
 } from '../db/repositories/skills.js';
 import type { SkillTable, Visibility } from '../db/schema.js';
 import { mapConcurrently } from '../concurrency.js';
@@ -461,30 +462,20 @@ export async function sweepOrphanSkillObjects(
   return orphans.length;
 }
 
-export function skillView(skill: SkillTable) {
-  return {
-    id: skill.id,
-    name: skill.name,
-    description: skill.description,
-    visibility: skill.visibility,
-    ownerUserId: skill.owner_user_id,
-    storagePath: skill.storage_path,
-    metadata: JSON.parse(skill.metadata) as Record<string, unknown>,
-    createdAt: skill.created_at,
-    updatedAt: skill.updated_at,
-  };
-}
-
-export async function listSkills(db: Db, access: WorkspaceAccess, page: Page) {
-  const { rows, total } = await listVisibleSkills(
+/**
+ * A page of the skills the caller may see: the listing's `data` as JSON text, built by the
+ * database (each skill with its front matter `metadata` as JSON).
+ */
+export async function listSkills(db: Db, access: WorkspaceAccess, page: Page): Promise<string> {
+  const { page: skills, total } = await listVisibleSkillsJson(
     db,
     access.workspaceId,
     access.principal.userId,
     page.limit,
     page.offset,
   );
-  return {
-    skills: rows.map(skillView),
-    pagination: { total, limit: page.limit, offset: page.offset },
-  };
+  return jsonObjectText({
+    skills,
+    pagination: JSON.stringify({ total, limit: page.limit, offset: page.offset }),
+  });
 }

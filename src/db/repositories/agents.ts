@@ -1,12 +1,24 @@
 import { sql } from 'kysely';
-import type { Db, Executor } from '../database.js';
+import { type Db, dialectOf, type Executor } from '../database.js';
+import { type JsonField, jsonArray } from '../json-page.js';
 import type { AgentTable } from '../schema.js';
 
 const LISTED_VISIBILITIES = ['workspace', 'organization'] as const;
 
+/** Listed agents: not deleted, not private; a session token limited to some agents sees only those. */
+function listedAgents(db: Db, workspaceId: string, onlyIds?: string[] | null) {
+  const base = db
+    .selectFrom('agents')
+    .where('workspace_id', '=', workspaceId)
+    .where('deleted_at', 'is', null)
+    .where('visibility', 'in', LISTED_VISIBILITIES);
+  if (!onlyIds) return base;
+  return onlyIds.length > 0 ? base.where('id', 'in', onlyIds) : base.where(sql<boolean>`1 = 0`);
+}
+
 /**
- * Listed agents: not deleted, not private; ordered by title (case-insensitive), then id, which
- * the listing index serves without a sort. (A window count would force one; a count is cheaper.)
+ * Listed agents ordered by title (case-insensitive), then id, which the listing index serves
+ * without a sort. (A window count would force one; a count is cheaper.)
  */
 export async function listListedAgents(
   db: Db,
@@ -16,13 +28,7 @@ export async function listListedAgents(
   /** A session token limited to some agents lists only those. */
   onlyIds?: string[] | null,
 ) {
-  let base = db
-    .selectFrom('agents')
-    .where('workspace_id', '=', workspaceId)
-    .where('deleted_at', 'is', null)
-    .where('visibility', 'in', LISTED_VISIBILITIES);
-  if (onlyIds) base = onlyIds.length > 0 ? base.where('id', 'in', onlyIds) : base.where(sql<boolean>`1 = 0`);
-  const rows = await base
+  const rows = await listedAgents(db, workspaceId, onlyIds)
     .select([
       'id',
       'title',
@@ -39,8 +45,78 @@ export async function listListedAgents(
     .limit(limit)
     .offset(offset)
     .execute();
-  const count = await base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
-  return { rows, total: Number(count.total) };
+  return { rows };
+}
+
+/** The fields of a listed agent, in the response's order (`agentView`). */
+const AGENT_FIELDS: Record<string, JsonField> = {
+  id: 'value',
+  title: 'value',
+  description: 'value',
+  image: 'value',
+  model: 'value',
+  visibility: 'value',
+  category: 'value',
+  createdAt: 'value',
+  updatedAt: 'value',
+};
+
+/**
+ * One page of listed agents as the listing's JSON array, in the order of listListedAgents, with
+ * how many there are in all. `model` is the model the agent runs on, by the rule chats follow
+ * (`ModelRegistry.resolveForWorkspace`): its own model when the workspace enables it as a chat
+ * model, else `fallback`.
+ */
+export async function listListedAgentsJson(
+  db: Db,
+  page: { workspaceId: string; limit: number; offset: number; onlyIds?: string[] | null; fallback: string },
+): Promise<{ page: string; total: number }> {
+  const base = listedAgents(db, page.workspaceId, page.onlyIds);
+  const rows = base
+    .select((eb) => [
+      'id',
+      'title',
+      'description',
+      'image',
+      eb
+        .case()
+        .when(
+          eb.and([
+            eb('agents.model', 'is not', null),
+            eb.or([
+              eb('agents.model', '=', page.fallback),
+              eb.exists(
+                eb
+                  .selectFrom('workspace_models')
+                  .leftJoin('models', 'models.id', 'workspace_models.model_id')
+                  .select(sql.lit(1).as('one'))
+                  .whereRef('workspace_models.workspace_id', '=', 'agents.workspace_id')
+                  .whereRef('workspace_models.model_id', '=', 'agents.model')
+                  .where((inner) =>
+                    inner.or([inner('models.kind', 'is', null), inner('models.kind', '=', 'chat')]),
+                  ),
+              ),
+            ]),
+          ]),
+        )
+        .then(eb.ref('agents.model'))
+        .else(page.fallback)
+        .end()
+        .as('model'),
+      'visibility',
+      'category',
+      'created_at as createdAt',
+      'updated_at as updatedAt',
+    ])
+    .orderBy(sql`lower(title)`)
+    .orderBy('id')
+    .limit(page.limit)
+    .offset(page.offset);
+  const total = base.select((eb) => eb.fn.countAll<number>().as('total'));
+  const row = await db
+    .selectNoFrom([jsonArray(dialectOf(db), rows, AGENT_FIELDS).as('page'), total.as('total')])
+    .executeTakeFirstOrThrow();
+  return { page: row.page, total: Number(row.total) };
 }
 
 /** A live (not deleted) agent of the workspace, or undefined. */

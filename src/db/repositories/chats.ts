@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import type { Executor } from '../database.js';
+import { type Db, dialectOf, type Executor } from '../database.js';
+import { type JsonField, jsonArray } from '../json-page.js';
 import type { ChatTable } from '../schema.js';
 
 /** A chat of the workspace by its id or its client id, or undefined. */
@@ -68,9 +69,9 @@ export interface ChatListQuery {
   limit: number;
 }
 
-/** Chats, most recently updated first, then id; `limit + 1` rows tell whether more follow. */
-export function listChats(db: Executor, query: ChatListQuery) {
-  let select = db.selectFrom('chats').selectAll().where('workspace_id', '=', query.workspaceId);
+/** The chats a listing matches, before paging. */
+function matchingChats(db: Executor, query: ChatListQuery) {
+  let select = db.selectFrom('chats').where('workspace_id', '=', query.workspaceId);
   if (query.createdBy !== undefined) select = select.where('created_by', '=', query.createdBy);
   if (query.agentId !== undefined) select = select.where('agent_id', '=', query.agentId);
   if (query.agentIds !== undefined) select = select.where('agent_id', 'in', query.agentIds);
@@ -85,11 +86,62 @@ export function listChats(db: Executor, query: ChatListQuery) {
       ]),
     );
   }
-  return select
-    .orderBy('updated_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(query.limit + 1)
-    .execute();
+  return select.orderBy('updated_at', 'desc').orderBy('id', 'desc');
+}
+
+/**
+ * The fields of a listed chat, in the response's order (`chatView`). `active` is written false:
+ * whether a reply runs is not in the database (the caller sets it, see listChats).
+ */
+const CHAT_FIELDS: Record<string, JsonField> = {
+  id: 'value',
+  clientId: 'value',
+  title: 'value',
+  agentId: 'value',
+  projectId: 'value',
+  createdBy: 'value',
+  user: 'value',
+  messageCount: 'value',
+  lastMessageAt: 'value',
+  active: 'boolean',
+  spendUsd: 'value',
+  createdAt: 'value',
+  updatedAt: 'value',
+};
+
+/**
+ * Chats, most recently updated first, then id, in one statement: `page`, the JSON array of up to
+ * `limit` chats, and `keys`, the JSON array of the id and updatedAt of up to `limit + 1` (the
+ * extra one tells whether more follow; the last of the page is the next cursor's position).
+ */
+export async function listChatsJson(db: Db, query: ChatListQuery): Promise<{ page: string; keys: string }> {
+  const dialect = dialectOf(db);
+  const rows = matchingChats(db, query)
+    .select([
+      'id',
+      'client_id as clientId',
+      'title',
+      'agent_id as agentId',
+      'project_id as projectId',
+      'created_by as createdBy',
+      'end_user as user',
+      'message_count as messageCount',
+      'last_message_at as lastMessageAt',
+      sql<number>`0`.as('active'),
+      'spend_usd as spendUsd',
+      'created_at as createdAt',
+      'updated_at as updatedAt',
+    ])
+    .limit(query.limit);
+  const keys = matchingChats(db, query)
+    .select(['id', 'updated_at as updatedAt'])
+    .limit(query.limit + 1);
+  return db
+    .selectNoFrom([
+      jsonArray(dialect, rows, CHAT_FIELDS).as('page'),
+      jsonArray(dialect, keys, { id: 'value', updatedAt: 'value' }).as('keys'),
+    ])
+    .executeTakeFirstOrThrow();
 }
 
 export async function renameChat(db: Executor, chatId: string, title: string, now: string) {

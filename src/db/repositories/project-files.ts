@@ -1,5 +1,6 @@
 import { type Insertable, type Selectable, sql } from 'kysely';
-import type { Db } from '../database.js';
+import { type Db, dialectOf } from '../database.js';
+import { type JsonField, jsonArray } from '../json-page.js';
 import type { ProjectFileTable } from '../schema.js';
 
 export type ProjectFileRow = Selectable<ProjectFileTable>;
@@ -45,6 +46,74 @@ export function listProjectFileRows(
     .limit(page.limit)
     .offset(page.offset ?? 0)
     .execute();
+}
+
+/** The fields of a listed file, in the response's order (`projectFileView`). */
+const FILE_FIELDS: Record<string, JsonField> = {
+  id: 'value',
+  projectId: 'value',
+  name: 'value',
+  path: 'value',
+  mimeType: 'value',
+  sizeBytes: 'value',
+  type: 'value',
+  createdAt: 'value',
+  updatedAt: 'value',
+  syncedAt: 'value',
+  indexStatus: 'value',
+  indexError: 'value',
+};
+
+/** Far above any project's file count: the spelling of "no limit" both engines accept. */
+const NO_LIMIT = 2 ** 31 - 1;
+
+/**
+ * One page of a project's files as the listing's JSON array (order of listProjectFileRows),
+ * with how many files the project has, in one statement; undefined when the workspace has no
+ * such project.
+ */
+export async function listProjectFilesJson(
+  db: Db,
+  workspaceId: string,
+  projectId: string,
+  page: { limit?: number; offset: number },
+): Promise<{ page: string; total: number } | undefined> {
+  const files = db
+    .selectFrom('project_files')
+    .where('workspace_id', '=', workspaceId)
+    .where('project_id', '=', projectId);
+  const rows = files
+    .select([
+      'id',
+      'project_id as projectId',
+      'name',
+      'path',
+      'mime_type as mimeType',
+      'size_bytes as sizeBytes',
+      'type',
+      'created_at as createdAt',
+      'updated_at as updatedAt',
+      'synced_at as syncedAt',
+      'index_status as indexStatus',
+      'index_error as indexError',
+    ])
+    .orderBy('updated_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit ?? NO_LIMIT)
+    .offset(page.offset);
+  const project = db
+    .selectFrom('projects')
+    .select('id')
+    .where('id', '=', projectId)
+    .where('workspace_id', '=', workspaceId);
+  const row = await db
+    .selectNoFrom((eb) => [
+      jsonArray(dialectOf(db), rows, FILE_FIELDS).as('page'),
+      files.select(eb.fn.countAll<number>().as('total')).as('total'),
+      project.as('project'),
+    ])
+    .executeTakeFirstOrThrow();
+  return row.project ? { page: row.page, total: Number(row.total) } : undefined;
 }
 
 /** How many files a project has and their total size. */

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import type { Db, Executor } from '../database.js';
+import { type Db, dialectOf, type Executor } from '../database.js';
+import { type JsonField, jsonArray } from '../json-page.js';
 import type { ProjectTable } from '../schema.js';
 
 export type ProjectRow = ProjectTable;
@@ -8,32 +9,44 @@ export async function insertProject(db: Db, project: ProjectRow): Promise<void> 
   await db.insertInto('projects').values(project).execute();
 }
 
-/** The columns a project listing shows; instructions and memory can be large and stay behind. */
-const LISTED_COLUMNS = [
-  'id',
-  'name',
-  'description',
-  'color',
-  'icon',
-  'archived',
-  'created_at',
-  'updated_at',
-] as const;
-
 /**
- * Active (or, when asked, archived) projects, most recently updated first (then id, so equal
- * times keep a stable order).
+ * Active (or, when asked, archived) projects as the listing's JSON array, most recently updated
+ * first (then id, so equal times keep a stable order). Instructions and memory can be large and
+ * stay behind.
  */
-export function listActiveProjects(db: Db, workspaceId: string, archived = false) {
-  return db
+export async function listProjectsJson(db: Db, workspaceId: string, archived = false): Promise<string> {
+  const rows = db
     .selectFrom('projects')
-    .select(LISTED_COLUMNS)
+    .select([
+      'id',
+      'name',
+      'description',
+      'color',
+      'icon',
+      'archived',
+      'created_at as createdAt',
+      'updated_at as updatedAt',
+    ])
     .where('workspace_id', '=', workspaceId)
     .where('archived', '=', archived ? 1 : 0)
     .orderBy('updated_at', 'desc')
-    .orderBy('id', 'desc')
-    .execute();
+    .orderBy('id', 'desc');
+  const page = jsonArray(dialectOf(db), rows, PROJECT_FIELDS);
+  const row = await db.selectNoFrom(page.as('page')).executeTakeFirstOrThrow();
+  return row.page;
 }
+
+/** The fields of a listed project, in the response's order (`projectView`). */
+const PROJECT_FIELDS: Record<string, JsonField> = {
+  id: 'value',
+  name: 'value',
+  description: 'value',
+  color: 'value',
+  icon: 'value',
+  archived: 'boolean',
+  createdAt: 'value',
+  updatedAt: 'value',
+};
 
 /** A project of the workspace (archived ones included), or undefined. */
 export function findProject(db: Db, workspaceId: string, projectId: string) {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { retryOnConflict } from '../conflict-retry.js';
-import type { Db, Executor } from '../database.js';
+import { type Db, dialectOf, type Executor } from '../database.js';
+import { type JsonField, jsonArray } from '../json-page.js';
 import type { SkillTable } from '../schema.js';
 
 /** Which of `names` the workspace already has a skill for (exact, case-sensitive match). */
@@ -86,34 +87,58 @@ export async function insertSkills(
   );
 }
 
+/** The fields of a listed skill, in the response's order (`skillView`). */
+const SKILL_FIELDS: Record<string, JsonField> = {
+  id: 'value',
+  name: 'value',
+  description: 'value',
+  visibility: 'value',
+  ownerUserId: 'value',
+  storagePath: 'value',
+  metadata: 'json',
+  createdAt: 'value',
+  updatedAt: 'value',
+};
+
 /**
  * Skills the user may see in the workspace: shared ones (`workspace`, `organization`) and the
- * user's own private ones; by name (case-insensitive), then id, so pages are stable.
+ * user's own private ones; by name (case-insensitive), then id, so pages are stable. One page as
+ * the listing's JSON array, with how many there are in all.
  */
-export async function listVisibleSkills(
+export async function listVisibleSkillsJson(
   db: Db,
   workspaceId: string,
   userId: string,
   limit: number,
   offset: number,
-) {
+): Promise<{ page: string; total: number }> {
   const base = db
     .selectFrom('skills')
     .where('workspace_id', '=', workspaceId)
     .where((eb) =>
       eb.or([eb('visibility', 'in', ['workspace', 'organization']), eb('owner_user_id', '=', userId)]),
     );
-  const [rows, count] = await Promise.all([
-    base
-      .selectAll()
-      .orderBy(sql`lower(name)`)
-      .orderBy('id')
-      .limit(limit)
-      .offset(offset)
-      .execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(count.total) };
+  const rows = base
+    .select([
+      'id',
+      'name',
+      'description',
+      'visibility',
+      'owner_user_id as ownerUserId',
+      'storage_path as storagePath',
+      'metadata',
+      'created_at as createdAt',
+      'updated_at as updatedAt',
+    ])
+    .orderBy(sql`lower(name)`)
+    .orderBy('id')
+    .limit(limit)
+    .offset(offset);
+  const total = base.select((eb) => eb.fn.countAll<number>().as('total'));
+  const row = await db
+    .selectNoFrom([jsonArray(dialectOf(db), rows, SKILL_FIELDS).as('page'), total.as('total')])
+    .executeTakeFirstOrThrow();
+  return { page: row.page, total: Number(row.total) };
 }
 
 /** Every skill row of a workspace (tests and maintenance). */

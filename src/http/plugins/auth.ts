@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppDeps } from '../../deps.js';
-import { authenticateKey, type Principal } from '../../services/access.js';
+import { ApiKeyCache } from '../../auth/key-cache.js';
+import { authenticateKey, type KeyRowCache, type Principal } from '../../services/access.js';
 import { type RateLimitState, RateLimiter, rateLimitedError, rateLimitHeaders } from './rate-limit.js';
 import { errors } from '../../errors.js';
 
@@ -50,12 +51,14 @@ function sessionMayReach(request: FastifyRequest): boolean {
  */
 export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
   const limiter = new RateLimiter(deps.rateLimitCounter, () => deps.clock().getTime());
+  const keyCache: KeyRowCache | undefined = ApiKeyCache.for(deps.db);
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request, reply) => {
     const principal = await authenticateKey(
       deps.db,
       presentedKey(request, deps.config.apiKeyHeader),
       deps.clock(),
+      keyCache,
     );
     const limit = principal.rateLimitPerMinute ?? deps.config.defaultRateLimitPerMinute;
     let state: RateLimitState | undefined;

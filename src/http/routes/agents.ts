@@ -4,6 +4,7 @@ import { AGENT_PAGE, listAgents } from '../../services/agents.js';
 import { clampLimit } from '../../services/paging.js';
 import { AgentListQuery, AgentListResponse, WorkspaceParams } from '../schemas/agents.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { sendJsonData } from '../json-reply.js';
 import type { TypedApp } from '../typed-app.js';
 
 export async function agentRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
@@ -22,14 +23,14 @@ export async function agentRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
         response: { 200: AgentListResponse, ...errorResponses(...COMMON_ERRORS) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const access = await accessWorkspaceInPath(deps.db, request.principal, request.params.workspaceId);
       const limit = clampLimit(request.query.limit, AGENT_PAGE.defaultLimit, AGENT_PAGE.maxLimit);
       const data = await listAgents(deps.db, deps.models, access, {
         limit,
         offset: request.query.offset ?? 0,
       });
-      return { data };
+      return sendJsonData(reply, data);
     },
   );
 }

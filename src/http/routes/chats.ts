@@ -7,6 +7,7 @@ import {
   listMessages,
   renameChat,
 } from '../../services/chats.js';
+import { sendJsonData } from '../json-reply.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import {
   ChatListQuery,
@@ -46,14 +47,13 @@ export async function chatsRoutes(app: TypedApp, deps: ChatsDeps): Promise<void>
         response: { 200: ChatListResponse, ...errorResponses(...COMMON_ERRORS) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { limit, ...query } = request.query;
-      return {
-        data: await listChats(deps, await access(request), {
-          ...query,
-          limit: Math.min(limit ?? CHAT_PAGE.defaultLimit, CHAT_PAGE.maxLimit),
-        }),
-      };
+      const data = await listChats(deps, await access(request), {
+        ...query,
+        limit: Math.min(limit ?? CHAT_PAGE.defaultLimit, CHAT_PAGE.maxLimit),
+      });
+      return sendJsonData(reply, data);
     },
   );
 

@@ -29,6 +29,7 @@ import {
   UploadUrlBody,
   UploadUrlResponse,
 } from '../schemas/project-files.js';
+import { sendJsonData } from '../json-reply.js';
 import type { TypedApp } from '../typed-app.js';
 
 const TAGS = ['project files'];
@@ -97,12 +98,13 @@ export async function projectFileRoutes(app: TypedApp, deps: AppDeps): Promise<v
         response: { 200: ProjectFileListResponse, ...errorResponses(...COMMON_ERRORS) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const workspaceId = await workspaceOf(request);
       const { projectId } = request.params;
       if (request.query.tree)
         return { data: { tree: await projectFileTree(deps.db, workspaceId, projectId) } };
-      return { data: await listProjectFiles(deps.db, workspaceId, projectId, flatListPage(request.query)) };
+      const page = flatListPage(request.query);
+      return sendJsonData(reply, await listProjectFiles(deps.db, workspaceId, projectId, page));
     },
   );
 

@@ -1,0 +1,91 @@
+import {
+  CompiledQuery,
+  type Kysely,
+  type KyselyPlugin,
+  type OperationNode,
+  type PluginTransformQueryArgs,
+  type PluginTransformResultArgs,
+  type QueryResult,
+  type RootOperationNode,
+  type UnknownRow,
+} from 'kysely';
+
+/** The tables a write touches; `unknown` when it cannot be told (raw SQL, schema changes). */
+export type WrittenTables = ReadonlySet<string> | 'unknown';
+
+/**
+ * How a SQLite connection tells that the data may have changed, for caches that must stay exact
+ * (src/auth/key-cache.ts): every write this process sends through Kysely is reported before it
+ * runs, and PRAGMA data_version changes whenever another connection (another process, the CLI)
+ * has committed. Installed as a plugin, so transactions report their writes too.
+ */
+export class SqliteChangeSignals implements KyselyPlugin {
+  private readonly listeners = new Set<(tables: WrittenTables) => void>();
+
+  transformQuery({ node }: PluginTransformQueryArgs): RootOperationNode {
+    if (this.listeners.size > 0 && (node.kind !== 'SelectQueryNode' || node.with)) {
+      const tables = writtenTables(node);
+      for (const listener of this.listeners) listener(tables);
+    }
+    return node;
+  }
+
+  async transformResult({ result }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    return result;
+  }
+
+  onWrite(listener: (tables: WrittenTables) => void): void {
+    this.listeners.add(listener);
+  }
+
+  /**
+   * SQLite's data_version, read on the connection every query uses once no transaction holds it
+   * (inside another request's open transaction it could show that transaction's older snapshot).
+   * Run past the plugins: it writes nothing.
+   */
+  async externalVersion(db: Kysely<unknown>): Promise<number> {
+    const result = await db
+      .getExecutor()
+      .provideConnection((connection) =>
+        connection.executeQuery<{ data_version: number }>(CompiledQuery.raw('pragma data_version')),
+      );
+    return result.rows[0]!.data_version;
+  }
+}
+
+/** The change signals of a SQLite database opened by openDatabase; undefined on PostgreSQL. */
+export function changeSignalsOf(db: Kysely<unknown>): SqliteChangeSignals | undefined {
+  return db.getExecutor().plugins.find((plugin) => plugin instanceof SqliteChangeSignals);
+}
+
+/**
+ * The tables a statement writes: the target of an insert, update or delete (what its foreign
+ * keys cascade from is reported as that target). A raw statement is read-only only when it is a
+ * plain select; anything else (data-modifying CTEs, schema changes, other raw SQL) is `unknown`.
+ */
+function writtenTables(node: RootOperationNode): WrittenTables {
+  if ('with' in node && node.with) return 'unknown';
+  let target: unknown;
+  if (node.kind === 'InsertQueryNode') target = node.into;
+  else if (node.kind === 'UpdateQueryNode') target = node.table;
+  else if (node.kind === 'DeleteQueryNode') target = node.from;
+  else if (node.kind === 'RawNode') {
+    return /^\s*select\s/i.test(node.sqlFragments[0] ?? '') ? new Set() : 'unknown';
+  } else return 'unknown';
+  const tables = new Set<string>();
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item);
+      return;
+    }
+    if (typeof value !== 'object' || value === null) return;
+    const operation = value as OperationNode & { table?: { identifier?: { name?: string } } };
+    if (operation.kind === 'TableNode' && operation.table?.identifier?.name) {
+      tables.add(operation.table.identifier.name);
+      return;
+    }
+    for (const child of Object.values(value)) visit(child);
+  };
+  visit(target);
+  return tables.size > 0 ? tables : 'unknown';
+}
