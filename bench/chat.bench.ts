@@ -5,7 +5,7 @@
  * streamed byte within 5 ms of the upstream's; ≥ 50,000 chunks/s relayed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import os, { tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { consumeStream, JsonToSseTransformStream, streamText } from 'ai';
@@ -16,7 +16,7 @@ import { applySetup } from '../src/setup/apply.js';
 import type { SetupFile } from '../src/setup/validate.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import type { Report } from './run.js';
-import { benchSetup, percentile } from './support/bench-setup.js';
+import { benchSetup, loadAverage, percentile } from './support/bench-setup.js';
 import { concurrentStreams, cpuMs, p50, p99, rssBytes, sampleRss } from './support/concurrent-streams.js';
 import { startChildServer } from './support/load.js';
 
@@ -346,7 +346,7 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     const cpu = cpuMs(atrium.pid) - cpuBefore;
     const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
     report(
-      `concurrent streamed replies, ${STREAM_CLIENTS} clients × ${STREAM_TOKENS} tokens at ${TOKENS_PER_SECOND} tokens/s (Atrium in its own process, SQLite, log level info); load average ${loadAverage()}`,
+      `concurrent streamed replies, ${STREAM_CLIENTS} clients × ${STREAM_TOKENS} tokens at ${TOKENS_PER_SECOND} tokens/s (Atrium in its own process, SQLite, log level info); ${loadAverage()}`,
     );
     report(
       `  piece delay upstream write → client read: direct p50 ${fmt(p50(base))} p99 ${fmt(p99(base))}; via Atrium p50 ${fmt(p50(relayed))} p99 ${fmt(p99(relayed))}; Atrium adds p50 ${fmt(p50(relayed) - p50(base))}, p99 ${fmt(p99(relayed) - p99(base))} (target ≤ 10 ms); received ${relayed.received}/${relayed.expected} (direct ${base.received}/${base.expected})`,
@@ -358,11 +358,4 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     await atrium.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
-}
-
-function loadAverage(): string {
-  return os
-    .loadavg()
-    .map((value) => value.toFixed(2))
-    .join(' ');
 }

@@ -19,7 +19,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import http from 'node:http';
-import os, { tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { open } from 'node:fs/promises';
@@ -30,6 +30,7 @@ import { migrateToLatest, openDatabase } from '../src/db/database.js';
 import { applySetup } from '../src/setup/apply.js';
 import { createObjectStore } from '../src/storage/index.js';
 import type { Report } from './run.js';
+import { loadAverage } from './support/bench-setup.js';
 
 const KEY = 'atr_ws_bench_files_owner_0000000000000000000';
 const FILE_BYTES = 50 * 1024 * 1024;
@@ -253,12 +254,7 @@ export async function run(report: Report) {
       const fsRate = mbps(median(baseline));
       const durableRate = mbps(median(durableBaseline));
       const bareRate = mbps(median(bareUploads));
-      report(
-        `load average ${os
-          .loadavg()
-          .map((n) => n.toFixed(1))
-          .join(' ')} on ${os.cpus().length} CPUs`,
-      );
+      report(loadAverage());
       report(
         `upload 50 MB via fs signed URL (client: ${CLIENT}): ${uploadRate.toFixed(0)} MB/s (median of ${RUNS}; temp file, fsync, rename); node fs write of the same bytes, same disk: ${fsRate.toFixed(0)} MB/s → ${((uploadRate / fsRate) * 100).toFixed(0)}% (target ≥ 70%)`,
       );

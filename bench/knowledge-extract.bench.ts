@@ -7,12 +7,12 @@
  *    same text (split at blank lines, pack paragraphs up to 1,500 characters, copy each chunk
  *    out): the same linear pass without headings, offsets, overlap or sentence boundaries.
  */
-import os from 'node:os';
 import { chunkExtraction } from '../src/knowledge/chunk.js';
 import { createExtractorPool } from '../src/knowledge/extract/index.js';
 import type { Extraction } from '../src/knowledge/types.js';
 import { pdfFile } from '../test/knowledge/files.js';
 import type { Report } from './run.js';
+import { loadAverage } from './support/bench-setup.js';
 
 const PAGES = 200;
 const RUNS = 5;
@@ -66,12 +66,7 @@ function packParagraphs(text: string): string[] {
 }
 
 export async function run(report: Report): Promise<void> {
-  report(
-    `load average ${os
-      .loadavg()
-      .map((n) => n.toFixed(1))
-      .join(' ')} on ${os.cpus().length} CPUs`,
-  );
+  report(loadAverage());
 
   // PDF: the same 200-page document, each page about 1,400 characters of text.
   const pageText = (n: number) =>

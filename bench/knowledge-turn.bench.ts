@@ -7,7 +7,7 @@
  * (`retrieveForTurn`). SQLite; PostgreSQL too when BENCH_DATABASE_URL is set.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import os, { tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { buildApp } from '../src/app.js';
@@ -19,7 +19,7 @@ import type { SetupFile } from '../src/setup/validate.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import { addIndexedFile } from '../test/knowledge/turn-fixtures.js';
 import type { Report } from './run.js';
-import { benchSetup, percentile } from './support/bench-setup.js';
+import { benchSetup, loadAverage, percentile } from './support/bench-setup.js';
 
 const KEY = 'atr_ws_bench_turn_key_00000000000000000000000';
 const FILES = 400;
@@ -169,12 +169,7 @@ async function measure(report: Report, engine: string, database: DatabaseHandle)
 }
 
 export async function run(report: Report) {
-  const load = () =>
-    `load average ${os
-      .loadavg()
-      .map((n) => n.toFixed(1))
-      .join(' ')} on ${os.cpus().length} CPUs`;
-  report(load());
+  report(loadAverage());
   report(`${REQUESTS} sequential turns each way; questions: ${JSON.stringify(QUESTIONS)}`);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-turn-db-'));
   const sqlite = await openDatabase({ kind: 'sqlite', file: path.join(dataDir, 'atrium.sqlite') });
@@ -190,7 +185,7 @@ export async function run(report: Report) {
     report('PostgreSQL: skipped (set BENCH_DATABASE_URL)');
     return;
   }
-  report(load());
+  report(loadAverage());
   const schema = `bench_turn_${process.pid}`;
   const postgres = await openDatabase({ kind: 'postgres', url: pgUrl, schema });
   try {

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import os, { tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { sql } from 'kysely';
@@ -32,6 +32,7 @@ import { systemClock } from '../src/ids.js';
 import { projectStoragePrefix, syncProjectFiles } from '../src/services/project-files.js';
 import { createObjectStore } from '../src/storage/index.js';
 import type { Report } from './run.js';
+import { loadAverage } from './support/bench-setup.js';
 
 const WS = 'wsp_bench';
 const COMMON = `the system service file data user project time report team change process value support
@@ -368,17 +369,12 @@ async function syncOfChangedFiles(report: Report) {
 }
 
 export async function run(report: Report) {
-  const load = () =>
-    `load average ${os
-      .loadavg()
-      .map((n) => n.toFixed(1))
-      .join(' ')} on ${os.cpus().length} CPUs`;
-  report(load());
+  report(loadAverage());
   await syncOfChangedFiles(report);
   await indexingThroughput(report, 'sqlite');
   await searchLatency(report, 'sqlite', [10_000, 100_000]);
   if (process.env.BENCH_DATABASE_URL) {
-    report(load());
+    report(loadAverage());
     await indexingThroughput(report, 'postgres');
     await searchLatency(report, 'postgres', [10_000, 100_000]);
   } else {

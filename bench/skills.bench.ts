@@ -8,7 +8,6 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -23,6 +22,7 @@ import { migrateToLatest, openDatabase } from '../src/db/database.js';
 import { applySetup } from '../src/setup/apply.js';
 import type { SetupFile } from '../src/setup/validate.js';
 import type { Report } from './run.js';
+import { loadAverage } from './support/bench-setup.js';
 
 const KEY = 'atr_ws_bench_skills_owner_000000000000000000';
 const SKILLS = 200;
@@ -216,10 +216,7 @@ export async function run(report: Report) {
     await writeBenchZip(zipPath);
     const zipMb = statSync(zipPath).size / 2 ** 20;
     report(
-      `${SKILLS} skills, ${zipMb.toFixed(1)} MB zip (3 files per skill, deflated), SQLite + fs storage, server in its own process; load average ${os
-        .loadavg()
-        .map((n) => n.toFixed(1))
-        .join(' ')} on ${os.cpus().length} CPUs`,
+      `${SKILLS} skills, ${zipMb.toFixed(1)} MB zip (3 files per skill, deflated), SQLite + fs storage, server in its own process; ${loadAverage()}`,
     );
     // Run 1 is the server's first upload (cold: JIT, first allocations, directories).
     for (let i = 1; i <= RUNS; i++) {

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import type { SetupFile, WorkspaceSetup } from '../../src/setup/validate.js';
 
 /**
@@ -54,4 +55,12 @@ export function benchSetup(options: {
 /** The p-th percentile of ascending samples (NaN when there are none). */
 export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+/** "load average 1.2 0.9 0.7 on 2 CPUs": printed beside figures, since the machine may be shared. */
+export function loadAverage(): string {
+  return `load average ${os
+    .loadavg()
+    .map((n) => n.toFixed(1))
+    .join(' ')} on ${os.cpus().length} CPUs`;
 }
