@@ -26,6 +26,7 @@ import { MAX_FILE_BYTES, MAX_PROJECT_BYTES, MAX_PROJECT_FILES, megabytes } from 
 import { type NameFault, nameFault } from '../path-names.js';
 import { isValidMediaType } from '../storage/media-type.js';
 import type { ObjectInfo, ObjectStore } from '../storage/object-store.js';
+import { retryOnConflict } from '../db/conflict-retry.js';
 
 /** decisions.md "Project files" and spec §8. */
 export const PROJECT_FILE_LIMITS = {
@@ -275,10 +276,15 @@ export async function syncProjectFiles(
     const path = info.key.slice(prefix.length);
     if (isAcceptablePath(path, store)) listed.set(path, info);
   }
-  const { result, refused } = await db.transaction().execute(async (trx) => {
-    if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
-    return reconcileProjectFiles({ ...deps, db: trx }, workspaceId, projectId, listed);
-  });
+  // On PostgreSQL the indexer's batch of files, settled in one transaction, can lock some of these
+  // rows in another order than this sync's updates: the database ends one of the two with a
+  // deadlock, and this whole transaction (which kept nothing) runs again.
+  const { result, refused } = await retryOnConflict(() =>
+    db.transaction().execute(async (trx) => {
+      if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
+      return reconcileProjectFiles({ ...deps, db: trx }, workspaceId, projectId, listed);
+    }),
+  );
   // Added and updated files were marked `pending` in the same writes: indexing starts now.
   if (result.added + result.updated > 0) notifyIndexWork();
   if (refused.length > 0) {

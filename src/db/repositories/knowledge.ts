@@ -4,6 +4,7 @@ import type { Db } from '../database.js';
 import type { IndexStatus, ProjectFileTable } from '../schema.js';
 import { INDEX_PENDING } from './project-files.js';
 import type { TextChunk } from '../../knowledge/types.js';
+import { retryOnConflict } from '../conflict-retry.js';
 
 /** SQLite or PostgreSQL, told by the executor's adapter (works inside a transaction too). */
 export function isSqliteDb(db: Db): boolean {
@@ -189,47 +190,51 @@ export async function storeIndexOutcomes(
   processId: string,
   now: string,
 ): Promise<boolean[]> {
-  return db.transaction().execute(async (trx) => {
-    const kept: boolean[] = [];
-    for (const { file, outcome } of results) {
-      const held = await settleClaim(trx, file, processId, {
-        index_status: outcome.status,
-        index_error: outcome.status === 'unsupported' ? outcome.reason : null,
-        index_attempts: 0,
-        index_retry_at: null,
-        indexed_etag: file.etag,
-      });
-      kept.push(held);
-    }
-    const ids = results.filter((_, i) => kept[i]).map(({ file }) => file.id);
-    if (ids.length === 0) return kept;
-    await trx.deleteFrom('knowledge_chunks').where('file_id', 'in', ids).execute();
-    await trx.deleteFrom('knowledge_texts').where('file_id', 'in', ids).execute();
-    const indexed = results.flatMap(({ file, outcome }, i) =>
-      kept[i] && outcome.status === 'indexed' ? [{ file, outcome }] : [],
-    );
-    if (indexed.length === 0) return kept;
-    await trx
-      .insertInto('knowledge_texts')
-      .values(
-        indexed.map(({ file, outcome }) => ({
-          file_id: file.id,
-          workspace_id: file.workspace_id,
-          project_id: file.project_id,
-          etag: file.etag,
-          format: outcome.format,
-          text: outcome.text,
-          chars: outcome.text.length,
-          indexed_at: now,
-        })),
-      )
-      .execute();
-    await insertChunksOfFiles(
-      trx,
-      indexed.map(({ file, outcome }) => ({ file, chunks: outcome.chunks })),
-    );
-    return kept;
-  });
+  // A sync updating the same files in another order can deadlock with this batch on PostgreSQL:
+  // the ended transaction kept nothing and runs again (each file's write stays conditional).
+  return retryOnConflict(() =>
+    db.transaction().execute(async (trx) => {
+      const kept: boolean[] = [];
+      for (const { file, outcome } of results) {
+        const held = await settleClaim(trx, file, processId, {
+          index_status: outcome.status,
+          index_error: outcome.status === 'unsupported' ? outcome.reason : null,
+          index_attempts: 0,
+          index_retry_at: null,
+          indexed_etag: file.etag,
+        });
+        kept.push(held);
+      }
+      const ids = results.filter((_, i) => kept[i]).map(({ file }) => file.id);
+      if (ids.length === 0) return kept;
+      await trx.deleteFrom('knowledge_chunks').where('file_id', 'in', ids).execute();
+      await trx.deleteFrom('knowledge_texts').where('file_id', 'in', ids).execute();
+      const indexed = results.flatMap(({ file, outcome }, i) =>
+        kept[i] && outcome.status === 'indexed' ? [{ file, outcome }] : [],
+      );
+      if (indexed.length === 0) return kept;
+      await trx
+        .insertInto('knowledge_texts')
+        .values(
+          indexed.map(({ file, outcome }) => ({
+            file_id: file.id,
+            workspace_id: file.workspace_id,
+            project_id: file.project_id,
+            etag: file.etag,
+            format: outcome.format,
+            text: outcome.text,
+            chars: outcome.text.length,
+            indexed_at: now,
+          })),
+        )
+        .execute();
+      await insertChunksOfFiles(
+        trx,
+        indexed.map(({ file, outcome }) => ({ file, chunks: outcome.chunks })),
+      );
+      return kept;
+    }),
+  );
 }
 
 /**
