@@ -16,6 +16,7 @@ import { applySetup } from '../src/setup/apply.js';
 import type { SetupFile } from '../src/setup/validate.js';
 import type { Report } from './run.js';
 import { load, startChildServer } from './support/load.js';
+import { benchOrganization } from './support/bench-setup.js';
 
 const KEY = 'atr_ws_bench_key_000000000000000000000000000';
 
@@ -39,33 +40,22 @@ const FILES = 500;
 function setup(): SetupFile {
   return {
     organizations: [
-      {
-        id: 'org_bench',
-        name: 'Bench',
-        users: [{ id: 'usr_bench', name: 'Bench', email: 'bench@bench.test' }],
-        workspaces: [
-          {
-            id: 'wsp_bench',
-            name: 'Bench',
-            models: ['atrium/echo'],
-            // Counted on every request (the shared counter is part of each request's cost), never reached.
-            limits: { rateLimitPerMinute: 1_000_000_000 },
-            members: [{ user: 'usr_bench', role: 'owner' }],
-            apiKeys: [{ name: 'bench', user: 'usr_bench', key: KEY }],
-            agents: Array.from({ length: ROWS }, (_, i) => ({
-              id: `agt_bench_${String(i).padStart(2, '0')}`,
-              title: `Agent ${String(i).padStart(2, '0')}`,
-              description: 'A benchmark agent',
-              visibility: 'workspace' as const,
-            })),
-            projects: Array.from({ length: ROWS }, (_, i) => ({
-              id: `prj_bench_${String(i).padStart(2, '0')}`,
-              name: `Project ${i}`,
-              description: 'A benchmark project',
-            })),
-          },
-        ],
-      },
+      benchOrganization(KEY, {
+        models: ['atrium/echo'],
+        // Counted on every request (the shared counter is part of each request's cost), never reached.
+        limits: { rateLimitPerMinute: 1_000_000_000 },
+        agents: Array.from({ length: ROWS }, (_, i) => ({
+          id: `agt_bench_${String(i).padStart(2, '0')}`,
+          title: `Agent ${String(i).padStart(2, '0')}`,
+          description: 'A benchmark agent',
+          visibility: 'workspace' as const,
+        })),
+        projects: Array.from({ length: ROWS }, (_, i) => ({
+          id: `prj_bench_${String(i).padStart(2, '0')}`,
+          name: `Project ${i}`,
+          description: 'A benchmark project',
+        })),
+      }),
     ],
   };
 }

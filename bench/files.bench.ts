@@ -30,7 +30,7 @@ import { migrateToLatest, openDatabase } from '../src/db/database.js';
 import { applySetup } from '../src/setup/apply.js';
 import { createObjectStore } from '../src/storage/index.js';
 import type { Report } from './run.js';
-import { loadAverage } from './support/bench-setup.js';
+import { benchOrganization, loadAverage } from './support/bench-setup.js';
 
 const KEY = 'atr_ws_bench_files_owner_0000000000000000000';
 const FILE_BYTES = 50 * 1024 * 1024;
@@ -170,26 +170,14 @@ export async function run(report: Report) {
       database.db,
       {
         organizations: [
-          {
-            id: 'org_bench',
-            name: 'Bench',
-            users: [{ id: 'usr_bench', name: 'Bench', email: 'bench@bench.test' }],
-            workspaces: [
-              {
-                id: 'wsp_bench',
-                name: 'Bench',
-                limits: { rateLimitPerMinute: 0 },
-                members: [{ user: 'usr_bench', role: 'owner' as const }],
-                apiKeys: [{ name: 'bench', user: 'usr_bench', key: KEY }],
-                projects: [
-                  { id: 'prj_upload', name: 'Upload' },
-                  { id: 'prj_sync', name: 'Sync' },
-                ],
-              },
+          benchOrganization(KEY, {
+            projects: [
+              { id: 'prj_upload', name: 'Upload' },
+              { id: 'prj_sync', name: 'Sync' },
             ],
-          },
+          }),
         ],
-      } as never,
+      },
       { now: new Date() },
     );
     await database.close();

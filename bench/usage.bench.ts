@@ -16,6 +16,7 @@ import { migrateToLatest, openDatabase } from '../src/db/database.js';
 import type { MessageTable } from '../src/db/schema.js';
 import { applySetup } from '../src/setup/apply.js';
 import type { Report } from './run.js';
+import { benchOrganization } from './support/bench-setup.js';
 
 const KEY = 'atr_ws_bench_usage_key_0000000000000000000000';
 const MESSAGES = 100_000;
@@ -40,22 +41,10 @@ async function measure(report: Report, engine: 'sqlite' | 'postgres', databaseUr
       database.db,
       {
         organizations: [
-          {
-            id: 'org_bench',
-            name: 'Bench',
-            users: [{ id: 'usr_bench', name: 'Bench', email: 'bench@bench.test' }],
-            workspaces: [
-              {
-                id: 'wsp_bench',
-                name: 'Bench',
-                models: ['atrium/echo'],
-                limits: { rateLimitPerMinute: 0 },
-                members: [{ user: 'usr_bench', role: 'owner' }],
-                apiKeys: [{ name: 'bench', user: 'usr_bench', key: KEY }],
-                agents: Array.from({ length: AGENTS }, (_, i) => ({ id: `agt_b${i}`, title: `Agent ${i}` })),
-              },
-            ],
-          },
+          benchOrganization(KEY, {
+            models: ['atrium/echo'],
+            agents: Array.from({ length: AGENTS }, (_, i) => ({ id: `agt_b${i}`, title: `Agent ${i}` })),
+          }),
         ],
       },
       { now: new Date() },

@@ -30,23 +30,36 @@ export function benchSetup(options: {
       },
     ],
     organizations: [
+      benchOrganization(options.key, {
+        models: ['fake-small'],
+        defaultModel: 'fake-small',
+        agents: options.agents,
+        ...(options.projects ? { projects: options.projects } : {}),
+      }),
+    ],
+  };
+}
+
+/**
+ * The organization every benchmark uses: one user, owner of workspace `wsp_bench`, which holds
+ * the benchmark's key and no rate limit; `workspace` adds to the workspace or overrides it.
+ */
+export function benchOrganization(
+  key: string,
+  workspace: Partial<WorkspaceSetup>,
+): NonNullable<SetupFile['organizations']>[number] {
+  return {
+    id: 'org_bench',
+    name: 'Bench',
+    users: [{ id: 'usr_bench', name: 'Bench', email: 'bench@bench.test' }],
+    workspaces: [
       {
-        id: 'org_bench',
+        id: 'wsp_bench',
         name: 'Bench',
-        users: [{ id: 'usr_bench', name: 'Bench', email: 'bench@bench.test' }],
-        workspaces: [
-          {
-            id: 'wsp_bench',
-            name: 'Bench',
-            models: ['fake-small'],
-            defaultModel: 'fake-small',
-            limits: { rateLimitPerMinute: 0 },
-            members: [{ user: 'usr_bench', role: 'owner' }],
-            apiKeys: [{ name: 'bench', user: 'usr_bench', key: options.key }],
-            agents: options.agents,
-            ...(options.projects ? { projects: options.projects } : {}),
-          },
-        ],
+        limits: { rateLimitPerMinute: 0 },
+        members: [{ user: 'usr_bench', role: 'owner' }],
+        apiKeys: [{ name: 'bench', user: 'usr_bench', key }],
+        ...workspace,
       },
     ],
   };
