@@ -1,7 +1,11 @@
 import type { Db } from '../../src/db/database.js';
 import { storeIndexOutcome } from '../../src/db/repositories/knowledge.js';
 import type { ExtractFormat } from '../../src/knowledge/types.js';
+import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
+import { chatSetup } from '../chat/fixtures.js';
+import { createTestApp } from '../helpers/app.js';
+import type { FakeUpstream } from '../helpers/fake-upstream.js';
 
 /**
  * Test helpers for "each turn": files indexed straight through the knowledge repository (the
@@ -187,4 +191,18 @@ export function watchedStore(inner: ObjectStore) {
       if (on) reads.length = 0;
     },
   };
+}
+
+/** A listening chat app on `upstream` whose object store counts reads (`watch`): turns read none. */
+export async function startWatchedChatApp(upstream: FakeUpstream) {
+  let watch!: ReturnType<typeof watchedStore>;
+  const t = await createTestApp({
+    setup: chatSetup(upstream),
+    store: (config) => {
+      watch = watchedStore(createObjectStore(config, {}));
+      return watch.store;
+    },
+  });
+  const baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  return { t, watch, baseUrl };
 }

@@ -4,13 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Indexer, startIndexer, waitForIndexIdle } from '../../src/knowledge/indexer.js';
 import { retrieveForTurn } from '../../src/knowledge/retrieval.js';
 import { projectStoragePrefix } from '../../src/services/project-files.js';
-import { createObjectStore } from '../../src/storage/index.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import type { TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatSetup, userText } from '../chat/fixtures.js';
+import { CHAT_KEYS, userText } from '../chat/fixtures.js';
 import { EventReader } from '../chat/sse-reader.js';
 import { buildRetrievalSet, type RetrievalSet } from './retrieval-set.js';
-import { watchedStore } from './turn-fixtures.js';
+import { watchedStore, startWatchedChatApp } from './turn-fixtures.js';
 
 /**
  * Each turn on files that went the real way: stored, synced, indexed by the background indexer
@@ -29,14 +28,7 @@ const PROJECT = { id: 'prj_docs', workspace_id: 'wsp_main' };
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createTestApp({
-    setup: chatSetup(upstream),
-    store: (config) => {
-      watch = watchedStore(createObjectStore(config, {}));
-      return watch.store;
-    },
-  });
-  baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  ({ t, watch, baseUrl } = await startWatchedChatApp(upstream));
   set = await buildRetrievalSet();
   const prefix = projectStoragePrefix(PROJECT.workspace_id, PROJECT.id);
   for (const file of set.files) {

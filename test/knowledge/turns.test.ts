@@ -2,12 +2,17 @@ import type { UIMessageChunk } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { QUOTED_MATERIAL_NOTE } from '../../src/models/context.js';
 import { TURN_LIMITS } from '../../src/knowledge/retrieval.js';
-import { createObjectStore } from '../../src/storage/index.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import type { TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatRows, chatSetup, userText } from '../chat/fixtures.js';
+import { CHAT_KEYS, chatRows, userText } from '../chat/fixtures.js';
 import { EventReader } from '../chat/sse-reader.js';
-import { addIndexedFile, addUnindexedFile, filler, watchedStore } from './turn-fixtures.js';
+import {
+  addIndexedFile,
+  addUnindexedFile,
+  filler,
+  watchedStore,
+  startWatchedChatApp,
+} from './turn-fixtures.js';
 
 /**
  * "Each turn" (spec/knowledge.md): retrieval from the index before the model call, the
@@ -35,14 +40,7 @@ const ids: Record<string, string> = {};
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  t = await createTestApp({
-    setup: chatSetup(upstream),
-    store: (config) => {
-      watch = watchedStore(createObjectStore(config, {}));
-      return watch.store;
-    },
-  });
-  baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  ({ t, watch, baseUrl } = await startWatchedChatApp(upstream));
   // A large project (well over the whole-file size): filler files, one with the answer, one
   // long file that matches a word in every chunk, files of one shared word, and an injection.
   for (let i = 0; i < FILLER_FILES; i++) {
