@@ -275,18 +275,22 @@ describe('retrieval before the model call', () => {
   });
 });
 
+/** A streamed turn of the plain agent on the large docs project, over HTTP. */
+const streamDocsTurn = (question: string) =>
+  fetch(`${baseUrl}/v1/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-service-api-key': CHAT_KEYS.main },
+    body: JSON.stringify({
+      agentId: 'agt_plain',
+      projectId: 'prj_docs',
+      stream: true,
+      messages: [userText(question)],
+    }),
+  });
+
 describe('citations', () => {
   it('streams one source-document per excerpt right after start, and stores them with the reply', async () => {
-    const response = await fetch(`${baseUrl}/v1/chat`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-service-api-key': CHAT_KEYS.main },
-      body: JSON.stringify({
-        agentId: 'agt_plain',
-        projectId: 'prj_docs',
-        stream: true,
-        messages: [userText('What is the rollback passphrase for the payments service?')],
-      }),
-    });
+    const response = await streamDocsTurn('What is the rollback passphrase for the payments service?');
     expect(response.status).toBe(200);
     const chatId = response.headers.get('x-chat-id')!;
     const reader = new EventReader(response);
@@ -441,16 +445,7 @@ describe('a turn reads no object storage', () => {
       expect(json.statusCode).toBe(200);
       const small = await chat({ agentId: 'agt_echo', projectId: 'prj_empty', messages: [userText('hi')] });
       expect(small.statusCode).toBe(200);
-      const stream = await fetch(`${baseUrl}/v1/chat`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-service-api-key': CHAT_KEYS.main },
-        body: JSON.stringify({
-          agentId: 'agt_plain',
-          projectId: 'prj_docs',
-          stream: true,
-          messages: [userText('rollback passphrase')],
-        }),
-      });
+      const stream = await streamDocsTurn('rollback passphrase');
       const reader = new EventReader(stream);
       await reader.all();
       expect(reader.chunks.at(-1)?.type).toBe('finish');
