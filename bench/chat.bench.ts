@@ -16,7 +16,7 @@ import { applySetup } from '../src/setup/apply.js';
 import type { SetupFile } from '../src/setup/validate.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import type { Report } from './run.js';
-import { benchSetup, loadAverage, percentile } from './support/bench-setup.js';
+import { benchSetup, interleavedRounds, loadAverage, percentile, timeEach } from './support/bench-setup.js';
 import { concurrentStreams, cpuMs, p50, p99, rssBytes, sampleRss } from './support/concurrent-streams.js';
 import { startChildServer } from './support/load.js';
 
@@ -72,16 +72,6 @@ function instantModel(count: number): LanguageModelV3 {
       return { stream };
     },
   };
-}
-
-async function timeEach(count: number, once: () => Promise<void>): Promise<number[]> {
-  const samples: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const started = performance.now();
-    await once();
-    samples.push(performance.now() - started);
-  }
-  return samples.sort((a, b) => a - b);
 }
 
 /**
@@ -172,19 +162,9 @@ export async function run(report: Report) {
     await timeEach(200, viaOpenAI);
     upstream.requests.length = 0;
 
-    // Interleaved rounds so drift (GC, CPU frequency) hits both sides alike.
-    const base: number[] = [];
-    const atrium: number[] = [];
-    const openai: number[] = [];
-    for (let round = 0; round < 5; round++) {
-      base.push(...(await timeEach(REQUESTS / 5, direct)));
-      atrium.push(...(await timeEach(REQUESTS / 5, viaAtrium)));
-      openai.push(...(await timeEach(REQUESTS / 5, viaOpenAI)));
+    const [base, atrium, openai] = await interleavedRounds(REQUESTS, [direct, viaAtrium, viaOpenAI], () => {
       upstream.requests.length = 0;
-    }
-    base.sort((a, b) => a - b);
-    atrium.sort((a, b) => a - b);
-    openai.sort((a, b) => a - b);
+    });
     const [b50, b99, a50, a99] = [
       percentile(base, 50),
       percentile(base, 99),

@@ -19,7 +19,7 @@ import type { SetupFile } from '../src/setup/validate.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import { addIndexedFile } from '../test/knowledge/turn-fixtures.js';
 import type { Report } from './run.js';
-import { benchSetup, loadAverage, percentile } from './support/bench-setup.js';
+import { benchSetup, interleavedRounds, loadAverage, percentile, timeEach } from './support/bench-setup.js';
 
 const KEY = 'atr_ws_bench_turn_key_00000000000000000000000';
 const FILES = 400;
@@ -67,16 +67,6 @@ function randomText(seed: number, chars: number): string {
     length += VOCABULARY[lo]!.length + 1;
   }
   return words.join(' ').slice(0, chars);
-}
-
-async function timeEach(count: number, once: () => Promise<void>): Promise<number[]> {
-  const samples: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const started = performance.now();
-    await once();
-    samples.push(performance.now() - started);
-  }
-  return samples;
 }
 
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
@@ -145,17 +135,13 @@ async function measure(report: Report, engine: string, database: DatabaseHandle)
       await timeEach(30, plain);
       await timeEach(30, withProject);
       await timeEach(30, alone);
-      // Interleaved rounds, so drift (GC, other load on the machine) hits both sides alike.
-      const base: number[] = [];
-      const project: number[] = [];
-      const retrieved: number[] = [];
-      for (let round = 0; round < 5; round++) {
-        base.push(...(await timeEach(REQUESTS / 5, plain)));
-        project.push(...(await timeEach(REQUESTS / 5, withProject)));
-        retrieved.push(...(await timeEach(REQUESTS / 5, alone)));
-        upstream.requests.length = 0;
-      }
-      for (const samples of [base, project, retrieved]) samples.sort((a, b) => a - b);
+      const [base, project, retrieved] = await interleavedRounds(
+        REQUESTS,
+        [plain, withProject, alone],
+        () => {
+          upstream.requests.length = 0;
+        },
+      );
       const [b50, p50] = [percentile(base, 50), percentile(project, 50)];
       report(
         `${engine}, ${kind}-word question: turn without a project p50 ${fmt(b50)} p95 ${fmt(percentile(base, 95))}; with the 10,000-chunk project p50 ${fmt(p50)} p95 ${fmt(percentile(project, 95))}; added p50 ${fmt(p50 - b50)} (target ≤ 15 ms); retrieval alone p50 ${fmt(percentile(retrieved, 50))} p95 ${fmt(percentile(retrieved, 95))}`,

@@ -77,3 +77,32 @@ export function loadAverage(): string {
     .map((n) => n.toFixed(1))
     .join(' ')} on ${os.cpus().length} CPUs`;
 }
+
+/** Times `count` calls of `once` in a row, in milliseconds. */
+export async function timeEach(count: number, once: () => Promise<void>): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    await once();
+    samples.push(performance.now() - started);
+  }
+  return samples;
+}
+
+/**
+ * Times `calls` calls of each of `runs` in five interleaved rounds, so drift (GC, CPU frequency,
+ * other load on the machine) hits every side alike; `afterRound` runs between rounds. Returns
+ * each run's samples in ascending order.
+ */
+export async function interleavedRounds(
+  calls: number,
+  runs: Array<() => Promise<void>>,
+  afterRound: () => void = () => {},
+): Promise<number[][]> {
+  const samples = runs.map((): number[] => []);
+  for (let round = 0; round < 5; round++) {
+    for (const [i, run] of runs.entries()) samples[i]!.push(...(await timeEach(calls / 5, run)));
+    afterRound();
+  }
+  return samples.map((sorted) => sorted.sort((a, b) => a - b));
+}
