@@ -34,6 +34,8 @@ async function measure(server: { url: string; pid: number }, url: string, header
   return { ...result, cpuPerRequest: (cpuMicros(server.pid) - before) / requests };
 }
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+/** BENCH_ROUTE=skills measures only the listings whose route matches it (a regular expression), to profile one. */
+const ONLY_ROUTE = process.env.BENCH_ROUTE;
 const ROWS = 50;
 const FILES = 500;
 
@@ -196,6 +198,7 @@ export async function run(report: Report) {
           bare = await startChildServer('bare', { BARE_PAYLOAD_FILE: payloadFile });
         }
         for (const [route, url] of Object.entries(ROUTES)) {
+          if (ONLY_ROUTE && !new RegExp(ONLY_ROUTE).test(route)) continue;
           const bytes = (await (await fetch(atrium.url + url, { headers })).arrayBuffer()).byteLength;
           await load(bare.url + route, {}, 1); // warm-up
           await load(atrium.url + url, headers, 1);

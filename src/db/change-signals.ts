@@ -9,29 +9,44 @@ import {
   type RootOperationNode,
   type UnknownRow,
 } from 'kysely';
+import { directSqliteStatement } from './database.js';
 
 /** The tables a write touches; `unknown` when it cannot be told (raw SQL, schema changes). */
 export type WrittenTables = ReadonlySet<string> | 'unknown';
 
 /**
  * How a SQLite connection tells that the data may have changed, for caches that must stay exact
- * (src/auth/key-cache.ts): every write this process sends through Kysely is reported before it
- * runs, and PRAGMA data_version changes whenever another connection (another process, the CLI)
- * has committed. Installed as a plugin, so transactions report their writes too.
+ * (src/db/exact-cache.ts): every write this process sends through Kysely is reported before it
+ * runs and again once it has run, and PRAGMA data_version changes whenever another connection
+ * (another process, the CLI) has committed. Installed as a plugin, so transactions report their
+ * writes too. The second report matters to reads that skip Kysely's connection queue
+ * (directSqliteStatement): one can run between a write's first report and the write itself.
  */
 export class SqliteChangeSignals implements KyselyPlugin {
   private readonly listeners = new Set<(tables: WrittenTables) => void>();
+  /** The tables of writes reported and not yet run, by query (a failed write's entry just goes). */
+  private readonly pending = new WeakMap<object, WrittenTables>();
 
-  transformQuery({ node }: PluginTransformQueryArgs): RootOperationNode {
+  transformQuery({ node, queryId }: PluginTransformQueryArgs): RootOperationNode {
     if (this.listeners.size > 0 && (node.kind !== 'SelectQueryNode' || node.with)) {
       const tables = writtenTables(node);
-      for (const listener of this.listeners) listener(tables);
+      this.pending.set(queryId, tables);
+      this.report(tables);
     }
     return node;
   }
 
-  async transformResult({ result }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+  async transformResult({ result, queryId }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    const tables = this.pending.get(queryId);
+    if (tables !== undefined) {
+      this.pending.delete(queryId);
+      this.report(tables);
+    }
     return result;
+  }
+
+  private report(tables: WrittenTables): void {
+    for (const listener of this.listeners) listener(tables);
   }
 
   onWrite(listener: (tables: WrittenTables) => void): void {
@@ -40,18 +55,23 @@ export class SqliteChangeSignals implements KyselyPlugin {
 
   /**
    * SQLite's data_version, read on the connection every query uses once no transaction holds it
-   * (inside another request's open transaction it could show that transaction's older snapshot).
-   * Run past the plugins: it writes nothing.
+   * (inside another request's open transaction it could show that transaction's older snapshot):
+   * directly when the connection is free, as it is for nearly every request, else through Kysely,
+   * which waits for the transaction to end. Run past the plugins: it writes nothing.
    */
   async externalVersion(db: Kysely<unknown>): Promise<number> {
+    const direct = directSqliteStatement(db as never, DATA_VERSION);
+    if (direct) return (direct.get() as { data_version: number }).data_version;
     const result = await db
       .getExecutor()
       .provideConnection((connection) =>
-        connection.executeQuery<{ data_version: number }>(CompiledQuery.raw('pragma data_version')),
+        connection.executeQuery<{ data_version: number }>(CompiledQuery.raw(DATA_VERSION)),
       );
     return result.rows[0]!.data_version;
   }
 }
+
+const DATA_VERSION = 'pragma data_version';
 
 /** The change signals of a SQLite database opened by openDatabase; undefined on PostgreSQL. */
 export function changeSignalsOf(db: Kysely<unknown>): SqliteChangeSignals | undefined {

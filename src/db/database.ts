@@ -70,6 +70,33 @@ function withStatementCache(sqlite: SQLite.Database, capacity = 500) {
 }
 
 /**
+ * The better-sqlite3 connection behind each SQLite Kysely, for the few statements every request
+ * runs (the key cache's version check, the rate-limit count): run on it directly they skip
+ * Kysely's building, compiling, connection mutex and promise hops, which cost several times the
+ * statement itself in a busy process (issue 16).
+ */
+const sqliteConnections = new WeakMap<Db, SQLite.Database>();
+const directStatements = new WeakMap<SQLite.Database, Map<string, SQLite.Statement>>();
+
+/**
+ * A statement to run directly on `db`'s SQLite connection now, or undefined when that is not
+ * safe, so the caller goes through Kysely: on PostgreSQL, on a transaction object, and while a
+ * transaction is open on the connection (another request's: a statement run now would join it,
+ * and a read would see its snapshot rather than the latest commit). Statements run this way
+ * bypass Kysely's plugins, so they must not write tables an exact cache watches
+ * (src/db/change-signals.ts).
+ */
+export function directSqliteStatement(db: Executor, sqlText: string): SQLite.Statement | undefined {
+  const sqlite = sqliteConnections.get(db as Db);
+  if (!sqlite || sqlite.inTransaction) return undefined;
+  let statements = directStatements.get(sqlite);
+  if (!statements) directStatements.set(sqlite, (statements = new Map()));
+  let statement = statements.get(sqlText);
+  if (!statement) statements.set(sqlText, (statement = sqlite.prepare(sqlText)));
+  return statement;
+}
+
+/**
  * sqlite-vec gives vector search (knowledge.md). It is optional: where its binary does not load
  * (musl, an unsupported platform) the service runs without it, and project search stays
  * lexical (`vectors: "unavailable"` in the index summary and `/readyz`).
@@ -96,6 +123,7 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
       // Tells exact caches (src/auth/key-cache.ts) when data may have changed.
       plugins: [new SqliteChangeSignals()],
     });
+    sqliteConnections.set(db, sqlite);
     return { db, dialect: 'sqlite', close: () => db.destroy() };
   }
 

@@ -1,5 +1,5 @@
 import { hashApiKey, keysMatch } from '../auth/api-keys.js';
-import type { ApiKeyCache } from '../auth/key-cache.js';
+import type { ExactCache } from '../db/exact-cache.js';
 import type { Db } from '../db/database.js';
 import { findAgentLocation } from '../db/repositories/agents.js';
 import { findApiKeyByHash, touchApiKey } from '../db/repositories/api-keys.js';
@@ -37,7 +37,7 @@ export interface Principal {
 const LAST_USED_PRECISION_MS = 60_000;
 
 /** Key rows as authentication reads them, kept by an exact cache where the database allows one. */
-export type KeyRowCache = ApiKeyCache<NonNullable<Awaited<ReturnType<typeof findApiKeyByHash>>>>;
+export type KeyRowCache = ExactCache<NonNullable<Awaited<ReturnType<typeof findApiKeyByHash>>>>;
 
 export async function authenticateKey(
   db: Db,

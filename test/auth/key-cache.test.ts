@@ -3,7 +3,7 @@
  * nothing a key's access is read from has changed, in this process or in another connection.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiKeyCache } from '../../src/auth/key-cache.js';
+import { apiKeyCache } from '../../src/auth/key-cache.js';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { openDatabase } from '../../src/db/database.js';
 import { findApiKeyByHash } from '../../src/db/repositories/api-keys.js';
@@ -25,7 +25,7 @@ describe.skipIf(testDatabaseUrl)(`authenticated-key cache (${engineName})`, () =
   };
 
   it('reads a key once, then answers from memory while nothing changes', async () => {
-    const cache = ApiKeyCache.for(t.db)!;
+    const cache = apiKeyCache(t.db)!;
     loads = 0;
     await cache.get(hash, load);
     await cache.get(hash, load);
@@ -36,7 +36,7 @@ describe.skipIf(testDatabaseUrl)(`authenticated-key cache (${engineName})`, () =
   });
 
   it('reads again after this process writes to a key, a workspace, a membership, a user or an organization', async () => {
-    const cache = ApiKeyCache.for(t.db)!;
+    const cache = apiKeyCache(t.db)!;
     const writes = [
       () => t.db.updateTable('api_keys').set({ name: 'renamed' }).where('id', '=', 'none').execute(),
       () => t.db.updateTable('workspaces').set({ name: 'renamed' }).where('id', '=', 'none').execute(),
@@ -56,7 +56,7 @@ describe.skipIf(testDatabaseUrl)(`authenticated-key cache (${engineName})`, () =
   });
 
   it('reads again after another connection commits (another process, the CLI)', async () => {
-    const cache = ApiKeyCache.for(t.db)!;
+    const cache = apiKeyCache(t.db)!;
     await cache.get(hash, load);
     const other = await openDatabase(t.env.config.database);
     try {
@@ -97,6 +97,6 @@ describe.skipIf(testDatabaseUrl)(`authenticated-key cache (${engineName})`, () =
 
 describe.runIf(testDatabaseUrl)(`authenticated-key cache (${engineName})`, () => {
   it('is not used on PostgreSQL, where it could not stay exact', () => {
-    expect(ApiKeyCache.for(t.db)).toBeUndefined();
+    expect(apiKeyCache(t.db)).toBeUndefined();
   });
 });

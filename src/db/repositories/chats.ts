@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { type Db, dialectOf, type Executor } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
+import { listingCache } from '../listing-cache.js';
 import type { ChatTable } from '../schema.js';
 
 /** A chat of the workspace by its id or its client id, or undefined. */
@@ -115,6 +116,12 @@ const CHAT_FIELDS: Record<string, JsonField> = {
  * extra one tells whether more follow; the last of the page is the next cursor's position).
  */
 export async function listChatsJson(db: Db, query: ChatListQuery): Promise<{ page: string; keys: string }> {
+  return chatPages(db, JSON.stringify(query), () => readChatsJson(db, query));
+}
+
+const chatPages = listingCache<{ page: string; keys: string }>(['chats']);
+
+async function readChatsJson(db: Db, query: ChatListQuery): Promise<{ page: string; keys: string }> {
   const dialect = dialectOf(db);
   const rows = matchingChats(db, query)
     .select([

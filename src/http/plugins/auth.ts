@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppDeps } from '../../deps.js';
-import { ApiKeyCache } from '../../auth/key-cache.js';
+import { apiKeyCache } from '../../auth/key-cache.js';
 import { authenticateKey, type KeyRowCache, type Principal } from '../../services/access.js';
 import { type RateLimitState, RateLimiter, rateLimitedError, rateLimitHeaders } from './rate-limit.js';
 import { errors } from '../../errors.js';
@@ -51,7 +51,7 @@ function sessionMayReach(request: FastifyRequest): boolean {
  */
 export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
   const limiter = new RateLimiter(deps.rateLimitCounter, () => deps.clock().getTime());
-  const keyCache: KeyRowCache | undefined = ApiKeyCache.for(deps.db);
+  const keyCache: KeyRowCache | undefined = apiKeyCache(deps.db);
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request, reply) => {
     const principal = await authenticateKey(

@@ -1,0 +1,33 @@
+import type { Db } from './database.js';
+import { ExactCache } from './exact-cache.js';
+
+/** A listing's answer: its page as JSON text, alone or with what else the statement returned. */
+type ListingAnswer = string | { page: string };
+
+/**
+ * Pages of a listing kept in memory on SQLite, exactly (src/db/exact-cache.ts): a listing asked
+ * again while nothing it reads from changed is answered without reading, on every process, and
+ * any write to its tables (here, in another process, by the CLI) makes the next read go to the
+ * database (issue 16). A page is kept per exact arguments, `key`. Reads inside a transaction and
+ * every read on PostgreSQL go to the database.
+ */
+export function listingCache<Answer extends ListingAnswer>(tables: readonly string[]) {
+  const caches = new WeakMap<Db, ExactCache<Answer> | null>();
+  return async (db: Db, key: string, load: () => Promise<Answer>): Promise<Answer> => {
+    if (db.isTransaction) return load();
+    let cache = caches.get(db);
+    if (cache === undefined) {
+      cache = ExactCache.for<Answer>(db, tables, LIMITS) ?? null;
+      caches.set(db, cache);
+    }
+    return cache ? ((await cache.get(key, load)) ?? load()) : load();
+  };
+}
+
+/** Per listing and database: the few pages clients ask again and again, within 16 MB of text. */
+const LIMITS = {
+  entries: 1000,
+  weight: 16 * 1024 * 1024,
+  weigh: (answer: unknown) =>
+    (typeof answer === 'string' ? answer : (answer as { page: string }).page).length,
+};

@@ -1,0 +1,100 @@
+/**
+ * Listing pages kept in memory (src/db/listing-cache.ts, src/db/exact-cache.ts) are exact: a
+ * listing never answers what the database would no longer answer, whoever changed it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/database.js';
+import { ExactCache } from '../../src/db/exact-cache.js';
+import { createTestApp, engineName, testDatabaseUrl } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+
+let t: Awaited<ReturnType<typeof createTestApp>>;
+beforeAll(async () => {
+  t = await createTestApp({ setup: TENANCY_SETUP });
+});
+afterAll(() => t.close());
+
+const headers = { 'x-service-api-key': KEYS.mainMember };
+async function projectNames(): Promise<string[]> {
+  const res = await t.app.inject({ method: 'GET', url: '/v1/projects', headers });
+  expect(res.statusCode).toBe(200);
+  return (res.json() as { data: { projects: { name: string }[] } }).data.projects.map((p) => p.name);
+}
+
+describe(`listing pages kept in memory (${engineName})`, () => {
+  it('shows a change made through the API on the next listing', async () => {
+    expect(await projectNames()).toEqual(['Docs']);
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers,
+      payload: { name: 'Fresh' },
+    });
+    expect(created.statusCode).toBe(201);
+    expect(await projectNames()).toEqual(['Fresh', 'Docs']);
+    const id = (created.json() as { data: { project: { id: string } } }).data.project.id;
+    await t.db.deleteFrom('projects').where('id', '=', id).execute();
+    expect(await projectNames()).toEqual(['Docs']);
+  });
+
+  it('shows a change committed by another connection (another process, the CLI) on the next listing', async () => {
+    expect(await projectNames()).toEqual(['Docs']);
+    const other = await openDatabase(t.env.config.database);
+    try {
+      await other.db
+        .updateTable('projects')
+        .set({ name: 'Docs, renamed' })
+        .where('id', '=', 'prj_docs')
+        .execute();
+      expect(await projectNames()).toEqual(['Docs, renamed']);
+    } finally {
+      await other.db.updateTable('projects').set({ name: 'Docs' }).where('id', '=', 'prj_docs').execute();
+      await other.close();
+    }
+    expect(await projectNames()).toEqual(['Docs']);
+  });
+
+  it('shows a change made inside a transaction once it commits', async () => {
+    expect(await projectNames()).toEqual(['Docs']);
+    await t.db.transaction().execute(async (trx) => {
+      await trx.updateTable('projects').set({ name: 'Docs (tx)' }).where('id', '=', 'prj_docs').execute();
+    });
+    expect(await projectNames()).toEqual(['Docs (tx)']);
+    await t.db.updateTable('projects').set({ name: 'Docs' }).where('id', '=', 'prj_docs').execute();
+    expect(await projectNames()).toEqual(['Docs']);
+  });
+});
+
+describe.skipIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
+  it('does not keep a value read while a write to its tables was reported', async () => {
+    const cache = ExactCache.for<string>(t.db, ['projects'], { entries: 10 })!;
+    let loads = 0;
+    const stale = await cache.get('k', async () => {
+      loads++;
+      // A write reported while this read was under way: what was read may be older than it.
+      await t.db.updateTable('projects').set({ icon: 'folder' }).where('id', '=', 'none').execute();
+      return 'read before the write';
+    });
+    expect(stale).toBe('read before the write');
+    expect(await cache.get('k', async () => (loads++, 'read again'))).toBe('read again');
+    expect(await cache.get('k', async () => (loads++, 'not read'))).toBe('read again');
+    expect(loads).toBe(2);
+  });
+
+  it('keeps values within its weight and drops one heavier than all of it', async () => {
+    const cache = ExactCache.for<string>(t.db, ['projects'], {
+      entries: 10,
+      weight: 10,
+      weigh: (value) => (value as string).length,
+    })!;
+    await cache.get('big', async () => 'x'.repeat(11));
+    expect(await cache.get('big', async () => 'again')).toBe('again');
+    expect(await cache.get('big', async () => 'not read')).toBe('again');
+  });
+});
+
+describe.runIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
+  it('is not used on PostgreSQL, where it could not stay exact', () => {
+    expect(ExactCache.for(t.db, ['projects'], { entries: 10 })).toBeUndefined();
+  });
+});
