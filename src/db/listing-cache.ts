@@ -1,7 +1,7 @@
 import type { Db } from './database.js';
 import { ExactCache } from './exact-cache.js';
 
-/** A listing's answer: its page as JSON text, alone or with what else the statement returned. */
+/** What a listing keeps: its response body, or its page with what else the statement returned. */
 type ListingAnswer = string | { page: string };
 
 /**
@@ -9,20 +9,24 @@ type ListingAnswer = string | { page: string };
  * again while nothing it reads from changed is answered without reading, on every process, and
  * any write to its tables (here, in another process, by the CLI) makes the next read go to the
  * database (issue 16). A page is kept per exact arguments, `key`. Reads inside a transaction and
- * every read on PostgreSQL go to the database.
+ * every read on PostgreSQL go to the database. `tables` are those the listing reads and those
+ * whose deletes cascade into them (foreign keys change rows without a write naming them);
+ * workspaces and organizations, which cascade into every listed row, are always added.
  */
-export function listingCache<Answer extends ListingAnswer>(tables: readonly string[]) {
+export function listingCache<Answer extends ListingAnswer = string>(tables: readonly string[]) {
   const caches = new WeakMap<Db, ExactCache<Answer> | null>();
   return async (db: Db, key: string, load: () => Promise<Answer>): Promise<Answer> => {
     if (db.isTransaction) return load();
     let cache = caches.get(db);
     if (cache === undefined) {
-      cache = ExactCache.for<Answer>(db, tables, LIMITS) ?? null;
+      cache = ExactCache.for<Answer>(db, [...tables, ...OWNERS], LIMITS) ?? null;
       caches.set(db, cache);
     }
     return cache ? ((await cache.get(key, load)) ?? load()) : load();
   };
 }
+
+const OWNERS = ['workspaces', 'organizations'];
 
 /** Per listing and database: the few pages clients ask again and again, within 16 MB of text. */
 const LIMITS = {

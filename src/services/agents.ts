@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { listListedAgentsJson } from '../db/repositories/agents.js';
-import { jsonObjectText } from '../db/json-page.js';
+import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
+import { listingCache } from '../db/listing-cache.js';
 import type { AgentTable } from '../db/schema.js';
 import type { ModelRegistry } from '../models/registry.js';
 import type { WorkspaceAccess } from './access.js';
@@ -29,8 +30,9 @@ export function agentView(agent: ListedAgent, runsOn: string) {
 }
 
 /**
- * A page of listed agents: the listing's `data` as JSON text, built by the database (each agent
- * as `agentView`, with the model it runs on).
+ * A page of listed agents: the listing's response body as JSON text, its `data` built by the
+ * database (each agent as `agentView`, with the model it runs on); kept while no agent and none
+ * of the workspace's models change (src/db/listing-cache.ts).
  */
 export async function listAgents(
   db: Db,
@@ -38,15 +40,23 @@ export async function listAgents(
   access: WorkspaceAccess,
   page: Page,
 ): Promise<string> {
-  const { page: agents, total } = await listListedAgentsJson(db, {
+  const query = {
     workspaceId: access.workspaceId,
     limit: page.limit,
     offset: page.offset,
     onlyIds: access.principal.agentIds,
     fallback: access.defaultModel ?? models.builtInDefaultModelId(),
-  });
-  return jsonObjectText({
-    agents,
-    pagination: JSON.stringify({ total, limit: page.limit, offset: page.offset }),
+  };
+  return agentListings(db, JSON.stringify(query), async () => {
+    const { page: agents, total } = await listListedAgentsJson(db, query);
+    return jsonDataBody(
+      jsonObjectText({
+        agents,
+        pagination: JSON.stringify({ total, limit: page.limit, offset: page.offset }),
+      }),
+    );
   });
 }
+
+/** `model` depends on the workspace's chat models as well as on the agent. */
+const agentListings = listingCache(['agents', 'workspace_models', 'models']);

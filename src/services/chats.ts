@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import { jsonObjectText } from '../db/json-page.js';
+import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
 import {
   deleteChat as deleteChatRow,
   findChat,
@@ -133,14 +133,16 @@ export async function listChats(
   const listed = positions.slice(0, request.limit);
   const active = await deps.replies.activeChats(listed.map((chat) => chat.id));
   const last = listed[listed.length - 1];
-  return jsonObjectText({
-    chats: active.size === 0 ? page : markActive(page, active),
-    pagination: JSON.stringify({
-      limit: request.limit,
-      hasMore,
-      nextCursor: hasMore && last ? encodeCursor([last.updatedAt, last.id]) : null,
+  return jsonDataBody(
+    jsonObjectText({
+      chats: active.size === 0 ? page : markActive(page, active),
+      pagination: JSON.stringify({
+        limit: request.limit,
+        hasMore,
+        nextCursor: hasMore && last ? encodeCursor([last.updatedAt, last.id]) : null,
+      }),
     }),
-  });
+  );
 }
 
 function markActive(page: string, active: Set<string>): string {

@@ -1,6 +1,7 @@
 import mime from 'mime-types';
 import type { Db } from '../db/database.js';
-import { jsonObjectText } from '../db/json-page.js';
+import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
+import { listingCache } from '../db/listing-cache.js';
 import {
   deleteProjectFileIfUnchanged,
   deleteProjectFileRow,
@@ -407,13 +408,21 @@ export async function listProjectFiles(
   page: { limit?: number; offset?: number },
 ): Promise<string> {
   const offset = page.offset ?? 0;
-  const found = await listProjectFilesJson(db, workspaceId, projectId, { limit: page.limit, offset });
-  if (!found) throw errors.notFound('Project');
-  return jsonObjectText({
-    files: found.page,
-    pagination: JSON.stringify({ total: found.total, limit: page.limit ?? found.total, offset }),
+  const key = JSON.stringify([workspaceId, projectId, page.limit ?? null, offset]);
+  return fileListings(db, key, async () => {
+    const found = await listProjectFilesJson(db, workspaceId, projectId, { limit: page.limit, offset });
+    if (!found) throw errors.notFound('Project');
+    return jsonDataBody(
+      jsonObjectText({
+        files: found.page,
+        pagination: JSON.stringify({ total: found.total, limit: page.limit ?? found.total, offset }),
+      }),
+    );
   });
 }
+
+/** Kept while none of the project's files changes, nor the project (src/db/listing-cache.ts). */
+const fileListings = listingCache(['project_files', 'projects']);
 
 export type TreeNode =
   { kind: 'folder'; name: string; path: string; children: TreeNode[] } | ({ kind: 'file' } & ProjectFileView);

@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { insertProject, listProjectsJson, type ProjectRow } from '../db/repositories/projects.js';
-import { jsonObjectText } from '../db/json-page.js';
+import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
+import { listingCache } from '../db/listing-cache.js';
 import { errors } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import { MAX_PROJECT_NAME_LENGTH } from '../limits.js';
@@ -67,7 +68,14 @@ export async function createProject(db: Db, clock: Clock, access: WorkspaceAcces
   return projectView(project);
 }
 
-/** The listing's `data` as JSON text, built by the database (each project as `projectView`). */
+/**
+ * The listing's response body as JSON text, its `data` built by the database (each project as
+ * `projectView`); kept while no project changes (src/db/listing-cache.ts).
+ */
 export async function listProjects(db: Db, access: WorkspaceAccess, archived = false): Promise<string> {
-  return jsonObjectText({ projects: await listProjectsJson(db, access.workspaceId, archived) });
+  return projectListings(db, JSON.stringify([access.workspaceId, archived]), async () =>
+    jsonDataBody(jsonObjectText({ projects: await listProjectsJson(db, access.workspaceId, archived) })),
+  );
 }
+
+const projectListings = listingCache(['projects']);

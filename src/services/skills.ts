@@ -5,7 +5,8 @@ import type { Readable } from 'node:stream';
 import mime from 'mime-types';
 import type { ZipFile } from 'yauzl';
 import type { Db } from '../db/database.js';
-import { jsonObjectText } from '../db/json-page.js';
+import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
+import { listingCache } from '../db/listing-cache.js';
 import {
   findExistingSkillIds,
   findSkillsByName,
@@ -463,19 +464,28 @@ export async function sweepOrphanSkillObjects(
 }
 
 /**
- * A page of the skills the caller may see: the listing's `data` as JSON text, built by the
- * database (each skill with its front matter `metadata` as JSON).
+ * A page of the skills the caller may see: the listing's response body as JSON text, its `data`
+ * built by the database (each skill with its front matter `metadata` as JSON); kept while no
+ * skill changes (src/db/listing-cache.ts).
  */
 export async function listSkills(db: Db, access: WorkspaceAccess, page: Page): Promise<string> {
-  const { page: skills, total } = await listVisibleSkillsJson(
-    db,
-    access.workspaceId,
-    access.principal.userId,
-    page.limit,
-    page.offset,
-  );
-  return jsonObjectText({
-    skills,
-    pagination: JSON.stringify({ total, limit: page.limit, offset: page.offset }),
+  const { workspaceId } = access;
+  const { userId } = access.principal;
+  return skillListings(db, JSON.stringify([workspaceId, userId, page.limit, page.offset]), async () => {
+    const { page: skills, total } = await listVisibleSkillsJson(
+      db,
+      workspaceId,
+      userId,
+      page.limit,
+      page.offset,
+    );
+    return jsonDataBody(
+      jsonObjectText({
+        skills,
+        pagination: JSON.stringify({ total, limit: page.limit, offset: page.offset }),
+      }),
+    );
   });
 }
+
+const skillListings = listingCache(['skills']);

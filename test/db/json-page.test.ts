@@ -300,7 +300,7 @@ describe(`listings built as JSON by the database (${engineName})`, () => {
     const replies = {
       activeChats: async (ids: string[]) => new Set(ids.filter((id) => id === 'cht_json_3')),
     } as unknown as RunningReplies;
-    const data = JSON.parse(
+    const { data } = JSON.parse(
       await listChats(
         { db: t.db, clock: () => new Date(), replies },
         { workspaceId: 'wsp_main', viewer: chatViewer('usr_olivia', 'owner', null) },

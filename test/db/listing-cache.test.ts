@@ -63,6 +63,37 @@ describe(`listing pages kept in memory (${engineName})`, () => {
     await t.db.updateTable('projects').set({ name: 'Docs' }).where('id', '=', 'prj_docs').execute();
     expect(await projectNames()).toEqual(['Docs']);
   });
+
+  it('shows what a delete cascades into (a chat whose project is deleted loses its projectId)', async () => {
+    const at = new Date().toISOString();
+    await t.db
+      .insertInto('chats')
+      .values({
+        id: 'cht_cascade',
+        workspace_id: 'wsp_main',
+        agent_id: 'agt_zeta',
+        project_id: 'prj_2019',
+        title: 'Cascade',
+        spend_usd: 0,
+        client_id: null,
+        created_by: 'usr_max',
+        end_user: null,
+        message_count: 0,
+        last_message_at: null,
+        created_at: at,
+        updated_at: at,
+      })
+      .execute();
+    const projectOfChat = async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/v1/chats', headers });
+      const chats = (res.json() as { data: { chats: { id: string; projectId: string | null }[] } }).data
+        .chats;
+      return chats.find((chat) => chat.id === 'cht_cascade')?.projectId;
+    };
+    expect(await projectOfChat()).toBe('prj_2019');
+    await t.db.deleteFrom('projects').where('id', '=', 'prj_2019').execute();
+    expect(await projectOfChat()).toBeNull();
+  });
 });
 
 describe.skipIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {

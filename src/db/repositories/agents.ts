@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { type Db, dialectOf, type Executor } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
-import { listingCache } from '../listing-cache.js';
 import type { AgentTable } from '../schema.js';
 
 const LISTED_VISIBILITIES = ['workspace', 'organization'] as const;
@@ -70,30 +69,8 @@ const AGENT_FIELDS: Record<string, JsonField> = {
  */
 export async function listListedAgentsJson(
   db: Db,
-  page: AgentPage,
+  page: { workspaceId: string; limit: number; offset: number; onlyIds?: string[] | null; fallback: string },
 ): Promise<{ page: string; total: number }> {
-  const key = JSON.stringify([
-    page.workspaceId,
-    page.limit,
-    page.offset,
-    page.onlyIds ?? null,
-    page.fallback,
-  ]);
-  return agentPages(db, key, () => readListedAgentsJson(db, page));
-}
-
-interface AgentPage {
-  workspaceId: string;
-  limit: number;
-  offset: number;
-  onlyIds?: string[] | null;
-  fallback: string;
-}
-
-/** `model` depends on the workspace's chat models as well as on the agent. */
-const agentPages = listingCache<{ page: string; total: number }>(['agents', 'workspace_models', 'models']);
-
-async function readListedAgentsJson(db: Db, page: AgentPage): Promise<{ page: string; total: number }> {
   const base = listedAgents(db, page.workspaceId, page.onlyIds);
   const rows = base
     .select((eb) => [

@@ -119,7 +119,8 @@ export async function listChatsJson(db: Db, query: ChatListQuery): Promise<{ pag
   return chatPages(db, JSON.stringify(query), () => readChatsJson(db, query));
 }
 
-const chatPages = listingCache<{ page: string; keys: string }>(['chats']);
+/** Deleting an agent deletes its chats; deleting a project sets their projectId to null. */
+const chatPages = listingCache<{ page: string; keys: string }>(['chats', 'agents', 'projects']);
 
 async function readChatsJson(db: Db, query: ChatListQuery): Promise<{ page: string; keys: string }> {
   const dialect = dialectOf(db);

@@ -1,7 +1,6 @@
 import { type Insertable, type Selectable, sql } from 'kysely';
 import { type Db, dialectOf } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
-import { listingCache } from '../listing-cache.js';
 import type { ProjectFileTable } from '../schema.js';
 
 export type ProjectFileRow = Selectable<ProjectFileTable>;
@@ -79,20 +78,6 @@ export async function listProjectFilesJson(
   projectId: string,
   page: { limit?: number; offset: number },
 ): Promise<{ page: string; total: number } | undefined> {
-  const key = JSON.stringify([workspaceId, projectId, page.limit ?? null, page.offset]);
-  const answer = await filePages(db, key, () => readProjectFilesJson(db, workspaceId, projectId, page));
-  return answer.total === undefined ? undefined : (answer as { page: string; total: number });
-}
-
-/** The file list, and whether the project exists (total undefined when it does not). */
-const filePages = listingCache<{ page: string; total?: number }>(['project_files', 'projects']);
-
-async function readProjectFilesJson(
-  db: Db,
-  workspaceId: string,
-  projectId: string,
-  page: { limit?: number; offset: number },
-): Promise<{ page: string; total?: number }> {
   const files = db
     .selectFrom('project_files')
     .where('workspace_id', '=', workspaceId)
@@ -128,7 +113,7 @@ async function readProjectFilesJson(
       project.as('project'),
     ])
     .executeTakeFirstOrThrow();
-  return { page: row.page, total: row.project ? Number(row.total) : undefined };
+  return row.project ? { page: row.page, total: Number(row.total) } : undefined;
 }
 
 /** How many files a project has and their total size. */

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { type Db, dialectOf, type Executor } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
-import { listingCache } from '../listing-cache.js';
 import type { ProjectTable } from '../schema.js';
 
 export type ProjectRow = ProjectTable;
@@ -16,14 +15,6 @@ export async function insertProject(db: Db, project: ProjectRow): Promise<void> 
  * stay behind.
  */
 export async function listProjectsJson(db: Db, workspaceId: string, archived = false): Promise<string> {
-  return projectPages(db, JSON.stringify([workspaceId, archived]), () =>
-    readProjectsJson(db, workspaceId, archived),
-  );
-}
-
-const projectPages = listingCache<string>(['projects']);
-
-async function readProjectsJson(db: Db, workspaceId: string, archived: boolean): Promise<string> {
   const rows = db
     .selectFrom('projects')
     .select([

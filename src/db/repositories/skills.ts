@@ -2,7 +2,6 @@ import { sql } from 'kysely';
 import { retryOnConflict } from '../conflict-retry.js';
 import { type Db, dialectOf, type Executor } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
-import { listingCache } from '../listing-cache.js';
 import type { SkillTable } from '../schema.js';
 
 /** Which of `names` the workspace already has a skill for (exact, case-sensitive match). */
@@ -107,20 +106,6 @@ const SKILL_FIELDS: Record<string, JsonField> = {
  * the listing's JSON array, with how many there are in all.
  */
 export async function listVisibleSkillsJson(
-  db: Db,
-  workspaceId: string,
-  userId: string,
-  limit: number,
-  offset: number,
-): Promise<{ page: string; total: number }> {
-  return skillPages(db, JSON.stringify([workspaceId, userId, limit, offset]), () =>
-    readVisibleSkillsJson(db, workspaceId, userId, limit, offset),
-  );
-}
-
-const skillPages = listingCache<{ page: string; total: number }>(['skills']);
-
-async function readVisibleSkillsJson(
   db: Db,
   workspaceId: string,
   userId: string,

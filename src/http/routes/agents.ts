@@ -4,7 +4,7 @@ import { AGENT_PAGE, listAgents } from '../../services/agents.js';
 import { clampLimit } from '../../services/paging.js';
 import { AgentListQuery, AgentListResponse, WorkspaceParams } from '../schemas/agents.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
-import { sendJsonData } from '../json-reply.js';
+import { sendJsonBody } from '../json-reply.js';
 import type { TypedApp } from '../typed-app.js';
 
 export async function agentRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
@@ -30,7 +30,7 @@ export async function agentRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
         limit,
         offset: request.query.offset ?? 0,
       });
-      return sendJsonData(reply, data);
+      return sendJsonBody(reply, data);
     },
   );
 }

@@ -7,7 +7,7 @@ import {
   listMessages,
   renameChat,
 } from '../../services/chats.js';
-import { sendJsonData } from '../json-reply.js';
+import { sendJsonBody } from '../json-reply.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import {
   ChatListQuery,
@@ -53,7 +53,7 @@ export async function chatsRoutes(app: TypedApp, deps: ChatsDeps): Promise<void>
         ...query,
         limit: Math.min(limit ?? CHAT_PAGE.defaultLimit, CHAT_PAGE.maxLimit),
       });
-      return sendJsonData(reply, data);
+      return sendJsonBody(reply, data);
     },
   );
 

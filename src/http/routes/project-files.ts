@@ -29,7 +29,7 @@ import {
   UploadUrlBody,
   UploadUrlResponse,
 } from '../schemas/project-files.js';
-import { sendJsonData } from '../json-reply.js';
+import { sendJsonBody } from '../json-reply.js';
 import type { TypedApp } from '../typed-app.js';
 
 const TAGS = ['project files'];
@@ -104,7 +104,7 @@ export async function projectFileRoutes(app: TypedApp, deps: AppDeps): Promise<v
       if (request.query.tree)
         return { data: { tree: await projectFileTree(deps.db, workspaceId, projectId) } };
       const page = flatListPage(request.query);
-      return sendJsonData(reply, await listProjectFiles(deps.db, workspaceId, projectId, page));
+      return sendJsonBody(reply, await listProjectFiles(deps.db, workspaceId, projectId, page));
     },
   );
 

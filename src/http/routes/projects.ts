@@ -1,7 +1,7 @@
 import type { AppDeps } from '../../deps.js';
 import { accessRequestWorkspace } from '../../services/access.js';
 import { createProject, listProjects, projectName } from '../../services/projects.js';
-import { sendJsonData } from '../json-reply.js';
+import { sendJsonBody } from '../json-reply.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
 import {
@@ -51,7 +51,7 @@ export async function projectRoutes(app: TypedApp, deps: AppDeps): Promise<void>
     },
     async (request, reply) => {
       const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
-      return sendJsonData(reply, await listProjects(deps.db, access, request.query.archived ?? false));
+      return sendJsonBody(reply, await listProjects(deps.db, access, request.query.archived ?? false));
     },
   );
 }

@@ -16,7 +16,7 @@ import {
 import { WorkspaceParams } from '../schemas/agents.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
 import { BulkUploadForm, BulkUploadResult, SkillListQuery, SkillListResponse } from '../schemas/skills.js';
-import { sendJsonData } from '../json-reply.js';
+import { sendJsonBody } from '../json-reply.js';
 import { skillUploadRoot, spoolSkillUpload } from '../skill-upload-spool.js';
 import { type TypedApp, typed } from '../typed-app.js';
 
@@ -49,7 +49,7 @@ export async function skillRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
     async (request, reply) => {
       const access = await accessWorkspaceInPath(deps.db, request.principal, request.params.workspaceId);
       const limit = clampLimit(request.query.limit, SKILL_PAGE.defaultLimit, SKILL_PAGE.maxLimit);
-      return sendJsonData(
+      return sendJsonBody(
         reply,
         await listSkills(deps.db, access, { limit, offset: request.query.offset ?? 0 }),
       );
