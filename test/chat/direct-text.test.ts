@@ -50,7 +50,8 @@ async function reply(steps: LanguageModelV3StreamPart[][], tools: ToolSet = {}) 
     },
   );
   const chunks: UIMessageChunk[] = [];
-  for await (const chunk of stream) chunks.push(chunk);
+  const reader = stream.getReader();
+  for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
   return { chunks, stored: stored!, prompts: model.doStreamCalls };
 }
 
