@@ -1,7 +1,6 @@
 import {
   generateText,
   readUIMessageStream,
-  type LanguageModel,
   type ModelMessage,
   stepCountIs,
   streamText,
@@ -10,11 +9,12 @@ import {
   type UIMessage,
   type UIMessageChunk,
 } from 'ai';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { ApiError } from '../errors.js';
 import type { StopReason } from './running-replies.js';
 import type { ChatMessageMetadata, TokenUsage } from './chat.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
-import { coalesceTextDeltas } from './coalesce-text.js';
+import { DirectText } from './direct-text.js';
 import { upstreamFailure } from './upstream-failure.js';
 
 /** Steps of the tool loop (model call, tool calls, model call…) one request may take. */
@@ -46,7 +46,7 @@ export interface CallOptions {
 
 /** What one model call needs; built once per reply. */
 export interface ReplyCall {
-  model: LanguageModel;
+  model: LanguageModelV3;
   system: string | undefined;
   messages: ModelMessage[];
   temperature: number;
@@ -69,10 +69,10 @@ function countStep(call: ReplyCall, step: { usage: { inputTokens?: number; outpu
   call.spent.outputTokens += step.usage.outputTokens ?? 0;
 }
 
-function callSettings(call: ReplyCall) {
+function callSettings(call: ReplyCall, model: LanguageModelV3 = call.model) {
   const hasTools = Object.keys(call.tools).length > 0;
   return {
-    model: call.model,
+    model,
     system: call.system,
     messages: call.messages,
     // The API accepts system messages from the caller (decisions.md: role `system`).
@@ -151,8 +151,9 @@ const NOT_STORED_MESSAGE = 'The reply could not be stored';
  * failure to store.
  *
  * The message to store is not built chunk by chunk (the SDK's `onFinish` runs two more
- * transform streams and its message state machine per chunk): the chunks are kept, text deltas
- * joined as they come, and run through the SDK's own message reader once at the end.
+ * transform streams and its message state machine per chunk): the chunks handed on are kept,
+ * text deltas joined as they come, and run through the SDK's own message reader once at the
+ * end. Text deltas come straight from the provider (`DirectText`), in the UI stream's order.
  */
 export function streamReply(
   call: ReplyCall,
@@ -162,9 +163,18 @@ export function streamReply(
   let failed: unknown;
   let usage: TokenUsage | undefined;
   let finishReason = 'stop';
+  const kept = new KeptChunks();
+  let output: TransformStreamDefaultController<UIMessageChunk<ChatMessageMetadata>> | undefined;
+  const direct = new DirectText((chunk) => {
+    kept.add(chunk);
+    try {
+      output?.enqueue(chunk);
+    } catch {
+      // Nothing reads the reply any more (cancelled); it is still kept and stored.
+    }
+  }, call.idle.touch);
   const result = streamText({
-    ...callSettings(call),
-    experimental_transform: coalesceTextDeltas,
+    ...callSettings(call, direct.wrap(call.model)),
     onChunk: call.idle.touch,
     onStepFinish: (step) => countStep(call, step),
     onError: ({ error }) => {
@@ -200,7 +210,6 @@ export function streamReply(
     onError: (error) => upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs).message,
   });
 
-  const kept = new KeptChunks();
   let aborted = false;
   /** How the model's stream ended, once it has: what `onEnd` stores. */
   const ended = async (): Promise<ReplyResult> => {
@@ -225,7 +234,11 @@ export function streamReply(
   let errorSent = false;
   return chunks.pipeThrough(
     new TransformStream<UIMessageChunk<ChatMessageMetadata>, UIMessageChunk<ChatMessageMetadata>>({
+      start(controller) {
+        output = controller;
+      },
       transform(chunk, controller) {
+        if (!direct.read(chunk)) return;
         kept.add(chunk);
         if (chunk.type === 'finish') finish = chunk;
         else if (chunk.type === 'abort') aborted = true;
@@ -235,8 +248,10 @@ export function streamReply(
           // The parts the service adds come right after `start`, as they are stored first.
           if (chunk.type === 'start') for (const part of options.leading) controller.enqueue(part);
         }
+        direct.afterRead(chunk);
       },
       async flush(controller) {
+        direct.close();
         const outcome = await options.onEnd(await ended());
         const stopped = call.idle.timedOut ? undefined : call.stopReason();
         if (!outcome.stored) {
