@@ -167,6 +167,8 @@ async function addFileRow(db: Db, projectId: string, fileId: string, status: 'in
     .execute();
 }
 
+const INDEXING_ROUNDS = 3;
+
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 
@@ -181,17 +183,19 @@ async function indexingThroughput(report: Report, engine: 'sqlite' | 'postgres')
     }));
     const config = loadConfig({ ATRIUM_DATA_DIR: dataDir, ATRIUM_SIGNING_SECRET: 'bench' });
     const store = createObjectStore(config);
-    await addProject(db, 'prj_index');
-    for (const file of files) {
-      await store.put(
-        projectStoragePrefix(WS, 'prj_index') + file.path,
-        Readable.from([Buffer.from(file.text)]),
-        {
-          contentType: 'text/markdown',
-          durable: false,
-        },
-      );
-    }
+    const putFiles = async (projectId: string, some: typeof files) => {
+      await addProject(db, projectId);
+      for (const file of some) {
+        await store.put(
+          projectStoragePrefix(WS, projectId) + file.path,
+          Readable.from([Buffer.from(file.text)]),
+          {
+            contentType: 'text/markdown',
+            durable: false,
+          },
+        );
+      }
+    };
     const indexer = startIndexer({
       db,
       store,
@@ -200,25 +204,11 @@ async function indexingThroughput(report: Report, engine: 'sqlite' | 'postgres')
     });
     // Warm-up: a few files of another project, so the extraction workers have started and loaded
     // their code (once per process) before the clock runs: throughput, not start-up.
-    await addProject(db, 'prj_warm');
-    for (const file of files.slice(0, 4)) {
-      await store.put(
-        projectStoragePrefix(WS, 'prj_warm') + file.path,
-        Readable.from([Buffer.from(file.text)]),
-        { contentType: 'text/markdown', durable: false },
-      );
-    }
+    await putFiles('prj_warm', files.slice(0, 4));
     await syncProjectFiles({ db, store, clock: systemClock }, WS, 'prj_warm');
     await waitForIndexIdle(db, { timeoutMs: 600_000, intervalMs: 10 });
-    const started = performance.now();
-    await syncProjectFiles({ db, store, clock: systemClock }, WS, 'prj_index');
-    await waitForIndexIdle(db, { timeoutMs: 600_000, intervalMs: 10 });
-    const indexMs = performance.now() - started;
-    await indexer.stop();
     const textBytes = files.reduce((sum, file) => sum + Buffer.byteLength(file.text), 0);
-
     // Baseline: the same chunks (chunked beforehand) inserted raw, one transaction.
-    await addProject(db, 'prj_raw');
     const chunked = files.map((file) =>
       chunkExtraction({
         status: 'ok',
@@ -226,19 +216,42 @@ async function indexingThroughput(report: Report, engine: 'sqlite' | 'postgres')
         sections: [{ text: file.text, heading: null, pages: null }],
       }),
     );
-    for (let i = 0; i < files.length; i++) await addFileRow(db, 'prj_raw', `fil_raw${i}`, 'indexed');
-    const rawStarted = performance.now();
-    await db.transaction().execute(async (trx) => {
-      for (let i = 0; i < files.length; i++) {
-        await insertChunks(trx, { id: `fil_raw${i}`, workspace_id: WS, project_id: 'prj_raw' }, chunked[i]!);
-      }
-    });
-    const rawMs = performance.now() - rawStarted;
-    const mbps = textBytes / 2 ** 20 / (indexMs / 1000);
-    const rawMbps = textBytes / 2 ** 20 / (rawMs / 1000);
-    const ratio = mbps / rawMbps;
+
+    // Both sides are measured in each of three rounds, one after the other, and the median
+    // ratio is reported: one round's ratio moved between 46% and 60% on a quiet machine.
+    const rounds: Array<{ mbps: number; rawMbps: number; ratio: number }> = [];
+    for (let round = 0; round < INDEXING_ROUNDS; round++) {
+      const projectId = `prj_index${round}`;
+      await putFiles(projectId, files);
+      const started = performance.now();
+      await syncProjectFiles({ db, store, clock: systemClock }, WS, projectId);
+      await waitForIndexIdle(db, { timeoutMs: 600_000, intervalMs: 10 });
+      const indexMs = performance.now() - started;
+
+      const rawProject = `prj_raw${round}`;
+      await addProject(db, rawProject);
+      for (let i = 0; i < files.length; i++)
+        await addFileRow(db, rawProject, `fil_raw${round}_${i}`, 'indexed');
+      const rawStarted = performance.now();
+      await db.transaction().execute(async (trx) => {
+        for (let i = 0; i < files.length; i++) {
+          await insertChunks(
+            trx,
+            { id: `fil_raw${round}_${i}`, workspace_id: WS, project_id: rawProject },
+            chunked[i]!,
+          );
+        }
+      });
+      const rawMs = performance.now() - rawStarted;
+      const mbps = textBytes / 2 ** 20 / (indexMs / 1000);
+      const rawMbps = textBytes / 2 ** 20 / (rawMs / 1000);
+      rounds.push({ mbps, rawMbps, ratio: mbps / rawMbps });
+    }
+    await indexer.stop();
+    const median = [...rounds].sort((a, b) => a.ratio - b.ratio)[Math.floor(rounds.length / 2)]!;
+    const each = rounds.map((r) => `${(r.ratio * 100).toFixed(0)}%`).join(', ');
     report(
-      `indexing, ${engine}, ${files.length} Markdown files, ${(textBytes / 2 ** 20).toFixed(1)} MB of text: ${mbps.toFixed(2)} MB/s vs raw chunk insert ${rawMbps.toFixed(2)} MB/s = ${(ratio * 100).toFixed(0)}% (target ≥ 50%) ${ratio >= 0.5 ? 'PASS' : 'MISS'}`,
+      `indexing, ${engine}, ${files.length} Markdown files, ${(textBytes / 2 ** 20).toFixed(1)} MB of text, median of ${rounds.length} rounds: ${median.mbps.toFixed(2)} MB/s vs raw chunk insert ${median.rawMbps.toFixed(2)} MB/s = ${(median.ratio * 100).toFixed(0)}% (rounds: ${each}; target ≥ 50%) ${median.ratio >= 0.5 ? 'PASS' : 'MISS'}`,
     );
   });
 }

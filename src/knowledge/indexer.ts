@@ -13,6 +13,7 @@ import {
   renewClaim,
   storeIndexOutcomes,
 } from '../db/repositories/knowledge.js';
+import { mapConcurrently } from '../concurrency.js';
 import { type Clock, newId, systemClock } from '../ids.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { chunkExtraction } from './chunk.js';
@@ -63,12 +64,20 @@ export interface Indexer {
 }
 
 /**
- * Small files are indexed several at a time: claimed together, extracted in turn and stored in
- * one transaction, as a commit costs more than a small file's chunks (bench/knowledge.bench.ts).
+ * Small files are indexed several at a time: claimed together and stored in one transaction, as
+ * a commit (and on SQLite the FTS5 segment it writes) costs more than a small file's chunks:
+ * 32 files a batch indexed 300 small files about a quarter faster than 16 (bench/knowledge.bench.ts),
+ * and a batch holds at most 32 × 256 KB of file bytes in memory.
  * A large file, or the first of the queue, is claimed on its own, so files keep their order.
  */
-const BATCH_FILES = 16;
+const BATCH_FILES = 32;
 const BATCH_FILE_BYTES = 256 * 1024;
+/**
+ * Files of a batch read and extracted at once: each file is a chain of waits (storage reads,
+ * the extraction worker's round trip) that leaves the process idle when files go one by one.
+ * Extraction itself still runs at most `concurrency` files at a time (the worker pool's size).
+ */
+const FILES_READ_AT_ONCE = 8;
 
 /** A failure retrying cannot cure (the file is too large): it ends `failed` at once. */
 class PermanentIndexError extends Error {}
@@ -144,8 +153,8 @@ export function startIndexer(deps: IndexerDeps): Indexer {
   /** Indexes claimed files and stores their outcomes together; failures are recorded one by one. */
   async function indexFiles(files: ClaimedFile[]): Promise<void> {
     const started = Date.now();
-    const results: Array<{ file: ClaimedFile; outcome: IndexOutcome }> = [];
-    for (const file of files) {
+    const outcomes = await mapConcurrently(files, FILES_READ_AT_ONCE, async (file) => {
+      if (stopped) return undefined;
       try {
         if (file.index_attempts > config.maxAttempts) {
           // Every earlier claim ended without a word: its process died reading this file.
@@ -155,15 +164,16 @@ export function startIndexer(deps: IndexerDeps): Indexer {
             processId,
             `gave up after ${config.maxAttempts} attempts: indexing stopped each time`,
           );
-          continue;
+          return undefined;
         }
-        const outcome = await indexFile(file);
-        if (outcome) results.push({ file, outcome });
+        return await indexFile(file);
       } catch (error) {
         if (!stopped) await handleFailure(file, error).catch(() => {});
+        return undefined;
       }
-      if (stopped) return;
-    }
+    });
+    if (stopped) return;
+    const results = files.flatMap((file, i) => (outcomes[i] ? [{ file, outcome: outcomes[i] }] : []));
     if (results.length === 0) return;
     let stored: boolean[];
     try {
