@@ -44,6 +44,7 @@ import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.j
 import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
 import { MAX_PATH_PARAM_LENGTH } from './limits.js';
+import { OneLinePerRequest } from './logging/request-log.js';
 import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
 import { attachKnowledgeVectors, KnowledgeVectors } from './knowledge/vectors.js';
@@ -150,6 +151,7 @@ export async function buildApp(
       },
       ...(options.logStream ? { stream: options.logStream } : {}),
     },
+    logController: new OneLinePerRequest(),
     // A client's x-request-id is used only when it is short and safe to log and echo.
     requestIdHeader: false,
     genReqId: (request) => requestIdFrom(request.headers['x-request-id']) ?? newId('req'),

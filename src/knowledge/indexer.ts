@@ -109,24 +109,12 @@ export function startIndexer(deps: IndexerDeps): Indexer {
   const iso = (offsetMs = 0) => new Date(clock().getTime() + offsetMs).toISOString();
 
   async function readObject(file: ClaimedFile): Promise<Buffer> {
-    const object = await deps.store.get(deps.storageKey(file));
-    if (!object) throw new Error('the file is not in storage');
-    if (object.info.size > MAX_INDEXED_FILE_BYTES) {
-      object.body.destroy();
+    const bytes = await deps.store.readAll(deps.storageKey(file), MAX_INDEXED_FILE_BYTES);
+    if (bytes === null) throw new Error('the file is not in storage');
+    if (bytes === 'too-large') {
       throw new PermanentIndexError(`the file is larger than ${MAX_INDEXED_FILE_BYTES} bytes`);
     }
-    const parts: Buffer[] = [];
-    let length = 0;
-    for await (const part of object.body) {
-      const buffer = Buffer.isBuffer(part) ? part : Buffer.from(part as Uint8Array);
-      length += buffer.length;
-      if (length > MAX_INDEXED_FILE_BYTES) {
-        object.body.destroy();
-        throw new PermanentIndexError(`the file is larger than ${MAX_INDEXED_FILE_BYTES} bytes`);
-      }
-      parts.push(buffer);
-    }
-    return Buffer.concat(parts, length);
+    return bytes;
   }
 
   /** Reads and extracts one file: what to store for it. */

@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import {
   type BigIntStats,
+  close as closeCallback,
   createWriteStream,
+  fstat as fstatCallback,
+  open as openCallback,
+  read as readCallback,
   readFile as readFileCallback,
   stat as statCallback,
 } from 'node:fs';
@@ -70,6 +74,10 @@ const STALE_VERSION_MS = 10 * 60 * 1000;
 // sidecar per object, so this is most of what sync costs.
 const statFast = promisify(statCallback);
 const readFileFast = promisify(readFileCallback);
+const openFast = promisify(openCallback);
+const fstatFast = promisify(fstatCallback);
+const readFast = promisify(readCallback);
+const closeFast = promisify(closeCallback);
 
 /** How many objects `list` looks at at once. */
 const LIST_BATCH = 256;
@@ -401,6 +409,33 @@ export class FsObjectStore implements ObjectStore {
 
   head(key: string): Promise<ObjectInfo | null> {
     return this.info(key, resolveSafePath(this.dataRoot, key));
+  }
+
+  async readAll(key: string, maxBytes: number): Promise<Buffer | 'too-large' | null> {
+    const dataPath = resolveSafePath(this.dataRoot, key);
+    let fd: number;
+    try {
+      fd = await openFast(dataPath, 'r');
+    } catch (error) {
+      if (isCode(error, 'ENOENT', 'ENOTDIR', 'EISDIR')) return null;
+      throw error;
+    }
+    try {
+      const stat = await fstatFast(fd);
+      if (!stat.isFile()) return null;
+      if (stat.size > maxBytes) return 'too-large';
+      // The open file keeps the bytes it was opened with: a replacement is renamed into place.
+      const bytes = Buffer.allocUnsafe(stat.size);
+      let length = 0;
+      while (length < bytes.length) {
+        const { bytesRead } = await readFast(fd, bytes, length, bytes.length - length, length);
+        if (bytesRead === 0) break;
+        length += bytesRead;
+      }
+      return length === bytes.length ? bytes : bytes.subarray(0, length);
+    } finally {
+      await closeFast(fd).catch(() => {});
+    }
   }
 
   async *list(prefix: string): AsyncIterable<ObjectInfo> {

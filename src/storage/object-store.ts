@@ -50,7 +50,8 @@ export interface StoreLog {
 
 /**
  * The one storage interface; `fs-store` and `s3-store` implement it and a factory picks one
- * from config. Every method streams: no implementation holds a whole object in memory.
+ * from config. Every method streams, except `readAll`: only it holds a whole object in memory,
+ * up to the limit its caller gives.
  */
 export interface ObjectStore {
   readonly kind: 'fs' | 's3';
@@ -61,6 +62,12 @@ export interface ObjectStore {
     range?: { start: number; end?: number },
   ): Promise<{ body: Readable; info: ObjectInfo } | null>;
   head(key: string): Promise<ObjectInfo | null>;
+  /**
+   * The whole object as bytes, for readers that need all of it at once (the indexer): null
+   * when there is none, `too-large` when it holds more than `maxBytes` (nothing is read then).
+   * On fs, four system calls, where `get` and a stream take about ten round trips.
+   */
+  readAll(key: string, maxBytes: number): Promise<Buffer | 'too-large' | null>;
   /** Every object whose key starts with `prefix`. */
   list(prefix: string): AsyncIterable<ObjectInfo>;
   delete(key: string): Promise<void>;

@@ -22,7 +22,7 @@ import type { Clock } from '../ids.js';
 import { contentDisposition } from './content-disposition.js';
 import type * as Store from './object-store.js';
 import { keySegments } from './safe-path.js';
-import { copyInto, meterFor } from './streams.js';
+import { copyInto, meterFor, readWhole } from './streams.js';
 
 export type S3StorageConfig = Extract<StorageConfig, { kind: 's3' }>;
 
@@ -232,6 +232,12 @@ export class S3ObjectStore implements Store.ObjectStore {
       }
       throw error;
     }
+  }
+
+  async readAll(key: string, maxBytes: number): Promise<Buffer | 'too-large' | null> {
+    const object = await this.get(key);
+    if (!object) return null;
+    return readWhole(object.body, object.info.size, maxBytes);
   }
 
   async head(key: string): Promise<Store.ObjectInfo | null> {

@@ -63,3 +63,30 @@ export function meterFor(options: Pick<PutOptions, 'maxBytes' | 'exactBytes'>): 
   const limits = [options.maxBytes, options.exactBytes].filter((n): n is number => n !== undefined);
   return new MeteredStream(limits.length > 0 ? Math.min(...limits) : undefined);
 }
+
+/**
+ * A body read into one buffer, or `too-large` (and the body destroyed) once it holds more than
+ * `maxBytes`, whatever size its sender announced (`announcedSize`).
+ */
+export async function readWhole(
+  body: Readable,
+  announcedSize: number,
+  maxBytes: number,
+): Promise<Buffer | 'too-large'> {
+  if (announcedSize > maxBytes) {
+    body.destroy();
+    return 'too-large';
+  }
+  const parts: Buffer[] = [];
+  let length = 0;
+  for await (const part of body) {
+    const buffer = Buffer.isBuffer(part) ? part : Buffer.from(part as Uint8Array);
+    length += buffer.length;
+    if (length > maxBytes) {
+      body.destroy();
+      return 'too-large';
+    }
+    parts.push(buffer);
+  }
+  return Buffer.concat(parts, length);
+}

@@ -153,7 +153,7 @@ export function filler(seed: number, chars: number): string {
   return words.join(' ').slice(0, chars);
 }
 
-/** An object store that records reads (`get`, `head`, `list`) and fails them while `forbidden`. */
+/** An object store that records reads (`get`, `head`, `readAll`, `list`) and fails them while `forbidden`. */
 export function watchedStore(inner: ObjectStore) {
   const reads: string[] = [];
   let forbidden = false;
@@ -169,6 +169,10 @@ export function watchedStore(inner: ObjectStore) {
     head: (key) => {
       guard(`head ${key}`);
       return inner.head(key);
+    },
+    readAll: (key, maxBytes) => {
+      guard(`readAll ${key}`);
+      return inner.readAll(key, maxBytes);
     },
     list: (prefix) => {
       guard(`list ${prefix}`);

@@ -204,6 +204,11 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
     let text = '';
     for await (const chunk of part!.body) text += Buffer.from(chunk as Uint8Array).toString();
     expect(text).toBe('head');
+    // Read whole (the indexer's read), within a limit and past it, and of a missing object.
+    const whole = await t.store.readAll('scratch/big.bin', big.length);
+    expect(Buffer.isBuffer(whole) && whole.equals(big)).toBe(true);
+    expect(await t.store.readAll('scratch/big.bin', big.length - 1)).toBe('too-large');
+    expect(await t.store.readAll('scratch/missing.bin', 10)).toBeNull();
     await expect(
       t.store.put('scratch/over.bin', Readable.from([Buffer.alloc(100)]), {
         contentType: 'a/b',

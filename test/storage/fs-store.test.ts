@@ -130,6 +130,19 @@ describe('FsObjectStore', () => {
     rmSync(path.join(tmp, 'fresh.data'));
   });
 
+  it('reads an object whole within a limit: too-large past it, null when missing or a folder', async () => {
+    const bytes = Buffer.from('0123456789'.repeat(1000));
+    await store.put('whole/a.txt', Readable.from([bytes]), { contentType: 'text/plain' });
+    expect(await store.readAll('whole/a.txt', bytes.length)).toEqual(bytes);
+    expect(await store.readAll('whole/a.txt', bytes.length - 1)).toBe('too-large');
+    expect(await store.readAll('whole/missing.txt', 100)).toBeNull();
+    expect(await store.readAll('whole', 100)).toBeNull();
+    await store.put('whole/empty.txt', Readable.from([]), { contentType: 'text/plain' });
+    expect(await store.readAll('whole/empty.txt', 0)).toEqual(Buffer.alloc(0));
+    await expect(store.readAll('whole/../../etc/passwd', 100)).rejects.toThrow(UnsafePathError);
+    await store.deletePrefix('whole/');
+  });
+
   it('refuses unsafe keys: traversal, absolute, NUL, backslash, empty segments', () => {
     for (const key of ['../x', 'a/../../x', '/etc/passwd', 'a\0b', 'a\\b', 'a//b', './a', '']) {
       expect(() => resolveSafePath(root, key), key).toThrow(UnsafePathError);
