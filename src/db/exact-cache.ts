@@ -46,9 +46,27 @@ export class ExactCache<Value> {
     return signals ? new ExactCache<Value>(db, signals, tables, limits) : undefined;
   }
 
-  /** The value for `key`: from memory while nothing it depends on changed, else from `load`. */
-  async get(key: string, load: () => Promise<Value | undefined>): Promise<Value | undefined> {
-    const version = await this.signals.externalVersion(this.db as never);
+  /**
+   * PRAGMA data_version now. Authentication reads it once per request and hands it to the
+   * request's later lookups (`get`'s `version`), instead of each lookup reading it again.
+   */
+  readVersion(): Promise<number> {
+    return this.signals.externalVersion(this.db as never);
+  }
+
+  /**
+   * The value for `key`: from memory while nothing it depends on changed, else from `load`.
+   * `version`, when given, is a data_version this request read earlier (at authentication): the
+   * request is answered as of that moment, which is as exact as a request that started then.
+   * Values are never kept under a version newer than their read (an older one only empties the
+   * cache once more), so a later request never sees data older than its own start.
+   */
+  async get(
+    key: string,
+    load: () => Promise<Value | undefined>,
+    version?: number,
+  ): Promise<Value | undefined> {
+    version ??= await this.readVersion();
     if (version !== this.version) {
       this.clear();
       this.version = version;

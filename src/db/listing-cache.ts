@@ -15,14 +15,15 @@ type ListingAnswer = string | { page: string };
  */
 export function listingCache<Answer extends ListingAnswer = string>(tables: readonly string[]) {
   const caches = new WeakMap<Db, ExactCache<Answer> | null>();
-  return async (db: Db, key: string, load: () => Promise<Answer>): Promise<Answer> => {
+  /** `version`: the data_version the request read at authentication (ExactCache.get). */
+  return async (db: Db, key: string, load: () => Promise<Answer>, version?: number): Promise<Answer> => {
     if (db.isTransaction) return load();
     let cache = caches.get(db);
     if (cache === undefined) {
       cache = ExactCache.for<Answer>(db, [...tables, ...OWNERS], LIMITS) ?? null;
       caches.set(db, cache);
     }
-    return cache ? ((await cache.get(key, load)) ?? load()) : load();
+    return cache ? ((await cache.get(key, load, version)) ?? load()) : load();
   };
 }
 

@@ -31,6 +31,11 @@ export interface Principal {
   ownWorkspace: WorkspaceAccess | null;
   /** A session token limited to some agents: their ids; null when not limited. */
   agentIds: string[] | null;
+  /**
+   * SQLite's data_version when the key was checked (undefined on PostgreSQL): the request's
+   * cached listings compare against it instead of reading it again (src/db/exact-cache.ts).
+   */
+  dataVersion?: number;
 }
 
 // Writing last_used_at on every request would make each read a write; a minute's precision is plenty.
@@ -48,7 +53,8 @@ export async function authenticateKey(
   if (!presentedKey) throw errors.notAuthenticated();
   const presentedHash = hashApiKey(presentedKey);
   const load = () => findApiKeyByHash(db, presentedHash);
-  const key = cache ? await cache.get(presentedHash, load) : await load();
+  const dataVersion = cache ? await cache.readVersion() : undefined;
+  const key = cache ? await cache.get(presentedHash, load, dataVersion) : await load();
   if (!key || !keysMatch(key.key_hash, presentedHash)) throw errors.notAuthenticated('Invalid API key');
   if (key.revoked_at) throw errors.notAuthenticated('Invalid API key');
   if (key.expires_at && Date.parse(key.expires_at) <= now.getTime()) {
@@ -66,6 +72,7 @@ export async function authenticateKey(
     rateLimitPerMinute: key.workspace_rate_limit ?? null,
     ownWorkspace: null,
     agentIds: key.agent_ids ? (JSON.parse(key.agent_ids) as string[]) : null,
+    dataVersion,
   };
   if (key.workspace_id) {
     principal.ownWorkspace = {

@@ -47,15 +47,20 @@ export async function listAgents(
     onlyIds: access.principal.agentIds,
     fallback: access.defaultModel ?? models.builtInDefaultModelId(),
   };
-  return agentListings(db, JSON.stringify(query), async () => {
-    const { page: agents, total } = await listListedAgentsJson(db, query);
-    return jsonDataBody(
-      jsonObjectText({
-        agents,
-        pagination: JSON.stringify({ total, limit: page.limit, offset: page.offset }),
-      }),
-    );
-  });
+  return agentListings(
+    db,
+    JSON.stringify(query),
+    async () => {
+      const { page: agents, total } = await listListedAgentsJson(db, query);
+      return jsonDataBody(
+        jsonObjectText({
+          agents,
+          pagination: JSON.stringify({ total, limit: page.limit, offset: page.offset }),
+        }),
+      );
+    },
+    access.principal.dataVersion,
+  );
 }
 
 /** `model` depends on the workspace's chat models as well as on the agent. */

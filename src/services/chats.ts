@@ -24,6 +24,8 @@ export interface ChatsDeps {
 export interface ChatsAccess {
   workspaceId: string;
   viewer: ChatViewer;
+  /** The data_version the request read at authentication (`Principal.dataVersion`). */
+  dataVersion?: number;
 }
 
 /** `/chats…` and `/chat/{chatId}/…`: the key's workspace, or the one an organization key names. */
@@ -36,6 +38,7 @@ export async function accessChats(
   return {
     workspaceId: access.workspaceId,
     viewer: chatViewer(principal.userId, access.role, principal.agentIds),
+    dataVersion: principal.dataVersion,
   };
 }
 
@@ -118,16 +121,20 @@ export async function listChats(
   const after = request.cursor
     ? decodeCursor(request.cursor, (v) => v.length === 2 && v.every((x) => typeof x === 'string'))
     : undefined;
-  const { page, keys } = await listChatsJson(deps.db, {
-    workspaceId: access.workspaceId,
-    createdBy: access.viewer.seesAll ? undefined : access.viewer.userId,
-    agentIds: access.viewer.agentIds ?? undefined,
-    agentId: request.agentId,
-    projectId: request.projectId,
-    user: request.user,
-    after: after ? { updatedAt: after[0] as string, id: after[1] as string } : undefined,
-    limit: request.limit,
-  });
+  const { page, keys } = await listChatsJson(
+    deps.db,
+    {
+      workspaceId: access.workspaceId,
+      createdBy: access.viewer.seesAll ? undefined : access.viewer.userId,
+      agentIds: access.viewer.agentIds ?? undefined,
+      agentId: request.agentId,
+      projectId: request.projectId,
+      user: request.user,
+      after: after ? { updatedAt: after[0] as string, id: after[1] as string } : undefined,
+      limit: request.limit,
+    },
+    access.dataVersion,
+  );
   const positions = JSON.parse(keys) as Array<{ id: string; updatedAt: string }>;
   const hasMore = positions.length > request.limit;
   const listed = positions.slice(0, request.limit);

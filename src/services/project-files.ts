@@ -406,19 +406,26 @@ export async function listProjectFiles(
   workspaceId: string,
   projectId: string,
   page: { limit?: number; offset?: number },
+  /** The data_version the request read at authentication (`Principal.dataVersion`). */
+  dataVersion?: number,
 ): Promise<string> {
   const offset = page.offset ?? 0;
   const key = JSON.stringify([workspaceId, projectId, page.limit ?? null, offset]);
-  return fileListings(db, key, async () => {
-    const found = await listProjectFilesJson(db, workspaceId, projectId, { limit: page.limit, offset });
-    if (!found) throw errors.notFound('Project');
-    return jsonDataBody(
-      jsonObjectText({
-        files: found.page,
-        pagination: JSON.stringify({ total: found.total, limit: page.limit ?? found.total, offset }),
-      }),
-    );
-  });
+  return fileListings(
+    db,
+    key,
+    async () => {
+      const found = await listProjectFilesJson(db, workspaceId, projectId, { limit: page.limit, offset });
+      if (!found) throw errors.notFound('Project');
+      return jsonDataBody(
+        jsonObjectText({
+          files: found.page,
+          pagination: JSON.stringify({ total: found.total, limit: page.limit ?? found.total, offset }),
+        }),
+      );
+    },
+    dataVersion,
+  );
 }
 
 /** Kept while none of the project's files changes, nor the project (src/db/listing-cache.ts). */

@@ -73,8 +73,12 @@ export async function createProject(db: Db, clock: Clock, access: WorkspaceAcces
  * `projectView`); kept while no project changes (src/db/listing-cache.ts).
  */
 export async function listProjects(db: Db, access: WorkspaceAccess, archived = false): Promise<string> {
-  return projectListings(db, JSON.stringify([access.workspaceId, archived]), async () =>
-    jsonDataBody(jsonObjectText({ projects: await listProjectsJson(db, access.workspaceId, archived) })),
+  return projectListings(
+    db,
+    JSON.stringify([access.workspaceId, archived]),
+    async () =>
+      jsonDataBody(jsonObjectText({ projects: await listProjectsJson(db, access.workspaceId, archived) })),
+    access.principal.dataVersion,
   );
 }
 

@@ -471,21 +471,26 @@ export async function sweepOrphanSkillObjects(
 export async function listSkills(db: Db, access: WorkspaceAccess, page: Page): Promise<string> {
   const { workspaceId } = access;
   const { userId } = access.principal;
-  return skillListings(db, JSON.stringify([workspaceId, userId, page.limit, page.offset]), async () => {
-    const { page: skills, total } = await listVisibleSkillsJson(
-      db,
-      workspaceId,
-      userId,
-      page.limit,
-      page.offset,
-    );
-    return jsonDataBody(
-      jsonObjectText({
-        skills,
-        pagination: JSON.stringify({ total, limit: page.limit, offset: page.offset }),
-      }),
-    );
-  });
+  return skillListings(
+    db,
+    JSON.stringify([workspaceId, userId, page.limit, page.offset]),
+    async () => {
+      const { page: skills, total } = await listVisibleSkillsJson(
+        db,
+        workspaceId,
+        userId,
+        page.limit,
+        page.offset,
+      );
+      return jsonDataBody(
+        jsonObjectText({
+          skills,
+          pagination: JSON.stringify({ total, limit: page.limit, offset: page.offset }),
+        }),
+      );
+    },
+    access.principal.dataVersion,
+  );
 }
 
 const skillListings = listingCache(['skills']);

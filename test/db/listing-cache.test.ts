@@ -112,6 +112,38 @@ describe.skipIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
     expect(loads).toBe(2);
   });
 
+  it('answers as of a version read earlier in the request, and reads again once another connection committed', async () => {
+    const cache = ExactCache.for<string>(t.db, ['projects'], { entries: 10 })!;
+    const atAuthentication = await cache.readVersion();
+    expect(await cache.get('k', async () => 'first', atAuthentication)).toBe('first');
+    expect(await cache.get('k', async () => 'not read', atAuthentication)).toBe('first');
+    const { description } = await t.db
+      .selectFrom('projects')
+      .select('description')
+      .where('id', '=', 'prj_docs')
+      .executeTakeFirstOrThrow();
+    const other = await openDatabase(t.env.config.database);
+    try {
+      await other.db
+        .updateTable('projects')
+        .set({ description: 'changed' })
+        .where('id', '=', 'prj_docs')
+        .execute();
+      await other.db.updateTable('projects').set({ description }).where('id', '=', 'prj_docs').execute();
+    } finally {
+      await other.close();
+    }
+    // A request that started before that commit is answered as of its start...
+    expect(await cache.get('k', async () => 'not read', atAuthentication)).toBe('first');
+    // ...and the next request, reading the version anew, sees the commit.
+    const next = await cache.readVersion();
+    expect(next).not.toBe(atAuthentication);
+    expect(await cache.get('k', async () => 'after the commit', next)).toBe('after the commit');
+    // A slow request still holding the old version empties the cache rather than reading stale.
+    expect(await cache.get('k', async () => 'read again', atAuthentication)).toBe('read again');
+    expect(await cache.get('k', async () => 'read anew', next)).toBe('read anew');
+  });
+
   it('keeps values within its weight and drops one heavier than all of it', async () => {
     const cache = ExactCache.for<string>(t.db, ['projects'], {
       entries: 10,

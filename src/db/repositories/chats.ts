@@ -115,8 +115,12 @@ const CHAT_FIELDS: Record<string, JsonField> = {
  * `limit` chats, and `keys`, the JSON array of the id and updatedAt of up to `limit + 1` (the
  * extra one tells whether more follow; the last of the page is the next cursor's position).
  */
-export async function listChatsJson(db: Db, query: ChatListQuery): Promise<{ page: string; keys: string }> {
-  return chatPages(db, JSON.stringify(query), () => readChatsJson(db, query));
+export async function listChatsJson(
+  db: Db,
+  query: ChatListQuery,
+  dataVersion?: number,
+): Promise<{ page: string; keys: string }> {
+  return chatPages(db, JSON.stringify(query), () => readChatsJson(db, query), dataVersion);
 }
 
 /** Deleting an agent deletes its chats; deleting a project sets their projectId to null. */

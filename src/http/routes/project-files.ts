@@ -104,7 +104,10 @@ export async function projectFileRoutes(app: TypedApp, deps: AppDeps): Promise<v
       if (request.query.tree)
         return { data: { tree: await projectFileTree(deps.db, workspaceId, projectId) } };
       const page = flatListPage(request.query);
-      return sendJsonBody(reply, await listProjectFiles(deps.db, workspaceId, projectId, page));
+      return sendJsonBody(
+        reply,
+        await listProjectFiles(deps.db, workspaceId, projectId, page, request.principal.dataVersion),
+      );
     },
   );
 
