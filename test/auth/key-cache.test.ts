@@ -5,9 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiKeyCache } from '../../src/auth/key-cache.js';
 import { hashApiKey } from '../../src/auth/api-keys.js';
-import { openDatabase } from '../../src/db/database.js';
 import { findApiKeyByHash } from '../../src/db/repositories/api-keys.js';
-import { createTestApp, engineName, testDatabaseUrl } from '../helpers/app.js';
+import { commitOnOtherConnection, createTestApp, engineName, testDatabaseUrl } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
@@ -58,25 +57,22 @@ describe.skipIf(testDatabaseUrl)(`authenticated-key cache (${engineName})`, () =
   it('reads again after another connection commits (another process, the CLI)', async () => {
     const cache = apiKeyCache(t.db)!;
     await cache.get(hash, load);
-    const other = await openDatabase(t.env.config.database);
+    const setRole = (role: 'admin' | 'member') =>
+      commitOnOtherConnection(t.env, (db) =>
+        db
+          .updateTable('workspace_members')
+          .set({ role })
+          .where('user_id', '=', 'usr_max')
+          .where('workspace_id', '=', 'wsp_main')
+          .execute(),
+      );
+    await setRole('admin');
     try {
-      await other.db
-        .updateTable('workspace_members')
-        .set({ role: 'admin' })
-        .where('user_id', '=', 'usr_max')
-        .where('workspace_id', '=', 'wsp_main')
-        .execute();
       loads = 0;
       expect(await cache.get(hash, load)).toMatchObject({ workspace_role: 'admin' });
       expect(loads).toBe(1);
     } finally {
-      await other.db
-        .updateTable('workspace_members')
-        .set({ role: 'member' })
-        .where('user_id', '=', 'usr_max')
-        .where('workspace_id', '=', 'wsp_main')
-        .execute();
-      await other.close();
+      await setRole('member');
     }
   });
 
@@ -84,13 +80,13 @@ describe.skipIf(testDatabaseUrl)(`authenticated-key cache (${engineName})`, () =
     const headers = { 'x-service-api-key': KEYS.mainMember };
     expect((await t.app.inject({ method: 'GET', url: '/v1/me', headers })).statusCode).toBe(200);
     expect((await t.app.inject({ method: 'GET', url: '/v1/me', headers })).statusCode).toBe(200);
-    const other = await openDatabase(t.env.config.database);
-    await other.db
-      .updateTable('api_keys')
-      .set({ revoked_at: new Date().toISOString() })
-      .where('key_hash', '=', hash)
-      .execute();
-    await other.close();
+    await commitOnOtherConnection(t.env, (db) =>
+      db
+        .updateTable('api_keys')
+        .set({ revoked_at: new Date().toISOString() })
+        .where('key_hash', '=', hash)
+        .execute(),
+    );
     expect((await t.app.inject({ method: 'GET', url: '/v1/me', headers })).statusCode).toBe(401);
   });
 });

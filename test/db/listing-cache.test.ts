@@ -3,9 +3,8 @@
  * listing never answers what the database would no longer answer, whoever changed it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/database.js';
 import { ExactCache } from '../../src/db/exact-cache.js';
-import { createTestApp, engineName, testDatabaseUrl } from '../helpers/app.js';
+import { commitOnOtherConnection, createTestApp, engineName, testDatabaseUrl } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
@@ -39,17 +38,15 @@ describe(`listing pages kept in memory (${engineName})`, () => {
 
   it('shows a change committed by another connection (another process, the CLI) on the next listing', async () => {
     expect(await projectNames()).toEqual(['Docs']);
-    const other = await openDatabase(t.env.config.database);
+    const rename = (name: string) =>
+      commitOnOtherConnection(t.env, (db) =>
+        db.updateTable('projects').set({ name }).where('id', '=', 'prj_docs').execute(),
+      );
+    await rename('Docs, renamed');
     try {
-      await other.db
-        .updateTable('projects')
-        .set({ name: 'Docs, renamed' })
-        .where('id', '=', 'prj_docs')
-        .execute();
       expect(await projectNames()).toEqual(['Docs, renamed']);
     } finally {
-      await other.db.updateTable('projects').set({ name: 'Docs' }).where('id', '=', 'prj_docs').execute();
-      await other.close();
+      await rename('Docs');
     }
     expect(await projectNames()).toEqual(['Docs']);
   });
@@ -122,17 +119,10 @@ describe.skipIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
       .select('description')
       .where('id', '=', 'prj_docs')
       .executeTakeFirstOrThrow();
-    const other = await openDatabase(t.env.config.database);
-    try {
-      await other.db
-        .updateTable('projects')
-        .set({ description: 'changed' })
-        .where('id', '=', 'prj_docs')
-        .execute();
-      await other.db.updateTable('projects').set({ description }).where('id', '=', 'prj_docs').execute();
-    } finally {
-      await other.close();
-    }
+    await commitOnOtherConnection(t.env, async (db) => {
+      await db.updateTable('projects').set({ description: 'changed' }).where('id', '=', 'prj_docs').execute();
+      await db.updateTable('projects').set({ description }).where('id', '=', 'prj_docs').execute();
+    });
     // A request that started before that commit is answered as of its start...
     expect(await cache.get('k', async () => 'not read', atAuthentication)).toBe('first');
     // ...and the next request, reading the version anew, sees the commit.

@@ -75,6 +75,19 @@ export async function applyFixture(env: TestEnv, yamlText: string) {
 }
 
 /**
+ * Writes through a second connection to the test's database, as another `atrium serve` or the
+ * CLI would: every statement `write` runs commits before this resolves.
+ */
+export async function commitOnOtherConnection(env: TestEnv, write: (db: Db) => Promise<unknown>) {
+  const other = await openDatabase(env.config.database);
+  try {
+    await write(other.db as Db);
+  } finally {
+    await other.close();
+  }
+}
+
+/**
  * The one app builder of the suite: a fresh environment, the setup file applied, and the app
  * with every JSON response checked against its route's declared schema.
  */
