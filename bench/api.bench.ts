@@ -3,7 +3,9 @@
  * 50 chats, the file list of a 500-file project) against a bare Fastify route that sends the
  * same bytes, measured in the same run. Target: ≥ 50% of the bare route's throughput, on SQLite
  * and on PostgreSQL when BENCH_DATABASE_URL is set (a fresh schema is created there and dropped
- * afterwards). The bare route serves the bytes of the SQLite run's responses to both.
+ * afterwards). The bare route serves the bytes of the SQLite run's responses to both. On
+ * PostgreSQL a second bare route that makes one `select 1` round trip per request shows the
+ * ceiling of any listing that reads the database at all, and Atrium's ratio against it.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -177,6 +179,8 @@ export async function run(report: Report) {
   const headers = { 'x-service-api-key': KEY };
   const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-api-'));
   let bare: Awaited<ReturnType<typeof startChildServer>> | undefined;
+  let bareWithRoundTrip: Awaited<ReturnType<typeof startChildServer>> | undefined;
+  const payloadFile = path.join(dataDir, 'bare.json');
   const counter = process.env.REDIS_URL ? 'Redis' : 'the database';
   report(
     `${ROWS} projects / agents / skills / chats, a ${FILES}-file project; ${SECONDS}s per run, 10 connections, log level ${process.env.LOG_LEVEL ?? 'info'}, rate limit counted in ${counter}; load average ${loadavg()
@@ -193,9 +197,14 @@ export async function run(report: Report) {
           for (const [route, url] of Object.entries(ROUTES)) {
             payloads[route] = await (await fetch(atrium.url + url, { headers })).text();
           }
-          const payloadFile = path.join(dataDir, 'bare.json');
           writeFileSync(payloadFile, JSON.stringify(payloads));
           bare = await startChildServer('bare', { BARE_PAYLOAD_FILE: payloadFile });
+        }
+        if (engine === 'postgres' && !bareWithRoundTrip) {
+          bareWithRoundTrip = await startChildServer('bare', {
+            BARE_PAYLOAD_FILE: payloadFile,
+            BARE_DATABASE_URL: databaseUrl!,
+          });
         }
         for (const [route, url] of Object.entries(ROUTES)) {
           if (ONLY_ROUTE && !new RegExp(ONLY_ROUTE).test(route)) continue;
@@ -210,6 +219,13 @@ export async function run(report: Report) {
           report(
             `${engine} GET ${url} (${bytes} B): ${real.requestsPerSecond.toFixed(0)} req/s, p50 ${real.p50} ms, p99 ${real.p99} ms, ${real.cpuPerRequest.toFixed(0)} µs CPU/req | bare route ${base.requestsPerSecond.toFixed(0)} req/s, p99 ${base.p99} ms, ${base.cpuPerRequest.toFixed(0)} µs CPU/req | ratio ${(ratio * 100).toFixed(1)}% (target ≥ 50%) ${ratio >= 0.5 ? 'PASS' : 'MISS'}`,
           );
+          if (bareWithRoundTrip) {
+            await load(bareWithRoundTrip.url + route, {}, 1);
+            const ceiling = await measure(bareWithRoundTrip, route, {});
+            report(
+              `  the bare route + one select 1 per request: ${ceiling.requestsPerSecond.toFixed(0)} req/s, ${ceiling.cpuPerRequest.toFixed(0)} µs CPU/req = ${((ceiling.requestsPerSecond / base.requestsPerSecond) * 100).toFixed(1)}% of the bare route; Atrium ${((real.requestsPerSecond / ceiling.requestsPerSecond) * 100).toFixed(1)}% of it`,
+            );
+          }
         }
       } finally {
         await atrium.stop();
@@ -219,6 +235,7 @@ export async function run(report: Report) {
     if (!databaseUrl) report('PostgreSQL: skipped (set BENCH_DATABASE_URL to measure it)');
   } finally {
     await bare?.stop();
+    await bareWithRoundTrip?.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

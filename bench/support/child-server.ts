@@ -3,10 +3,13 @@
  * parent) does not share an event loop with it. Sends `{ url }` to the parent once listening.
  *   mode "atrium": the real app on SQLite in ATRIUM_DATA_DIR (already set up by the parent)
  *   mode "bare":   bare Fastify routes answering what BARE_PAYLOAD_FILE maps their path to: a string
- *                  is sent as the exact JSON bytes, anything else is serialized as Fastify does
+ *                  is sent as the exact JSON bytes, anything else is serialized as Fastify does;
+ *                  with BARE_DATABASE_URL, each request first waits for one `select 1` on a pool of
+ *                  10 PostgreSQL connections (the least any request that reads the database pays)
  */
 import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
+import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
 
@@ -17,10 +20,13 @@ if (mode === 'bare') {
     unknown
   >;
   const app = Fastify({ logger: false });
+  const databaseUrl = process.env.BARE_DATABASE_URL;
+  const pool = databaseUrl ? new pg.Pool({ connectionString: databaseUrl, max: 10 }) : undefined;
   for (const [path, body] of Object.entries(payloads)) {
-    app.get(path, async (_request, reply) =>
-      typeof body === 'string' ? reply.type('application/json').send(body) : body,
-    );
+    app.get(path, async (_request, reply) => {
+      if (pool) await pool.query('select 1');
+      return typeof body === 'string' ? reply.type('application/json').send(body) : body;
+    });
   }
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   process.send?.({ url });

@@ -50,6 +50,9 @@ export function createMemoryCoordination(options: { maxTtlSeconds?: number } = {
       async get(key) {
         return read(key);
       },
+      async getMany(keys) {
+        return keys.map(read);
+      },
       async incr(key) {
         const current = read(key);
         const next = current === null ? 1 : Number(current) + 1;

@@ -53,6 +53,7 @@ export function connectRedis(url: string, onError: (error: unknown) => void): Co
       set: (key, value, options) =>
         options?.EX ? publisher.set(key, value, 'EX', options.EX) : publisher.set(key, value),
       get: (key) => publisher.get(key),
+      getMany: async (keys) => (keys.length === 0 ? [] : publisher.mget(keys)),
       incr: (key) => publisher.incr(key),
       del: (key) => publisher.del(key),
     },

@@ -121,7 +121,7 @@ export async function listChats(
   const after = request.cursor
     ? decodeCursor(request.cursor, (v) => v.length === 2 && v.every((x) => typeof x === 'string'))
     : undefined;
-  const { page, keys } = await listChatsJson(
+  const { page, keys: positions } = await listChatsJson(
     deps.db,
     {
       workspaceId: access.workspaceId,
@@ -135,7 +135,6 @@ export async function listChats(
     },
     access.dataVersion,
   );
-  const positions = JSON.parse(keys) as Array<{ id: string; updatedAt: string }>;
   const hasMore = positions.length > request.limit;
   const listed = positions.slice(0, request.limit);
   const active = await deps.replies.activeChats(listed.map((chat) => chat.id));

@@ -171,14 +171,18 @@ export class RunningReplies {
     await Promise.all([...this.local.values()].map((reply) => reply.released));
   }
 
-  /** Which of these chats have a reply being generated. */
+  /** Which of these chats have a reply being generated: one lookup for those not running here. */
   async activeChats(chatIds: string[]): Promise<Set<string>> {
     const active = new Set<string>();
-    await Promise.all(
-      chatIds.map(async (chatId) => {
-        if (await this.runningMessageId(chatId)) active.add(chatId);
-      }),
-    );
+    const elsewhere: string[] = [];
+    for (const chatId of chatIds) {
+      if (this.local.has(chatId)) active.add(chatId);
+      else elsewhere.push(chatId);
+    }
+    const values = await this.coordination.publisher.getMany(elsewhere.map((id) => this.activeKey(id)));
+    values.forEach((value, i) => {
+      if (typeof value === 'string' && value !== '') active.add(elsewhere[i]!);
+    });
     return active;
   }
 

@@ -47,6 +47,12 @@ describe(`stop and resume across two atrium serve processes with REDIS_URL (${en
     const { chatId, events } = await startReply(a!.url, 'cluster-stop', 2);
     const seen = await fetch(`${b!.url}/v1/chats/${chatId}`, { headers: key });
     expect(((await seen.json()) as { data: { chat: { active: boolean } } }).data.chat.active).toBe(true);
+    // The list on the other process asks Redis for every listed chat in one MGET.
+    const listed = await fetch(`${b!.url}/v1/chats?limit=100`, { headers: key });
+    const chats = ((await listed.json()) as { data: { chats: Array<{ id: string; active: boolean }> } }).data
+      .chats;
+    expect(chats.find((chat) => chat.id === chatId)?.active).toBe(true);
+    expect(chats.filter((chat) => chat.id !== chatId).every((chat) => !chat.active)).toBe(true);
 
     const stop = await fetch(`${b!.url}/v1/chat/${chatId}/stop`, { method: 'POST', headers: key });
     expect(((await stop.json()) as { data: { stopped: boolean } }).data.stopped).toBe(true);

@@ -115,18 +115,33 @@ const CHAT_FIELDS: Record<string, JsonField> = {
  * `limit` chats, and `keys`, the JSON array of the id and updatedAt of up to `limit + 1` (the
  * extra one tells whether more follow; the last of the page is the next cursor's position).
  */
+/** Where a listed chat sits in the order: what a page's cursor is made of. */
+export interface ChatPosition {
+  id: string;
+  updatedAt: string;
+}
+
+/**
+ * A page of chats as JSON text, with the positions of up to `limit + 1` matching chats (one more
+ * tells whether another page follows). Both are kept in the listing cache, the positions already
+ * parsed: callers must not change them.
+ */
 export async function listChatsJson(
   db: Db,
   query: ChatListQuery,
   dataVersion?: number,
-): Promise<{ page: string; keys: string }> {
+): Promise<{ page: string; keys: readonly ChatPosition[] }> {
   return chatPages(db, JSON.stringify(query), () => readChatsJson(db, query), dataVersion);
 }
 
 /** Deleting an agent deletes its chats; deleting a project sets their projectId to null. */
-const chatPages = listingCache<{ page: string; keys: string }>(['chats', 'agents', 'projects']);
+const chatPages = listingCache<{ page: string; keys: readonly ChatPosition[] }>([
+  'chats',
+  'agents',
+  'projects',
+]);
 
-async function readChatsJson(db: Db, query: ChatListQuery): Promise<{ page: string; keys: string }> {
+async function readChatsJson(db: Db, query: ChatListQuery): Promise<{ page: string; keys: ChatPosition[] }> {
   const dialect = dialectOf(db);
   const rows = matchingChats(db, query)
     .select([
@@ -148,12 +163,13 @@ async function readChatsJson(db: Db, query: ChatListQuery): Promise<{ page: stri
   const keys = matchingChats(db, query)
     .select(['id', 'updated_at as updatedAt'])
     .limit(query.limit + 1);
-  return db
+  const row = await db
     .selectNoFrom([
       jsonArray(dialect, rows, CHAT_FIELDS).as('page'),
       jsonArray(dialect, keys, { id: 'value', updatedAt: 'value' }).as('keys'),
     ])
     .executeTakeFirstOrThrow();
+  return { page: row.page, keys: JSON.parse(row.keys) as ChatPosition[] };
 }
 
 export async function renameChat(db: Executor, chatId: string, title: string, now: string) {
