@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { type Db, dialectOf, type Executor } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
+import { preparedSelect } from '../prepared.js';
 import type { AgentTable } from '../schema.js';
 
 const LISTED_VISIBILITIES = ['workspace', 'organization'] as const;
@@ -71,6 +72,13 @@ export async function listListedAgentsJson(
   db: Db,
   page: { workspaceId: string; limit: number; offset: number; onlyIds?: string[] | null; fallback: string },
 ): Promise<{ page: string; total: number }> {
+  const [row] = await listedAgentsPage(db, page);
+  return { page: row!.page, total: Number(row!.total) };
+}
+
+type ListedAgentsPage = Parameters<typeof listListedAgentsJson>[1];
+
+const listedAgentsPage = preparedSelect((db, page: ListedAgentsPage) => {
   const base = listedAgents(db, page.workspaceId, page.onlyIds);
   const rows = base
     .select((eb) => [
@@ -113,11 +121,8 @@ export async function listListedAgentsJson(
     .limit(page.limit)
     .offset(page.offset);
   const total = base.select((eb) => eb.fn.countAll<number>().as('total'));
-  const row = await db
-    .selectNoFrom([jsonArray(dialectOf(db), rows, AGENT_FIELDS).as('page'), total.as('total')])
-    .executeTakeFirstOrThrow();
-  return { page: row.page, total: Number(row.total) };
-}
+  return db.selectNoFrom([jsonArray(dialectOf(db), rows, AGENT_FIELDS).as('page'), total.as('total')]);
+});
 
 /** A live (not deleted) agent of the workspace, or undefined. */
 export function findAgent(db: Db, workspaceId: string, agentId: string) {

@@ -1,4 +1,5 @@
 import type { Db } from '../database.js';
+import { preparedSelect } from '../prepared.js';
 import type { ApiKeyKind, ApiKeyTable, ManagedBy } from '../schema.js';
 
 export interface NewApiKey {
@@ -23,8 +24,12 @@ export interface NewApiKey {
  * workspace's settings and its user's role there), in one query: authentication is on every
  * request's path.
  */
-export function findApiKeyByHash(db: Db, keyHash: string) {
-  return db
+export async function findApiKeyByHash(db: Db, keyHash: string) {
+  return (await keyByHash(db, { keyHash }))[0];
+}
+
+const keyByHash = preparedSelect((db, { keyHash }: { keyHash: string }) =>
+  db
     .selectFrom('api_keys')
     .leftJoin('workspaces', 'workspaces.id', 'api_keys.workspace_id')
     .leftJoin('workspace_members', (join) =>
@@ -47,9 +52,8 @@ export function findApiKeyByHash(db: Db, keyHash: string) {
       'workspaces.rate_limit_per_minute as workspace_rate_limit',
       'workspace_members.role as workspace_role',
     ])
-    .where('api_keys.key_hash', '=', keyHash)
-    .executeTakeFirst();
-}
+    .where('api_keys.key_hash', '=', keyHash),
+);
 
 export async function insertApiKey(db: Db, key: NewApiKey): Promise<void> {
   await db

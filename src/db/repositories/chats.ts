@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { type Db, dialectOf, type Executor } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { listingCache } from '../listing-cache.js';
+import { preparedSelect } from '../prepared.js';
 import type { ChatTable } from '../schema.js';
 
 /** A chat of the workspace by its id or its client id, or undefined. */
@@ -110,11 +111,6 @@ const CHAT_FIELDS: Record<string, JsonField> = {
   updatedAt: 'value',
 };
 
-/**
- * Chats, most recently updated first, then id, in one statement: `page`, the JSON array of up to
- * `limit` chats, and `keys`, the JSON array of the id and updatedAt of up to `limit + 1` (the
- * extra one tells whether more follow; the last of the page is the next cursor's position).
- */
 /** Where a listed chat sits in the order: what a page's cursor is made of. */
 export interface ChatPosition {
   id: string;
@@ -122,9 +118,10 @@ export interface ChatPosition {
 }
 
 /**
- * A page of chats as JSON text, with the positions of up to `limit + 1` matching chats (one more
- * tells whether another page follows). Both are kept in the listing cache, the positions already
- * parsed: callers must not change them.
+ * Chats, most recently updated first, then id: the page as JSON text, with the positions of up
+ * to `limit + 1` matching chats (the extra one tells whether more follow; the last of the page is
+ * the next cursor's position). Both are kept in the listing cache, the positions already parsed:
+ * callers must not change them.
  */
 export async function listChatsJson(
   db: Db,
@@ -142,6 +139,12 @@ const chatPages = listingCache<{ page: string; keys: readonly ChatPosition[] }>(
 ]);
 
 async function readChatsJson(db: Db, query: ChatListQuery): Promise<{ page: string; keys: ChatPosition[] }> {
+  const [row] = await chatsPage(db, { ...query, withNext: query.limit + 1 });
+  return { page: row!.page, keys: JSON.parse(row!.keys) as ChatPosition[] };
+}
+
+/** One statement: `page`, the JSON array of up to `limit` chats, and `keys`, up to `withNext` positions. */
+const chatsPage = preparedSelect((db, query: ChatListQuery & { withNext: number }) => {
   const dialect = dialectOf(db);
   const rows = matchingChats(db, query)
     .select([
@@ -160,17 +163,12 @@ async function readChatsJson(db: Db, query: ChatListQuery): Promise<{ page: stri
       'updated_at as updatedAt',
     ])
     .limit(query.limit);
-  const keys = matchingChats(db, query)
-    .select(['id', 'updated_at as updatedAt'])
-    .limit(query.limit + 1);
-  const row = await db
-    .selectNoFrom([
-      jsonArray(dialect, rows, CHAT_FIELDS).as('page'),
-      jsonArray(dialect, keys, { id: 'value', updatedAt: 'value' }).as('keys'),
-    ])
-    .executeTakeFirstOrThrow();
-  return { page: row.page, keys: JSON.parse(row.keys) as ChatPosition[] };
-}
+  const keys = matchingChats(db, query).select(['id', 'updated_at as updatedAt']).limit(query.withNext);
+  return db.selectNoFrom([
+    jsonArray(dialect, rows, CHAT_FIELDS).as('page'),
+    jsonArray(dialect, keys, { id: 'value', updatedAt: 'value' }).as('keys'),
+  ]);
+});
 
 export async function renameChat(db: Executor, chatId: string, title: string, now: string) {
   await db.updateTable('chats').set({ title, updated_at: now }).where('id', '=', chatId).execute();

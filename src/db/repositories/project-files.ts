@@ -1,6 +1,7 @@
 import { type Insertable, type Selectable, sql } from 'kysely';
 import { type Db, dialectOf } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
+import { preparedSelect } from '../prepared.js';
 import type { ProjectFileTable } from '../schema.js';
 
 export type ProjectFileRow = Selectable<ProjectFileTable>;
@@ -78,6 +79,23 @@ export async function listProjectFilesJson(
   projectId: string,
   page: { limit?: number; offset: number },
 ): Promise<{ page: string; total: number } | undefined> {
+  const [row] = await projectFilesPage(db, {
+    workspaceId,
+    projectId,
+    limit: page.limit ?? NO_LIMIT,
+    offset: page.offset,
+  });
+  return row!.project ? { page: row!.page, total: Number(row!.total) } : undefined;
+}
+
+interface ProjectFilesPage {
+  workspaceId: string;
+  projectId: string;
+  limit: number;
+  offset: number;
+}
+
+const projectFilesPage = preparedSelect((db, { workspaceId, projectId, limit, offset }: ProjectFilesPage) => {
   const files = db
     .selectFrom('project_files')
     .where('workspace_id', '=', workspaceId)
@@ -99,22 +117,19 @@ export async function listProjectFilesJson(
     ])
     .orderBy('updated_at', 'desc')
     .orderBy('id', 'desc')
-    .limit(page.limit ?? NO_LIMIT)
-    .offset(page.offset);
+    .limit(limit)
+    .offset(offset);
   const project = db
     .selectFrom('projects')
     .select('id')
     .where('id', '=', projectId)
     .where('workspace_id', '=', workspaceId);
-  const row = await db
-    .selectNoFrom((eb) => [
-      jsonArray(dialectOf(db), rows, FILE_FIELDS).as('page'),
-      files.select(eb.fn.countAll<number>().as('total')).as('total'),
-      project.as('project'),
-    ])
-    .executeTakeFirstOrThrow();
-  return row.project ? { page: row.page, total: Number(row.total) } : undefined;
-}
+  return db.selectNoFrom((eb) => [
+    jsonArray(dialectOf(db), rows, FILE_FIELDS).as('page'),
+    files.select(eb.fn.countAll<number>().as('total')).as('total'),
+    project.as('project'),
+  ]);
+});
 
 /** How many files a project has and their total size. */
 export async function projectFileUsage(db: Db, workspaceId: string, projectId: string) {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { type Db, dialectOf, type Executor } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
+import { preparedSelect } from '../prepared.js';
 import type { ProjectTable } from '../schema.js';
 
 export type ProjectRow = ProjectTable;
@@ -15,26 +16,30 @@ export async function insertProject(db: Db, project: ProjectRow): Promise<void> 
  * stay behind.
  */
 export async function listProjectsJson(db: Db, workspaceId: string, archived = false): Promise<string> {
-  const rows = db
-    .selectFrom('projects')
-    .select([
-      'id',
-      'name',
-      'description',
-      'color',
-      'icon',
-      'archived',
-      'created_at as createdAt',
-      'updated_at as updatedAt',
-    ])
-    .where('workspace_id', '=', workspaceId)
-    .where('archived', '=', archived ? 1 : 0)
-    .orderBy('updated_at', 'desc')
-    .orderBy('id', 'desc');
-  const page = jsonArray(dialectOf(db), rows, PROJECT_FIELDS);
-  const row = await db.selectNoFrom(page.as('page')).executeTakeFirstOrThrow();
-  return row.page;
+  return (await projectsPage(db, { workspaceId, archived }))[0]!.page;
 }
+
+const projectsPage = preparedSelect(
+  (db, { workspaceId, archived }: { workspaceId: string; archived: boolean }) => {
+    const rows = db
+      .selectFrom('projects')
+      .select([
+        'id',
+        'name',
+        'description',
+        'color',
+        'icon',
+        'archived',
+        'created_at as createdAt',
+        'updated_at as updatedAt',
+      ])
+      .where('workspace_id', '=', workspaceId)
+      .where('archived', '=', archived ? 1 : 0)
+      .orderBy('updated_at', 'desc')
+      .orderBy('id', 'desc');
+    return db.selectNoFrom(jsonArray(dialectOf(db), rows, PROJECT_FIELDS).as('page'));
+  },
+);
 
 /** The fields of a listed project, in the response's order (`projectView`). */
 const PROJECT_FIELDS: Record<string, JsonField> = {

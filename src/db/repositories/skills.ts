@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { retryOnConflict } from '../conflict-retry.js';
 import { type Db, dialectOf, type Executor } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
+import { preparedSelect } from '../prepared.js';
 import type { SkillTable } from '../schema.js';
 
 /** Which of `names` the workspace already has a skill for (exact, case-sensitive match). */
@@ -112,6 +113,18 @@ export async function listVisibleSkillsJson(
   limit: number,
   offset: number,
 ): Promise<{ page: string; total: number }> {
+  const [row] = await visibleSkillsPage(db, { workspaceId, userId, limit, offset });
+  return { page: row!.page, total: Number(row!.total) };
+}
+
+interface VisibleSkillsPage {
+  workspaceId: string;
+  userId: string;
+  limit: number;
+  offset: number;
+}
+
+const visibleSkillsPage = preparedSelect((db, { workspaceId, userId, limit, offset }: VisibleSkillsPage) => {
   const base = db
     .selectFrom('skills')
     .where('workspace_id', '=', workspaceId)
@@ -135,11 +148,8 @@ export async function listVisibleSkillsJson(
     .limit(limit)
     .offset(offset);
   const total = base.select((eb) => eb.fn.countAll<number>().as('total'));
-  const row = await db
-    .selectNoFrom([jsonArray(dialectOf(db), rows, SKILL_FIELDS).as('page'), total.as('total')])
-    .executeTakeFirstOrThrow();
-  return { page: row.page, total: Number(row.total) };
-}
+  return db.selectNoFrom([jsonArray(dialectOf(db), rows, SKILL_FIELDS).as('page'), total.as('total')]);
+});
 
 /** Every skill row of a workspace (tests and maintenance). */
 export function listWorkspaceSkills(db: Db, workspaceId: string) {
