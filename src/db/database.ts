@@ -15,6 +15,7 @@ import * as sqliteVec from 'sqlite-vec';
 import type { DatabaseConfig } from '../config.js';
 import { SqliteChangeSignals } from './change-signals.js';
 import { migrations } from './migrations/index.js';
+import { PreparingClient } from './pg-statements.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -141,6 +142,7 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     connectionString: config.url,
     max: 10,
     types: pgTypes,
+    Client: PreparingClient,
     options: config.schema ? `-c search_path=${config.schema}` : undefined,
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });

@@ -1,5 +1,6 @@
 import type { Compilable, CompiledQuery } from 'kysely';
 import type { Db } from './database.js';
+import { keepStatementPrepared } from './pg-statements.js';
 
 /** Where a compiled parameter's value comes from: the call's n-th value, or the build itself. */
 type Slot = { value: number } | { constant: unknown };
@@ -19,7 +20,8 @@ const PLACEHOLDER = /^\u0000value (\d+)\u0000$/;
  * A select built and compiled by Kysely once per database and shape, then run with each call's
  * values (issue 16). Kysely builds its operation tree and compiles it again on every call; for
  * the statements every request runs (the key lookup, the listings) that cost more CPU on
- * PostgreSQL than the round trip itself.
+ * PostgreSQL than the round trip itself. On PostgreSQL the statement is also kept parsed and
+ * planned on each connection (src/db/pg-statements.ts).
  *
  * `build` gets the call's arguments with every non-empty string and every number other than 0
  * replaced by a placeholder. It must hand those to Kysely as values (never `sql.lit`, `sql.raw`,
@@ -68,5 +70,6 @@ function prepare(query: CompiledQuery, valueCount: number): Prepared {
     return { value: Number(match[1]) };
   });
   if (used.size !== valueCount) throw new Error('preparedSelect: a value did not become a parameter');
+  keepStatementPrepared(query.sql);
   return { query, slots };
 }

@@ -68,4 +68,21 @@ describe(`preparedSelect (${engineName})`, () => {
     );
     await expect(unused(db, { id: 'org_a' })).rejects.toThrow('a value did not become a parameter');
   });
+
+  it.skipIf(engineName !== 'postgres')(
+    'keeps the statement parsed and planned on the PostgreSQL connection, by name',
+    async () => {
+      const db = env.database.db;
+      const byId = preparedSelect((db, query: { id: string }) =>
+        db.selectFrom('organizations').select('name as probe_name').where('id', '=', query.id),
+      );
+      // One connection at a time: the pool hands the last released one out again.
+      expect(await byId(db, { id: 'org_b' })).toEqual([{ probe_name: 'ORG_B' }]);
+      const { rows } = await sql<{ name: string }>`
+        select name from pg_prepared_statements where statement like '%probe_name%'`.execute(db);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]!.name).toMatch(/^atrium_[0-9a-f]{32}$/);
+      expect(await byId(db, { id: 'org_c' })).toEqual([{ probe_name: 'ORG_C' }]);
+    },
+  );
 });
