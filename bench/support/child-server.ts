@@ -1,7 +1,10 @@
 /**
  * Runs one server for a benchmark in its own process, so the load generator (autocannon, in the
  * parent) does not share an event loop with it. Sends `{ url }` to the parent once listening.
- *   mode "atrium": the real app on SQLite in ATRIUM_DATA_DIR (already set up by the parent)
+ *   mode "atrium": the real app on SQLite in ATRIUM_DATA_DIR (already set up by the parent), run
+ *                  from dist/, the build `atrium serve` runs (`npm run bench` builds it first): the
+ *                  sources as tsx runs them carry its development-time wrappers (keepNames adds a
+ *                  defineProperty call to every closure created per request)
  *   mode "bare":   bare Fastify routes answering what BARE_PAYLOAD_FILE maps their path to: a string
  *                  is sent as the exact JSON bytes, anything else is serialized as Fastify does;
  *                  with BARE_DATABASE_URL, each request first waits for one `select 1` on a pool of
@@ -10,8 +13,6 @@
 import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { loadConfig } from '../../src/config.js';
-import { startServer } from '../../src/server.js';
 
 const mode = process.argv[2];
 if (mode === 'bare') {
@@ -31,6 +32,10 @@ if (mode === 'bare') {
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   process.send?.({ url });
 } else {
+  // A path in a variable: dist/ has no type declarations, the sources give the types.
+  const built = { config: '../../dist/config.js', server: '../../dist/server.js' };
+  const { loadConfig } = (await import(built.config)) as typeof import('../../src/config.js');
+  const { startServer } = (await import(built.server)) as typeof import('../../src/server.js');
   const config = loadConfig({ ...process.env, PORT: '0' });
   const { address } = await startServer(config);
   process.send?.({ url: address });

@@ -9,7 +9,7 @@ export async function startChildServer(mode: 'atrium' | 'bare', env: Record<stri
   const child: ChildProcess = fork(path.join(here, 'child-server.ts'), [mode], {
     env: { ...process.env, ...env },
     execArgv: ['--import', 'tsx', ...(process.env.BENCH_CHILD_ARGS?.split(' ').filter(Boolean) ?? [])],
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    stdio: ['ignore', process.env.BENCH_CHILD_STDOUT ? 'inherit' : 'ignore', 'inherit', 'ipc'],
   });
   const url = await new Promise<string>((resolve, reject) => {
     child.once('message', (message) => resolve((message as { url: string }).url));
