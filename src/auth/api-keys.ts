@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ApiKeyKind } from '../db/schema.js';
 
 /** Plaintext keys given in a setup file must carry at least this many characters. */
@@ -18,9 +18,10 @@ export function generateApiKey(kind: ApiKeyKind): string {
 /**
  * Keys carry 256 bits of entropy, so a fast hash is the right tool (as for GitHub tokens):
  * no dictionary to slow down, and it keeps authentication off the request's critical path.
+ * `hash` is the one-shot form: a quarter of createHash's cost on every request (issue 16).
  */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 export function keysMatch(storedHash: string, presentedHash: string): boolean {

@@ -8,26 +8,43 @@ export const MAX_INPUT_DEPTH = 64;
 /** The first string (value or key) that cannot be stored, or nesting past the limit. */
 export function findUnstorableInput(root: unknown, rootPath: string): ValidationIssue | null {
   // Iterative: the input this guards against is exactly the one that would overflow recursion.
-  const stack: Array<{ value: unknown; path: string; depth: number }> = [
-    { value: root, path: rootPath, depth: 0 },
-  ];
+  // Paths are spelled out only for the issue found, not for every value looked at.
+  const stack: InputNode[] = [{ value: root, parent: undefined, key: rootPath, depth: 0 }];
   while (stack.length > 0) {
-    const { value, path, depth } = stack.pop()!;
+    const node = stack.pop()!;
+    const { value, depth } = node;
     if (typeof value === 'string') {
       const reason = unstorableTextReason(value);
-      if (reason) return { path, message: reason };
+      if (reason) return { path: pathOf(node), message: reason };
     } else if (value !== null && typeof value === 'object') {
       if (depth >= MAX_INPUT_DEPTH)
-        return { path, message: `is nested more than ${MAX_INPUT_DEPTH} levels deep` };
-      for (const [key, child] of Object.entries(value)) {
-        const childPath = `${path}.${key}`;
+        return { path: pathOf(node), message: `is nested more than ${MAX_INPUT_DEPTH} levels deep` };
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue;
+        const child: InputNode = {
+          value: (value as Record<string, unknown>)[key],
+          parent: node,
+          key,
+          depth: depth + 1,
+        };
         const reason = unstorableTextReason(key);
-        if (reason) return { path: childPath, message: `has a key that ${reason}` };
-        stack.push({ value: child, path: childPath, depth: depth + 1 });
+        if (reason) return { path: pathOf(child), message: `has a key that ${reason}` };
+        stack.push(child);
       }
     }
   }
   return null;
+}
+
+interface InputNode {
+  value: unknown;
+  parent: InputNode | undefined;
+  key: string;
+  depth: number;
+}
+
+function pathOf(node: InputNode): string {
+  return node.parent ? `${pathOf(node.parent)}.${node.key}` : node.key;
 }
 
 /**
@@ -36,11 +53,15 @@ export function findUnstorableInput(root: unknown, rootPath: string): Validation
  * Without it, PostgreSQL would answer a NUL with an error (500) where SQLite answers 404 or 200.
  */
 export function registerInputGuard(scope: FastifyInstance): void {
-  scope.addHook('preValidation', async (request) => {
+  // Callback style: nothing here waits, so no promise per request.
+  scope.addHook('preValidation', (request, _reply, done) => {
     for (const value of Object.values((request.params ?? {}) as Record<string, unknown>)) {
-      if (typeof value === 'string' && unstorableTextReason(value)) throw errors.notFound('Resource');
+      if (typeof value === 'string' && unstorableTextReason(value)) {
+        done(errors.notFound('Resource'));
+        return;
+      }
     }
     const issue = findUnstorableInput(request.query, 'query') ?? findUnstorableInput(request.body, 'body');
-    if (issue) throw errors.badRequest(`${issue.path} ${issue.message}`, [issue]);
+    done(issue ? errors.badRequest(`${issue.path} ${issue.message}`, [issue]) : undefined);
   });
 }

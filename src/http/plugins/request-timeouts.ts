@@ -43,8 +43,9 @@ export function registerRequestTimeouts(app: FastifyInstance, timeouts: HttpTime
     setTimeout(() => raw.socket?.destroy(), rate.timeoutMs).unref();
   };
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     if (hasBody(request)) deadlines.watch(request.raw, () => expire(request, reply));
+    done();
   });
   app.addHook('onClose', async () => deadlines.stop());
 }
