@@ -96,8 +96,19 @@ async function streamTimings(response: Promise<Response>, marker: string, starte
 
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 
+/** BENCH_CHAT_ONLY=concurrent runs only the many-slow-replies part (to profile its server). */
+const ONLY_CONCURRENT = process.env.BENCH_CHAT_ONLY === 'concurrent';
+
 export async function run(report: Report) {
   const upstream = await startFakeUpstream();
+  if (ONLY_CONCURRENT) {
+    try {
+      await concurrentReplies(report, upstream);
+    } finally {
+      await upstream.close();
+    }
+    return;
+  }
   const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-chat-'));
   const config = loadConfig({
     ATRIUM_DATA_DIR: dataDir,
