@@ -61,7 +61,8 @@ export class SqliteChangeSignals implements KyselyPlugin {
    */
   async externalVersion(db: Kysely<unknown>): Promise<number> {
     const direct = directSqliteStatement(db as never, DATA_VERSION);
-    if (direct) return (direct.get() as { data_version: number }).data_version;
+    // Plucked: the number alone, no row object per request.
+    if (direct) return direct.pluck().get() as number;
     const result = await db
       .getExecutor()
       .provideConnection((connection) =>

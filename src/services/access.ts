@@ -41,8 +41,26 @@ export interface Principal {
 // Writing last_used_at on every request would make each read a write; a minute's precision is plenty.
 const LAST_USED_PRECISION_MS = 60_000;
 
+type KeyRow = NonNullable<Awaited<ReturnType<typeof findApiKeyByHash>>>;
+
+/** A key row with its timestamps parsed once, when read, rather than on every request. */
+interface CheckedKeyRow extends KeyRow {
+  expiresAtMs: number | null;
+  lastUsedAtMs: number | null;
+}
+
 /** Key rows as authentication reads them, kept by an exact cache where the database allows one. */
-export type KeyRowCache = ExactCache<NonNullable<Awaited<ReturnType<typeof findApiKeyByHash>>>>;
+export type KeyRowCache = ExactCache<CheckedKeyRow>;
+
+async function loadKeyRow(db: Db, keyHash: string): Promise<CheckedKeyRow | undefined> {
+  const row = await findApiKeyByHash(db, keyHash);
+  if (!row) return undefined;
+  return {
+    ...row,
+    expiresAtMs: row.expires_at ? Date.parse(row.expires_at) : null,
+    lastUsedAtMs: row.last_used_at ? Date.parse(row.last_used_at) : null,
+  };
+}
 
 export async function authenticateKey(
   db: Db,
@@ -52,15 +70,15 @@ export async function authenticateKey(
 ): Promise<Principal> {
   if (!presentedKey) throw errors.notAuthenticated();
   const presentedHash = hashApiKey(presentedKey);
-  const load = () => findApiKeyByHash(db, presentedHash);
+  const load = () => loadKeyRow(db, presentedHash);
   const dataVersion = cache ? await cache.readVersion() : undefined;
   const key = cache ? await cache.get(presentedHash, load, dataVersion) : await load();
   if (!key || !keysMatch(key.key_hash, presentedHash)) throw errors.notAuthenticated('Invalid API key');
   if (key.revoked_at) throw errors.notAuthenticated('Invalid API key');
-  if (key.expires_at && Date.parse(key.expires_at) <= now.getTime()) {
+  if (key.expiresAtMs !== null && key.expiresAtMs <= now.getTime()) {
     throw errors.notAuthenticated('Invalid API key');
   }
-  if (!key.last_used_at || now.getTime() - Date.parse(key.last_used_at) > LAST_USED_PRECISION_MS) {
+  if (key.lastUsedAtMs === null || now.getTime() - key.lastUsedAtMs > LAST_USED_PRECISION_MS) {
     await touchApiKey(db, key.id, now.toISOString());
   }
   const principal: Principal = {
