@@ -174,6 +174,12 @@ export class RunningReplies {
   /** Which of these chats have a reply being generated: one lookup for those not running here. */
   async activeChats(chatIds: string[]): Promise<Set<string>> {
     const active = new Set<string>();
+    // Without shared coordination, every reply running anywhere runs here: no keys to build
+    // and look up for each listed chat (issue 16).
+    if (!this.coordination.shared) {
+      if (this.local.size > 0) for (const chatId of chatIds) if (this.local.has(chatId)) active.add(chatId);
+      return active;
+    }
     const elsewhere: string[] = [];
     for (const chatId of chatIds) {
       if (this.local.has(chatId)) active.add(chatId);
