@@ -58,6 +58,10 @@ describe('stop', () => {
     // The chat is visible as active while its reply runs.
     const during = await fetch(`${baseUrl}/v1/chats/${chatId}`, { headers });
     expect((await during.json()).data.chat.active).toBe(true);
+    const listed = await fetch(`${baseUrl}/v1/chats`, { headers });
+    const listedChats = (await listed.json()).data.chats as Array<{ id: string; active: boolean }>;
+    expect(listedChats.find((chat) => chat.id === chatId)?.active).toBe(true);
+    expect(listedChats.filter((chat) => chat.id !== chatId).every((chat) => !chat.active)).toBe(true);
 
     const stop = await fetch(`${baseUrl}/v1/chat/${chatId}/stop`, {
       method: 'POST',
