@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
 import {
+  type ChatPosition,
   deleteChat as deleteChatRow,
   findChat,
   listChatsJson,
@@ -121,7 +122,7 @@ export async function listChats(
   const after = request.cursor
     ? decodeCursor(request.cursor, (v) => v.length === 2 && v.every((x) => typeof x === 'string'))
     : undefined;
-  const { page, keys: positions } = await listChatsJson(
+  const answer = await listChatsJson(
     deps.db,
     {
       workspaceId: access.workspaceId,
@@ -135,20 +136,49 @@ export async function listChats(
     },
     access.dataVersion,
   );
-  const hasMore = positions.length > request.limit;
-  const listed = positions.slice(0, request.limit);
-  const active = await deps.replies.activeChats(listed.map((chat) => chat.id));
-  const last = listed[listed.length - 1];
-  return jsonDataBody(
-    jsonObjectText({
-      chats: active.size === 0 ? page : markActive(page, active),
-      pagination: JSON.stringify({
-        limit: request.limit,
-        hasMore,
-        nextCursor: hasMore && last ? encodeCursor([last.updatedAt, last.id]) : null,
-      }),
-    }),
-  );
+  const listing = chatListing(answer, request.limit);
+  const active = await deps.replies.activeChats(listing.ids);
+  if (active.size === 0) return listing.idleBody;
+  return listingBody(markActive(answer.page, active), listing.pagination);
+}
+
+interface ChatListing {
+  ids: string[];
+  pagination: string;
+  /** The whole response body while none of the chats has a reply running. */
+  idleBody: string;
+}
+
+/**
+ * What a page of the listing answers besides its chats' `active`, built once per page the
+ * listing cache keeps (the answer object is the cached one until the data changes; its
+ * cache key holds the limit), rather than on every request (issue 16).
+ */
+const chatListings = new WeakMap<object, ChatListing>();
+
+function chatListing(answer: { page: string; keys: readonly ChatPosition[] }, limit: number): ChatListing {
+  let listing = chatListings.get(answer);
+  if (!listing) {
+    const hasMore = answer.keys.length > limit;
+    const listed = answer.keys.slice(0, limit);
+    const last = listed[listed.length - 1];
+    const pagination = JSON.stringify({
+      limit,
+      hasMore,
+      nextCursor: hasMore && last ? encodeCursor([last.updatedAt, last.id]) : null,
+    });
+    listing = {
+      ids: listed.map((chat) => chat.id),
+      pagination,
+      idleBody: listingBody(answer.page, pagination),
+    };
+    chatListings.set(answer, listing);
+  }
+  return listing;
+}
+
+function listingBody(chats: string, pagination: string): string {
+  return jsonDataBody(jsonObjectText({ chats, pagination }));
 }
 
 function markActive(page: string, active: Set<string>): string {
