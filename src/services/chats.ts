@@ -8,6 +8,7 @@ import {
   renameChat as renameChatRow,
 } from '../db/repositories/chats.js';
 import { listChatMessagesPage } from '../db/repositories/messages.js';
+import { listingCache } from '../db/listing-cache.js';
 import type { ChatTable, MessageTable } from '../db/schema.js';
 import { errors } from '../errors.js';
 import type { Clock } from '../ids.js';
@@ -255,32 +256,59 @@ function messageView(row: MessageTable): MessageView {
   };
 }
 
-/** The latest messages before the cursor, oldest first (what `useChat({ messages })` takes). */
+/**
+ * Pages of messages kept as their response body, exactly on SQLite (src/db/listing-cache.ts): a
+ * chat read again while none of its messages changed is answered without reading, parsing and
+ * serializing 200 rows (issue 16). Deleting a chat, or the agent its chats belong to, deletes
+ * its messages. Whether the caller may see the chat is checked on every request.
+ */
+const messagePages = listingCache(['messages', 'chats', 'agents']);
+
+/**
+ * The latest messages before the cursor, oldest first (what `useChat({ messages })` takes), as
+ * the response body's JSON text.
+ */
 export async function listMessages(
   deps: ChatsDeps,
   access: ChatsAccess,
   chatId: string,
   request: { limit: number; cursor?: string },
-) {
+): Promise<string> {
   const chat = await visibleChat(deps.db, access, chatId);
   const before = request.cursor
     ? decodeCursor(request.cursor, (v) => v.length === 1 && Number.isInteger(v[0]))
     : undefined;
-  const rows = await listChatMessagesPage(deps.db, access.workspaceId, chat.id, {
-    beforePosition: before ? (before[0] as number) : undefined,
-    limit: request.limit,
-  });
-  const hasMore = rows.length > request.limit;
-  const page = rows.slice(0, request.limit).reverse();
+  const beforePosition = before ? (before[0] as number) : undefined;
+  const key = JSON.stringify([access.workspaceId, chat.id, beforePosition ?? null, request.limit]);
+  return messagePages(
+    deps.db,
+    key,
+    () => readMessagePage(deps.db, access.workspaceId, chat.id, beforePosition, request.limit),
+    access.dataVersion,
+  );
+}
+
+async function readMessagePage(
+  db: Db,
+  workspaceId: string,
+  chatId: string,
+  beforePosition: number | undefined,
+  limit: number,
+): Promise<string> {
+  const rows = await listChatMessagesPage(db, workspaceId, chatId, { beforePosition, limit });
+  const hasMore = rows.length > limit;
+  const page = rows.slice(0, limit).reverse();
   const oldest = page[0];
-  return {
-    messages: page.map(messageView),
-    pagination: {
-      limit: request.limit,
-      hasMore,
-      nextCursor: hasMore && oldest ? encodeCursor([Number(oldest.position)]) : null,
-    },
-  };
+  return jsonDataBody(
+    JSON.stringify({
+      messages: page.map(messageView),
+      pagination: {
+        limit,
+        hasMore,
+        nextCursor: hasMore && oldest ? encodeCursor([Number(oldest.position)]) : null,
+      },
+    }),
+  );
 }
 
 export async function stopReply(deps: ChatsDeps, access: ChatsAccess, chatId: string) {

@@ -91,6 +91,65 @@ describe(`listing pages kept in memory (${engineName})`, () => {
     await t.db.deleteFrom('projects').where('id', '=', 'prj_2019').execute();
     expect(await projectOfChat()).toBeNull();
   });
+
+  it("shows a chat's new and changed messages on the next read of its messages, whoever wrote them", async () => {
+    const at = new Date().toISOString();
+    await t.db
+      .insertInto('chats')
+      .values({
+        id: 'cht_messages',
+        workspace_id: 'wsp_main',
+        agent_id: 'agt_zeta',
+        project_id: null,
+        title: 'Messages',
+        spend_usd: 0,
+        client_id: null,
+        created_by: 'usr_max',
+        end_user: null,
+        message_count: 0,
+        last_message_at: null,
+        created_at: at,
+        updated_at: at,
+      })
+      .execute();
+    const message = (id: string, position: number, text: string) => ({
+      id,
+      chat_id: 'cht_messages',
+      workspace_id: 'wsp_main',
+      role: 'user' as const,
+      parts: JSON.stringify([{ type: 'text', text }]),
+      position,
+      created_at: at,
+    });
+    const texts = async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/v1/chats/cht_messages/messages', headers });
+      expect(res.statusCode).toBe(200);
+      const { messages } = (res.json() as { data: { messages: { parts: { text: string }[] }[] } }).data;
+      return messages.map((m) => m.parts[0]!.text);
+    };
+    await t.db
+      .insertInto('messages')
+      .values(message('m1', 0, 'one'))
+      .execute();
+    expect(await texts()).toEqual(['one']);
+    expect(await texts()).toEqual(['one']);
+    await commitOnOtherConnection(t.env, (db) =>
+      db
+        .insertInto('messages')
+        .values(message('m2', 1, 'two'))
+        .execute(),
+    );
+    expect(await texts()).toEqual(['one', 'two']);
+    await t.db
+      .updateTable('messages')
+      .set({ parts: JSON.stringify([{ type: 'text', text: 'two, edited' }]) })
+      .where('id', '=', 'm2')
+      .execute();
+    expect(await texts()).toEqual(['one', 'two, edited']);
+    await t.db.deleteFrom('chats').where('id', '=', 'cht_messages').execute();
+    const gone = await t.app.inject({ method: 'GET', url: '/v1/chats/cht_messages/messages', headers });
+    expect(gone.statusCode).toBe(404);
+  });
 });
 
 describe.skipIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {

@@ -134,14 +134,13 @@ export async function chatsRoutes(app: TypedApp, deps: ChatsDeps): Promise<void>
         response: { 200: MessageListResponse, ...errorResponses(...COMMON_ERRORS) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { limit, cursor } = request.query;
-      return {
-        data: await listMessages(deps, await access(request), request.params.chatId, {
-          cursor,
-          limit: Math.min(limit ?? MESSAGE_PAGE.defaultLimit, MESSAGE_PAGE.maxLimit),
-        }),
-      };
+      const body = await listMessages(deps, await access(request), request.params.chatId, {
+        cursor,
+        limit: Math.min(limit ?? MESSAGE_PAGE.defaultLimit, MESSAGE_PAGE.maxLimit),
+      });
+      return sendJsonBody(reply, body);
     },
   );
 }
