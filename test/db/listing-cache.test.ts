@@ -119,6 +119,9 @@ describe(`listing pages kept in memory (${engineName})`, () => {
       role: 'user' as const,
       parts: JSON.stringify([{ type: 'text', text }]),
       position,
+      input_tokens: 0,
+      output_tokens: 0,
+      cost_usd: 0,
       created_at: at,
     });
     const texts = async () => {
