@@ -20,6 +20,30 @@ async function projectNames(): Promise<string[]> {
   return (res.json() as { data: { projects: { name: string }[] } }).data.projects.map((p) => p.name);
 }
 
+/** A chat of wsp_main's member usr_max, written directly; returns its creation time. */
+async function insertChat(id: string, projectId: string | null): Promise<string> {
+  const at = new Date().toISOString();
+  await t.db
+    .insertInto('chats')
+    .values({
+      id,
+      workspace_id: 'wsp_main',
+      agent_id: 'agt_zeta',
+      project_id: projectId,
+      title: id,
+      spend_usd: 0,
+      client_id: null,
+      created_by: 'usr_max',
+      end_user: null,
+      message_count: 0,
+      last_message_at: null,
+      created_at: at,
+      updated_at: at,
+    })
+    .execute();
+  return at;
+}
+
 describe(`listing pages kept in memory (${engineName})`, () => {
   it('shows a change made through the API on the next listing', async () => {
     expect(await projectNames()).toEqual(['Docs']);
@@ -62,25 +86,7 @@ describe(`listing pages kept in memory (${engineName})`, () => {
   });
 
   it('shows what a delete cascades into (a chat whose project is deleted loses its projectId)', async () => {
-    const at = new Date().toISOString();
-    await t.db
-      .insertInto('chats')
-      .values({
-        id: 'cht_cascade',
-        workspace_id: 'wsp_main',
-        agent_id: 'agt_zeta',
-        project_id: 'prj_2019',
-        title: 'Cascade',
-        spend_usd: 0,
-        client_id: null,
-        created_by: 'usr_max',
-        end_user: null,
-        message_count: 0,
-        last_message_at: null,
-        created_at: at,
-        updated_at: at,
-      })
-      .execute();
+    await insertChat('cht_cascade', 'prj_2019');
     const projectOfChat = async () => {
       const res = await t.app.inject({ method: 'GET', url: '/v1/chats', headers });
       const chats = (res.json() as { data: { chats: { id: string; projectId: string | null }[] } }).data
@@ -93,25 +99,7 @@ describe(`listing pages kept in memory (${engineName})`, () => {
   });
 
   it("shows a chat's new and changed messages on the next read of its messages, whoever wrote them", async () => {
-    const at = new Date().toISOString();
-    await t.db
-      .insertInto('chats')
-      .values({
-        id: 'cht_messages',
-        workspace_id: 'wsp_main',
-        agent_id: 'agt_zeta',
-        project_id: null,
-        title: 'Messages',
-        spend_usd: 0,
-        client_id: null,
-        created_by: 'usr_max',
-        end_user: null,
-        message_count: 0,
-        last_message_at: null,
-        created_at: at,
-        updated_at: at,
-      })
-      .execute();
+    const at = await insertChat('cht_messages', null);
     const message = (id: string, position: number, text: string) => ({
       id,
       chat_id: 'cht_messages',
