@@ -25,77 +25,113 @@ export interface EventText {
   delta(key: string, text: string, render: (key: string, text: string) => string): void;
 }
 
+/** Where event-stream text goes as it is made. */
+export interface TextTarget {
+  text(piece: string): void;
+  /** The text is complete (or broke off): nothing follows. */
+  close(): void;
+}
+
 /**
- * Reads `source` to its end whatever the returned stream's reader does (so a reply completes
- * and is stored when its client has gone), turning each value into event-stream text with
- * `write` and adding `end`'s text after the last. A source that breaks is reported to
- * `onStreamError` and the text ends without `end` (so clients can tell it from a finished
- * stream); the text stream itself never errors, because it is also kept for resuming, which
- * must end cleanly.
+ * What a reply's chunks are pushed to, in order, by the code reading them: each chunk, then
+ * `end` or `fail`. Pushed rather than read from a web stream, so a token costs no stream hop
+ * between the provider and the socket (issue 16).
  */
-export function eventStreamText<T>(
-  source: ReadableStream<T>,
+export interface ChunkSink<T> {
+  chunk(value: T): void;
+  end(): void;
+  /** The chunks broke off (the reply's stream itself failed, not the provider). */
+  fail(error: unknown): void;
+}
+
+/**
+ * Turns the values pushed to it into event-stream text for `target` with `write`, adding
+ * `end`'s text after the last. A failure (`fail`, or `write` or `end` throwing) is reported to
+ * `onStreamError` and the text ends without `end`'s, so clients can tell it from a finished
+ * stream; the text itself never errors, because it is also kept for resuming, which must end
+ * cleanly.
+ */
+export function eventText<T>(
+  target: TextTarget,
   write: (value: T, out: EventText) => void,
   end: (out: EventText) => void | Promise<void>,
   onStreamError: (error: unknown) => void,
-): ReadableStream<string> {
-  const reader = source.getReader();
-  return new ReadableStream<string>({
-    start(controller) {
-      let text = '';
-      let delta: { key: string; text: string; render: (key: string, text: string) => string } | undefined;
-      /** Set once a delta has left in this turn: the turn's next deltas wait for its end. */
-      let turnBusy = false;
-      const endDelta = () => {
-        if (!delta) return;
-        text += delta.render(delta.key, delta.text);
-        delta = undefined;
-      };
-      const flush = () => {
+): ChunkSink<T> {
+  let text = '';
+  let delta: { key: string; text: string; render: (key: string, text: string) => string } | undefined;
+  /** Set once a delta has left in this turn: the turn's next deltas wait for its end. */
+  let turnBusy = false;
+  /** Set once `end` or a failure came: later values and turn ends add nothing. */
+  let over = false;
+  let closed = false;
+  const endDelta = () => {
+    if (!delta) return;
+    text += delta.render(delta.key, delta.text);
+    delta = undefined;
+  };
+  const flush = () => {
+    endDelta();
+    if (text === '' || closed) return;
+    target.text(text);
+    text = '';
+  };
+  const endTurn = () => {
+    turnBusy = false;
+    flush();
+  };
+  const close = () => {
+    flush();
+    closed = true;
+    target.close();
+  };
+  const broken = (error: unknown) => {
+    if (over) return;
+    over = true;
+    onStreamError(error);
+    close();
+  };
+  const out: EventText = {
+    event(event) {
+      // Other events are rare and may be what a client waits for: they never wait.
+      endDelta();
+      text += event;
+      flush();
+    },
+    delta(key, piece, render) {
+      if (delta?.key === key && delta.render === render) delta.text += piece;
+      else {
         endDelta();
-        if (text === '') return;
-        controller.enqueue(text);
-        text = '';
-      };
-      const endTurn = () => {
-        turnBusy = false;
-        flush();
-      };
-      const out: EventText = {
-        event(event) {
-          // Other events are rare and may be what a client waits for: they never wait.
-          endDelta();
-          text += event;
-          flush();
-        },
-        delta(key, piece, render) {
-          if (delta?.key === key && delta.render === render) delta.text += piece;
-          else {
-            endDelta();
-            delta = { key, text: piece, render };
-          }
-          if (turnBusy) return;
-          turnBusy = true;
-          setImmediate(endTurn);
-          flush();
-        },
-      };
+        delta = { key, text: piece, render };
+      }
+      if (turnBusy) return;
+      turnBusy = true;
+      setImmediate(endTurn);
+      flush();
+    },
+  };
+  return {
+    chunk(value) {
+      if (over) return;
+      try {
+        write(value, out);
+      } catch (error) {
+        broken(error);
+      }
+    },
+    end() {
+      if (over) return;
+      over = true;
       void (async () => {
         try {
-          for (;;) {
-            const { done, value } = await reader.read();
-            if (done) break;
-            write(value, out);
-          }
           await end(out);
         } catch (error) {
           onStreamError(error);
         }
-        flush();
-        controller.close();
+        close();
       })();
     },
-  });
+    fail: broken,
+  };
 }
 
 const textDelta = (id: string, text: string) =>
@@ -105,12 +141,12 @@ const textDelta = (id: string, text: string) =>
  * A UI message stream as the AI SDK's server-sent-event text: `data: <chunk JSON>\n\n` per
  * chunk (text deltas of one turn joined), then `data: [DONE]\n\n`.
  */
-export function toEventStreamText(
-  stream: ReadableStream<UIMessageChunk<unknown>>,
+export function uiMessageEventText(
+  target: TextTarget,
   onStreamError: (error: unknown) => void,
-): ReadableStream<string> {
-  return eventStreamText(
-    stream,
+): ChunkSink<UIMessageChunk<unknown>> {
+  return eventText<UIMessageChunk<unknown>>(
+    target,
     (chunk, out) => {
       if (chunk.type === 'text-delta' && chunk.providerMetadata === undefined) {
         out.delta(chunk.id, chunk.delta, textDelta);
@@ -122,11 +158,81 @@ export function toEventStreamText(
 }
 
 /**
- * Writes event-stream text with the UI message stream headers, one write per piece as it
- * arrives. Unlike the SDK's `pipeUIMessageStreamToResponse` + `consumeSseStream` (four more web
- * streams per chunk), it reads the stream itself and simply goes on reading when the client has
- * gone, so the reply still completes, is stored, and stays resumable. Resolves at its end and
- * never rejects.
+ * A reply's event-stream text written to its client as it is made, one write per piece: no
+ * web stream between the reply and the socket. It goes on when the client has gone (the reply
+ * still completes, is stored, and stays resumable). Text made before `open` (a reply starts
+ * while it is being made resumable) waits for it. With `replay`, every piece also goes to
+ * `replay`, a stream read by `resumable-stream` to replay the reply to a resuming client.
+ */
+export class LiveEventStream implements TextTarget {
+  readonly replay: ReadableStream<string> | undefined;
+  private replayController: ReadableStreamDefaultController<string> | undefined;
+  private waiting: string[] | undefined = [];
+  private closed = false;
+
+  constructor(
+    private readonly response: ServerResponse,
+    options: { replay?: boolean } = {},
+  ) {
+    if (options.replay) {
+      this.replay = new ReadableStream<string>({
+        start: (controller) => {
+          this.replayController = controller;
+        },
+      });
+    }
+  }
+
+  /** Writes the head and the text made so far; from here each piece is written as it comes. */
+  open(
+    headers: Record<string, string>,
+    streamHeaders: Record<string, string> = UI_MESSAGE_STREAM_HEADERS,
+  ): void {
+    this.response.writeHead(200, { ...headers, ...streamHeaders });
+    const waiting = this.waiting ?? [];
+    this.waiting = undefined;
+    if (waiting.length > 0) this.write(waiting.join(''));
+    if (this.closed) this.end();
+  }
+
+  text(piece: string): void {
+    this.toReplay((controller) => controller.enqueue(piece));
+    if (this.waiting) this.waiting.push(piece);
+    else this.write(piece);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.toReplay((controller) => controller.close());
+    if (!this.waiting) this.end();
+  }
+
+  private toReplay(action: (controller: ReadableStreamDefaultController<string>) => void): void {
+    if (!this.replayController) return;
+    try {
+      action(this.replayController);
+    } catch {
+      // The replay was cancelled: only the client reads on.
+      this.replayController = undefined;
+    }
+  }
+
+  private write(piece: string): void {
+    if (!this.response.destroyed && !this.response.writableEnded) this.response.write(piece);
+  }
+
+  private end(): void {
+    if (!this.response.destroyed && !this.response.writableEnded) this.response.end();
+  }
+}
+
+/**
+ * Writes event-stream text read from a stream (a resumed reply's replay) with the UI message
+ * stream headers, one write per piece as it arrives. Unlike the SDK's
+ * `pipeUIMessageStreamToResponse` + `consumeSseStream` (four more web streams per chunk), it reads
+ * the stream itself and goes on reading when the client has gone. Resolves at its end and never
+ * rejects.
  */
 export async function writeEventStream(
   response: ServerResponse,

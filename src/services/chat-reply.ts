@@ -15,6 +15,7 @@ import type { StopReason } from './running-replies.js';
 import type { ChatMessageMetadata, TokenUsage } from './chat.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
 import { DirectText } from './direct-text.js';
+import type { ChunkSink } from '../http/ui-message-sse.js';
 import { upstreamFailure } from './upstream-failure.js';
 
 /** Steps of the tool loop (model call, tool calls, model call…) one request may take. */
@@ -144,7 +145,7 @@ const INTERRUPTED_MESSAGE = 'The server shut down while this reply was being gen
 const NOT_STORED_MESSAGE = 'The reply could not be stored';
 
 /**
- * Stream mode: the reply as UI message chunks. `onEnd` stores the reply when the model's stream
+ * Stream mode: the reply as UI message chunks, pushed to `sink` as they come. `onEnd` stores the reply when the model's stream
  * has ended; only then does the client get its last chunk: `finish` when the reply was stored
  * (a stopped reply too), else an `error` chunk: the provider's failure, the upstream timeout
  * (504 text; the SDK's `abort` chunk would read as the user's own cancel), a shutdown, or a
@@ -158,20 +159,16 @@ const NOT_STORED_MESSAGE = 'The reply could not be stored';
 export function streamReply(
   call: ReplyCall,
   options: StreamReplyOptions,
-): ReadableStream<UIMessageChunk<ChatMessageMetadata>> {
+  sink: ChunkSink<UIMessageChunk<ChatMessageMetadata>>,
+): void {
   call.idle.touch();
   let failed: unknown;
   let usage: TokenUsage | undefined;
   let finishReason = 'stop';
   const kept = new KeptChunks();
-  let output: TransformStreamDefaultController<UIMessageChunk<ChatMessageMetadata>> | undefined;
   const direct = new DirectText((chunk) => {
     kept.add(chunk);
-    try {
-      output?.enqueue(chunk);
-    } catch {
-      // Nothing reads the reply any more (cancelled); it is still kept and stored.
-    }
+    sink.chunk(chunk);
   }, call.idle.touch);
   const result = streamText({
     ...callSettings(call, direct.wrap(call.model)),
@@ -232,49 +229,59 @@ export function streamReply(
 
   let finish: UIMessageChunk<ChatMessageMetadata> | undefined;
   let errorSent = false;
-  return chunks.pipeThrough(
-    new TransformStream<UIMessageChunk<ChatMessageMetadata>, UIMessageChunk<ChatMessageMetadata>>({
-      start(controller) {
-        output = controller;
-      },
-      transform(chunk, controller) {
-        if (!direct.read(chunk)) return;
-        kept.add(chunk);
-        if (chunk.type === 'finish') finish = chunk;
-        else if (chunk.type === 'abort') aborted = true;
-        else {
-          if (chunk.type === 'error') errorSent = true;
-          controller.enqueue(chunk);
-          // The parts the service adds come right after `start`, as they are stored first.
-          if (chunk.type === 'start') for (const part of options.leading) controller.enqueue(part);
-        }
-        direct.afterRead(chunk);
-      },
-      async flush(controller) {
-        direct.close();
-        const outcome = await options.onEnd(await ended());
-        const stopped = call.idle.timedOut ? undefined : call.stopReason();
-        if (!outcome.stored) {
-          if (!errorSent) controller.enqueue({ type: 'error', errorText: NOT_STORED_MESSAGE });
-        } else if (stopped === 'interrupted') {
-          controller.enqueue({ type: 'error', errorText: INTERRUPTED_MESSAGE });
-        } else if (stopped === 'stopped') {
-          controller.enqueue({
-            type: 'finish',
-            messageMetadata: { chatId: options.chatId, model: options.modelId, finishReason: 'stopped' },
-          });
-        } else if (finish) {
-          controller.enqueue(finish);
-        } else if (!errorSent) {
-          // Aborted without a stop: the upstream went silent past its timeout.
-          controller.enqueue({
-            type: 'error',
-            errorText: upstreamFailure(undefined, true, call.idle.timeoutMs).message,
-          });
-        }
-      },
-    }),
-  );
+  /** Each chunk the SDK yields, handed on to the sink at once (direct deltas reach it the same way). */
+  const handOn = (chunk: UIMessageChunk<ChatMessageMetadata>) => {
+    if (!direct.read(chunk)) return;
+    kept.add(chunk);
+    if (chunk.type === 'finish') finish = chunk;
+    else if (chunk.type === 'abort') aborted = true;
+    else {
+      if (chunk.type === 'error') errorSent = true;
+      sink.chunk(chunk);
+      // The parts the service adds come right after `start`, as they are stored first.
+      if (chunk.type === 'start') for (const part of options.leading) sink.chunk(part);
+    }
+    direct.afterRead(chunk);
+  };
+  /** After the SDK's last chunk: store the reply, then its last chunk says how that went. */
+  const lastChunk = async (): Promise<UIMessageChunk<ChatMessageMetadata> | undefined> => {
+    direct.close();
+    const outcome = await options.onEnd(await ended());
+    const stopped = call.idle.timedOut ? undefined : call.stopReason();
+    if (!outcome.stored) {
+      return errorSent ? undefined : { type: 'error', errorText: NOT_STORED_MESSAGE };
+    }
+    if (stopped === 'interrupted') return { type: 'error', errorText: INTERRUPTED_MESSAGE };
+    if (stopped === 'stopped') {
+      return {
+        type: 'finish',
+        messageMetadata: { chatId: options.chatId, model: options.modelId, finishReason: 'stopped' },
+      };
+    }
+    if (finish) return finish;
+    // Aborted without a stop: the upstream went silent past its timeout.
+    if (!errorSent) {
+      return { type: 'error', errorText: upstreamFailure(undefined, true, call.idle.timeoutMs).message };
+    }
+    return undefined;
+  };
+  // Read to its end whatever becomes of the client, so the reply is stored.
+  void (async () => {
+    const reader = chunks.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        handOn(value);
+      }
+      const last = await lastChunk();
+      if (last) sink.chunk(last);
+    } catch (error) {
+      sink.fail(error);
+      return;
+    }
+    sink.end();
+  })();
 }
 
 /**

@@ -42,6 +42,7 @@ import { canSeeChat, type ChatViewer, chatViewer } from './chat-visibility.js';
 import type { ReplyTicket, RunningReplies, StopReason } from './running-replies.js';
 import { buildConversationTools, type ConversationTools, orchestrationOf } from './chat-tools.js';
 import { upstreamFailure } from './upstream-failure.js';
+import type { ChunkSink } from '../http/ui-message-sse.js';
 import { assertWithinChatSpendCap, assertWithinWorkspaceLimits } from './usage.js';
 import { estimateRequestUsage, type Reservation, type UsageReservations } from './usage-reservations.js';
 
@@ -126,10 +127,11 @@ export interface Conversation {
   /** Whether the exchange is stored (false with `store: false` or a diverged history). */
   stored: boolean;
   /**
-   * Stream mode: starts the model call and returns the reply as UI message chunks, which must
-   * be read to the end (persistence runs at its end). A conversation runs once: stream or complete.
+   * Stream mode: starts the model call and pushes the reply's UI message chunks to `sink` as
+   * they come, to the end (persistence runs at its end). A conversation runs once: stream or
+   * complete.
    */
-  stream(): ReadableStream<UIMessageChunk<ChatMessageMetadata>>;
+  stream(sink: ChunkSink<UIMessageChunk<ChatMessageMetadata>>): void;
   /** JSON mode: runs the model call to its end and persists the exchange. */
   complete(): Promise<ConversationOutcome>;
   /**
@@ -139,8 +141,8 @@ export interface Conversation {
   abandon(error: unknown): Promise<ConversationOutcome>;
   /** Settles after the conversation is persisted. */
   done: Promise<ConversationOutcome>;
-  /** Stream mode: the reply's event-stream text, made resumable while it runs. */
-  resumable(sse: ReadableStream<string>): Promise<ReadableStream<string>>;
+  /** Stream mode: the reply's event-stream text, kept for resuming while it runs. */
+  resumable(sse: ReadableStream<string>): Promise<void>;
 }
 
 /** `messageMetadata` of streamed replies: the chat on `start`; model and usage on `finish`. */
@@ -308,16 +310,20 @@ export async function startConversation(
       begin();
       return finishing.finish(await completeReply(call));
     },
-    stream() {
+    stream(sink) {
       begin();
-      return streamReply(call, {
-        chatId,
-        messageId,
-        modelId: model.id,
-        leading,
-        extraUsage: tools.subUsage,
-        onEnd: finishing.store,
-      });
+      streamReply(
+        call,
+        {
+          chatId,
+          messageId,
+          modelId: model.id,
+          leading,
+          extraUsage: tools.subUsage,
+          onEnd: finishing.store,
+        },
+        sink,
+      );
     },
     resumable: (sse) => ticket.share(sse),
     abandon: (error) =>

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { jsonSchema, type ModelMessage, tool, type ToolSet, type UIMessageChunk } from 'ai';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
-import { eventStreamText } from '../http/ui-message-sse.js';
+import { type ChunkSink, eventText, type TextTarget } from '../http/ui-message-sse.js';
 import type { TemplateValue } from '../models/template.js';
 import type { ConversationMessage, IncomingMessage } from './chat-messages.js';
 import type { CallOptions } from './chat-reply.js';
@@ -435,18 +435,19 @@ export function openAIError(error: ApiError) {
 }
 
 /**
- * The reply's UI message chunks as `chat.completion.chunk` event-stream text: role first, text
+ * The reply's UI message chunks, as they are pushed, as `chat.completion.chunk` event-stream
+ * text for `target`: role first, text
  * as `delta.content` (text arriving in one turn of the event loop in one chunk), the client's
  * tool calls as `delta.tool_calls`, the finish reason, the usage chunk when asked for,
  * `[DONE]`. A failure becomes one `error` event and the stream ends; a stream that breaks is
  * reported to `onStreamError` and ends without `[DONE]`.
  */
 export function completionChunks(
-  chunks: ReadableStream<UIMessageChunk<ChatMessageMetadata>>,
+  target: TextTarget,
   conversation: Pick<Conversation, 'messageId' | 'agent' | 'done'>,
   options: { clientToolNames: Set<string>; includeUsage: boolean; created: number },
   onStreamError: (error: unknown) => void,
-): ReadableStream<string> {
+): ChunkSink<UIMessageChunk<ChatMessageMetadata>> {
   const base = {
     id: `chatcmpl-${conversation.messageId}`,
     object: 'chat.completion.chunk',
@@ -465,8 +466,8 @@ export function completionChunks(
   let errorText: string | undefined;
   let finish: { reason: string; usage?: TokenUsage } | undefined;
   let started = false;
-  return eventStreamText(
-    chunks,
+  return eventText<UIMessageChunk<ChatMessageMetadata>>(
+    target,
     (chunk, out) => {
       if (!started) {
         started = true;

@@ -13,8 +13,11 @@ const BUSY_RETRY_AFTER_SECONDS = 5;
 
 /** A reply admitted to run: make its stream resumable, and release it when it has been stored. */
 export interface ReplyTicket {
-  /** The reply's server-sent-event text, readable by `resume` from any process while it runs. */
-  share(sse: ReadableStream<string>): Promise<ReadableStream<string>>;
+  /**
+   * Keeps the reply's server-sent-event text, read from `sse` as it is made, for `resume` from
+   * any process while it runs. The reply's own client gets the text straight from it.
+   */
+  share(sse: ReadableStream<string>): Promise<void>;
   release(): void;
 }
 
@@ -108,8 +111,14 @@ export class RunningReplies {
     heartbeat.unref();
     let released = false;
     return {
-      share: (sse) =>
-        this.streams.createNewResumableStream(messageId, () => sse).then((stream) => stream ?? sse),
+      share: async (sse) => {
+        // resumable-stream reads `sse` itself, keeping its text for replays, and queues it again
+        // in a copy meant for a first client. This reply's client gets the text straight from
+        // the reply, so the copy is left unread: cancelling it would make the library catch a
+        // thrown error for every piece. It holds the same strings as the replay text, and goes
+        // with the reply.
+        await this.streams.createNewResumableStream(messageId, () => sse);
+      },
       release: () => {
         if (released) return;
         released = true;

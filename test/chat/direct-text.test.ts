@@ -24,7 +24,14 @@ async function reply(steps: LanguageModelV3StreamPart[][], tools: ToolSet = {}) 
   });
   const idle = new IdleTimeout(60_000, () => undefined);
   let stored: ReplyResult | undefined;
-  const stream = streamReply(
+  const chunks: UIMessageChunk[] = [];
+  let ended!: () => void;
+  let failed!: (error: unknown) => void;
+  const read = new Promise<void>((resolve, reject) => {
+    ended = resolve;
+    failed = reject;
+  });
+  streamReply(
     {
       model,
       system: undefined,
@@ -48,10 +55,9 @@ async function reply(steps: LanguageModelV3StreamPart[][], tools: ToolSet = {}) 
         return { stored: true };
       },
     },
+    { chunk: (chunk) => chunks.push(chunk), end: ended, fail: failed },
   );
-  const chunks: UIMessageChunk[] = [];
-  const reader = stream.getReader();
-  for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
+  await read;
   return { chunks, stored: stored!, prompts: model.doStreamCalls };
 }
 

@@ -7,7 +7,7 @@ import { ChatBody, ChatOkResponse, ResumeOkResponse } from '../schemas/chat.js';
 import { ChatParams, StopResponse } from '../schemas/chats.js';
 import { logApiError } from '../plugins/error-handler.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
-import { toEventStreamText, writeEventStream } from '../ui-message-sse.js';
+import { LiveEventStream, uiMessageEventText, writeEventStream } from '../ui-message-sse.js';
 import { sourceViews } from '../../knowledge/citations.js';
 import type { TypedApp } from '../typed-app.js';
 
@@ -74,12 +74,19 @@ export async function chatRoutes(
         };
       }
       const headers = streamHeaders(request, reply, conversation.chatId);
-      const text = toEventStreamText(conversation.stream(), (error) => {
-        request.log.error({ err: error }, 'reply stream failed');
-        void conversation.abandon(error);
-      });
-      // The stream is read to its end even when the client goes away, so the reply is stored.
-      void writeEventStream(reply.raw, await conversation.resumable(text), headers);
+      const live = new LiveEventStream(reply.raw, { replay: true });
+      // The reply is read to its end even when the client goes away, so it is stored.
+      conversation.stream(
+        uiMessageEventText(live, (error) => {
+          request.log.error({ err: error }, 'reply stream failed');
+          void conversation.abandon(error);
+        }),
+      );
+      try {
+        await conversation.resumable(live.replay!);
+      } finally {
+        live.open(headers);
+      }
       // A provider failure mid-stream reaches the client as an `error` chunk; the log gets it too.
       void conversation.done.then((outcome) => {
         if (!outcome.ok) logApiError(request.log, outcome.error, 'streamed reply failed');

@@ -22,7 +22,7 @@ import {
   OpenAIModelParams,
 } from '../schemas/openai.js';
 import { headerDoc } from '../schemas/headers.js';
-import { writeEventStream } from '../ui-message-sse.js';
+import { LiveEventStream } from '../ui-message-sse.js';
 import type { TypedApp } from '../typed-app.js';
 
 /** Event-stream headers of OpenAI's stream (not the AI SDK's UI message stream marker). */
@@ -162,20 +162,23 @@ export async function openAIRoutes(
       }
       reply.hijack();
       const headers = { ...(reply.getHeaders() as Record<string, string>), 'x-request-id': request.id };
-      const text = completionChunks(
-        conversation.stream(),
-        conversation,
-        {
-          clientToolNames,
-          includeUsage: body.stream_options?.include_usage === true,
-          created,
-        },
-        (error) => {
-          request.log.error({ err: error }, 'reply stream failed');
-          void conversation.abandon(error);
-        },
+      const live = new LiveEventStream(reply.raw);
+      live.open(headers, OPENAI_STREAM_HEADERS);
+      conversation.stream(
+        completionChunks(
+          live,
+          conversation,
+          {
+            clientToolNames,
+            includeUsage: body.stream_options?.include_usage === true,
+            created,
+          },
+          (error) => {
+            request.log.error({ err: error }, 'reply stream failed');
+            void conversation.abandon(error);
+          },
+        ),
       );
-      void writeEventStream(reply.raw, text, headers, OPENAI_STREAM_HEADERS);
     },
   );
 }
