@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { Readable } from 'node:stream';
+import { finished } from 'node:stream';
 import { ApiError } from '../errors.js';
 
 type Fetch = typeof fetch;
@@ -14,6 +14,79 @@ function responseHeaders(raw: http.IncomingHttpHeaders): Headers {
     for (const item of Array.isArray(value) ? value : [value]) headers.append(name, item);
   }
   return headers;
+}
+
+/** What an event-stream body ends with when it breaks mid-way; undefined: it fails instead. */
+export type BrokenBodyEnd = (error: unknown) => Uint8Array | undefined;
+
+/** The event-stream bodies this fetch made, with how to set what they end with when broken. */
+const breakableBodies = new WeakMap<ReadableStream<Uint8Array>, (end: BrokenBodyEnd) => void>();
+
+/**
+ * Makes an event-stream body of this fetch end with `end`'s bytes when it breaks mid-way,
+ * rather than fail: what `guardedFetch` (stream-guard.ts) otherwise does with a relay stream,
+ * one more web stream per network read. False for a body from another fetch.
+ */
+export function endBrokenBodyWith(body: ReadableStream<Uint8Array>, end: BrokenBodyEnd): boolean {
+  const set = breakableBodies.get(body);
+  set?.(end);
+  return set !== undefined;
+}
+
+/**
+ * An event-stream response body as a web stream, as `Readable.toWeb` makes it (a 16 KiB byte
+ * queue, paused above it; a premature close fails it as an AbortError), able to end with given
+ * bytes instead of failing (endBrokenBodyWith).
+ */
+function eventStreamBody(response: http.IncomingMessage): ReadableStream<Uint8Array> {
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let brokenEnd: BrokenBodyEnd | undefined;
+  let cancelled = false;
+  response.pause();
+  response.on('data', (chunk: Buffer) => {
+    controller.enqueue(chunk);
+    if ((controller.desiredSize ?? 0) <= 0) response.pause();
+  });
+  const cleanup = finished(response, (error) => {
+    cleanup();
+    // Legacy streams may emit `error` again after `finished`.
+    response.on('error', () => undefined);
+    if (cancelled) return;
+    if (!error) {
+      controller.close();
+      return;
+    }
+    const failure =
+      (error as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE'
+        ? new DOMException('The operation was aborted', 'AbortError')
+        : error;
+    const last = brokenEnd?.(failure);
+    if (last === undefined) {
+      controller.error(failure);
+      return;
+    }
+    controller.enqueue(last);
+    controller.close();
+  });
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+      },
+      pull() {
+        response.resume();
+      },
+      cancel(reason) {
+        cancelled = true;
+        response.destroy(reason instanceof Error ? reason : undefined);
+      },
+    },
+    { highWaterMark: 16 * 1024, size: (chunk) => chunk.byteLength },
+  );
+  breakableBodies.set(body, (end) => {
+    brokenEnd = end;
+  });
+  return body;
 }
 
 function abortError(): DOMException {
@@ -87,7 +160,7 @@ export function createNodeFetch(maxResponseBytes: number): Fetch {
         if (response.headers['content-type']?.includes('text/event-stream')) {
           streamedBody = response;
           response.on('close', cleanup);
-          resolve(new Response(Readable.toWeb(response) as ReadableStream<Uint8Array>, init));
+          resolve(new Response(eventStreamBody(response), init));
           return;
         }
         const fail = (error: ApiError) => {

@@ -1,6 +1,7 @@
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { wrapLanguageModel } from 'ai';
 import { relayStream } from '../web-streams.js';
+import { endBrokenBodyWith } from './node-fetch.js';
 
 /*
  * A provider stream that breaks mid-way (connection reset, truncated body) errors the stream
@@ -21,7 +22,9 @@ function brokenStreamEvent(error: unknown): Uint8Array {
 
 /**
  * `fetch` for OpenAI-style providers: an event-stream body that fails while being read ends with
- * an OpenAI error event instead. Works per network read, not per token, so it costs next to nothing.
+ * an OpenAI error event instead (an abort still fails it, so the SDK sees the stop). A body of
+ * Atrium's own fetch ends so by itself; another fetch's body is relayed through a stream that
+ * does it.
  */
 export const guardedFetch =
   (baseFetch: typeof fetch): typeof fetch =>
@@ -29,13 +32,17 @@ export const guardedFetch =
     const response = await baseFetch(input, init);
     const body = response.body;
     if (!body || !response.headers.get('content-type')?.includes('text/event-stream')) return response;
+    const brokenEnd = (error: unknown) => (init?.signal?.aborted ? undefined : brokenStreamEvent(error));
+    // A model's stream is mostly one token per network read: a relay would cost a stream hop each.
+    if (endBrokenBodyWith(body, brokenEnd)) return response;
     const guarded = relayStream<Uint8Array>(body, {
       broken(error, controller) {
-        if (init?.signal?.aborted) {
+        const last = brokenEnd(error);
+        if (last === undefined) {
           controller.error(error);
           return;
         }
-        controller.enqueue(brokenStreamEvent(error));
+        controller.enqueue(last);
         controller.close();
       },
       cancelSource: true,
