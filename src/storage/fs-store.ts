@@ -26,6 +26,7 @@ import type {
 } from './object-store.js';
 import { hasErrorCode as isCode, unlessMissing } from './fs-errors.js';
 import { copyInto, meterFor } from './streams.js';
+import { FlushBehind } from './flush-behind.js';
 import { keySegments, resolveSafePath, resolveSafePrefix } from './safe-path.js';
 import { createSignedUrl } from './signed-url.js';
 
@@ -154,11 +155,13 @@ export class FsObjectStore implements ObjectStore {
     let claimed: string | undefined;
     try {
       const sink = createWriteStream(tmpData, { flags: 'wx', mode: 0o600, highWaterMark: 1024 * 1024 });
+      const flushing = options.durable !== false ? new FlushBehind(tmpData, meter) : undefined;
       try {
         await copyInto(body, meter, sink);
       } finally {
         // The temp file must be closed before it is removed, or a late open would recreate it.
         if (!sink.closed) await once(sink, 'close');
+        await flushing?.close();
       }
       if (options.exactBytes !== undefined && meter.bytes !== options.exactBytes) {
         throw errors.badRequest(
