@@ -161,26 +161,25 @@ export function uiMessageEventText(
  * A reply's event-stream text written to its client as it is made, one write per piece: no
  * web stream between the reply and the socket. It goes on when the client has gone (the reply
  * still completes, is stored, and stays resumable). Text made before `open` (a reply starts
- * while it is being made resumable) waits for it. With `replay`, every piece also goes to
- * `replay`, a stream read by `resumable-stream` to replay the reply to a resuming client.
+ * while it is being made resumable) waits for it.
  */
 export class LiveEventStream implements TextTarget {
-  readonly replay: ReadableStream<string> | undefined;
   private replayController: ReadableStreamDefaultController<string> | undefined;
   private waiting: string[] | undefined = [];
   private closed = false;
 
-  constructor(
-    private readonly response: ServerResponse,
-    options: { replay?: boolean } = {},
-  ) {
-    if (options.replay) {
-      this.replay = new ReadableStream<string>({
-        start: (controller) => {
-          this.replayController = controller;
-        },
-      });
-    }
+  constructor(private readonly response: ServerResponse) {}
+
+  /**
+   * Every piece from here on, as a stream: what `resumable-stream` reads to replay the reply to
+   * a resuming client. Asked for before any text is made.
+   */
+  replayText(): ReadableStream<string> {
+    return new ReadableStream<string>({
+      start: (controller) => {
+        this.replayController = controller;
+      },
+    });
   }
 
   /** Writes the head and the text made so far; from here each piece is written as it comes. */

@@ -74,7 +74,8 @@ export async function chatRoutes(
         };
       }
       const headers = streamHeaders(request, reply, conversation.chatId);
-      const live = new LiveEventStream(reply.raw, { replay: true });
+      const live = new LiveEventStream(reply.raw);
+      const replay = live.replayText();
       // The reply is read to its end even when the client goes away, so it is stored.
       conversation.stream(
         uiMessageEventText(live, (error) => {
@@ -83,7 +84,7 @@ export async function chatRoutes(
         }),
       );
       try {
-        await conversation.resumable(live.replay!);
+        await conversation.resumable(replay);
       } finally {
         live.open(headers);
       }
