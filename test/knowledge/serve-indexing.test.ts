@@ -86,7 +86,11 @@ describe(`indexing with atrium serve processes (${engineName})`, () => {
       (await call<{ added: number }>(`${PROJECT_URL(second)}/files/sync`, { method: 'POST' })).data.added,
     ).toBe(24);
     await waitUntil(async () => (await summary(first)).files.indexed === 24, 120_000, 'all files indexed');
-    const ids = [...extractedFileIds(first), ...extractedFileIds(second)];
+    // A process logs a batch after its commit, and the pipe may deliver the lines after the
+    // summary above already counts the batch: wait for them too.
+    const extracted = () => [...extractedFileIds(first), ...extractedFileIds(second)];
+    await waitUntil(async () => extracted().length >= 24, 10_000, 'the indexing log lines');
+    const ids = extracted();
     expect(ids).toHaveLength(24);
     expect(new Set(ids).size).toBe(24);
     expect((await summary(second)).chunks).toBe(24);
