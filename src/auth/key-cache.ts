@@ -8,9 +8,9 @@ import { ExactCache } from '../db/exact-cache.js';
 const ACCESS_TABLES = ['api_keys', 'workspaces', 'workspace_members', 'users', 'organizations'];
 
 /**
- * Authenticated key rows kept in memory, exact on SQLite (src/db/exact-cache.ts): a key revoked
- * over the API or by `atrium keys revoke` is refused on the very next request, on every process.
- * Only keys found are kept. Undefined on PostgreSQL, where every lookup reads the database.
+ * Authenticated key rows kept in memory, exactly (src/db/exact-cache.ts): a key revoked over the
+ * API or by `atrium keys revoke` is refused on the very next request, on every process. Only
+ * keys found are kept.
  */
 export function apiKeyCache<Row>(db: Db): ExactCache<Row> | undefined {
   // Far more keys than a deployment uses at once; past it the cache starts over.

@@ -15,6 +15,17 @@ import { directSqliteStatement } from './database.js';
 export type WrittenTables = ReadonlySet<string> | 'unknown';
 
 /**
+ * How a database tells the exact caches (src/db/exact-cache.ts) that data may have changed:
+ * `onWrite` reports writes (this process's, and on PostgreSQL other processes' too), and
+ * `externalVersion` changes whenever the caches can no longer trust what they hold for another
+ * reason (SQLite: another connection committed; PostgreSQL: no lease).
+ */
+export interface ChangeSignals {
+  onWrite(listener: (tables: WrittenTables) => void): void;
+  externalVersion(db: Kysely<unknown>): Promise<number>;
+}
+
+/**
  * How a SQLite connection tells that the data may have changed, for caches that must stay exact
  * (src/db/exact-cache.ts): every write this process sends through Kysely is reported before it
  * runs and again once it has run, and PRAGMA data_version changes whenever another connection
@@ -22,7 +33,7 @@ export type WrittenTables = ReadonlySet<string> | 'unknown';
  * writes too. The second report matters to reads that skip Kysely's connection queue
  * (directSqliteStatement): one can run between a write's first report and the write itself.
  */
-export class SqliteChangeSignals implements KyselyPlugin {
+export class SqliteChangeSignals implements KyselyPlugin, ChangeSignals {
   private readonly listeners = new Set<(tables: WrittenTables) => void>();
   /** The tables of writes reported and not yet run, by query (a failed write's entry just goes). */
   private readonly pending = new WeakMap<object, WrittenTables>();
@@ -74,9 +85,16 @@ export class SqliteChangeSignals implements KyselyPlugin {
 
 const DATA_VERSION = 'pragma data_version';
 
-/** The change signals of a SQLite database opened by openDatabase; undefined on PostgreSQL. */
-export function changeSignalsOf(db: Kysely<unknown>): SqliteChangeSignals | undefined {
-  return db.getExecutor().plugins.find((plugin) => plugin instanceof SqliteChangeSignals);
+const registered = new WeakMap<object, ChangeSignals>();
+
+/** Called by openDatabase: the signals of the database it opened. */
+export function registerChangeSignals(db: Kysely<unknown>, signals: ChangeSignals): void {
+  registered.set(db, signals);
+}
+
+/** The change signals of a database opened by openDatabase. */
+export function changeSignalsOf(db: Kysely<unknown>): ChangeSignals | undefined {
+  return registered.get(db);
 }
 
 /**
@@ -84,7 +102,7 @@ export function changeSignalsOf(db: Kysely<unknown>): SqliteChangeSignals | unde
  * keys cascade from is reported as that target). A raw statement is read-only only when it is a
  * plain select; anything else (data-modifying CTEs, schema changes, other raw SQL) is `unknown`.
  */
-function writtenTables(node: RootOperationNode): WrittenTables {
+export function writtenTables(node: RootOperationNode): WrittenTables {
   if ('with' in node && node.with) return 'unknown';
   let target: unknown;
   if (node.kind === 'InsertQueryNode') target = node.into;

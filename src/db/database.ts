@@ -13,8 +13,9 @@ import {
 import pg from 'pg';
 import * as sqliteVec from 'sqlite-vec';
 import type { DatabaseConfig } from '../config.js';
-import { SqliteChangeSignals } from './change-signals.js';
+import { registerChangeSignals, SqliteChangeSignals } from './change-signals.js';
 import { migrations } from './migrations/index.js';
+import { PgChangeSignals } from './pg-change-signals.js';
 import { PreparingClient } from './pg-statements.js';
 import type { Database } from './schema.js';
 
@@ -119,11 +120,13 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('synchronous = NORMAL');
     loadVectorExtension(sqlite);
+    // Tells exact caches (src/db/exact-cache.ts) when data may have changed.
+    const signals = new SqliteChangeSignals();
     const db = new Kysely<Database>({
       dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
-      // Tells exact caches (src/auth/key-cache.ts) when data may have changed.
-      plugins: [new SqliteChangeSignals()],
+      plugins: [signals],
     });
+    registerChangeSignals(db as never, signals);
     sqliteConnections.set(db, sqlite);
     return { db, dialect: 'sqlite', close: () => db.destroy() };
   }
@@ -138,15 +141,28 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
       await client.end();
     }
   }
+  const options = config.schema ? `-c search_path=${config.schema}` : undefined;
   const pool = new pg.Pool({
     connectionString: config.url,
     max: 10,
     types: pgTypes,
     Client: PreparingClient,
-    options: config.schema ? `-c search_path=${config.schema}` : undefined,
+    options,
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', schema: config.schema, close: () => db.destroy() };
+  // Tells exact caches (src/db/exact-cache.ts) when data may have changed, on every process.
+  const signals = new PgChangeSignals(() => new pg.Client({ connectionString: config.url, options }));
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({
+      pool,
+      onCreateConnection: async (connection) => signals.watch(connection),
+    }),
+  });
+  registerChangeSignals(db as never, signals);
+  const close = async () => {
+    await signals.close();
+    await db.destroy();
+  };
+  return { db, dialect: 'postgres', schema: config.schema, close };
 }
 
 export async function migrateToLatest(db: Db, schema?: string): Promise<string[]> {

@@ -1,5 +1,5 @@
 import type { Db } from './database.js';
-import { changeSignalsOf, type SqliteChangeSignals, type WrittenTables } from './change-signals.js';
+import { type ChangeSignals, changeSignalsOf, type WrittenTables } from './change-signals.js';
 
 export interface ExactCacheLimits {
   /** Entries kept at most; past it the cache starts over. */
@@ -10,13 +10,16 @@ export interface ExactCacheLimits {
 }
 
 /**
- * Values read from the database kept in memory, exact on SQLite (issue 16): the cache is emptied
- * by every write this process makes to the tables its values are read from (reported by Kysely
- * before and after the write runs) and, before each lookup, whenever PRAGMA data_version says
- * another connection (another `atrium serve`, `atrium keys revoke`) has committed since. A
- * lookup thus never returns what the database would no longer answer, on any process. A value
- * read while the data changed is not kept. PostgreSQL has no such cheap, synchronous signal
- * (LISTEN/NOTIFY arrives late), so there `for` gives no cache and every lookup reads.
+ * Values read from the database kept in memory, exact on both engines (issue 16): the cache is
+ * emptied by every write to the tables its values are read from, and no lookup returns what the
+ * database would no longer answer, on any process. A value read while the data changed is not
+ * kept. How the writes are told (ChangeSignals):
+ * - SQLite: this process's writes through Kysely, before and after they run, and before each
+ *   lookup PRAGMA data_version, which changes whenever another connection (another
+ *   `atrium serve`, `atrium keys revoke`) has committed;
+ * - PostgreSQL: this process's writes once committed, other processes' by LISTEN/NOTIFY, and a
+ *   writer returns only once every process answering from memory has seen its change; a process
+ *   keeps nothing while it cannot take part (src/db/pg-change-signals.ts).
  */
 export class ExactCache<Value> {
   private readonly values = new Map<string, Value>();
@@ -27,7 +30,7 @@ export class ExactCache<Value> {
 
   private constructor(
     private readonly db: Db,
-    private readonly signals: SqliteChangeSignals,
+    private readonly signals: ChangeSignals,
     private readonly tables: readonly string[],
     private readonly limits: ExactCacheLimits,
   ) {
@@ -36,7 +39,7 @@ export class ExactCache<Value> {
     });
   }
 
-  /** A cache of values read from `tables`, or undefined where it could not stay exact. */
+  /** A cache of values read from `tables` (undefined for a database openDatabase did not open). */
   static for<Value>(
     db: Db,
     tables: readonly string[],
@@ -47,8 +50,9 @@ export class ExactCache<Value> {
   }
 
   /**
-   * PRAGMA data_version now. Authentication reads it once per request and hands it to the
-   * request's later lookups (`get`'s `version`), instead of each lookup reading it again.
+   * The database's version now (SQLite: PRAGMA data_version; PostgreSQL: the lease's).
+   * Authentication reads it once per request and hands it to the request's later lookups
+   * (`get`'s `version`), instead of each lookup reading it again.
    */
   readVersion(): Promise<number> {
     return this.signals.externalVersion(this.db as never);

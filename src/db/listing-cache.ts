@@ -5,11 +5,11 @@ import { ExactCache } from './exact-cache.js';
 type ListingAnswer = string | { page: string };
 
 /**
- * Pages of a listing kept in memory on SQLite, exactly (src/db/exact-cache.ts): a listing asked
- * again while nothing it reads from changed is answered without reading, on every process, and
- * any write to its tables (here, in another process, by the CLI) makes the next read go to the
- * database (issue 16). A page is kept per exact arguments, `key`. Reads inside a transaction and
- * every read on PostgreSQL go to the database. `tables` are those the listing reads and those
+ * Pages of a listing kept in memory, exactly (src/db/exact-cache.ts): a listing asked again
+ * while nothing it reads from changed is answered without reading, on every process, and any
+ * write to its tables (here, in another process, by the CLI) makes the next read go to the
+ * database (issue 16). A page is kept per exact arguments, `key`. Reads inside a transaction go
+ * to the database. `tables` are those the listing reads and those
  * whose deletes cascade into them (foreign keys change rows without a write naming them);
  * workspaces and organizations, which cascade into every listed row, are always added.
  */

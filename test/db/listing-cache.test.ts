@@ -2,8 +2,11 @@
  * Listing pages kept in memory (src/db/listing-cache.ts, src/db/exact-cache.ts) are exact: a
  * listing never answers what the database would no longer answer, whoever changed it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ExactCache } from '../../src/db/exact-cache.js';
+import { PgChangeSignals } from '../../src/db/pg-change-signals.js';
+import { registerChangeSignals } from '../../src/db/change-signals.js';
 import { commitOnOtherConnection, createTestApp, engineName, testDatabaseUrl } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 
@@ -197,7 +200,120 @@ describe.skipIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
 });
 
 describe.runIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
-  it('is not used on PostgreSQL, where it could not stay exact', () => {
-    expect(ExactCache.for(t.db, ['projects'], { entries: 10 })).toBeUndefined();
+  /** A cache of t.db once this process holds its lease (before that, nothing is kept). */
+  async function leasedCache() {
+    const cache = ExactCache.for<string>(t.db, ['projects'], { entries: 10 })!;
+    await vi.waitFor(async () => expect(await cache.readVersion()).toBeGreaterThan(0), { timeout: 5000 });
+    return cache;
+  }
+
+  it('keeps values while its lease holds; a commit by another process is seen once that commit returns', async () => {
+    const cache = await leasedCache();
+    expect(await cache.get('k', async () => 'first')).toBe('first');
+    expect(await cache.get('k', async () => 'not read')).toBe('first');
+    // Another connection with signals of its own: another process, or `atrium keys revoke`.
+    await commitOnOtherConnection(t.env, (db) =>
+      db.updateTable('projects').set({ icon: 'folder' }).where('id', '=', 'none').execute(),
+    );
+    expect(await cache.get('k', async () => 'after the commit')).toBe('after the commit');
+    // A write to a table the cache does not read leaves it alone.
+    await commitOnOtherConnection(t.env, (db) =>
+      db.updateTable('skills').set({ description: 'x' }).where('id', '=', 'none').execute(),
+    );
+    expect(await cache.get('k', async () => 'not read')).toBe('after the commit');
+  });
+
+  it('has a writer return only once another process has seen its change, however late its notices arrive', async () => {
+    await leasedCache();
+    const { url, schema } = t.env.config.database as { url: string; schema: string };
+    // Another process whose notices reach it 300 ms late.
+    class LateNotices extends pg.Client {
+      override emit(event: string | symbol, ...args: unknown[]): boolean {
+        if (event !== 'notification') return super.emit(event, ...args);
+        setTimeout(() => super.emit(event, ...args), 300);
+        return true;
+      }
+    }
+    const late = new PgChangeSignals(
+      () => new LateNotices({ connectionString: url, options: `-c search_path=${schema}` }),
+    );
+    const otherProcess = {};
+    registerChangeSignals(otherProcess as never, late);
+    try {
+      const cache = ExactCache.for<string>(otherProcess as never, ['projects'], { entries: 10 })!;
+      await vi.waitFor(async () => expect(await cache.readVersion()).toBeGreaterThan(0), { timeout: 5000 });
+      expect(await cache.get('k', async () => 'first')).toBe('first');
+      expect(await cache.get('k', async () => 'not read')).toBe('first');
+      await t.db.updateTable('projects').set({ icon: 'folder' }).where('id', '=', 'none').execute();
+      expect(await cache.get('k', async () => 'after the write')).toBe('after the write');
+    } finally {
+      await late.close();
+    }
+  });
+
+  it('does not keep a value read while a write to its tables committed', async () => {
+    const cache = await leasedCache();
+    let loads = 0;
+    const stale = await cache.get('k', async () => {
+      loads++;
+      await t.db.updateTable('projects').set({ icon: 'folder' }).where('id', '=', 'none').execute();
+      return 'read before the write';
+    });
+    expect(stale).toBe('read before the write');
+    expect(await cache.get('k', async () => (loads++, 'read again'))).toBe('read again');
+    expect(await cache.get('k', async () => (loads++, 'not read'))).toBe('read again');
+    expect(loads).toBe(2);
+  });
+
+  /** A pg client on the test's schema, outside Kysely. */
+  async function withPlainClient<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
+    const { url, schema } = t.env.config.database as { url: string; schema: string };
+    const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+    await client.connect();
+    try {
+      return await use(client);
+    } finally {
+      await client.end();
+    }
+  }
+
+  it('has a writer wait out the lease of a process that does not confirm', async () => {
+    await leasedCache();
+    const write = () =>
+      t.db.updateTable('projects').set({ icon: 'folder' }).where('id', '=', 'none').execute();
+    // Written past Kysely, whose writer would itself wait for the silent process.
+    const peers = (text: string) => withPlainClient((client) => client.query(text));
+    await peers(`insert into cache_peers values ('prc_silent', now() + interval '1500 milliseconds')`);
+    try {
+      const started = performance.now();
+      await write();
+      expect(performance.now() - started).toBeGreaterThan(1000);
+      await vi.waitFor(async () => {
+        const { rows } = await peers(
+          `select 1 from cache_peers where process_id = 'prc_silent' and lease_until > now()`,
+        );
+        expect(rows).toHaveLength(0);
+      });
+      const again = performance.now();
+      await write();
+      expect(performance.now() - again).toBeLessThan(1000);
+    } finally {
+      await peers(`delete from cache_peers where process_id = 'prc_silent'`);
+    }
+  });
+
+  it('keeps nothing without a lease (its listening connection cannot connect)', async () => {
+    const signals = new PgChangeSignals(
+      () => new pg.Client({ connectionString: 'postgres://nobody@127.0.0.1:1/none' }),
+    );
+    try {
+      const versions = [await signals.externalVersion(), await signals.externalVersion()];
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      versions.push(await signals.externalVersion());
+      expect(new Set(versions).size).toBe(3);
+      for (const version of versions) expect(version).toBeLessThan(0);
+    } finally {
+      await signals.close();
+    }
   });
 });

@@ -8,6 +8,7 @@ import * as knowledge from './011-knowledge.js';
 import * as knowledgeVectors from './012-knowledge-vectors.js';
 import * as knowledgeSearchIndex from './014-knowledge-search-index.js';
 import * as knowledgeGinPendingLimit from './015-knowledge-gin-pending-limit.js';
+import * as changeNotices from './016-change-notices.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   '012-knowledge-vectors': knowledgeVectors,
   '014-knowledge-search-index': knowledgeSearchIndex,
   '015-knowledge-gin-pending-limit': knowledgeGinPendingLimit,
+  '016-change-notices': changeNotices,
 };
