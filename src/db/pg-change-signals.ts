@@ -50,6 +50,7 @@ export class PgChangeSignals implements ChangeSignals {
   private barriers = 0;
   private readonly awaiting = new Map<number, { peers: Set<string>; done: () => void }>();
   private closed = false;
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly connect: () => pg.Client) {}
 
@@ -118,7 +119,9 @@ export class PgChangeSignals implements ChangeSignals {
     if (tables !== 'unknown' && ![...tables].some((table) => this.notifying.has(table))) return;
     let peers: Array<{ process_id: string; ms: number }>;
     try {
-      ({ rows: peers } = await client.query(PEERS, [this.processId]));
+      ({ rows: peers } = await this.query<{ process_id: string; ms: number }>(client, PEERS, [
+        this.processId,
+      ]));
     } catch (error) {
       // Before migration 016 (the migration itself, `atrium migrate`) no process holds a lease.
       if ((error as { code?: string }).code === UNDEFINED_TABLE) return;
@@ -131,7 +134,7 @@ export class PgChangeSignals implements ChangeSignals {
     );
     let timer: NodeJS.Timeout | undefined;
     try {
-      await client.query(NOTIFY, [CHANNEL, `barrier ${this.schema} ${this.processId} ${n}`]);
+      await this.query(client, NOTIFY, [CHANNEL, `barrier ${this.schema} ${this.processId} ${n}`]);
       const leasesEnd = Math.max(...peers.map((peer) => peer.ms)) + 100;
       await Promise.race([confirmed, new Promise((resolve) => (timer = setTimeout(resolve, leasesEnd)))]);
     } catch {
@@ -160,7 +163,7 @@ export class PgChangeSignals implements ChangeSignals {
     if (!client) return;
     const sentAt = performance.now();
     try {
-      await client.query(RENEW, [this.processId, LEASE_MS]);
+      await this.query(client, RENEW, [this.processId, LEASE_MS]);
     } catch {
       return; // The lease runs out; caches are not used until a renewal succeeds.
     }
@@ -202,8 +205,19 @@ export class PgChangeSignals implements ChangeSignals {
     return client;
   }
 
+  /** One query at a time on the listening connection (pg would queue them, deprecated). */
+  private query<Row extends pg.QueryResultRow>(
+    client: pg.Client,
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<Row>> {
+    const run = this.queue.then(() => client.query<Row>(text, values));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
   private async readNotifying(client: pg.Client): Promise<void> {
-    const { rows } = await client.query<{ table: string }>(NOTIFYING_TABLES);
+    const { rows } = await this.query<{ table: string }>(client, NOTIFYING_TABLES);
     this.notifying = new Set(rows.map((row) => row.table));
   }
 
@@ -224,7 +238,7 @@ export class PgChangeSignals implements ChangeSignals {
     } else if (kind === 'barrier' && rest[0] !== this.processId) {
       // Every notification before it has been handled (they arrive in order): confirm.
       const answer = `confirm ${schema} ${rest[0]} ${rest[1]} ${this.processId}`;
-      client.query(NOTIFY, [CHANNEL, answer]).catch(() => {});
+      this.query(client, NOTIFY, [CHANNEL, answer]).catch(() => {});
     } else if (kind === 'confirm' && rest[0] === this.processId) {
       const waiting = this.awaiting.get(Number(rest[1]));
       waiting?.peers.delete(rest[2]!);
@@ -239,14 +253,14 @@ export class PgChangeSignals implements ChangeSignals {
     this.client = undefined;
     this.validUntil = 0;
     if (!client) return;
-    if (this.leasing) await client.query(RELEASE, [this.processId]).catch(() => {});
+    if (this.leasing) await this.query(client, RELEASE, [this.processId]).catch(() => {});
     await client.end().catch(() => {});
   }
 }
 
 const UNDEFINED_TABLE = '42P01';
 const NOTIFY = 'select pg_notify($1, $2)';
-const PEERS = `select process_id, extract(epoch from lease_until - now()) * 1000 as ms
+const PEERS = `select process_id, (extract(epoch from lease_until - now()) * 1000)::float8 as ms
   from cache_peers where lease_until > now() and process_id <> $1`;
 const RENEW = `insert into cache_peers (process_id, lease_until)
   values ($1, now() + $2 * interval '1 millisecond')
