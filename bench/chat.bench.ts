@@ -17,7 +17,15 @@ import type { SetupFile } from '../src/setup/validate.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import type { Report } from './run.js';
 import { benchSetup, interleavedRounds, loadAverage, percentile, timeEach } from './support/bench-setup.js';
-import { concurrentStreams, cpuMs, p50, p99, rssBytes, sampleRss } from './support/concurrent-streams.js';
+import {
+  concurrentStreams,
+  cpuMs,
+  p50,
+  p99,
+  p99BySecond,
+  rssBytes,
+  sampleRss,
+} from './support/concurrent-streams.js';
 import { startChildServer } from './support/load.js';
 
 const KEY = 'atr_ws_bench_chat_key_00000000000000000000000';
@@ -341,6 +349,9 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     );
     report(
       `  piece delay upstream write → client read: direct p50 ${fmt(p50(base))} p99 ${fmt(p99(base))}; via Atrium p50 ${fmt(p50(relayed))} p99 ${fmt(p99(relayed))}; Atrium adds p50 ${fmt(p50(relayed) - p50(base))}, p99 ${fmt(p99(relayed) - p99(base))} (target ≤ 10 ms); received ${relayed.received}/${relayed.expected} (direct ${base.received}/${base.expected})`,
+    );
+    report(
+      `  p99 by second of the run, via Atrium (pieces): ${p99BySecond(relayed).join(', ')}; the clients start over the first second and end over the last`,
     );
     report(
       `  server CPU ${Math.round(cpu)} ms over ${(relayed.wallMs / 1000).toFixed(1)} s (${((cpu / relayed.wallMs) * 100).toFixed(0)}% of a core) = ${(cpu / (relayed.received / 1000)).toFixed(1)} ms per 1,000 relayed chunks; server RSS idle ${mb(idleRss)}, peak ${mb(peakRss)} → ${((peakRss - idleRss) / STREAM_CLIENTS / 1024).toFixed(0)} KB per stream`,

@@ -12,6 +12,8 @@ import { percentile } from './bench-setup.js';
 export interface ConcurrentRun {
   /** Piece delays (ms from the upstream's write to the client's read), ascending. */
   delays: number[];
+  /** The same delays by the second of the run the piece arrived in: where the slow ones are. */
+  delaysBySecond: number[][];
   /** Pieces the clients received (all of them unless a stream broke). */
   received: number;
   expected: number;
@@ -32,7 +34,9 @@ export async function concurrentStreams(options: {
   const run = ++runCounter;
   const sentAt = new Map<string, number>();
   const delays: number[] = [];
+  const delaysBySecond: number[][] = [];
   let received = 0;
+  const started = performance.now();
   const marker = new RegExp(`r${run}c\\d+p\\d+`, 'g');
   const client = async (c: number) => {
     await new Promise((resolve) => setTimeout(resolve, (c * options.rampMs) / options.clients));
@@ -60,15 +64,16 @@ export async function concurrentStreams(options: {
         const sent = sentAt.get(found);
         if (sent === undefined) continue;
         delays.push(now - sent);
+        (delaysBySecond[Math.floor((now - started) / 1000)] ??= []).push(now - sent);
         received++;
       }
       pending = pending.slice(end + 2);
     }
   };
-  const started = performance.now();
   await Promise.all(Array.from({ length: options.clients }, (_, c) => client(c)));
   return {
     delays: delays.sort((a, b) => a - b),
+    delaysBySecond: Array.from(delaysBySecond, (second) => (second ?? []).sort((a, b) => a - b)),
     received,
     expected: options.clients * options.pieces,
     wallMs: performance.now() - started,
@@ -106,3 +111,9 @@ export function sampleRss(pid: number, everyMs = 50) {
 
 export const p99 = (run: ConcurrentRun) => percentile(run.delays, 99);
 export const p50 = (run: ConcurrentRun) => percentile(run.delays, 50);
+
+/** The p99 delay of each second of the run (ms), with how many pieces arrived in it. */
+export const p99BySecond = (run: ConcurrentRun) =>
+  run.delaysBySecond.map(
+    (second) => `${second.length ? percentile(second, 99).toFixed(1) : '-'} (${second.length})`,
+  );

@@ -4,11 +4,14 @@ import { newId } from '../ids.js';
 import { type ChangeSignals, type WrittenTables, writtenTables } from './change-signals.js';
 
 const CHANNEL = 'atrium_changes';
-/** How long a lease written to cache_peers lasts, and how often a process renews its own. */
-const LEASE_MS = 5000;
-const RENEW_MS = 1000;
+/**
+ * How long a lease written to cache_peers lasts, and how often a process renews its own. Short,
+ * because a process that dies holding one makes every write to a cached table wait it out.
+ */
+const LEASE_MS = 2000;
+const RENEW_MS = 500;
 /** A process stops answering from memory this long before its lease ends on the database. */
-const LEASE_MARGIN_MS = 1000;
+const LEASE_MARGIN_MS = 500;
 /** How long a listener that failed waits before connecting again. */
 const RECONNECT_MS = 1000;
 

@@ -37,4 +37,35 @@ describe(`key revocation across two atrium serve processes (${engineName})`, () 
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { code: string }).code).toBe('not_authenticated');
   });
+
+  it('a project created or renamed through one process is listed by the other on its very next request', async () => {
+    const [first, second] = cluster.servers;
+    const headers = { 'x-service-api-key': MKEYS.owner, 'content-type': 'application/json' };
+    const names = async (url: string) => {
+      const res = await fetch(`${url}/v1/projects`, { headers });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { data: { projects: { name: string }[] } }).data.projects.map(
+        (p) => p.name,
+      );
+    };
+    // Both processes have listed, so any per-process memory of the page would be warm.
+    const before = await names(second!.url);
+    expect(await names(second!.url)).toEqual(before);
+    expect(await names(first!.url)).toEqual(before);
+    const created = await fetch(`${first!.url}/v1/projects`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'Made on the first' }),
+    });
+    expect(created.status).toBe(201);
+    expect(await names(second!.url)).toEqual(['Made on the first', ...before]);
+    const { data } = (await created.json()) as { data: { project: { id: string } } };
+    const renamed = await fetch(`${second!.url}/v1/projects/${data.project.id}`, {
+      method: 'PATCH',
+      headers,
+      body: JSON.stringify({ name: 'Renamed on the second' }),
+    });
+    expect(renamed.status).toBe(200);
+    expect(await names(first!.url)).toEqual(['Renamed on the second', ...before]);
+  });
 });
