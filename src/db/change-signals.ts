@@ -98,6 +98,17 @@ export function changeSignalsOf(db: Kysely<unknown>): ChangeSignals | undefined 
 }
 
 /**
+ * The table a raw statement writes: none for a plain select, the target of a plain insert,
+ * update or delete; anything else (several statements, a CTE, a schema change) is `unknown`.
+ */
+function rawWrittenTables(text: string): WrittenTables {
+  if (/^\s*select\s/i.test(text)) return new Set();
+  if (/;\s*\S/.test(text)) return 'unknown';
+  const target = /^\s*(?:insert\s+into|update|delete\s+from)\s+"?([a-z_][a-z0-9_]*)"?(?=[\s(]|$)/i.exec(text);
+  return target ? new Set([target[1]!.toLowerCase()]) : 'unknown';
+}
+
+/**
  * The tables a statement writes: the target of an insert, update or delete (what its foreign
  * keys cascade from is reported as that target). A raw statement is read-only only when it is a
  * plain select; anything else (data-modifying CTEs, schema changes, other raw SQL) is `unknown`.
@@ -108,9 +119,8 @@ export function writtenTables(node: RootOperationNode): WrittenTables {
   if (node.kind === 'InsertQueryNode') target = node.into;
   else if (node.kind === 'UpdateQueryNode') target = node.table;
   else if (node.kind === 'DeleteQueryNode') target = node.from;
-  else if (node.kind === 'RawNode') {
-    return /^\s*select\s/i.test(node.sqlFragments[0] ?? '') ? new Set() : 'unknown';
-  } else return 'unknown';
+  else if (node.kind === 'RawNode') return rawWrittenTables(node.sqlFragments.join('?'));
+  else return 'unknown';
   const tables = new Set<string>();
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) {

@@ -1,21 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import {
-  Kysely,
-  Migrator,
-  PostgresDialect,
-  SqliteAdapter,
-  SqliteDialect,
-  sql,
-  type Transaction,
-} from 'kysely';
+import { Kysely, Migrator, SqliteAdapter, SqliteDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import * as sqliteVec from 'sqlite-vec';
 import type { DatabaseConfig } from '../config.js';
 import { registerChangeSignals, SqliteChangeSignals } from './change-signals.js';
 import { migrations } from './migrations/index.js';
-import { PgChangeSignals } from './pg-change-signals.js';
+import { PgChangeSignals, SignalledPostgresDialect } from './pg-change-signals.js';
 import { PreparingClient } from './pg-statements.js';
 import type { Database } from './schema.js';
 
@@ -150,13 +142,8 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     options,
   });
   // Tells exact caches (src/db/exact-cache.ts) when data may have changed, on every process.
-  const signals = new PgChangeSignals(() => new pg.Client({ connectionString: config.url, options }));
-  const db = new Kysely<Database>({
-    dialect: new PostgresDialect({
-      pool,
-      onCreateConnection: async (connection) => signals.watch(connection),
-    }),
-  });
+  const signals = new PgChangeSignals({ connectionString: config.url, options });
+  const db = new Kysely<Database>({ dialect: new SignalledPostgresDialect({ pool }, signals) });
   registerChangeSignals(db as never, signals);
   const close = async () => {
     await signals.close();

@@ -1,4 +1,11 @@
-import type { CompiledQuery, DatabaseConnection, QueryResult } from 'kysely';
+import {
+  type CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  PostgresDialect,
+  type PostgresDialectConfig,
+  type QueryResult,
+} from 'kysely';
 import pg from 'pg';
 import { newId } from '../ids.js';
 import { type ChangeSignals, type WrittenTables, writtenTables } from './change-signals.js';
@@ -14,19 +21,24 @@ const RENEW_MS = 500;
 const LEASE_MARGIN_MS = 500;
 /** How long a listener that failed waits before connecting again. */
 const RECONNECT_MS = 1000;
+/** Renewals between two readings of which tables notify (a migration may add some). */
+const RENEWALS_PER_TRIGGER_READ = 20;
 
 /**
  * How caches stay exact on PostgreSQL (src/db/exact-cache.ts, migration 016), without a round
  * trip per lookup:
  * - every write to a cached table notifies `atrium_changes` at commit (a trigger); each process
  *   listens on a connection of its own and empties the caches of that table at once;
- * - a process answers from memory only while it holds a lease in `cache_peers`, renewed every
- *   second over that same connection, which therefore still delivers notifications;
+ * - a process answers from memory only while it holds a lease in `cache_peers`. It renews it
+ *   every half second with a statement that also notifies itself, and the lease counts only
+ *   once that notice has come back: notices arrive in commit order, so by then every change
+ *   committed before the renewal has been seen (a connection pooler that drops notices thus
+ *   leaves the process without a lease, never with a stale cache);
  * - a process that wrote a cached table through Kysely (a request, `atrium keys revoke`) waits,
- *   once its write has committed and before it goes on, until every process holding a lease has
- *   confirmed a barrier notified after the write. Notifications arrive in commit order, so the
- *   confirmation means the change was seen. A process that does not confirm is waited for until
- *   its lease ends, when it has stopped answering from memory on its own.
+ *   once its write has committed and its pooled connection is back in the pool, until every
+ *   other process holding a lease has confirmed a barrier notified after the write. A process
+ *   that does not confirm is waited for until its lease ends, when it has stopped answering
+ *   from memory on its own; no wait lasts longer than a lease.
  * A key revoked or a project renamed through one process is thus refused or shown by every
  * other on its very next request, as on SQLite. The cost falls on writes (one query, and when
  * other processes hold leases a notification and their answers), not on reads.
@@ -35,15 +47,20 @@ export class PgChangeSignals implements ChangeSignals {
   private readonly listeners = new Set<(tables: WrittenTables) => void>();
   private readonly processId = newId('prc');
   private readonly watched = new WeakSet<DatabaseConnection>();
+  /** What a pooled connection committed, signalled once Kysely has released it. */
+  private readonly committedOn = new WeakMap<DatabaseConnection, WrittenTables>();
   /** The listening connection, once connected; `listening` while it connects. */
-  private client: pg.Client | undefined;
-  private listening: Promise<pg.Client | undefined> | undefined;
+  private listener: Listener | undefined;
+  private listening: Promise<Listener | undefined> | undefined;
   private schema: string | undefined;
-  /** The tables whose writes notify (migration 016's triggers), read as the listener connects. */
+  /** The tables whose writes notify (migration 016's triggers), read from the database. */
   private notifying = new Set<string>();
   /** Whether the lease is wanted (a cache asked for a version), and its renewal timer. */
   private leasing = false;
   private renewal: NodeJS.Timeout | undefined;
+  private renewals = 0;
+  /** When each renewal not yet heard back was sent (performance.now()), by number. */
+  private readonly renewalsSent = new Map<number, number>();
   /** Until when (performance.now()) this process may answer from memory. */
   private validUntil = 0;
   /** The version while the lease holds: changed whenever it is (re)gained. */
@@ -53,9 +70,11 @@ export class PgChangeSignals implements ChangeSignals {
   private barriers = 0;
   private readonly awaiting = new Map<number, { peers: Set<string>; done: () => void }>();
   private closed = false;
-  private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly connect: () => pg.Client) {}
+  constructor(
+    private readonly settings: pg.ClientConfig,
+    private readonly Client: typeof pg.Client = pg.Client,
+  ) {}
 
   onWrite(listener: (tables: WrittenTables) => void): void {
     this.listeners.add(listener);
@@ -67,17 +86,45 @@ export class PgChangeSignals implements ChangeSignals {
     return performance.now() < this.validUntil ? this.epoch : this.unleased--;
   }
 
+  /** Kysely's PostgreSQL driver, with every connection watched and the barrier after release. */
+  wrap(driver: Driver): Driver {
+    return {
+      init: () => driver.init(),
+      acquireConnection: async () => {
+        const connection = await driver.acquireConnection();
+        this.watch(connection);
+        return connection;
+      },
+      beginTransaction: (connection, settings) => driver.beginTransaction(connection, settings),
+      commitTransaction: (connection) => driver.commitTransaction(connection),
+      rollbackTransaction: (connection) => driver.rollbackTransaction(connection),
+      savepoint: driver.savepoint?.bind(driver),
+      rollbackToSavepoint: driver.rollbackToSavepoint?.bind(driver),
+      releaseSavepoint: driver.releaseSavepoint?.bind(driver),
+      // Released first: a barrier waiting on another process must not hold a pooled connection.
+      releaseConnection: async (connection) => {
+        const tables = this.committedOn.get(connection);
+        this.committedOn.delete(connection);
+        await driver.releaseConnection(connection);
+        if (tables) await this.committed(tables);
+      },
+      destroy: () => driver.destroy(),
+    };
+  }
+
   /**
-   * Reports the writes a pooled connection commits: the process's own caches are emptied once
-   * the write is visible to the other connections (emptied before, a read on another connection
-   * could keep the old rows), then the barrier. Installed on each connection as the pool makes it.
+   * Notes what a pooled connection commits: a write outside a transaction once it has run, a
+   * transaction's writes once its commit has run. The process's own caches are emptied only
+   * then (emptied before, a read on another connection could keep the old rows).
    */
-  watch(connection: DatabaseConnection): void {
+  private watch(connection: DatabaseConnection): void {
     if (this.watched.has(connection)) return;
     this.watched.add(connection);
     const execute = connection.executeQuery.bind(connection);
     let inTransaction = false;
     let written: WrittenTables | undefined;
+    const note = (tables: WrittenTables) =>
+      this.committedOn.set(connection, joined(this.committedOn.get(connection), tables));
     connection.executeQuery = async <R>(query: CompiledQuery): Promise<QueryResult<R>> => {
       const command = transactionCommand(query);
       if (command === 'begin') {
@@ -93,14 +140,21 @@ export class PgChangeSignals implements ChangeSignals {
         try {
           return await execute<R>(query);
         } finally {
-          if (command === 'commit' && tables) await this.committed(tables);
+          // A commit that failed may still have committed (its answer lost): signal it anyway.
+          if (command === 'commit' && tables) note(tables);
         }
       }
-      const result = await execute<R>(query);
       const tables = command === 'savepoint' ? undefined : writes(query);
-      if (tables && inTransaction) written = joined(written, tables);
-      else if (tables) await this.committed(tables);
-      return result;
+      try {
+        const result = await execute<R>(query);
+        if (tables && inTransaction) written = joined(written, tables);
+        else if (tables) note(tables);
+        return result;
+      } catch (error) {
+        // Without an SQLSTATE the connection failed, not the statement: it may have committed.
+        if (tables && !inTransaction && !(error as { code?: string }).code) note(tables);
+        throw error;
+      }
     };
   }
 
@@ -111,24 +165,34 @@ export class PgChangeSignals implements ChangeSignals {
 
   /**
    * Returns once every other process holding a lease has seen what this process committed so
-   * far (or its lease has ended). Without other leases: at once, after one query.
+   * far, or its lease has ended (a lease granted after the commit comes with the change seen).
+   * Without other leases: at once, after one query. Never longer than a lease.
    */
   private async barrier(tables: WrittenTables): Promise<void> {
-    const client = await this.listen();
-    if (!client) return this.waitOutLeases();
+    let timer: NodeJS.Timeout | undefined;
+    const leasesEnded = new Promise<void>((resolve) => (timer = setTimeout(resolve, LEASE_MS + 100)));
+    try {
+      await Promise.race([this.confirmedByPeers(tables, leasesEnded), leasesEnded]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async confirmedByPeers(tables: WrittenTables, leasesEnded: Promise<void>): Promise<void> {
+    const listener = await this.listen();
+    // Without a listening connection no confirmation can arrive: every lease ends meanwhile.
+    if (!listener) return leasesEnded;
     // A schema change (a migration) may have added triggers.
-    if (tables === 'unknown' || this.notifying.size === 0) await this.readNotifying(client).catch(() => {});
+    if (tables === 'unknown' || this.notifying.size === 0) await this.readNotifying(listener).catch(() => {});
     // Tables no cache reads from (usage, rate limits, search chunks) notify nobody.
     if (tables !== 'unknown' && ![...tables].some((table) => this.notifying.has(table))) return;
     let peers: Array<{ process_id: string; ms: number }>;
     try {
-      ({ rows: peers } = await this.query<{ process_id: string; ms: number }>(client, PEERS, [
-        this.processId,
-      ]));
+      ({ rows: peers } = await listener.query<{ process_id: string; ms: number }>(PEERS, [this.processId]));
     } catch (error) {
       // Before migration 016 (the migration itself, `atrium migrate`) no process holds a lease.
       if ((error as { code?: string }).code === UNDEFINED_TABLE) return;
-      return this.waitOutLeases();
+      return leasesEnded;
     }
     if (peers.length === 0) return;
     const n = ++this.barriers;
@@ -137,20 +201,15 @@ export class PgChangeSignals implements ChangeSignals {
     );
     let timer: NodeJS.Timeout | undefined;
     try {
-      await this.query(client, NOTIFY, [CHANNEL, `barrier ${this.schema} ${this.processId} ${n}`]);
-      const leasesEnd = Math.max(...peers.map((peer) => peer.ms)) + 100;
-      await Promise.race([confirmed, new Promise((resolve) => (timer = setTimeout(resolve, leasesEnd)))]);
+      await listener.query(NOTIFY, [CHANNEL, `barrier ${this.schema} ${this.processId} ${n}`]);
+      const longestLease = Math.max(...peers.map((peer) => peer.ms)) + 100;
+      await Promise.race([confirmed, new Promise((resolve) => (timer = setTimeout(resolve, longestLease)))]);
     } catch {
-      await this.waitOutLeases();
+      await leasesEnded;
     } finally {
       clearTimeout(timer);
       this.awaiting.delete(n);
     }
-  }
-
-  /** Without a listening connection, no confirmation can arrive: every lease ends within this. */
-  private waitOutLeases(): Promise<void> {
-    return new Promise((resolve) => setTimeout(resolve, LEASE_MS + 100));
   }
 
   private startLease(): void {
@@ -161,42 +220,66 @@ export class PgChangeSignals implements ChangeSignals {
     this.renewal.unref();
   }
 
+  /** Renews the lease; it counts once its notice comes back (`notice`). */
   private async renew(): Promise<void> {
-    const client = await this.listen();
-    if (!client) return;
-    const sentAt = performance.now();
+    const listener = await this.listen();
+    if (!listener) return;
+    const n = ++this.renewals;
+    this.renewalsSent.set(n, performance.now());
     try {
-      await this.query(client, RENEW, [this.processId, LEASE_MS]);
+      await listener.query(RENEW, [
+        this.processId,
+        LEASE_MS,
+        CHANNEL,
+        `lease ${this.schema} ${this.processId} ${n}`,
+      ]);
+      if (n % RENEWALS_PER_TRIGGER_READ === 0) await this.readNotifying(listener);
     } catch {
-      return; // The lease runs out; caches are not used until a renewal succeeds.
+      // The lease runs out; caches are not used until a renewal succeeds.
     }
-    if (client !== this.client) return;
+  }
+
+  private leaseHeard(n: number): void {
+    const sentAt = this.renewalsSent.get(n);
+    for (const earlier of this.renewalsSent.keys()) if (earlier <= n) this.renewalsSent.delete(earlier);
+    if (sentAt === undefined) return;
     // Regained after a gap: what was kept before it is dropped.
-    if (sentAt >= this.validUntil) this.epoch++;
-    this.validUntil = sentAt + LEASE_MS - LEASE_MARGIN_MS;
+    if (performance.now() >= this.validUntil) this.epoch++;
+    this.validUntil = Math.max(this.validUntil, sentAt + LEASE_MS - LEASE_MARGIN_MS);
   }
 
   /** The listening connection, connected on first use (undefined while it cannot connect). */
-  private listen(): Promise<pg.Client | undefined> {
+  private listen(): Promise<Listener | undefined> {
     if (this.closed) return Promise.resolve(undefined);
-    if (this.client) return Promise.resolve(this.client);
+    if (this.listener) return Promise.resolve(this.listener);
     this.listening ??= this.connectListener().finally(() => (this.listening = undefined));
     return this.listening;
   }
 
-  private async connectListener(): Promise<pg.Client | undefined> {
-    const client = this.connect();
-    client.on('notification', (message) => this.notice(client, message.payload ?? ''));
-    client.on('error', () => this.lost(client));
-    client.on('end', () => this.lost(client));
+  private async connectListener(): Promise<Listener | undefined> {
+    const client = new this.Client({
+      ...this.settings,
+      keepAlive: true,
+      connectionTimeoutMillis: LEASE_MS,
+      // A query unanswered this long means a dead connection: it is replaced (`lost`).
+      query_timeout: LEASE_MS,
+    });
+    const listener = new Listener(client, () => this.lost(listener));
+    client.on('notification', (message) => {
+      if (this.listener === listener) this.notice(listener, message.payload ?? '');
+    });
+    client.on('error', () => this.lost(listener));
+    client.on('end', () => this.lost(listener));
     try {
       await client.connect();
-      const { rows } = await client.query<{ schema: string }>('select current_schema() as schema');
+      const { rows } = await listener.query<{ schema: string }>('select current_schema() as schema');
       this.schema = rows[0]!.schema;
-      await this.readNotifying(client);
-      await client.query(`listen ${CHANNEL}`);
+      await this.readNotifying(listener);
+      await listener.query(`listen ${CHANNEL}`);
+      // Leases of processes long gone (killed) are of no use to anyone.
+      await listener.query(FORGET_OLD_LEASES).catch(() => {});
     } catch {
-      this.lost(client);
+      this.lost(listener);
       await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS).unref());
       return undefined;
     }
@@ -204,44 +287,36 @@ export class PgChangeSignals implements ChangeSignals {
       await client.end().catch(() => {});
       return undefined;
     }
-    this.client = client;
-    return client;
+    this.listener = listener;
+    return listener;
   }
 
-  /** One query at a time on the listening connection (pg would queue them, deprecated). */
-  private query<Row extends pg.QueryResultRow>(
-    client: pg.Client,
-    text: string,
-    values?: unknown[],
-  ): Promise<pg.QueryResult<Row>> {
-    const run = this.queue.then(() => client.query<Row>(text, values));
-    this.queue = run.catch(() => {});
-    return run;
-  }
-
-  private async readNotifying(client: pg.Client): Promise<void> {
-    const { rows } = await this.query<{ table: string }>(client, NOTIFYING_TABLES);
+  private async readNotifying(listener: Listener): Promise<void> {
+    const { rows } = await listener.query<{ table: string }>(NOTIFYING_TABLES);
     this.notifying = new Set(rows.map((row) => row.table));
   }
 
-  private lost(client: pg.Client): void {
-    if (this.client === client) {
-      this.client = undefined;
+  private lost(listener: Listener): void {
+    if (this.listener === listener) {
+      this.listener = undefined;
       this.validUntil = 0;
+      this.renewalsSent.clear();
     }
-    void client.end().catch(() => {});
+    void listener.client.end().catch(() => {});
   }
 
-  private notice(client: pg.Client, payload: string): void {
+  private notice(listener: Listener, payload: string): void {
     const [kind, schema, ...rest] = payload.split(' ');
     if (schema !== this.schema) return;
     if (kind === 'change') {
       const tables = new Set([rest[0]!]);
       for (const listener of this.listeners) listener(tables);
+    } else if (kind === 'lease' && rest[0] === this.processId) {
+      this.leaseHeard(Number(rest[1]));
     } else if (kind === 'barrier' && rest[0] !== this.processId) {
       // Every notification before it has been handled (they arrive in order): confirm.
       const answer = `confirm ${schema} ${rest[0]} ${rest[1]} ${this.processId}`;
-      this.query(client, NOTIFY, [CHANNEL, answer]).catch(() => {});
+      listener.query(NOTIFY, [CHANNEL, answer]).catch(() => {});
     } else if (kind === 'confirm' && rest[0] === this.processId) {
       const waiting = this.awaiting.get(Number(rest[1]));
       waiting?.peers.delete(rest[2]!);
@@ -252,12 +327,44 @@ export class PgChangeSignals implements ChangeSignals {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.renewal);
-    const client = this.client ?? (await this.listening);
-    this.client = undefined;
+    const listener = this.listener;
+    this.listener = undefined;
     this.validUntil = 0;
-    if (!client) return;
-    if (this.leasing) await this.query(client, RELEASE, [this.processId]).catch(() => {});
-    await client.end().catch(() => {});
+    if (!listener) return;
+    if (this.leasing) await listener.query(RELEASE, [this.processId]).catch(() => {});
+    await listener.client.end().catch(() => {});
+  }
+}
+
+/** The listening connection: one query at a time (pg's own queueing is deprecated). */
+class Listener {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly client: pg.Client,
+    private readonly onTimeout: () => void,
+  ) {}
+
+  query<Row extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<Row>> {
+    const run = this.queue.then(() => this.client.query<Row>(text, values));
+    this.queue = run.catch((error: Error) => {
+      if (/timeout/i.test(error.message)) this.onTimeout();
+    });
+    return run;
+  }
+}
+
+/** Kysely's PostgreSQL dialect with its driver wrapped by `signals` (PgChangeSignals.wrap). */
+export class SignalledPostgresDialect extends PostgresDialect {
+  constructor(
+    config: PostgresDialectConfig,
+    private readonly signals: PgChangeSignals,
+  ) {
+    super(config);
+  }
+
+  override createDriver(): Driver {
+    return this.signals.wrap(super.createDriver());
   }
 }
 
@@ -265,12 +372,18 @@ const UNDEFINED_TABLE = '42P01';
 const NOTIFY = 'select pg_notify($1, $2)';
 const PEERS = `select process_id, (extract(epoch from lease_until - now()) * 1000)::float8 as ms
   from cache_peers where lease_until > now() and process_id <> $1`;
-const RENEW = `insert into cache_peers (process_id, lease_until)
-  values ($1, now() + $2 * interval '1 millisecond')
-  on conflict (process_id) do update set lease_until = excluded.lease_until`;
+/** The lease, and in the same transaction the notice that makes it count. */
+const RENEW = `with renewed as (
+    insert into cache_peers (process_id, lease_until)
+    values ($1, now() + $2 * interval '1 millisecond')
+    on conflict (process_id) do update set lease_until = excluded.lease_until
+    returning process_id
+  )
+  select pg_notify($3, $4) from renewed`;
+const RELEASE = 'delete from cache_peers where process_id = $1';
+const FORGET_OLD_LEASES = `delete from cache_peers where lease_until < now() - interval '1 hour'`;
 const NOTIFYING_TABLES = `select event_object_table as table from information_schema.triggers
   where trigger_name = 'atrium_changes' and trigger_schema = current_schema()`;
-const RELEASE = 'delete from cache_peers where process_id = $1';
 
 /** Kysely's own transaction statements (PostgresDriver), told apart from writes. */
 function transactionCommand(query: CompiledQuery): 'begin' | 'commit' | 'rollback' | 'savepoint' | undefined {

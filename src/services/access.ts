@@ -32,8 +32,9 @@ export interface Principal {
   /** A session token limited to some agents: their ids; null when not limited. */
   agentIds: string[] | null;
   /**
-   * SQLite's data_version when the key was checked (undefined on PostgreSQL): the request's
-   * cached listings compare against it instead of reading it again (src/db/exact-cache.ts).
+   * The database's version when the key was checked (SQLite's data_version, PostgreSQL's
+   * lease): the request's cached listings compare against it instead of reading it again
+   * (src/db/exact-cache.ts).
    */
   dataVersion?: number;
 }

@@ -235,7 +235,8 @@ describe.runIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
       }
     }
     const late = new PgChangeSignals(
-      () => new LateNotices({ connectionString: url, options: `-c search_path=${schema}` }),
+      { connectionString: url, options: `-c search_path=${schema}` },
+      LateNotices,
     );
     const otherProcess = {};
     registerChangeSignals(otherProcess as never, late);
@@ -244,7 +245,10 @@ describe.runIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
       await vi.waitFor(async () => expect(await cache.readVersion()).toBeGreaterThan(0), { timeout: 5000 });
       expect(await cache.get('k', async () => 'first')).toBe('first');
       expect(await cache.get('k', async () => 'not read')).toBe('first');
+      const started = performance.now();
       await t.db.updateTable('projects').set({ icon: 'folder' }).where('id', '=', 'none').execute();
+      // Confirmed by the late process (300 ms), not waited out until its lease ended (2 s).
+      expect(performance.now() - started).toBeLessThan(1000);
       expect(await cache.get('k', async () => 'after the write')).toBe('after the write');
     } finally {
       await late.close();
@@ -303,9 +307,7 @@ describe.runIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
   });
 
   it('keeps nothing without a lease (its listening connection cannot connect)', async () => {
-    const signals = new PgChangeSignals(
-      () => new pg.Client({ connectionString: 'postgres://nobody@127.0.0.1:1/none' }),
-    );
+    const signals = new PgChangeSignals({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
     try {
       const versions = [await signals.externalVersion(), await signals.externalVersion()];
       await new Promise((resolve) => setTimeout(resolve, 200));

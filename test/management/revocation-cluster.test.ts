@@ -1,17 +1,38 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineName } from '../helpers/app.js';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { openDatabase } from '../../src/db/database.js';
+import { engineName, testDatabaseUrl } from '../helpers/app.js';
 import { type ServeCluster, startServeCluster } from '../helpers/serve-processes.js';
 import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
+
+const me = (url: string, key: string) => fetch(`${url}/v1/me`, { headers: { 'x-service-api-key': key } });
 
 let cluster: ServeCluster;
 beforeAll(async () => {
   cluster = await startServeCluster({ processes: 2, setup: MANAGEMENT_SETUP });
+  // On PostgreSQL a process answers from memory once it holds its lease (pg-change-signals.ts),
+  // taken at its first authenticated request: both must, or these tests would prove nothing.
+  for (const server of cluster.servers) expect((await me(server.url, MKEYS.owner)).status).toBe(200);
+  if (testDatabaseUrl) {
+    const database = await openDatabase(loadConfig(cluster.env).database);
+    try {
+      await vi.waitFor(
+        async () => {
+          const { rows } = await sql<{ n: number }>`
+            select count(*)::int as n from cache_peers where lease_until > now()`.execute(database.db);
+          expect(rows[0]!.n).toBe(2);
+        },
+        { timeout: 10_000 },
+      );
+    } finally {
+      await database.close();
+    }
+  }
 }, 60_000);
 afterAll(async () => {
   await cluster?.close();
 });
-
-const me = (url: string, key: string) => fetch(`${url}/v1/me`, { headers: { 'x-service-api-key': key } });
 
 describe(`key revocation across two atrium serve processes (${engineName})`, () => {
   it('a key revoked through one process is refused by the other on its very next request', async () => {
