@@ -32,8 +32,9 @@ const RENEWALS_PER_TRIGGER_READ = 20;
  * - a process answers from memory only while it holds a lease in `cache_peers`. It renews it
  *   every half second with a statement that also notifies itself, and the lease counts only
  *   once that notice has come back: notices arrive in commit order, so by then every change
- *   committed before the renewal has been seen (a connection pooler that drops notices thus
- *   leaves the process without a lease, never with a stale cache);
+ *   committed before the renewal has been seen. It writes a lease only while its notices come
+ *   back (else it probes), so a connection pooler that drops notices leaves it without a lease,
+ *   never with a stale cache, and no writer waits for it;
  * - a process that wrote a cached table through Kysely (a request, `atrium keys revoke`) waits,
  *   once its write has committed and its pooled connection is back in the pool, until every
  *   other process holding a lease has confirmed a barrier notified after the write. A process
@@ -59,6 +60,8 @@ export class PgChangeSignals implements ChangeSignals {
   private leasing = false;
   private renewal: NodeJS.Timeout | undefined;
   private renewals = 0;
+  /** Whether this process's last notice to itself came back (probes, then leases). */
+  private noticesReturn = false;
   /** When each renewal not yet heard back was sent (performance.now()), by number. */
   private readonly renewalsSent = new Map<number, number>();
   /** Until when (performance.now()) this process may answer from memory. */
@@ -220,13 +223,22 @@ export class PgChangeSignals implements ChangeSignals {
     this.renewal.unref();
   }
 
-  /** Renews the lease; it counts once its notice comes back (`notice`). */
+  /**
+   * Renews the lease; it counts once its notice comes back (`notice`). While the previous notice
+   * has not come back, only a probe is sent and no lease is written: a lease nobody can use
+   * (notices dropped by a pooler, a stalled connection) would make every writer wait it out.
+   */
   private async renew(): Promise<void> {
     const listener = await this.listen();
     if (!listener) return;
     const n = ++this.renewals;
-    this.renewalsSent.set(n, performance.now());
     try {
+      if (!this.noticesReturn) {
+        await listener.query(NOTIFY, [CHANNEL, `probe ${this.schema} ${this.processId} ${n}`]);
+        return;
+      }
+      this.noticesReturn = false;
+      this.renewalsSent.set(n, performance.now());
       await listener.query(RENEW, [
         this.processId,
         LEASE_MS,
@@ -301,6 +313,7 @@ export class PgChangeSignals implements ChangeSignals {
       this.listener = undefined;
       this.validUntil = 0;
       this.renewalsSent.clear();
+      this.noticesReturn = false;
     }
     void listener.client.end().catch(() => {});
   }
@@ -311,8 +324,12 @@ export class PgChangeSignals implements ChangeSignals {
     if (kind === 'change') {
       const tables = new Set([rest[0]!]);
       for (const listener of this.listeners) listener(tables);
-    } else if (kind === 'lease' && rest[0] === this.processId) {
-      this.leaseHeard(Number(rest[1]));
+    } else if ((kind === 'lease' || kind === 'probe') && rest[0] === this.processId) {
+      const before = this.noticesReturn;
+      this.noticesReturn = true;
+      if (kind === 'lease') this.leaseHeard(Number(rest[1]));
+      // Notices arrive: take the lease now rather than at the next renewal.
+      else if (!before) void this.renew();
     } else if (kind === 'barrier' && rest[0] !== this.processId) {
       // Every notification before it has been handled (they arrive in order): confirm.
       const answer = `confirm ${schema} ${rest[0]} ${rest[1]} ${this.processId}`;

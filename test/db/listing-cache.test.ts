@@ -306,6 +306,31 @@ describe.runIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
     }
   });
 
+  it('keeps nothing, and has no writer wait, where notices do not come back (a transaction pooler)', async () => {
+    await leasedCache();
+    const { url, schema } = t.env.config.database as { url: string; schema: string };
+    class DroppedNotices extends pg.Client {
+      override emit(event: string | symbol, ...args: unknown[]): boolean {
+        return event === 'notification' ? true : super.emit(event, ...args);
+      }
+    }
+    const deaf = new PgChangeSignals(
+      { connectionString: url, options: `-c search_path=${schema}` },
+      DroppedNotices,
+    );
+    try {
+      for (let i = 0; i < 6; i++) {
+        expect(await deaf.externalVersion()).toBeLessThan(0);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      const started = performance.now();
+      await t.db.updateTable('projects').set({ icon: 'folder' }).where('id', '=', 'none').execute();
+      expect(performance.now() - started).toBeLessThan(500);
+    } finally {
+      await deaf.close();
+    }
+  });
+
   it('keeps nothing without a lease (its listening connection cannot connect)', async () => {
     const signals = new PgChangeSignals({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
     try {
