@@ -158,6 +158,13 @@ export function uiMessageEventText(
 }
 
 /**
+ * How long text waits to be added to a reply's replay (ms). A resuming client gets the text so
+ * far and then the rest live: this much later than the first client at most, while each piece
+ * of a model's stream (a token) no longer costs the replay a stream hop and a read (issue 16).
+ */
+const REPLAY_BATCH_MS = 100;
+
+/**
  * A reply's event-stream text written to its client as it is made, one write per piece: no
  * web stream between the reply and the socket. It goes on when the client has gone (the reply
  * still completes, is stored, and stays resumable). Text made before `open` (a reply starts
@@ -165,6 +172,9 @@ export function uiMessageEventText(
  */
 export class LiveEventStream implements TextTarget {
   private replayController: ReadableStreamDefaultController<string> | undefined;
+  /** Text not yet added to the replay, and the timer that adds it. */
+  private forReplay = '';
+  private replayTimer: NodeJS.Timeout | undefined;
   private waiting: string[] | undefined = [];
   private closed = false;
 
@@ -172,7 +182,8 @@ export class LiveEventStream implements TextTarget {
 
   /**
    * Every piece from here on, as a stream: what `resumable-stream` reads to replay the reply to
-   * a resuming client. Asked for before any text is made.
+   * a resuming client. Asked for before any text is made. Pieces made within REPLAY_BATCH_MS of
+   * each other arrive as one.
    */
   replayText(): ReadableStream<string> {
     return new ReadableStream<string>({
@@ -195,7 +206,10 @@ export class LiveEventStream implements TextTarget {
   }
 
   text(piece: string): void {
-    this.toReplay((controller) => controller.enqueue(piece));
+    if (this.replayController) {
+      this.forReplay += piece;
+      this.replayTimer ??= setTimeout(this.addToReplay, REPLAY_BATCH_MS);
+    }
     if (this.waiting) this.waiting.push(piece);
     else this.write(piece);
   }
@@ -203,9 +217,19 @@ export class LiveEventStream implements TextTarget {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.addToReplay();
     this.toReplay((controller) => controller.close());
     if (!this.waiting) this.end();
   }
+
+  private readonly addToReplay = (): void => {
+    clearTimeout(this.replayTimer);
+    this.replayTimer = undefined;
+    const text = this.forReplay;
+    if (text === '') return;
+    this.forReplay = '';
+    this.toReplay((controller) => controller.enqueue(text));
+  };
 
   private toReplay(action: (controller: ReadableStreamDefaultController<string>) => void): void {
     if (!this.replayController) return;

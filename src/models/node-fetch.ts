@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { finished } from 'node:stream';
 import { ApiError } from '../errors.js';
+import { type TextEventListener, TextEventFilter, textEventListenerOf } from './text-events.js';
 
 type Fetch = typeof fetch;
 
@@ -36,15 +37,29 @@ export function endBrokenBodyWith(body: ReadableStream<Uint8Array>, end: BrokenB
 /**
  * An event-stream response body as a web stream, as `Readable.toWeb` makes it (a 16 KiB byte
  * queue, paused above it; a premature close fails it as an AbortError), able to end with given
- * bytes instead of failing (endBrokenBodyWith).
+ * bytes instead of failing (endBrokenBodyWith). With a listener, the model step's plain text
+ * events are held back for it (text-events.ts).
  */
-function eventStreamBody(response: http.IncomingMessage): ReadableStream<Uint8Array> {
+function eventStreamBody(
+  response: http.IncomingMessage,
+  listener: TextEventListener | undefined,
+): ReadableStream<Uint8Array> {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let brokenEnd: BrokenBodyEnd | undefined;
   let cancelled = false;
+  const filter = listener && new TextEventFilter(listener);
+  /** The text the filter still holds, given to the provider before the body ends. */
+  const releaseHeld = () => {
+    const rest = filter?.end();
+    if (rest) controller.enqueue(Buffer.from(rest));
+  };
   response.pause();
   response.on('data', (chunk: Buffer) => {
-    controller.enqueue(chunk);
+    if (!filter) controller.enqueue(chunk);
+    else {
+      const given = filter.write(chunk);
+      if (given !== '') controller.enqueue(Buffer.from(given));
+    }
     if ((controller.desiredSize ?? 0) <= 0) response.pause();
   });
   const cleanup = finished(response, (error) => {
@@ -53,6 +68,7 @@ function eventStreamBody(response: http.IncomingMessage): ReadableStream<Uint8Ar
     response.on('error', () => undefined);
     if (cancelled) return;
     if (!error) {
+      releaseHeld();
       controller.close();
       return;
     }
@@ -65,6 +81,7 @@ function eventStreamBody(response: http.IncomingMessage): ReadableStream<Uint8Ar
       controller.error(failure);
       return;
     }
+    releaseHeld();
     controller.enqueue(last);
     controller.close();
   });
@@ -126,6 +143,7 @@ export function createNodeFetch(maxResponseBytes: number): Fetch {
     }
     const signal = init?.signal ?? undefined;
     if (signal?.aborted) throw abortError();
+    const textEvents = textEventListenerOf(signal);
     const headers: Record<string, string> = {};
     new Headers(init?.headers).forEach((value, name) => {
       headers[name] = value;
@@ -160,7 +178,7 @@ export function createNodeFetch(maxResponseBytes: number): Fetch {
         if (response.headers['content-type']?.includes('text/event-stream')) {
           streamedBody = response;
           response.on('close', cleanup);
-          resolve(new Response(eventStreamBody(response), init));
+          resolve(new Response(eventStreamBody(response, textEvents), init));
           return;
         }
         const fail = (error: ApiError) => {

@@ -11,6 +11,7 @@ import { createEchoModel, ECHO_MODEL_ID } from './echo.js';
 import { createEchoEmbeddingModel, ECHO_EMBEDDING_MODEL_ID } from './echo-embedding.js';
 import { createNodeFetch } from './node-fetch.js';
 import { guardedFetch, withStreamFailuresAsErrors } from './stream-guard.js';
+import { allowTextEvents } from './text-events.js';
 
 export interface Pricing {
   /** USD per million input tokens. */
@@ -204,7 +205,8 @@ export class ModelRegistry {
         this.providers.set(JSON.stringify(settings), factory);
       }
       model = factory(providerModel);
-      if (settings.type === 'anthropic') model = withStreamFailuresAsErrors(model);
+      // OpenAI-style streams: plain text events may skip the provider's parser (text-events.ts).
+      model = settings.type === 'anthropic' ? withStreamFailuresAsErrors(model) : allowTextEvents(model);
       if (this.models.size >= MAX_CACHED_MODELS) this.models.clear();
       this.models.set(cacheKey, model);
     }

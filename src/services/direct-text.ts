@@ -1,5 +1,6 @@
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { wrapLanguageModel } from 'ai';
+import { stepSignalFor, type TextEventListener, textEventsAllowed } from '../models/text-events.js';
 
 /**
  * Text deltas taken straight from the provider's stream to the reply's reader, around the AI
@@ -15,6 +16,11 @@ import { wrapLanguageModel } from 'ai';
  * joined delta the SDK later yields for that part is dropped, as its text has gone out already.
  * Text parts are matched by their order: the SDK turns every provider `text-start` into one UI
  * `text-start` (renaming its id, so the UI id is the one the reader saw).
+ *
+ * With an OpenAI-style provider, text goes direct one stage earlier still: plain-text events are
+ * held back from the provider's parser (models/text-events.ts) and their text is handed on here
+ * right after the direct delta of the event they followed. The provider's parts then carry the
+ * events' numbers (its raw chunks, counted and dropped here), so the held text keeps its place.
  */
 export class DirectText {
   /** Provider `text-start`s passed to the SDK so far (the tap's count). */
@@ -40,13 +46,24 @@ export class DirectText {
 
   /** The model, with every streamed step's provider stream going through the tap. */
   wrap(model: LanguageModelV3): LanguageModelV3 {
+    const heldEvents = textEventsAllowed(model);
+    const stepEvents = new WeakMap<AbortSignal, HeldEvents>();
     return wrapLanguageModel({
       model,
       middleware: {
         specificationVersion: 'v3',
-        wrapStream: async ({ doStream }) => {
+        transformParams: async ({ type, params }) => {
+          if (!heldEvents || type !== 'stream') return params;
+          const events = new HeldEvents((n, delta) => this.directDelta(n, delta), this.onDelta);
+          const abortSignal = stepSignalFor(events, params.abortSignal);
+          stepEvents.set(abortSignal, events);
+          // Raw chunks number the provider's parts by event: what held text is placed by.
+          return { ...params, abortSignal, includeRawChunks: true };
+        },
+        wrapStream: async ({ doStream, params }) => {
           const { stream, ...rest } = await doStream();
-          return { stream: this.tap(stream), ...rest };
+          const events = params.abortSignal && stepEvents.get(params.abortSignal);
+          return { stream: this.tap(stream, events), ...rest };
         },
       },
     });
@@ -57,7 +74,10 @@ export class DirectText {
    * with the provider stream's own reader rather than piped through a TransformStream: a direct
    * delta then costs one read, not a pipe's read, write and transform (issue 16).
    */
-  private tap(source: ReadableStream<LanguageModelV3StreamPart>): ReadableStream<LanguageModelV3StreamPart> {
+  private tap(
+    source: ReadableStream<LanguageModelV3StreamPart>,
+    events?: HeldEvents,
+  ): ReadableStream<LanguageModelV3StreamPart> {
     const reader = source.getReader();
     /** The text part whose start was the last part passed on (deltas may go direct). */
     let opened: { providerId: string; n: number } | undefined;
@@ -71,12 +91,20 @@ export class DirectText {
       }
       direct = undefined;
     };
-    /** True when the part went direct (nothing to pass on). */
+    /** True when the part went direct, or is a raw chunk (nothing to pass on). */
     const goesDirect = (part: LanguageModelV3StreamPart): boolean => {
+      if (part.type === 'raw') {
+        events?.nextEvent();
+        return true;
+      }
       if (part.type !== 'text-delta' || part.providerMetadata !== undefined) return false;
+      if (part.delta === '' && (direct ?? opened)?.providerId === part.id) {
+        // An empty delta (OpenAI starts with one) says nothing: it must not end the direct path.
+        return true;
+      }
       if (direct?.providerId === part.id) {
         direct.text += part.delta;
-      } else if (opened?.providerId === part.id && part.delta !== '') {
+      } else if (opened?.providerId === part.id) {
         direct = { providerId: part.id, n: opened.n, text: part.delta };
         opened = undefined;
         this.joined.set(direct.n, false);
@@ -84,7 +112,8 @@ export class DirectText {
         return false;
       }
       this.onDelta();
-      this.directDelta(direct.n, part.delta);
+      if (!events?.isJoined()) this.directDelta(direct.n, part.delta);
+      events?.afterDirectDelta(direct.n);
       return true;
     };
     return new ReadableStream<LanguageModelV3StreamPart>({
@@ -147,5 +176,60 @@ export class DirectText {
     this.closed = true;
     this.readerPart = undefined;
     this.waiting = [];
+  }
+}
+
+/**
+ * One model step's held-back text (models/text-events.ts) against the provider's parts: the
+ * text held after event k is handed on once event k's own delta has gone direct, and the event
+ * that later brings the provider that text joined is not handed on again.
+ */
+class HeldEvents implements TextEventListener {
+  /** The event whose parts the tap is reading (counted by raw chunks, from 1). */
+  private current = 0;
+  private readonly joinedEvents = new Set<number>();
+  /** Held text whose event's delta has not gone direct yet, by that event. */
+  private readonly waiting = new Map<number, string[]>();
+  /** The event after which held text is handed on at once, with its text part's number. */
+  private live: { after: number; n: number } | undefined;
+
+  constructor(
+    private readonly handOn: (n: number, delta: string) => void,
+    /** A sign of life from the provider (the idle timeout). */
+    private readonly onHeld: () => void,
+  ) {}
+
+  held(after: number, text: string): void {
+    this.onHeld();
+    if (this.live?.after === after) {
+      this.handOn(this.live.n, text);
+      return;
+    }
+    let texts = this.waiting.get(after);
+    if (!texts) this.waiting.set(after, (texts = []));
+    texts.push(text);
+  }
+
+  joined(event: number): void {
+    this.joinedEvents.add(event);
+  }
+
+  /** The tap reached the next event's parts. */
+  nextEvent(): void {
+    this.current++;
+  }
+
+  /** Whether the delta being read brings held text, joined (it has gone out already). */
+  isJoined(): boolean {
+    return this.joinedEvents.delete(this.current);
+  }
+
+  /** The current event's delta went direct, in text part `n`: the text held after it follows. */
+  afterDirectDelta(n: number): void {
+    this.live = { after: this.current, n };
+    const texts = this.waiting.get(this.current);
+    if (!texts) return;
+    this.waiting.delete(this.current);
+    for (const text of texts) this.handOn(n, text);
   }
 }
