@@ -18,6 +18,7 @@ import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import type { Report } from './run.js';
 import { benchSetup, interleavedRounds, loadAverage, percentile, timeEach } from './support/bench-setup.js';
 import {
+  type ConcurrentRun,
   concurrentStreams,
   cpuMs,
   p50,
@@ -302,6 +303,19 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
   await applySetup(database.db, setup(upstream.baseURL), { now: new Date() });
   await database.close();
   const atrium = await startChildServer('atrium', env);
+  const relay = await startChildServer('relay', {
+    RELAY_UPSTREAM_URL: `${upstream.baseURL}/chat/completions`,
+  });
+  const viaRelay = () =>
+    fetch(`${relay.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'small-1',
+        stream: true,
+        messages: [{ role: 'user', content: 'Hello there' }],
+      }),
+    });
   const viaAtrium = () =>
     fetch(`${atrium.url}/v1/chat`, {
       method: 'POST',
@@ -336,6 +350,11 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     const warm = { ...shape, clients: STREAM_CLIENTS / 5, pieces: TOKENS_PER_SECOND };
     await concurrentStreams({ ...warm, request: direct });
     const base = await concurrentStreams({ ...shape, request: direct });
+    // The floor of any relay: a bare node:http server writing the upstream's bytes on as read.
+    await concurrentStreams({ ...warm, request: viaRelay });
+    const relayCpuBefore = cpuMs(relay.pid);
+    const bare = await concurrentStreams({ ...shape, request: viaRelay });
+    const relayCpu = cpuMs(relay.pid) - relayCpuBefore;
     await concurrentStreams({ ...warm, request: viaAtrium });
     const idleRss = rssBytes(atrium.pid);
     const cpuBefore = cpuMs(atrium.pid);
@@ -350,6 +369,10 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     report(
       `  piece delay upstream write → client read: direct p50 ${fmt(p50(base))} p99 ${fmt(p99(base))}; via Atrium p50 ${fmt(p50(relayed))} p99 ${fmt(p99(relayed))}; Atrium adds p50 ${fmt(p50(relayed) - p50(base))}, p99 ${fmt(p99(relayed) - p99(base))} (target ≤ 10 ms); received ${relayed.received}/${relayed.expected} (direct ${base.received}/${base.expected})`,
     );
+    const perThousand = (ms: number, run: ConcurrentRun) => ms / (run.received / 1000);
+    report(
+      `  the bare node:http relay (no parsing, one write per read): adds p50 ${fmt(p50(bare) - p50(base))}, p99 ${fmt(p99(bare) - p99(base))}; CPU ${perThousand(relayCpu, bare).toFixed(1)} ms per 1,000 chunks (Atrium: ${((perThousand(cpu, relayed) / perThousand(relayCpu, bare)) * 100).toFixed(0)}% of it); received ${bare.received}/${bare.expected}`,
+    );
     report(
       `  p99 by second of the run, via Atrium (pieces): ${p99BySecond(relayed).join(', ')}; the clients start over the first second and end over the last`,
     );
@@ -358,6 +381,7 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     );
   } finally {
     await atrium.stop();
+    await relay.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

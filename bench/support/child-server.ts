@@ -9,8 +9,12 @@
  *                  is sent as the exact JSON bytes, anything else is serialized as Fastify does;
  *                  with BARE_DATABASE_URL, each request first waits for one `select 1` on a pool of
  *                  10 PostgreSQL connections (the least any request that reads the database pays)
+ *   mode "relay":  a bare node:http relay: each POST is sent on to RELAY_UPSTREAM_URL and the
+ *                  answer's bytes are written back as they arrive, one write per network read,
+ *                  with no parsing at all (the least any server relaying a stream pays per token)
  */
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import Fastify from 'fastify';
 import pg from 'pg';
 
@@ -31,6 +35,26 @@ if (mode === 'bare') {
   }
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   process.send?.({ url });
+} else if (mode === 'relay') {
+  const upstream = process.env.RELAY_UPSTREAM_URL!;
+  const agent = new http.Agent({ keepAlive: true });
+  const server = http.createServer((req, res) => {
+    const forward = http.request(upstream, {
+      method: 'POST',
+      agent,
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+    });
+    forward.on('response', (answer) => {
+      res.writeHead(answer.statusCode ?? 502, { 'content-type': 'text/event-stream' });
+      answer.on('data', (chunk: Buffer) => res.write(chunk));
+      answer.on('end', () => res.end());
+    });
+    forward.on('error', () => res.destroy());
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  process.send?.({ url: `http://127.0.0.1:${port}` });
 } else {
   // A path in a variable: dist/ has no type declarations, the sources give the types.
   const built = { config: '../../dist/config.js', server: '../../dist/server.js' };

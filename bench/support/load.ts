@@ -5,7 +5,7 @@ import autocannon from 'autocannon';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-export async function startChildServer(mode: 'atrium' | 'bare', env: Record<string, string>) {
+export async function startChildServer(mode: 'atrium' | 'bare' | 'relay', env: Record<string, string>) {
   const child: ChildProcess = fork(path.join(here, 'child-server.ts'), [mode], {
     env: { ...process.env, ...env },
     execArgv: ['--import', 'tsx', ...(process.env.BENCH_CHILD_ARGS?.split(' ').filter(Boolean) ?? [])],
