@@ -1,10 +1,9 @@
 import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import { simulateReadableStream, tool, type ToolSet, type UIMessageChunk } from 'ai';
+import { simulateReadableStream, tool, type ToolSet } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { IdleTimeout } from '../../src/services/chat-idle-timeout.js';
-import { type ReplyResult, streamReply } from '../../src/services/chat-reply.js';
+import { replyOf } from './stream-reply.js';
 
 const usage = {
   inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
@@ -22,43 +21,8 @@ async function reply(steps: LanguageModelV3StreamPart[][], tools: ToolSet = {}) 
       stream: simulateReadableStream({ chunks: steps[step++]!, chunkDelayInMs: 1 }),
     }),
   });
-  const idle = new IdleTimeout(60_000, () => undefined);
-  let stored: ReplyResult | undefined;
-  const chunks: UIMessageChunk[] = [];
-  let ended!: () => void;
-  let failed!: (error: unknown) => void;
-  const read = new Promise<void>((resolve, reject) => {
-    ended = resolve;
-    failed = reject;
-  });
-  streamReply(
-    {
-      model,
-      system: undefined,
-      messages: [{ role: 'user', content: 'Hi' }],
-      temperature: 0,
-      tools,
-      abortSignal: new AbortController().signal,
-      idle,
-      stopReason: () => undefined,
-      spent: { inputTokens: 0, outputTokens: 0 },
-    },
-    {
-      chatId: 'cht_1',
-      messageId: 'msg_1',
-      modelId: 'mock',
-      leading: [],
-      extraUsage: { inputTokens: 0, outputTokens: 0 },
-      onEnd: async (result) => {
-        idle.clear();
-        stored = result;
-        return { stored: true };
-      },
-    },
-    { chunk: (chunk) => chunks.push(chunk), end: ended, fail: failed },
-  );
-  await read;
-  return { chunks, stored: stored!, prompts: model.doStreamCalls };
+  const { chunks, stored } = await replyOf(model, tools);
+  return { chunks, stored, prompts: model.doStreamCalls };
 }
 
 describe('text deltas taken straight from the provider', () => {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { tool, type ToolSet, type UIMessageChunk } from 'ai';
+import { tool, type UIMessageChunk } from 'ai';
 import { createParser } from 'eventsource-parser';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -12,9 +12,8 @@ import { startFakeUpstream } from '../helpers/fake-upstream.js';
 import { createNodeFetch } from '../../src/models/node-fetch.js';
 import { guardedFetch } from '../../src/models/stream-guard.js';
 import { allowTextEvents, TextEventFilter } from '../../src/models/text-events.js';
-import { IdleTimeout } from '../../src/services/chat-idle-timeout.js';
-import { type ReplyResult, streamReply } from '../../src/services/chat-reply.js';
 import { CHAT_KEYS, chatSetup, userText } from './fixtures.js';
+import { replyOf } from './stream-reply.js';
 
 const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}, choice = {}) =>
   `data: ${JSON.stringify({
@@ -184,41 +183,6 @@ const providers: Array<[string, (baseURL: string) => LanguageModelV3]> = [
   ],
 ];
 
-async function reply(model: LanguageModelV3, tools: ToolSet = {}) {
-  const idle = new IdleTimeout(60_000, () => undefined);
-  let stored: ReplyResult | undefined;
-  const chunks: UIMessageChunk[] = [];
-  await new Promise<void>((resolve, reject) => {
-    streamReply(
-      {
-        model,
-        system: undefined,
-        messages: [{ role: 'user', content: 'Hi' }],
-        temperature: 0,
-        tools,
-        abortSignal: new AbortController().signal,
-        idle,
-        stopReason: () => undefined,
-        spent: { inputTokens: 0, outputTokens: 0 },
-      },
-      {
-        chatId: 'cht_1',
-        messageId: 'msg_1',
-        modelId: 'up/m',
-        leading: [],
-        extraUsage: { inputTokens: 0, outputTokens: 0 },
-        onEnd: async (result) => {
-          idle.clear();
-          stored = result;
-          return { stored: true };
-        },
-      },
-      { chunk: (value) => chunks.push(value), end: resolve, fail: reject },
-    );
-  });
-  return { chunks, stored: stored! };
-}
-
 /** The chunks' text deltas joined, and the other chunks' types, in order (`T` marks text). */
 function shape(chunks: UIMessageChunk[]) {
   const text = chunks.map((value) => (value.type === 'text-delta' ? value.delta : '')).join('');
@@ -266,7 +230,7 @@ describe.each(providers)(
           DONE,
         ],
       ]);
-      const { chunks, stored } = await reply(build(upstream.baseURL));
+      const { chunks, stored } = await replyOf(build(upstream.baseURL));
       const whole = pieces.join('');
       expect(shape(chunks)).toEqual({
         text: whole,
@@ -296,7 +260,7 @@ describe.each(providers)(
         [text('Found '), text('it'), text('.'), finish(), usageChunk, DONE],
       ]);
       const lookUp = tool({ inputSchema: z.object({ q: z.string() }), execute: async () => 'found' });
-      const { chunks, stored } = await reply(build(upstream.baseURL), { lookUp });
+      const { chunks, stored } = await replyOf(build(upstream.baseURL), { lookUp });
       const { text: said, types } = shape(chunks);
       expect(said).toBe('Let me look.Found it.');
       expect(types.indexOf('tool-input-available')).toBeGreaterThan(types.indexOf('text-end'));
@@ -307,7 +271,7 @@ describe.each(providers)(
 
     it('that breaks while text is held gives the client that text, then an error', async () => {
       upstream = await scriptedUpstream([[text('one '), text('two '), text('three'), 'BREAK']]);
-      const { chunks, stored } = await reply(build(upstream.baseURL));
+      const { chunks, stored } = await replyOf(build(upstream.baseURL));
       const { text: said, types } = shape(chunks);
       expect(said).toBe('one two three');
       expect(types).toContain('error');
