@@ -124,7 +124,7 @@ export class TextEventFilter {
   private given = 0;
   /** Whether the last event given was plain text (the provider's text part is running). */
   private lastGivenPlain = false;
-  private holding: { after: number; text: string; last: Chunk } | undefined;
+  private holding: { after: number; text: string } | undefined;
 
   constructor(private readonly listener: TextEventListener) {}
 
@@ -150,9 +150,8 @@ export class TextEventFilter {
     const plain = event.event === undefined ? plainText(event.data) : undefined;
     if (plain && (this.holding || this.lastGivenPlain)) {
       const text = plain.choices[0].delta.content;
-      this.holding ??= { after: this.given, text: '', last: plain };
+      this.holding ??= { after: this.given, text: '' };
       this.holding.text += text;
-      this.holding.last = plain;
       this.listener.held(this.holding.after, text);
       return;
     }
@@ -163,14 +162,16 @@ export class TextEventFilter {
     this.lastGivenPlain = plain !== undefined;
   }
 
-  /** The held text, joined into the last held chunk, goes to the provider. */
+  /**
+   * The held text goes to the provider as one chunk with nothing but that text: no id, model or
+   * time, which the OpenAI provider would otherwise announce as response metadata here, a part
+   * that would end the direct path before this text.
+   */
   private release(): void {
     const holding = this.holding;
     if (!holding) return;
     this.holding = undefined;
-    const { last, text } = holding;
-    const choice = last.choices[0];
-    const joined = { ...last, choices: [{ ...choice, delta: { ...choice.delta, content: text } }] };
+    const joined = { choices: [{ index: 0, delta: { content: holding.text }, finish_reason: null }] };
     this.out += `data: ${JSON.stringify(joined)}\n\n`;
     this.given++;
     this.lastGivenPlain = true;

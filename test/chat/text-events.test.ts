@@ -67,7 +67,7 @@ describe('plain text events held back from the provider', () => {
     expect(joined).toEqual([2]);
     expect(events.map((event) => event.data)).toEqual([
       dataOf(chunk({ role: 'assistant', content: 'Hel' })),
-      dataOf(text('lo there')),
+      JSON.stringify({ choices: [{ index: 0, delta: { content: 'lo there' }, finish_reason: null }] }),
       dataOf(finish()),
       dataOf(usageChunk),
       '[DONE]',
@@ -267,6 +267,30 @@ describe.each(providers)(
       expect(types.lastIndexOf('T')).toBeGreaterThan(types.indexOf('tool-output-available'));
       expect(JSON.stringify(upstream.bodies[1]!.messages)).toContain('Let me look.');
       expect(stored).toMatchObject({ ok: true, text: 'Let me look.Found it.' });
+    });
+
+    it('keeps text after a tool call in the same step once each and in order', async () => {
+      upstream = await scriptedUpstream([
+        [
+          text('Let '),
+          chunk({
+            tool_calls: [
+              { index: 0, id: 'c1', type: 'function', function: { name: 'lookUp', arguments: '{"q":"x"}' } },
+            ],
+          }),
+          text('me '),
+          text('see'),
+          text('.'),
+          finish('tool_calls'),
+          usageChunk,
+          DONE,
+        ],
+        [text('Done.'), finish(), usageChunk, DONE],
+      ]);
+      const lookUp = tool({ inputSchema: z.object({ q: z.string() }), execute: async () => 'found' });
+      const { chunks, stored } = await replyOf(build(upstream.baseURL), { lookUp });
+      expect(shape(chunks).text).toBe('Let me see.Done.');
+      expect(stored).toMatchObject({ ok: true, text: 'Let me see.Done.' });
     });
 
     it('that breaks while text is held gives the client that text, then an error', async () => {
