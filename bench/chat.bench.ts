@@ -306,36 +306,33 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
   const relay = await startChildServer('relay', {
     RELAY_UPSTREAM_URL: `${upstream.baseURL}/chat/completions`,
   });
-  const viaRelay = () =>
-    fetch(`${relay.url}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'small-1',
-        stream: true,
-        messages: [{ role: 'user', content: 'Hello there' }],
-      }),
-    });
-  const viaAtrium = () =>
-    fetch(`${atrium.url}/v1/chat`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-service-api-key': KEY },
-      body: JSON.stringify({
-        agentId: 'agt_bench',
-        stream: true,
-        messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hello there' }] }],
-      }),
-    });
-  const direct = () =>
-    fetch(`${upstream.baseURL}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
-      body: JSON.stringify({
-        model: 'small-1',
-        stream: true,
-        messages: [{ role: 'user', content: 'Hello there' }],
-      }),
-    });
+  const viaRelay = {
+    url: `${relay.url}/chat/completions`,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      model: 'small-1',
+      stream: true,
+      messages: [{ role: 'user', content: 'Hello there' }],
+    }),
+  };
+  const viaAtrium = {
+    url: `${atrium.url}/v1/chat`,
+    headers: { 'content-type': 'application/json', 'x-service-api-key': KEY },
+    body: JSON.stringify({
+      agentId: 'agt_bench',
+      stream: true,
+      messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hello there' }] }],
+    }),
+  };
+  const direct = {
+    url: `${upstream.baseURL}/chat/completions`,
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+    body: JSON.stringify({
+      model: 'small-1',
+      stream: true,
+      messages: [{ role: 'user', content: 'Hello there' }],
+    }),
+  };
   const shape = {
     upstream,
     clients: STREAM_CLIENTS,
@@ -372,6 +369,10 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     const perThousand = (ms: number, run: ConcurrentRun) => ms / (run.received / 1000);
     report(
       `  the bare node:http relay (no parsing, one write per read): adds p50 ${fmt(p50(bare) - p50(base))}, p99 ${fmt(p99(bare) - p99(base))}; CPU ${perThousand(relayCpu, bare).toFixed(1)} ms per 1,000 chunks (Atrium: ${((perThousand(cpu, relayed) / perThousand(relayCpu, bare)) * 100).toFixed(0)}% of it); received ${bare.received}/${bare.expected}`,
+    );
+    const harness = (run: ConcurrentRun) => `${((run.harnessCpuMs / run.wallMs) * 100).toFixed(0)}%`;
+    report(
+      `  the load generator (the upstream and the ${STREAM_CLIENTS} clients, node:http, in the bench's process) used ${harness(base)} of a core direct, ${harness(bare)} through the bare relay, ${harness(relayed)} through Atrium`,
     );
     report(
       `  p99 by second of the run, via Atrium (pieces): ${p99BySecond(relayed).join(', ')}; the clients start over the first second and end over the last`,

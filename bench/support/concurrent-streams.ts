@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
 import type { FakeUpstream } from '../../test/helpers/fake-upstream.js';
 import { percentile } from './bench-setup.js';
 
@@ -18,6 +19,15 @@ export interface ConcurrentRun {
   received: number;
   expected: number;
   wallMs: number;
+  /** CPU this process (the upstream and the clients) used during the run, ms. */
+  harnessCpuMs: number;
+}
+
+/** A streamed POST the clients send: to the upstream, a relay, or Atrium. */
+export interface StreamRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
 }
 
 let runCounter = 0;
@@ -29,7 +39,7 @@ export async function concurrentStreams(options: {
   intervalMs: number;
   /** Spreads the clients' starts over this long, as users do not all press enter at once. */
   rampMs: number;
-  request: () => Promise<Response>;
+  request: StreamRequest;
 }): Promise<ConcurrentRun> {
   const run = ++runCounter;
   const sentAt = new Map<string, number>();
@@ -37,6 +47,7 @@ export async function concurrentStreams(options: {
   const delaysBySecond: number[][] = [];
   let received = 0;
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   const marker = new RegExp(`r${run}c\\d+p\\d+`, 'g');
   const client = async (c: number) => {
     await new Promise((resolve) => setTimeout(resolve, (c * options.rampMs) / options.clients));
@@ -47,16 +58,15 @@ export async function concurrentStreams(options: {
       intervalMs: options.intervalMs,
       onPiece: (piece) => sentAt.set(piece.trimEnd(), performance.now()),
     });
-    const res = await options.request();
-    if (res.status !== 200) throw new Error(`answered ${res.status}: ${await res.text()}`);
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
+    // node:http rather than fetch: fetch's web streams cost the load generator several times
+    // the CPU per read, and on two cores the generator competes with the server it measures.
+    const res = await post(options.request);
+    if (res.statusCode !== 200) throw new Error(`answered ${res.statusCode}: ${await text(res)}`);
+    res.setEncoding('latin1'); // the markers are ASCII; no UTF-8 decoding per read
     let pending = '';
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
+    for await (const data of res as AsyncIterable<string>) {
       const now = performance.now();
-      pending += decoder.decode(value, { stream: true });
+      pending += data;
       // Only whole events: a marker may be split across two reads.
       const end = pending.lastIndexOf('\n\n');
       if (end === -1) continue;
@@ -77,7 +87,24 @@ export async function concurrentStreams(options: {
     received,
     expected: options.clients * options.pieces,
     wallMs: performance.now() - started,
+    harnessCpuMs: cpuOf(process.cpuUsage(cpuBefore)),
   };
+}
+
+const cpuOf = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
+
+function post(request: StreamRequest): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(request.url, { method: 'POST', headers: request.headers }, resolve);
+    req.on('error', reject);
+    req.end(request.body);
+  });
+}
+
+async function text(res: http.IncomingMessage) {
+  let body = '';
+  for await (const data of res) body += String(data);
+  return body;
 }
 
 /** CPU time (user + system, ms) a process has used so far, from /proc (Linux). */
