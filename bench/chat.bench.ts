@@ -374,6 +374,11 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     report(
       `  the load generator (the upstream and the ${STREAM_CLIENTS} clients, node:http, in the bench's process) used ${harness(base)} of a core direct, ${harness(bare)} through the bare relay, ${harness(relayed)} through Atrium`,
     );
+    const firstPiece = (run: ConcurrentRun) =>
+      `p50 ${fmt(percentile(run.firstPiece, 50))} p99 ${fmt(percentile(run.firstPiece, 99))}`;
+    report(
+      `  request sent → first piece read, per client: direct ${firstPiece(base)}; the bare relay ${firstPiece(bare)}; via Atrium ${firstPiece(relayed)} (a new reply's setup takes its turn behind the running streams)`,
+    );
     report(
       `  p99 by second of the run, via Atrium (pieces): ${p99BySecond(relayed).join(', ')}; the clients start over the first second and end over the last`,
     );

@@ -12,8 +12,12 @@
  *   mode "relay":  a bare node:http relay: each POST is sent on to RELAY_UPSTREAM_URL and the
  *                  answer's bytes are written back as they arrive, one write per network read,
  *                  with no parsing at all (the least any server relaying a stream pays per token)
+ * BENCH_ALLOC_PROFILE=<file> (mode "atrium"): samples every allocation, the collected ones
+ * included (unlike --heap-prof, which keeps only what is still alive), and writes a
+ * .heapprofile on SIGTERM: where the garbage that costs the scavenges comes from.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import http from 'node:http';
 import Fastify from 'fastify';
 import pg from 'pg';
@@ -60,7 +64,26 @@ if (mode === 'bare') {
   const built = { config: '../../dist/config.js', server: '../../dist/server.js' };
   const { loadConfig } = (await import(built.config)) as typeof import('../../src/config.js');
   const { startServer } = (await import(built.server)) as typeof import('../../src/server.js');
+  if (process.env.BENCH_ALLOC_PROFILE) profileAllocations(process.env.BENCH_ALLOC_PROFILE);
   const config = loadConfig({ ...process.env, PORT: '0' });
   const { address } = await startServer(config);
   process.send?.({ url: address });
+}
+
+function profileAllocations(file: string) {
+  const session = new Session();
+  session.connect();
+  session.post('HeapProfiler.enable');
+  session.post('HeapProfiler.startSampling', {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  // Registered before the server's own handler, which exits; a same-thread session answers
+  // synchronously.
+  process.once('SIGTERM', () => {
+    session.post('HeapProfiler.stopSampling', (error, result) => {
+      if (!error) writeFileSync(file, JSON.stringify(result.profile));
+    });
+  });
 }

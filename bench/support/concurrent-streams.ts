@@ -17,6 +17,8 @@ export interface ConcurrentRun {
   delaysBySecond: number[][];
   /** Pieces the clients received (all of them unless a stream broke). */
   received: number;
+  /** Per client, ms from sending the request to reading its first piece, ascending. */
+  firstPiece: number[];
   expected: number;
   wallMs: number;
   /** CPU this process (the upstream and the clients) used during the run, ms. */
@@ -46,6 +48,7 @@ export async function concurrentStreams(options: {
   const delays: number[] = [];
   const delaysBySecond: number[][] = [];
   let received = 0;
+  const firstPiece: number[] = [];
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
   const marker = new RegExp(`r${run}c\\d+p\\d+`, 'g');
@@ -60,6 +63,8 @@ export async function concurrentStreams(options: {
     });
     // node:http rather than fetch: fetch's web streams cost the load generator several times
     // the CPU per read, and on two cores the generator competes with the server it measures.
+    const asked = performance.now();
+    let first = true;
     const res = await post(options.request);
     if (res.statusCode !== 200) throw new Error(`answered ${res.statusCode}: ${await text(res)}`);
     res.setEncoding('latin1'); // the markers are ASCII; no UTF-8 decoding per read
@@ -74,6 +79,10 @@ export async function concurrentStreams(options: {
         const sent = sentAt.get(found);
         if (sent === undefined) continue;
         delays.push(now - sent);
+        if (first) {
+          first = false;
+          firstPiece.push(now - asked);
+        }
         (delaysBySecond[Math.floor((now - started) / 1000)] ??= []).push(now - sent);
         received++;
       }
@@ -85,6 +94,7 @@ export async function concurrentStreams(options: {
     delays: delays.sort((a, b) => a - b),
     delaysBySecond: Array.from(delaysBySecond, (second) => (second ?? []).sort((a, b) => a - b)),
     received,
+    firstPiece: firstPiece.sort((a, b) => a - b),
     expected: options.clients * options.pieces,
     wallMs: performance.now() - started,
     harnessCpuMs: cpuOf(process.cpuUsage(cpuBefore)),

@@ -14,6 +14,7 @@ import type { ApiError } from '../errors.js';
 import type { StopReason } from './running-replies.js';
 import type { ChatMessageMetadata, TokenUsage } from './chat.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
+import { cpuTurn } from './cpu-turns.js';
 import { DirectText } from './direct-text.js';
 import type { ChunkSink } from '../http/ui-message-sse.js';
 import { upstreamFailure } from './upstream-failure.js';
@@ -170,42 +171,45 @@ export function streamReply(
     kept.add(chunk);
     sink.chunk(chunk);
   }, call.idle.touch);
-  const result = streamText({
-    ...callSettings(call, direct.wrap(call.model)),
-    onChunk: call.idle.touch,
-    onStepFinish: (step) => countStep(call, step),
-    onError: ({ error }) => {
-      failed ??= error;
-    },
-  });
-  const chunks = result.toUIMessageStream<UIMessage<ChatMessageMetadata>>({
-    // With no `onFinish`, this only makes `start` carry the message id.
-    originalMessages: [],
-    generateMessageId: () => options.messageId,
-    sendReasoning: false,
-    sendSources: true,
-    messageMetadata: ({ part }) => {
-      if (part.type === 'start') return { chatId: options.chatId };
-      if (part.type === 'finish') {
-        finishReason = part.finishReason;
-        usage = {
-          inputTokens: part.totalUsage.inputTokens ?? 0,
-          outputTokens: part.totalUsage.outputTokens ?? 0,
-        };
-        return {
-          chatId: options.chatId,
-          model: options.modelId,
-          finishReason,
-          usage: {
-            inputTokens: usage.inputTokens + options.extraUsage.inputTokens,
-            outputTokens: usage.outputTokens + options.extraUsage.outputTokens,
-          },
-        };
-      }
-      return undefined;
-    },
-    onError: (error) => upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs).message,
-  });
+  /** The model call, as UI message chunks (the SDK's, before `handOn`). */
+  const modelChunks = () => {
+    const result = streamText({
+      ...callSettings(call, direct.wrap(call.model)),
+      onChunk: call.idle.touch,
+      onStepFinish: (step) => countStep(call, step),
+      onError: ({ error }) => {
+        failed ??= error;
+      },
+    });
+    return result.toUIMessageStream<UIMessage<ChatMessageMetadata>>({
+      // With no `onFinish`, this only makes `start` carry the message id.
+      originalMessages: [],
+      generateMessageId: () => options.messageId,
+      sendReasoning: false,
+      sendSources: true,
+      messageMetadata: ({ part }) => {
+        if (part.type === 'start') return { chatId: options.chatId };
+        if (part.type === 'finish') {
+          finishReason = part.finishReason;
+          usage = {
+            inputTokens: part.totalUsage.inputTokens ?? 0,
+            outputTokens: part.totalUsage.outputTokens ?? 0,
+          };
+          return {
+            chatId: options.chatId,
+            model: options.modelId,
+            finishReason,
+            usage: {
+              inputTokens: usage.inputTokens + options.extraUsage.inputTokens,
+              outputTokens: usage.outputTokens + options.extraUsage.outputTokens,
+            },
+          };
+        }
+        return undefined;
+      },
+      onError: (error) => upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs).message,
+    });
+  };
 
   let aborted = false;
   /** How the model's stream ended, once it has: what `onEnd` stores. */
@@ -246,6 +250,7 @@ export function streamReply(
   /** After the SDK's last chunk: store the reply, then its last chunk says how that went. */
   const lastChunk = async (): Promise<UIMessageChunk<ChatMessageMetadata> | undefined> => {
     direct.close();
+    await cpuTurn();
     const outcome = await options.onEnd(await ended());
     const stopped = call.idle.timedOut ? undefined : call.stopReason();
     if (!outcome.stored) {
@@ -267,8 +272,11 @@ export function streamReply(
   };
   // Read to its end whatever becomes of the client, so the reply is stored.
   void (async () => {
-    const reader = chunks.getReader();
     try {
+      // Setting the model call up is the heaviest part of a reply that no running stream waits
+      // for: it takes its turn (cpu-turns.ts).
+      await cpuTurn();
+      const reader = modelChunks().getReader();
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;

@@ -1,3 +1,4 @@
+import { cpuTurn } from './cpu-turns.js';
 import { convertToModelMessages, type ModelMessage, type ToolSet, type UIMessageChunk } from 'ai';
 import type { Transaction } from 'kysely';
 import type { Config } from '../config.js';
@@ -169,6 +170,7 @@ export async function startConversation(
   request: ConversationRequest,
   extraWrites?: ExtraWrites,
 ): Promise<Conversation> {
+  await cpuTurn();
   const incoming = dropLeftovers(request.messages);
   validateIncomingMessages(incoming);
   const { agent, workspace, orchestrated } = await resolveAgent(deps.db, principal, request);
@@ -230,6 +232,7 @@ export async function startConversation(
       prepared = stored.prepared;
       chatId = chat.id;
     }
+    await cpuTurn();
     tools = await buildConversationTools(deps, {
       agent,
       workspace,
@@ -623,6 +626,7 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
 
   const write = async (result: ReplyResult): Promise<ConversationOutcome> => {
     input.idle.clear();
+    await cpuTurn();
     const { subUsage, subRuns } = input.tools;
     // Charged whatever the outcome: the lead model's tokens (its finished steps when it
     // failed) and every sub-agent run's.
