@@ -104,6 +104,9 @@ async function streamTimings(response: Promise<Response>, marker: string, starte
 }
 
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+/** The p99 a run adds over the baseline's, while all its streams flow. */
+const run99 = (run: ConcurrentRun, base: ConcurrentRun) =>
+  fmt(percentile(run.allFlowing, 99) - percentile(base.allFlowing, 99));
 
 /** BENCH_CHAT_ONLY=concurrent runs only the many-slow-replies part (to profile its server). */
 const ONLY_CONCURRENT = process.env.BENCH_CHAT_ONLY === 'concurrent';
@@ -373,6 +376,13 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     const harness = (run: ConcurrentRun) => `${((run.harnessCpuMs / run.wallMs) * 100).toFixed(0)}%`;
     report(
       `  the load generator (the upstream and the ${STREAM_CLIENTS} clients, node:http, in the bench's process) used ${harness(base)} of a core direct, ${harness(bare)} through the bare relay, ${harness(relayed)} through Atrium`,
+    );
+    const flowing = (run: ConcurrentRun) =>
+      run.allFlowing.length === 0
+        ? 'never all at once'
+        : `p50 ${fmt(percentile(run.allFlowing, 50))} p99 ${fmt(percentile(run.allFlowing, 99))} (${run.allFlowing.length} pieces)`;
+    report(
+      `  while all ${STREAM_CLIENTS} streams flow (from the last first piece to the first last piece: no reply starting or ending): direct ${flowing(base)}; via Atrium ${flowing(relayed)}; Atrium adds p99 ${run99(relayed, base)}`,
     );
     const firstPiece = (run: ConcurrentRun) =>
       `p50 ${fmt(percentile(run.firstPiece, 50))} p99 ${fmt(percentile(run.firstPiece, 99))}`;

@@ -17,6 +17,11 @@ export interface ConcurrentRun {
   delaysBySecond: number[][];
   /** Pieces the clients received (all of them unless a stream broke). */
   received: number;
+  /**
+   * Piece delays while every stream flows: from the moment the last client read its first
+   * piece to the moment the first client read its last (no reply starting or ending), ascending.
+   */
+  allFlowing: number[];
   /** Per client, ms from sending the request to reading its first piece, ascending. */
   firstPiece: number[];
   expected: number;
@@ -49,6 +54,10 @@ export async function concurrentStreams(options: {
   const delaysBySecond: number[][] = [];
   let received = 0;
   const firstPiece: number[] = [];
+  /** Every piece read: when, and its delay (for the window in which all streams flow). */
+  const reads: Array<[at: number, delay: number]> = [];
+  let lastFirstRead = 0;
+  let firstLastRead = Number.POSITIVE_INFINITY;
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
   const marker = new RegExp(`r${run}c\\d+p\\d+`, 'g');
@@ -79,21 +88,28 @@ export async function concurrentStreams(options: {
         const sent = sentAt.get(found);
         if (sent === undefined) continue;
         delays.push(now - sent);
+        reads.push([now, now - sent]);
         if (first) {
           first = false;
           firstPiece.push(now - asked);
+          lastFirstRead = Math.max(lastFirstRead, now);
         }
         (delaysBySecond[Math.floor((now - started) / 1000)] ??= []).push(now - sent);
         received++;
       }
       pending = pending.slice(end + 2);
     }
+    firstLastRead = Math.min(firstLastRead, performance.now());
   };
   await Promise.all(Array.from({ length: options.clients }, (_, c) => client(c)));
   return {
     delays: delays.sort((a, b) => a - b),
     delaysBySecond: Array.from(delaysBySecond, (second) => (second ?? []).sort((a, b) => a - b)),
     received,
+    allFlowing: reads
+      .filter(([at]) => at >= lastFirstRead && at <= firstLastRead)
+      .map(([, delay]) => delay)
+      .sort((a, b) => a - b),
     firstPiece: firstPiece.sort((a, b) => a - b),
     expected: options.clients * options.pieces,
     wallMs: performance.now() - started,
