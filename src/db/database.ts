@@ -159,9 +159,23 @@ export async function migrateToLatest(db: Db, schema?: string): Promise<string[]
     // Kysely looks for its bookkeeping tables in every schema unless told which one is ours.
     migrationTableSchema: schema,
   });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error;
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (error && attempt < 3 && otherSchemaDropped(error, schema)) continue;
+    if (error) throw error;
+    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  }
+}
+
+/**
+ * Kysely's migrator lists the tables of every schema of the database to find its own, and a
+ * schema dropped meanwhile by someone else (another application sharing the database, a test
+ * suite cleaning up in parallel) fails that listing with `invalid_schema_name`. Such a run has
+ * changed nothing (on PostgreSQL the migrations run in one transaction), so it is run again.
+ */
+export function otherSchemaDropped(error: unknown, schema: string | undefined): boolean {
+  if (!(error instanceof Error) || (error as { code?: unknown }).code !== '3F000') return false;
+  return schema === undefined || !error.message.includes(`"${schema}"`);
 }
 
 export async function pingDatabase(db: Db): Promise<void> {
