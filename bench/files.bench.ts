@@ -38,6 +38,7 @@ const RUNS = 5;
 const SYNC_FILES = 500;
 const here = path.dirname(fileURLToPath(import.meta.url));
 
+const megabytes = (bytes: number) => (bytes / (1024 * 1024)).toFixed(1);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
@@ -140,8 +141,19 @@ function putFile(url: string, file: string, contentType: string, size: number) {
   });
 }
 
+/**
+ * Writes every dirty page of the machine to disk before a measured write. On ext4 an `fsync`
+ * also commits the data of other files written just before (the journal orders them), so
+ * without this the durable write and Atrium's upload paid for the baseline's and the bare
+ * server's bytes, in whichever order they ran: a run-to-run spread of 2× (issue 16).
+ */
+function settleDisk(): void {
+  spawnSync('sync');
+}
+
 /** One streamed PUT, timed, with the peak RSS growth of the receiving process. */
 async function measuredPut(pid: number, url: string, source: string) {
+  settleDisk();
   await new Promise((resolve) => setTimeout(resolve, 100));
   const canReset = resetPeak(pid);
   const before = procStatus(pid, 'VmRSS') ?? 0;
@@ -207,11 +219,13 @@ export async function run(report: Report) {
       const growth: number[] = [];
       for (let i = 0; i < RUNS; i++) {
         const target = path.join(dataDir, `baseline-${i}.bin`);
+        settleDisk();
         const begun = performance.now();
         await pipeline(createReadStream(source, { highWaterMark: 256 * 1024 }), createWriteStream(target));
         baseline.push(performance.now() - begun);
         // The same write made durable as Atrium makes every upload (fdatasync before it counts).
         const durableTarget = path.join(dataDir, `baseline-durable-${i}.bin`);
+        settleDisk();
         const durableBegun = performance.now();
         await pipeline(
           createReadStream(source, { highWaterMark: 256 * 1024 }),
@@ -253,7 +267,12 @@ export async function run(report: Report) {
         `  same PUT to a bare node:http server streaming to disk (no checks, no fsync): ${bareRate.toFixed(0)} MB/s → Atrium at ${((uploadRate / bareRate) * 100).toFixed(0)}% of it; the bare server itself reaches ${((bareRate / fsRate) * 100).toFixed(0)}% of node fs`,
       );
       report(
-        `peak server RSS growth during a 50 MB upload: ${(Math.max(...growth) / (1024 * 1024)).toFixed(1)} MB (max of ${RUNS}, median ${(median(growth) / (1024 * 1024)).toFixed(1)} MB; target < 32 MB); bare node:http server: ${(Math.max(...bareGrowth) / (1024 * 1024)).toFixed(1)} MB`,
+        `peak server RSS growth during a 50 MB upload: ${megabytes(Math.max(...growth))} MB (max of ${RUNS}, median ${megabytes(median(growth))} MB; target < 32 MB); bare node:http server: ${megabytes(Math.max(...bareGrowth))} MB`,
+      );
+      // The first upload into a fresh process grows its heap and allocator for good; the ones
+      // after it show what an upload itself holds.
+      report(
+        `  per upload, in order: Atrium ${growth.map(megabytes).join(', ')} MB; the bare server ${bareGrowth.map(megabytes).join(', ')} MB`,
       );
 
       // 500 objects as finished uploads leave them (with their metadata), then sync.
