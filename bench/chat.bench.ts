@@ -110,6 +110,8 @@ const run99 = (run: ConcurrentRun, base: ConcurrentRun) =>
 
 /** BENCH_CHAT_ONLY=concurrent runs only the many-slow-replies part (to profile its server). */
 const ONLY_CONCURRENT = process.env.BENCH_CHAT_ONLY === 'concurrent';
+/** Replies each client of the steady-state run asks for, back to back. */
+const STEADY_REPLIES_PER_CLIENT = 3;
 
 export async function run(report: Report) {
   const upstream = await startFakeUpstream();
@@ -366,6 +368,16 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     // are now sized for 200 replies, as in a server that has carried such a load before. The
     // first run is the target's figure: the first such burst in a process's life.
     const again = await concurrentStreams({ ...shape, request: viaAtrium });
+    // The steady state of the same load: each client asks again as soon as its reply ends, so
+    // 200 replies run at all times and new ones come at the rate that implies (one reply's
+    // length spread over the clients: 20 per second), not 200 within a second.
+    const steadyShape = {
+      ...shape,
+      rampMs: STREAM_TOKENS * shape.intervalMs,
+      repliesPerClient: STEADY_REPLIES_PER_CLIENT,
+    };
+    const steadyBase = await concurrentStreams({ ...steadyShape, request: direct });
+    const steady = await concurrentStreams({ ...steadyShape, request: viaAtrium });
     const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
     report(
       `concurrent streamed replies, ${STREAM_CLIENTS} clients × ${STREAM_TOKENS} tokens at ${TOKENS_PER_SECOND} tokens/s (Atrium in its own process, SQLite, log level info); ${loadAverage()}`,
@@ -398,6 +410,10 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     );
     report(
       `  the same ${STREAM_CLIENTS} replies again, in the same (now warm) process: Atrium adds p50 ${fmt(p50(again) - p50(base))}, p99 ${fmt(p99(again) - p99(base))}; while all flow p99 ${run99(again, base)}; first piece p50 ${fmt(percentile(again.firstPiece, 50))}; p99 by second ${p99BySecond(again).join(', ')}; received ${again.received}/${again.expected}`,
+    );
+    const perSecond = (STREAM_CLIENTS / (steadyShape.rampMs / 1000)).toFixed(0);
+    report(
+      `  the steady state: ${STREAM_CLIENTS} clients asking for ${STEADY_REPLIES_PER_CLIENT} replies each, one after the other (${perSecond} new replies per second, ${STREAM_CLIENTS} running); while all clients are on: direct ${flowing(steadyBase)}; via Atrium ${flowing(steady)}; Atrium adds p99 ${run99(steady, steadyBase)}; whole run: Atrium adds p99 ${fmt(p99(steady) - p99(steadyBase))}; first piece p50 ${fmt(percentile(steady.firstPiece, 50))} p99 ${fmt(percentile(steady.firstPiece, 99))}; received ${steady.received}/${steady.expected}`,
     );
     report(
       `  server CPU ${Math.round(cpu)} ms over ${(relayed.wallMs / 1000).toFixed(1)} s (${((cpu / relayed.wallMs) * 100).toFixed(0)}% of a core) = ${(cpu / (relayed.received / 1000)).toFixed(1)} ms per 1,000 relayed chunks; server RSS idle ${mb(idleRss)}, peak ${mb(peakRss)} → ${((peakRss - idleRss) / STREAM_CLIENTS / 1024).toFixed(0)} KB per stream`,

@@ -18,11 +18,12 @@ export interface ConcurrentRun {
   /** Pieces the clients received (all of them unless a stream broke). */
   received: number;
   /**
-   * Piece delays while every stream flows: from the moment the last client read its first
-   * piece to the moment the first client read its last (no reply starting or ending), ascending.
+   * Piece delays while every client is on: from the moment the last client read its first
+   * piece to the moment the first client read its last, ascending. With one reply per client
+   * no reply starts or ends in that window; with more, replies come and go at a steady rate.
    */
   allFlowing: number[];
-  /** Per client, ms from sending the request to reading its first piece, ascending. */
+  /** Per reply, ms from sending the request to reading its first piece, ascending. */
   firstPiece: number[];
   expected: number;
   wallMs: number;
@@ -46,8 +47,14 @@ export async function concurrentStreams(options: {
   intervalMs: number;
   /** Spreads the clients' starts over this long, as users do not all press enter at once. */
   rampMs: number;
+  /**
+   * Replies each client asks for, one after the other (default 1). With more than one, replies
+   * come and go while the clients keep as many running: the steady state of that load.
+   */
+  repliesPerClient?: number;
   request: StreamRequest;
 }): Promise<ConcurrentRun> {
+  const replies = options.repliesPerClient ?? 1;
   const run = ++runCounter;
   const sentAt = new Map<string, number>();
   const delays: number[] = [];
@@ -60,13 +67,17 @@ export async function concurrentStreams(options: {
   let firstLastRead = Number.POSITIVE_INFINITY;
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
-  const marker = new RegExp(`r${run}c\\d+p\\d+`, 'g');
+  const marker = new RegExp(`r${run}c\\d+q\\d+p\\d+`, 'g');
   const client = async (c: number) => {
     await new Promise((resolve) => setTimeout(resolve, (c * options.rampMs) / options.clients));
+    for (let q = 0; q < replies; q++) await reply(c, q);
+    firstLastRead = Math.min(firstLastRead, performance.now());
+  };
+  const reply = async (c: number, q: number) => {
     options.upstream.enqueue({
       kind: 'text',
       text: '',
-      pieces: Array.from({ length: options.pieces }, (_, p) => `r${run}c${c}p${p} `),
+      pieces: Array.from({ length: options.pieces }, (_, p) => `r${run}c${c}q${q}p${p} `),
       intervalMs: options.intervalMs,
       onPiece: (piece) => sentAt.set(piece.trimEnd(), performance.now()),
     });
@@ -92,14 +103,13 @@ export async function concurrentStreams(options: {
         if (first) {
           first = false;
           firstPiece.push(now - asked);
-          lastFirstRead = Math.max(lastFirstRead, now);
+          if (q === 0) lastFirstRead = Math.max(lastFirstRead, now);
         }
         (delaysBySecond[Math.floor((now - started) / 1000)] ??= []).push(now - sent);
         received++;
       }
       pending = pending.slice(end + 2);
     }
-    firstLastRead = Math.min(firstLastRead, performance.now());
   };
   await Promise.all(Array.from({ length: options.clients }, (_, c) => client(c)));
   return {
@@ -111,7 +121,7 @@ export async function concurrentStreams(options: {
       .map(([, delay]) => delay)
       .sort((a, b) => a - b),
     firstPiece: firstPiece.sort((a, b) => a - b),
-    expected: options.clients * options.pieces,
+    expected: options.clients * replies * options.pieces,
     wallMs: performance.now() - started,
     harnessCpuMs: cpuOf(process.cpuUsage(cpuBefore)),
   };
