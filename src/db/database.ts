@@ -161,21 +161,35 @@ export async function migrateToLatest(db: Db, schema?: string): Promise<string[]
   });
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
-    if (error && attempt < 3 && otherSchemaDropped(error, schema)) continue;
+    if (error && attempt < MIGRATION_ATTEMPTS && catalogChangedMeanwhile(error, schema)) {
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      continue;
+    }
     if (error) throw error;
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   }
 }
 
+/** Runs of the migrator before a catalog race is reported as the failure it is. */
+const MIGRATION_ATTEMPTS = 5;
+
 /**
- * Kysely's migrator lists the tables of every schema of the database to find its own, and a
- * schema dropped meanwhile by someone else (another application sharing the database, a test
- * suite cleaning up in parallel) fails that listing with `invalid_schema_name`. Such a run has
- * changed nothing (on PostgreSQL the migrations run in one transaction), so it is run again.
+ * Kysely's migrator lists the tables of every schema of the database to find its own, and that
+ * listing calls `pg_get_serial_sequence` for each column, which reads the live catalog: a
+ * schema, table or column that someone else drops or changes meanwhile (another application
+ * sharing the database, a test suite migrating and cleaning up in parallel) fails the listing
+ * with `invalid_schema_name` (3F000), `undefined_table` (42P01, the name schema-qualified) or
+ * `undefined_column` (42703). Such a run has changed nothing (the listing comes before the
+ * migrations, which on PostgreSQL run in one transaction), so it is run again. An error of
+ * Atrium's own migrations that looks alike fails every attempt and is thrown after the last.
  */
-export function otherSchemaDropped(error: unknown, schema: string | undefined): boolean {
-  if (!(error instanceof Error) || (error as { code?: unknown }).code !== '3F000') return false;
-  return schema === undefined || !error.message.includes(`"${schema}"`);
+export function catalogChangedMeanwhile(error: unknown, schema: string | undefined): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  const ours = schema !== undefined && error.message.includes(`"${schema}`);
+  if (code === '3F000') return !ours;
+  if (code === '42P01') return !ours && /^relation "[^"]+\.[^"]+" does not exist$/.test(error.message);
+  return code === '42703' && /^column "[^"]+" of relation "[^"]+" does not exist$/.test(error.message);
 }
 
 export async function pingDatabase(db: Db): Promise<void> {

@@ -1,26 +1,38 @@
 import { describe, expect, it } from 'vitest';
-import { otherSchemaDropped } from '../../src/db/database.js';
+import { catalogChangedMeanwhile } from '../../src/db/database.js';
 
-/** What `pg` throws for a schema that does not exist (SQLSTATE 3F000). */
-function invalidSchema(name: string) {
-  return Object.assign(new Error(`schema "${name}" does not exist`), { code: '3F000' });
+/** An error as `pg` throws it, with its SQLSTATE. */
+function pgError(code: string, message: string) {
+  return Object.assign(new Error(message), { code });
 }
 
-describe('migrations when another schema is dropped meanwhile (PostgreSQL)', () => {
-  it('runs again when the schema that went away is someone else’s', () => {
-    expect(otherSchemaDropped(invalidSchema('t_other'), 't_ours')).toBe(true);
-    expect(otherSchemaDropped(invalidSchema('t_other'), undefined)).toBe(true);
-  });
-
-  it('fails when its own schema is missing, or for any other error', () => {
-    expect(otherSchemaDropped(invalidSchema('t_ours'), 't_ours')).toBe(false);
+describe('migrations when another schema changes meanwhile (PostgreSQL)', () => {
+  it('runs again when the listing of every schema meets a schema, table or column that went away', () => {
+    expect(catalogChangedMeanwhile(pgError('3F000', 'schema "t_other" does not exist'), 't_ours')).toBe(true);
+    expect(catalogChangedMeanwhile(pgError('3F000', 'schema "t_other" does not exist'), undefined)).toBe(
+      true,
+    );
     expect(
-      otherSchemaDropped(
-        Object.assign(new Error('relation "x" does not exist'), { code: '42P01' }),
+      catalogChangedMeanwhile(pgError('42P01', 'relation "t_other.agent_runs" does not exist'), 't_ours'),
+    ).toBe(true);
+    // What a CI run met: another test file's migration changed its own agent_runs meanwhile.
+    expect(
+      catalogChangedMeanwhile(
+        pgError('42703', 'column "user_id" of relation "agent_runs" does not exist'),
         't_ours',
       ),
+    ).toBe(true);
+  });
+
+  it('fails at once when its own schema or table is missing, or for any other error', () => {
+    expect(catalogChangedMeanwhile(pgError('3F000', 'schema "t_ours" does not exist'), 't_ours')).toBe(false);
+    expect(
+      catalogChangedMeanwhile(pgError('42P01', 'relation "t_ours.agent_runs" does not exist'), 't_ours'),
     ).toBe(false);
-    expect(otherSchemaDropped(new Error('schema "t_other" does not exist'), 't_ours')).toBe(false);
-    expect(otherSchemaDropped('3F000', 't_ours')).toBe(false);
+    // Unqualified, as Atrium's own migrations name tables.
+    expect(catalogChangedMeanwhile(pgError('42P01', 'relation "x" does not exist'), 't_ours')).toBe(false);
+    expect(catalogChangedMeanwhile(pgError('42601', 'syntax error at or near "x"'), 't_ours')).toBe(false);
+    expect(catalogChangedMeanwhile(new Error('schema "t_other" does not exist'), 't_ours')).toBe(false);
+    expect(catalogChangedMeanwhile('3F000', 't_ours')).toBe(false);
   });
 });
