@@ -26,6 +26,7 @@ import {
   p99BySecond,
   rssBytes,
   sampleRss,
+  type StreamRequest,
 } from './support/concurrent-streams.js';
 import { startChildServer } from './support/load.js';
 
@@ -107,6 +108,34 @@ const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
 /** The p99 a run adds over the baseline's, while all its streams flow. */
 const run99 = (run: ConcurrentRun, base: ConcurrentRun) =>
   fmt(percentile(run.allFlowing, 99) - percentile(base.allFlowing, 99));
+
+/** Short replies timed for their server CPU, and how many are asked for at a time. */
+const SHORT_REPLIES = 1000;
+const SHORT_REPLY_CLIENTS = 10;
+
+/**
+ * Server CPU (ms, from /proc) per streamed reply of the fake upstream's default text, read to
+ * its end: a reply's setup and finish with hardly any tokens. After 100 unmeasured ones.
+ */
+async function cpuPerShortReply(pid: number, request: StreamRequest): Promise<number> {
+  const one = async () => {
+    const res = await fetch(request.url, { method: 'POST', headers: request.headers, body: request.body });
+    if (res.status !== 200) throw new Error(`answered ${res.status}: ${await res.text()}`);
+    await res.text();
+  };
+  const replies = async (count: number) => {
+    let started = 0;
+    await Promise.all(
+      Array.from({ length: SHORT_REPLY_CLIENTS }, async () => {
+        while (started++ < count) await one();
+      }),
+    );
+  };
+  await replies(100);
+  const before = cpuMs(pid);
+  await replies(SHORT_REPLIES);
+  return (cpuMs(pid) - before) / SHORT_REPLIES;
+}
 
 /** BENCH_CHAT_ONLY=concurrent runs only the many-slow-replies part (to profile its server). */
 const ONLY_CONCURRENT = process.env.BENCH_CHAT_ONLY === 'concurrent';
@@ -378,6 +407,10 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     };
     const steadyBase = await concurrentStreams({ ...steadyShape, request: direct });
     const steady = await concurrentStreams({ ...steadyShape, request: viaAtrium });
+    // What one reply costs the server from request to end, apart from its tokens: the setup
+    // that 200 replies asked for within a second pile up in that second.
+    const relaySetup = await cpuPerShortReply(relay.pid, viaRelay);
+    const atriumSetup = await cpuPerShortReply(atrium.pid, viaAtrium);
     const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
     report(
       `concurrent streamed replies, ${STREAM_CLIENTS} clients × ${STREAM_TOKENS} tokens at ${TOKENS_PER_SECOND} tokens/s (Atrium in its own process, SQLite, log level info); ${loadAverage()}`,
@@ -414,6 +447,9 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     const perSecond = (STREAM_CLIENTS / (steadyShape.rampMs / 1000)).toFixed(0);
     report(
       `  the steady state: ${STREAM_CLIENTS} clients asking for ${STEADY_REPLIES_PER_CLIENT} replies each, one after the other (${perSecond} new replies per second, ${STREAM_CLIENTS} running); while all clients are on: direct ${flowing(steadyBase)}; via Atrium ${flowing(steady)}; Atrium adds p99 ${run99(steady, steadyBase)}; whole run: Atrium adds p99 ${fmt(p99(steady) - p99(steadyBase))}; first piece p50 ${fmt(percentile(steady.firstPiece, 50))} p99 ${fmt(percentile(steady.firstPiece, 99))}; received ${steady.received}/${steady.expected}`,
+    );
+    report(
+      `  server CPU per short reply (${SHORT_REPLIES} replies of the fake upstream's short default text, ${SHORT_REPLY_CLIENTS} at a time, request to end): Atrium ${atriumSetup.toFixed(2)} ms, the bare relay ${relaySetup.toFixed(2)} ms (${(atriumSetup / relaySetup).toFixed(1)}×); ${STREAM_CLIENTS} such setups within a second take ${((atriumSetup * STREAM_CLIENTS) / 10).toFixed(0)}% of a core`,
     );
     report(
       `  server CPU ${Math.round(cpu)} ms over ${(relayed.wallMs / 1000).toFixed(1)} s (${((cpu / relayed.wallMs) * 100).toFixed(0)}% of a core) = ${(cpu / (relayed.received / 1000)).toFixed(1)} ms per 1,000 relayed chunks; server RSS idle ${mb(idleRss)}, peak ${mb(peakRss)} → ${((peakRss - idleRss) / STREAM_CLIENTS / 1024).toFixed(0)} KB per stream`,

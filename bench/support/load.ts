@@ -5,10 +5,20 @@ import autocannon from 'autocannon';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
+/**
+ * A server in its own process (child-server.ts). Node options for it: BENCH_CHILD_ARGS for every
+ * child (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_ATRIUM_ARGS for Atrium's alone (e.g.
+ * `--max-semi-space-size=32`, compared with its baseline left as it is).
+ */
 export async function startChildServer(mode: 'atrium' | 'bare' | 'relay', env: Record<string, string>) {
   const child: ChildProcess = fork(path.join(here, 'child-server.ts'), [mode], {
     env: { ...process.env, ...env },
-    execArgv: ['--import', 'tsx', ...(process.env.BENCH_CHILD_ARGS?.split(' ').filter(Boolean) ?? [])],
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(process.env.BENCH_CHILD_ARGS?.split(' ').filter(Boolean) ?? []),
+      ...(mode === 'atrium' ? (process.env.BENCH_ATRIUM_ARGS?.split(' ').filter(Boolean) ?? []) : []),
+    ],
     stdio: ['ignore', process.env.BENCH_CHILD_STDOUT ? 'inherit' : 'ignore', 'inherit', 'ipc'],
   });
   const url = await new Promise<string>((resolve, reject) => {
