@@ -1,6 +1,5 @@
 import {
   generateText,
-  readUIMessageStream,
   type ModelMessage,
   stepCountIs,
   streamText,
@@ -16,6 +15,7 @@ import type { ChatMessageMetadata, TokenUsage } from './chat.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
 import { cpuTurn } from './cpu-turns.js';
 import { DirectText } from './direct-text.js';
+import { KeptChunks } from './kept-chunks.js';
 import type { ChunkSink } from '../http/ui-message-sse.js';
 import { upstreamFailure } from './upstream-failure.js';
 
@@ -154,8 +154,9 @@ const NOT_STORED_MESSAGE = 'The reply could not be stored';
  *
  * The message to store is not built chunk by chunk (the SDK's `onFinish` runs two more
  * transform streams and its message state machine per chunk): the chunks handed on are kept,
- * text deltas joined as they come, and run through the SDK's own message reader once at the
- * end. Text deltas come straight from the provider (`DirectText`), in the UI stream's order.
+ * text deltas joined as they come, and made into the message's parts once at the end
+ * (kept-chunks.ts). Text deltas come straight from the provider (`DirectText`), in the UI
+ * stream's order.
  */
 export function streamReply(
   call: ReplyCall,
@@ -221,11 +222,11 @@ export function streamReply(
         error: upstreamFailure(failed, call.idle.timedOut || aborted, call.idle.timeoutMs),
       };
     }
-    const message = await kept.message();
+    const parts = await kept.parts();
     return {
       ok: true,
-      text: replyText(message),
-      parts: message?.parts ?? [],
+      text: replyText(parts),
+      parts,
       usage: usage ?? { ...call.spent },
       finishReason: stopped ?? finishReason,
     };
@@ -292,47 +293,11 @@ export function streamReply(
   })();
 }
 
-/**
- * The UI message chunks of a reply, kept to build the stored message at its end: consecutive
- * text deltas of one part are joined as they arrive, so a long reply keeps one string per part.
- */
-class KeptChunks {
-  private readonly chunks: UIMessageChunk<ChatMessageMetadata>[] = [];
-  /** The last kept chunk when it is a text delta, still growing. */
-  private text: { type: 'text-delta'; id: string; delta: string } | undefined;
-
-  add(chunk: UIMessageChunk<ChatMessageMetadata>): void {
-    if (chunk.type !== 'text-delta') {
-      this.text = undefined;
-      this.chunks.push(chunk);
-    } else if (this.text?.id === chunk.id) {
-      this.text.delta += chunk.delta;
-    } else {
-      this.text = { type: 'text-delta', id: chunk.id, delta: chunk.delta };
-      this.chunks.push(this.text);
-    }
-  }
-
-  /** The assistant message the chunks make, read by the SDK as a client would. */
-  async message(): Promise<UIMessage<ChatMessageMetadata> | undefined> {
-    const chunks = this.chunks;
-    let last: UIMessage<ChatMessageMetadata> | undefined;
-    for await (const snapshot of readUIMessageStream<UIMessage<ChatMessageMetadata>>({
-      stream: new ReadableStream<UIMessageChunk<ChatMessageMetadata>>({
-        start(controller) {
-          for (const chunk of chunks) controller.enqueue(chunk);
-          controller.close();
-        },
-      }),
-    })) {
-      last = snapshot;
-    }
-    return last;
-  }
-}
-
-function replyText(message: UIMessage<ChatMessageMetadata> | undefined): string {
-  return (message?.parts ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
+/** A reply's text: its text parts, joined. */
+function replyText(parts: unknown[]): string {
+  return parts
+    .map((part) => ((part as { type: string }).type === 'text' ? (part as { text: string }).text : ''))
+    .join('');
 }
 
 type GeneratedStep = Awaited<ReturnType<typeof generateText>>['steps'][number];
