@@ -65,7 +65,7 @@ interface TextPart {
  * its last snapshot, and a step's start alone takes none). The test holds the two to the same
  * result, so a change in the SDK shows there.
  */
-export function textOnlyParts(chunks: readonly Chunk[]): unknown[] | undefined {
+export function textOnlyParts(chunks: readonly UIMessageChunk<unknown>[]): unknown[] | undefined {
   const parts: unknown[] = [];
   let active = new Map<string, TextPart>();
   /** A change the reader made without taking a snapshot after it. */
