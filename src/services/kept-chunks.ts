@@ -28,7 +28,7 @@ export class KeptChunks {
    * The assistant message's parts, as the SDK's message reader makes them from these chunks. A
    * reply of text and steps only (nearly every reply) is folded here directly: the reader runs
    * its web streams and clones the message once per chunk, a quarter of a millisecond of every
-   * reply (BENCHMARKS.md, 2026-11-28 19:15). Any other chunk goes through the reader.
+   * reply (BENCHMARKS.md, 2026-11-28 18:15). Any other chunk goes through the reader.
    */
   async parts(): Promise<unknown[]> {
     return textOnlyParts(this.chunks) ?? (await readerParts(this.chunks));
@@ -60,10 +60,11 @@ interface TextPart {
 
 /**
  * The parts the SDK's reader (`processUIMessageStream`, ai 6) makes of a reply whose chunks are
- * all of the kinds below, built the same way and with the same objects; undefined for any other
- * reply, or where the reader would fail or would not have shown the last change (its result is
- * its last snapshot, and a step's start alone takes none). The test holds the two to the same
- * result, so a change in the SDK shows there.
+ * all of the kinds below, built the same way and with the same objects. Undefined for any other
+ * reply, for a delta or end of a text part that did not start (the reader reports it and stops),
+ * and where the reader would not have shown the last change (its result is its last snapshot,
+ * and a step's start alone takes none). The test holds the two to the same result, so a change
+ * in the SDK shows there.
  */
 export function textOnlyParts(chunks: readonly UIMessageChunk<unknown>[]): unknown[] | undefined {
   const parts: unknown[] = [];
