@@ -38,6 +38,8 @@ if (mode === 'bare') {
     });
   }
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  // Exits rather than dies on the parent's SIGTERM, so a --cpu-prof in BENCH_CHILD_ARGS is written.
+  process.once('SIGTERM', () => process.exit(0));
   process.send?.({ url });
 } else if (mode === 'relay') {
   const upstream = process.env.RELAY_UPSTREAM_URL!;
