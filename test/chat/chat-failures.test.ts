@@ -3,7 +3,8 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatRows, chatSetup, countRows, userText } from './fixtures.js';
 
-const TIMEOUT_MS = 300;
+// Long enough that a loaded CI machine never times out a healthy upstream; the stall test waits it out.
+const TIMEOUT_MS = 2000;
 let upstream: FakeUpstream;
 let t: TestApp;
 

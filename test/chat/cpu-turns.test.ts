@@ -44,29 +44,35 @@ describe('cpu turns (issue 16: a burst of new replies does not hold the running 
     expect(order).toEqual(['first', 'second (read before it: token)']);
   });
 
-  it('starts more sections in a turn while its budget lasts, and leaves the rest to the next turn', async () => {
-    const spin = (ms: number) => {
-      const until = performance.now() + ms;
-      while (performance.now() < until);
-    };
-    const seen: Record<string, string> = {};
-    // The first turn was queued for one section; the three others share the next turn.
-    const opening = cpuTurn();
-    const quick = cpuTurn().then(() => {
-      sender.write('a');
-    });
-    const long = cpuTurn().then(() => {
-      seen.long = received.join('');
-      spin(20); // far over the turn's budget
-      sender.write('b');
-    });
-    const deferred = cpuTurn().then(() => {
-      seen.deferred = received.join('');
-    });
-    await Promise.all([opening, quick, long, deferred]);
-    // `long` ran in `quick`'s turn (no network read between them), `deferred` in the next one.
-    expect(seen).toEqual({ long: '', deferred: 'ab' });
-  });
+  // Retried: a pause of the worker (GC, a busy machine) of the 4 ms budget between two sections
+  // moves the second to the next turn, which is the scheduler working, not failing.
+  it(
+    'starts more sections in a turn while its budget lasts, and leaves the rest to the next turn',
+    { retry: 2 },
+    async () => {
+      const spin = (ms: number) => {
+        const until = performance.now() + ms;
+        while (performance.now() < until);
+      };
+      const seen: Record<string, string> = {};
+      // The first turn was queued for one section; the three others share the next turn.
+      const opening = cpuTurn();
+      const quick = cpuTurn().then(() => {
+        sender.write('a');
+      });
+      const long = cpuTurn().then(() => {
+        seen.long = received.join('');
+        spin(20); // far over the turn's budget
+        sender.write('b');
+      });
+      const deferred = cpuTurn().then(() => {
+        seen.deferred = received.join('');
+      });
+      await Promise.all([opening, quick, long, deferred]);
+      // `long` ran in `quick`'s turn (no network read between them), `deferred` in the next one.
+      expect(seen).toEqual({ long: '', deferred: 'ab' });
+    },
+  );
 
   it('runs every section, one at a time, in the order they asked', async () => {
     const order: number[] = [];

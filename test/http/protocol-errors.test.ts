@@ -134,12 +134,17 @@ describe(`HTTP protocol errors in the error body (${engineName})`, () => {
     client.send(Buffer.alloc(30_000, 'c'));
     // The server is writing the body (its temp file exists) before the client cuts off.
     const tmp = path.join((env.config.storage as { root: string }).root, 'tmp');
-    await vi.waitFor(() =>
-      expect(existsSync(tmp) && readdirSync(tmp).some((name) => name.endsWith('.data'))).toBe(true),
+    await vi.waitFor(
+      () => expect(existsSync(tmp) && readdirSync(tmp).some((name) => name.endsWith('.data'))).toBe(true),
+      { timeout: 10_000, interval: 20 },
     );
     client.close();
-    await vi.waitFor(() =>
-      expect(logLines.some((line) => line.reqId === 'cut-off-put' && line.code === 'bad_request')).toBe(true),
+    await vi.waitFor(
+      () =>
+        expect(logLines.some((line) => line.reqId === 'cut-off-put' && line.code === 'bad_request')).toBe(
+          true,
+        ),
+      { timeout: 10_000, interval: 20 },
     );
     const lines = logLines.filter((line) => line.reqId === 'cut-off-put');
     expect(lines.every((line) => (line.level as number) <= 40)).toBe(true);

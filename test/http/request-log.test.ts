@@ -27,7 +27,7 @@ describe(`request log (${engineName})`, () => {
       headers: { 'x-service-api-key': KEYS.mainOwner, 'x-request-id': 'one-line' },
     });
     expect(res.status).toBe(200);
-    await vi.waitFor(() => expect(linesOf('one-line')).toHaveLength(1));
+    await vi.waitFor(() => expect(linesOf('one-line')).toHaveLength(1), { timeout: 10_000, interval: 20 });
     expect(linesOf('one-line')[0]).toMatchObject({
       level: 30,
       msg: 'request completed',
@@ -45,8 +45,9 @@ describe(`request log (${engineName})`, () => {
       headers: { 'x-service-api-key': 'atr_ws_not_a_key', 'x-request-id': 'refused-line' },
     });
     expect(res.status).toBe(401);
-    await vi.waitFor(() =>
-      expect(linesOf('refused-line').some((line) => line.msg === 'request completed')).toBe(true),
+    await vi.waitFor(
+      () => expect(linesOf('refused-line').some((line) => line.msg === 'request completed')).toBe(true),
+      { timeout: 10_000, interval: 20 },
     );
     expect(linesOf('refused-line').filter((line) => line.msg === 'request completed')).toEqual([
       expect.objectContaining({

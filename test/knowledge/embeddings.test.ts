@@ -65,7 +65,7 @@ describe(`embeddings and hybrid search (${engineName})`, () => {
     env = await createTestEnv();
     fake = await startFakeEmbeddings();
     await applyFixture(env, setupYaml(fake.baseURL, 'embed-a'));
-    vectors = new KnowledgeVectors(env.database.db, new ModelRegistry(env.config), { queryTimeoutMs: 300 });
+    vectors = new KnowledgeVectors(env.database.db, new ModelRegistry(env.config), { queryTimeoutMs: 3_000 });
     attachKnowledgeVectors(vectors);
     embedder = new Embedder(vectors, {
       processId: 'prc_test',

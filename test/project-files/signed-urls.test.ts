@@ -131,7 +131,10 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     });
     request.write(Buffer.alloc(100_000, 2));
     // The server is mid-upload once its temp file exists: sync runs while the PUT is in flight.
-    await vi.waitFor(() => expect(readdirSync(uploadTmpDir())).not.toEqual([]));
+    await vi.waitFor(() => expect(readdirSync(uploadTmpDir())).not.toEqual([]), {
+      timeout: 10_000,
+      interval: 20,
+    });
     const names = async () =>
       (await filesApi(t.app).list()).json().data.files.map((f: { name: string }) => f.name);
     await filesApi(t.app).sync();
@@ -152,7 +155,7 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
       'application/octet-stream',
     );
     const url = new URL(uploadUrl.replace(/^http:\/\/[^/]+/, origin));
-    await new Promise<void>((resolve) => {
+    await new Promise<void>((resolve, reject) => {
       const request = http.request(url, {
         method: 'PUT',
         headers: { 'content-type': 'application/octet-stream', 'content-length': '1000000' },
@@ -161,14 +164,17 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
       request.write(Buffer.alloc(300_000, 1));
       // Cut once the server is writing the upload (its temp file exists), not after a guessed time.
       void vi
-        .waitFor(() => expect(readdirSync(uploadTmpDir())).not.toEqual([]))
+        .waitFor(() => expect(readdirSync(uploadTmpDir())).not.toEqual([]), { timeout: 10_000, interval: 20 })
         .then(() => {
           request.destroy();
           resolve();
-        });
+        }, reject);
     });
     // The server removes its temp file when it sees the cut: wait for that, then check the rest.
-    await vi.waitFor(() => expect(readdirSync(uploadTmpDir())).toEqual([]));
+    await vi.waitFor(() => expect(readdirSync(uploadTmpDir())).toEqual([]), {
+      timeout: 10_000,
+      interval: 20,
+    });
     expect(await t.store.head(storagePath)).toBeNull();
     await filesApi(t.app).sync();
     const names = (await filesApi(t.app).list()).json().data.files.map((f: { name: string }) => f.name);

@@ -6,7 +6,7 @@ import { type ServeCluster, startServeCluster } from '../helpers/serve-processes
 let cluster: ServeCluster;
 beforeAll(async () => {
   cluster = await startServeCluster({ processes: 2, setup: TENANCY_SETUP });
-}, 60_000);
+}, 150_000);
 afterAll(async () => {
   await cluster?.close();
 });
@@ -34,5 +34,5 @@ describe(`two atrium serve processes on one database (${engineName})`, () => {
     const fresh = await cluster.start();
     const res = await fetch(`${fresh.url}/readyz`);
     expect(res.status).toBe(200);
-  });
+  }, 150_000);
 });
