@@ -19,6 +19,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import http from 'node:http';
+import { type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import pg from 'pg';
 
@@ -67,9 +68,83 @@ if (mode === 'bare') {
   const { loadConfig } = (await import(built.config)) as typeof import('../../src/config.js');
   const { startServer } = (await import(built.server)) as typeof import('../../src/server.js');
   if (process.env.BENCH_ALLOC_PROFILE) profileAllocations(process.env.BENCH_ALLOC_PROFILE);
+  if (process.env.BENCH_LOOP_STALLS) watchLoopStalls(Number(process.env.BENCH_LOOP_STALLS));
   const config = loadConfig({ ...process.env, PORT: '0' });
   const { address } = await startServer(config);
   process.send?.({ url: address });
+}
+
+/**
+ * BENCH_LOOP_STALLS=<ms> (mode "atrium"): a 1 ms timer notes every gap of the event loop longer
+ * than <ms>, and the collector's pauses (PerformanceObserver "gc"); on SIGTERM, stderr gets how
+ * much of the stalled time a pause of the collector covered, and the longest stalls; with
+ * BENCH_LOOP_STALLS_FILE, every stall as JSON on the clock of a --cpu-prof profile.
+ */
+function watchLoopStalls(thresholdMs: number) {
+  const pauses: Array<{ start: number; end: number; kind: number }> = [];
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      // A gc entry's detail is { kind, flags }; the PerformanceEntry type does not declare it.
+      const kind = (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? 0;
+      pauses.push({ start: entry.startTime, end: entry.startTime + entry.duration, kind });
+    }
+  }).observe({ entryTypes: ['gc'] });
+  const stalls: Array<{ start: number; end: number }> = [];
+  let last = performance.now();
+  setInterval(() => {
+    const now = performance.now();
+    if (now - last > thresholdMs) stalls.push({ start: last, end: now });
+    last = now;
+  }, 1).unref();
+  // perf_hooks' gc kinds: 1 minor, 4 major, 8 incremental, 16 weak callbacks.
+  const kindName = (kind: number) =>
+    ({ 1: 'minor', 4: 'major', 8: 'incremental', 16: 'weak' })[kind] ?? String(kind);
+  process.once('SIGTERM', () => {
+    let stalled = 0;
+    let covered = 0;
+    const byKind: Record<string, number> = {};
+    const described = stalls.map((stall) => {
+      let gc = 0;
+      const kinds = new Set<string>();
+      for (const pause of pauses) {
+        const overlap = Math.min(stall.end, pause.end) - Math.max(stall.start, pause.start);
+        if (overlap <= 0) continue;
+        gc += overlap;
+        kinds.add(kindName(pause.kind));
+        byKind[kindName(pause.kind)] = (byKind[kindName(pause.kind)] ?? 0) + overlap;
+      }
+      stalled += stall.end - stall.start;
+      covered += gc;
+      return { ...stall, gc, kinds: [...kinds].join('+') };
+    });
+    // Stalls on the monotonic clock in µs, the clock of a --cpu-prof profile's sample times.
+    const offsetUs = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
+    if (process.env.BENCH_LOOP_STALLS_FILE) {
+      const onProfileClock = described.map((s) => ({
+        ...s,
+        startUs: offsetUs + s.start * 1000,
+        endUs: offsetUs + s.end * 1000,
+      }));
+      writeFileSync(process.env.BENCH_LOOP_STALLS_FILE, JSON.stringify(onProfileClock));
+    }
+    const longest = [...described].sort((a, b) => b.end - b.start - (a.end - a.start)).slice(0, 15);
+    process.stderr.write(
+      `loop stalls > ${thresholdMs} ms: ${stalls.length}, ${stalled.toFixed(0)} ms in all, of which the collector's pauses ${covered.toFixed(0)} ms (${Object.entries(
+        byKind,
+      )
+        .map(([kind, ms]) => `${kind} ${ms.toFixed(0)}`)
+        .join(
+          ', ',
+        )}); all pauses: ${pauses.length}, ${pauses.reduce((sum, p) => sum + p.end - p.start, 0).toFixed(0)} ms\n` +
+        longest
+          .map(
+            (s) =>
+              `  at ${(s.start / 1000).toFixed(2)} s: ${(s.end - s.start).toFixed(1)} ms, collector ${s.gc.toFixed(1)} ms ${s.kinds}`,
+          )
+          .join('\n') +
+        '\n',
+    );
+  });
 }
 
 function profileAllocations(file: string) {
