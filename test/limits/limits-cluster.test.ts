@@ -139,7 +139,7 @@ describe(`limits across two atrium serve processes on one database (${engineName
   let cluster: ServeCluster;
   beforeAll(async () => {
     cluster = await startServeCluster({ processes: 2, setup: setup(upstream) });
-  }, 60_000);
+  }, 150_000);
   afterAll(async () => {
     await cluster?.close();
   });
@@ -225,7 +225,7 @@ describe.skipIf(!(await redisReachable()))(
         setup: setup(upstream),
         env: { REDIS_URL, ATRIUM_REDIS_PREFIX: prefix },
       });
-    }, 60_000);
+    }, 150_000);
     afterAll(async () => {
       await cluster?.close();
       const redis = new Redis(REDIS_URL);

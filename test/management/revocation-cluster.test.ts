@@ -29,7 +29,7 @@ beforeAll(async () => {
       await database.close();
     }
   }
-}, 60_000);
+}, 150_000);
 afterAll(async () => {
   await cluster?.close();
 });

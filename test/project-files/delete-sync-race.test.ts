@@ -19,7 +19,7 @@ beforeAll(async () => {
     setup: TENANCY_SETUP,
     env: { ATRIUM_RATE_LIMIT_PER_MINUTE: '0' },
   });
-}, 60_000);
+}, 150_000);
 afterAll(async () => {
   await cluster?.close();
 });

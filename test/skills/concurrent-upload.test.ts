@@ -12,7 +12,7 @@ const NAMES_PER_UPLOAD = 12;
 let cluster: ServeCluster;
 beforeAll(async () => {
   cluster = await startServeCluster({ processes: 2, setup: SKILLS_SETUP });
-}, 60_000);
+}, 150_000);
 afterAll(async () => {
   await cluster?.close();
 });

@@ -19,7 +19,7 @@ beforeAll(async () => {
   cluster = await startServeCluster({ processes: 2, setup: TENANCY_SETUP });
   // The test reads what the processes stored through a store of its own on their data dir.
   store = createObjectStore(loadConfig(cluster.env));
-}, 60_000);
+}, 150_000);
 afterAll(async () => {
   await cluster?.close();
 });
