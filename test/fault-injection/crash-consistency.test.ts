@@ -228,126 +228,119 @@ async function consistencyProblems(): Promise<string[]> {
   return problems;
 }
 
-describe(
-  `SIGKILL of atrium serve mid-operation, then a restart (${engineName})`,
-  { timeout: 180_000 },
-  () => {
-    it('mid-upload: the signed PUT leaves no object, only a temp file the sweep removes', async () => {
-      const size = 24 * 1024 * 1024;
-      const answer = await api(`/v1/projects/${PROJECT}/files/upload`, {
+// 180 s a test: a restart alone may take up to the 120 s serve-processes.ts waits for it.
+describe(`SIGKILL of atrium serve mid-operation, then a restart (${engineName})`, { timeout: 180e3 }, () => {
+  it('mid-upload: the signed PUT leaves no object, only a temp file the sweep removes', async () => {
+    const size = 24 * 1024 * 1024;
+    const answer = await api(`/v1/projects/${PROJECT}/files/upload`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ filename: 'big.bin', contentType: 'application/octet-stream', sizeBytes: size }),
+    });
+    const { uploadUrl } = ((await answer.json()) as { data: { uploadUrl: string } }).data;
+    const request = http.request(uploadUrl, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/octet-stream', 'content-length': size },
+    });
+    request.on('error', () => {}); // the server dies under it
+    request.write(Buffer.alloc(4 * 1024 * 1024, 1));
+    await until(
+      () =>
+        filesUnder(path.join(objectsRoot, 'tmp')).some(
+          (file) => (statSync(file, { throwIfNoEntry: false })?.size ?? 0) > 0,
+        ),
+      'the upload to reach a temp file',
+    );
+    await killAndRestart();
+    request.destroy();
+
+    expect(await store.head(`projects/${WS}/${PROJECT}/big.bin`)).toBeNull();
+    expect(await consistencyProblems()).toEqual([]);
+    expect(await store.head(`projects/${WS}/${PROJECT}/big.bin`)).toBeNull();
+  });
+
+  it('mid-stream: a chat reply cut by the kill stores nothing half-written, and usage matches the messages', async () => {
+    const chat = (text: string) =>
+      api('/v1/chat', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({
-          filename: 'big.bin',
-          contentType: 'application/octet-stream',
-          sizeBytes: size,
+          agentId: 'agt_fault',
+          stream: true,
+          messages: [{ role: 'user', parts: [{ type: 'text', text }] }],
         }),
       });
-      const { uploadUrl } = ((await answer.json()) as { data: { uploadUrl: string } }).data;
-      const request = http.request(uploadUrl, {
-        method: 'PUT',
-        headers: { 'content-type': 'application/octet-stream', 'content-length': size },
-      });
-      request.on('error', () => {}); // the server dies under it
-      request.write(Buffer.alloc(4 * 1024 * 1024, 1));
-      await until(
-        () =>
-          filesUnder(path.join(objectsRoot, 'tmp')).some(
-            (file) => (statSync(file, { throwIfNoEntry: false })?.size ?? 0) > 0,
-          ),
-        'the upload to reach a temp file',
-      );
-      await killAndRestart();
-      request.destroy();
+    // One whole reply first, so there is stored usage to compare.
+    expect(await (await chat('warm up')).text()).toContain('[DONE]');
 
-      expect(await store.head(`projects/${WS}/${PROJECT}/big.bin`)).toBeNull();
-      expect(await consistencyProblems()).toEqual([]);
-      expect(await store.head(`projects/${WS}/${PROJECT}/big.bin`)).toBeNull();
-    });
+    upstream.enqueue({ kind: 'held', text: 'one two three four five six', afterPieces: 3 });
+    const response = await chat('cut me off');
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let seen = '';
+    // The first three pieces, in one text-delta event or several.
+    while (!seen.includes('three ')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error('stream ended early');
+      seen += value;
+    }
+    await killAndRestart();
+    await reader.cancel().catch(() => {});
+    upstream.release();
 
-    it('mid-stream: a chat reply cut by the kill stores nothing half-written, and usage matches the messages', async () => {
-      const chat = (text: string) =>
-        api('/v1/chat', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({
-            agentId: 'agt_fault',
-            stream: true,
-            messages: [{ role: 'user', parts: [{ type: 'text', text }] }],
+    expect(await consistencyProblems()).toEqual([]);
+  });
+
+  it('mid-skills-upload: no skill row without its files, and the orphans are swept', async () => {
+    const names = Array.from({ length: 200 }, (_, i) => `crash-skill-${String(i).padStart(3, '0')}`);
+    const { body, contentType } = multipartBody(
+      names.map((name) => ({
+        name: 'files',
+        filename: `${name}.md`,
+        contentType: 'text/markdown',
+        content: skillMd(name, `Skill ${name}`, `notes: "${'x'.repeat(16 * 1024)}"\n`),
+      })),
+    );
+    const upload = api(`/v1/workspace/${WS}/skills/bulk-upload`, {
+      method: 'POST',
+      headers: { 'content-type': contentType },
+      body,
+    }).then(
+      (response) => response.status,
+      () => 'cut off' as const,
+    );
+    let finished = false;
+    void upload.then(() => (finished = true));
+    await until(
+      () => finished || filesUnder(path.join(objectsRoot, 'data', 'skills')).length > 0,
+      'skill objects to appear',
+    );
+    await killAndRestart();
+    // Killed while storing, the request never got its answer.
+    expect(await upload).toBe('cut off');
+
+    expect(await consistencyProblems()).toEqual([]);
+  });
+
+  it('mid-sync: a sync killed at any point leaves records that all have their objects', async () => {
+    const prefix = `projects/${WS}/${PROJECT}/`;
+    for (let round = 0; round < 2; round++) {
+      await Promise.all(
+        Array.from({ length: 150 }, (_, i) =>
+          store.put(`${prefix}sync-${round}/${i}.txt`, Readable.from([Buffer.from(`file ${round}-${i}`)]), {
+            contentType: 'text/plain',
+            durable: false,
           }),
-        });
-      // One whole reply first, so there is stored usage to compare.
-      expect(await (await chat('warm up')).text()).toContain('[DONE]');
-
-      upstream.enqueue({ kind: 'held', text: 'one two three four five six', afterPieces: 3 });
-      const response = await chat('cut me off');
-      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-      let seen = '';
-      // The first three pieces, in one text-delta event or several.
-      while (!seen.includes('three ')) {
-        const { value, done } = await reader.read();
-        if (done) throw new Error('stream ended early');
-        seen += value;
-      }
-      await killAndRestart();
-      await reader.cancel().catch(() => {});
-      upstream.release();
-
-      expect(await consistencyProblems()).toEqual([]);
-    });
-
-    it('mid-skills-upload: no skill row without its files, and the orphans are swept', async () => {
-      const names = Array.from({ length: 200 }, (_, i) => `crash-skill-${String(i).padStart(3, '0')}`);
-      const { body, contentType } = multipartBody(
-        names.map((name) => ({
-          name: 'files',
-          filename: `${name}.md`,
-          contentType: 'text/markdown',
-          content: skillMd(name, `Skill ${name}`, `notes: "${'x'.repeat(16 * 1024)}"\n`),
-        })),
+        ),
       );
-      const upload = api(`/v1/workspace/${WS}/skills/bulk-upload`, {
-        method: 'POST',
-        headers: { 'content-type': contentType },
-        body,
-      }).then(
+      const sync = api(`/v1/projects/${PROJECT}/files/sync`, { method: 'POST' }).then(
         (response) => response.status,
         () => 'cut off' as const,
       );
-      let finished = false;
-      void upload.then(() => (finished = true));
-      await until(
-        () => finished || filesUnder(path.join(objectsRoot, 'data', 'skills')).length > 0,
-        'skill objects to appear',
-      );
+      // A different point of the sync each round: as it arrives, then while it lists or writes.
+      await new Promise((resolve) => setTimeout(resolve, round * 20));
       await killAndRestart();
-      // Killed while storing, the request never got its answer.
-      expect(await upload).toBe('cut off');
-
-      expect(await consistencyProblems()).toEqual([]);
-    });
-
-    it('mid-sync: a sync killed at any point leaves records that all have their objects', async () => {
-      const prefix = `projects/${WS}/${PROJECT}/`;
-      for (let round = 0; round < 2; round++) {
-        await Promise.all(
-          Array.from({ length: 150 }, (_, i) =>
-            store.put(`${prefix}sync-${round}/${i}.txt`, Readable.from([Buffer.from(`file ${round}-${i}`)]), {
-              contentType: 'text/plain',
-              durable: false,
-            }),
-          ),
-        );
-        const sync = api(`/v1/projects/${PROJECT}/files/sync`, { method: 'POST' }).then(
-          (response) => response.status,
-          () => 'cut off' as const,
-        );
-        // A different point of the sync each round: as it arrives, then while it lists or writes.
-        await new Promise((resolve) => setTimeout(resolve, round * 20));
-        await killAndRestart();
-        await sync;
-        expect(await consistencyProblems(), `round ${round}`).toEqual([]);
-      }
-    });
-  },
-);
+      await sync;
+      expect(await consistencyProblems(), `round ${round}`).toEqual([]);
+    }
+  });
+});
