@@ -137,14 +137,18 @@ async function cpuPerShortReply(pid: number, request: StreamRequest): Promise<nu
   return (cpuMs(pid) - before) / SHORT_REPLIES;
 }
 
-/** BENCH_CHAT_ONLY=concurrent runs only the many-slow-replies part (to profile its server). */
+/**
+ * BENCH_CHAT_ONLY=concurrent runs only the many-slow-replies part (to profile its server);
+ * BENCH_CHAT_ONLY=short only the server CPU per short reply of that part.
+ */
 const ONLY_CONCURRENT = process.env.BENCH_CHAT_ONLY === 'concurrent';
+const ONLY_SHORT = process.env.BENCH_CHAT_ONLY === 'short';
 /** Replies each client of the steady-state run asks for, back to back. */
 const STEADY_REPLIES_PER_CLIENT = 3;
 
 export async function run(report: Report) {
   const upstream = await startFakeUpstream();
-  if (ONLY_CONCURRENT) {
+  if (ONLY_CONCURRENT || ONLY_SHORT) {
     try {
       await concurrentReplies(report, upstream);
     } finally {
@@ -375,6 +379,14 @@ async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<ty
     rampMs: 1000,
   };
   try {
+    if (ONLY_SHORT) {
+      const relaySetup = await cpuPerShortReply(relay.pid, viaRelay);
+      const atriumSetup = await cpuPerShortReply(atrium.pid, viaAtrium);
+      report(
+        `server CPU per short reply (${SHORT_REPLIES} replies, ${SHORT_REPLY_CLIENTS} at a time, request to end): Atrium ${atriumSetup.toFixed(2)} ms, the bare relay ${relaySetup.toFixed(2)} ms (${(atriumSetup / relaySetup).toFixed(1)}×)`,
+      );
+      return;
+    }
     // Warm-up (JIT, statement cache, connection pools) at a fifth of the load for a second,
     // each right before its run: Node answers 408 on a kept-alive connection left idle longer
     // than the headers timeout, so the client must not reuse one from long ago.
