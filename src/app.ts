@@ -18,6 +18,7 @@ import { registerOpenApi } from './http/plugins/openapi.js';
 import { createClientErrorHandler, registerHostCheck } from './http/plugins/protocol-errors.js';
 import { registerRequestTimeouts } from './http/plugins/request-timeouts.js';
 import { requestIdFrom } from './http/request-id.js';
+import { compiledOnce, sharedSerializerBuilder } from './http/shared-compilers.js';
 import { agentRunRoutes } from './http/routes/agent-runs.js';
 import { agentAdminRoutes } from './http/routes/agents-admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -179,14 +180,17 @@ export async function buildApp(
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
     // Router failures (bad percent-encoding, a parameter past that length) get the error body too.
     frameworkErrors: (error, _request, reply) => sendError(reply, toApiError(error)),
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializerBuilder() } },
   });
 
   // ioredis reconnects by itself; without a listener its errors would go to stderr unformatted.
   ownRedis?.on('error', (error: unknown) => app.log.warn({ err: error }, 'Redis connection failed'));
 
   const validators = createValidators();
+  const compileBody = compiledOnce((schema) => validators.body.compile(schema as object));
+  const compileOther = compiledOnce((schema) => validators.other.compile(schema as object));
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? validators.body.compile(schema) : validators.other.compile(schema),
+    httpPart === 'body' ? compileBody(schema) : compileOther(schema),
   );
   // Callback-style hooks where nothing waits: no promise per request.
   app.addHook('onSend', (request, reply, payload, done) => {
