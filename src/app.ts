@@ -9,7 +9,6 @@ import {
   type RateLimitCounter,
   RedisRateLimitCounter,
 } from './coordination/rate-limit-counter.js';
-import { closeRedis, createRedis } from './coordination/redis.js';
 import { registerAuth } from './http/plugins/auth.js';
 import { registerCors } from './http/plugins/cors.js';
 import { registerErrorHandling, sendError, toApiError } from './http/plugins/error-handler.js';
@@ -50,7 +49,6 @@ import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
 import { attachKnowledgeVectors, KnowledgeVectors } from './knowledge/vectors.js';
 import { createMemoryCoordination } from './coordination/memory.js';
-import { connectRedis } from './coordination/redis.js';
 import { chatsRoutes } from './http/routes/chats.js';
 import type { ChatDeps } from './services/chat.js';
 import { UsageReservations } from './services/usage-reservations.js';
@@ -119,7 +117,10 @@ export async function buildApp(
       log: { warn: (details, message) => app.log.warn(details, message) },
     });
   // The app closes what it opens itself; a connection given to it belongs to the caller.
-  const ownRedis = !input.redis && input.config.redis ? createRedis(input.config.redis.url) : undefined;
+  // Loaded only with REDIS_URL: ioredis is a tenth of the start of a process without it.
+  const redisModule = input.config.redis ? await import('./coordination/redis.js') : undefined;
+  const ownRedis =
+    !input.redis && input.config.redis ? redisModule?.createRedis(input.config.redis.url) : undefined;
   const redis = input.redis ?? ownRedis;
   const models = input.vectors?.models ?? input.models ?? new ModelRegistry(input.config);
   const vectors = input.vectors ?? new KnowledgeVectors(input.db, models, { now: clock });
@@ -222,8 +223,10 @@ export async function buildApp(
   }
   const coordination =
     deps.coordination ??
-    (deps.config.redis
-      ? connectRedis(deps.config.redis.url, (error) => app.log.warn({ err: error }, 'redis connection error'))
+    (deps.config.redis && redisModule
+      ? redisModule.connectRedis(deps.config.redis.url, (error) =>
+          app.log.warn({ err: error }, 'redis connection error'),
+        )
       : createMemoryCoordination());
   const replies = new RunningReplies(coordination, {
     maxConcurrent: deps.config.maxConcurrentReplies,
@@ -252,7 +255,7 @@ export async function buildApp(
   });
   app.addHook('onClose', async () => {
     await deps.usageReservations.stop();
-    if (ownRedis) await closeRedis(ownRedis);
+    if (ownRedis) await redisModule?.closeRedis(ownRedis);
     if (!input.coordination) await coordination.close();
   });
   await registerOpenApi(app, deps.config);

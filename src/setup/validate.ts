@@ -1,4 +1,4 @@
-import Ajv from 'ajv';
+import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
 import { parse as parseYaml } from 'yaml';
@@ -191,8 +191,15 @@ export interface SetupProblem {
 
 export type ParseResult = { ok: true; setup: SetupFile } | { ok: false; problems: SetupProblem[] };
 
-const ajv = addFormats.default(new Ajv.default({ allErrors: true, strict: false }));
-const validateShape = ajv.compile<SetupFile>(SetupFileSchema);
+let validateShape: ValidateFunction<SetupFile> | undefined;
+
+/** Compiled on first use: most starts of `atrium serve` read no setup file. */
+function shapeValidator(): ValidateFunction<SetupFile> {
+  validateShape ??= addFormats
+    .default(new Ajv.default({ allErrors: true, strict: false }))
+    .compile<SetupFile>(SetupFileSchema);
+  return validateShape;
+}
 
 /** `/organizations/0/workspaces/1/name` → `organizations[0].workspaces[1].name` */
 function readablePath(pointer: string): string {
@@ -206,8 +213,8 @@ function readablePath(pointer: string): string {
   );
 }
 
-function shapeProblems(): SetupProblem[] {
-  return (validateShape.errors ?? []).map((error) => {
+function shapeProblems(validate: ValidateFunction<SetupFile>): SetupProblem[] {
+  return (validate.errors ?? []).map((error) => {
     const params = error.params as { missingProperty?: string; additionalProperty?: string };
     let path = readablePath(error.instancePath);
     let message = error.message ?? 'is invalid';
@@ -364,7 +371,8 @@ export function parseSetupText(text: string, fileName: string): ParseResult {
   if (typeof document !== 'object' || Array.isArray(document)) {
     return { ok: false, problems: [{ path: '(root)', message: 'must be a mapping (object)' }] };
   }
-  if (!validateShape(document)) {
+  const validate = shapeValidator();
+  if (!validate(document)) {
     // Every problem at once, as operations.md asks: the cross-references too, as far as a file
     // of the wrong shape lets them be checked.
     let references: SetupProblem[] = [];
@@ -373,7 +381,7 @@ export function parseSetupText(text: string, fileName: string): ParseResult {
     } catch {
       // A part too malformed to follow: its shape problems already say why.
     }
-    return { ok: false, problems: [...shapeProblems(), ...references] };
+    return { ok: false, problems: [...shapeProblems(validate), ...references] };
   }
   const problems = referenceProblems(document);
   return problems.length > 0 ? { ok: false, problems } : { ok: true, setup: document };
