@@ -26,7 +26,7 @@ import { chatRoutes } from './http/routes/chat.js';
 import { healthRoutes } from './http/routes/health.js';
 import { knowledgeRoutes } from './http/routes/knowledge.js';
 import { meRoutes } from './http/routes/me.js';
-import { openAIRoutes } from './http/routes/openai.js';
+import { isOpenAIPath, OPENAI_PREFIX, openAIRoutes, sendOpenAIError } from './http/routes/openai.js';
 import { projectFileRoutes } from './http/routes/project-files.js';
 import { projectRoutes } from './http/routes/projects.js';
 import { projectAdminRoutes } from './http/routes/projects-admin.js';
@@ -179,8 +179,12 @@ export async function buildApp(
     forceCloseConnections: 'idle',
     // Long path parameters reach validation (400 with a path) instead of the router's bare 414.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
-    // Router failures (bad percent-encoding, a parameter past that length) get the error body too.
-    frameworkErrors: (error, _request, reply) => sendError(reply, toApiError(error)),
+    // Router failures (bad percent-encoding, a parameter past that length) get the error body
+    // too: OpenAI's shape under /v1/openai, as every other error there.
+    frameworkErrors: (error, request, reply) =>
+      isOpenAIPath(request.url)
+        ? sendOpenAIError(request, reply, error)
+        : sendError(reply, toApiError(error)),
     schemaController: { compilersFactory: { buildSerializer: sharedSerializerBuilder() } },
   });
 
@@ -301,7 +305,7 @@ export async function buildApp(
       await chatsRoutes(v1, chatDeps);
       await agentRunRoutes(v1, chatDeps);
       await v1.register(async (scope) => openAIRoutes(scope, chatDeps, deps.config, unmatched), {
-        prefix: '/openai',
+        prefix: OPENAI_PREFIX.slice('/v1'.length),
       });
     },
     { prefix: '/v1' },

@@ -293,6 +293,20 @@ describe('errors', () => {
     expect((await wrong.json()).error).toMatchObject({ code: 'method_not_allowed' });
   });
 
+  it('answers a path the router refuses (bad percent-encoding, an overlong id) in OpenAI’s shape', async () => {
+    const error = await client()
+      .models.retrieve('x'.repeat(2000))
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ status: 400, code: 'bad_request', type: 'invalid_request_error' });
+    // The SDK encodes what it is given: a broken encoding only comes from a hand-made path.
+    const res = await fetch(`${baseURL}/models/%E2%82`, {
+      headers: { authorization: `Bearer ${CHAT_KEYS.main}` },
+    });
+    expect(res.status).toBe(400);
+    expect((await res.json()).error).toMatchObject({ code: 'bad_request', type: 'invalid_request_error' });
+  });
+
   it('answers a bad key with 401 AuthenticationError', async () => {
     const error = await client('atr_ws_not_a_real_key_000000000000000000000')
       .models.list()

@@ -45,7 +45,7 @@ function header(request: FastifyRequest, name: string): string | undefined {
  * retry (they retry 4xx only on 408, 409 and 429 unless told otherwise, but `x-should-retry`
  * is what they honour first).
  */
-function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, error: unknown) {
+export function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, error: unknown) {
   const apiError = toApiError(error);
   if (apiError.status >= 500) request.log.error({ err: apiError.cause ?? apiError }, 'request failed');
   else request.log.info({ code: apiError.code, status: apiError.status }, apiError.message);
@@ -55,6 +55,14 @@ function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, error: un
   if (apiError.status === 402) reply.header('x-should-retry', 'false');
   if (Array.isArray(apiError.details.allow)) reply.header('allow', apiError.details.allow.join(', '));
   return reply.code(apiError.status).type('application/json; charset=utf-8').send(openAIError(apiError));
+}
+
+/** Where the OpenAI-compatible routes are mounted (app.ts). */
+export const OPENAI_PREFIX = '/v1/openai';
+
+/** Whether a request's path is under the OpenAI-compatible routes, whose errors have OpenAI's shape. */
+export function isOpenAIPath(url: string): boolean {
+  return url === OPENAI_PREFIX || url.startsWith(`${OPENAI_PREFIX}/`) || url.startsWith(`${OPENAI_PREFIX}?`);
 }
 
 /** `/v1/openai/*` (spec/openai-compatible.md): a second door to the conversation machinery of `/chat`. */
