@@ -19,7 +19,6 @@ vi.mock('@fastify/fast-json-stringify-compiler', async (importOriginal) => {
   };
 });
 import { compiledOnce, sharedSerializerBuilder } from '../../src/http/shared-compilers.js';
-import { createTestApp } from '../helpers/app.js';
 
 describe('schemas compiled once', () => {
   it('compiles each distinct schema once, whatever object carries it', () => {
@@ -51,6 +50,10 @@ describe('schemas compiled once', () => {
   it('builds the app compiling each distinct response schema once', async () => {
     let declared = 0;
     compiles.length = 0;
+    // Test files share a process (vitest.config.ts): the app is loaded afresh, so that it sees
+    // the counting compiler above rather than modules another file loaded before.
+    vi.resetModules();
+    const { createTestApp } = await import('../helpers/app.js');
     const t = await createTestApp({
       beforeRoutes: (app) => {
         app.addHook('onRoute', (route) => {
