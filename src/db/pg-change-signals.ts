@@ -237,6 +237,10 @@ export class PgChangeSignals implements ChangeSignals {
         await listener.query(NOTIFY, [CHANNEL, `probe ${this.schema} ${this.processId} ${n}`]);
         return;
       }
+      if (this.notifying.size === 0) await this.readNotifying(listener);
+      // Without the triggers (before migration 016, or dropped) no change would reach this
+      // process: it must not answer from memory, and no writer should wait for it.
+      if (this.notifying.size === 0) return;
       this.noticesReturn = false;
       this.renewalsSent.set(n, performance.now());
       await listener.query(RENEW, [
@@ -284,8 +288,6 @@ export class PgChangeSignals implements ChangeSignals {
     client.on('end', () => this.lost(listener));
     try {
       await client.connect();
-      const { rows } = await listener.query<{ schema: string }>('select current_schema() as schema');
-      this.schema = rows[0]!.schema;
       await this.readNotifying(listener);
       await listener.query(`listen ${CHANNEL}`);
       // Leases of processes long gone (killed) are of no use to anyone.
@@ -303,9 +305,12 @@ export class PgChangeSignals implements ChangeSignals {
     return listener;
   }
 
+  /** Reads where this process's tables are, and which of them notify (migration 016's triggers). */
   private async readNotifying(listener: Listener): Promise<void> {
-    const { rows } = await listener.query<{ table: string }>(NOTIFYING_TABLES);
-    this.notifying = new Set(rows.map((row) => row.table));
+    const { rows } = await listener.query<{ schema: string; tables: string[] }>(NOTIFYING_TABLES);
+    // No row: no schema on the search path exists, so no table either.
+    this.schema = rows[0]?.schema;
+    this.notifying = new Set(rows[0]?.tables);
   }
 
   private lost(listener: Listener): void {
@@ -399,8 +404,20 @@ const RENEW = `with renewed as (
   select pg_notify($3, $4) from renewed`;
 const RELEASE = 'delete from cache_peers where process_id = $1';
 const FORGET_OLD_LEASES = `delete from cache_peers where lease_until < now() - interval '1 hour'`;
-const NOTIFYING_TABLES = `select event_object_table as table from information_schema.triggers
-  where trigger_name = 'atrium_changes' and trigger_schema = current_schema()`;
+/**
+ * The schema this process's tables are in, as its search path finds them (not always
+ * `current_schema()`: that is the path's first schema that exists, which may be an empty schema
+ * of the role's own, with the tables further along), and the tables there whose writes notify.
+ * The triggers' notices name the table's schema, so a process that took another one for its own
+ * would ignore every change. Before migration 016 (no cache_peers yet): `current_schema()`.
+ */
+const NOTIFYING_TABLES = `select n.nspname as schema,
+    array(select c.relname::text from pg_trigger t join pg_class c on c.oid = t.tgrelid
+      where t.tgname = 'atrium_changes' and c.relnamespace = n.oid) as tables
+  from pg_namespace n
+  where n.oid = coalesce(
+    (select relnamespace from pg_class where oid = to_regclass('cache_peers')),
+    (select oid from pg_namespace where nspname = current_schema()))`;
 
 /** Kysely's own transaction statements (PostgresDriver), told apart from writes. */
 function transactionCommand(query: CompiledQuery): 'begin' | 'commit' | 'rollback' | 'savepoint' | undefined {

@@ -1,14 +1,8 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { type ServeProcess, startServeProcess } from '../helpers/serve-processes.js';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CLI = path.join(ROOT, 'test/helpers/atrium-cli.ts');
+import { runAtriumCli, type ServeProcess, startServeProcess } from '../helpers/serve-processes.js';
 
 // `npm start` on the embedded database (SQLite in ATRIUM_DATA_DIR), as a newcomer runs it: the
 // demo is made for that case only, so this file runs on SQLite whatever TEST_DATABASE_URL says.
@@ -45,10 +39,7 @@ describe('npm start on the embedded database (sqlite)', () => {
 
     // The printed command works as printed (run from source, as bin/atrium runs the build).
     const args = command.split(' ').slice(1);
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', CLI, ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', ...env },
-    });
+    const { stdout } = await runAtriumCli(env, args);
     const newKey = /(atr_ws_\S+)/.exec(stdout)![1]!;
     expect(newKey).not.toBe(firstKey);
     expect((await agents(second, newKey)).status).toBe(200);

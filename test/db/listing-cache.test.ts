@@ -328,6 +328,57 @@ describe.runIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
     }
   });
 
+  it("stays exact when the first schema of a process's search path is an empty one, its tables further along", async () => {
+    await cacheInUse();
+    const { url, schema } = t.env.config.database as { url: string; schema: string };
+    // As with PostgreSQL's default path ("$user", public) for a role that has a schema of its own
+    // and tables migrated into public by another role: current_schema() is the empty schema.
+    const empty = `${schema}_own`;
+    await withPlainClient((client) => client.query(`create schema if not exists "${empty}"`));
+    const elsewhere = new PgChangeSignals({
+      connectionString: url,
+      options: `-c search_path=${empty},${schema}`,
+    });
+    const otherProcess = {};
+    registerChangeSignals(otherProcess as never, elsewhere);
+    try {
+      const cache = ExactCache.for<string>(otherProcess as never, ['projects'], { entries: 10 })!;
+      await vi.waitFor(async () => expect(await cache.readVersion()).toBeGreaterThan(0), { timeout: 5000 });
+      expect(await cache.get('k', async () => 'first')).toBe('first');
+      expect(await cache.get('k', async () => 'not read')).toBe('first');
+      const started = performance.now();
+      await t.db.updateTable('projects').set({ icon: 'folder' }).where('id', '=', 'none').execute();
+      const waited = performance.now() - started;
+      expect(await cache.get('k', async () => 'after the write')).toBe('after the write');
+      // Confirmed by the other process, not waited out until its lease ended (2 s).
+      expect(waited).toBeLessThan(1500);
+    } finally {
+      await elsewhere.close();
+      await withPlainClient((client) => client.query(`drop schema if exists "${empty}"`));
+    }
+  });
+
+  it('keeps nothing in a schema without the change triggers', async () => {
+    const { url, schema } = t.env.config.database as { url: string; schema: string };
+    const bare = `${schema}_bare`;
+    await withPlainClient((client) =>
+      client.query(`create schema if not exists "${bare}";
+        create table if not exists "${bare}".cache_peers (process_id text primary key, lease_until timestamptz not null)`),
+    );
+    const signals = new PgChangeSignals({ connectionString: url, options: `-c search_path=${bare}` });
+    try {
+      for (let i = 0; i < 6; i++) {
+        expect(await signals.externalVersion()).toBeLessThan(0);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      const { rows } = await withPlainClient((client) => client.query(`select 1 from "${bare}".cache_peers`));
+      expect(rows).toHaveLength(0);
+    } finally {
+      await signals.close();
+      await withPlainClient((client) => client.query(`drop schema if exists "${bare}" cascade`));
+    }
+  });
+
   it('keeps nothing without a lease (its listening connection cannot connect)', async () => {
     const signals = new PgChangeSignals({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
     try {

@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { migrateToLatest, openDatabase } from '../../src/db/database.js';
@@ -51,6 +52,19 @@ async function waitUntilHealthy(url: string, child: ChildProcess, output: () => 
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`atrium serve did not become healthy:\n${output()}`);
+}
+
+/**
+ * Runs one `atrium` command (from source, as bin/atrium runs the build) in a process of its own,
+ * on `env`'s database: what an operator's shell does beside running servers. Rejects on a
+ * non-zero exit.
+ */
+export async function runAtriumCli(env: Record<string, string>, args: string[]): Promise<{ stdout: string }> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+  });
+  return { stdout };
 }
 
 export async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {

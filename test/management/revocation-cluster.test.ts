@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { engineName, testDatabaseUrl } from '../helpers/app.js';
-import { type ServeCluster, startServeCluster } from '../helpers/serve-processes.js';
+import { runAtriumCli, type ServeCluster, startServeCluster } from '../helpers/serve-processes.js';
 import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
 
 const me = (url: string, key: string) => fetch(`${url}/v1/me`, { headers: { 'x-service-api-key': key } });
@@ -57,6 +57,31 @@ describe(`key revocation across two atrium serve processes (${engineName})`, () 
     const refused = await me(second!.url, data.key);
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { code: string }).code).toBe('not_authenticated');
+  });
+
+  it('a key revoked by `atrium keys revoke` (another process) is refused by both on their very next request', async () => {
+    const { stdout } = await runAtriumCli(cluster.env, [
+      'keys',
+      'create',
+      '--workspace',
+      'wsp_main',
+      '--user',
+      'usr_max',
+      '--name',
+      'operator',
+      '--json',
+    ]);
+    const created = JSON.parse(stdout) as { id: string; key: string };
+    // Both processes have used the key, so any per-process memory of it would be warm.
+    for (const server of cluster.servers) expect((await me(server.url, created.key)).status).toBe(200);
+
+    await runAtriumCli(cluster.env, ['keys', 'revoke', created.id]);
+
+    for (const server of cluster.servers) {
+      const refused = await me(server.url, created.key);
+      expect(refused.status).toBe(401);
+      expect(((await refused.json()) as { code: string }).code).toBe('not_authenticated');
+    }
   });
 
   it('a project created or renamed through one process is listed by the other on its very next request', async () => {
