@@ -192,15 +192,18 @@ export class FsObjectStore implements ObjectStore {
         };
         await fs.writeFile(tmpRecord, JSON.stringify(record), { mode: 0o600 });
         const target = path.join(versionDir, versionName(stat.size, stat.mtimeNs));
-        await fs.mkdir(versionDir, { recursive: true }).catch((error: unknown) => {
-          throw isCode(error, 'ENOTDIR', 'EEXIST') ? pathConflict(key, error) : error;
-        });
         try {
+          await fs.mkdir(versionDir, { recursive: true }).catch((error: unknown) => {
+            throw isCode(error, 'ENOTDIR', 'EEXIST') ? pathConflict(key, error) : error;
+          });
           // link, not rename: it fails when the name is taken, so no two writes share a record.
           await fs.link(tmpRecord, target);
           claimed = target;
           break;
         } catch (error) {
+          // A concurrent delete of this key (or of its folder's last file) may prune the folder
+          // between mkdir and link: make it again.
+          if (isCode(error, 'ENOENT') && attempt < 8) continue;
           if (!isCode(error, 'EEXIST') || attempt >= 8) throw error;
           // Another version has this time (or the file system keeps coarse times): another one.
           const time = versionTime(attempt);
@@ -315,8 +318,8 @@ export class FsObjectStore implements ObjectStore {
         await fs.rename(from, to);
         return;
       } catch (error) {
-        // A concurrent delete may prune the folder between mkdir and rename: try once more.
-        if (isCode(error, 'ENOENT') && attempt === 0) continue;
+        // A concurrent delete may prune the folder between mkdir and rename: try again.
+        if (isCode(error, 'ENOENT') && attempt < 8) continue;
         if (isCode(error, 'ENOTDIR', 'EISDIR', 'EEXIST', 'ENOTEMPTY')) throw pathConflict(key, error);
         if (isCode(error, 'ENAMETOOLONG')) {
           throw new ApiError(
