@@ -1,6 +1,7 @@
 import type { Db } from './db/database.js';
 import { skillUploadRoot, sweepStaleUploads } from './http/skill-upload-spool.js';
 import type { Clock } from './ids.js';
+import { sweepOrphanProjectObjects } from './services/project-admin.js';
 import { sweepOrphanSkillObjects } from './services/skills.js';
 import type { ObjectStore } from './storage/object-store.js';
 
@@ -24,6 +25,8 @@ export interface SweptLeftovers {
   skillSpools: number;
   /** Stored files of skills that have no record. */
   orphanSkills: number;
+  /** Folders of projects that no longer exist (uploads through URLs handed out before the delete). */
+  orphanProjects: number;
 }
 
 /** Removes what a crashed process left behind, when older than the grace. */
@@ -37,7 +40,8 @@ export async function sweepLeftovers(
     sweepStaleUploads(skillUploadRoot(deps.dataDir), graceMs, now),
   ]);
   const orphanSkills = await sweepOrphanSkillObjects(deps.db, deps.store, now, graceMs);
-  return { tempFiles, skillSpools, orphanSkills };
+  const orphanProjects = await sweepOrphanProjectObjects(deps.db, deps.store, now, graceMs);
+  return { tempFiles, skillSpools, orphanSkills, orphanProjects };
 }
 
 export interface PeriodicTask {

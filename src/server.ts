@@ -72,7 +72,7 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
         clock: systemClock,
         dataDir: config.dataDir,
       });
-      if (swept.tempFiles + swept.skillSpools + swept.orphanSkills > 0) {
+      if (swept.tempFiles + swept.skillSpools + swept.orphanSkills + swept.orphanProjects > 0) {
         app.log.info(swept, 'removed leftovers of interrupted uploads');
       }
     },

@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import {
   deleteProjectRows,
+  findExistingProjectIds,
   findProject,
   type ProjectRow,
   updateProject,
@@ -83,4 +84,37 @@ export async function deleteProject(deps: ProjectAdminDeps, access: WorkspaceAcc
   const row = await writableProject(deps.db, access, projectId);
   await deps.store.deletePrefix(projectStoragePrefix(access.workspaceId, row.id));
   await deleteProjectRows(deps.db, access.workspaceId, row.id);
+}
+
+/**
+ * Removes the objects of projects that no longer exist, once nothing was written under them for
+ * `graceMs`: an upload URL handed out before its project was deleted stays valid for its
+ * lifetime, and an upload through it (straight to S3, or one under way during the delete) lands
+ * under a prefix no sync will ever look at. Only folders without a project are listed in full.
+ */
+export async function sweepOrphanProjectObjects(
+  db: Db,
+  store: ObjectStore,
+  now: Date,
+  graceMs: number,
+): Promise<number> {
+  const cutoff = now.getTime() - graceMs;
+  let removed = 0;
+  for await (const workspaceId of store.listFolders('projects/')) {
+    const projectIds: string[] = [];
+    for await (const projectId of store.listFolders(`projects/${workspaceId}/`)) projectIds.push(projectId);
+    const existing = await findExistingProjectIds(db, workspaceId, projectIds);
+    for (const projectId of projectIds) {
+      if (existing.has(projectId)) continue;
+      const prefix = projectStoragePrefix(workspaceId, projectId);
+      let newestWrite = 0;
+      for await (const object of store.list(prefix)) {
+        newestWrite = Math.max(newestWrite, object.lastModified.getTime());
+      }
+      if (newestWrite >= cutoff) continue;
+      await store.deletePrefix(prefix);
+      removed++;
+    }
+  }
+  return removed;
 }

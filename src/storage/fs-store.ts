@@ -463,6 +463,18 @@ export class FsObjectStore implements ObjectStore {
     yield* await flush();
   }
 
+  async *listFolders(prefix: string): AsyncIterable<string> {
+    if (!prefix.endsWith('/')) throw new Error('FsObjectStore.listFolders expects a prefix ending in "/"');
+    let entries: import('node:fs').Dirent[];
+    try {
+      entries = await fs.readdir(resolveSafePrefix(this.dataRoot, prefix), { withFileTypes: true });
+    } catch (error) {
+      if (isCode(error, 'ENOENT', 'ENOTDIR')) return;
+      throw error;
+    }
+    for (const entry of entries) if (entry.isDirectory()) yield entry.name;
+  }
+
   private async *walk(dir: string, keyPrefix: string): AsyncGenerator<{ key: string; file: string }> {
     let entries: import('node:fs').Dirent[];
     try {

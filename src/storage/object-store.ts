@@ -70,6 +70,11 @@ export interface ObjectStore {
   readAll(key: string, maxBytes: number): Promise<Buffer | 'too-large' | null>;
   /** Every object whose key starts with `prefix`. */
   list(prefix: string): AsyncIterable<ObjectInfo>;
+  /**
+   * The folders directly under `prefix` (ending in `/`): the distinct next segments of the keys
+   * below it, without listing the objects (S3: one request per thousand folders).
+   */
+  listFolders(prefix: string): AsyncIterable<string>;
   delete(key: string): Promise<void>;
   deletePrefix(prefix: string): Promise<void>;
   createUploadUrl(key: string, options: SignedUploadOptions): Promise<string>;

@@ -276,6 +276,25 @@ export class S3ObjectStore implements Store.ObjectStore {
     } while (token);
   }
 
+  async *listFolders(prefix: string): AsyncIterable<string> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: prefix,
+          Delimiter: '/',
+          ContinuationToken: token,
+        }),
+      );
+      for (const folder of page.CommonPrefixes ?? []) {
+        const name = folder.Prefix?.slice(prefix.length, -1);
+        if (name) yield name;
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
   async delete(key: string): Promise<void> {
     keySegments(key);
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));

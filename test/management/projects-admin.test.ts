@@ -1,6 +1,9 @@
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LEFTOVER_GRACE_MS } from '../../src/leftovers.js';
+import { sweepOrphanProjectObjects } from '../../src/services/project-admin.js';
 import { createTestApp, engineName } from '../helpers/app.js';
+import { injectable } from '../project-files/helpers.js';
 import { keyedCaller, MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
@@ -177,6 +180,41 @@ describe(`DELETE /v1/projects/{id} (${engineName})`, () => {
     expect(chatRow).toMatchObject({ project_id: null });
     expect((await call('GET', `/v1/projects/${project.id}`, MKEYS.member)).statusCode).toBe(404);
     expect((await call('DELETE', `/v1/projects/${project.id}`, MKEYS.member)).statusCode).toBe(404);
+  });
+
+  it('an upload through a URL handed out before the delete lands under no project: a sweep removes it after an hour', async () => {
+    const doomed = await createProject('Uploaded to too late');
+    const kept = await createProject('Uploaded to in time');
+    const uploadTo = async (projectId: string) => {
+      const res = await call('POST', `/v1/projects/${projectId}/files/upload`, MKEYS.member, {
+        filename: 'late.txt',
+        contentType: 'text/plain',
+        sizeBytes: 5,
+      });
+      expect(res.statusCode).toBe(200);
+      return res.json().data as { uploadUrl: string; storagePath: string };
+    };
+    const late = await uploadTo(doomed.id);
+    const live = await uploadTo(kept.id);
+    expect((await call('DELETE', `/v1/projects/${doomed.id}`, MKEYS.member)).statusCode).toBe(200);
+    // The URL stays valid for its lifetime (with S3 the upload never passes through Atrium).
+    for (const { uploadUrl } of [late, live]) {
+      const put = await t.app.inject({
+        method: 'PUT',
+        url: injectable(uploadUrl),
+        headers: { 'content-type': 'text/plain' },
+        payload: 'hello',
+      });
+      expect(put.statusCode).toBe(200);
+    }
+    const db = t.env.database.db;
+    // Within the hour an upload may still be under way: nothing is removed.
+    await sweepOrphanProjectObjects(db, t.store, new Date(), LEFTOVER_GRACE_MS);
+    expect(await t.store.head(late.storagePath)).not.toBeNull();
+    const later = new Date(Date.now() + 2 * LEFTOVER_GRACE_MS);
+    expect(await sweepOrphanProjectObjects(db, t.store, later, LEFTOVER_GRACE_MS)).toBeGreaterThanOrEqual(1);
+    expect(await t.store.head(late.storagePath)).toBeNull();
+    expect(await t.store.head(live.storagePath)).not.toBeNull();
   });
 
   it('refuses another tenant and an organization key without x-workspace-id', async () => {

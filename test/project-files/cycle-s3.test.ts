@@ -174,6 +174,17 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
     expect(fsRoute.status).toBe(404);
   });
 
+  it('lists the folders under a prefix, as the sweep of deleted projects reads them', async () => {
+    const { Readable } = await import('node:stream');
+    for (const key of ['folders/a/1.txt', 'folders/a/deep/2.txt', 'folders/b/3.txt', 'folders/top.txt']) {
+      await t.store.put(key, Readable.from([Buffer.from('x')]), { contentType: 'text/plain' });
+    }
+    const folders: string[] = [];
+    for await (const folder of t.store.listFolders('folders/')) folders.push(folder);
+    expect(folders.sort()).toEqual(['a', 'b']);
+    await t.store.deletePrefix('folders/');
+  });
+
   it('refuses an expired presigned upload URL', async () => {
     const past = new Date(Date.now() - 60 * 60 * 1000);
     const store = new S3ObjectStore(s3.config, { clock: () => past });

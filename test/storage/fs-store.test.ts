@@ -143,6 +143,16 @@ describe('FsObjectStore', () => {
     await store.deletePrefix('whole/');
   });
 
+  it('lists the folders under a prefix, none under a missing one', async () => {
+    for (const key of ['folders/a/1.txt', 'folders/a/deep/2.txt', 'folders/b/3.txt', 'folders/top.txt']) {
+      await store.put(key, Readable.from([Buffer.from('x')]), { contentType: 'text/plain' });
+    }
+    const folders: string[] = [];
+    for await (const folder of store.listFolders('folders/')) folders.push(folder);
+    expect(folders.sort()).toEqual(['a', 'b']);
+    for await (const folder of store.listFolders('nothing-here/')) expect.unreachable(folder);
+  });
+
   it('refuses unsafe keys: traversal, absolute, NUL, backslash, empty segments', () => {
     for (const key of ['../x', 'a/../../x', '/etc/passwd', 'a\0b', 'a\\b', 'a//b', './a', '']) {
       expect(() => resolveSafePath(root, key), key).toThrow(UnsafePathError);

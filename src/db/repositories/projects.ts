@@ -75,6 +75,25 @@ export async function updateProject(
  * Deletes the project and its file records in one transaction; its chats stay, detached (the
  * foreign key would do it too, but not on a SQLite connection without foreign keys enforced).
  */
+/** Which of `ids` are projects of the workspace (any state), in chunks the databases accept. */
+export async function findExistingProjectIds(
+  db: Db,
+  workspaceId: string,
+  ids: string[],
+): Promise<Set<string>> {
+  const found = new Set<string>();
+  for (let start = 0; start < ids.length; start += 500) {
+    const rows = await db
+      .selectFrom('projects')
+      .select('id')
+      .where('workspace_id', '=', workspaceId)
+      .where('id', 'in', ids.slice(start, start + 500))
+      .execute();
+    for (const row of rows) found.add(row.id);
+  }
+  return found;
+}
+
 export async function deleteProjectRows(db: Db, workspaceId: string, projectId: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await trx
