@@ -9,7 +9,8 @@ import {
   listWorkspaceApiKeys,
   revokeApiKey,
 } from '../db/repositories/api-keys.js';
-import { findWorkspaceWithRole } from '../db/repositories/tenancy.js';
+import { findOrganizationRoles, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
+import type { Role } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
 import {
@@ -45,14 +46,17 @@ export function keyInfoView(row: ApiKeyInfoRow) {
   };
 }
 
-async function requireMember(db: Db, workspaceId: string, userId: string, path: string) {
+async function requireMember(db: Db, workspaceId: string, userId: string, path: string): Promise<Role> {
   const found = await findWorkspaceWithRole(db, workspaceId, userId);
   if (!found?.role) {
     throw errors.badRequest(`${path} is not a member of this workspace`, [
       { path, message: 'must be the id of a member of the workspace' },
     ]);
   }
+  return found.role;
 }
+
+const RANK: Record<Role, number> = { member: 0, admin: 1, owner: 2 };
 
 export async function createWorkspaceApiKey(
   deps: KeyAdminDeps,
@@ -62,7 +66,11 @@ export async function createWorkspaceApiKey(
   requireManager(access);
   const now = deps.clock();
   const userId = input.userId ?? access.principal.userId;
-  await requireMember(deps.db, access.workspaceId, userId, 'body.userId');
+  const role = await requireMember(deps.db, access.workspaceId, userId, 'body.userId');
+  // A key acts with its user's role: an admin minting an owner's key would act as the owner.
+  if (RANK[role] > RANK[access.role!]) {
+    throw errors.unauthorized(`An ${access.role} cannot create a key for a user who is ${role} here`);
+  }
   let expiresAt: string | null = null;
   if (input.expiresAt !== undefined) {
     const at = Date.parse(input.expiresAt);
@@ -119,7 +127,8 @@ export async function listApiKeys(db: Db, access: WorkspaceAccess) {
 
 /**
  * Revokes a key: owners and admins any key of their workspace, anyone their own keys, an
- * organization key the organization's keys. Revocation is a row update that every process
+ * organization key the organization keys of users it outranks nowhere (see
+ * mayRevokeOrganizationKey). Revocation is a row update that every process
  * reads on the next request (keys are not cached), so it holds everywhere at once. A key the
  * caller cannot see is missing (404); revoking twice answers the same.
  */
@@ -135,8 +144,10 @@ export async function revokeKey(deps: KeyAdminDeps, principal: Principal, keyId:
     }
   } else {
     if (key.organization_id !== principal.organizationId) throw errors.notFound('API key');
-    if (!own && principal.kind !== 'organization') {
-      throw errors.unauthorized('An organization key is revoked by its user or an organization key');
+    if (!own && !(await mayRevokeOrganizationKey(deps.db, principal, key.user_id))) {
+      throw errors.unauthorized(
+        'Another user’s organization key is revoked by an organization key of an owner or admin who ranks at least as high as that user in each of its workspaces',
+      );
     }
   }
   await revokeApiKey(deps.db, key.id, deps.clock().toISOString());
@@ -179,4 +190,24 @@ export async function createSessionToken(
     agentIds: input.agentIds ? [...new Set(input.agentIds)] : null,
   });
   return { token, expiresAt };
+}
+
+/**
+ * Whether an organization key may revoke another user's organization key: its user must be an
+ * owner or admin somewhere in the organization, and rank at least as high as the key's user in
+ * every workspace that user belongs to. A member's organization key cannot lock the owner out,
+ * nor an admin's.
+ */
+async function mayRevokeOrganizationKey(db: Db, principal: Principal, keyUserId: string): Promise<boolean> {
+  if (principal.kind !== 'organization') return false;
+  const rows = await findOrganizationRoles(db, principal.organizationId, [principal.userId, keyUserId]);
+  const callerRoles = new Map<string, Role>();
+  for (const row of rows) if (row.user_id === principal.userId) callerRoles.set(row.workspace_id, row.role);
+  if (![...callerRoles.values()].some((role) => RANK[role] >= RANK.admin)) return false;
+  return rows
+    .filter((row) => row.user_id === keyUserId)
+    .every((row) => {
+      const callerRole = callerRoles.get(row.workspace_id);
+      return callerRole !== undefined && RANK[callerRole] >= RANK[row.role];
+    });
 }

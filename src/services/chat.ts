@@ -18,7 +18,7 @@ import { renderTemplate, type TemplateValue } from '../models/template.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
 import { sourceDocumentParts } from '../knowledge/citations.js';
 import type { TurnSource } from '../knowledge/retrieval.js';
-import type { Principal } from './access.js';
+import { accessWorkspaceIfAllowed, isManager, type Principal } from './access.js';
 import { type ProjectTurn, projectTurn } from './chat-context.js';
 import { IdleTimeout } from './chat-idle-timeout.js';
 import {
@@ -422,6 +422,12 @@ async function resolveAgent(db: Db, principal: Principal, request: ConversationR
       ? found.workspace.id === principal.workspaceId
       : found.workspace.organization_id === principal.organizationId);
   if (!found || !visible) throw errors.notFound('Agent');
+  // A private agent is the owners' and admins' only: a member (or a session token) that cannot
+  // see it in the list or by id cannot talk to it either.
+  if (found.agent.visibility === 'private') {
+    const access = await accessWorkspaceIfAllowed(db, principal, found.workspace.id);
+    if (!access || !isManager(access)) throw errors.notFound('Agent');
+  }
   const orchestrated = orchestrationOf(found.agent);
   if (request.stream && orchestrated.length > 0) {
     throw errors.badRequest('An agent with multi-agent orchestration requires stream: false', [

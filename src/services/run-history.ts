@@ -46,7 +46,8 @@ export function decodeRunCursor(cursor: string): { createdAt: string; id: string
 async function agentInScope(db: Db, principal: Principal, agentId: string) {
   const access = await accessAgentWorkspace(db, principal, agentId);
   const agent = await findLiveAgent(db, agentId);
-  if (!agent) throw errors.notFound('Agent');
+  // A private agent, and so its runs, is the owners' and admins' only, as in its detail.
+  if (!agent || (agent.visibility === 'private' && !isManager(access))) throw errors.notFound('Agent');
   // Members see the runs made with their user's keys; owners and admins every run.
   return { access, agent, userId: isManager(access) ? undefined : principal.userId };
 }

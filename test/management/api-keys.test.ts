@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateApiKey, hashApiKey, keyPrefix } from '../../src/auth/api-keys.js';
+import { insertApiKey } from '../../src/db/repositories/api-keys.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { keyedCaller, MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
 
@@ -97,6 +99,16 @@ describe(`POST /v1/workspace/{id}/api-keys (${engineName})`, () => {
     expect((await createKey({ name: `refused-${status}` }, key, workspace)).statusCode).toBe(status);
   });
 
+  it('does not let an admin create a key for an owner: the key would act as the owner', async () => {
+    const refused = await createKey({ name: 'as-owner', userId: 'usr_olivia' }, MKEYS.admin);
+    expect(refused.statusCode).toBe(401);
+    expect(refused.json().code).toBe('unauthorized');
+    expect((await createKey({ name: 'admin-for-max', userId: 'usr_max' }, MKEYS.admin)).statusCode).toBe(201);
+    expect((await createKey({ name: 'owner-for-admin', userId: 'usr_adam' }, MKEYS.owner)).statusCode).toBe(
+      201,
+    );
+  });
+
   it('lets an owner’s organization key create keys in its workspaces', async () => {
     expect((await createKey({ name: 'from-org' }, MKEYS.acmeOrg)).statusCode).toBe(201);
   });
@@ -127,6 +139,34 @@ describe(`DELETE /v1/api-keys/{id} (${engineName})`, () => {
     expect(denied.json().code).toBe('unauthorized');
     expect((await call('DELETE', `/v1/api-keys/${own.apiKey.id}`, MKEYS.member)).statusCode).toBe(200);
     expect((await call('GET', '/v1/me', other.key)).statusCode).toBe(200);
+  });
+
+  it('lets an organization key revoke another user’s organization key only where its user ranks as high', async () => {
+    const db = t.env.database.db;
+    const idOf = async (name: string) =>
+      (await db.selectFrom('api_keys').select('id').where('name', '=', name).executeTakeFirstOrThrow()).id;
+    // The member's organization key cannot lock the owner out.
+    const denied = await call('DELETE', `/v1/api-keys/${await idOf('acme-org')}`, MKEYS.acmeOrgMember);
+    expect(denied.statusCode).toBe(401);
+    expect(denied.json().code).toBe('unauthorized');
+    expect((await call('GET', '/v1/me', MKEYS.acmeOrg)).statusCode).toBe(200);
+    // The owner's organization key revokes the member's.
+    const plaintext = generateApiKey('organization');
+    await insertApiKey(db, {
+      id: 'key_max_spare_org',
+      name: 'max-spare-org',
+      kind: 'organization',
+      organizationId: 'org_acme',
+      workspaceId: null,
+      userId: 'usr_max',
+      keyHash: hashApiKey(plaintext),
+      keyPrefix: keyPrefix(plaintext),
+      expiresAt: null,
+      createdAt: now.toISOString(),
+    });
+    expect((await call('GET', '/v1/me', plaintext)).statusCode).toBe(200);
+    expect((await call('DELETE', '/v1/api-keys/key_max_spare_org', MKEYS.acmeOrg)).statusCode).toBe(200);
+    expect((await call('GET', '/v1/me', plaintext)).statusCode).toBe(401);
   });
 
   it('allows revoking a setup-managed key', async () => {

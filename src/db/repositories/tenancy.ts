@@ -23,6 +23,17 @@ export function findWorkspaceWithRole(db: Db, workspaceId: string, userId: strin
     .executeTakeFirst();
 }
 
+/** The roles of each of `userIds` in the workspaces of an organization, one row per membership. */
+export function findOrganizationRoles(db: Db, organizationId: string, userIds: string[]) {
+  return db
+    .selectFrom('workspace_members')
+    .innerJoin('workspaces', 'workspaces.id', 'workspace_members.workspace_id')
+    .select(['workspace_members.user_id', 'workspace_members.workspace_id', 'workspace_members.role'])
+    .where('workspaces.organization_id', '=', organizationId)
+    .where('workspace_members.user_id', 'in', userIds)
+    .execute();
+}
+
 export function findUser(db: Db, userId: string) {
   return db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
 }
