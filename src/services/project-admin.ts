@@ -9,7 +9,7 @@ import {
 import { errors } from '../errors.js';
 import { type Clock, isoNow } from '../ids.js';
 import type { ObjectStore } from '../storage/object-store.js';
-import type { WorkspaceAccess } from './access.js';
+import { requireManager, type WorkspaceAccess } from './access.js';
 import { projectStoragePrefix } from './project-files.js';
 import { projectView } from './projects.js';
 
@@ -78,10 +78,12 @@ export async function patchProject(
 
 /**
  * Deletes the project's objects, then its rows. In that order a failure leaves at worst records
- * without objects (which the next sync removes), never objects nobody can reach or delete.
+ * without objects (which the next sync removes), never objects nobody can reach or delete. An
+ * owner or admin only (management.md: only PATCH is open to any key, as creating is).
  */
 export async function deleteProject(deps: ProjectAdminDeps, access: WorkspaceAccess, projectId: string) {
   const row = await writableProject(deps.db, access, projectId);
+  requireManager(access);
   await deps.store.deletePrefix(projectStoragePrefix(access.workspaceId, row.id));
   await deleteProjectRows(deps.db, access.workspaceId, row.id);
 }

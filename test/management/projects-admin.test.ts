@@ -141,7 +141,7 @@ describe(`PATCH /v1/projects/{id} (${engineName})`, () => {
 });
 
 describe(`DELETE /v1/projects/{id} (${engineName})`, () => {
-  it('deletes the project, its objects and records; its chats stay with projectId null', async () => {
+  it('deletes the project (an owner or admin only), its objects and records; its chats stay with projectId null', async () => {
     const project = await createProject('Doomed');
     const prefix = `projects/wsp_main/${project.id}/`;
     await t.store.put(`${prefix}notes.md`, Readable.from([Buffer.from('# Notes')]), {
@@ -160,7 +160,10 @@ describe(`DELETE /v1/projects/{id} (${engineName})`, () => {
     expect(chat.statusCode).toBe(200);
     const chatId = chat.json().chatId ?? chat.headers['x-chat-id'];
 
-    const res = await call('DELETE', `/v1/projects/${project.id}`, MKEYS.member);
+    const byMember = await call('DELETE', `/v1/projects/${project.id}`, MKEYS.member);
+    expect(byMember.statusCode).toBe(401);
+    expect(byMember.json().code).toBe('unauthorized');
+    const res = await call('DELETE', `/v1/projects/${project.id}`, MKEYS.admin);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ data: { deleted: true } });
 
@@ -179,7 +182,7 @@ describe(`DELETE /v1/projects/{id} (${engineName})`, () => {
       .executeTakeFirst();
     expect(chatRow).toMatchObject({ project_id: null });
     expect((await call('GET', `/v1/projects/${project.id}`, MKEYS.member)).statusCode).toBe(404);
-    expect((await call('DELETE', `/v1/projects/${project.id}`, MKEYS.member)).statusCode).toBe(404);
+    expect((await call('DELETE', `/v1/projects/${project.id}`, MKEYS.admin)).statusCode).toBe(404);
   });
 
   it('an upload through a URL handed out before the delete lands under no project: a sweep removes it after an hour', async () => {
@@ -196,7 +199,7 @@ describe(`DELETE /v1/projects/{id} (${engineName})`, () => {
     };
     const late = await uploadTo(doomed.id);
     const live = await uploadTo(kept.id);
-    expect((await call('DELETE', `/v1/projects/${doomed.id}`, MKEYS.member)).statusCode).toBe(200);
+    expect((await call('DELETE', `/v1/projects/${doomed.id}`, MKEYS.owner)).statusCode).toBe(200);
     // The URL stays valid for its lifetime (with S3 the upload never passes through Atrium).
     for (const { uploadUrl } of [late, live]) {
       const put = await t.app.inject({

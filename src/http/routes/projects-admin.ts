@@ -61,7 +61,7 @@ export async function projectAdminRoutes(app: TypedApp, deps: AppDeps): Promise<
         summary: 'Delete a project',
         operationId: 'deleteProject',
         description:
-          'Deletes the project, its files (objects and records); its chats stay with `projectId` null. A project of the setup file → 409 `managed_by_setup`.',
+          'Deletes the project, its files (objects and records); its chats stay with `projectId` null. An owner or admin only (a member → 401 `unauthorized`). A project of the setup file → 409 `managed_by_setup`.',
         tags: ['projects'],
         security: API_KEY_SECURITY,
         headers: WorkspaceHeader,
