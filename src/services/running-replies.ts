@@ -25,6 +25,8 @@ interface LocalReply {
   chatId: string;
   messageId: string;
   stop(reason: StopReason): void;
+  /** Marks the chat active with this reply, for other processes (renewed by a heartbeat). */
+  mark(): void;
   released: Promise<void>;
 }
 
@@ -35,6 +37,13 @@ interface LocalReply {
  * while a marker with a short expiry, renewed by its process, says so.
  */
 export class RunningReplies {
+  /**
+   * Every reply running here. A chat may have more than one (a second turn sent while a reply
+   * still runs): each counts against the limit, is stopped with its chat and waited for at
+   * shutdown.
+   */
+  private readonly replies = new Set<LocalReply>();
+  /** The latest reply of each chat running here: what resume and the chat's state report. */
   private readonly local = new Map<string, LocalReply>();
   private readonly streams: ResumableStreamContext;
   private readonly stopChannel: string;
@@ -66,8 +75,9 @@ export class RunningReplies {
             messageId: string;
             reason: StopReason;
           };
-          const reply = this.local.get(chatId);
-          if (reply && reply.messageId === messageId) reply.stop(reason);
+          for (const reply of this.replies) {
+            if (reply.chatId === chatId && reply.messageId === messageId) reply.stop(reason);
+          }
         } catch {
           // Not ours to read; ignore.
         }
@@ -77,7 +87,7 @@ export class RunningReplies {
   }
 
   get size(): number {
-    return this.local.size;
+    return this.replies.size;
   }
 
   private activeKey(chatId: string): string {
@@ -86,7 +96,7 @@ export class RunningReplies {
 
   /** Registers a reply; 503 `service_unavailable` when this process already runs its maximum. */
   admit(chatId: string, messageId: string, stop: (reason: StopReason) => void): ReplyTicket {
-    if (this.draining || this.local.size >= this.options.maxConcurrent) {
+    if (this.draining || this.replies.size >= this.options.maxConcurrent) {
       throw new ApiError(
         'service_unavailable',
         'Too many replies are being generated right now; try again shortly',
@@ -94,20 +104,24 @@ export class RunningReplies {
       );
     }
     let release!: () => void;
+    const { publisher } = this.coordination;
+    const key = this.activeKey(chatId);
+    const mark = () => void publisher.set(key, messageId, { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
     const reply: LocalReply = {
       chatId,
       messageId,
       stop,
+      mark,
       released: new Promise<void>((resolve) => {
         release = resolve;
       }),
     };
+    this.replies.add(reply);
     this.local.set(chatId, reply);
-    const { publisher } = this.coordination;
-    const key = this.activeKey(chatId);
-    const mark = () => publisher.set(key, messageId, { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
-    void mark();
-    const heartbeat = setInterval(mark, HEARTBEAT_MS);
+    mark();
+    // Only the chat's latest reply keeps the marker: an earlier turn still running must not put
+    // its own id back over it (a resume would replay the wrong reply).
+    const heartbeat = setInterval(() => this.local.get(chatId) === reply && mark(), HEARTBEAT_MS);
     heartbeat.unref();
     let released = false;
     return {
@@ -123,7 +137,13 @@ export class RunningReplies {
         if (released) return;
         released = true;
         clearInterval(heartbeat);
-        if (this.local.get(chatId) === reply) this.local.delete(chatId);
+        this.replies.delete(reply);
+        if (this.local.get(chatId) === reply) {
+          this.local.delete(chatId);
+          // An earlier turn of the chat still running here becomes the one its state reports.
+          for (const other of this.replies) if (other.chatId === chatId) this.local.set(chatId, other);
+          this.local.get(chatId)?.mark();
+        }
         void (async () => {
           // Another reply of the chat may have started meanwhile: remove only our own marker.
           if ((await publisher.get(key)) === messageId) await publisher.del(key);
@@ -141,14 +161,14 @@ export class RunningReplies {
     return typeof value === 'string' && value !== '' ? value : null;
   }
 
-  /** Stops the reply running for a chat, wherever it runs. */
+  /** Stops the replies running for a chat here, or the chat's latest reply wherever it runs. */
   async stop(
     chatId: string,
     reason: StopReason = 'stopped',
   ): Promise<{ stopped: boolean; messageId: string | null }> {
     const local = this.local.get(chatId);
     if (local) {
-      local.stop(reason);
+      for (const reply of this.replies) if (reply.chatId === chatId) reply.stop(reason);
       return { stopped: true, messageId: local.messageId };
     }
     const messageId = await this.runningMessageId(chatId);
@@ -177,7 +197,7 @@ export class RunningReplies {
    * streamed reply is stored after its response ends, so this is when its rows are readable.
    */
   async idle(): Promise<void> {
-    await Promise.all([...this.local.values()].map((reply) => reply.released));
+    await Promise.all([...this.replies].map((reply) => reply.released));
   }
 
   /** Which of these chats have a reply being generated: one lookup for those not running here. */
@@ -207,9 +227,9 @@ export class RunningReplies {
    */
   async drain(waitMs: number, storeMs: number): Promise<void> {
     this.draining = true;
-    const allReleased = () => Promise.all([...this.local.values()].map((reply) => reply.released));
-    if (this.local.size > 0 && !(await within(allReleased(), waitMs))) {
-      for (const reply of this.local.values()) reply.stop('interrupted');
+    const allReleased = () => Promise.all([...this.replies].map((reply) => reply.released));
+    if (this.replies.size > 0 && !(await within(allReleased(), waitMs))) {
+      for (const reply of this.replies) reply.stop('interrupted');
       await within(allReleased(), storeMs);
     }
   }
