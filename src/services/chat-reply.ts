@@ -213,9 +213,11 @@ export function streamReply(
   };
 
   let aborted = false;
-  /** How the model's stream ended, once it has: what `onEnd` stores. */
-  const ended = async (): Promise<ReplyResult> => {
-    const stopped = aborted && !call.idle.timedOut ? call.stopReason() : undefined;
+  /**
+   * How the model's stream ended, once it has: what `onEnd` stores. `stopped`: why it was cut
+   * short, when a stop (or shutdown) aborted it.
+   */
+  const ended = async (stopped: StopReason | undefined): Promise<ReplyResult> => {
     if (!stopped && (failed !== undefined || aborted || call.idle.timedOut)) {
       return {
         ok: false,
@@ -252,8 +254,10 @@ export function streamReply(
   const lastChunk = async (): Promise<UIMessageChunk<ChatMessageMetadata> | undefined> => {
     direct.close();
     await cpuTurn();
-    const outcome = await options.onEnd(await ended());
-    const stopped = call.idle.timedOut ? undefined : call.stopReason();
+    // Decided once, as the model's stream ended: a stop that lands while the reply is being
+    // stored cut nothing short, so the client is told what was stored.
+    const stopped = aborted && !call.idle.timedOut ? call.stopReason() : undefined;
+    const outcome = await options.onEnd(await ended(stopped));
     if (!outcome.stored) {
       return errorSent ? undefined : { type: 'error', errorText: NOT_STORED_MESSAGE };
     }

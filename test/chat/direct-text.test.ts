@@ -136,3 +136,28 @@ describe('text deltas taken straight from the provider', () => {
     expect(stored).toMatchObject({ ok: true, text: 'Let me look.Found it.' });
   });
 });
+
+describe('a stop that lands while the ended reply is being stored', () => {
+  for (const reason of ['stopped', 'interrupted'] as const) {
+    it(`(${reason}) changes nothing the client is told: it gets the finish of what was stored`, async () => {
+      const model = new MockLanguageModelV3({
+        doStream: async () => ({
+          stream: simulateReadableStream({
+            chunks: [
+              { type: 'stream-start', warnings: [] },
+              { type: 'text-start', id: 't' },
+              { type: 'text-delta', id: 't', delta: 'Hello' },
+              { type: 'text-end', id: 't' },
+              { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
+            ] as LanguageModelV3StreamPart[],
+            chunkDelayInMs: 1,
+          }),
+        }),
+      });
+      const { chunks, stored } = await replyOf(model, {}, { stopWhileStoring: reason });
+      expect(stored).toMatchObject({ ok: true, text: 'Hello', finishReason: 'stop' });
+      expect(chunks.some((chunk) => chunk.type === 'error')).toBe(false);
+      expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+    });
+  }
+});
