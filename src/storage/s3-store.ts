@@ -45,6 +45,8 @@ class S3UploadSink extends Writable {
   private buffered = 0;
   private uploadId: string | undefined;
   private readonly parts: { ETag: string | undefined; PartNumber: number }[] = [];
+  /** The request under way (creating the upload, a part, completing it), which a destroy waits for. */
+  private inFlight: Promise<void> | undefined;
   total = 0;
   etag = '';
 
@@ -63,7 +65,8 @@ class S3UploadSink extends Writable {
     this.buffered += chunk.length;
     this.total += chunk.length;
     if (this.buffered < PART_SIZE) return callback();
-    this.flushPart().then(() => callback(), callback);
+    this.inFlight = this.flushPart();
+    this.inFlight.then(() => callback(), callback);
   }
 
   private takeBuffer(): Buffer {
@@ -100,7 +103,7 @@ class S3UploadSink extends Writable {
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    (async () => {
+    this.inFlight = (async () => {
       if (this.options.exactBytes !== undefined && this.total !== this.options.exactBytes) {
         throw errors.badRequest(
           `The body has ${this.total} bytes but ${this.options.exactBytes} were declared; nothing was stored`,
@@ -130,11 +133,23 @@ class S3UploadSink extends Writable {
         }),
       );
       this.etag = stripQuotes(done.ETag);
-    })().then(() => callback(), callback);
+    })();
+    this.inFlight.then(() => callback(), callback);
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.chunks = [];
+    // A body that fails while the upload is being created (or a part sent) would otherwise find
+    // no upload id yet, and leave the upload open with the parts sent after: wait for it first.
+    const settled = this.inFlight?.then(
+      () => undefined,
+      () => undefined,
+    );
+    if (settled) void settled.then(() => this.abortIfOpen(error, callback));
+    else this.abortIfOpen(error, callback);
+  }
+
+  private abortIfOpen(error: Error | null, callback: (error?: Error | null) => void): void {
     const uploadId = this.uploadId;
     if (error && uploadId) {
       this.client

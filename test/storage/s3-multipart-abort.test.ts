@@ -14,6 +14,8 @@ let s3: Awaited<ReturnType<typeof startS3rver>>;
 let proxy: Server;
 let proxyUrl: string;
 const refusedAborts: string[] = [];
+/** How long the proxy holds CreateMultipartUpload (POST …?uploads) before passing it on. */
+let createDelayMs = 0;
 let partUploaded: () => void;
 const firstPart = new Promise<void>((resolve) => {
   partUploaded = resolve;
@@ -30,16 +32,27 @@ beforeAll(async () => {
       res.end('<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>Denied</Message></Error>');
       return;
     }
-    const forwarded = request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
-      (upstream) => {
-        res.writeHead(upstream.statusCode ?? 502, upstream.headers);
-        upstream.pipe(res);
-        if (req.method === 'PUT' && url.searchParams.has('partNumber'))
-          res.on('finish', () => partUploaded());
-      },
-    );
-    req.pipe(forwarded);
+    if (req.method === 'POST' && url.searchParams.has('uploads') && createDelayMs > 0) {
+      req.pause();
+      setTimeout(() => {
+        req.resume();
+        forward();
+      }, createDelayMs);
+      return;
+    }
+    forward();
+    function forward() {
+      const forwarded = request(
+        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+        (upstream) => {
+          res.writeHead(upstream.statusCode ?? 502, upstream.headers);
+          upstream.pipe(res);
+          if (req.method === 'PUT' && url.searchParams.has('partNumber'))
+            res.on('finish', () => partUploaded());
+        },
+      );
+      req.pipe(forwarded);
+    }
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
@@ -78,5 +91,35 @@ describe('S3 multipart upload that cannot be aborted', () => {
         message: 'could not abort an incomplete multipart upload: abort it by its upload id',
       },
     ]);
+  });
+});
+
+describe('S3 multipart upload whose body fails while the upload is being created', () => {
+  it('aborts the upload once it exists, so the part sent meanwhile does not stay', async () => {
+    const warnings: string[] = [];
+    const store = new S3ObjectStore(
+      { ...s3.config, endpoint: proxyUrl },
+      { clock: systemClock, log: { warn: (_details, message) => warnings.push(message) } },
+    );
+    createDelayMs = 300;
+    const abortsBefore = refusedAborts.length;
+    const failure = new Error('the client went away');
+    async function* source() {
+      yield Buffer.alloc(8 * 1024 * 1024, 1);
+      // While CreateMultipartUpload is held by the proxy: no upload id yet.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      throw failure;
+    }
+    try {
+      await expect(
+        store.put('scratch/early.bin', Readable.from(source()), { contentType: 'application/octet-stream' }),
+      ).rejects.toBe(failure);
+    } finally {
+      createDelayMs = 0;
+    }
+    // The abort was sent for the upload created after the failure (this proxy refuses it, so it
+    // is also logged with its id).
+    expect(refusedAborts.length).toBe(abortsBefore + 1);
+    expect(warnings).toEqual(['could not abort an incomplete multipart upload: abort it by its upload id']);
   });
 });
