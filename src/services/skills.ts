@@ -358,6 +358,8 @@ async function storeSkills(
         ? candidate.plan.files.map((file) => ({ index, file }))
         : [{ index, file: null }],
   );
+  const replacedIds = new Set(toCreate.flatMap(({ replaces }) => (replaces ? [replaces.id] : [])));
+  let inserted: Set<string>;
   try {
     await mapConcurrently(writes, STORE_CONCURRENCY, async ({ index, file }) => {
       const { candidate } = toCreate[index]!;
@@ -382,37 +384,40 @@ async function storeSkills(
         });
       }
     });
-    const replacedIds = new Set(toCreate.flatMap(({ replaces }) => (replaces ? [replaces.id] : [])));
-    const inserted = await insertSkills(
+    inserted = await insertSkills(
       deps.db,
       rows.filter((row) => !replacedIds.has(row.id)),
       rows.filter((row) => replacedIds.has(row.id)),
     );
-    await Promise.all(staleFiles.map((key) => deps.store.delete(key)));
-    const created: Array<BulkUploadResult['created'][number] & { replaced: boolean }> = [];
-    for (const [index, row] of rows.entries()) {
-      if (inserted.has(row.id)) {
-        created.push({
-          id: row.id,
-          name: row.name,
-          storagePath: row.storage_path,
-          replaced: replacedIds.has(row.id),
-        });
-      } else {
-        // Another request took the name between our check and our insert.
-        skipped.push({
-          name: row.name,
-          file: toCreate[index]!.candidate.file,
-          reason: 'a skill with this name already exists in the workspace',
-        });
-        await deps.store.deletePrefix(row.storage_path);
-      }
-    }
-    return created;
   } catch (error) {
     await Promise.allSettled([...written].map((prefix) => deps.store.deletePrefix(prefix)));
     throw errors.internal(error);
   }
+  // Committed: what follows only tidies storage, so a failure here must not take the new skills'
+  // files or turn the answer into an error. A stale file that stays is an extra file of its
+  // skill; the files of a skill that lost its name to another request have no row, and the
+  // leftovers sweep removes them (sweepOrphanSkillObjects).
+  await Promise.allSettled(staleFiles.map((key) => deps.store.delete(key)));
+  const created: Array<BulkUploadResult['created'][number] & { replaced: boolean }> = [];
+  for (const [index, row] of rows.entries()) {
+    if (inserted.has(row.id)) {
+      created.push({
+        id: row.id,
+        name: row.name,
+        storagePath: row.storage_path,
+        replaced: replacedIds.has(row.id),
+      });
+    } else {
+      // Another request took the name between our check and our insert.
+      skipped.push({
+        name: row.name,
+        file: toCreate[index]!.candidate.file,
+        reason: 'a skill with this name already exists in the workspace',
+      });
+      await deps.store.deletePrefix(row.storage_path).catch(() => undefined);
+    }
+  }
+  return created;
 }
 
 /** The stored files of the skills being replaced that their new version does not write. */

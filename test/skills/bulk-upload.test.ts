@@ -692,6 +692,59 @@ describe(`bulk skill upload: failures leave nothing behind (${engineName})`, () 
   });
 });
 
+describe(`bulk skill upload: a storage failure after the commit (${engineName})`, () => {
+  it('keeps every committed skill with its files and answers what was committed', async () => {
+    let failDeletes = false;
+    const flaky = await createTestApp({
+      setup: SKILLS_SETUP,
+      store: (config) => {
+        const real = createObjectStore(config);
+        return new Proxy(real, {
+          get(target, property, receiver) {
+            if (property === 'delete' && failDeletes) {
+              return async () => {
+                throw new Error('storage refused the delete');
+              };
+            }
+            const value = Reflect.get(target, property, receiver);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+      },
+    });
+    try {
+      const first = await buildZip([
+        { name: 'alpha/SKILL.md', content: skillMd('alpha', 'v1') },
+        { name: 'alpha/extra.txt', content: 'a file the next version drops' },
+      ]);
+      expect((await upload([zipPart('v1.zip', first)], { app: flaky })).status).toBe(200);
+      failDeletes = true;
+      const second = await buildZip([
+        { name: 'alpha/SKILL.md', content: skillMd('alpha', 'v2') },
+        { name: 'beta/SKILL.md', content: skillMd('beta', 'new') },
+        { name: 'beta/run.py', content: 'print(1)' },
+      ]);
+      const { status, body } = await upload(
+        [{ name: 'mode', content: 'replace' }, zipPart('v2.zip', second)],
+        {
+          app: flaky,
+        },
+      );
+      // Deleting alpha's dropped file failed after the commit: the skills are in, with their files.
+      expect(status).toBe(200);
+      const named = (skills: Array<{ name: string }>) => skills.map((skill) => skill.name);
+      expect([named(body.data.created), named(body.data.updated)]).toEqual([['beta'], ['alpha']]);
+      const rows = await listWorkspaceSkills(flaky.env.database.db, WS);
+      const keys = await storedKeys(flaky.store);
+      for (const row of rows) expect(keys).toContain(`${row.storage_path}SKILL.md`);
+      const beta = rows.find((row) => row.name === 'beta')!;
+      expect(keys).toContain(`${beta.storage_path}run.py`);
+    } finally {
+      await flaky.close();
+    }
+  });
+});
+
 describe(`skill files without a record (${engineName})`, () => {
   it('are removed once they are an hour old; fresh ones and real skills stay', async () => {
     const { status } = await upload([mdPart('sweep-kept.md', skillMd('sweep-kept', 'x'))]);
