@@ -84,7 +84,7 @@ export function createSignedUrl(origin: string, secret: string, fields: SignedFi
   return `${origin.replace(/\/+$/, '')}${STORAGE_ROUTE_PREFIX}${encodeKeyPath(fields.key)}?${query.toString()}`;
 }
 
-const invalid = () =>
+export const invalid = () =>
   new ApiError('invalid_signature', 'The signed URL is invalid or has been tampered with');
 
 /**

@@ -232,6 +232,14 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     const unsigned = new URL(uploadUrl);
     unsigned.searchParams.delete('signature');
     expect((await put(unsigned.toString(), 'hello')).json().code).toBe('invalid_signature');
+    // A signed field given a second time: added to, so tampered too (not a malformed query).
+    for (const param of ['signature', 'size', 'contentType', 'expires']) {
+      const repeated = new URL(uploadUrl);
+      repeated.searchParams.append(param, 'x');
+      const res = await put(repeated.toString(), 'hello');
+      expect(res.statusCode, param).toBe(403);
+      expect(res.json().code, param).toBe('invalid_signature');
+    }
     expect(await t.store.head(storagePath)).toBeNull();
   });
 

@@ -5,7 +5,12 @@ import type { AppDeps } from '../../deps.js';
 import { ApiError, errors } from '../../errors.js';
 import { contentDisposition } from '../../storage/content-disposition.js';
 import { normalizeMediaType } from '../../storage/media-type.js';
-import { decodeKeyPath, STORAGE_ROUTE_PREFIX, verifySignedUrl } from '../../storage/signed-url.js';
+import {
+  decodeKeyPath,
+  invalid as invalidSignature,
+  STORAGE_ROUTE_PREFIX,
+  verifySignedUrl,
+} from '../../storage/signed-url.js';
 import { bodyTimeoutError } from '../body-deadline.js';
 import { MAX_FILE_BYTES } from '../../limits.js';
 import type { SwaggerTransform } from '@fastify/swagger';
@@ -148,6 +153,13 @@ function drainOrClose(request: FastifyRequest, reply: FastifyReply): void {
 export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  // A signed field given twice is a URL someone added to: tampered (403), not a malformed query
+  // (the schema's 400).
+  app.addHook('preValidation', async (request: FastifyRequest) => {
+    const query = request.query as Record<string, unknown>;
+    if (Object.values(query).some(Array.isArray)) throw invalidSignature();
+  });
 
   app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload) => {
     if (request.method === 'PUT' && !request.raw.complete) drainOrClose(request, reply);
