@@ -65,7 +65,9 @@ function refusedParameters(body: CompletionRequest): ValidationIssue[] {
   if (body.n !== undefined && body.n !== null && body.n !== 1) {
     issues.push({ path: 'body.n', message: 'only 1 choice is supported' });
   }
-  if (body.logprobs === true || (body.top_logprobs !== undefined && body.top_logprobs !== null)) {
+  // `top_logprobs: 0` asks for none, as clients send it with `logprobs: false`.
+  const topLogprobs = body.top_logprobs ?? 0;
+  if (body.logprobs === true || topLogprobs !== 0) {
     issues.push({
       path: body.logprobs === true ? 'body.logprobs' : 'body.top_logprobs',
       message: 'is not supported',

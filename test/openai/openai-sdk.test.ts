@@ -255,6 +255,27 @@ describe('errors', () => {
     expect(upstream.requests).toHaveLength(0);
   });
 
+  it('takes null for an optional field as left out, as clients that pass None send it', async () => {
+    const completion = await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Hi' }],
+      temperature: null,
+      top_p: null,
+      max_tokens: null,
+      max_completion_tokens: null,
+      seed: null,
+      presence_penalty: null,
+      frequency_penalty: null,
+      user: null,
+      tools: null,
+      tool_choice: null,
+      stream: null,
+      logprobs: false,
+      top_logprobs: 0,
+    } as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+    expect(completion.choices[0]!.message.content).toBeTruthy();
+  });
+
   it('ignores unknown fields and refuses a malformed body as a 400 in OpenAI’s shape', async () => {
     await client().chat.completions.create({
       model: 'agt_plain',

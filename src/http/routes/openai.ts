@@ -114,6 +114,14 @@ export async function openAIRoutes(
     '/chat/completions',
     {
       bodyLimit: limits.chatBodyLimitBytes,
+      // OpenAI documents its optional fields as nullable, and clients that pass `None` through
+      // (the Python SDK's callers, LiteLLM) send `"temperature": null`: null is left out.
+      preValidation: async (request) => {
+        const body = request.body as Record<string, unknown> | null;
+        if (body && typeof body === 'object' && !Array.isArray(body)) {
+          for (const [field, value] of Object.entries(body)) if (value === null) delete body[field];
+        }
+      },
       schema: {
         summary: 'Create a chat completion (OpenAI-compatible)',
         operationId: 'openaiCreateChatCompletion',
