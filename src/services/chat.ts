@@ -201,6 +201,25 @@ export async function startConversation(
     stopReason ??= reason;
     abort.abort(new Error(`reply ${reason}`));
   });
+  // The limits once more, now counting what requests in flight have reserved, and this
+  // request's own reservation until its usage is stored. Before the user's turn is stored: a
+  // request refused here (402) stores nothing, like every other refusal.
+  let reservation: Reservation | undefined;
+  let messages: ModelMessage[];
+  try {
+    // The model's messages: storing the turn keeps `prepared` as it is.
+    messages =
+      request.modelMessages ?? (await convertToModelMessages(toModelUIMessages(prepared.conversation)));
+    const estimated = messages;
+    reservation = await deps.usageReservations?.admit({
+      workspace,
+      chatId,
+      estimate: () => estimateRequestUsage(model.pricing, { system, messages: estimated }),
+    });
+  } catch (error) {
+    ticket.release();
+    throw error;
+  }
   let tools: ConversationTools;
   try {
     const stored = !storing
@@ -220,6 +239,7 @@ export async function startConversation(
     if (stored && stored.chat.id !== chatId) {
       // Another request created the chat of this client id first: continue that one.
       ticket.release();
+      await reservation?.release();
       return startConversation(
         deps,
         principal,
@@ -245,22 +265,7 @@ export async function startConversation(
     if (request.clientTools) await addClientTools(tools, request.clientTools);
   } catch (error) {
     ticket.release();
-    throw error;
-  }
-  const messages =
-    request.modelMessages ?? (await convertToModelMessages(toModelUIMessages(prepared.conversation)));
-  // The limits once more, now counting what requests in flight have reserved, and this
-  // request's own reservation until its usage is stored.
-  let reservation: Reservation | undefined;
-  try {
-    reservation = await deps.usageReservations?.admit({
-      workspace,
-      chatId,
-      estimate: () => estimateRequestUsage(model.pricing, { system, messages }),
-    });
-  } catch (error) {
-    await tools.close();
-    ticket.release();
+    await reservation?.release();
     throw error;
   }
   const idle = new IdleTimeout(deps.config.upstreamTimeoutMs, () =>

@@ -128,8 +128,18 @@ describe(`usage limits under concurrency (${engineName})`, () => {
         expires_at: new Date(now + 60_000).toISOString(),
       })
       .execute();
-    const refused = await chat(CHAT_KEYS.limited, { agentId: 'agt_limited', messages: [userText('hello')] });
+    const chatsBefore = await t.db.selectFrom('chats').select('id').execute();
+    const refused = await chat(CHAT_KEYS.limited, {
+      agentId: 'agt_limited',
+      id: 'refused-client-chat',
+      messages: [userText('hello')],
+    });
     expect(refused.statusCode).toBe(402);
+    // Refused before the user's turn is stored: no chat, no message (decisions.md: 402 stores nothing).
+    expect(await t.db.selectFrom('chats').select('id').execute()).toEqual(chatsBefore);
+    expect(
+      await t.db.selectFrom('chats').select('id').where('client_id', '=', 'refused-client-chat').execute(),
+    ).toEqual([]);
     expect(refused.json()).toMatchObject({
       code: 'usage_limit_exceeded',
       details: { limitTokens: 100, usedTokens: 0, reservedTokens: 100 },
