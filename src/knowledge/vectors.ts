@@ -2,7 +2,7 @@ import { embedMany } from 'ai';
 import type { Db } from '../db/database.js';
 import { addMonthUsage, addUnattributedDailyUsage } from '../db/repositories/usage.js';
 import { costUsd, type ModelRegistry, type ResolvedEmbeddingModel } from '../models/registry.js';
-import { ledgerMonth } from '../services/usage.js';
+import { assertWithinWorkspaceLimits, ledgerMonth } from '../services/usage.js';
 import { reciprocalRankFusion } from './fusion.js';
 import {
   countChunksLackingVectors,
@@ -142,18 +142,29 @@ export class KnowledgeVectors {
     const at = Date.now();
     const cached = this.queryCache.get(key);
     if (cached && at - cached.at < this.queryCacheMs) return cached.vector;
-    const vector = this.embed(workspaceId, model, [query], AbortSignal.timeout(this.queryTimeoutMs)).then(
-      ([first]) => {
+    // A query's embedding spends the workspace's tokens too: none past its monthly limits (the
+    // search then answers lexically).
+    const vector = this.assertWithinLimits(workspaceId)
+      .then(() => this.embed(workspaceId, model, [query], AbortSignal.timeout(this.queryTimeoutMs)))
+      .then(([first]) => {
         if (!first) throw new Error('the provider returned no embedding');
         return first;
-      },
-    );
+      });
     vector.catch(() => this.queryCache.delete(key));
     this.queryCache.delete(key);
     if (this.queryCache.size >= QUERY_CACHE_ENTRIES)
       this.queryCache.delete(this.queryCache.keys().next().value!);
     this.queryCache.set(key, { at, vector });
     return vector;
+  }
+
+  private async assertWithinLimits(workspaceId: string): Promise<void> {
+    const workspace = await this.db
+      .selectFrom('workspaces')
+      .select(['id', 'monthly_tokens', 'monthly_cost_usd'])
+      .where('id', '=', workspaceId)
+      .executeTakeFirstOrThrow();
+    await assertWithinWorkspaceLimits(this.db, workspace, this.now());
   }
 
   /** The `vectors` and `embeddingModel` of a project's index summary. */

@@ -206,6 +206,25 @@ describe(`embeddings and hybrid search (${engineName})`, () => {
     fake.mode = 'ok';
   });
 
+  it('spends no tokens on a query past the monthly limit: search answers lexically', async () => {
+    if (!available) return;
+    const db = env.database.db;
+    await db.updateTable('workspaces').set({ monthly_tokens: 1 }).where('id', '=', 'wsp_v').execute();
+    try {
+      const requests = fake.requests.length;
+      const results = await searchProject(db, {
+        projectId: 'prj_v',
+        workspaceId: 'wsp_v',
+        query: 'proxy before sync, a question not asked yet',
+        limit: 5,
+      });
+      expect(results[0]?.text).toBe('Configure the proxy server before the first sync.');
+      expect(fake.requests.length).toBe(requests);
+    } finally {
+      await db.updateTable('workspaces').set({ monthly_tokens: null }).where('id', '=', 'wsp_v').execute();
+    }
+  });
+
   it('changing the embedding model never mixes vectors: search stays whole, old ones are removed', async () => {
     if (!available) return;
     await applyFixture(env, setupYaml(fake.baseURL, 'embed-b'));
