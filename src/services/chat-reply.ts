@@ -84,6 +84,15 @@ function callSettings(call: ReplyCall, model: LanguageModelV3 = call.model) {
     maxRetries: 0,
     abortSignal: call.abortSignal,
     ...(hasTools ? { tools: call.tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
+    // A client's forced tool choice (`required`, a named function) is for the reply's first model
+    // call: forced on every step of the tool loop, the model could never answer in text, and
+    // each of the steps would be paid for.
+    ...(hasTools && call.options?.toolChoice !== undefined
+      ? {
+          prepareStep: ({ stepNumber }: { stepNumber: number }) =>
+            stepNumber === 0 ? undefined : { toolChoice: 'auto' as const },
+        }
+      : {}),
   };
 }
 

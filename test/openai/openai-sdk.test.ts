@@ -528,6 +528,21 @@ describe('tools', () => {
     expect(mcp.calls).toEqual([{ term: 'atrium' }, { term: 'hall' }]);
   });
 
+  it('forces a tool choice on the first model call only, so the model can answer after the tool ran', async () => {
+    upstream.requests.length = 0;
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'forced' } }] },
+      { kind: 'text', text: 'Looked it up.' },
+    );
+    const json = await client().chat.completions.create({
+      model: 'agt_tools',
+      messages: [{ role: 'user', content: 'Look it up' }],
+      tool_choice: 'required',
+    });
+    expect(json.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'Looked it up.' } });
+    expect(upstream.requests.map((request) => request.body.tool_choice)).toEqual(['required', 'auto']);
+  });
+
   it('runs an orchestrating agent’s sub-agent inside Atrium: never a tool_call, usage included', async () => {
     upstream.enqueue(
       { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize the plan' } }] },
