@@ -6,6 +6,9 @@ import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
 import { ECHO_EMBEDDING_MODEL_ID } from '../models/echo-embedding.js';
 
+/** A model of the built-in providers, served by id without a definition in the file. */
+const BUILT_IN_CHAT_MODEL = /^(openai|anthropic)\/\S+$/;
+
 /** Providers built in from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY). */
 export const BUILT_IN_PROVIDERS = ['openai', 'anthropic'] as const;
 
@@ -272,7 +275,8 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
     kind: 'chat' | 'embedding' = 'chat',
   ) => {
     if (model === undefined || model === null) return;
-    const found = modelKinds.get(model);
+    // The built-in providers serve any of their models by id (`openai/gpt-4o-mini`), undefined.
+    const found = modelKinds.get(model) ?? (BUILT_IN_CHAT_MODEL.test(model) ? 'chat' : undefined);
     if (!found) {
       problems.push({ path, message: `unknown model "${model}" (define it under models)` });
     } else if (found !== kind) {
@@ -290,12 +294,18 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
     const orgPath = `organizations[${o}]`;
     unique('organization id', org.id, `${orgPath}.id`);
     const users = new Set<string>();
+    /** A user named by id or email, as one name: members and keys may name the same user either way. */
+    const sameUser = new Map<string, string>();
     org.users?.forEach((user, u) => {
       unique('user id', user.id, `${orgPath}.users[${u}].id`);
       unique('user email', user.email.toLowerCase(), `${orgPath}.users[${u}].email`);
       if (user.id) users.add(user.id);
       users.add(user.email.toLowerCase());
+      const name = user.id ?? user.email.toLowerCase();
+      if (user.id) sameUser.set(user.id, name);
+      sameUser.set(user.email.toLowerCase(), name);
     });
+    const userName = (user: string) => sameUser.get(user) ?? sameUser.get(user.toLowerCase()) ?? user;
     const checkUser = (user: string, path: string) => {
       if (!users.has(user) && !users.has(user.toLowerCase())) {
         problems.push({ path, message: `unknown user "${user}" (not among ${orgPath}.users)` });
@@ -319,15 +329,22 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
       const members = new Set<string>();
       workspace.members?.forEach((member, m) => {
         checkUser(member.user, `${wsPath}.members[${m}].user`);
-        if (members.has(member.user)) {
+        if (members.has(userName(member.user))) {
           problems.push({ path: `${wsPath}.members[${m}].user`, message: 'is listed twice' });
         }
-        members.add(member.user);
+        members.add(userName(member.user));
       });
       workspace.apiKeys?.forEach((key, k) => {
         unique('key name', key.name, `${wsPath}.apiKeys[${k}].name`);
         unique('key id', key.id, `${wsPath}.apiKeys[${k}].id`);
         checkUser(key.user, `${wsPath}.apiKeys[${k}].user`);
+        // A key acts with its user's role in the workspace: a user who is none has none.
+        if (workspace.members && !members.has(userName(key.user))) {
+          problems.push({
+            path: `${wsPath}.apiKeys[${k}].user`,
+            message: `"${key.user}" is not a member of this workspace (a workspace key's user must be)`,
+          });
+        }
       });
       const agentIds = new Set(workspace.agents?.map((agent) => agent.id).filter(Boolean));
       workspace.agents?.forEach((agent, a) => {

@@ -141,6 +141,38 @@ organizations:
     expect(text).toContain('organizations[0].workspaces[0].agents[0].orchestration.agents[0]');
   });
 
+  it('refuses a workspace key whose user is not a member; takes built-in model ids without a definition', async () => {
+    const file = writeSetup(
+      'members.yaml',
+      `
+organizations:
+  - id: org_m
+    name: M
+    users:
+      - { id: usr_in, name: In, email: in@m.test }
+      - { id: usr_out, name: Out, email: out@m.test }
+    workspaces:
+      - id: wsp_m
+        name: M
+        models: [openai/gpt-4o-mini, anthropic/claude-haiku-4-5]
+        defaultModel: openai/gpt-4o-mini
+        members: [{ user: in@m.test, role: owner }]
+        apiKeys:
+          - { name: by-email-member, user: usr_in }
+          - { name: outsider, user: usr_out }
+        agents:
+          - { title: Helper, model: anthropic/claude-haiku-4-5 }
+`,
+    );
+    expect(await main(['apply', file])).toBe(2);
+    const text = output.err.join('\n');
+    expect(text).toContain('organizations[0].workspaces[0].apiKeys[1].user: "usr_out" is not a member');
+    // Only that problem: the member named by email is the key's user named by id, and the
+    // built-in providers' model ids need no definition.
+    expect(text).not.toContain('apiKeys[0]');
+    expect(text).not.toContain('unknown model');
+  });
+
   it('answers a file that is not YAML, or missing, with exit code 2', async () => {
     expect(await main(['apply', writeSetup('broken.yaml', 'organizations: [unclosed')])).toBe(2);
     expect(await main(['apply', path.join(dir, 'missing.yaml')])).toBe(2);
