@@ -48,48 +48,58 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile): Pro
         ? db.selectFrom('organizations').select('id').where('id', '=', org.id)
         : db.selectFrom('organizations').select('id').where('name', '=', org.name)
     ).executeTakeFirst();
-    if (!orgRow) continue;
+    // In an organization or workspace that does not exist yet nothing matches by name, but an
+    // object the file names by id is still that object, wherever it is now.
+    const byNameIn =
+      (scope: { id: string } | undefined, lookup: (scopeId: string) => Promise<OwnedRow>) => () =>
+        scope ? lookup(scope.id) : Promise.resolve(undefined);
     for (const key of org.apiKeys ?? []) {
       await noteIfApiManaged(
         found,
         (rowId) => `organization key "${key.name}" (${rowId})`,
         key.id,
         byId('api_keys'),
-        () =>
+        byNameIn(orgRow, (orgId) =>
           db
             .selectFrom('api_keys')
             .select(['id', 'managed_by'])
             .where('kind', '=', 'organization')
-            .where('organization_id', '=', orgRow.id)
+            .where('organization_id', '=', orgId)
             .where('name', '=', key.name)
             .executeTakeFirst(),
+        ),
       );
     }
     for (const workspace of org.workspaces ?? []) {
-      const wsRow = await (
-        workspace.id
-          ? db.selectFrom('workspaces').select(['id', 'name']).where('id', '=', workspace.id)
-          : db
-              .selectFrom('workspaces')
-              .select(['id', 'name'])
-              .where('organization_id', '=', orgRow.id)
-              .where('name', '=', workspace.name)
-      ).executeTakeFirst();
-      if (!wsRow) continue;
-      const where = `in workspace ${wsRow.name} (${wsRow.id})`;
+      const wsRow =
+        workspace.id || orgRow
+          ? await (
+              workspace.id
+                ? db.selectFrom('workspaces').select(['id', 'name']).where('id', '=', workspace.id)
+                : db
+                    .selectFrom('workspaces')
+                    .select(['id', 'name'])
+                    .where('organization_id', '=', orgRow!.id)
+                    .where('name', '=', workspace.name)
+            ).executeTakeFirst()
+          : undefined;
+      const where = wsRow
+        ? `in workspace ${wsRow.name} (${wsRow.id})`
+        : `for new workspace ${workspace.name}`;
       for (const agent of workspace.agents ?? []) {
         await noteIfApiManaged(
           found,
           (rowId) => `agent "${agent.title}" (${rowId}) ${where}`,
           agent.id,
           byId('agents'),
-          () =>
+          byNameIn(wsRow, (wsId) =>
             db
               .selectFrom('agents')
               .select(['id', 'managed_by'])
-              .where('workspace_id', '=', wsRow.id)
+              .where('workspace_id', '=', wsId)
               .where('title', '=', agent.title)
               .executeTakeFirst(),
+          ),
         );
       }
       for (const project of workspace.projects ?? []) {
@@ -98,13 +108,14 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile): Pro
           (rowId) => `project "${project.name}" (${rowId}) ${where}`,
           project.id,
           byId('projects'),
-          () =>
+          byNameIn(wsRow, (wsId) =>
             db
               .selectFrom('projects')
               .select(['id', 'managed_by'])
-              .where('workspace_id', '=', wsRow.id)
+              .where('workspace_id', '=', wsId)
               .where('name', '=', project.name)
               .executeTakeFirst(),
+          ),
         );
       }
       for (const key of workspace.apiKeys ?? []) {
@@ -113,14 +124,15 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile): Pro
           (rowId) => `workspace key "${key.name}" (${rowId}) ${where}`,
           key.id,
           byId('api_keys'),
-          () =>
+          byNameIn(wsRow, (wsId) =>
             db
               .selectFrom('api_keys')
               .select(['id', 'managed_by'])
               .where('kind', '=', 'workspace')
-              .where('workspace_id', '=', wsRow.id)
+              .where('workspace_id', '=', wsId)
               .where('name', '=', key.name)
               .executeTakeFirst(),
+          ),
         );
       }
     }

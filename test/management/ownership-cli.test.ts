@@ -140,6 +140,33 @@ describe(`atrium apply and API-managed objects (${engineName})`, () => {
   });
 });
 
+describe(`atrium apply and API-managed objects in a new workspace (${engineName})`, () => {
+  it('refuses an API-created agent named by id under an organization and workspace that do not exist yet', async () => {
+    const agent = (await call('POST', '/v1/workspace/wsp_main/agents', { title: 'Moved by a file' })).json()
+      .data.agent;
+    const file = writeFile(
+      'elsewhere.yaml',
+      `
+organizations:
+  - id: org_new
+    name: New
+    workspaces:
+      - id: wsp_new
+        name: New
+        agents:
+          - { id: ${agent.id}, title: Moved by a file }
+`,
+    );
+    expect(await main(['apply', file])).toBe(2);
+    expect(output.err.join('\n')).toContain(`agent "Moved by a file" (${agent.id}) for new workspace New`);
+    // Still where the API made it, still the API's.
+    expect((await call('GET', `/v1/agents/${agent.id}`)).json().data.agent).toMatchObject({
+      title: 'Moved by a file',
+      managedBy: 'api',
+    });
+  });
+});
+
 describe(`atrium export (${engineName})`, () => {
   it('prints the API-managed agents and projects as a setup file that --adopt applies', async () => {
     const agent = (
