@@ -3,7 +3,12 @@ import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
 import type { Database } from '../db/schema.js';
 import { type IdPrefix, newId } from '../ids.js';
 import { PROJECT_DEFAULTS } from '../services/projects.js';
-import { ApiManagedObjectsError, findApiManagedObjects } from './ownership.js';
+import {
+  ApiManagedObjectsError,
+  DuplicateAgentTitlesError,
+  findApiManagedObjects,
+  findDuplicateAgentTitles,
+} from './ownership.js';
 import type { ApiKeySetup, SetupFile, WorkspaceSetup } from './validate.js';
 
 type Trx = Transaction<Database>;
@@ -381,7 +386,13 @@ export async function applySetup(
       const apiManaged = await findApiManagedObjects(trx, setup);
       if (apiManaged.length > 0) throw new ApiManagedObjectsError(apiManaged);
     }
-    await applyAll({ trx, now: options.now.toISOString(), report }, setup);
+    const now = options.now.toISOString();
+    await applyAll({ trx, now, report }, setup);
+    // Titles are unique among a workspace's live agents, as the API keeps them: checked once
+    // everything is in place, in the workspaces whose agents this file wrote, so the whole
+    // file is rolled back.
+    const duplicates = await findDuplicateAgentTitles(trx, now);
+    if (duplicates.length > 0) throw new DuplicateAgentTitlesError(duplicates);
   });
   return report;
 }

@@ -12,6 +12,37 @@ export class ApiManagedObjectsError extends Error {
   }
 }
 
+/**
+ * The file would leave two live agents with one title in a workspace (an agent it names by id
+ * taking the title of another, such as one made through the API, which keeps titles unique).
+ */
+export class DuplicateAgentTitlesError extends Error {
+  constructor(readonly titles: string[]) {
+    super(`The setup file would leave agents sharing a title in a workspace: ${titles.join('; ')}.`);
+    this.name = 'DuplicateAgentTitlesError';
+  }
+}
+
+/**
+ * Live agent titles held by more than one agent of a workspace, as `"title" in wsp_…`, in the
+ * workspaces where an agent was written at `writtenAt` (this apply's time).
+ */
+export async function findDuplicateAgentTitles(db: Executor, writtenAt: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('agents')
+    .select(['workspace_id', 'title'])
+    .where('deleted_at', 'is', null)
+    .where(
+      'workspace_id',
+      'in',
+      db.selectFrom('agents').select('workspace_id').where('updated_at', '=', writtenAt),
+    )
+    .groupBy(['workspace_id', 'title'])
+    .having((eb) => eb.fn.countAll(), '>', 1)
+    .execute();
+  return rows.map((row) => `"${row.title}" in ${row.workspace_id}`);
+}
+
 /** A stored agent, project or key as far as ownership goes. */
 type OwnedRow = { id: string; managed_by: string | null } | undefined;
 

@@ -167,6 +167,22 @@ organizations:
   });
 });
 
+describe(`atrium apply and agent titles (${engineName})`, () => {
+  it('refuses a file that would give a second live agent a title the workspace already has', async () => {
+    expect((await call('POST', '/v1/workspace/wsp_main/agents', { title: 'Taken title' })).statusCode).toBe(
+      201,
+    );
+    const file = writeFile(
+      'title.yaml',
+      fileDeclaring('          - { id: agt_same_title, title: Taken title }'),
+    );
+    expect(await main(['apply', file])).toBe(2);
+    expect(output.err.join('\n')).toContain('"Taken title" in wsp_main');
+    // Nothing of the file was applied.
+    expect((await call('GET', '/v1/agents/agt_same_title')).statusCode).toBe(404);
+  });
+});
+
 describe(`atrium export (${engineName})`, () => {
   it('prints the API-managed agents and projects as a setup file that --adopt applies', async () => {
     const agent = (
