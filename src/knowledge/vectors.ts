@@ -1,6 +1,6 @@
 import { embedMany } from 'ai';
 import type { Db } from '../db/database.js';
-import { addMonthUsage, addUnattributedDailyUsage } from '../db/repositories/usage.js';
+import { addDailyUsage, addMonthUsage } from '../db/repositories/usage.js';
 import { costUsd, type ModelRegistry, type ResolvedEmbeddingModel } from '../models/registry.js';
 import { assertWithinWorkspaceLimits, ledgerMonth } from '../services/usage.js';
 import { reciprocalRankFusion } from './fusion.js';
@@ -120,11 +120,13 @@ export class KnowledgeVectors {
           { inputTokens: tokens, outputTokens: 0, costUsd: cost },
           at.toISOString(),
         );
-        await addUnattributedDailyUsage(trx, {
+        await addDailyUsage(trx, {
           workspaceId,
           date: at.toISOString().slice(0, 10),
+          agentId: '',
           model: model.id,
           inputTokens: tokens,
+          outputTokens: 0,
           costUsd: cost,
         });
       });

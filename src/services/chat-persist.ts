@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { insertAgentRun } from '../db/repositories/agent-runs.js';
 import { insertChat, recordChatMessages, recountChatMessages } from '../db/repositories/chats.js';
 import { appendMessages, deleteChatMessages, listChatMessageIds } from '../db/repositories/messages.js';
-import { addMonthUsage } from '../db/repositories/usage.js';
+import { addDailyUsage, addMonthUsage } from '../db/repositories/usage.js';
 import type { AgentRunTable, ChatTable, Database, MessageTable } from '../db/schema.js';
 import type { ConversationMessage } from './chat-messages.js';
 import { ledgerMonth } from './usage.js';
@@ -70,6 +70,8 @@ export interface ReplyRecord {
     finishReason: string;
   };
   usage: { inputTokens: number; outputTokens: number; costUsd: number };
+  /** Who the usage report counts the usage under when no message carries it (see storeReply). */
+  reportAs: { agentId: string; model: string };
   /** Messages the reply replaces (regenerate); removed only when the reply is stored. */
   replaces: string[];
   subRuns: AgentRunTable[];
@@ -92,6 +94,20 @@ export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
         costUsd: usage.costUsd,
         now,
       });
+      const messageStored = chatExists && message !== undefined;
+      if (!messageStored && (usage.inputTokens > 0 || usage.outputTokens > 0)) {
+        // No message carries this usage into the report's rollup (the messages trigger does
+        // that): a failed or stopped reply, a call that named no chat, a chat deleted meanwhile.
+        await addDailyUsage(trx, {
+          workspaceId: record.workspaceId,
+          date: now.slice(0, 10),
+          agentId: record.reportAs.agentId,
+          model: record.reportAs.model,
+          inputTokens: usage.inputTokens,
+          outputTokens: usage.outputTokens,
+          costUsd: usage.costUsd,
+        });
+      }
       if (chatExists && message) {
         await deleteChatMessages(trx, record.chatId, record.replaces);
         await appendMessages(trx, record.chatId, [

@@ -288,6 +288,7 @@ export async function startConversation(
   const finishing = replyFinisher(deps, {
     leading,
     workspaceId: workspace.id,
+    agentId: agent.id,
     chatId,
     messageId,
     model,
@@ -611,6 +612,7 @@ function isCutShort(finishReason: string): boolean {
 interface FinisherInput {
   leading: LeadingPart[];
   workspaceId: string;
+  agentId: string;
   chatId: string;
   messageId: string;
   model: ResolvedModel;
@@ -675,6 +677,7 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
               }
             : undefined,
         usage: { ...usage, costUsd: cost },
+        reportAs: { agentId: input.agentId, model: input.model.id },
         replaces: result.ok ? input.replaces : [],
         subRuns,
         extraWrites: input.extraWrites ? (trx) => input.extraWrites!(trx, settled, finishedAt) : undefined,

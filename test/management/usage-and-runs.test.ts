@@ -125,6 +125,33 @@ describe(`GET /v1/workspace/{id}/usage (${engineName})`, () => {
     expect(report.byDay.map((g: { date: string }) => g.date)).toEqual(['2026-11-05', '2026-11-20']);
   });
 
+  it('counts usage no message carries, as the limits do: a /v1/openai call that names no chat', async () => {
+    now = new Date('2026-11-21T12:00:00.000Z');
+    const report = async () => (await call('GET', '/v1/workspace/wsp_main/usage', MKEYS.owner)).json().data;
+    const before = await report();
+    upstream.enqueue({ kind: 'text', text: 'b', usage: { prompt: 7, completion: 3 } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/openai/chat/completions',
+      headers: { authorization: `Bearer ${MKEYS.owner}` },
+      payload: { model: pricedAgent, messages: [{ role: 'user', content: 'hi' }] },
+    });
+    expect(res.statusCode).toBe(200);
+    const after = await report();
+    expect([after.inputTokens - before.inputTokens, after.outputTokens - before.outputTokens]).toEqual([
+      7, 3,
+    ]);
+    expect(after.requests - before.requests).toBe(1);
+    expect(after.byDay.find((g: { date: string }) => g.date === '2026-11-21')).toMatchObject({
+      inputTokens: 7,
+      outputTokens: 3,
+      requests: 1,
+    });
+    const byAgent = (r: typeof after) =>
+      r.byAgent.find((g: { agentId: string }) => g.agentId === pricedAgent)?.inputTokens ?? 0;
+    expect(byAgent(after) - byAgent(before)).toBe(7);
+  });
+
   it('reports another month on request, and an empty month as zeros', async () => {
     const october = (await call('GET', '/v1/workspace/wsp_main/usage?month=2026-10', MKEYS.owner)).json()
       .data;

@@ -51,29 +51,40 @@ export async function addMonthUsage(
 }
 
 /**
- * Adds model usage made without an agent (embeddings of project files and search queries) to
- * the usage report's rollup, under agent id `''`: the report counts it in its totals, by model
- * and by day, and leaves it out of `byAgent`.
+ * Adds model usage that no stored message carries to the usage report's rollup (the messages
+ * trigger keeps the rest): embeddings of project files and search queries under agent id `''`
+ * (counted in the totals, by model and by day, left out of `byAgent`), and replies that stored
+ * no message (a call that named no chat, a chat deleted meanwhile) under their agent.
  */
-export async function addUnattributedDailyUsage(
+export async function addDailyUsage(
   db: Executor,
-  usage: { workspaceId: string; date: string; model: string; inputTokens: number; costUsd: number },
+  usage: {
+    workspaceId: string;
+    date: string;
+    /** `''`: no agent. */
+    agentId: string;
+    model: string;
+    inputTokens: number;
+    outputTokens: number;
+    costUsd: number;
+  },
 ): Promise<void> {
   await db
     .insertInto('usage_daily')
     .values({
       workspace_id: usage.workspaceId,
       date: usage.date,
-      agent_id: '',
+      agent_id: usage.agentId,
       model: usage.model,
       input_tokens: usage.inputTokens,
-      output_tokens: 0,
+      output_tokens: usage.outputTokens,
       cost_usd: usage.costUsd,
       requests: 1,
     })
     .onConflict((oc) =>
       oc.columns(['workspace_id', 'date', 'agent_id', 'model']).doUpdateSet({
         input_tokens: sql<number>`usage_daily.input_tokens + excluded.input_tokens`,
+        output_tokens: sql<number>`usage_daily.output_tokens + excluded.output_tokens`,
         cost_usd: sql<number>`usage_daily.cost_usd + excluded.cost_usd`,
         requests: sql<number>`usage_daily.requests + 1`,
       }),
