@@ -242,13 +242,8 @@ describe.runIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
       { connectionString: url, options: `-c search_path=${schema}` },
       LateNotices,
     );
-    const otherProcess = {};
-    registerChangeSignals(otherProcess as never, late);
     try {
-      const cache = ExactCache.for<string>(otherProcess as never, ['projects'], { entries: 10 })!;
-      await vi.waitFor(async () => expect(await cache.readVersion()).toBeGreaterThan(0), { timeout: 5000 });
-      expect(await cache.get('k', async () => 'first')).toBe('first');
-      expect(await cache.get('k', async () => 'not read')).toBe('first');
+      const cache = await cacheOfAnotherProcess(late);
       const started = performance.now();
       await t.db.updateTable('projects').set({ icon: 'folder' }).where('id', '=', 'none').execute();
       // Confirmed by the late process (300 ms), not waited out until its lease ended (2 s).
@@ -258,6 +253,20 @@ describe.runIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
       await late.close();
     }
   });
+
+  /**
+   * A cache of another process with `signals`, holding its lease and a value read before a
+   * write: the caller writes, then reads the cache again.
+   */
+  async function cacheOfAnotherProcess(signals: PgChangeSignals) {
+    const otherProcess = {};
+    registerChangeSignals(otherProcess as never, signals);
+    const cache = ExactCache.for<string>(otherProcess as never, ['projects'], { entries: 10 })!;
+    await vi.waitFor(async () => expect(await cache.readVersion()).toBeGreaterThan(0), { timeout: 5000 });
+    expect(await cache.get('k', async () => 'first')).toBe('first');
+    expect(await cache.get('k', async () => 'not read')).toBe('first');
+    return cache;
+  }
 
   /** A pg client on the test's schema, outside Kysely. */
   async function withPlainClient<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -339,13 +348,8 @@ describe.runIf(testDatabaseUrl)(`exact cache (${engineName})`, () => {
       connectionString: url,
       options: `-c search_path=${empty},${schema}`,
     });
-    const otherProcess = {};
-    registerChangeSignals(otherProcess as never, elsewhere);
     try {
-      const cache = ExactCache.for<string>(otherProcess as never, ['projects'], { entries: 10 })!;
-      await vi.waitFor(async () => expect(await cache.readVersion()).toBeGreaterThan(0), { timeout: 5000 });
-      expect(await cache.get('k', async () => 'first')).toBe('first');
-      expect(await cache.get('k', async () => 'not read')).toBe('first');
+      const cache = await cacheOfAnotherProcess(elsewhere);
       const started = performance.now();
       await t.db.updateTable('projects').set({ icon: 'folder' }).where('id', '=', 'none').execute();
       const waited = performance.now() - started;
