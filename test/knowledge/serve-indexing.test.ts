@@ -14,15 +14,18 @@ afterEach(async () => {
   cluster = undefined;
 });
 
-async function call<T>(url: string, init: RequestInit = {}): Promise<{ status: number; data: T }> {
+async function call<T>(
+  url: string,
+  init: RequestInit = {},
+): Promise<{ status: number; data: T; body: unknown }> {
   const response = await fetch(url, { ...init, headers: { ...OWNER, ...(init.headers ?? {}) } });
   const body = (await response.json()) as { data: T };
-  return { status: response.status, data: body.data };
+  return { status: response.status, data: body.data, body };
 }
 
 async function upload(server: ServeProcess, file: TestFile) {
   const cut = file.path.lastIndexOf('/');
-  const { status, data } = await call<{ uploadUrl: string }>(`${PROJECT_URL(server)}/files/upload`, {
+  const { status, data, body } = await call<{ uploadUrl: string }>(`${PROJECT_URL(server)}/files/upload`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
@@ -32,7 +35,16 @@ async function upload(server: ServeProcess, file: TestFile) {
       sizeBytes: file.bytes.length,
     }),
   });
-  expect(status).toBe(200);
+  // The answer, and what the process logged, when it is not a 200: what to look at if it fails.
+  expect(
+    status,
+    `${JSON.stringify(body)}\n${server
+      .output()
+      .split('\n')
+      .filter((l) => /"statusCode":4|"level":[45]/.test(l))
+      .slice(-5)
+      .join('\n')}`,
+  ).toBe(200);
   const put = await fetch(data.uploadUrl, {
     method: 'PUT',
     headers: { 'content-type': file.mediaType },
