@@ -5,53 +5,43 @@
  * and shutdown neither interrupted nor waited for the first.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
+import { chatRows, userText } from './fixtures.js';
+import { listeningChatApp } from './listening-app.js';
 import { EventReader, textDeltas } from './sse-reader.js';
 
-let upstream: FakeUpstream;
-let t: TestApp;
-let baseUrl: string;
-
+let app: Awaited<ReturnType<typeof listeningChatApp>>;
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  t = await createTestApp({
-    setup: chatSetup(upstream),
-    env: { ATRIUM_MAX_CONCURRENT_REPLIES: '2' },
-    shutdownWaitMs: 50,
-  });
-  baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  app = await listeningChatApp({ env: { ATRIUM_MAX_CONCURRENT_REPLIES: '2' }, shutdownWaitMs: 50 });
 });
-afterAll(async () => {
-  upstream.release();
-  await t.close();
-  await upstream.close();
-});
-
-const headers = { 'content-type': 'application/json', 'x-service-api-key': CHAT_KEYS.main };
-const post = (body: Record<string, unknown>) =>
-  fetch(`${baseUrl}/v1/chat`, { method: 'POST', headers, body: JSON.stringify(body) });
+afterAll(() => app.close());
 
 describe('two replies running on one chat', () => {
   it('both count against the limit, a stop ends both, and both are stored', async () => {
-    upstream.enqueue({ kind: 'held', text: 'one two three four', afterPieces: 2 });
-    const first = await post({ agentId: 'agt_plain', stream: true, messages: [userText('first')] });
+    app.upstream.enqueue({ kind: 'held', text: 'one two three four', afterPieces: 2 });
+    const first = await app.post({ agentId: 'agt_plain', stream: true, messages: [userText('first')] });
     const chatId = first.headers.get('x-chat-id')!;
     const firstEvents = new EventReader(first);
     await firstEvents.until(textDeltas(2));
 
-    upstream.enqueue({ kind: 'held', text: 'uno dos tres cuatro', afterPieces: 2 });
-    const second = await post({ agentId: 'agt_plain', stream: true, chatId, messages: [userText('second')] });
+    app.upstream.enqueue({ kind: 'held', text: 'uno dos tres cuatro', afterPieces: 2 });
+    const second = await app.post({
+      agentId: 'agt_plain',
+      stream: true,
+      chatId,
+      messages: [userText('second')],
+    });
     expect(second.status).toBe(200);
     const secondEvents = new EventReader(second);
     await secondEvents.until(textDeltas(2));
 
     // Two replies run on this process: a third, on another chat, is over the limit of 2.
-    const third = await post({ agentId: 'agt_plain', messages: [userText('third')] });
+    const third = await app.post({ agentId: 'agt_plain', messages: [userText('third')] });
     expect(third.status).toBe(503);
 
-    const stop = await fetch(`${baseUrl}/v1/chat/${chatId}/stop`, { method: 'POST', headers });
+    const stop = await fetch(`${app.baseUrl}/v1/chat/${chatId}/stop`, {
+      method: 'POST',
+      headers: app.headers,
+    });
     expect((await stop.json()).data.stopped).toBe(true);
     await Promise.all([firstEvents.all(), secondEvents.all()]);
     for (const events of [firstEvents, secondEvents]) {
@@ -60,8 +50,8 @@ describe('two replies running on one chat', () => {
         messageMetadata: { finishReason: 'stopped' },
       });
     }
-    await t.app.persistence.idle();
-    const replies = (await chatRows(t.db, chatId)).filter((row) => row.role === 'assistant');
+    await app.t.app.persistence.idle();
+    const replies = (await chatRows(app.t.db, chatId)).filter((row) => row.role === 'assistant');
     expect(replies.map((row) => row.finish_reason)).toEqual(['stopped', 'stopped']);
   });
 });

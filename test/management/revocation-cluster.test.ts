@@ -60,17 +60,10 @@ describe(`key revocation across two atrium serve processes (${engineName})`, () 
   });
 
   it('a key revoked by `atrium keys revoke` (another process) is refused by both on their very next request', async () => {
-    const { stdout } = await runAtriumCli(cluster.env, [
-      'keys',
-      'create',
-      '--workspace',
-      'wsp_main',
-      '--user',
-      'usr_max',
-      '--name',
-      'operator',
-      '--json',
-    ]);
+    const { stdout } = await runAtriumCli(
+      cluster.env,
+      'keys create --workspace wsp_main --user usr_max --name operator --json'.split(' '),
+    );
     const created = JSON.parse(stdout) as { id: string; key: string };
     // Both processes have used the key, so any per-process memory of it would be warm.
     for (const server of cluster.servers) expect((await me(server.url, created.key)).status).toBe(200);

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { type Db, dialectOf, type Executor } from '../database.js';
+import { selectInChunks } from '../in-chunks.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
 import type { ProjectTable } from '../schema.js';
@@ -71,29 +72,27 @@ export async function updateProject(
   await db.updateTable('projects').set(changes).where('id', '=', projectId).execute();
 }
 
-/**
- * Deletes the project and its file records in one transaction; its chats stay, detached (the
- * foreign key would do it too, but not on a SQLite connection without foreign keys enforced).
- */
-/** Which of `ids` are projects of the workspace (any state), in chunks the databases accept. */
+/** Which of `ids` are projects of the workspace (any state). */
 export async function findExistingProjectIds(
   db: Db,
   workspaceId: string,
   ids: string[],
 ): Promise<Set<string>> {
-  const found = new Set<string>();
-  for (let start = 0; start < ids.length; start += 500) {
-    const rows = await db
+  const rows = await selectInChunks(ids, (chunk) =>
+    db
       .selectFrom('projects')
       .select('id')
       .where('workspace_id', '=', workspaceId)
-      .where('id', 'in', ids.slice(start, start + 500))
-      .execute();
-    for (const row of rows) found.add(row.id);
-  }
-  return found;
+      .where('id', 'in', chunk)
+      .execute(),
+  );
+  return new Set(rows.map((row) => row.id));
 }
 
+/**
+ * Deletes the project and its file records in one transaction; its chats stay, detached (the
+ * foreign key would do it too, but not on a SQLite connection without foreign keys enforced).
+ */
 export async function deleteProjectRows(db: Db, workspaceId: string, projectId: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await trx

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { retryOnConflict } from '../conflict-retry.js';
 import { type Db, dialectOf, type Executor } from '../database.js';
+import { selectInChunks } from '../in-chunks.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
 import type { SkillTable } from '../schema.js';
@@ -11,32 +12,23 @@ export async function findTakenSkillNames(
   workspaceId: string,
   names: string[],
 ): Promise<Set<string>> {
-  const taken = new Set<string>();
-  // Chunked so a request never builds an IN list past what either engine accepts.
-  for (let start = 0; start < names.length; start += 500) {
-    const chunk = names.slice(start, start + 500);
-    if (chunk.length === 0) continue;
-    const rows = await db
+  const rows = await selectInChunks(names, (chunk) =>
+    db
       .selectFrom('skills')
       .select('name')
       .where('workspace_id', '=', workspaceId)
       .where('name', 'in', chunk)
-      .execute();
-    for (const row of rows) taken.add(row.name);
-  }
-  return taken;
+      .execute(),
+  );
+  return new Set(rows.map((row) => row.name));
 }
 
 /** Which of `ids` have a skill row (any workspace): the rest are objects without a record. */
 export async function findExistingSkillIds(db: Executor, ids: string[]): Promise<Set<string>> {
-  const found = new Set<string>();
-  for (let start = 0; start < ids.length; start += 500) {
-    const chunk = ids.slice(start, start + 500);
-    if (chunk.length === 0) continue;
-    const rows = await db.selectFrom('skills').select('id').where('id', 'in', chunk).execute();
-    for (const row of rows) found.add(row.id);
-  }
-  return found;
+  const rows = await selectInChunks(ids, (chunk) =>
+    db.selectFrom('skills').select('id').where('id', 'in', chunk).execute(),
+  );
+  return new Set(rows.map((row) => row.id));
 }
 
 /**
@@ -163,17 +155,15 @@ export function listWorkspaceSkills(db: Db, workspaceId: string) {
 
 /** The workspace's skills with these names, by name (for `mode: replace`). */
 export async function findSkillsByName(db: Executor, workspaceId: string, names: string[]) {
-  const found = new Map<string, Pick<SkillTable, 'id' | 'storage_path' | 'created_at' | 'owner_user_id'>>();
-  for (let start = 0; start < names.length; start += 500) {
-    const chunk = names.slice(start, start + 500);
-    if (chunk.length === 0) continue;
-    const rows = await db
+  const rows = await selectInChunks(names, (chunk) =>
+    db
       .selectFrom('skills')
       .select(['id', 'name', 'storage_path', 'created_at', 'owner_user_id'])
       .where('workspace_id', '=', workspaceId)
       .where('name', 'in', chunk)
-      .execute();
-    for (const { name, ...row } of rows) found.set(name, row);
-  }
+      .execute(),
+  );
+  const found = new Map<string, Pick<SkillTable, 'id' | 'storage_path' | 'created_at' | 'owner_user_id'>>();
+  for (const { name, ...row } of rows) found.set(name, row);
   return found;
 }
