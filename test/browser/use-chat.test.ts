@@ -1,35 +1,29 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { CHAT_KEYS, chatRows, chatSetup } from '../chat/fixtures.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { browserRunnable, launchChromium, serveSite } from '../helpers/browser.js';
 
-/** Debian's chromium (`.ci/run` installs it); no browser is downloaded. */
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const EXAMPLE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/use-chat');
 const CLIENT_CHAT_ID = 'browser_chat_1';
 
 let upstream: FakeUpstream;
 let t: TestApp;
 let apiUrl: string;
-let site: Server;
+let site: Awaited<ReturnType<typeof serveSite>>;
 let siteUrl: string;
 let bundleDir: string;
 let browser: Browser;
 let page: Page;
 
-// CI always runs it (and fails without chromium); a developer machine without chromium skips it.
-const runnable = existsSync(CHROMIUM) || Boolean(process.env.CI);
-
 beforeAll(async () => {
-  if (!runnable) return;
+  if (!browserRunnable) return;
   bundleDir = mkdtempSync(path.join(tmpdir(), 'atrium-example-'));
   await build({
     entryPoints: [path.join(EXAMPLE, 'app.tsx')],
@@ -42,31 +36,16 @@ beforeAll(async () => {
     logLevel: 'silent',
   });
   // The page is served from its own origin, so every API call is cross-origin (CORS).
-  site = createServer((req, res) => {
-    const file = req.url?.startsWith('/app.js') ? 'app.js' : 'index.html';
-    const body =
-      file === 'app.js' ? readFileSync(path.join(bundleDir, file)) : readFileSync(path.join(EXAMPLE, file));
-    res.writeHead(200, { 'content-type': file === 'app.js' ? 'text/javascript' : 'text/html' });
-    res.end(body);
+  site = await serveSite({
+    '/app.js': { type: 'text/javascript', body: () => readFileSync(path.join(bundleDir, 'app.js')) },
+    '/': { type: 'text/html', body: () => readFileSync(path.join(EXAMPLE, 'index.html')) },
   });
-  await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
-  siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+  siteUrl = site.url;
 
   upstream = await startFakeUpstream();
   t = await createTestApp({ setup: chatSetup(upstream), env: { ATRIUM_CORS_ORIGINS: siteUrl } });
   apiUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
   page = await browser.newPage();
 }, 60_000);
 
@@ -74,7 +53,7 @@ afterAll(async () => {
   await browser?.close();
   await t?.close();
   await upstream?.close();
-  await new Promise((resolve) => (site ? site.close(resolve) : resolve(undefined)));
+  await site?.close();
   if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
 });
 
@@ -141,7 +120,7 @@ const textOf = (parts: string) =>
     .map((p) => p.text)
     .join('');
 
-describe.skipIf(!runnable)('the useChat example in headless Chromium, talking to Atrium over CORS', () => {
+describe.skipIf(!browserRunnable)('the useChat example in headless Chromium, talking to Atrium over CORS', () => {
   it('holds three turns in one chat on the server', async () => {
     await load(() => page.goto(pageUrl()));
     await ready();

@@ -22,6 +22,24 @@ const EXPOSED_HEADERS = [
 ];
 
 /**
+ * Request headers the official OpenAI SDKs send on every call (the `openai` package 6.x); a
+ * browser app built on them (`dangerouslyAllowBrowser`) cannot call `/v1/openai` unless the
+ * preflight allows them.
+ */
+const OPENAI_SDK_HEADERS = [
+  'x-stainless-arch',
+  'x-stainless-lang',
+  'x-stainless-os',
+  'x-stainless-package-version',
+  'x-stainless-retry-count',
+  'x-stainless-runtime',
+  'x-stainless-runtime-version',
+  'x-stainless-timeout',
+  'openai-organization',
+  'openai-project',
+];
+
+/**
  * Cross-origin access for browser apps on `ATRIUM_CORS_ORIGINS` (spec/chats.md): preflights are
  * answered for every route, `/v1` and the signed storage URLs alike, before any key check (a
  * browser sends no key with a preflight). Without the setting, no cross-origin access.
@@ -43,6 +61,7 @@ export async function registerCors(
       'x-request-id',
       'x-atrium-chat-id',
       'x-atrium-conversation-key',
+      ...OPENAI_SDK_HEADERS,
     ],
     exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600,
