@@ -220,7 +220,26 @@ export async function startConversation(
     ticket.release();
     throw error;
   }
+  // The tools before the user's turn is stored: a client tool named like one of the agent's
+  // (known only once its MCP servers answer) is refused with nothing stored.
   let tools: ConversationTools;
+  try {
+    await cpuTurn();
+    tools = await buildConversationTools(deps, {
+      agent,
+      workspace,
+      project,
+      orchestrated,
+      chatId,
+      values,
+      temperature: request.temperature ?? DEFAULT_TEMPERATURE,
+    });
+    if (request.clientTools) await addClientTools(tools, request.clientTools);
+  } catch (error) {
+    ticket.release();
+    await reservation?.release();
+    throw error;
+  }
   try {
     const stored = !storing
       ? undefined
@@ -240,6 +259,7 @@ export async function startConversation(
       // Another request created the chat of this client id first: continue that one.
       ticket.release();
       await reservation?.release();
+      await tools.close();
       return startConversation(
         deps,
         principal,
@@ -252,20 +272,10 @@ export async function startConversation(
       prepared = stored.prepared;
       chatId = chat.id;
     }
-    await cpuTurn();
-    tools = await buildConversationTools(deps, {
-      agent,
-      workspace,
-      project,
-      orchestrated,
-      chatId,
-      values,
-      temperature: request.temperature ?? DEFAULT_TEMPERATURE,
-    });
-    if (request.clientTools) await addClientTools(tools, request.clientTools);
   } catch (error) {
     ticket.release();
     await reservation?.release();
+    await tools.close();
     throw error;
   }
   const idle = new IdleTimeout(deps.config.upstreamTimeoutMs, () =>

@@ -575,6 +575,23 @@ describe('tools', () => {
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect(error).toMatchObject({ code: 'bad_request', param: 'tools' });
   });
+
+  it('stores nothing when a named chat’s call is refused for a colliding client tool', async () => {
+    const before = await countRows(t.db);
+    const error = await client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'collide-1' } })
+      .chat.completions.create({
+        model: 'agt_tools',
+        messages: [{ role: 'user', content: 'Hi' }],
+        tools: [{ type: 'function', function: { name: 'live_lookup', parameters: { type: 'object' } } }],
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    const after = await countRows(t.db);
+    expect({ chats: after.chats, messages: after.messages }).toEqual({
+      chats: before.chats,
+      messages: before.messages,
+    });
+  });
 });
 
 describe('storing', () => {
