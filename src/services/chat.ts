@@ -695,10 +695,12 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
     } catch (error) {
       outcome = { ok: false, error: errors.internal(error), usage, costUsd: cost };
     } finally {
-      await input.tools.close();
       input.ticket.release();
       // The usage is stored (or the request failed): its reservation stops counting.
       await input.reservation?.release();
+      // Not awaited: ending an MCP session is the server's business, not the answer's (a server
+      // slow to answer it would hold the reply; the session's end has a time limit of its own).
+      void input.tools.close();
     }
     settle(outcome);
     return outcome;

@@ -23,14 +23,16 @@ let t: TestApp;
 let mcp: TestMcpServer;
 let failingMcp: TestMcpServer;
 let stallingMcp: TestMcpServer;
+let sessionMcp: Awaited<ReturnType<typeof startMcpServer>>;
 const logLines: string[] = [];
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
-  [mcp, failingMcp, stallingMcp] = await Promise.all([
+  [mcp, failingMcp, stallingMcp, sessionMcp] = await Promise.all([
     startMcpServer('ok'),
     startMcpServer('fail'),
     startMcpServer('stall'),
+    startMcpServer('sessions-hold-close'),
   ]);
   t = await createTestApp({
     setup: chatSetup(upstream),
@@ -41,7 +43,13 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await t.close();
-  await Promise.all([upstream.close(), mcp.close(), failingMcp.close(), stallingMcp.close()]);
+  await Promise.all([
+    upstream.close(),
+    mcp.close(),
+    failingMcp.close(),
+    stallingMcp.close(),
+    sessionMcp.close(),
+  ]);
 });
 beforeEach(() => {
   upstream.requests.length = 0;
@@ -105,6 +113,28 @@ describe('MCP tools', () => {
     expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual(['live_lookup']);
     const toolMessage = upstream.requests[1]!.body.messages?.find((m) => m.role === 'tool');
     expect(JSON.stringify(toolMessage?.content)).toContain('definition of atrium');
+  });
+
+  it('answers without waiting for a server that never answers the end of its session', async () => {
+    await setTools([{ name: 'live', url: sessionMcp.url }]);
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'atrium' } }] },
+      { kind: 'text', text: 'A hall.' },
+    );
+    const started = Date.now();
+    const res = await post('/v1/agents/agt_tools/runs', { message: 'what is an atrium?' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data).toMatchObject({ status: 'completed', agentResponse: 'A hall.' });
+    expect(Date.now() - started).toBeLessThan(MCP_TIMEOUT_MS);
+    expect(sessionMcp.calls).toEqual([{ term: 'atrium' }]);
+    // The reply released its place: the chat is not running any more.
+    const chat = await t.app.inject({
+      method: 'GET',
+      url: `/v1/chats/${res.json().data.chatId}`,
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(chat.json().data.chat.active).toBe(false);
+    await expect.poll(() => sessionMcp.sessionEnds).toBe(1);
   });
 
   it('sends warnings in a stream as a data-warnings chunk after start, and stores them with the reply', async () => {

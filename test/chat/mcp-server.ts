@@ -13,18 +13,31 @@ export interface TestMcpServer {
 
 /**
  * A real streamable-HTTP MCP server (stateless) with one tool, `lookup`. `mode: 'fail'` answers
- * every request with HTTP 500; `mode: 'stall'` accepts requests and never answers.
+ * every request with HTTP 500; `mode: 'stall'` accepts requests and never answers;
+ * `mode: 'sessions-hold-close'` gives each client a session and never answers the `DELETE`
+ * that ends it.
  */
-export async function startMcpServer(mode: 'ok' | 'fail' | 'stall' = 'ok'): Promise<TestMcpServer> {
+export async function startMcpServer(
+  mode: 'ok' | 'fail' | 'stall' | 'sessions-hold-close' = 'ok',
+): Promise<TestMcpServer & { sessionEnds: number }> {
   const calls: Array<{ term: string }> = [];
   const stalled: ServerResponse[] = [];
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  let sessionEnds = 0;
   const server: Server = createServer(async (req, res) => {
     if (mode === 'fail') {
       res.writeHead(500).end('broken');
       return;
     }
-    if (mode === 'stall') {
+    if (mode === 'stall' || (mode === 'sessions-hold-close' && req.method === 'DELETE')) {
+      if (req.method === 'DELETE') sessionEnds++;
       stalled.push(res);
+      return;
+    }
+    const sessionId = req.headers['mcp-session-id'];
+    const session = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+    if (session) {
+      await session.handleRequest(req, res);
       return;
     }
     const mcp = new McpServer({ name: 'test-mcp', version: '1.0.0' });
@@ -37,13 +50,16 @@ export async function startMcpServer(mode: 'ok' | 'fail' | 'stall' = 'ok'): Prom
       },
     );
     const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
+      sessionIdGenerator: mode === 'sessions-hold-close' ? () => `session-${sessions.size + 1}` : undefined,
+      onsessioninitialized: (id) => void sessions.set(id, transport),
       enableJsonResponse: true,
     });
-    res.on('close', () => {
-      void transport.close();
-      void mcp.close();
-    });
+    if (mode !== 'sessions-hold-close') {
+      res.on('close', () => {
+        void transport.close();
+        void mcp.close();
+      });
+    }
     await mcp.connect(transport);
     await transport.handleRequest(req, res);
   });
@@ -52,8 +68,12 @@ export async function startMcpServer(mode: 'ok' | 'fail' | 'stall' = 'ok'): Prom
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
+    get sessionEnds() {
+      return sessionEnds;
+    },
     async close() {
       for (const res of stalled) res.destroy();
+      for (const transport of sessions.values()) await transport.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

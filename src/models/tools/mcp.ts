@@ -61,6 +61,19 @@ function toolName(server: string, tool: string): string {
   return `${server}_${tool}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
 }
 
+/**
+ * `fetch` for the MCP transport, with a time limit on the `DELETE` that ends a session: the
+ * transport sends it on close with no signal of its own, so a server that never answers it would
+ * hold the reply's close for undici's 300 s (a call's other requests carry the reply's signal).
+ */
+function boundedSessionEnd(timeoutMs: number): typeof fetch {
+  return (input, init) =>
+    fetch(
+      input,
+      init?.method === 'DELETE' && !init.signal ? { ...init, signal: AbortSignal.timeout(timeoutMs) } : init,
+    );
+}
+
 async function connectOne(
   spec: McpToolSpec,
   timeoutMs: number,
@@ -69,7 +82,13 @@ async function connectOne(
   let timer: NodeJS.Timeout | undefined;
   const setup = (async () => {
     client = await createMCPClient({
-      transport: { type: 'http', url: spec.url, headers: spec.headers, redirect: 'error' },
+      transport: {
+        type: 'http',
+        url: spec.url,
+        headers: spec.headers,
+        redirect: 'error',
+        fetch: boundedSessionEnd(timeoutMs),
+      },
       initializationOptions: { timeout: timeoutMs },
       clientName: 'atrium',
     });
