@@ -145,48 +145,60 @@ export async function searchProject(db: Db, params: SearchParams): Promise<Searc
 // SQLite: FTS5
 
 /**
- * A term's document frequency is counted in its FTS5 doclist, stopping at the budget: past it,
- * the exact number changes nothing (the term is left out, or ranked on its newest matches), and
- * counting a term in most chunks to the end costs milliseconds (so does `fts5vocab`, which walks
- * the whole doclist). Terms past the budget, and a large chunk count, are kept per process for a
- * minute; rarer ones are counted each time, so a newly indexed file's words are found at once.
+ * A term's document frequency is counted among the project's chunks, stopping at the budget:
+ * past it, the exact number changes nothing (the term is left out, or ranked on its newest
+ * matches), and counting a term in most chunks to the end costs milliseconds. Only the project's
+ * own chunks count: a frequency over every project would let a search tell which words other
+ * tenants' files hold (a term found only there would be kept as the rarest, and the caller's own
+ * matches dropped). Terms past the budget, and a large chunk count, are kept per process and
+ * project for a minute; rarer ones are counted each time, so a newly indexed file's words are
+ * found at once.
  */
 const STATS_CACHE_TTL_MS = 60_000;
 const TERM_CACHE_MAX = 10_000;
 const termCache = new WeakMap<object, Map<string, { doc: number; at: number }>>();
 const CHUNK_COUNT_CACHE_MIN = 5_000;
-const chunkCountCache = new WeakMap<object, { total: number; at: number }>();
+const CHUNK_COUNT_CACHE_MAX = 10_000;
+const chunkCountCache = new WeakMap<object, Map<string, { total: number; at: number }>>();
 
-/** Document frequencies (at most budget + 1) against the number of chunks, of every project. */
-async function sqliteTermStats(db: Db, terms: string[], budget: number) {
+/** Document frequencies (at most budget + 1) against the number of chunks, in one project. */
+async function sqliteTermStats(db: Db, projectId: string, terms: string[], budget: number) {
   let cache = termCache.get(db);
   if (!cache) termCache.set(db, (cache = new Map()));
   const now = Date.now();
   const frequencies = new Map<string, number>();
   const cap = budget + 1;
   for (const term of terms) {
-    const cached = cache.get(term);
+    const key = `${projectId}\0${term}`;
+    const cached = cache.get(key);
     if (cached && now - cached.at < STATS_CACHE_TTL_MS) {
       frequencies.set(term, cached.doc);
       continue;
     }
     const result = await sql<{ doc: number }>`select count(*) as doc from (
-        select 1 from knowledge_chunks_fts where knowledge_chunks_fts match ${`"${term}"`} limit ${cap})`.execute(
-      db,
-    );
+        select 1 from knowledge_chunks_fts
+        join knowledge_chunks s on s.id = knowledge_chunks_fts.rowid
+        where knowledge_chunks_fts match ${`"${term}"`} and s.project_id = ${projectId}
+        limit ${cap})`.execute(db);
     const doc = Number(result.rows[0]?.doc ?? 0);
     frequencies.set(term, doc);
     if (doc >= cap) {
       if (cache.size > TERM_CACHE_MAX) cache.clear();
-      cache.set(term, { doc, at: now });
+      cache.set(key, { doc, at: now });
     }
   }
-  const count = chunkCountCache.get(db);
+  let counts = chunkCountCache.get(db);
+  if (!counts) chunkCountCache.set(db, (counts = new Map()));
+  const count = counts.get(projectId);
   let total = count && now - count.at < STATS_CACHE_TTL_MS ? count.total : undefined;
   if (total === undefined) {
-    const result = await sql<{ n: number }>`select count(*) as n from knowledge_chunks`.execute(db);
+    const result = await sql<{ n: number }>`select count(*) as n from knowledge_chunks
+      where project_id = ${projectId}`.execute(db);
     total = Number(result.rows[0]?.n ?? 0);
-    if (total >= CHUNK_COUNT_CACHE_MIN) chunkCountCache.set(db, { total, at: now });
+    if (total >= CHUNK_COUNT_CACHE_MIN) {
+      if (counts.size > CHUNK_COUNT_CACHE_MAX) counts.clear();
+      counts.set(projectId, { total, at: now });
+    }
   }
   return { frequencies, total };
 }
@@ -197,7 +209,7 @@ async function searchSqlite(
   terms: string[],
   limit: number,
 ): Promise<Candidate[]> {
-  const stats = await sqliteTermStats(db, terms, RANK_BUDGET.sqlite);
+  const stats = await sqliteTermStats(db, params.projectId, terms, RANK_BUDGET.sqlite);
   const kept = selectTerms(stats.frequencies, terms, stats.total, RANK_BUDGET.sqlite);
   if (kept.length === 0) return [];
   // Every term quoted: a string of letters and digits in double quotes is always one token.

@@ -17,6 +17,12 @@ beforeAll(async () => {
   ]);
   await putAndSync(t, 'wsp_other', 'prj_other', [
     textFile('other-tenant.md', 'Saffron from another tenant.'),
+    textFile('code-name.md', 'Project zanzibarcode launches in May.'),
+  ]);
+  // Soup in most chunks of the whole database, though in no other tenant's.
+  await putAndSync(t, 'wsp_main', 'prj_2019', [
+    textFile('soup-1.md', 'Soup of the day, 2019.'),
+    textFile('soup-2.md', 'Soup recipes, 2019.'),
   ]);
   const indexer = startTestIndexer(t);
   stopIndexer = () => indexer.stop();
@@ -94,6 +100,19 @@ describe(`project index and search routes (${engineName})`, () => {
       'x-service-api-key': KEYS.otherWorkspace,
     });
     expect(own.json().data.results.map((r: { path: string }) => r.path)).toEqual(['other-tenant.md']);
+  });
+
+  it("answers the same whether or not a query's word is in another tenant's files", async () => {
+    // Both words are absent from prj_docs: which terms a search keeps must not depend on other
+    // projects (a word only they hold was once kept as the rarest, dropping the caller's matches).
+    const paths = async (q: string) =>
+      (await get(`/v1/projects/prj_docs/search?q=${encodeURIComponent(q)}`))
+        .json()
+        .data.results.map((r: { path: string }) => r.path)
+        .sort();
+    expect(await paths('soup')).toEqual(['guide.md', 'other.md']);
+    expect(await paths('zanzibarcode soup')).toEqual(await paths('nosuchwordanywhere soup'));
+    expect(await paths('zanzibarcode soup')).toEqual(['guide.md', 'other.md']);
   });
 
   it('summarizes the index and shows indexStatus on files and tree nodes', async () => {
