@@ -14,6 +14,13 @@ export const CHUNK_OVERLAP_CHARS = 200;
 const CHUNK_MAX_CHARS = CHUNK_TARGET_CHARS + 300;
 /** Never look for a break before this point of a chunk, so chunks do not shrink to a line. */
 const CHUNK_MIN_CHARS = Math.floor(CHUNK_TARGET_CHARS / 2);
+/**
+ * Characters of a heading path kept on each chunk. Every chunk of a section carries its heading
+ * (stored, indexed, shown in results and prompts), so an unbounded one (a 100 KB first line
+ * made a Markdown heading) would be stored once per chunk: a cost growing with the square of
+ * the file's size.
+ */
+export const CHUNK_HEADING_MAX_CHARS = 500;
 
 interface Placed {
   section: ExtractedSection;
@@ -38,6 +45,12 @@ export function chunkExtraction(extraction: Extraction): TextChunk[] {
     offset += section.text.length + SECTION_SEPARATOR.length;
   }
 
+  for (const item of placed) {
+    if (item.section.heading && item.section.heading.length > CHUNK_HEADING_MAX_CHARS) {
+      item.section = { ...item.section, heading: capHeading(item.section.heading) };
+    }
+  }
+
   const chunks: TextChunk[] = [];
   /** Adds the chunk [start, end) without its surrounding whitespace; returns its trimmed end. */
   const push = (start: number, end: number, heading: string | null, pages: number[] | null): number => {
@@ -58,13 +71,23 @@ export function chunkExtraction(extraction: Extraction): TextChunk[] {
     // One long section: windows with overlap.
     const { heading, pages } = first.section;
     let pos = first.start;
-    while (pos < first.end) {
+    for (;;) {
+      // From the next non-space character: each chunk then starts past the one before.
+      while (pos < first.end && /\s/.test(text[pos])) pos++;
+      if (pos >= first.end) break;
       if (first.end - pos <= CHUNK_MAX_CHARS) {
         push(pos, first.end, heading, pages);
         break;
       }
-      const end = push(pos, bestBreak(text, pos + CHUNK_MIN_CHARS, pos + CHUNK_TARGET_CHARS), heading, pages);
-      pos = Math.max(overlapStart(text, end), pos + 1);
+      const windowStart = pos;
+      const brk = bestBreak(text, pos + CHUNK_MIN_CHARS, pos + CHUNK_TARGET_CHARS);
+      const end = push(pos, brk, heading, pages);
+      // The overlap is taken back from the chunk's text (its end without trailing whitespace).
+      // After a short line and a long run of whitespace that end lies far back, and starting
+      // from there would move on one character per chunk (a chunk per character of the file):
+      // then the overlap is taken back from the break itself, which is most of a chunk ahead.
+      pos = overlapStart(text, end);
+      if (pos < windowStart + CHUNK_MIN_CHARS / 2) pos = overlapStart(text, brk);
     }
   }
   return chunks;
@@ -145,6 +168,17 @@ function firstMatchEnd(text: string, pattern: RegExp): number {
 function avoidSurrogateSplit(text: string, at: number): number {
   const code = text.charCodeAt(at);
   return code >= 0xdc00 && code <= 0xdfff ? at + 1 : at;
+}
+
+/** A heading path cut to {@link CHUNK_HEADING_MAX_CHARS}, marked as cut. */
+function capHeading(heading: string): string {
+  return avoidSurrogateCut(heading.slice(0, CHUNK_HEADING_MAX_CHARS - 1)) + '…';
+}
+
+/** A string without a lone high surrogate at its end. */
+function avoidSurrogateCut(text: string): string {
+  const code = text.charCodeAt(text.length - 1);
+  return code >= 0xd800 && code <= 0xdbff ? text.slice(0, -1) : text;
 }
 
 function trimRange(text: string, start: number, end: number): [number, number] {

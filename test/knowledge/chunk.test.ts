@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { CHUNK_OVERLAP_CHARS, CHUNK_TARGET_CHARS, chunkExtraction } from '../../src/knowledge/chunk.js';
+import {
+  CHUNK_HEADING_MAX_CHARS,
+  CHUNK_OVERLAP_CHARS,
+  CHUNK_TARGET_CHARS,
+  chunkExtraction,
+} from '../../src/knowledge/chunk.js';
 import { extractInProcess } from '../../src/knowledge/extract/index.js';
 import {
   extractedText,
@@ -147,6 +152,35 @@ describe('chunkExtraction', () => {
     expect(chunks[0].pages).toEqual([1, 2]);
     expect(chunks.slice(1, -1).every((c) => c.pages?.join() === '3')).toBe(true);
     expect(chunks.at(-1)!.pages).toEqual([4]);
+  });
+
+  it('moves on by most of a chunk after a short line and a long run of whitespace', () => {
+    // Once a chunk per character of the file: 14,951 chunks for these 175 KB.
+    for (const unit of ['\n' + 'a'.repeat(150) + ' '.repeat(1600), 'intro line\nshort text\n' + '\n'.repeat(800)]) {
+      const extraction = ok([section(unit.repeat(100))]);
+      const chunks = chunkExtraction(extraction);
+      expectConsistent(extraction, chunks);
+      const floor = CHUNK_TARGET_CHARS / 2 - CHUNK_OVERLAP_CHARS;
+      expect(chunks.length).toBeLessThanOrEqual(Math.ceil(unit.length * 100 / floor) + 1);
+    }
+  });
+
+  it('cuts a heading path longer than the cap on every chunk', async () => {
+    const title = Array.from({ length: 20_000 }, (_, i) => `w${i}`).join(' ');
+    const markdown = `# ${title}\n\n` + ('Some body text of the section. '.repeat(40) + '\n\n').repeat(50);
+    const extraction = await extractInProcess({
+      bytes: Buffer.from(markdown),
+      path: 'long.md',
+      mediaType: 'text/markdown',
+    });
+    const chunks = chunkExtraction(extraction);
+    expectConsistent(extraction, chunks);
+    expect(chunks.length).toBeGreaterThan(10);
+    for (const chunk of chunks) {
+      expect(chunk.heading!.length).toBe(CHUNK_HEADING_MAX_CHARS);
+      expect(chunk.heading!.endsWith('…')).toBe(true);
+      expect(title.startsWith(chunk.heading!.slice(0, -1))).toBe(true);
+    }
   });
 
   it('never packs row blocks of different rows together', () => {
