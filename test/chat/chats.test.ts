@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { deleteChatMessages } from '../../src/db/repositories/messages.js';
 import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
@@ -194,6 +195,26 @@ describe('regenerate', () => {
     expect(upstream.lastRequest().body.messages).toEqual([{ role: 'user', content: 'first' }]);
     const rows = await chatRows(t.db, chatId);
     expect(rows.map((r) => r.id)).toEqual(['regen-named-u1', res.json().messageId]);
+  });
+
+  it('stores a turn of 3,000 messages and regenerates over them (more rows than one statement binds)', async () => {
+    const { chatId, a1 } = await conversation('regen-many');
+    const many = Array.from({ length: 3_000 }, (_, i) => userText(`note ${i}`, `regen-many-n${i}`));
+    const long = await chat({ agentId: 'agt_plain', chatId, messages: many });
+    expect(long.statusCode, long.body).toBe(200);
+    expect(await chatRows(t.db, chatId)).toHaveLength(4 + 3_000 + 1);
+    const res = await chat({
+      agentId: 'agt_plain',
+      chatId,
+      trigger: 'regenerate-message',
+      messageId: a1,
+      messages: [userText('first', 'regen-many-u1')],
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect((await chatRows(t.db, chatId)).map((r) => r.id)).toEqual(['regen-many-u1', res.json().messageId]);
+    // Past what either engine binds in one statement (SQLite 32,766 values, PostgreSQL 65,535).
+    const ids = Array.from({ length: 70_000 }, (_, i) => `msg_none_${i}`);
+    await t.db.transaction().execute((trx) => deleteChatMessages(trx, chatId, ids));
   });
 
   it('answers 404 for an unknown messageId, and deletes nothing when the new reply fails', async () => {

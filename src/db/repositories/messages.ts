@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { Executor } from '../database.js';
+import { forEachChunk } from '../in-chunks.js';
 import type { Database, MessageTable } from '../schema.js';
 
 /** The messages of a chat, in order. */
@@ -49,10 +50,8 @@ export async function appendMessages(
       .executeTakeFirst();
     start = last?.position === null || last?.position === undefined ? 0 : Number(last.position) + 1;
   }
-  await trx
-    .insertInto('messages')
-    .values(rows.map((row, i) => ({ ...row, chat_id: chatId, position: start + i })))
-    .execute();
+  const positioned = rows.map((row, i) => ({ ...row, chat_id: chatId, position: start + i }));
+  await forEachChunk(positioned, (chunk) => trx.insertInto('messages').values(chunk).execute());
 }
 
 /**
@@ -83,6 +82,7 @@ export async function deleteChatMessages(
   chatId: string,
   messageIds: string[],
 ): Promise<void> {
-  if (messageIds.length === 0) return;
-  await trx.deleteFrom('messages').where('chat_id', '=', chatId).where('id', 'in', messageIds).execute();
+  await forEachChunk(messageIds, (chunk) =>
+    trx.deleteFrom('messages').where('chat_id', '=', chatId).where('id', 'in', chunk).execute(),
+  );
 }
