@@ -81,6 +81,15 @@ function refusedParameters(body: CompletionRequest): ValidationIssue[] {
   if (format && format.type !== 'text') {
     issues.push({ path: 'body.response_format', message: 'only type "text" is supported' });
   }
+  // A forced function must be one the request declares (the agent's own tools are not the
+  // client's to name); otherwise the model's call could only break the reply.
+  const choice = body.tool_choice;
+  if (choice && typeof choice === 'object') {
+    const declared = (body.tools ?? []).some((declared) => declared.function.name === choice.function.name);
+    if (!declared) {
+      issues.push({ path: 'body.tool_choice', message: 'must name a function declared in tools' });
+    }
+  }
   return issues;
 }
 
@@ -99,7 +108,8 @@ function textOf(content: OpenAIMessage['content'], path: string): string {
     .join('');
 }
 
-const DATA_URL = /^data:([^;,]+)[;,]/i;
+/** An image as OpenAI takes it inline: `data:image/…;base64,` and base64 data. */
+const IMAGE_DATA_URL = /^data:(image\/[\w.+-]+);base64,[A-Za-z0-9+/]*={0,2}$/i;
 
 /** A user part: `text`, or `image_url` with a data: or https: URL. */
 function userPart(
@@ -110,16 +120,18 @@ function userPart(
     return { ui: { type: 'text', text: part.text }, model: { type: 'text', text: part.text } };
   }
   const url = (part.image_url as { url?: unknown } | undefined)?.url;
-  if (part.type === 'image_url' && typeof url === 'string' && /^(https:|data:[^,]*,)/i.test(url)) {
-    const mediaType = DATA_URL.exec(url)?.[1] ?? 'image/*';
+  const dataUrl = typeof url === 'string' && url.startsWith('data:') ? IMAGE_DATA_URL.exec(url) : undefined;
+  if (part.type === 'image_url' && typeof url === 'string' && (/^https:/i.test(url) || dataUrl)) {
+    const mediaType = dataUrl?.[1] ?? 'image/*';
     return {
       ui: { type: 'file', url, mediaType },
       model: { type: 'image', image: new URL(url), ...(mediaType !== 'image/*' ? { mediaType } : {}) },
     } as { ui: Part; model: Exclude<ModelMessage['content'], string>[number] };
   }
-  throw errors.badRequest(`${path} must be a text part or an image_url part with a data: or https: URL`, [
-    { path, message: 'must be a text part or an image_url part with a data: or https: URL' },
-  ]);
+  throw errors.badRequest(
+    `${path} must be a text part or an image_url part with an https: URL or a base64 data:image/… URL`,
+    [{ path, message: 'must be a text part or an image_url part with an https: URL or a base64 data:image/… URL' }],
+  );
 }
 
 interface ToolCallIn {

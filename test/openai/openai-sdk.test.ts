@@ -240,6 +240,21 @@ describe('errors', () => {
       [{ logprobs: true }, 'logprobs'],
       [{ response_format: { type: 'json_object' } }, 'response_format'],
       [{ modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'mp3' } }, 'audio'],
+      // A forced function the request does not declare (once a 502 from the SDK's check).
+      [
+        {
+          tools: [{ type: 'function', function: { name: 'f' } }],
+          tool_choice: { type: 'function', function: { name: 'zzz' } },
+        },
+        'tool_choice',
+      ],
+      // Inline images OpenAI would not take (once a 502: the SDK failed to decode them).
+      ...['data:image/png;base64,!!!', 'data:,hello', 'data:text/plain;base64,aGk=', 'data:image/png,raw'].map(
+        (url): [Record<string, unknown>, string] => [
+          { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }] },
+          'messages.0.content.0',
+        ],
+      ),
     ];
     for (const [extra, param] of refused) {
       const error = await client()
