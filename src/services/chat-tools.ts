@@ -37,6 +37,8 @@ export interface ToolContext {
   /** Agent ids an orchestrating agent delegates to. */
   orchestrated: string[];
   chatId: string;
+  /** The user whose key made the request: sub-agent runs are theirs, as the lead's run is. */
+  userId: string;
   values: Record<string, TemplateValue>;
   temperature: number;
 }
@@ -166,6 +168,7 @@ async function runSubAgent(
     workspace_id: workspace.id,
     agent_id: subAgent.id,
     chat_id: context.chatId,
+    user_id: context.userId,
     status: 'completed',
     input: message,
     response: '',

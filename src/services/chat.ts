@@ -231,6 +231,7 @@ export async function startConversation(
       project,
       orchestrated,
       chatId,
+      userId: principal.userId,
       values,
       temperature: request.temperature ?? DEFAULT_TEMPERATURE,
     });

@@ -305,7 +305,13 @@ describe('orchestration', () => {
       { kind: 'text', text: 'Plan summary from plain.', usage: { prompt: 10, completion: 5 } },
       { kind: 'text', text: 'The plain agent says: Plan summary from plain.' },
     );
-    const res = await post('/v1/chat', { agentId: 'agt_lead', messages: [userText('What is the plan?')] });
+    // A member's request: the sub-agent's run is theirs too, so they can read it.
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/chat',
+      headers: { 'x-service-api-key': CHAT_KEYS.mainMember },
+      payload: { agentId: 'agt_lead', messages: [userText('What is the plan?')] },
+    });
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body.text).toBe('The plain agent says: Plan summary from plain.');
@@ -322,7 +328,14 @@ describe('orchestration', () => {
       response: 'Plan summary from plain.',
       input_tokens: 10,
       output_tokens: 5,
+      user_id: 'usr_max',
     });
+    const history = await t.app.inject({
+      method: 'GET',
+      url: `/v1/agents/agt_plain/runs/${runs[0]!.id}`,
+      headers: { 'x-service-api-key': CHAT_KEYS.mainMember },
+    });
+    expect(history.statusCode, history.body).toBe(200);
     // The sub-agent's usage counts toward the lead's reply.
     const reply = await t.db
       .selectFrom('messages')
