@@ -1,4 +1,5 @@
 import { runAgent } from '../../services/agent-runs.js';
+import { withIdleTimeoutPaused } from '../idle-timeout-pause.js';
 import type { ChatDeps } from '../../services/chat.js';
 import { AgentRunBody, AgentRunParams, AgentRunResponse } from '../schemas/agent-runs.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
@@ -21,7 +22,9 @@ export async function agentRunRoutes(app: TypedApp, deps: ChatDeps): Promise<voi
       },
     },
     async (request) => {
-      const data = await runAgent(deps, request.principal, request.params.agentId, request.body);
+      const data = await withIdleTimeoutPaused(request, () =>
+        runAgent(deps, request.principal, request.params.agentId, request.body),
+      );
       return { data };
     },
   );

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
 import { type ChatDeps, completeConversation, startConversation } from '../../services/chat.js';
+import { withIdleTimeoutPaused } from '../idle-timeout-pause.js';
 import { accessChats, resumeReply, stopReply } from '../../services/chats.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import { ChatBody, ChatOkResponse, ResumeOkResponse } from '../schemas/chat.js';
@@ -59,7 +60,7 @@ export async function chatRoutes(
         }
       });
       if (!body.stream) {
-        const outcome = await completeConversation(conversation);
+        const outcome = await withIdleTimeoutPaused(request, () => completeConversation(conversation));
         return {
           text: outcome.text,
           messageId: conversation.messageId,

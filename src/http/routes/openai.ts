@@ -23,6 +23,7 @@ import {
 } from '../schemas/openai.js';
 import { headerDoc } from '../schemas/headers.js';
 import { LiveEventStream } from '../ui-message-sse.js';
+import { withIdleTimeoutPaused } from '../idle-timeout-pause.js';
 import type { TypedApp } from '../typed-app.js';
 
 /** Event-stream headers of OpenAI's stream (not the AI SDK's UI message stream marker). */
@@ -172,7 +173,7 @@ export async function openAIRoutes(
       const clientToolNames = new Set(Object.keys(input.clientTools ?? {}));
       const created = Math.floor(deps.clock().getTime() / 1000);
       if (!body.stream) {
-        const outcome = await conversation.complete();
+        const outcome = await withIdleTimeoutPaused(request, () => conversation.complete());
         if (!outcome.ok) throw outcome.error;
         return completionObject(conversation, outcome, clientToolNames, created);
       }
