@@ -115,9 +115,9 @@ function signingSecret(env: Env, dataDir: string): string {
 }
 
 function httpTimeouts(env: Env, upstreamTimeoutMs: number): HttpTimeouts {
-  // A non-streamed reply (several model and tool steps) is silent on its connection until it is
-  // done: the default leaves it 10 minutes. Never shorter than the upstream timeout, or a reply
-  // waiting for its provider would be cut before it could answer 504.
+  // A silent connection's limit. A non-streamed reply pauses it while it works
+  // (http/idle-timeout-pause.ts); never shorter than the upstream timeout all the same, so that a
+  // request waiting on a provider some other way is not cut before it could answer 504.
   const idleTimeoutMs = integer(
     env,
     'ATRIUM_IDLE_TIMEOUT_MS',
