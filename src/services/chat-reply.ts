@@ -9,7 +9,7 @@ import {
   type UIMessageChunk,
 } from 'ai';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import type { ApiError } from '../errors.js';
+import { ApiError } from '../errors.js';
 import type { StopReason } from './running-replies.js';
 import type { ChatMessageMetadata, TokenUsage } from './chat.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
@@ -124,14 +124,16 @@ export async function completeReply(call: ReplyCall): Promise<ReplyResult> {
     };
   } catch (error) {
     const stopped = call.stopReason();
-    // A stopped JSON reply has nothing shown yet: it ends empty, its finished steps paid for.
+    // A stopped JSON reply has nothing to show: the client is told why it gets no answer (as a
+    // streaming client is told of a shutdown), nothing is stored, its finished steps are paid for.
     if (stopped && !call.idle.timedOut) {
       return {
-        ok: true,
-        text: '',
-        parts: [],
-        usage: { ...call.spent },
-        finishReason: stopped,
+        ok: false,
+        error:
+          stopped === 'interrupted'
+            ? // Another process (behind the load balancer) or this one restarted can answer it.
+              new ApiError('service_unavailable', INTERRUPTED_MESSAGE, { retryAfterSeconds: 1 })
+            : new ApiError('conflict', STOPPED_MESSAGE),
       };
     }
     return failure(call, error);
@@ -152,6 +154,7 @@ export interface StreamReplyOptions {
 
 /** Messages a client is shown for how a reply ended without a normal finish. */
 const INTERRUPTED_MESSAGE = 'The server shut down while this reply was being generated';
+const STOPPED_MESSAGE = 'The reply was stopped before it was done';
 const NOT_STORED_MESSAGE = 'The reply could not be stored';
 
 /**

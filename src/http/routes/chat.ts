@@ -40,7 +40,7 @@ export async function chatRoutes(
         tags: ['chat'],
         security: API_KEY_SECURITY,
         body: ChatBody,
-        response: { 200: ChatOkResponse, ...errorResponses(...COMMON_ERRORS, 402, 502, 503, 504) },
+        response: { 200: ChatOkResponse, ...errorResponses(...COMMON_ERRORS, 402, 409, 502, 503, 504) },
       },
     },
     async (request, reply) => {
