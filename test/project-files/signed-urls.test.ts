@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
+import { createSignedUrl } from '../../src/storage/signed-url.js';
 import { filesApi, injectable, PREFIX } from './helpers.js';
 
 let now = new Date('2026-11-22T10:00:00.000Z');
@@ -261,6 +262,35 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
       expect(res.json().code).toBe('invalid_signature');
     }
     expect(await t.store.head('projects/wsp_other/prj_other/mine.txt')).toBeNull();
+  });
+
+  it('refuses a path no store can hold with 400, even under a valid signature (never a 500)', async () => {
+    // Only the signing secret makes such a URL: Atrium signs none. Once: 500 from the store.
+    const expiresAt = Math.floor(now.getTime() / 1000) + 60;
+    for (const key of [
+      `${PREFIX}a//b.txt`,
+      '/abs.txt',
+      `${PREFIX}${'é'.repeat(200)}.txt`,
+      `${PREFIX}${'x/'.repeat(3000)}f`,
+    ]) {
+      for (const method of ['PUT', 'GET'] as const) {
+        const url = createSignedUrl('http://h', t.env.config.signingSecret, {
+          method,
+          key,
+          contentType: 'text/plain',
+          ...(method === 'PUT' ? { sizeBytes: 5 } : { etag: 'x', filename: 'f.txt' }),
+          expiresAt,
+        });
+        const res = await t.app.inject({
+          method,
+          url: injectable(url),
+          headers: { 'content-type': 'text/plain' },
+          ...(method === 'PUT' ? { payload: 'hello' } : {}),
+        });
+        expect(res.statusCode, `${method} ${key.slice(0, 40)}`).toBe(400);
+        expect(res.json().code).toBe('bad_request');
+      }
+    }
   });
 
   it('refuses an upload URL after its 15 minutes with 403 url_expired, and accepts it just before', async () => {

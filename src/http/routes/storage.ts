@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { ApiError, errors } from '../../errors.js';
+import { pathFault } from '../../path-names.js';
 import { contentDisposition } from '../../storage/content-disposition.js';
 import { normalizeMediaType } from '../../storage/media-type.js';
 import {
@@ -81,10 +82,18 @@ const objectResponse = (description: string, headers: Record<string, unknown>) =
 });
 
 /** The storage path a signed URL names (the part after `/storage/objects/`), decoded. */
+/**
+ * Bounds of a path the local store can hold (Linux: 255 bytes a name, 4,096 a path); the keys
+ * Atrium signs keep well within them.
+ */
+const STORABLE_KEY = { allowControl: true, maxSegmentBytes: 255, maxBytes: 4_000 } as const;
+
 function requestedKey(request: FastifyRequest): string {
   const rawPath = request.url.split('?')[0]!;
   const key = decodeKeyPath(rawPath.slice(STORAGE_ROUTE_PREFIX.length));
   if (!key) throw new ApiError('invalid_signature', 'The signed URL is invalid or has been tampered with');
+  // No URL Atrium signs names such a path: refused before the store would fail on it.
+  if (pathFault(key, STORABLE_KEY)) throw errors.badRequest('The URL names no valid storage path');
   return key;
 }
 
