@@ -25,7 +25,9 @@ export function turnQuery(conversation: ConversationMessage[]): string {
   const asked = conversation.filter((message) => message.role === 'user').map(textOf);
   const latest = asked.at(-1) ?? '';
   const words = latest.split(' ').filter(Boolean).length;
-  const query = words < SHORT_QUERY_WORDS && asked.length > 1 ? `${asked.at(-2)} ${latest}` : latest;
+  // The latest first: the query is cut to its length and to its first words, and what is cut
+  // must be the earlier message's tail, never the follow-up's own words.
+  const query = words < SHORT_QUERY_WORDS && asked.length > 1 ? `${latest} ${asked.at(-2)}` : latest;
   return query.slice(0, QUERY_MAX_CHARS).trim();
 }
 
