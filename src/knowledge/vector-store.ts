@@ -147,7 +147,9 @@ export async function projectHasVectors(db: Db, projectId: string, modelKey: str
 /**
  * Stores vectors of chunks. A chunk deleted meanwhile (its file replaced or deleted while the
  * provider answered) gets none: the insert checks it still exists, so the foreign key never
- * fails. A vector already there (another process was faster) is kept.
+ * fails, and that it is still the chunk that was embedded (project, text, heading): SQLite hands
+ * a deleted chunk's id to the next chunk inserted, maybe another project's, which must not get
+ * this text's vector. A vector already there (another process was faster) is kept.
  */
 export async function storeVectors(
   db: Db,
@@ -160,7 +162,9 @@ export async function storeVectors(
     const embedding = sqlite ? sqliteVector(vector) : sql`${vector}::real[]`;
     const result = await sql`insert into knowledge_vectors (model_key, chunk_id, project_id, embedding)
       select ${modelKey}, ${chunk.id}, ${chunk.projectId}, ${embedding}
-      where exists (select 1 from knowledge_chunks where id = ${chunk.id})
+      where exists (select 1 from knowledge_chunks where id = ${chunk.id}
+        and project_id = ${chunk.projectId} and text = ${chunk.text}
+        and coalesce(heading, '') = ${chunk.heading ?? ''})
       on conflict (model_key, chunk_id) do nothing`.execute(db);
     stored += Number(result.numAffectedRows ?? 0);
   }
