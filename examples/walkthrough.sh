@@ -75,12 +75,12 @@ ok curl -s -X POST $A/v1/projects/$PROJECT/files/sync -H "$H"
 ok curl -s "$A/v1/projects/$PROJECT/files?tree=true" -H "$H"
 FILE_ID=$(ok curl -s $A/v1/projects/$PROJECT/files -H "$H" | json data.files.0.id)
 ok curl -s $A/v1/projects/$PROJECT/files/$FILE_ID/download -H "$H"
-ok curl -s -X DELETE $A/v1/projects/$PROJECT/files/$FILE_ID -H "$H"
 ok curl -s $A/v1/projects/$PROJECT/index -H "$H"
 ok curl -s "$A/v1/projects/$PROJECT/search?q=hello+spec&limit=5" -H "$H"
 status 202 curl -s -X POST $A/v1/projects/$PROJECT/index/rebuild -H "$H"
 ok curl -s $A/v1/chat -H "$H" -H 'content-type: application/json' \
   -d "{\"agentId\":\"agt_demo_assistant\",\"projectId\":\"$PROJECT\",\"messages\":[{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"What does the spec say?\"}]}]}"
+ok curl -s -X DELETE $A/v1/projects/$PROJECT/files/$FILE_ID -H "$H"
 
 echo '== skills'
 mkdir -p pdf-tools
@@ -107,7 +107,8 @@ ok curl -s $A/v1/projects/$PROJECT -H "$H"
 ok curl -s -X PATCH $A/v1/projects/$PROJECT -H "$H" -H 'content-type: application/json' -d '{"archived":true}'
 ok curl -s "$A/v1/projects?archived=true" -H "$H"
 ok curl -s -X DELETE $A/v1/projects/$PROJECT -H "$H"
-KEY_ID=$(status 201 curl -s $A/v1/workspace/wsp_demo/api-keys -H "$H" -H 'content-type: application/json' -d '{"name":"ci","expiresAt":"2027-06-30T00:00:00Z"}' | json data.apiKey.id)
+EXPIRES=$(node -p 'new Date(Date.now() + 90 * 864e5).toISOString()')
+KEY_ID=$(status 201 curl -s $A/v1/workspace/wsp_demo/api-keys -H "$H" -H 'content-type: application/json' -d '{"name":"ci","expiresAt":"'$EXPIRES'"}' | json data.apiKey.id)
 ok curl -s $A/v1/workspace/wsp_demo/api-keys -H "$H"
 ok curl -s -X DELETE $A/v1/api-keys/$KEY_ID -H "$H"
 status 201 curl -s $A/v1/workspace/wsp_demo/session-tokens -H "$H" -H 'content-type: application/json' \
