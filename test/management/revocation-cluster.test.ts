@@ -75,7 +75,8 @@ describe(`key revocation across two atrium serve processes (${engineName})`, () 
       expect(refused.status).toBe(401);
       expect(((await refused.json()) as { code: string }).code).toBe('not_authenticated');
     }
-  });
+    // Two CLI processes, each loading the sources through tsx: seconds apiece on a busy CI host.
+  }, 60_000);
 
   it('a project created or renamed through one process is listed by the other on its very next request', async () => {
     const [first, second] = cluster.servers;
