@@ -130,7 +130,12 @@ function userPart(
   }
   throw errors.badRequest(
     `${path} must be a text part or an image_url part with an https: URL or a base64 data:image/… URL`,
-    [{ path, message: 'must be a text part or an image_url part with an https: URL or a base64 data:image/… URL' }],
+    [
+      {
+        path,
+        message: 'must be a text part or an image_url part with an https: URL or a base64 data:image/… URL',
+      },
+    ],
   );
 }
 

@@ -79,7 +79,10 @@ afterAll(async () => {
 
 function complete(options: { stream: boolean; conversationKey?: string }) {
   return page.evaluate(
-    (args) => (window as unknown as { complete: (a: unknown) => Promise<Record<string, string | null>> }).complete(args),
+    (args) =>
+      (window as unknown as { complete: (a: unknown) => Promise<Record<string, string | null>> }).complete(
+        args,
+      ),
     { baseURL: `${apiUrl}/v1/openai`, apiKey: CHAT_KEYS.main, ...options },
   );
 }

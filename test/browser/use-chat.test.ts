@@ -120,79 +120,89 @@ const textOf = (parts: string) =>
     .map((p) => p.text)
     .join('');
 
-describe.skipIf(!browserRunnable)('the useChat example in headless Chromium, talking to Atrium over CORS', () => {
-  it('holds three turns in one chat on the server', async () => {
-    await load(() => page.goto(pageUrl()));
-    await ready();
-    upstream.enqueue(
-      { kind: 'text', text: 'Answer one.' },
-      { kind: 'text', text: 'Answer two.' },
-      { kind: 'text', text: 'Answer three.' },
-    );
-    for (const [i, text] of ['one', 'two', 'three'].entries()) {
-      await send(text);
-      await expect.poll(async () => (await assistantTexts()).length, { timeout: 15_000 }).toBe(i + 1);
+describe.skipIf(!browserRunnable)(
+  'the useChat example in headless Chromium, talking to Atrium over CORS',
+  () => {
+    it('holds three turns in one chat on the server', async () => {
+      await load(() => page.goto(pageUrl()));
       await ready();
-    }
-    expect(await assistantTexts()).toEqual(['Answer one.', 'Answer two.', 'Answer three.']);
-    const { rows } = await serverChat((chat) => chat.rows.length === 6 && lastRole(chat) === 'assistant');
-    expect(rows.map((r) => r.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
-  }, 60_000);
+      upstream.enqueue(
+        { kind: 'text', text: 'Answer one.' },
+        { kind: 'text', text: 'Answer two.' },
+        { kind: 'text', text: 'Answer three.' },
+      );
+      for (const [i, text] of ['one', 'two', 'three'].entries()) {
+        await send(text);
+        await expect.poll(async () => (await assistantTexts()).length, { timeout: 15_000 }).toBe(i + 1);
+        await ready();
+      }
+      expect(await assistantTexts()).toEqual(['Answer one.', 'Answer two.', 'Answer three.']);
+      const { rows } = await serverChat((chat) => chat.rows.length === 6 && lastRole(chat) === 'assistant');
+      expect(rows.map((r) => r.role)).toEqual([
+        'user',
+        'assistant',
+        'user',
+        'assistant',
+        'user',
+        'assistant',
+      ]);
+    }, 60_000);
 
-  it('shows the history after a reload, from GET /v1/chats/{id}/messages', async () => {
-    await load(() => page.reload());
-    await ready();
-    expect(await assistantTexts()).toEqual(['Answer one.', 'Answer two.', 'Answer three.']);
-    expect(await page.getByTestId('message-user').allInnerTexts()).toEqual(['one', 'two', 'three']);
-  }, 30_000);
+    it('shows the history after a reload, from GET /v1/chats/{id}/messages', async () => {
+      await load(() => page.reload());
+      await ready();
+      expect(await assistantTexts()).toEqual(['Answer one.', 'Answer two.', 'Answer three.']);
+      expect(await page.getByTestId('message-user').allInnerTexts()).toEqual(['one', 'two', 'three']);
+    }, 30_000);
 
-  it('regenerates the last answer, replacing it on the server', async () => {
-    upstream.enqueue({ kind: 'text', text: 'Answer three, again.' });
-    await page.getByTestId('regenerate').click();
-    await untilLastAssistant((text) => text === 'Answer three, again.');
-    await ready();
-    const { rows } = await serverChat((chat) => lastText(chat) === 'Answer three, again.');
-    expect(rows).toHaveLength(6);
-    expect(textOf(rows.at(-1)!.parts)).toBe('Answer three, again.');
-  }, 30_000);
+    it('regenerates the last answer, replacing it on the server', async () => {
+      upstream.enqueue({ kind: 'text', text: 'Answer three, again.' });
+      await page.getByTestId('regenerate').click();
+      await untilLastAssistant((text) => text === 'Answer three, again.');
+      await ready();
+      const { rows } = await serverChat((chat) => lastText(chat) === 'Answer three, again.');
+      expect(rows).toHaveLength(6);
+      expect(textOf(rows.at(-1)!.parts)).toBe('Answer three, again.');
+    }, 30_000);
 
-  it('stops mid-reply: the stored reply ends where the page stopped, and the upstream call was aborted', async () => {
-    const abortedBefore = upstream.aborted();
-    upstream.enqueue({ kind: 'held', text: 'w1 w2 w3 w4 w5 w6', afterPieces: 2 });
-    await send('four');
-    await untilLastAssistant((text) => text.startsWith('w1 w2'));
-    await page.getByTestId('stop').click();
-    await ready();
-    await upstream.waitForAborted(abortedBefore + 1);
-    const shown = (await assistantTexts()).at(-1)!;
-    const { rows } = await serverChat((chat) => chat.rows.at(-1)?.finish_reason === 'stopped');
-    const reply = rows.at(-1)!;
-    expect(reply.finish_reason).toBe('stopped');
-    expect(shown.startsWith('w1 w2')).toBe(true);
-    expect(textOf(reply.parts)).toBe(shown);
-    upstream.release();
-  }, 30_000);
+    it('stops mid-reply: the stored reply ends where the page stopped, and the upstream call was aborted', async () => {
+      const abortedBefore = upstream.aborted();
+      upstream.enqueue({ kind: 'held', text: 'w1 w2 w3 w4 w5 w6', afterPieces: 2 });
+      await send('four');
+      await untilLastAssistant((text) => text.startsWith('w1 w2'));
+      await page.getByTestId('stop').click();
+      await ready();
+      await upstream.waitForAborted(abortedBefore + 1);
+      const shown = (await assistantTexts()).at(-1)!;
+      const { rows } = await serverChat((chat) => chat.rows.at(-1)?.finish_reason === 'stopped');
+      const reply = rows.at(-1)!;
+      expect(reply.finish_reason).toBe('stopped');
+      expect(shown.startsWith('w1 w2')).toBe(true);
+      expect(textOf(reply.parts)).toBe(shown);
+      upstream.release();
+    }, 30_000);
 
-  it('shows a provider failure before the first token, and the next turn works', async () => {
-    upstream.enqueue({ kind: 'fail', status: 500 }, { kind: 'text', text: 'Recovered.' });
-    await send('five');
-    await page.getByTestId('error').waitFor();
-    await send('six');
-    await untilLastAssistant((text) => text === 'Recovered.');
-    const { rows } = await serverChat((chat) => lastText(chat) === 'Recovered.');
-    expect(textOf(rows.at(-1)!.parts)).toBe('Recovered.');
-  }, 30_000);
+    it('shows a provider failure before the first token, and the next turn works', async () => {
+      upstream.enqueue({ kind: 'fail', status: 500 }, { kind: 'text', text: 'Recovered.' });
+      await send('five');
+      await page.getByTestId('error').waitFor();
+      await send('six');
+      await untilLastAssistant((text) => text === 'Recovered.');
+      const { rows } = await serverChat((chat) => lastText(chat) === 'Recovered.');
+      expect(textOf(rows.at(-1)!.parts)).toBe('Recovered.');
+    }, 30_000);
 
-  it('resumes a reply after the connection drops (a reload mid-reply)', async () => {
-    upstream.enqueue({ kind: 'held', text: 'r1 r2 r3 r4', afterPieces: 2 });
-    await send('seven');
-    await untilLastAssistant((text) => text.startsWith('r1 r2'));
-    await page.reload();
-    await untilLastAssistant((text) => text.startsWith('r1 r2'));
-    upstream.release();
-    await untilLastAssistant((text) => text === 'r1 r2 r3 r4');
-    await ready();
-    const { rows } = await serverChat((chat) => lastText(chat) === 'r1 r2 r3 r4');
-    expect(textOf(rows.at(-1)!.parts)).toBe('r1 r2 r3 r4');
-  }, 30_000);
-});
+    it('resumes a reply after the connection drops (a reload mid-reply)', async () => {
+      upstream.enqueue({ kind: 'held', text: 'r1 r2 r3 r4', afterPieces: 2 });
+      await send('seven');
+      await untilLastAssistant((text) => text.startsWith('r1 r2'));
+      await page.reload();
+      await untilLastAssistant((text) => text.startsWith('r1 r2'));
+      upstream.release();
+      await untilLastAssistant((text) => text === 'r1 r2 r3 r4');
+      await ready();
+      const { rows } = await serverChat((chat) => lastText(chat) === 'r1 r2 r3 r4');
+      expect(textOf(rows.at(-1)!.parts)).toBe('r1 r2 r3 r4');
+    }, 30_000);
+  },
+);

@@ -8,7 +8,9 @@ import { listeningChatApp } from './listening-app.js';
  */
 let app: Awaited<ReturnType<typeof listeningChatApp>>;
 beforeAll(async () => {
-  app = await listeningChatApp({ env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '1000', ATRIUM_IDLE_TIMEOUT_MS: '1500' } });
+  app = await listeningChatApp({
+    env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '1000', ATRIUM_IDLE_TIMEOUT_MS: '1500' },
+  });
 });
 afterAll(() => app.close());
 
@@ -41,7 +43,10 @@ it('answers a run longer than the idle timeout whose every step is within the up
     expect((await res.json()).data).toMatchObject({ status: 'completed', agentResponse: 'all done' });
     expect(Date.now() - started).toBeGreaterThan(1500);
     // The connection is still good for the next request (keep-alive).
-    const again = await app.post({ agentId: 'agt_plain', messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }] });
+    const again = await app.post({
+      agentId: 'agt_plain',
+      messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+    });
     expect(again.status).toBe(200);
   } finally {
     clearInterval(releases);

@@ -156,12 +156,15 @@ describe('chunkExtraction', () => {
 
   it('moves on by most of a chunk after a short line and a long run of whitespace', () => {
     // Once a chunk per character of the file: 14,951 chunks for these 175 KB.
-    for (const unit of ['\n' + 'a'.repeat(150) + ' '.repeat(1600), 'intro line\nshort text\n' + '\n'.repeat(800)]) {
+    for (const unit of [
+      '\n' + 'a'.repeat(150) + ' '.repeat(1600),
+      'intro line\nshort text\n' + '\n'.repeat(800),
+    ]) {
       const extraction = ok([section(unit.repeat(100))]);
       const chunks = chunkExtraction(extraction);
       expectConsistent(extraction, chunks);
       const floor = CHUNK_TARGET_CHARS / 2 - CHUNK_OVERLAP_CHARS;
-      expect(chunks.length).toBeLessThanOrEqual(Math.ceil(unit.length * 100 / floor) + 1);
+      expect(chunks.length).toBeLessThanOrEqual(Math.ceil((unit.length * 100) / floor) + 1);
     }
   });
 

@@ -249,12 +249,15 @@ describe('errors', () => {
         'tool_choice',
       ],
       // Inline images OpenAI would not take (once a 502: the SDK failed to decode them).
-      ...['data:image/png;base64,!!!', 'data:,hello', 'data:text/plain;base64,aGk=', 'data:image/png,raw'].map(
-        (url): [Record<string, unknown>, string] => [
-          { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }] },
-          'messages.0.content.0',
-        ],
-      ),
+      ...[
+        'data:image/png;base64,!!!',
+        'data:,hello',
+        'data:text/plain;base64,aGk=',
+        'data:image/png,raw',
+      ].map((url): [Record<string, unknown>, string] => [
+        { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }] },
+        'messages.0.content.0',
+      ]),
     ];
     for (const [extra, param] of refused) {
       const error = await client()
@@ -593,7 +596,9 @@ describe('tools', () => {
 
   it('stores nothing when a named chat’s call is refused for a colliding client tool', async () => {
     const before = await countRows(t.db);
-    const error = await client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'collide-1' } })
+    const error = await client(CHAT_KEYS.main, {
+      defaultHeaders: { 'x-atrium-conversation-key': 'collide-1' },
+    })
       .chat.completions.create({
         model: 'agt_tools',
         messages: [{ role: 'user', content: 'Hi' }],
