@@ -582,30 +582,21 @@ describe('tools', () => {
     expect(completion.usage!.prompt_tokens).toBeGreaterThanOrEqual(14);
   });
 
-  it('refuses a client tool named like one of the agent’s tools', async () => {
-    const error = await client()
-      .chat.completions.create({
-        model: 'agt_tools',
-        messages: [{ role: 'user', content: 'Hi' }],
-        tools: [{ type: 'function', function: { name: 'live_lookup', parameters: { type: 'object' } } }],
-      })
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(error).toMatchObject({ code: 'bad_request', param: 'tools' });
-  });
-
-  it('stores nothing when a named chat’s call is refused for a colliding client tool', async () => {
+  it('refuses a client tool named like one of the agent’s tools, storing nothing for a named chat', async () => {
     const before = await countRows(t.db);
-    const error = await client(CHAT_KEYS.main, {
-      defaultHeaders: { 'x-atrium-conversation-key': 'collide-1' },
-    })
-      .chat.completions.create({
-        model: 'agt_tools',
-        messages: [{ role: 'user', content: 'Hi' }],
-        tools: [{ type: 'function', function: { name: 'live_lookup', parameters: { type: 'object' } } }],
-      })
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    const named = { defaultHeaders: { 'x-atrium-conversation-key': 'collide-1' } };
+    for (const sdk of [client(), client(CHAT_KEYS.main, named)]) {
+      const error = await sdk.chat.completions
+        .create({
+          model: 'agt_tools',
+          messages: [{ role: 'user', content: 'Hi' }],
+          tools: [{ type: 'function', function: { name: 'live_lookup', parameters: { type: 'object' } } }],
+        })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error).toMatchObject({ code: 'bad_request', param: 'tools' });
+    }
+    // The agent's tools are connected before a named chat's turn is stored (once it was stored).
     const after = await countRows(t.db);
     expect({ chats: after.chats, messages: after.messages }).toEqual({
       chats: before.chats,
