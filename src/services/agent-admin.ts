@@ -132,17 +132,25 @@ async function checkTitle(deps: AgentAdminDeps, workspaceId: string, title: stri
 
 /**
  * Tools sent back as read (`"***"` for each header value) keep the stored values of those
- * headers, so a read-modify-write does not overwrite secrets with the mask.
+ * headers, so a read-modify-write does not overwrite secrets with the mask. Only for the same
+ * tool at the same URL: a masked value sent with another URL would send a secret its sender
+ * cannot read to a server of their choosing, and one with nothing stored means nothing (400).
  */
 function mergeToolHeaders(incoming: McpTool[], stored: McpTool[]): McpTool[] {
-  return incoming.map((tool) => {
+  return incoming.map((tool, t) => {
     if (!tool.headers) return tool;
-    const before = stored.find((s) => s.name === tool.name)?.headers ?? {};
+    const same = stored.find((s) => s.name === tool.name && s.url === tool.url);
     const headers = Object.fromEntries(
-      Object.entries(tool.headers).map(([name, value]) => [
-        name,
-        value === MASKED_HEADER_VALUE && before[name] !== undefined ? before[name] : value,
-      ]),
+      Object.entries(tool.headers).map(([name, value]) => {
+        if (value !== MASKED_HEADER_VALUE) return [name, value];
+        const kept = same?.headers?.[name];
+        if (kept === undefined) {
+          const path = `body.tools[${t}].headers.${name}`;
+          const problem = `is "${MASKED_HEADER_VALUE}", which keeps a stored value only for the same tool name and url: send the value`;
+          throw errors.badRequest(`${path} ${problem}`, [{ path, message: problem }]);
+        }
+        return [name, kept];
+      }),
     );
     return { ...tool, headers };
   });

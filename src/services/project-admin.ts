@@ -82,8 +82,9 @@ export async function patchProject(
  * owner or admin only (management.md: only PATCH is open to any key, as creating is).
  */
 export async function deleteProject(deps: ProjectAdminDeps, access: WorkspaceAccess, projectId: string) {
-  const row = await writableProject(deps.db, access, projectId);
+  // Who may first (401 for a member), then whether the API may (409 for the setup file's).
   requireManager(access);
+  const row = await writableProject(deps.db, access, projectId);
   await deps.store.deletePrefix(projectStoragePrefix(access.workspaceId, row.id));
   await deleteProjectRows(deps.db, access.workspaceId, row.id);
 }

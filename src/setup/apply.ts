@@ -142,7 +142,8 @@ async function applyKey(
       // A generated key is never rotated by a re-apply; a plaintext key in the file is authoritative.
       const wanted = key.key ?? (existing ? undefined : generateApiKey(scope.kind));
       const hash = wanted ? hashApiKey(wanted) : (existing?.key_hash as string);
-      if (wanted && hash !== existing?.key_hash) plaintext = wanted;
+      const rekeyed = wanted !== undefined && hash !== existing?.key_hash;
+      if (rekeyed) plaintext = wanted;
       return {
         organization_id: scope.organizationId,
         workspace_id: scope.workspaceId,
@@ -150,6 +151,9 @@ async function applyKey(
         key_hash: hash,
         key_prefix: wanted ? keyPrefix(wanted) : existing?.key_prefix,
         expires_at: setting(key.expiresAt && new Date(key.expiresAt).toISOString(), null),
+        // A new secret is a new key: a revoked key given a new plaintext (the way to replace a
+        // leaked one) works again, as the key printed for it says.
+        ...(rekeyed && existing ? { revoked_at: null } : {}),
         managed_by: 'setup',
       };
     },

@@ -248,6 +248,26 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
       .executeTakeFirstOrThrow();
     expect(JSON.parse(row.tools)[0].headers.authorization).toBe('Bearer keep');
     expect(row.model).toBeNull();
+    // The mask keeps a secret only for the same tool at the same URL: sent with another URL it
+    // would hand the secret to a server of the sender's choosing (400, nothing changed).
+    for (const tool of [
+      { ...read.tools[0], url: 'https://attacker.example/mcp' },
+      { ...read.tools[0], name: 'other' },
+      { ...read.tools[0], headers: { 'x-new': '***' } },
+    ]) {
+      const moved = await call('PATCH', `/v1/agents/${created.id}`, MKEYS.admin, { tools: [tool] });
+      expect(moved.statusCode, JSON.stringify(tool)).toBe(400);
+      expect(moved.json().code).toBe('bad_request');
+    }
+    const after = await t.env.database.db
+      .selectFrom('agents')
+      .select('tools')
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
+    expect(JSON.parse(after.tools)[0]).toMatchObject({
+      url: 'https://mcp.example.test/',
+      headers: { authorization: 'Bearer keep' },
+    });
   });
 
   it('accepts application/merge-patch+json', async () => {

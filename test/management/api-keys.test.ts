@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey, keyPrefix } from '../../src/auth/api-keys.js';
 import { insertApiKey } from '../../src/db/repositories/api-keys.js';
-import { createTestApp, engineName } from '../helpers/app.js';
+import { applyFixture, createTestApp, engineName } from '../helpers/app.js';
 import { keyedCaller, MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
@@ -172,6 +172,13 @@ describe(`DELETE /v1/api-keys/{id} (${engineName})`, () => {
   it('allows revoking a setup-managed key', async () => {
     const extra = (await createKey({ name: 'spare-owner' })).json().data.key;
     expect((await call('DELETE', '/v1/api-keys/key_main_admin', extra)).statusCode).toBe(200);
+    expect((await call('GET', '/v1/me', MKEYS.admin)).statusCode).toBe(401);
+    // Replacing the revoked key: a new plaintext in the file is a new key, and it works (once it
+    // was printed as updated while still revoked).
+    const rotated = 'atr_ws_mgmt_main_admin_ROTATED_000000000000000';
+    const report = await applyFixture(t.env, MANAGEMENT_SETUP.replace(MKEYS.admin, rotated));
+    expect(report.keys['main-admin']).toBe(rotated);
+    expect((await call('GET', '/v1/me', rotated)).statusCode).toBe(200);
     expect((await call('GET', '/v1/me', MKEYS.admin)).statusCode).toBe(401);
   });
 
