@@ -181,15 +181,18 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
 
   it('refuses a path that clashes with a registered file used as a folder, and vice versa', async () => {
     const projectId = await newProject('Clash');
-    await insertRecords(projectId, [1, 1], (i) => ['report', 'docs/a.md'][i]!);
+    await insertRecords(projectId, [1, 1, 1], (i) => ['report', 'docs/a.md', '\u{1F600}/b.md'][i]!);
     expectBadRequest(
       await filesApi(t.app, projectId).requestUpload({ ...valid, folder: 'report' }),
       'body.filename',
     );
-    expectBadRequest(
-      await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'docs' }),
-      'body.filename',
-    );
+    // Names outside the BMP too: JavaScript counts their UTF-16 units, SQL their characters.
+    for (const filename of ['docs', '\u{1F600}']) {
+      expectBadRequest(
+        await filesApi(t.app, projectId).requestUpload({ ...valid, filename }),
+        'body.filename',
+      );
+    }
   });
 
   it('answers 409 quota_exceeded for file 501, but lets an existing path be replaced', async () => {

@@ -178,7 +178,8 @@ export function findPathClash(db: Db, workspaceId: string, projectId: string, pa
     .where((eb) =>
       eb.or([
         ...(parents.length > 0 ? [eb('path', 'in', parents)] : []),
-        eb(sql<string>`substr(${sql.ref('path')}, 1, ${asFolder.length})`, '=', asFolder),
+        // Both engines' substr counts characters (code points), not JavaScript's UTF-16 units.
+        eb(sql<string>`substr(${sql.ref('path')}, 1, ${[...asFolder].length})`, '=', asFolder),
       ]),
     )
     .executeTakeFirst();
