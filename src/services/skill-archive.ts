@@ -148,7 +148,7 @@ export async function planArchive(zipPath: string, limits: ArchiveLimits): Promi
 function groupEntries(entries: NamedEntry[]): Omit<ArchivePlan, 'zip'> {
   const { usable, refused } = sortOutEntries(entries);
   const roots = skillRoots(usable);
-  const skills = roots.map((root) => collectSkill(root, usable));
+  const skills = collectSkills(roots, usable);
   // A path conflict is the skill's first problem; a refused entry inside it comes second.
   for (const skill of skills) skill.problem = pathConflict(skill);
   const looseProblems = chargeRefusedEntries(refused, skills);
@@ -180,17 +180,42 @@ function skillRoots(usable: NamedEntry[]): string[] {
   const withSkillMd = usable
     .filter(({ name }) => !isDirectory(name) && basename(name) === 'SKILL.md')
     .map(({ name }) => dirname(name));
-  const roots = [...new Set(withSkillMd)];
-  if (roots.includes('')) return [''];
-  const isNested = (root: string) => roots.some((other) => other !== root && root.startsWith(other));
-  return roots.filter((root) => !isNested(root)).sort();
+  const roots = new Set(withSkillMd);
+  if (roots.has('')) return [''];
+  // By each root's own ancestors, not every other root: linear in the archive's entries (an
+  // archive of 10,000 skills once took seconds of the event loop).
+  const isNested = (root: string) => enclosingDirectories(root).some((dir) => roots.has(dir));
+  return [...roots].filter((root) => !isNested(root)).sort();
 }
 
-/** The skill at `root` with every file below it (directory entries are implied by the files). */
-function collectSkill(root: string, usable: NamedEntry[]): PlannedZipSkill {
-  const skill = plannedSkill(root, null);
+/** The directories a name lies in, outermost first: `a/b/c.txt` and `a/b/` → `''`, `a/`, (`a/b/`). */
+function enclosingDirectories(name: string): string[] {
+  const directories: string[] = [];
+  for (
+    let slash = name.indexOf('/');
+    slash >= 0 && slash < name.length - 1;
+    slash = name.indexOf('/', slash + 1)
+  ) {
+    directories.push(name.slice(0, slash + 1));
+  }
+  return ['', ...directories];
+}
+
+/** The skill root a name lies in (roots never nest), or undefined. */
+function rootOf(name: string, roots: Set<string>): string | undefined {
+  if (isDirectory(name) && roots.has(name)) return name;
+  return enclosingDirectories(name).find((dir) => roots.has(dir));
+}
+
+/** Each skill with every file below its root (directory entries are implied by the files). */
+function collectSkills(roots: string[], usable: NamedEntry[]): PlannedZipSkill[] {
+  const skills = new Map(roots.map((root) => [root, plannedSkill(root, null)]));
+  const rootSet = new Set(roots);
   for (const { entry, name } of usable) {
-    if (isDirectory(name) || !name.startsWith(root)) continue;
+    if (isDirectory(name)) continue;
+    const root = rootOf(name, rootSet);
+    if (root === undefined) continue;
+    const skill = skills.get(root)!;
     const file: SkillEntry = {
       entry,
       relativePath: name.slice(root.length),
@@ -200,7 +225,7 @@ function collectSkill(root: string, usable: NamedEntry[]): PlannedZipSkill {
     skill.files.push(file);
     skill.declaredBytes += file.declaredSize;
   }
-  return skill;
+  return [...skills.values()];
 }
 
 function plannedSkill(root: string, problem: Problem | null): PlannedZipSkill {
@@ -247,8 +272,11 @@ function pathConflict(skill: PlannedZipSkill): Problem | null {
  */
 function chargeRefusedEntries(refused: Array<NamedEntry & { problem: Problem }>, skills: PlannedZipSkill[]) {
   const loose: Problem[] = [];
+  const byRoot = new Map(skills.map((skill) => [skill.root, skill]));
+  const roots = new Set(byRoot.keys());
   for (const { name, problem } of refused) {
-    const skill = skills.find(({ root }) => name.startsWith(root));
+    const root = rootOf(name, roots);
+    const skill = root === undefined ? undefined : byRoot.get(root);
     if (skill) skill.problem ??= problem;
     else loose.push(problem);
   }
@@ -262,16 +290,17 @@ function chargeRefusedEntries(refused: Array<NamedEntry & { problem: Problem }>,
  */
 function directoriesWithoutSkillMd(usable: NamedEntry[], roots: string[]): string[] {
   if (roots.includes('')) return [];
-  const containers =
-    roots.length === 0 ? [''] : [...new Set(roots.map((root) => dirname(root.slice(0, -1))))];
+  const containers = new Set(roots.length === 0 ? [''] : roots.map((root) => dirname(root.slice(0, -1))));
+  // Every directory on the way down to a skill, the skills' own included.
+  const towardSkills = new Set(roots.flatMap((root) => [...enclosingDirectories(root), root]));
   const missing = new Set<string>();
   for (const { name } of usable) {
-    for (const container of containers) {
-      if (!name.startsWith(container)) continue;
+    for (const container of enclosingDirectories(name)) {
+      if (!containers.has(container)) continue;
       const child = firstDirectory(name.slice(container.length));
       if (child === null || child.startsWith('.')) continue;
       const directory = `${container}${child}`;
-      if (!roots.some((root) => root.startsWith(directory))) missing.add(directory);
+      if (!towardSkills.has(directory)) missing.add(directory);
     }
   }
   return [...missing].sort();

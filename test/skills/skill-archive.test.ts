@@ -150,6 +150,21 @@ describe('planArchive', () => {
     );
   });
 
+  it('plans an archive of 10,000 skills and 2,000 directories without SKILL.md entry by entry', async () => {
+    // Planning walks each entry's own directories (once: every root against every other root
+    // and entry, seconds of the event loop for an archive a member may send).
+    const entries = [
+      ...Array.from({ length: 10_000 }, (_, i) => ({ name: `s${i}/SKILL.md`, content: '', compress: false })),
+      ...Array.from({ length: 2_000 }, (_, i) => ({ name: `m${i}/notes.txt`, content: '', compress: false })),
+    ];
+    const archive = await plan(entries, { ...DEFAULT_ARCHIVE_LIMITS, maxEntries: 20_000 });
+    const found = archive.skills.filter((skill) => skill.problem === null);
+    const missing = archive.skills.filter((skill) => skill.problem?.code === 'missing_skill_md');
+    expect(found).toHaveLength(10_000);
+    expect(found.every((skill) => skill.files.length === 1 && skill.skillMd !== null)).toBe(true);
+    expect(missing).toHaveLength(2_000);
+  });
+
   it('reports an archive without any SKILL.md', async () => {
     const archive = await plan([{ name: 'loose.txt', content: 'x' }]);
     expect(archive.looseProblems.map((p) => p.code)).toEqual(['no_skills']);
