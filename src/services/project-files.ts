@@ -291,7 +291,7 @@ export async function syncProjectFiles(
   if (refused.length > 0) {
     throw new ApiError(
       'quota_exceeded',
-      `${refused.length} object(s) in storage were not registered: the project would exceed ${PROJECT_FILE_LIMITS.maxFiles} files or ${megabytes(PROJECT_FILE_LIMITS.maxProjectBytes)}`,
+      `${refused.length} object(s) in storage were not registered (or, replacing a file, not applied): the project would exceed ${PROJECT_FILE_LIMITS.maxFiles} files or ${megabytes(PROJECT_FILE_LIMITS.maxProjectBytes)}`,
       {
         ...result,
         notRegistered: refused.slice(0, 100),
@@ -344,7 +344,28 @@ async function reconcileProjectFiles(
   const changedIds = new Set(changed.map((row) => row.id));
   const unchangedIds = present.filter((row) => !changedIds.has(row.id)).map((row) => row.id);
   await markProjectFilesSynced(db, workspaceId, projectId, unchangedIds, now);
-  const updates = await mapConcurrently(changed, 16, async (row) => {
+  // The byte quota holds for replacements too: each upload URL was checked against the files
+  // registered when it was asked for, so URLs asked for together can replace small files with
+  // large ones past the quota. Shrinking replacements first, then growing ones oldest first
+  // while they fit; one that does not is left unregistered (its record keeps the old version).
+  let bytes = present.reduce((sum, row) => sum + Number(row.size_bytes), 0);
+  const growth = (row: ProjectFileRow) => objects.get(row.path)!.size - Number(row.size_bytes);
+  const applied: ProjectFileRow[] = [];
+  const refused: string[] = [];
+  const byGrowth = [...changed].sort(
+    (a, b) =>
+      Number(growth(a) > 0) - Number(growth(b) > 0) ||
+      objects.get(a.path)!.lastModified.getTime() - objects.get(b.path)!.lastModified.getTime(),
+  );
+  for (const row of byGrowth) {
+    if (growth(row) > 0 && bytes + growth(row) > PROJECT_FILE_LIMITS.maxProjectBytes) {
+      refused.push(row.path);
+      continue;
+    }
+    applied.push(row);
+    bytes += growth(row);
+  }
+  const updates = await mapConcurrently(applied, 16, async (row) => {
     const info = objects.get(row.path)!;
     return updateProjectFileContent(db, row, {
       etag: info.etag,
@@ -358,12 +379,10 @@ async function reconcileProjectFiles(
 
   // Quota for new objects: what the project holds once removals and updates are in.
   let files = present.length;
-  let bytes = present.reduce((sum, row) => sum + objects.get(row.path)!.size, 0);
   const candidates = [...objects.entries()]
     .filter(([path]) => !registered.has(path))
     .sort(([pa, a], [pb, b]) => a.lastModified.getTime() - b.lastModified.getTime() || (pa < pb ? -1 : 1));
   const accepted: [string, ObjectInfo][] = [];
-  const refused: string[] = [];
   for (const [path, info] of candidates) {
     if (files + 1 > PROJECT_FILE_LIMITS.maxFiles || bytes + info.size > PROJECT_FILE_LIMITS.maxProjectBytes) {
       refused.push(path);

@@ -199,6 +199,29 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
     expect(listed.reduce((sum: number, f: { sizeBytes: number }) => sum + f.sizeBytes, 0)).toBe(400 * MB);
   });
 
+  it('keeps replacements within 500 MB: shrinking ones and those that fit are applied, the rest refused', async () => {
+    const projectId = await newProject('Grown by replacements');
+    const MB = 1024 * 1024;
+    for (const name of ['a', 'b', 'c', 'd']) writeBehindTheBack(projectId, `${name}.bin`, 1);
+    writeBehindTheBack(projectId, 'e.bin', 100 * MB);
+    expect((await sync(projectId)).status).toBe(200);
+    // Each replacement's upload URL was checked alone against the files registered then.
+    writeBehindTheBack(projectId, 'e.bin', 1);
+    for (const name of ['a', 'b', 'c', 'd']) writeBehindTheBack(projectId, `${name}.bin`, 150 * MB);
+    const res = await sync(projectId);
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({
+      code: 'quota_exceeded',
+      details: { updated: 4, notRegisteredCount: 1, maxBytes: 500 * MB },
+    });
+    const total = (await files(projectId)).reduce(
+      (sum: number, f: { sizeBytes: number }) => sum + f.sizeBytes,
+      0,
+    );
+    expect(total).toBeLessThanOrEqual(500 * MB);
+    expect(total).toBe(450 * MB + 2);
+  });
+
   it('answers 404 for projects of other workspaces and organizations', async () => {
     for (const projectId of ['prj_other', 'prj_globex', 'prj_missing']) {
       expect((await sync(projectId)).status, projectId).toBe(404);
