@@ -9,7 +9,7 @@ import { newId } from '../ids.js';
 import { startServer } from '../server.js';
 import { applySetup } from '../setup/apply.js';
 import { exportText, exportWorkspace } from '../setup/export.js';
-import { ApiManagedObjectsError, DuplicateAgentTitlesError } from '../setup/ownership.js';
+import { ApiManagedObjectsError, DuplicateAgentTitlesError, MovedObjectError } from '../setup/ownership.js';
 import { parseSetupText } from '../setup/validate.js';
 import { createDemo, demoInstructions, demoKeyHint, hasAnyOrganization } from './demo.js';
 
@@ -101,6 +101,11 @@ async function apply(args: string[]): Promise<number> {
       applySetup(database.db, parsed.setup, { now: new Date(), adopt: values.adopt ?? false }),
     );
   } catch (error) {
+    if (error instanceof MovedObjectError) {
+      console.error(`${file}: nothing was applied: ${error.message}`);
+      console.error('An id names one object wherever it lives: check the id, or leave it out.');
+      return EXIT.usage;
+    }
     if (error instanceof DuplicateAgentTitlesError) {
       console.error(`${file}: nothing was applied: agents would share a title in a workspace:`);
       for (const title of error.titles) console.error(`  ${title}`);

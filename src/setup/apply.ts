@@ -6,6 +6,7 @@ import { PROJECT_DEFAULTS } from '../services/projects.js';
 import {
   ApiManagedObjectsError,
   DuplicateAgentTitlesError,
+  MovedObjectError,
   findApiManagedObjects,
   findDuplicateAgentTitles,
 } from './ownership.js';
@@ -87,6 +88,15 @@ async function upsert(
     return String(row.id ?? '');
   }
 
+  // An object found by its id stays in its tenancy: the file may change it, not move it.
+  for (const column of ['organization_id', 'workspace_id']) {
+    const wanted = { ...spec.match, ...values }[column];
+    if (spec.id && wanted !== undefined && column in existing && !sameValue(existing[column], wanted)) {
+      throw new MovedObjectError(
+        `${spec.label} (${spec.id}) from ${column.replace('_id', '')} ${String(existing[column])} to ${String(wanted)}`,
+      );
+    }
+  }
   const changes: Row = {};
   for (const [column, value] of Object.entries({ ...spec.match, ...values })) {
     if (!sameValue(existing[column], value)) changes[column] = value;

@@ -24,6 +24,18 @@ export class DuplicateAgentTitlesError extends Error {
 }
 
 /**
+ * The file names by id an object that lives in another workspace or organization than the one
+ * the file puts it in: applying would move it there, and with it another tenant's agent,
+ * project or key (a copied or mistyped id). Refused whatever `--adopt` says.
+ */
+export class MovedObjectError extends Error {
+  constructor(readonly object: string) {
+    super(`The setup file would move ${object}.`);
+    this.name = 'MovedObjectError';
+  }
+}
+
+/**
  * Live agent titles held by more than one agent of a workspace, as `"title" in wsp_…`, in the
  * workspaces where an agent was written at `writtenAt` (this apply's time).
  */

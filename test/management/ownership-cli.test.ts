@@ -181,6 +181,28 @@ describe(`atrium apply and agent titles (${engineName})`, () => {
     // Nothing of the file was applied.
     expect((await call('GET', '/v1/agents/agt_same_title')).statusCode).toBe(404);
   });
+
+  it('refuses (exit 2) a file naming by id an object of another workspace, --adopt or not', async () => {
+    // agt_globex is another organization's agent: a copied or mistyped id must not move it here.
+    const file = writeFile(
+      'moved.yaml',
+      fileDeclaring('          - { id: agt_globex, title: Globex agent }'),
+    );
+    for (const args of [
+      ['apply', file],
+      ['apply', file, '--adopt'],
+    ]) {
+      output.err.length = 0;
+      expect(await main(args)).toBe(2);
+      expect(output.err.join('\n')).toContain('agt_globex');
+    }
+    const row = await database.db
+      .selectFrom('agents')
+      .select('workspace_id')
+      .where('id', '=', 'agt_globex')
+      .executeTakeFirstOrThrow();
+    expect(row.workspace_id).toBe('wsp_globex');
+  });
 });
 
 describe(`atrium export (${engineName})`, () => {
