@@ -79,6 +79,9 @@ export async function authenticateKey(
   if (key.expiresAtMs !== null && key.expiresAtMs <= now.getTime()) {
     throw errors.notAuthenticated('Invalid API key');
   }
+  // A workspace key or session token acts for its user in its workspace: once the user is no
+  // longer a member there (the setup file dropped them), it acts for no one.
+  if (key.workspace_id && !key.workspace_role) throw errors.notAuthenticated('Invalid API key');
   if (key.lastUsedAtMs === null || now.getTime() - key.lastUsedAtMs > LAST_USED_PRECISION_MS) {
     await touchApiKey(db, key.id, now.toISOString());
   }

@@ -300,6 +300,29 @@ async function applyAll(ctx: Context, setup: SetupFile) {
         }
       }
 
+      if (workspace.members) {
+        // The list is the workspace's members, as `models` is its models: a user it no longer
+        // names leaves the workspace (their workspace keys stop working on the next request).
+        const listed = new Set(
+          workspace.members.map(
+            (member) => userIds.get(member.user) ?? userIds.get(member.user.toLowerCase())!,
+          ),
+        );
+        const current = await ctx.trx
+          .selectFrom('workspace_members')
+          .select('user_id')
+          .where('workspace_id', '=', workspaceId)
+          .execute();
+        const gone = current.map((row) => row.user_id).filter((id) => !listed.has(id));
+        if (gone.length > 0) {
+          await ctx.trx
+            .deleteFrom('workspace_members')
+            .where('workspace_id', '=', workspaceId)
+            .where('user_id', 'in', gone)
+            .execute();
+          for (const userId of gone) ctx.report.updated.push(`member ${userId} left ${workspace.name}`);
+        }
+      }
       for (const member of workspace.members ?? []) {
         const userId = userIds.get(member.user) ?? userIds.get(member.user.toLowerCase())!;
         await upsert(ctx, {
