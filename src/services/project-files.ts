@@ -280,7 +280,7 @@ export async function syncProjectFiles(
   // On PostgreSQL the indexer's batch of files, settled in one transaction, can lock some of these
   // rows in another order than this sync's updates: the database ends one of the two with a
   // deadlock, and this whole transaction (which kept nothing) runs again.
-  const { result, refused } = await retryOnConflict(() =>
+  const { result, refused, clashing } = await retryOnConflict(() =>
     db.transaction().execute(async (trx) => {
       if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
       return reconcileProjectFiles({ ...deps, db: trx }, workspaceId, projectId, listed);
@@ -298,7 +298,14 @@ export async function syncProjectFiles(
         notRegisteredCount: refused.length,
         maxFiles: PROJECT_FILE_LIMITS.maxFiles,
         maxBytes: PROJECT_FILE_LIMITS.maxProjectBytes,
+        ...(clashing.length > 0 ? { clashing: clashing.slice(0, 100) } : {}),
       },
+    );
+  }
+  if (clashing.length > 0) {
+    throw errors.conflict(
+      `${clashing.length} object(s) in storage were not registered: each is a file where another file needs a folder of that name, or the reverse; delete one of the two`,
+      { ...result, notRegistered: clashing.slice(0, 100), notRegisteredCount: clashing.length },
     );
   }
   return result;
@@ -313,7 +320,7 @@ async function reconcileProjectFiles(
   workspaceId: string,
   projectId: string,
   listed: Map<string, ObjectInfo>,
-): Promise<{ result: SyncResult; refused: string[] }> {
+): Promise<{ result: SyncResult; refused: string[]; clashing: string[] }> {
   const { db, store } = deps;
   const prefix = projectStoragePrefix(workspaceId, projectId);
   const rows = await listProjectFileRows(db, workspaceId, projectId);
@@ -383,12 +390,22 @@ async function reconcileProjectFiles(
     .filter(([path]) => !registered.has(path))
     .sort(([pa, a], [pb, b]) => a.lastModified.getTime() - b.lastModified.getTime() || (pa < pb ? -1 : 1));
   const accepted: [string, ObjectInfo][] = [];
+  // A file where another file needs a folder of that name, or the reverse: on S3 both objects can
+  // exist (URLs asked for together were each checked against registered files only); the older
+  // one is registered, the other is not.
+  const paths = new PathSet(present.map((row) => row.path));
+  const clashing: string[] = [];
   for (const [path, info] of candidates) {
+    if (paths.clashes(path)) {
+      clashing.push(path);
+      continue;
+    }
     if (files + 1 > PROJECT_FILE_LIMITS.maxFiles || bytes + info.size > PROJECT_FILE_LIMITS.maxProjectBytes) {
       refused.push(path);
       continue;
     }
     accepted.push([path, info]);
+    paths.add(path);
     files++;
     bytes += info.size;
   }
@@ -410,7 +427,32 @@ async function reconcileProjectFiles(
     };
   });
   const added = await insertProjectFilesIfAbsent(db, newRows);
-  return { result: { added, removed, updated }, refused };
+  return { result: { added, removed, updated }, refused, clashing };
+}
+
+/** File paths, and the folders they make: whether a new path would be both a file and a folder. */
+class PathSet {
+  private readonly files = new Set<string>();
+  private readonly folders = new Set<string>();
+
+  constructor(paths: string[]) {
+    for (const path of paths) this.add(path);
+  }
+
+  add(path: string): void {
+    this.files.add(path);
+    for (const folder of parentFolders(path)) this.folders.add(folder);
+  }
+
+  clashes(path: string): boolean {
+    return this.folders.has(path) || parentFolders(path).some((folder) => this.files.has(folder));
+  }
+}
+
+/** `a/b/c.txt` → `a`, `a/b`. */
+function parentFolders(path: string): string[] {
+  const segments = path.split('/');
+  return segments.slice(0, -1).map((_, i) => segments.slice(0, i + 1).join('/'));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -230,4 +230,37 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
     await t.store.deletePrefix('scratch/');
     expect(await t.store.head('scratch/big.bin')).toBeNull();
   });
+
+  it('registers one of a file and a folder of the same name that both landed, and says which it left out', async () => {
+    // Both URLs asked for before either was synced: each was checked against registered files.
+    const urls = [];
+    for (const [filename, folder] of [
+      ['notes', undefined],
+      ['a.txt', 'notes'],
+    ] as const) {
+      const res = await api('POST', '/projects/prj_docs/files/upload', {
+        filename,
+        contentType: 'text/plain',
+        sizeBytes: 1,
+        ...(folder ? { folder } : {}),
+      });
+      expect(res.status).toBe(200);
+      urls.push((await res.json()).data.uploadUrl as string);
+    }
+    for (const url of urls) {
+      expect(
+        (await fetch(url, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'x' })).status,
+      ).toBe(200);
+    }
+    const sync = await api('POST', '/projects/prj_docs/files/sync');
+    expect(sync.status).toBe(409);
+    const body = await sync.json();
+    expect(body).toMatchObject({ code: 'conflict', details: { added: 1, notRegisteredCount: 1 } });
+    const listed = (await (await api('GET', '/projects/prj_docs/files')).json()).data.files.map(
+      (file: { path: string }) => file.path,
+    );
+    expect(listed.filter((path: string) => path === 'notes' || path === 'notes/a.txt')).toHaveLength(1);
+    expect(body.details.notRegistered).toHaveLength(1);
+    expect(listed).not.toContain(body.details.notRegistered[0]);
+  });
 });
