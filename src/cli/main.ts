@@ -4,7 +4,7 @@ import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../db/database.js';
 import { insertApiKey, revokeApiKey } from '../db/repositories/api-keys.js';
-import { findUser, findWorkspace } from '../db/repositories/tenancy.js';
+import { findUser, findWorkspace, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { newId } from '../ids.js';
 import { startServer } from '../server.js';
 import { applySetup } from '../setup/apply.js';
@@ -195,6 +195,10 @@ async function keys(args: string[]): Promise<number> {
     }
     if (!user || user.organization_id !== organizationId) {
       throw new UsageError(`No user ${values.user} in organization ${organizationId}`);
+    }
+    // A workspace key acts for a member of its workspace: one for anyone else would never work.
+    if (values.workspace && !(await findWorkspaceWithRole(db, values.workspace, user.id))?.role) {
+      throw new UsageError(`User ${values.user} is not a member of workspace ${values.workspace}`);
     }
     const key = generateApiKey(kind);
     const id = newId('key');

@@ -223,6 +223,8 @@ organizations:
       await main(['keys', 'create', '--organization', 'org_acme', '--user', 'usr_olivia', '--json']),
     ).toBe(0);
     expect(await main(['keys', 'create', '--workspace', 'wsp_main', '--user', 'usr_gina'])).toBe(2);
+    // A user of the organization who is not a member of the workspace: such a key would never work.
+    expect(await main(['keys', 'create', '--workspace', 'wsp_other', '--user', 'usr_max'])).toBe(2);
     expect(await main(['keys', 'create', '--workspace', 'wsp_main'])).toBe(2);
     expect(await main(['keys', 'revoke', created.id])).toBe(0);
     expect(await main(['keys', 'revoke', created.id])).toBe(1);
