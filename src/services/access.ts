@@ -37,6 +37,11 @@ export interface Principal {
    * (src/db/exact-cache.ts).
    */
   dataVersion?: number;
+  /**
+   * Counts this request against a workspace's own rate limit, for an organization key once the
+   * workspace it acts in is known (set by the auth hook; throws 429 past the limit).
+   */
+  countIn?: (workspaceId: string, limitPerMinute: number | null) => Promise<void>;
 }
 
 // Writing last_used_at on every request would make each read a write; a minute's precision is plenty.
@@ -123,6 +128,7 @@ async function resolveAccess(db: Db, principal: Principal, workspaceId: string) 
   const workspace = await findWorkspaceWithRole(db, workspaceId, principal.userId);
   if (!workspace) return undefined;
   if (workspace.organization_id !== principal.organizationId) return null;
+  await principal.countIn?.(workspace.id, workspace.rate_limit_per_minute);
   return {
     principal,
     workspaceId: workspace.id,

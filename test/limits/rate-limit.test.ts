@@ -126,6 +126,32 @@ describe.each(variants())('per-key rate limit counted in the $name', ({ env }) =
     }
   });
 
+  it("holds the workspace's limit for an organization key acting there, counted per key and workspace", async () => {
+    const cluster = await twoProcesses(env());
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < LIMIT + 2; i++) {
+        const res = await cluster.apps[i % 2]!.inject({
+          method: 'GET',
+          url: '/v1/projects',
+          headers: { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'wsp_main' },
+        });
+        statuses.push(res.statusCode);
+      }
+      // Once the organization's default limit (600) applied alone, whatever the workspace set.
+      expect(statuses).toEqual([...Array(LIMIT).fill(200), 429, 429]);
+      // The same key in a workspace without a limit of its own is not held by wsp_main's count.
+      const other = await cluster.apps[0]!.inject({
+        method: 'GET',
+        url: '/v1/projects',
+        headers: { 'x-service-api-key': KEYS.acmeOrg, 'x-workspace-id': 'wsp_other' },
+      });
+      expect(other.statusCode).toBe(200);
+    } finally {
+      await cluster.close();
+    }
+  });
+
   it('counts concurrent requests exactly', async () => {
     const cluster = await twoProcesses(env());
     try {

@@ -17,6 +17,7 @@ export function findWorkspaceWithRole(db: Db, workspaceId: string, userId: strin
       'workspaces.id',
       'workspaces.organization_id',
       'workspaces.default_model',
+      'workspaces.rate_limit_per_minute',
       'workspace_members.role',
     ])
     .where('workspaces.id', '=', workspaceId)

@@ -60,17 +60,29 @@ export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
       deps.clock(),
       keyCache,
     );
-    const limit = principal.rateLimitPerMinute ?? deps.config.defaultRateLimitPerMinute;
-    let state: RateLimitState | undefined;
-    try {
-      state = await limiter.hit(principal.keyId, limit);
-    } catch (error) {
-      // The shared counter is unreachable (Redis down): serve uncounted rather than refuse all.
-      request.log.warn({ err: error }, 'rate limit not counted: its store failed');
-    }
-    if (state) {
-      reply.headers(rateLimitHeaders(state));
-      if (state.exceeded) throw rateLimitedError(state);
+    const count = async (counter: string, limit: number) => {
+      let state: RateLimitState | undefined;
+      try {
+        state = await limiter.hit(counter, limit);
+      } catch (error) {
+        // The shared counter is unreachable (Redis down): serve uncounted rather than refuse all.
+        request.log.warn({ err: error }, 'rate limit not counted: its store failed');
+      }
+      if (state) {
+        reply.headers(rateLimitHeaders(state));
+        if (state.exceeded) throw rateLimitedError(state);
+      }
+    };
+    await count(principal.keyId, principal.rateLimitPerMinute ?? deps.config.defaultRateLimitPerMinute);
+    if (principal.kind === 'organization') {
+      // An organization key acts in any workspace of its organization: each workspace's own limit
+      // holds for it too, counted per key and workspace, once per request.
+      const counted = new Set<string>();
+      principal.countIn = async (workspaceId, limit) => {
+        if (limit === null || counted.has(workspaceId)) return;
+        counted.add(workspaceId);
+        await count(`${principal.keyId}@${workspaceId}`, limit);
+      };
     }
     request.principal = principal;
     if (principal.kind === 'session' && !sessionMayReach(request)) {
