@@ -439,6 +439,8 @@ async function resolveAgent(db: Db, principal: Principal, request: ConversationR
       ? found.workspace.id === principal.workspaceId
       : found.workspace.organization_id === principal.organizationId);
   if (!found || !visible) throw errors.notFound('Agent');
+  // An organization key acting in the agent's workspace: that workspace's rate limit holds too.
+  await principal.countIn?.(found.workspace.id, found.workspace.rate_limit_per_minute);
   // A private agent is the owners' and admins' only: a member (or a session token) that cannot
   // see it in the list or by id cannot talk to it either.
   if (found.agent.visibility === 'private') {

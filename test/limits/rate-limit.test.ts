@@ -140,6 +140,14 @@ describe.each(variants())('per-key rate limit counted in the $name', ({ env }) =
       }
       // Once the organization's default limit (600) applied alone, whatever the workspace set.
       expect(statuses).toEqual([...Array(LIMIT).fill(200), 429, 429]);
+      // The same count holds on a route that finds the workspace through the agent.
+      const chat = await cluster.apps[0]!.inject({
+        method: 'POST',
+        url: '/v1/chat',
+        headers: { 'x-service-api-key': KEYS.acmeOrg },
+        payload: { agentId: 'agt_zeta', messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }] },
+      });
+      expect(chat.statusCode).toBe(429);
       // The same key in a workspace without a limit of its own is not held by wsp_main's count.
       const other = await cluster.apps[0]!.inject({
         method: 'GET',

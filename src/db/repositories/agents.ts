@@ -207,6 +207,7 @@ export async function findAgentWithWorkspace(db: Executor, agentId: string) {
       'workspaces.monthly_tokens as ws_monthly_tokens',
       'workspaces.monthly_cost_usd as ws_monthly_cost_usd',
       'workspaces.chat_spend_cap_usd as ws_chat_spend_cap_usd',
+      'workspaces.rate_limit_per_minute as ws_rate_limit_per_minute',
     ])
     .where('agents.id', '=', agentId)
     .where('agents.deleted_at', 'is', null)
@@ -218,6 +219,7 @@ export async function findAgentWithWorkspace(db: Executor, agentId: string) {
     ws_monthly_tokens,
     ws_monthly_cost_usd,
     ws_chat_spend_cap_usd,
+    ws_rate_limit_per_minute,
     ...agent
   } = row;
   return {
@@ -229,6 +231,7 @@ export async function findAgentWithWorkspace(db: Executor, agentId: string) {
       monthly_tokens: ws_monthly_tokens,
       monthly_cost_usd: ws_monthly_cost_usd,
       chat_spend_cap_usd: ws_chat_spend_cap_usd,
+      rate_limit_per_minute: ws_rate_limit_per_minute,
     },
   };
 }

@@ -60,6 +60,8 @@ export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
       deps.clock(),
       keyCache,
     );
+    // The headers show the count nearest its limit (an organization key has two, see below).
+    let shown: RateLimitState | undefined;
     const count = async (counter: string, limit: number) => {
       let state: RateLimitState | undefined;
       try {
@@ -69,7 +71,10 @@ export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
         request.log.warn({ err: error }, 'rate limit not counted: its store failed');
       }
       if (state) {
-        reply.headers(rateLimitHeaders(state));
+        if (!shown || state.exceeded || state.remaining < shown.remaining) {
+          shown = state;
+          reply.headers(rateLimitHeaders(state));
+        }
         if (state.exceeded) throw rateLimitedError(state);
       }
     };

@@ -92,9 +92,16 @@ function requestedKey(request: FastifyRequest): string {
   const rawPath = request.url.split('?')[0]!;
   const key = decodeKeyPath(rawPath.slice(STORAGE_ROUTE_PREFIX.length));
   if (!key) throw new ApiError('invalid_signature', 'The signed URL is invalid or has been tampered with');
-  // No URL Atrium signs names such a path: refused before the store would fail on it.
-  if (pathFault(key, STORABLE_KEY)) throw errors.badRequest('The URL names no valid storage path');
   return key;
+}
+
+/**
+ * After the signature: a path altered in a signed URL is tampered (403, from the check); one
+ * signed as it is (only the signing secret makes such a URL) is refused here rather than by the
+ * store with a 500.
+ */
+function requireStorableKey(key: string): void {
+  if (pathFault(key, STORABLE_KEY)) throw errors.badRequest('The URL names no valid storage path');
 }
 
 /**
@@ -207,6 +214,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
     async (request, reply) => {
       const key = requestedKey(request);
       const signed = verifySignedUrl(deps.config.signingSecret, 'PUT', key, request.query, deps.clock());
+      requireStorableKey(key);
       const declaredSize = signed.sizeBytes!;
       const sent = request.headers['content-type'];
       const expected = normalizeMediaType(signed.contentType);
@@ -274,6 +282,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
     async (request, reply) => {
       const key = requestedKey(request);
       const signed = verifySignedUrl(deps.config.signingSecret, 'GET', key, request.query, deps.clock());
+      requireStorableKey(key);
       const head = await deps.store.head(key);
       if (!head) throw errors.notFound('Object');
       // The URL serves one version: after a delete and a new upload at the same path, or a
