@@ -280,7 +280,7 @@ export async function syncProjectFiles(
   // On PostgreSQL the indexer's batch of files, settled in one transaction, can lock some of these
   // rows in another order than this sync's updates: the database ends one of the two with a
   // deadlock, and this whole transaction (which kept nothing) runs again.
-  const { result, refused, clashing } = await retryOnConflict(() =>
+  const { result, refused, clashing, bytes } = await retryOnConflict(() =>
     db.transaction().execute(async (trx) => {
       if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
       return reconcileProjectFiles({ ...deps, db: trx }, workspaceId, projectId, listed);
@@ -288,16 +288,17 @@ export async function syncProjectFiles(
   );
   // Added and updated files were marked `pending` in the same writes: indexing starts now.
   if (result.added + result.updated > 0) notifyIndexWork();
-  if (refused.length > 0) {
+  if (refused.length > 0 || bytes > PROJECT_FILE_LIMITS.maxProjectBytes) {
     throw new ApiError(
       'quota_exceeded',
-      `${refused.length} object(s) in storage were not registered (or, replacing a file, not applied): the project would exceed ${PROJECT_FILE_LIMITS.maxFiles} files or ${megabytes(PROJECT_FILE_LIMITS.maxProjectBytes)}`,
+      `${refused.length} object(s) in storage were not registered: the project holds ${bytes} bytes and would exceed ${PROJECT_FILE_LIMITS.maxFiles} files or ${megabytes(PROJECT_FILE_LIMITS.maxProjectBytes)}`,
       {
         ...result,
         notRegistered: refused.slice(0, 100),
         notRegisteredCount: refused.length,
         maxFiles: PROJECT_FILE_LIMITS.maxFiles,
         maxBytes: PROJECT_FILE_LIMITS.maxProjectBytes,
+        bytes,
         ...(clashing.length > 0 ? { clashing: clashing.slice(0, 100) } : {}),
       },
     );
@@ -320,7 +321,7 @@ async function reconcileProjectFiles(
   workspaceId: string,
   projectId: string,
   listed: Map<string, ObjectInfo>,
-): Promise<{ result: SyncResult; refused: string[]; clashing: string[] }> {
+): Promise<{ result: SyncResult; refused: string[]; clashing: string[]; bytes: number }> {
   const { db, store } = deps;
   const prefix = projectStoragePrefix(workspaceId, projectId);
   const rows = await listProjectFileRows(db, workspaceId, projectId);
@@ -351,28 +352,14 @@ async function reconcileProjectFiles(
   const changedIds = new Set(changed.map((row) => row.id));
   const unchangedIds = present.filter((row) => !changedIds.has(row.id)).map((row) => row.id);
   await markProjectFilesSynced(db, workspaceId, projectId, unchangedIds, now);
-  // The byte quota holds for replacements too: each upload URL was checked against the files
-  // registered when it was asked for, so URLs asked for together can replace small files with
-  // large ones past the quota. Shrinking replacements first, then growing ones oldest first
-  // while they fit; one that does not is left unregistered (its record keeps the old version).
-  let bytes = present.reduce((sum, row) => sum + Number(row.size_bytes), 0);
-  const growth = (row: ProjectFileRow) => objects.get(row.path)!.size - Number(row.size_bytes);
-  const applied: ProjectFileRow[] = [];
+  // Replacements are applied whatever the quota: their bytes have replaced the old ones in
+  // storage already, and a record must describe the object it names (a record kept at the old
+  // version could not even be downloaded). Upload URLs asked for together were each checked
+  // against the files registered then, so together they can take the project past its quota:
+  // the sync then says so (409), and new objects and upload URLs are refused until files are
+  // deleted.
   const refused: string[] = [];
-  const byGrowth = [...changed].sort(
-    (a, b) =>
-      Number(growth(a) > 0) - Number(growth(b) > 0) ||
-      objects.get(a.path)!.lastModified.getTime() - objects.get(b.path)!.lastModified.getTime(),
-  );
-  for (const row of byGrowth) {
-    if (growth(row) > 0 && bytes + growth(row) > PROJECT_FILE_LIMITS.maxProjectBytes) {
-      refused.push(row.path);
-      continue;
-    }
-    applied.push(row);
-    bytes += growth(row);
-  }
-  const updates = await mapConcurrently(applied, 16, async (row) => {
+  const updates = await mapConcurrently(changed, 16, async (row) => {
     const info = objects.get(row.path)!;
     return updateProjectFileContent(db, row, {
       etag: info.etag,
@@ -386,6 +373,7 @@ async function reconcileProjectFiles(
 
   // Quota for new objects: what the project holds once removals and updates are in.
   let files = present.length;
+  let bytes = present.reduce((sum, row) => sum + objects.get(row.path)!.size, 0);
   const candidates = [...objects.entries()]
     .filter(([path]) => !registered.has(path))
     .sort(([pa, a], [pb, b]) => a.lastModified.getTime() - b.lastModified.getTime() || (pa < pb ? -1 : 1));
@@ -427,7 +415,7 @@ async function reconcileProjectFiles(
     };
   });
   const added = await insertProjectFilesIfAbsent(db, newRows);
-  return { result: { added, removed, updated }, refused, clashing };
+  return { result: { added, removed, updated }, refused, clashing, bytes };
 }
 
 /** File paths, and the folders they make: whether a new path would be both a file and a folder. */
