@@ -161,8 +161,28 @@ const CHUNK_COUNT_CACHE_MIN = 5_000;
 const CHUNK_COUNT_CACHE_MAX = 10_000;
 const chunkCountCache = new WeakMap<object, Map<string, { total: number; at: number }>>();
 
+/**
+ * The smallest and largest chunk id of a project (two seeks in its index, read on every search
+ * so a newly indexed chunk is in range at once). FTS5 seeks a doclist to a rowid range, so the
+ * project's matches are looked for there only, not among every project's: a word common in
+ * other tenants' files but rare in this project would otherwise be walked through all of theirs.
+ */
+async function sqliteChunkIdRange(db: Db, projectId: string) {
+  const result = await sql<{ lo: number | null; hi: number | null }>`select
+      (select min(id) from knowledge_chunks where project_id = ${projectId}) as lo,
+      (select max(id) from knowledge_chunks where project_id = ${projectId}) as hi`.execute(db);
+  const row = result.rows[0];
+  return row?.lo == null || row.hi == null ? undefined : { lo: Number(row.lo), hi: Number(row.hi) };
+}
+
 /** Document frequencies (at most budget + 1) against the number of chunks, in one project. */
-async function sqliteTermStats(db: Db, projectId: string, terms: string[], budget: number) {
+async function sqliteTermStats(
+  db: Db,
+  projectId: string,
+  range: { lo: number; hi: number },
+  terms: string[],
+  budget: number,
+) {
   let cache = termCache.get(db);
   if (!cache) termCache.set(db, (cache = new Map()));
   const now = Date.now();
@@ -178,7 +198,9 @@ async function sqliteTermStats(db: Db, projectId: string, terms: string[], budge
     const result = await sql<{ doc: number }>`select count(*) as doc from (
         select 1 from knowledge_chunks_fts
         join knowledge_chunks s on s.id = knowledge_chunks_fts.rowid
-        where knowledge_chunks_fts match ${`"${term}"`} and s.project_id = ${projectId}
+        where knowledge_chunks_fts match ${`"${term}"`}
+          and knowledge_chunks_fts.rowid between ${range.lo} and ${range.hi}
+          and s.project_id = ${projectId}
         limit ${cap})`.execute(db);
     const doc = Number(result.rows[0]?.doc ?? 0);
     frequencies.set(term, doc);
@@ -209,7 +231,9 @@ async function searchSqlite(
   terms: string[],
   limit: number,
 ): Promise<Candidate[]> {
-  const stats = await sqliteTermStats(db, params.projectId, terms, RANK_BUDGET.sqlite);
+  const range = await sqliteChunkIdRange(db, params.projectId);
+  if (!range) return [];
+  const stats = await sqliteTermStats(db, params.projectId, range, terms, RANK_BUDGET.sqlite);
   const kept = selectTerms(stats.frequencies, terms, stats.total, RANK_BUDGET.sqlite);
   if (kept.length === 0) return [];
   // Every term quoted: a string of letters and digits in double quotes is always one token.
@@ -225,7 +249,9 @@ async function searchSqlite(
         select knowledge_chunks_fts.rowid as id, -bm25(knowledge_chunks_fts, 2.0, 1.0) as score
         from knowledge_chunks_fts
         join knowledge_chunks s on s.id = knowledge_chunks_fts.rowid
-        where knowledge_chunks_fts match ${match} and s.project_id = ${params.projectId} ${workspace}
+        where knowledge_chunks_fts match ${match}
+          and knowledge_chunks_fts.rowid between ${range.lo} and ${range.hi}
+          and s.project_id = ${params.projectId} ${workspace}
         order by knowledge_chunks_fts.rowid desc
         limit ${RANK_BUDGET.sqlite})
       order by score desc, id
