@@ -59,6 +59,19 @@ async function waitUntilHealthy(url: string, child: ChildProcess, output: () => 
  * on `env`'s database: what an operator's shell does beside running servers. Rejects on a
  * non-zero exit.
  */
+/**
+ * An answer's body and the process's last 4xx and error log lines: the message of an assertion
+ * on a request to an `atrium serve` process, so that a rare failure shows its cause.
+ */
+export function answerAndLog(server: Pick<ServeProcess, 'output'>, body: unknown): string {
+  const lines = server
+    .output()
+    .split('\n')
+    .filter((line) => /"statusCode":4|"level":[45]/.test(line))
+    .slice(-5);
+  return `${JSON.stringify(body)}\n${lines.join('\n')}`;
+}
+
 export async function runAtriumCli(env: Record<string, string>, args: string[]): Promise<{ stdout: string }> {
   const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', CLI, ...args], {
     cwd: ROOT,

@@ -3,7 +3,12 @@ import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
-import { type ServeCluster, type ServeProcess, startServeCluster } from '../helpers/serve-processes.js';
+import {
+  answerAndLog,
+  type ServeCluster,
+  type ServeProcess,
+  startServeCluster,
+} from '../helpers/serve-processes.js';
 import { slowPdfFile, type TestFile, textFile } from './files.js';
 
 const OWNER = { 'x-service-api-key': KEYS.mainOwner };
@@ -36,15 +41,7 @@ async function upload(server: ServeProcess, file: TestFile) {
     }),
   });
   // The answer, and what the process logged, when it is not a 200: what to look at if it fails.
-  expect(
-    status,
-    `${JSON.stringify(body)}\n${server
-      .output()
-      .split('\n')
-      .filter((l) => /"statusCode":4|"level":[45]/.test(l))
-      .slice(-5)
-      .join('\n')}`,
-  ).toBe(200);
+  expect(status, answerAndLog(server, body)).toBe(200);
   const put = await fetch(data.uploadUrl, {
     method: 'PUT',
     headers: { 'content-type': file.mediaType },

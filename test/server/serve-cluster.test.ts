@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
-import { type ServeCluster, startServeCluster } from '../helpers/serve-processes.js';
+import { answerAndLog, type ServeCluster, startServeCluster } from '../helpers/serve-processes.js';
 
 let cluster: ServeCluster;
 beforeAll(async () => {
@@ -19,8 +19,10 @@ describe(`two atrium serve processes on one database (${engineName})`, () => {
       headers: { 'x-service-api-key': KEYS.mainOwner, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'Shared across processes' }),
     });
-    expect(created.status).toBe(201);
-    const { data } = (await created.json()) as { data: { project: { id: string } } };
+    const answer = (await created.json()) as { data: { project: { id: string } } };
+    // A 401 was seen once here on PostgreSQL in CI, not reproduced: the answer and log say why.
+    expect(created.status, answerAndLog(first!, answer)).toBe(201);
+    const { data } = answer;
     const listed = await fetch(`${second!.url}/v1/projects`, {
       headers: { 'x-service-api-key': KEYS.mainOwner },
     });
