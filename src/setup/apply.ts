@@ -113,6 +113,36 @@ async function upsert(
 }
 
 /**
+ * A workspace's rows of `table` the file no longer lists (its list is the whole list): deleted,
+ * and their `column` values returned.
+ */
+async function pruneUnlisted(
+  ctx: Context,
+  table: 'workspace_models' | 'workspace_members',
+  column: 'model_id' | 'user_id',
+  workspaceId: string,
+  listed: Set<string>,
+): Promise<string[]> {
+  // Kysely cannot follow a column chosen at run time; both tables have the column they are given.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- dynamic table and column, see above
+  const trx = ctx.trx as Kysely<any>;
+  const current = await trx
+    .selectFrom(table)
+    .select(column)
+    .where('workspace_id', '=', workspaceId)
+    .execute();
+  const unlisted = current.map((row) => String(row[column])).filter((value) => !listed.has(value));
+  if (unlisted.length > 0) {
+    await trx
+      .deleteFrom(table)
+      .where('workspace_id', '=', workspaceId)
+      .where(column, 'in', unlisted)
+      .execute();
+  }
+  return unlisted;
+}
+
+/**
  * The workspace default model: the file's, else the stored one while the workspace still
  * enables it, else the first model the file enables (a default must be an enabled model).
  */
@@ -274,20 +304,8 @@ async function applyAll(ctx: Context, setup: SetupFile) {
 
       if (workspace.models) {
         const wanted = new Set(workspace.models);
-        const current = await ctx.trx
-          .selectFrom('workspace_models')
-          .select('model_id')
-          .where('workspace_id', '=', workspaceId)
-          .execute();
-        const stale = current.map((r) => r.model_id).filter((id) => !wanted.has(id));
-        if (stale.length > 0) {
-          await ctx.trx
-            .deleteFrom('workspace_models')
-            .where('workspace_id', '=', workspaceId)
-            .where('model_id', 'in', stale)
-            .execute();
-          ctx.report.updated.push(`workspace ${workspace.name} models`);
-        }
+        const stale = await pruneUnlisted(ctx, 'workspace_models', 'model_id', workspaceId, wanted);
+        if (stale.length > 0) ctx.report.updated.push(`workspace ${workspace.name} models`);
         for (const modelId of wanted) {
           await upsert(ctx, {
             table: 'workspace_models',
@@ -308,20 +326,8 @@ async function applyAll(ctx: Context, setup: SetupFile) {
             (member) => userIds.get(member.user) ?? userIds.get(member.user.toLowerCase())!,
           ),
         );
-        const current = await ctx.trx
-          .selectFrom('workspace_members')
-          .select('user_id')
-          .where('workspace_id', '=', workspaceId)
-          .execute();
-        const gone = current.map((row) => row.user_id).filter((id) => !listed.has(id));
-        if (gone.length > 0) {
-          await ctx.trx
-            .deleteFrom('workspace_members')
-            .where('workspace_id', '=', workspaceId)
-            .where('user_id', 'in', gone)
-            .execute();
-          for (const userId of gone) ctx.report.updated.push(`member ${userId} left ${workspace.name}`);
-        }
+        const gone = await pruneUnlisted(ctx, 'workspace_members', 'user_id', workspaceId, listed);
+        for (const userId of gone) ctx.report.updated.push(`member ${userId} left ${workspace.name}`);
       }
       for (const member of workspace.members ?? []) {
         const userId = userIds.get(member.user) ?? userIds.get(member.user.toLowerCase())!;

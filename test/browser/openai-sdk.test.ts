@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { CHAT_KEYS, chatSetup } from '../chat/fixtures.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { browserRunnable, launchChromium, serveSite } from '../helpers/browser.js';
+import { browserRunnable, closeInOrder, launchChromium, serveSite } from '../helpers/browser.js';
 
 /**
  * The official `openai` SDK in a real browser, on another origin than Atrium: what a browser app
@@ -70,12 +70,7 @@ beforeAll(async () => {
   await page.waitForFunction(() => 'complete' in window);
 }, 60_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await t?.close();
-  await upstream?.close();
-  await site?.close();
-});
+afterAll(() => closeInOrder(browser, t, upstream, site));
 
 function complete(options: { stream: boolean; conversationKey?: string }) {
   return page.evaluate(

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { CHAT_KEYS, chatRows, chatSetup } from '../chat/fixtures.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { browserRunnable, launchChromium, serveSite } from '../helpers/browser.js';
+import { browserRunnable, closeInOrder, launchChromium, serveSite } from '../helpers/browser.js';
 
 const EXAMPLE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/use-chat');
 const CLIENT_CHAT_ID = 'browser_chat_1';
@@ -50,10 +50,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await t?.close();
-  await upstream?.close();
-  await site?.close();
+  await closeInOrder(browser, t, upstream, site);
   if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
 });
 

@@ -43,3 +43,10 @@ export async function serveSite(
     close: () => new Promise<void>((resolve) => site.close(() => resolve())),
   };
 }
+
+/** Closes what a browser test opened, in order, skipping what was never opened (a skipped test). */
+export async function closeInOrder(
+  ...things: Array<{ close(): Promise<unknown> } | undefined>
+): Promise<void> {
+  for (const thing of things) await thing?.close();
+}
