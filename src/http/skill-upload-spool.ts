@@ -64,6 +64,10 @@ function tooLarge(maxBytes: number): ApiError {
   );
 }
 
+function tooManyParts(): ApiError {
+  return errors.badRequest(`An upload may have at most ${MAX_PARTS} parts and ${MAX_FIELDS} fields`);
+}
+
 /** A file name fit to echo back: its last path segment, no control characters, bounded. */
 function displayName(filename: string, index: number): string {
   const last = (filename.split(/[/\\]/).pop() ?? '').replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 255);
@@ -77,7 +81,7 @@ export function multipartError(error: unknown, maxBytes: number): ApiError {
   if ((error as { syscall?: string }).syscall) return errors.internal(error);
   const code = (error as { code?: string }).code;
   if (code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT') {
-    return errors.badRequest(`An upload may have at most ${MAX_PARTS} parts and ${MAX_FIELDS} fields`);
+    return tooManyParts();
   }
   const status = (error as { statusCode?: number }).statusCode;
   if (status === 413) return tooLarge(maxBytes);
@@ -116,8 +120,10 @@ export async function spoolSkillUpload(
         headerPairs: 100,
       },
     });
+    let fields = 0;
     for await (const part of parts) {
       if (part.type === 'field') {
+        fields++;
         if (part.fieldname === 'mode') {
           const mode = String(part.value).trim();
           if (!(SKILL_UPLOAD_MODES as readonly string[]).includes(mode)) {
@@ -140,8 +146,11 @@ export async function spoolSkillUpload(
         continue;
       }
       // A body cut short destroys the part's stream before it reaches us; piping a destroyed
-      // stream would wait forever.
-      if (part.file.destroyed) throw errors.badRequest('Malformed multipart body (a part ends early)');
+      // stream would wait forever. So does busboy's field limit, before its own error comes.
+      if (part.file.destroyed) {
+        if (fields >= MAX_FIELDS) throw tooManyParts();
+        throw errors.badRequest('Malformed multipart body (a part ends early)');
+      }
       if (part.fieldname !== 'files' && part.fieldname !== 'files[]') {
         // Unknown fields are ignored, as in JSON bodies; the bytes still count towards the limit.
         await pipeline(part.file, combined.meter(), discard());

@@ -102,7 +102,17 @@ export function parseSkillMarkdown(text: string, fallbackName: string): SkillHea
     };
   }
   // Dates and other YAML-only values become their JSON form; the metadata is stored as JSON.
-  return { name, description, metadata: JSON.parse(JSON.stringify(metadata)) as Record<string, unknown> };
+  let stored: Record<string, unknown>;
+  try {
+    stored = JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>;
+  } catch {
+    // An alias inside its own anchor (`a: &x {b: *x}`) makes a cycle, which JSON cannot hold.
+    return {
+      code: 'invalid_front_matter',
+      message: 'the front matter refers to itself (a YAML alias inside its own anchor)',
+    };
+  }
+  return { name, description, metadata: stored };
 }
 
 export function isProblem(value: SkillHeader | Problem): value is Problem {

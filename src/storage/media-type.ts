@@ -5,19 +5,32 @@ const MEDIA_TYPE = new RegExp(
   `^(${TOKEN})/(${TOKEN})((?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|${QUOTED}))*)[ \\t]*$`,
 );
 
+const WHOLE_TOKEN = new RegExp(`^${TOKEN}$`);
+
 export function isValidMediaType(value: string): boolean {
   return MEDIA_TYPE.test(value);
 }
 
 /**
  * A media type in one canonical spelling: type, subtype and parameter names in lower case,
- * no spaces around `;` and `=`. Two headers that mean the same compare equal.
+ * no spaces around `;` and `=`, and a `charset` value in lower case unquoted (RFC 9110 8.3.2:
+ * charset names are case-insensitive; browsers send `charset=UTF-8`). Two headers that mean
+ * the same compare equal.
  */
 export function normalizeMediaType(value: string): string | undefined {
   const match = MEDIA_TYPE.exec(value.trim());
   if (!match) return undefined;
   const params = [
     ...(match[3] ?? '').matchAll(new RegExp(`;[ \\t]*(${TOKEN})=(${TOKEN}|${QUOTED})`, 'g')),
-  ].map(([, name, raw]) => `;${name!.toLowerCase()}=${raw}`);
+  ].map(([, rawName, raw]) => {
+    const name = rawName!.toLowerCase();
+    return `;${name}=${name === 'charset' ? charsetValue(raw!) : raw}`;
+  });
   return `${match[1]!.toLowerCase()}/${match[2]!.toLowerCase()}${params.join('')}`;
+}
+
+/** A charset parameter's value compared case-insensitively: `"UTF-8"` and `utf-8` are one charset. */
+function charsetValue(raw: string): string {
+  const unquoted = raw.startsWith('"') ? raw.slice(1, -1).replace(/\\(.)/g, '$1') : raw;
+  return WHOLE_TOKEN.test(unquoted) ? unquoted.toLowerCase() : raw;
 }

@@ -110,6 +110,14 @@ describe(`HTTP error handling (${engineName})`, () => {
     expect(withParam.statusCode).toBe(405);
   });
 
+  it('answers 404, not a 405 allowing its own method, where a wildcard route has nothing after it', async () => {
+    // `/storage/objects/*` needs a path after the slash; the method table alone matched it empty.
+    const res = await t.app.inject({ method: 'GET', url: '/storage/objects/' });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toMatchObject({ ...errorShape, code: 'not_found' });
+    expect(res.headers.allow).toBeUndefined();
+  });
+
   it('answers an unexpected failure with 500 internal_error that reveals nothing', async () => {
     const broken = await createTestApp({ setup: TENANCY_SETUP });
     await broken.env.database.db.schema.alterTable('projects').renameTo('projects_gone').execute();

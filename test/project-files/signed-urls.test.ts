@@ -76,6 +76,9 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
   it('accepts the declared content type spelled with other case and spacing', async () => {
     const { uploadUrl } = await requestUploadUrl('ct.txt', 2, 'text/plain; charset=utf-8');
     expect((await put(uploadUrl, 'hi', 'Text/Plain;charset=utf-8')).statusCode).toBe(200);
+    // What a browser's fetch sends for a string body: the charset name in upper case.
+    const second = await requestUploadUrl('ct2.txt', 2, 'text/plain; charset=utf-8');
+    expect((await put(second.uploadUrl, 'hi', 'text/plain;charset=UTF-8')).statusCode).toBe(200);
   });
 
   it('refuses a PUT with another content type (400), storing nothing', async () => {

@@ -149,13 +149,16 @@ describe(`bulk skill upload (${engineName})`, () => {
       { name: 'unclosed/SKILL.md', content: '---\nname: unclosed\n' },
       // A YAML escape for NUL: PostgreSQL cannot store it, so neither engine takes it.
       { name: 'nul/SKILL.md', content: '---\nname: nul\ndescription: "bad \\0 here"\n---\nbody' },
+      // An alias inside its own anchor: the parsed value is a cycle (was a 500 for the request).
+      { name: 'cycle/SKILL.md', content: '---\nname: cycle\nmeta: &x\n  self: *x\n---\nbody' },
       { name: 'fine-too/SKILL.md', content: skillMd('fine-too', 'Fine') },
     ]);
     const { status, body } = await upload([zipPart('fm.zip', zip)]);
     expect(status).toBe(207);
-    expect(body.data.summary).toEqual({ total: 4, created: 1, skipped: 0, failed: 3 });
+    expect(body.data.summary).toEqual({ total: 5, created: 1, skipped: 0, failed: 4 });
     expect(body.data.errors.map((e: { name: string; code: string }) => [e.name, e.code])).toEqual([
       ['broken', 'invalid_front_matter'],
+      ['cycle', 'invalid_front_matter'],
       ['nul', 'invalid_front_matter'],
       ['unclosed', 'invalid_front_matter'],
     ]);
@@ -527,6 +530,15 @@ describe(`bulk skill upload: malformed requests (${engineName})`, () => {
     const { status, body } = await upload(parts);
     expect(status).toBe(400);
     expect(body.message).toContain('at most 250 parts');
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('refuses more text fields than an upload may have with the same 400', async () => {
+    const fields = Array.from({ length: 25 }, (_, i) => ({ name: `f${i}`, content: 'x' }));
+    const before = await snapshot();
+    const { status, body } = await upload([...fields, mdPart('after.md', skillMd('after-fields', 'x'))]);
+    expect(status).toBe(400);
+    expect(body.message).toContain('at most 250 parts and 20 fields');
     expect(await snapshot()).toEqual(before);
   });
 

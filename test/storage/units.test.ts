@@ -78,7 +78,18 @@ describe('media types and headers', () => {
   it('validates and normalises MIME types', () => {
     expect(isValidMediaType('text/plain; charset="utf-8"')).toBe(true);
     expect(isValidMediaType('text/plain\r\nx: y')).toBe(false);
-    expect(normalizeMediaType('Text/HTML ; Charset=UTF-8')).toBe('text/html;charset=UTF-8');
+    expect(normalizeMediaType('Text/HTML ; Charset=UTF-8')).toBe('text/html;charset=utf-8');
+  });
+
+  it('compares charset values case-insensitively, quoted or not, and other parameters exactly', () => {
+    // A browser's fetch sends `text/plain;charset=UTF-8` for a type declared in lower case.
+    expect(normalizeMediaType('text/plain;charset=UTF-8')).toBe(
+      normalizeMediaType('text/plain; charset=utf-8'),
+    );
+    expect(normalizeMediaType('text/plain; charset="UTF-8"')).toBe('text/plain;charset=utf-8');
+    expect(normalizeMediaType('multipart/mixed; boundary=AbC')).not.toBe(
+      normalizeMediaType('multipart/mixed; boundary=abc'),
+    );
   });
 
   it('writes a Content-Disposition that survives quotes, unicode and control characters', () => {

@@ -118,7 +118,9 @@ export function registerErrorHandling(app: FastifyInstance): { unmatched: Unmatc
   const unmatched = (request: FastifyRequest): ApiError => {
     const path = request.url.split('?')[0];
     const allowed = HTTP_METHODS.filter((method) => routeTable.find(method, path));
-    return allowed.length > 0
+    // This table matches a wildcard route's empty remainder (`/storage/objects/`) where Fastify's
+    // router does not: a path "allowing" the request's own method is simply not found.
+    return allowed.length > 0 && !allowed.includes(request.method as (typeof HTTP_METHODS)[number])
       ? new ApiError('method_not_allowed', `${request.method} is not allowed on ${path}`, { allow: allowed })
       : new ApiError('not_found', `No route ${request.method} ${path}`);
   };
