@@ -2,7 +2,12 @@ import type { Transaction } from 'kysely';
 import type { Db } from '../db/database.js';
 import { insertAgentRun } from '../db/repositories/agent-runs.js';
 import { insertChat, recordChatMessages, recountChatMessages } from '../db/repositories/chats.js';
-import { appendMessages, deleteChatMessages, listChatMessageIds } from '../db/repositories/messages.js';
+import {
+  appendMessages,
+  deleteChatMessages,
+  listChatMessageIds,
+  messagePosition,
+} from '../db/repositories/messages.js';
 import { addDailyUsage, addMonthUsage } from '../db/repositories/usage.js';
 import type { AgentRunTable, ChatTable, Database, MessageTable } from '../db/schema.js';
 import type { ConversationMessage } from './chat-messages.js';
@@ -109,22 +114,35 @@ export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
         });
       }
       if (chatExists && message) {
-        await deleteChatMessages(trx, record.chatId, record.replaces);
-        await appendMessages(trx, record.chatId, [
-          {
-            id: message.id,
-            workspace_id: record.workspaceId,
-            role: 'assistant',
-            parts: JSON.stringify(message.parts),
-            model: message.model,
-            input_tokens: usage.inputTokens,
-            output_tokens: usage.outputTokens,
-            cost_usd: usage.costUsd,
-            finish_reason: message.finishReason,
-            created_at: now,
-          },
-        ]);
-        if (record.replaces.length > 0) await recountChatMessages(trx, record.chatId);
+        // A client may have sent this reply's own id back while it ran (useChat resends the
+        // partial reply it holds with the next turn; storeTurn stores it as a new message).
+        // The reply takes that copy's place: same position, the whole text, its usage.
+        const copyAt = await messagePosition(trx, record.chatId, message.id);
+        await deleteChatMessages(
+          trx,
+          record.chatId,
+          copyAt === undefined ? record.replaces : [...record.replaces, message.id],
+        );
+        await appendMessages(
+          trx,
+          record.chatId,
+          [
+            {
+              id: message.id,
+              workspace_id: record.workspaceId,
+              role: 'assistant',
+              parts: JSON.stringify(message.parts),
+              model: message.model,
+              input_tokens: usage.inputTokens,
+              output_tokens: usage.outputTokens,
+              cost_usd: usage.costUsd,
+              finish_reason: message.finishReason,
+              created_at: now,
+            },
+          ],
+          copyAt,
+        );
+        if (record.replaces.length > 0 || copyAt !== undefined) await recountChatMessages(trx, record.chatId);
       }
       if (usage.inputTokens > 0 || usage.outputTokens > 0) {
         await addMonthUsage(trx, record.workspaceId, ledgerMonth(record.finishedAt), usage, now);

@@ -1,8 +1,24 @@
 import type { Db, Executor } from '../database.js';
 import type { AgentRunTable } from '../schema.js';
 
+/**
+ * Stores a run. Its response and error are the model's words, which may hold NUL characters:
+ * PostgreSQL text cannot, so they are stored as U+FFFD on both engines (requests with NUL are
+ * refused before they get here).
+ */
 export async function insertAgentRun(db: Executor, run: AgentRunTable): Promise<void> {
-  await db.insertInto('agent_runs').values(run).execute();
+  await db
+    .insertInto('agent_runs')
+    .values({
+      ...run,
+      response: withoutNul(run.response),
+      error: run.error === null ? null : withoutNul(run.error),
+    })
+    .execute();
+}
+
+function withoutNul(text: string): string {
+  return text.replaceAll('\u0000', '\uFFFD');
 }
 
 export function findAgentRun(db: Executor, workspaceId: string, runId: string) {

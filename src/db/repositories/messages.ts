@@ -29,6 +29,21 @@ export async function listChatMessageIds(
   return new Set(rows.map((row) => row.id));
 }
 
+/** Where message `id` sits in a chat, if it is stored there. */
+export async function messagePosition(
+  trx: Transaction<Database>,
+  chatId: string,
+  id: string,
+): Promise<number | undefined> {
+  const row = await trx
+    .selectFrom('messages')
+    .select('position')
+    .where('chat_id', '=', chatId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row ? Number(row.position) : undefined;
+}
+
 /**
  * Appends messages after the chat's last one; run inside the transaction that writes them.
  * `firstPosition` skips the lookup when the caller knows it (0 for a chat created in the same

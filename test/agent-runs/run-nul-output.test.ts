@@ -1,0 +1,50 @@
+/**
+ * What a model answers may hold NUL characters, which PostgreSQL text cannot: an agent run
+ * stored them raw, so on PostgreSQL the reply's transaction failed (500, no run, the usage
+ * never charged). Runs store them as U+FFFD on both engines.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, engineName, type TestApp } from '../helpers/app.js';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, chatSetup } from '../chat/fixtures.js';
+
+let upstream: FakeUpstream;
+let t: TestApp;
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  t = await createTestApp({ setup: chatSetup(upstream) });
+});
+afterAll(async () => {
+  await t.close();
+  await upstream.close();
+});
+
+describe(`a model reply holding a NUL character (${engineName})`, () => {
+  it('is recorded as an agent run and charged, not a 500 with the usage lost', async () => {
+    upstream.enqueue({ kind: 'text', text: 'before\u0000after', usage: { prompt: 10, completion: 7 } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/agents/agt_plain/runs',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+      payload: { message: 'say it' },
+    });
+    const ledger = await t.db
+      .selectFrom('usage_ledger')
+      .selectAll()
+      .where('workspace_id', '=', 'wsp_main')
+      .execute();
+    const runs = await t.db.selectFrom('agent_runs').select(['id', 'response']).execute();
+    expect({
+      status: res.statusCode,
+      code: res.json().code,
+      runs: runs.length,
+      outputTokens: ledger.reduce((s, r) => s + Number(r.output_tokens), 0),
+    }).toEqual({
+      status: 200,
+      code: undefined,
+      runs: 1,
+      outputTokens: 7,
+    });
+    expect(runs[0]!.response).toBe('before\uFFFDafter');
+  });
+});
