@@ -4,6 +4,7 @@ import {
   stepCountIs,
   streamText,
   type ToolChoice,
+  type Experimental_DownloadFunction,
   type ToolSet,
   type UIMessage,
   type UIMessageChunk,
@@ -63,6 +64,8 @@ export interface ReplyCall {
    * reply that fails or is cut short after a tool step has spent all the same.
    */
   spent: TokenUsage;
+  /** How the model call gets the files it cannot read from their URL (file-downloads.ts). */
+  download?: Experimental_DownloadFunction;
 }
 
 /** Adds a finished step's tokens to what the reply has spent. */
@@ -83,6 +86,7 @@ function callSettings(call: ReplyCall, model: LanguageModelV3 = call.model) {
     ...call.options,
     maxRetries: 0,
     abortSignal: call.abortSignal,
+    ...(call.download ? { experimental_download: call.download } : {}),
     ...(hasTools ? { tools: call.tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
     // A client's forced tool choice (`required`, a named function) is for the reply's first model
     // call: forced on every step of the tool loop, the model could never answer in text, and

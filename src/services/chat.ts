@@ -1,5 +1,12 @@
 import { cpuTurn } from './cpu-turns.js';
-import { convertToModelMessages, type ModelMessage, type ToolSet, type UIMessageChunk } from 'ai';
+import {
+  convertToModelMessages,
+  type Experimental_DownloadFunction,
+  type ModelMessage,
+  type ToolSet,
+  type UIMessageChunk,
+} from 'ai';
+import { prefetchFiles } from './file-downloads.js';
 import type { Transaction } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
@@ -223,7 +230,9 @@ export async function startConversation(
   // The tools before the user's turn is stored: a client tool named like one of the agent's
   // (known only once its MCP servers answer) is refused with nothing stored.
   let tools: ConversationTools;
+  let download: Experimental_DownloadFunction;
   try {
+    download = await prefetchFiles(model.model, prepared.added, abort.signal);
     await cpuTurn();
     tools = await buildConversationTools(deps, {
       agent,
@@ -293,6 +302,7 @@ export async function startConversation(
     idle,
     stopReason: () => stopReason,
     spent: { inputTokens: 0, outputTokens: 0 },
+    download,
   };
   const sources = turn?.sources ?? [];
   const leading = leadingParts(sources, tools.warnings);

@@ -1,0 +1,94 @@
+/**
+ * A file part whose URL cannot be downloaded for a model that cannot read URLs itself (here an
+ * address the AI SDK's download refuses; a 404 or an unreachable host alike) was a 502 "the
+ * model provider failed" with the provider never asked, and the user's turn stayed stored, so
+ * every later turn of the chat failed the same way. It is a 400 now, with nothing stored.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, chatRows, chatSetup, userText } from '../chat/fixtures.js';
+
+let upstream: FakeUpstream;
+let t: TestApp;
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  t = await createTestApp({ setup: chatSetup(upstream) });
+});
+afterAll(async () => {
+  await t.close();
+  await upstream.close();
+});
+
+const post = (payload: Record<string, unknown>) =>
+  t.app.inject({
+    method: 'POST',
+    url: '/v1/chat',
+    headers: { 'x-service-api-key': CHAT_KEYS.main },
+    payload,
+  });
+
+describe('a file URL that cannot be downloaded (openai-compatible provider)', () => {
+  it('is a client error, and does not break every later turn of the chat', async () => {
+    const clientId = 'review-bad-file-url';
+    const first = await post({
+      agentId: 'agt_plain',
+      id: clientId,
+      messages: [
+        {
+          id: 'u1',
+          role: 'user',
+          parts: [
+            { type: 'text', text: 'what is on this picture?' },
+            // Passes validation (http: URL, image media type); the AI SDK refuses to download it.
+            { type: 'file', url: 'http://10.255.255.1/picture.png', mediaType: 'image/png' },
+          ],
+        },
+      ],
+    });
+    expect(first.statusCode).toBe(400);
+    expect(first.json()).toMatchObject({
+      code: 'bad_request',
+      message: expect.stringContaining('http://10.255.255.1/picture.png'),
+    });
+    expect(upstream.requests).toHaveLength(0);
+    expect(await t.db.selectFrom('chats').select('id').where('client_id', '=', clientId).execute()).toEqual(
+      [],
+    );
+
+    // The next turn, text only, on the same chat id (useChat's): a new chat that works.
+    upstream.enqueue({ kind: 'text', text: 'hello back' });
+    const second = await post({ agentId: 'agt_plain', id: clientId, messages: [userText('hello?', 'u2')] });
+    expect(second.statusCode).toBe(200);
+    const chat = await t.db
+      .selectFrom('chats')
+      .select('id')
+      .where('client_id', '=', clientId)
+      .executeTakeFirstOrThrow();
+    expect((await chatRows(t.db, chat.id)).map((row) => row.role)).toEqual(['user', 'assistant']);
+  });
+
+  it('is a 400 on /v1/openai too, with the provider never asked', async () => {
+    const before = upstream.requests.length;
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/openai/chat/completions',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+      payload: {
+        model: 'agt_plain',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'what is on this picture?' },
+              { type: 'image_url', image_url: { url: 'https://10.255.255.1/picture.png' } },
+            ],
+          },
+        ],
+      },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(JSON.stringify(res.json())).toContain('could not be downloaded');
+    expect(upstream.requests.length).toBe(before);
+  });
+});
