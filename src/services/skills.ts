@@ -347,7 +347,8 @@ async function storeSkills(
       updated_at: now,
     };
   });
-  // A replaced skill's files that the new version no longer has, removed once its row is updated.
+  // A replaced skill's files that the new version no longer has, removed once its row is updated
+  // (those in the way of a new file, before it is written).
   const staleFiles = await staleFilesOfReplaced(deps.store, toCreate);
   const written = new Set<string>();
   // Every file of every skill, written side by side: each write waits on the disk (fsync) or
@@ -361,6 +362,7 @@ async function storeSkills(
   const replacedIds = new Set(toCreate.flatMap(({ replaces }) => (replaces ? [replaces.id] : [])));
   let inserted: Set<string>;
   try {
+    await Promise.all(staleFiles.beforeWrites.map((key) => deps.store.delete(key)));
     await mapConcurrently(writes, STORE_CONCURRENCY, async ({ index, file }) => {
       const { candidate } = toCreate[index]!;
       const prefix = rows[index]!.storage_path;
@@ -397,7 +399,7 @@ async function storeSkills(
   // files or turn the answer into an error. A stale file that stays is an extra file of its
   // skill; the files of a skill that lost its name to another request have no row, and the
   // leftovers sweep removes them (sweepOrphanSkillObjects).
-  await Promise.allSettled(staleFiles.map((key) => deps.store.delete(key)));
+  await Promise.allSettled(staleFiles.afterCommit.map((key) => deps.store.delete(key)));
   const created: Array<BulkUploadResult['created'][number] & { replaced: boolean }> = [];
   for (const [index, row] of rows.entries()) {
     if (inserted.has(row.id)) {
@@ -421,21 +423,38 @@ async function storeSkills(
 }
 
 /** The stored files of the skills being replaced that their new version does not write. */
+/**
+ * A replaced skill's files that its new version does not have. Most are removed once the new
+ * row is committed (`afterCommit`); those whose path clashes with a new file's (a file `ref`
+ * that becomes the folder `ref/`, or the other way round) first (`beforeWrites`), as no store
+ * can hold both.
+ */
 async function staleFilesOfReplaced(
   store: ObjectStore,
   toCreate: Array<ReadySkill & { replaces?: ReplacedSkill }>,
 ) {
-  const stale: string[] = [];
+  const beforeWrites: string[] = [];
+  const afterCommit: string[] = [];
   for (const { candidate, replaces } of toCreate) {
     if (!replaces) continue;
     const next = new Set(
       candidate.kind === 'zip' ? candidate.plan.files.map((file) => file.relativePath) : ['SKILL.md'],
     );
+    const nextFolders = new Set([...next].flatMap(folderPaths));
     for await (const object of store.list(replaces.storage_path)) {
-      if (!next.has(object.key.slice(replaces.storage_path.length))) stale.push(object.key);
+      const relative = object.key.slice(replaces.storage_path.length);
+      if (next.has(relative)) continue;
+      const clashes = nextFolders.has(relative) || folderPaths(relative).some((folder) => next.has(folder));
+      (clashes ? beforeWrites : afterCommit).push(object.key);
     }
   }
-  return stale;
+  return { beforeWrites, afterCommit };
+}
+
+/** The folders a relative path lies in: `a/b/c.md` → `a`, `a/b`. */
+function folderPaths(relativePath: string): string[] {
+  const segments = relativePath.split('/');
+  return segments.slice(0, -1).map((_, i) => segments.slice(0, i + 1).join('/'));
 }
 
 /**

@@ -755,6 +755,36 @@ describe(`bulk skill upload: a storage failure after the commit (${engineName})`
       await flaky.close();
     }
   });
+
+  it('replaces a skill whose file becomes a folder, and back (the old path removed first)', async () => {
+    const version = (description: string, files: Array<[string, string]>) =>
+      buildZip([
+        { name: 'shape/SKILL.md', content: skillMd('shape', description) },
+        ...files.map(([name, content]) => ({ name: `shape/${name}`, content })),
+      ]);
+    const replace = async (zip: Buffer) =>
+      upload([{ name: 'mode', content: 'replace' }, zipPart('shape.zip', zip)]);
+    expect((await upload([zipPart('v1.zip', await version('v1', [['ref', 'a file']]))])).status).toBe(200);
+    const row = async () =>
+      (await listWorkspaceSkills(t.env.database.db, WS)).find((r) => r.name === 'shape')!;
+    const { storage_path: prefix } = await row();
+    const files = async () =>
+      (await storedKeys())
+        .filter((key) => key.startsWith(prefix))
+        .map((key) => key.slice(prefix.length))
+        .sort();
+
+    // Was a 500 with SKILL.md already overwritten and the row still at v1.
+    expect((await replace(await version('v2', [['ref/a.md', 'now a folder']]))).status).toBe(200);
+    expect((await row()).description).toBe('v2');
+    expect(await files()).toEqual(['SKILL.md', 'ref/a.md']);
+    expect(await readObject(`${prefix}ref/a.md`)).toBe('now a folder');
+
+    expect((await replace(await version('v3', [['ref', 'a file again']]))).status).toBe(200);
+    expect((await row()).description).toBe('v3');
+    expect(await files()).toEqual(['SKILL.md', 'ref']);
+    expect(await readObject(`${prefix}ref`)).toBe('a file again');
+  });
 });
 
 describe(`skill files without a record (${engineName})`, () => {

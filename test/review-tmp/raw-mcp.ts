@@ -1,0 +1,71 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RawTool {
+  name: string;
+  description?: string;
+  inputSchema: unknown;
+}
+
+/**
+ * A hand-written streamable-HTTP MCP server (JSON responses, no session) that advertises
+ * whatever tool definitions it is given, valid or not, and can delay `initialize` and
+ * `tools/list` answers.
+ */
+export async function startRawMcp(options: {
+  tools: RawTool[];
+  delayMs?: number;
+  /** Awaited before answering the n-th `initialize` (0-based). */
+  gate?: (n: number) => Promise<void>;
+}) {
+  let initializes = 0;
+  const calls: Array<{ name: string; args: unknown }> = [];
+  const server: Server = createServer((req, res) => {
+    if (req.method !== 'POST') {
+      res.writeHead(405).end();
+      return;
+    }
+    let raw = '';
+    req.on('data', (c) => (raw += c));
+    req.on('end', async () => {
+      const msg = JSON.parse(raw) as { id?: number; method: string; params?: any };
+      if (msg.id === undefined) {
+        res.writeHead(202).end();
+        return;
+      }
+      if ((msg.method === 'initialize' || msg.method === 'tools/list') && options.delayMs) {
+        await new Promise((r) => setTimeout(r, options.delayMs));
+      }
+      if (msg.method === 'initialize' && options.gate) await options.gate(initializes++);
+      let result: unknown;
+      if (msg.method === 'initialize') {
+        result = {
+          protocolVersion: msg.params?.protocolVersion ?? '2025-06-18',
+          capabilities: { tools: {} },
+          serverInfo: { name: 'raw', version: '1.0.0' },
+        };
+      } else if (msg.method === 'tools/list') {
+        result = { tools: options.tools };
+      } else if (msg.method === 'tools/call') {
+        calls.push({ name: msg.params?.name, args: msg.params?.arguments });
+        result = { content: [{ type: 'text', text: `called ${msg.params?.name}` }] };
+      } else {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'no' } }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    calls,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
