@@ -5,6 +5,7 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { estimateUsage, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatSetup, DEAD_MCP_URL, userText } from './fixtures.js';
 import { startMcpServer, type TestMcpServer } from './mcp-server.js';
+import { startRawMcpServer } from './raw-mcp-server.js';
 
 // Long enough for a live local MCP server to answer on a loaded CI machine; the stalling one
 // still proves the timeout.
@@ -113,6 +114,37 @@ describe('MCP tools', () => {
     expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual(['live_lookup']);
     const toolMessage = upstream.requests[1]!.body.messages?.find((m) => m.role === 'tool');
     expect(JSON.stringify(toolMessage?.content)).toContain('definition of atrium');
+  });
+
+  it('skips only the tools whose inputSchema is not an object schema, with a warning naming each', async () => {
+    const lookup = { name: 'lookup', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } };
+    const raw = await startRawMcpServer({
+      tools: [
+        lookup,
+        { name: 'scalar', inputSchema: { type: 'string' } },
+        { name: 'odd', inputSchema: { type: 'object', properties: 5 } },
+        { name: 'later', inputSchema: { type: 'object' } },
+      ],
+      // The tools come in pages: every page is read.
+      pageSize: 2,
+    });
+    try {
+      await setTools([{ name: 'srv', url: raw.url }]);
+      upstream.enqueue({ kind: 'text', text: 'fine' });
+      const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('hi')] });
+      // One bad tool used to cost the server all of its tools (one mcp_error warning).
+      expect(res.statusCode).toBe(200);
+      expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual([
+        'srv_lookup',
+        'srv_later',
+      ]);
+      expect(res.json().warnings).toEqual([
+        { tool: 'srv_scalar', code: 'mcp_invalid_tool', message: expect.stringContaining('inputSchema') },
+        { tool: 'srv_odd', code: 'mcp_invalid_tool', message: expect.stringContaining('inputSchema') },
+      ]);
+    } finally {
+      await raw.close();
+    }
   });
 
   it('answers without waiting for a server that never answers the end of its session', async () => {

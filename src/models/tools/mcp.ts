@@ -1,5 +1,6 @@
-import { createMCPClient } from '@ai-sdk/mcp';
+import { createMCPClient, type ListToolsResult } from '@ai-sdk/mcp';
 import type { ToolSet } from 'ai';
+import { z } from 'zod';
 import type { ToolWarning } from './warnings.js';
 
 export interface McpToolSpec {
@@ -16,6 +17,64 @@ export interface ConnectedTools {
 }
 
 type McpClient = Awaited<ReturnType<typeof createMCPClient>>;
+
+/** A `tools/list` page, each tool left unchecked: one bad tool must not hide the others. */
+const ToolListPage = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
+/** What @ai-sdk/mcp requires of one tool (its ToolSchema): an object schema as `inputSchema`. */
+const UsableTool = z.looseObject({
+  name: z.string(),
+  title: z.string().optional(),
+  description: z.string().optional(),
+  inputSchema: z.looseObject({ type: z.literal('object'), properties: z.looseObject({}).optional() }),
+});
+type ListedTool = ListToolsResult['tools'][number];
+
+/**
+ * The client's JSON-RPC request. Not in its public types: `listTools` validates the whole list
+ * with one schema, so a single tool with a bad `inputSchema` lost every tool of its server.
+ * test/chat/chat-tools.test.ts fails if an upgrade removes it.
+ */
+type McpRequest = (args: {
+  request: { method: string; params?: Record<string, unknown> };
+  resultSchema: typeof ToolListPage;
+}) => Promise<z.infer<typeof ToolListPage>>;
+
+/** Every page of the server's tools: the usable ones, and a warning for each other one. */
+async function listUsableTools(
+  client: McpClient,
+  server: string,
+): Promise<{ tools: ListedTool[]; warnings: ToolWarning[] }> {
+  const request = (client as unknown as { request: McpRequest }).request.bind(client);
+  const tools: ListedTool[] = [];
+  const warnings: ToolWarning[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await request({
+      request: { method: 'tools/list', params: cursor === undefined ? undefined : { cursor } },
+      resultSchema: ToolListPage,
+    });
+    for (const listed of page.tools) {
+      const checked = UsableTool.safeParse(listed);
+      if (checked.success) {
+        tools.push(checked.data as ListedTool);
+        continue;
+      }
+      const name = (listed as { name?: unknown })?.name;
+      const issue = checked.error.issues[0];
+      warnings.push({
+        tool: typeof name === 'string' ? toolName(server, name) : server,
+        code: 'mcp_invalid_tool',
+        message:
+          `MCP tool skipped: ${issue ? `${issue.path.join('.') || 'the tool'} ${issue.message}` : 'not a valid tool'}`.slice(
+            0,
+            200,
+          ),
+      });
+    }
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return { tools, warnings };
+}
 
 class SetupTimeout extends Error {}
 
@@ -77,7 +136,7 @@ function boundedSessionEnd(timeoutMs: number): typeof fetch {
 async function connectOne(
   spec: McpToolSpec,
   timeoutMs: number,
-): Promise<{ client: McpClient; tools: ToolSet }> {
+): Promise<{ client: McpClient; tools: ToolSet; warnings: ToolWarning[] }> {
   let client: McpClient | undefined;
   let timer: NodeJS.Timeout | undefined;
   const setup = (async () => {
@@ -92,7 +151,12 @@ async function connectOne(
       initializationOptions: { timeout: timeoutMs },
       clientName: 'atrium',
     });
-    return { client, tools: (await client.tools()) as ToolSet };
+    const listed = await listUsableTools(client, spec.name);
+    return {
+      client,
+      tools: client.toolsFromDefinitions({ tools: listed.tools }) as ToolSet,
+      warnings: listed.warnings,
+    };
   })();
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new SetupTimeout()), timeoutMs);
@@ -124,6 +188,7 @@ export async function connectMcpTools(specs: McpToolSpec[], timeoutMs: number): 
       return;
     }
     clients.push(outcome.value.client);
+    warnings.push(...outcome.value.warnings);
     for (const [name, tool] of Object.entries(outcome.value.tools)) tools[toolName(spec.name, name)] = tool;
   });
   return {
