@@ -58,7 +58,15 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
     });
   }
 
-  const address = await app.listen({ port: config.port, host: config.host });
+  let address: string;
+  try {
+    address = await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    // A port in use or not allowed: nothing is served, so nothing may stay open either (a
+    // process holding its database and timers would look alive to a supervisor).
+    await shutdown('listen failed').catch(() => undefined);
+    throw error;
+  }
   // PORT=0 picks a free port: signed URLs name the one really chosen.
   store.setServerOrigin(httpOrigin(config.host, (app.server.address() as AddressInfo).port));
   hooks.onListening?.(address);

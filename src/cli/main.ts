@@ -30,11 +30,15 @@ const USAGE = `Usage: atrium <command>
 
 class UsageError extends Error {}
 
-async function withDatabase<T>(fn: (database: DatabaseHandle) => Promise<T>): Promise<T> {
+/** Runs `fn` on the configured database, migrated to the latest schema first unless told not to. */
+async function withDatabase<T>(
+  fn: (database: DatabaseHandle) => Promise<T>,
+  { migrateFirst = true } = {},
+): Promise<T> {
   const config = loadConfig();
   const database = await openDatabase(config.database);
   try {
-    await migrateToLatest(database.db);
+    if (migrateFirst) await migrateToLatest(database.db);
     return await fn(database);
   } finally {
     await database.close();
@@ -69,7 +73,8 @@ async function serve(): Promise<number> {
 }
 
 async function migrate(): Promise<number> {
-  const applied = await withDatabase((database) => migrateToLatest(database.db));
+  // Not migrated by withDatabase first: what this run applied is what it reports.
+  const applied = await withDatabase((database) => migrateToLatest(database.db), { migrateFirst: false });
   console.log(applied.length > 0 ? `Applied migrations: ${applied.join(', ')}` : 'Database is up to date');
   return EXIT.ok;
 }

@@ -22,7 +22,7 @@ export async function startRawMcpServer(options: { tools: RawTool[]; pageSize?: 
     let raw = '';
     req.on('data', (c) => (raw += c));
     req.on('end', () => {
-      const msg = JSON.parse(raw) as { id?: number; method: string; params?: Record<string, string> };
+      const msg = JSON.parse(raw) as { id?: number; method: string; params?: Record<string, unknown> };
       if (msg.id === undefined) {
         res.writeHead(202).end();
         return;
@@ -42,8 +42,8 @@ export async function startRawMcpServer(options: { tools: RawTool[]; pageSize?: 
           ...(end < options.tools.length ? { nextCursor: String(end) } : {}),
         };
       } else if (msg.method === 'tools/call') {
-        calls.push({ name: msg.params?.name, args: msg.params?.arguments });
-        result = { content: [{ type: 'text', text: `called ${msg.params?.name}` }] };
+        calls.push({ name: String(msg.params?.name), args: msg.params?.arguments });
+        result = { content: [{ type: 'text', text: `called ${String(msg.params?.name)}` }] };
       } else {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'no' } }));

@@ -48,6 +48,18 @@ beforeEach(() => {
   vi.spyOn(console, 'error').mockImplementation((...args) => void output.err.push(args.join(' ')));
 });
 
+// First in the file: the database is still empty here.
+describe(`atrium migrate (${engineName})`, () => {
+  it('reports the migrations it applied on an empty database, then that it is up to date', async () => {
+    expect(await main(['migrate'])).toBe(0);
+    // It said "Database is up to date" here: the database had been migrated before it looked.
+    expect(output.out.join('\n')).toMatch(/^Applied migrations: 001-/);
+    output.out = [];
+    expect(await main(['migrate'])).toBe(0);
+    expect(output.out).toEqual(['Database is up to date']);
+  });
+});
+
 function writeSetup(name: string, text: string): string {
   const file = path.join(dir, name);
   writeFileSync(file, text);

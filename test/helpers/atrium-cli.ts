@@ -8,6 +8,6 @@ main(process.argv.slice(2)).then(
   },
   (error) => {
     console.error(error instanceof Error ? error.message : error);
-    process.exitCode = 1;
+    process.exit(1);
   },
 );

@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import { migrateToLatest, openDatabase } from '../../src/db/database.js';
 import { applySetup } from '../../src/setup/apply.js';
 import { parseSetupText } from '../../src/setup/validate.js';
-import { freePort, testDatabaseUrl } from './app.js';
+import { testDatabaseUrl } from './app.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = path.join(ROOT, 'test/helpers/atrium-cli.ts');
@@ -38,16 +38,26 @@ export interface ServeCluster {
   close(): Promise<void>;
 }
 
-async function waitUntilHealthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
+/**
+ * The URL the process prints once it listens (it was started on port 0, so the system chose a
+ * free port and nothing else can hold it), once `/healthz` answers there. A port picked by the
+ * test and handed over could be taken meanwhile by another test's server: its `/healthz` then
+ * answered for a process that had failed to listen, and the first request went to another
+ * database (a 401 for a valid key, seen twice in CI).
+ */
+async function waitUntilHealthy(child: ChildProcess, output: () => string): Promise<string> {
   // Generous: a loaded CI machine (the whole suite in parallel) can take long to start tsx.
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`atrium serve exited (${child.exitCode}):\n${output()}`);
-    try {
-      const res = await fetch(`${url}/healthz`);
-      if (res.ok) return;
-    } catch {
-      // not listening yet
+    const url = /Atrium listening on (http:\/\/[^\s]+)/.exec(output())?.[1];
+    if (url) {
+      try {
+        const res = await fetch(`${url}/healthz`);
+        if (res.ok) return url;
+      } catch {
+        // not answering yet
+      }
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -81,27 +91,26 @@ export async function runAtriumCli(env: Record<string, string>, args: string[]):
 }
 
 export async function startServeProcess(env: Record<string, string>): Promise<ServeProcess> {
-  const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    env: { PATH: process.env.PATH ?? '', ...env, PORT: '0', HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';
   child.stdout?.on('data', (chunk: Buffer) => (text += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (text += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
   const output = () => text;
+  let url: string;
   try {
-    await waitUntilHealthy(url, child, output);
+    url = await waitUntilHealthy(child, output);
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
   }
   return {
     url,
-    port,
+    port: Number(new URL(url).port),
     child,
     output,
     async stop(signal = 'SIGTERM') {
