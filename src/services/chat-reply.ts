@@ -181,6 +181,8 @@ export function streamReply(
 ): void {
   call.idle.touch();
   let failed: unknown;
+  /** Errors of the model's stream itself (streamText's `onError`), as opposed to tools' errors. */
+  const streamErrors = new Set<unknown>();
   let usage: TokenUsage | undefined;
   let finishReason = 'stop';
   const kept = new KeptChunks();
@@ -196,6 +198,7 @@ export function streamReply(
       onStepFinish: (step) => countStep(call, step),
       onError: ({ error }) => {
         failed ??= error;
+        streamErrors.add(error);
       },
     });
     return result.toUIMessageStream<UIMessage<ChatMessageMetadata>>({
@@ -224,7 +227,13 @@ export function streamReply(
         }
         return undefined;
       },
-      onError: (error) => upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs).message,
+      // The stream's own failures are the provider's (502/504 text); any other error reaching
+      // here is a tool's (an unknown tool, bad input, a failed call): its own words, as JSON mode
+      // stores them (replyParts).
+      onError: (error) =>
+        streamErrors.has(error) || call.idle.timedOut
+          ? upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs).message
+          : toolErrorText(error),
     });
   };
 
@@ -322,6 +331,11 @@ function replyText(parts: unknown[]): string {
 
 type GeneratedStep = Awaited<ReturnType<typeof generateText>>['steps'][number];
 
+/** What a tool's error says, in a reply's tool part (stream and JSON mode alike). */
+function toolErrorText(error: unknown): string {
+  return String((error as Error)?.message ?? error);
+}
+
 /** The assistant message's UI parts from the steps of a generateText call (as a stream gives). */
 function replyParts(steps: GeneratedStep[]): unknown[] {
   const parts: unknown[] = [];
@@ -339,7 +353,7 @@ function replyParts(steps: GeneratedStep[]): unknown[] {
           toolCallId: part.toolCallId,
           input: part.input,
           ...(error && error.type === 'tool-error'
-            ? { state: 'output-error', errorText: String((error.error as Error)?.message ?? error.error) }
+            ? { state: 'output-error', errorText: toolErrorText(error.error) }
             : output?.type === 'tool-result'
               ? { state: 'output-available', output: output.output }
               : // A client tool: the client runs it, so the reply ends with its call.
