@@ -78,7 +78,7 @@ export function orchestrationOf(agent: AgentTable): string[] {
   return Array.isArray(agents) ? agents.filter((id): id is string => typeof id === 'string') : [];
 }
 
-function mcpSpecsOf(agent: AgentTable): McpToolSpec[] {
+export function mcpSpecsOf(agent: AgentTable): McpToolSpec[] {
   const tools = (storedJson(agent, 'tools', Array.isArray) ?? []) as unknown[];
   return tools.filter(
     (t): t is McpToolSpec =>

@@ -48,7 +48,7 @@ import {
 } from './chat-reply.js';
 import { canSeeChat, type ChatViewer, chatViewer } from './chat-visibility.js';
 import type { ReplyTicket, RunningReplies, StopReason } from './running-replies.js';
-import { buildConversationTools, type ConversationTools, orchestrationOf } from './chat-tools.js';
+import { buildConversationTools, type ConversationTools, mcpSpecsOf, orchestrationOf } from './chat-tools.js';
 import { upstreamFailure } from './upstream-failure.js';
 import type { ChunkSink } from '../http/ui-message-sse.js';
 import { assertWithinChatSpendCap, assertWithinWorkspaceLimits } from './usage.js';
@@ -196,8 +196,8 @@ export async function startConversation(
     request.model ?? agent.model ?? undefined,
   );
   const values = await templateValues(deps.db, principal, agent, orchestrated, request);
-  const turn = project ? await projectTurn(deps.db, project, prepared.conversation) : undefined;
-  const system = buildSystem(agent, turn, values);
+  let turn = project ? await projectTurn(deps.db, project, prepared.conversation) : undefined;
+  let system = buildSystem(agent, turn, values);
 
   // An unstored exchange gets an id no chat has, so its reply only counts usage.
   let chatId = (storing ? chat?.id : undefined) ?? newId('cht');
@@ -245,6 +245,17 @@ export async function startConversation(
       temperature: request.temperature ?? DEFAULT_TEMPERATURE,
     });
     if (request.clientTools) await addClientTools(tools, request.clientTools);
+    // Connecting MCP servers may take seconds: a turn stored on this chat meanwhile (another
+    // request's, replied to already) is history this reply must see, not the snapshot above.
+    if (chat && !request.modelMessages && mcpSpecsOf(agent).length > 0) {
+      const fresh = await prepareConversation(deps.db, workspace, chat, request, incoming);
+      if (fresh.storable === prepared.storable && !sameIds(fresh.conversation, prepared.conversation)) {
+        prepared = fresh;
+        turn = project ? await projectTurn(deps.db, project, prepared.conversation) : undefined;
+        system = buildSystem(agent, turn, values);
+        messages = await convertToModelMessages(toModelUIMessages(prepared.conversation));
+      }
+    }
   } catch (error) {
     ticket.release();
     await reservation?.release();
@@ -740,4 +751,9 @@ export async function completeConversation(conversation: Conversation) {
   const outcome = await conversation.complete();
   if (!outcome.ok) throw outcome.error;
   return outcome;
+}
+
+/** Whether two conversations hold the same messages in the same order (by id). */
+function sameIds(a: ConversationMessage[], b: ConversationMessage[]): boolean {
+  return a.length === b.length && a.every((message, i) => message.id === b[i]!.id);
 }

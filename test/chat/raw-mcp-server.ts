@@ -10,9 +10,15 @@ export interface RawTool {
 /**
  * A hand-written streamable-HTTP MCP server (JSON responses, no session) that lists whatever
  * tool definitions it is given, valid or not (the SDK's server would refuse to), split into
- * pages of `pageSize` with `nextCursor`.
+ * pages of `pageSize` with `nextCursor`. `gate(n)` is awaited before the n-th `initialize` (from
+ * 0) is answered: a server that holds a connecting client as long as a test needs.
  */
-export async function startRawMcpServer(options: { tools: RawTool[]; pageSize?: number }) {
+export async function startRawMcpServer(options: {
+  tools: RawTool[];
+  pageSize?: number;
+  gate?: (n: number) => Promise<void>;
+}) {
+  let initializes = 0;
   const calls: Array<{ name: string; args: unknown }> = [];
   const server: Server = createServer((req, res) => {
     if (req.method !== 'POST') {
@@ -21,13 +27,14 @@ export async function startRawMcpServer(options: { tools: RawTool[]; pageSize?: 
     }
     let raw = '';
     req.on('data', (c) => (raw += c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const msg = JSON.parse(raw) as { id?: number; method: string; params?: Record<string, unknown> };
       if (msg.id === undefined) {
         res.writeHead(202).end();
         return;
       }
       let result: unknown;
+      if (msg.method === 'initialize' && options.gate) await options.gate(initializes++);
       if (msg.method === 'initialize') {
         result = {
           protocolVersion: msg.params?.protocolVersion ?? '2025-06-18',
