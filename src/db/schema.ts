@@ -16,6 +16,7 @@ export interface Database {
   agents: AgentTable;
   projects: ProjectTable;
   project_files: ProjectFileTable;
+  upload_reservations: UploadReservationTable;
   chats: ChatTable;
   messages: MessageTable;
   agent_runs: AgentRunTable;
@@ -163,6 +164,15 @@ export interface ProjectTable {
   updated_at: string;
   /** Null: created before ownership was recorded; the API treats it as `api` (010-management). */
   managed_by: ManagedBy | null;
+}
+
+/** An upload URL not expired yet and the bytes it may bring (017-upload-reservations). */
+export interface UploadReservationTable {
+  project_id: string;
+  workspace_id: string;
+  path: string;
+  size_bytes: number;
+  expires_at: string;
 }
 
 export interface ProjectFileTable {

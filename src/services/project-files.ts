@@ -10,11 +10,14 @@ import {
   findProjectFileByPath,
   insertProjectFilesIfAbsent,
   listProjectFileRows,
+  liveUploadReservations,
   listProjectFilesJson,
   markProjectFilesSynced,
   type NewProjectFileRow,
   type ProjectFileRow,
   projectFileUsage,
+  registeredFileSizes,
+  reserveUpload,
   updateProjectFileContent,
 } from '../db/repositories/project-files.js';
 import { findProject, lockProject } from '../db/repositories/projects.js';
@@ -218,20 +221,54 @@ export async function createUploadUrl(
       { path: 'body.filename', message: `clashes with "${clash.path}"` },
     ]);
   }
-  const existing = await findProjectFileByPath(deps.db, workspaceId, projectId, path);
-  const usage = await projectFileUsage(deps.db, workspaceId, projectId);
-  const files = usage.files + (existing ? 0 : 1);
-  const bytes = usage.bytes - Number(existing?.size_bytes ?? 0) + input.sizeBytes;
-  if (files > PROJECT_FILE_LIMITS.maxFiles) throw quotaError('files', { files: usage.files });
-  if (bytes > PROJECT_FILE_LIMITS.maxProjectBytes) {
-    throw quotaError('bytes', { bytes: usage.bytes, requestedBytes: input.sizeBytes });
-  }
+  // What the project holds: every path registered, in storage (an upload never synced too) or
+  // promised to an upload URL that has not expired, each at the largest of its sizes. Storage is
+  // listed before the lock, as sync does: an object written meanwhile had its URL reserved.
+  const prefix = projectStoragePrefix(workspaceId, projectId);
+  const stored = new Map<string, number>();
+  for await (const info of deps.store.list(prefix)) stored.set(info.key.slice(prefix.length), info.size);
+  const now = deps.clock();
+  await deps.db.transaction().execute(async (trx) => {
+    if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
+    const held = largestSizes([
+      await registeredFileSizes(trx, workspaceId, projectId),
+      stored,
+      await liveUploadReservations(trx, workspaceId, projectId, now.toISOString()),
+    ]);
+    const before = { files: held.size, bytes: sumOf(held) };
+    held.set(path, input.sizeBytes);
+    if (held.size > PROJECT_FILE_LIMITS.maxFiles) throw quotaError('files', { files: before.files });
+    if (sumOf(held) > PROJECT_FILE_LIMITS.maxProjectBytes) {
+      throw quotaError('bytes', { bytes: before.bytes, requestedBytes: input.sizeBytes });
+    }
+    await reserveUpload(trx, {
+      project_id: projectId,
+      workspace_id: workspaceId,
+      path,
+      size_bytes: input.sizeBytes,
+      expires_at: new Date(now.getTime() + PROJECT_FILE_LIMITS.uploadUrlSeconds * 1000).toISOString(),
+    });
+  });
   const uploadUrl = await deps.store.createUploadUrl(storagePath, {
     contentType: input.contentType,
     sizeBytes: input.sizeBytes,
     expiresInSeconds: PROJECT_FILE_LIMITS.uploadUrlSeconds,
   });
   return { uploadUrl, storagePath };
+}
+
+/** Every path of the maps, at the largest size any of them gives it. */
+function largestSizes(maps: Array<Map<string, number>>): Map<string, number> {
+  const largest = new Map<string, number>();
+  for (const map of maps)
+    for (const [path, size] of map) largest.set(path, Math.max(size, largest.get(path) ?? 0));
+  return largest;
+}
+
+function sumOf(sizes: Map<string, number>): number {
+  let sum = 0;
+  for (const size of sizes.values()) sum += size;
+  return sum;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
 import { createTestApp, engineName } from '../helpers/app.js';
@@ -5,8 +6,10 @@ import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 import { filesApi, OWNER, PREFIX } from './helpers.js';
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
+/** Moves the app's clock on (an upload URL's expiry), back to 0 after. */
+let clockOffsetMs = 0;
 beforeAll(async () => {
-  t = await createTestApp({ setup: TENANCY_SETUP });
+  t = await createTestApp({ setup: TENANCY_SETUP, clock: () => new Date(Date.now() + clockOffsetMs) });
 });
 afterAll(() => t.close());
 
@@ -227,13 +230,72 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     expect((await filesApi(t.app, projectId).requestUpload({ ...valid, sizeBytes: free })).statusCode).toBe(
       200,
     );
+    // That URL holds the last 10 bytes until it expires: one byte more is refused.
+    const after = await filesApi(t.app, projectId).requestUpload({
+      ...valid,
+      filename: 'b.txt',
+      sizeBytes: 1,
+    });
+    expect(after.statusCode).toBe(409);
     // Replacing a file counts its new size instead of its old one.
-    const shrink = await filesApi(t.app, projectId).requestUpload({
+    const same = await filesApi(t.app, projectId).requestUpload({
       ...valid,
       filename: 'f0.txt',
+      sizeBytes: 50 * MB - 1,
+    });
+    expect(same.statusCode).toBe(200);
+    const grow = await filesApi(t.app, projectId).requestUpload({
+      ...valid,
+      filename: 'f1.txt',
       sizeBytes: 50 * MB,
     });
-    expect(shrink.statusCode).toBe(200);
+    expect(grow.statusCode).toBe(409);
+  });
+
+  it('counts upload URLs not expired yet against the quota, each path once', async () => {
+    // Twenty 50 MB URLs asked for at once on an empty project were all granted (1,000 MB).
+    const projectId = await newProject('Asked for at once');
+    const ask = (i: number) =>
+      filesApi(t.app, projectId).requestUpload({ ...valid, filename: `big-${i}.bin`, sizeBytes: 50 * MB });
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => ask(i)));
+    const granted = answers.flatMap((res, i) => (res.statusCode === 200 ? [i] : []));
+    expect(granted).toHaveLength(10);
+    expect(answers.filter((res) => res.statusCode === 409)).toHaveLength(10);
+    // A path asked for again replaces its own reservation: no more room is taken.
+    expect((await ask(granted[0]!)).statusCode).toBe(200);
+    expect((await ask(99)).statusCode).toBe(409);
+    // Once those URLs have expired (nothing was uploaded with them), the room is free again.
+    clockOffsetMs = 15 * 60 * 1000 + 1000;
+    try {
+      const later = await Promise.all(Array.from({ length: 10 }, (_, i) => ask(100 + i)));
+      expect(later.map((res) => res.statusCode)).toEqual(Array(10).fill(200));
+    } finally {
+      clockOffsetMs = 0;
+    }
+  });
+
+  it('counts objects uploaded and never synced against the quota', async () => {
+    // A client that never syncs could otherwise write without end, a URL at a time.
+    const projectId = await newProject('Written, never synced');
+    await insertRecords(
+      projectId,
+      Array.from({ length: 495 }, () => 1),
+    );
+    for (let i = 0; i < 5; i++) {
+      await t.store.put(
+        `projects/wsp_main/${projectId}/unsynced-${i}.txt`,
+        Readable.from([Buffer.from('x')]),
+        {
+          contentType: 'text/plain',
+        },
+      );
+    }
+    const res = await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'one-more.txt' });
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toMatchObject({ code: 'quota_exceeded', details: { limit: 'files', files: 500 } });
+    // A path already in storage is a replacement: still granted.
+    const replace = await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'unsynced-0.txt' });
+    expect(replace.statusCode).toBe(200);
   });
 
   it('answers 404 for an unknown project, and for projects of another workspace or organization', async () => {

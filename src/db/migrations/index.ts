@@ -9,6 +9,7 @@ import * as knowledgeVectors from './012-knowledge-vectors.js';
 import * as knowledgeSearchIndex from './014-knowledge-search-index.js';
 import * as knowledgeGinPendingLimit from './015-knowledge-gin-pending-limit.js';
 import * as changeNotices from './016-change-notices.js';
+import * as uploadReservations from './017-upload-reservations.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -25,4 +26,5 @@ export const migrations: Record<string, Migration> = {
   '014-knowledge-search-index': knowledgeSearchIndex,
   '015-knowledge-gin-pending-limit': knowledgeGinPendingLimit,
   '016-change-notices': changeNotices,
+  '017-upload-reservations': uploadReservations,
 };

@@ -2,7 +2,7 @@ import { type Insertable, type Selectable, sql } from 'kysely';
 import { type Db, dialectOf } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
-import type { ProjectFileTable } from '../schema.js';
+import type { ProjectFileTable, UploadReservationTable } from '../schema.js';
 
 export type ProjectFileRow = Selectable<ProjectFileTable>;
 export type NewProjectFileRow = Insertable<ProjectFileTable>;
@@ -262,4 +262,57 @@ export async function deleteProjectFileRow(db: Db, workspaceId: string, projectI
     .where('project_id', '=', projectId)
     .executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
+}
+
+/**
+ * The project's upload URLs that have not expired, by path, with the bytes each may bring;
+ * expired ones are removed first. Run in the transaction that holds the project's lock.
+ */
+export async function liveUploadReservations(
+  trx: Db,
+  workspaceId: string,
+  projectId: string,
+  now: string,
+): Promise<Map<string, number>> {
+  await trx
+    .deleteFrom('upload_reservations')
+    .where('project_id', '=', projectId)
+    .where('expires_at', '<=', now)
+    .execute();
+  const rows = await trx
+    .selectFrom('upload_reservations')
+    .select(['path', 'size_bytes'])
+    .where('workspace_id', '=', workspaceId)
+    .where('project_id', '=', projectId)
+    .execute();
+  return new Map(rows.map((row) => [row.path, Number(row.size_bytes)]));
+}
+
+/** Records an upload URL for `path` (replacing an earlier one for the same path). */
+export async function reserveUpload(trx: Db, reservation: UploadReservationTable): Promise<void> {
+  await trx
+    .insertInto('upload_reservations')
+    .values(reservation)
+    .onConflict((oc) =>
+      oc.columns(['project_id', 'path']).doUpdateSet({
+        size_bytes: reservation.size_bytes,
+        expires_at: reservation.expires_at,
+      }),
+    )
+    .execute();
+}
+
+/** Every registered file's path and size. */
+export async function registeredFileSizes(
+  db: Db,
+  workspaceId: string,
+  projectId: string,
+): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('project_files')
+    .select(['path', 'size_bytes'])
+    .where('workspace_id', '=', workspaceId)
+    .where('project_id', '=', projectId)
+    .execute();
+  return new Map(rows.map((row) => [row.path, Number(row.size_bytes)]));
 }
