@@ -131,20 +131,6 @@ const projectFilesPage = preparedSelect((db, { workspaceId, projectId, limit, of
   ]);
 });
 
-/** How many files a project has and their total size. */
-export async function projectFileUsage(db: Db, workspaceId: string, projectId: string) {
-  const row = await db
-    .selectFrom('project_files')
-    .select((eb) => [
-      eb.fn.countAll<number>().as('files'),
-      eb.fn.sum<number | null>('size_bytes').as('bytes'),
-    ])
-    .where('workspace_id', '=', workspaceId)
-    .where('project_id', '=', projectId)
-    .executeTakeFirstOrThrow();
-  return { files: Number(row.files), bytes: Number(row.bytes ?? 0) };
-}
-
 /** The project's files, scoped to its workspace (tenant isolation), to narrow further. */
 function filesOfProject(db: Db, workspaceId: string, projectId: string) {
   return db
@@ -156,10 +142,6 @@ function filesOfProject(db: Db, workspaceId: string, projectId: string) {
 
 export function findProjectFile(db: Db, workspaceId: string, projectId: string, fileId: string) {
   return filesOfProject(db, workspaceId, projectId).where('id', '=', fileId).executeTakeFirst();
-}
-
-export function findProjectFileByPath(db: Db, workspaceId: string, projectId: string, path: string) {
-  return filesOfProject(db, workspaceId, projectId).where('path', '=', path).executeTakeFirst();
 }
 
 /**
