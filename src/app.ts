@@ -249,6 +249,7 @@ export async function buildApp(
     models: deps.models,
     mcpConnectTimeoutMs: deps.mcpConnectTimeoutMs,
     usageReservations: deps.usageReservations,
+    fileDownloader: deps.fileDownloader,
     replies,
   };
   deps.usageReservations.start();

@@ -6,6 +6,7 @@ import type { Db } from './db/database.js';
 import type { KnowledgeVectors } from './knowledge/vectors.js';
 import type { Clock } from './ids.js';
 import type { ModelRegistry } from './models/registry.js';
+import type { FileDownloader } from './services/file-downloads.js';
 import type { UsageReservations } from './services/usage-reservations.js';
 import type { ObjectStore } from './storage/object-store.js';
 
@@ -22,6 +23,8 @@ export interface AppDeps {
   vectors: KnowledgeVectors;
   /** How long an agent's MCP server may take to connect before it becomes a warning. */
   mcpConnectTimeoutMs?: number;
+  /** How file parts' URLs are fetched for models that cannot read them (default: the AI SDK's). */
+  fileDownloader?: FileDownloader;
   /** Extra readiness checks beyond the database (e.g. storage), by name. */
   readinessChecks?: Record<string, () => Promise<void>>;
   /** The process's Redis connection when REDIS_URL is set (built from config unless given). */

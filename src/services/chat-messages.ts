@@ -147,13 +147,23 @@ type ModelPart = UIMessage['parts'][number];
  * as their text; other files by name. Other part types (tool, reasoning, custom) are stored but
  * not sent to the model.
  */
-function toModelPart(part: ConversationMessage['parts'][number]): ModelPart | undefined {
+function toModelPart(
+  part: ConversationMessage['parts'][number],
+  unavailable: ReadonlySet<string>,
+): ModelPart | undefined {
   if (part.type === 'text' && typeof part.text === 'string') return { type: 'text', text: part.text };
   if (part.type !== 'file') return undefined;
   const url = String(part.url);
   const mediaType = String(part.mediaType);
   const filename = typeof part.filename === 'string' ? part.filename : undefined;
   const label = filename ?? 'attachment';
+  if (URL.canParse(url) && unavailable.has(new URL(url).href)) {
+    // A stored message's file that no longer answers: named, so the model knows it was there.
+    return {
+      type: 'text',
+      text: `<attachment name="${label}" type="${mediaType}" unavailable="could not be downloaded" />`,
+    };
+  }
   if (mediaType.startsWith('image/') || mediaType === 'application/pdf') {
     return { type: 'file', url, mediaType, ...(filename ? { filename } : {}) };
   }
@@ -171,11 +181,19 @@ function toModelPart(part: ConversationMessage['parts'][number]): ModelPart | un
   };
 }
 
-/** The conversation as UI messages the AI SDK converts for the model. */
-export function toModelUIMessages(conversation: ConversationMessage[]): UIMessage[] {
+/**
+ * The conversation as UI messages the AI SDK converts for the model; files in `unavailable`
+ * (hrefs: stored files that could not be fetched, file-downloads.ts) as a note instead.
+ */
+export function toModelUIMessages(
+  conversation: ConversationMessage[],
+  unavailable: ReadonlySet<string> = new Set(),
+): UIMessage[] {
   const result: UIMessage[] = [];
   for (const message of conversation) {
-    const parts = message.parts.map(toModelPart).filter((part): part is ModelPart => part !== undefined);
+    const parts = message.parts
+      .map((part) => toModelPart(part, unavailable))
+      .filter((part): part is ModelPart => part !== undefined);
     if (parts.length === 0) continue;
     if (message.role === 'system') {
       // The AI SDK takes system messages as text only.

@@ -6,11 +6,12 @@ import {
   appendMessages,
   deleteChatMessages,
   listChatMessageIds,
-  messagePosition,
+  messageUnderId,
 } from '../db/repositories/messages.js';
 import { addDailyUsage, addMonthUsage } from '../db/repositories/usage.js';
 import type { AgentRunTable, ChatTable, Database, MessageTable } from '../db/schema.js';
 import type { ConversationMessage } from './chat-messages.js';
+import { newId } from '../ids.js';
 import { ledgerMonth } from './usage.js';
 
 type MessageRow = Omit<MessageTable, 'position' | 'chat_id'>;
@@ -116,8 +117,12 @@ export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
       if (chatExists && message) {
         // A client may have sent this reply's own id back while it ran (useChat resends the
         // partial reply it holds with the next turn; storeTurn stores it as a new message).
-        // The reply takes that copy's place: same position, the whole text, its usage.
-        const copyAt = await messagePosition(trx, record.chatId, message.id);
+        // The reply takes the place of such a copy: same position, the whole text, its usage.
+        // A message of another role under that id is not a copy: it stays, and the reply is
+        // stored under an id of its own.
+        const underId = await messageUnderId(trx, record.chatId, message.id);
+        const copyAt = underId?.role === 'assistant' ? underId.position : undefined;
+        const id = underId && copyAt === undefined ? newId('msg') : message.id;
         await deleteChatMessages(
           trx,
           record.chatId,
@@ -128,7 +133,7 @@ export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
           record.chatId,
           [
             {
-              id: message.id,
+              id,
               workspace_id: record.workspaceId,
               role: 'assistant',
               parts: JSON.stringify(message.parts),

@@ -1,12 +1,6 @@
 import { cpuTurn } from './cpu-turns.js';
-import {
-  convertToModelMessages,
-  type Experimental_DownloadFunction,
-  type ModelMessage,
-  type ToolSet,
-  type UIMessageChunk,
-} from 'ai';
-import { prefetchFiles } from './file-downloads.js';
+import { convertToModelMessages, type ModelMessage, type ToolSet, type UIMessageChunk } from 'ai';
+import { type FileDownloader, type PrefetchedFiles, prefetchFiles } from './file-downloads.js';
 import type { Transaction } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
@@ -66,6 +60,8 @@ export interface ChatDeps {
   replies: RunningReplies;
   /** Admits model requests against usage reserved by requests in flight (every process). */
   usageReservations?: UsageReservations;
+  /** How file parts' URLs are fetched for models that cannot read them (tests give their own). */
+  fileDownloader?: FileDownloader;
 }
 
 export interface UserVariables {
@@ -213,10 +209,21 @@ export async function startConversation(
   // request refused here (402) stores nothing, like every other refusal.
   let reservation: Reservation | undefined;
   let messages: ModelMessage[];
+  let files: PrefetchedFiles;
   try {
+    // Files the model cannot read from their URL, fetched now: one of this request's that cannot
+    // be is a 400 with nothing stored (file-downloads.ts).
+    files = await prefetchFiles({
+      model: model.model,
+      conversation: prepared.conversation,
+      added: prepared.added,
+      timeoutMs: deps.config.upstreamTimeoutMs,
+      downloader: deps.fileDownloader,
+    });
     // The model's messages: storing the turn keeps `prepared` as it is.
     messages =
-      request.modelMessages ?? (await convertToModelMessages(toModelUIMessages(prepared.conversation)));
+      request.modelMessages ??
+      (await convertToModelMessages(toModelUIMessages(prepared.conversation, files.unavailable)));
     const estimated = messages;
     reservation = await deps.usageReservations?.admit({
       workspace,
@@ -230,9 +237,7 @@ export async function startConversation(
   // The tools before the user's turn is stored: a client tool named like one of the agent's
   // (known only once its MCP servers answer) is refused with nothing stored.
   let tools: ConversationTools;
-  let download: Experimental_DownloadFunction;
   try {
-    download = await prefetchFiles(model.model, prepared.added, abort.signal);
     await cpuTurn();
     tools = await buildConversationTools(deps, {
       agent,
@@ -253,7 +258,7 @@ export async function startConversation(
         prepared = fresh;
         turn = project ? await projectTurn(deps.db, project, prepared.conversation) : undefined;
         system = buildSystem(agent, turn, values);
-        messages = await convertToModelMessages(toModelUIMessages(prepared.conversation));
+        messages = await convertToModelMessages(toModelUIMessages(prepared.conversation, files.unavailable));
       }
     }
   } catch (error) {
@@ -313,7 +318,7 @@ export async function startConversation(
     idle,
     stopReason: () => stopReason,
     spent: { inputTokens: 0, outputTokens: 0 },
-    download,
+    download: files.download,
   };
   const sources = turn?.sources ?? [];
   const leading = leadingParts(sources, tools.warnings);

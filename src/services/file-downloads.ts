@@ -1,31 +1,63 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { createDownload, DownloadError, type Experimental_DownloadFunction as DownloadFunction } from 'ai';
+import { mapConcurrently } from '../concurrency.js';
 import { ApiError, errors } from '../errors.js';
 import type { ConversationMessage } from './chat-messages.js';
 
 /**
- * The most a file part's URL may bring when Atrium downloads it for a model that cannot read
+ * The most one file part's URL may bring when Atrium downloads it for a model that cannot read
  * URLs itself (the AI SDK's default is 2 GiB, held in memory). Providers take less: OpenAI
  * 20 MB per image, 32 MB per PDF.
  */
 export const MAX_FILE_DOWNLOAD_BYTES = 32 * 1024 * 1024;
-
-const download = createDownload({ maxBytes: MAX_FILE_DOWNLOAD_BYTES });
+/** The most the files of one request may bring in all: what one reply holds in memory. */
+export const MAX_REQUEST_DOWNLOAD_BYTES = 64 * 1024 * 1024;
+/** Downloads of one request running at once. */
+const DOWNLOADS_AT_ONCE = 4;
 
 type Downloaded = { data: Uint8Array; mediaType: string | undefined };
+
+/**
+ * Fetches one file: the AI SDK's download (it refuses private and loopback addresses, follows
+ * only validated redirects, stops past the size limit). Tests give their own, as the SDK's
+ * cannot reach a local server.
+ */
+export type FileDownloader = (url: URL, abortSignal: AbortSignal) => Promise<Downloaded>;
+
+const sdkDownload = createDownload({ maxBytes: MAX_FILE_DOWNLOAD_BYTES });
+export const defaultFileDownloader: FileDownloader = (url, abortSignal) => sdkDownload({ url, abortSignal });
 
 /** A URL as it may appear in an answer or a log line: no query (it may hold a signature). */
 function shownUrl(url: URL): string {
   return `${url.origin}${url.pathname}`;
 }
 
-function whyNot(error: unknown): string {
-  if (DownloadError.isInstance(error) && error.statusCode !== undefined) return `HTTP ${error.statusCode}`;
-  const cause = (error as { cause?: { message?: unknown } }).cause?.message;
-  const message = typeof cause === 'string' ? cause : (error as Error).message;
-  return String(message ?? 'unreadable')
-    .split('\n')[0]!
-    .slice(0, 200);
+/** The network error code (ECONNREFUSED, ENOTFOUND…) somewhere in the cause chain, if any. */
+function networkCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 6 && current; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && /^(?:E[A-Z]+|UND_ERR_[A-Z_]+)$/.test(code)) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/**
+ * Why a download failed, from known fields only: the SDK's own messages quote the whole URL,
+ * query (a signed URL's signature) included.
+ */
+function whyNot(error: unknown, timedOut: boolean, timeoutMs: number): string {
+  if (timedOut) return `no answer within ${timeoutMs} ms`;
+  if (DownloadError.isInstance(error)) {
+    if (error.statusCode !== undefined) return `HTTP ${error.statusCode}`;
+    if (/exceed/i.test(error.message)) return `larger than ${MAX_FILE_DOWNLOAD_BYTES} bytes`;
+    if (/private|internal|localhost|loopback|not allowed|protocol/i.test(error.message)) {
+      return 'the address is not allowed';
+    }
+  }
+  const code = networkCode(error);
+  return code ? `unreachable (${code})` : 'unreachable';
 }
 
 /** Whether the model reads this URL itself (the AI SDK's rule, from the provider's `supportedUrls`). */
@@ -39,70 +71,99 @@ function readsUrlItself(supportedUrls: Record<string, RegExp[]>, url: URL, media
   });
 }
 
-/** The http(s) URLs of the file parts the model is given as files (images, PDFs). */
-function fileUrls(messages: ConversationMessage[]): Array<{ url: URL; mediaType: string }> {
-  const found: Array<{ url: URL; mediaType: string }> = [];
+/**
+ * The http(s) URLs of the file parts the model is given as files (images, PDFs) in user
+ * messages: the only ones the AI SDK downloads (chat-messages.ts, toModelPart), by href.
+ */
+function fileUrls(messages: ConversationMessage[]): Map<string, { url: URL; mediaType: string }> {
+  const found = new Map<string, { url: URL; mediaType: string }>();
   for (const message of messages) {
+    if (message.role !== 'user') continue;
     for (const part of message.parts) {
       if (part.type !== 'file' || typeof part.url !== 'string' || typeof part.mediaType !== 'string')
         continue;
       if (!part.mediaType.startsWith('image/') && part.mediaType !== 'application/pdf') continue;
-      if (!/^https?:/i.test(part.url)) continue;
-      const url = URL.canParse(part.url) ? new URL(part.url) : undefined;
-      if (url) found.push({ url, mediaType: part.mediaType });
+      if (!/^https?:/i.test(part.url) || !URL.canParse(part.url)) continue;
+      const url = new URL(part.url);
+      found.set(url.href, { url, mediaType: part.mediaType });
     }
   }
   return found;
 }
 
+export interface PrefetchedFiles {
+  /** For the model call: the files from memory, any other fetched then. */
+  download: DownloadFunction;
+  /** Stored messages' files that could not be fetched (by href): given to the model as a note. */
+  unavailable: Set<string>;
+}
+
 /**
- * Downloads, before the user's turn is stored, the files of the request's new messages that
- * the model cannot read from their URL, so one that cannot be fetched is the client's 400 with
- * nothing stored (not a failed model call, and not a stored turn that every later turn of the
- * chat would fail on again). Returns the download function for the model call: these files
- * from memory, any other (a stored message's) fetched then, each at most
- * MAX_FILE_DOWNLOAD_BYTES.
+ * Downloads, before the user's turn is stored, the files of the conversation that the model
+ * cannot read from their URL: each distinct URL once, DOWNLOADS_AT_ONCE at a time, within the
+ * upstream timeout, at most MAX_REQUEST_DOWNLOAD_BYTES in all. A file of the request's new
+ * messages that cannot be fetched is the client's 400, with nothing stored (not a failed model
+ * call, and not a stored turn that every later turn would fail on again). A stored message's
+ * file that no longer answers (an expired signed URL) is left out of what the model sees, named
+ * in a note (`unavailable`), so the chat goes on.
  */
-export async function prefetchFiles(
-  model: LanguageModelV3,
-  added: ConversationMessage[],
-  abortSignal: AbortSignal,
-): Promise<DownloadFunction> {
-  const supportedUrls = await model.supportedUrls;
-  const fetched = new Map<string, Downloaded>();
-  await Promise.all(
-    fileUrls(added)
-      .filter(({ url, mediaType }) => !readsUrlItself(supportedUrls, url, mediaType))
-      .map(async ({ url }) => {
-        try {
-          fetched.set(url.href, await download({ url, abortSignal }));
-        } catch (error) {
-          if (abortSignal.aborted) throw error;
-          throw errors.badRequest(
-            `A file part's URL could not be downloaded (${shownUrl(url)}: ${whyNot(error)})`,
-            [{ path: 'messages.parts.url', message: `could not be downloaded: ${whyNot(error)}` }],
-          );
-        }
-      }),
+export async function prefetchFiles(options: {
+  model: LanguageModelV3;
+  conversation: ConversationMessage[];
+  added: ConversationMessage[];
+  timeoutMs: number;
+  downloader?: FileDownloader;
+}): Promise<PrefetchedFiles> {
+  const downloader = options.downloader ?? defaultFileDownloader;
+  const supportedUrls = await options.model.supportedUrls;
+  const fresh = new Set(fileUrls(options.added).keys());
+  const wanted = [...fileUrls([...options.conversation, ...options.added]).values()].filter(
+    ({ url, mediaType }) => !readsUrlItself(supportedUrls, url, mediaType),
   );
-  return (requested) =>
+  const fetched = new Map<string, Downloaded>();
+  const unavailable = new Set<string>();
+  const deadline = AbortSignal.timeout(options.timeoutMs);
+  let total = 0;
+  await mapConcurrently(wanted, DOWNLOADS_AT_ONCE, async ({ url }) => {
+    let file: Downloaded;
+    try {
+      file = await downloader(url, deadline);
+    } catch (error) {
+      const reason = whyNot(error, deadline.aborted, options.timeoutMs);
+      if (!fresh.has(url.href)) {
+        unavailable.add(url.href);
+        return;
+      }
+      throw errors.badRequest(`A file part's URL could not be downloaded (${shownUrl(url)}: ${reason})`, [
+        { path: 'body.messages', message: `${shownUrl(url)} could not be downloaded: ${reason}` },
+      ]);
+    }
+    total += file.data.byteLength;
+    if (total > MAX_REQUEST_DOWNLOAD_BYTES) {
+      throw errors.badRequest(
+        `The files of this conversation that Atrium downloads for the model come to more than ${MAX_REQUEST_DOWNLOAD_BYTES} bytes`,
+      );
+    }
+    fetched.set(url.href, file);
+  });
+  const download: DownloadFunction = (requested) =>
     Promise.all(
       requested.map(async ({ url, isUrlSupportedByModel }) => {
         if (isUrlSupportedByModel) return null;
         const early = fetched.get(url.href);
         if (early) return early;
+        // Not prefetched: a stored message read again after the MCP servers answered.
+        const signal = AbortSignal.timeout(options.timeoutMs);
         try {
-          return await download({ url, abortSignal });
+          return await downloader(url, signal);
         } catch (error) {
-          if (abortSignal.aborted) throw error;
-          // A stored message's file that no longer answers (an expired signed URL, a deleted file).
           throw new ApiError(
             'upstream_error',
-            `A file of this chat could not be downloaded (${shownUrl(url)}: ${whyNot(error)})`,
+            `A file of this chat could not be downloaded (${shownUrl(url)}: ${whyNot(error, signal.aborted, options.timeoutMs)})`,
             { url: shownUrl(url) },
-            { cause: error },
           );
         }
       }),
     );
+  return { download, unavailable };
 }

@@ -47,4 +47,29 @@ describe(`a model reply holding a NUL character (${engineName})`, () => {
     });
     expect(runs[0]!.response).toBe('before\uFFFDafter');
   });
+
+  it("stores a sub-agent run whose input (the lead model's tool argument) holds NUL", async () => {
+    await t.db.deleteFrom('agent_runs').execute();
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'ask\u0000this' } }] },
+      { kind: 'text', text: 'sub answer' },
+      { kind: 'text', text: 'final answer' },
+    );
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/agents/agt_lead/runs',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+      payload: { message: 'delegate it' },
+    });
+    expect(res.statusCode).toBe(200);
+    const runs = await t.db
+      .selectFrom('agent_runs')
+      .select(['agent_id', 'input'])
+      .orderBy('agent_id')
+      .execute();
+    expect(runs).toEqual([
+      { agent_id: 'agt_lead', input: 'delegate it' },
+      { agent_id: 'agt_plain', input: 'ask\uFFFDthis' },
+    ]);
+  });
 });

@@ -70,4 +70,30 @@ describe('a resent partial assistant message while its reply still runs', () => 
       .executeTakeFirstOrThrow();
     expect(Number(chat.message_count)).toBe(4);
   });
+
+  it("keeps a user message sent under a running reply's id, and stores the reply under its own", async () => {
+    app.upstream.enqueue({ kind: 'held', text: 'one two three four', afterPieces: 2 });
+    const first = await app.post({ agentId: 'agt_plain', stream: true, messages: [userText('first', 'v1')] });
+    const chatId = first.headers.get('x-chat-id')!;
+    const events = new EventReader(first);
+    await events.until(textDeltas(2));
+    const start = events.chunks.find((c) => c.type === 'start') as { messageId: string };
+
+    app.upstream.enqueue({ kind: 'text', text: 'second answer' });
+    const second = await app.post({
+      agentId: 'agt_plain',
+      chatId,
+      messages: [userText('first', 'v1'), userText('my important question', start.messageId)],
+    });
+    expect(second.status).toBe(200);
+    app.upstream.release();
+    await events.all();
+    await app.t.app.persistence.idle();
+
+    expect(events.chunks.at(-1)).toMatchObject({ type: 'finish' });
+    const rows = await chatRows(app.t.db, chatId);
+    expect(rows.map((row) => row.role)).toEqual(['user', 'user', 'assistant', 'assistant']);
+    expect(rows[1]).toMatchObject({ id: start.messageId, role: 'user' });
+    expect(rows.map((row) => row.parts).join('\n')).toContain('one two three four');
+  });
 });

@@ -1,3 +1,4 @@
+import type { FileDownloader } from '../../src/services/file-downloads.js';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -99,6 +100,8 @@ export async function createTestApp(
     /** Object storage; default: the one config selects (fs under the test's data dir). */
     store?: (config: Config) => ObjectStore;
     mcpConnectTimeoutMs?: number;
+    /** How file parts' URLs are fetched (the AI SDK's refuses the loopback address of tests). */
+    fileDownloader?: FileDownloader;
     shutdownWaitMs?: number;
     logger?: FastifyServerOptions['logger'];
     logStream?: DestinationStream;
@@ -116,6 +119,7 @@ export async function createTestApp(
       clock: options.clock,
       store,
       mcpConnectTimeoutMs: options.mcpConnectTimeoutMs,
+      fileDownloader: options.fileDownloader,
       shutdownWaitMs: options.shutdownWaitMs,
     },
     {

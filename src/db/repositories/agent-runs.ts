@@ -2,7 +2,8 @@ import type { Db, Executor } from '../database.js';
 import type { AgentRunTable } from '../schema.js';
 
 /**
- * Stores a run. Its response and error are the model's words, which may hold NUL characters:
+ * Stores a run. Its response and error (and a sub-agent run's input) are a model's words, which
+ * may hold NUL characters:
  * PostgreSQL text cannot, so they are stored as U+FFFD on both engines (requests with NUL are
  * refused before they get here).
  */
@@ -11,6 +12,8 @@ export async function insertAgentRun(db: Executor, run: AgentRunTable): Promise<
     .insertInto('agent_runs')
     .values({
       ...run,
+      // A sub-agent run's input is the lead model's tool argument: a model's words too.
+      input: withoutNul(run.input),
       response: withoutNul(run.response),
       error: run.error === null ? null : withoutNul(run.error),
     })

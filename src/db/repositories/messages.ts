@@ -29,19 +29,19 @@ export async function listChatMessageIds(
   return new Set(rows.map((row) => row.id));
 }
 
-/** Where message `id` sits in a chat, if it is stored there. */
-export async function messagePosition(
+/** The role and position of the message stored in a chat under `id`, if any. */
+export async function messageUnderId(
   trx: Transaction<Database>,
   chatId: string,
   id: string,
-): Promise<number | undefined> {
+): Promise<{ role: string; position: number } | undefined> {
   const row = await trx
     .selectFrom('messages')
-    .select('position')
+    .select(['role', 'position'])
     .where('chat_id', '=', chatId)
     .where('id', '=', id)
     .executeTakeFirst();
-  return row ? Number(row.position) : undefined;
+  return row ? { role: row.role, position: Number(row.position) } : undefined;
 }
 
 /**

@@ -1,0 +1,187 @@
+/**
+ * File parts whose URLs Atrium downloads for a model that cannot read URLs itself
+ * (src/services/file-downloads.ts): each distinct URL once, a few at a time, within the upstream
+ * timeout, only user messages' files; a stored file that no longer answers becomes a note, and
+ * no answer quotes a URL's query. The AI SDK's downloader refuses loopback addresses, so these
+ * tests give one that fetches from a local file host under a public-looking name.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { DownloadError } from 'ai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { FileDownloader } from '../../src/services/file-downloads.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
+
+const FILES = 'http://files.example.test';
+const MB = 1024 * 1024;
+
+let upstream: FakeUpstream;
+let t: TestApp;
+let host: ReturnType<typeof createServer>;
+let hostOrigin = '';
+const sockets = new Set<Socket>();
+const hits: string[] = [];
+let inFlight = 0;
+let maxInFlight = 0;
+/** Paths the host answers 403 for (an expired signed URL). */
+const expired = new Set<string>();
+
+function answer(req: IncomingMessage, res: ServerResponse) {
+  const path = new URL(req.url ?? '/', 'http://x').pathname;
+  hits.push(path);
+  if (path === '/hang.png') return; // accepts, never answers
+  if (path === '/gone.png' || expired.has(path)) {
+    res.writeHead(path === '/gone.png' ? 404 : 403).end();
+    return;
+  }
+  if (path === '/huge.png') {
+    res.writeHead(200, { 'content-type': 'image/png', 'content-length': String(40 * MB) }).end();
+    return;
+  }
+  inFlight++;
+  maxInFlight = Math.max(maxInFlight, inFlight);
+  setTimeout(() => {
+    inFlight--;
+    res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(1024));
+  }, 50);
+}
+
+/** The SDK's download, in what it checks and throws, for the local host. */
+const localDownloader: FileDownloader = async (url, abortSignal) => {
+  const res = await fetch(url.href.replace(FILES, hostOrigin), { signal: abortSignal });
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new DownloadError({ url: url.href, statusCode: res.status, statusText: res.statusText });
+  }
+  if (Number(res.headers.get('content-length')) > 32 * MB) {
+    await res.body?.cancel();
+    // The SDK's own words quote the whole URL.
+    throw new DownloadError({
+      url: url.href,
+      message: `Download of ${url.href} exceeded maximum size of ${32 * MB} bytes`,
+    });
+  }
+  return {
+    data: new Uint8Array(await res.arrayBuffer()),
+    mediaType: res.headers.get('content-type') ?? undefined,
+  };
+};
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  host = createServer(answer);
+  host.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
+  hostOrigin = `http://127.0.0.1:${(host.address() as AddressInfo).port}`;
+  t = await createTestApp({
+    setup: chatSetup(upstream),
+    fileDownloader: localDownloader,
+    env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '1500' },
+  });
+});
+afterAll(async () => {
+  for (const socket of sockets) socket.destroy();
+  await new Promise<void>((resolve) => host.close(() => resolve()));
+  await t.close();
+  await upstream.close();
+});
+beforeEach(() => {
+  hits.length = 0;
+  maxInFlight = 0;
+  upstream.requests.length = 0;
+});
+
+const image = (path: string) => ({ type: 'file', url: `${FILES}${path}`, mediaType: 'image/png' });
+const post = (payload: Record<string, unknown>) =>
+  t.app.inject({
+    method: 'POST',
+    url: '/v1/chat',
+    headers: { 'x-service-api-key': CHAT_KEYS.main },
+    payload: { agentId: 'agt_plain', ...payload },
+  });
+
+describe('file parts downloaded for the model', () => {
+  it('fetches each distinct URL once, at most 4 at a time', async () => {
+    upstream.enqueue({ kind: 'text', text: 'ok' });
+    const parts = [
+      { type: 'text', text: 'look' },
+      ...Array.from({ length: 30 }, () => image('/same.png')),
+      ...Array.from({ length: 10 }, (_, i) => image(`/other-${i}.png`)),
+    ];
+    const res = await post({ messages: [{ id: 'u1', role: 'user', parts }] });
+    expect(res.statusCode).toBe(200);
+    expect(hits.filter((path) => path === '/same.png')).toHaveLength(1);
+    expect(hits).toHaveLength(11);
+    expect(maxInFlight).toBeLessThanOrEqual(4);
+  });
+
+  it('answers 400 naming the URL without its query, for a file over 32 MiB', async () => {
+    const res = await post({
+      messages: [{ id: 'u1', role: 'user', parts: [image('/huge.png?X-Amz-Signature=SECRET123')] }],
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toContain(`${FILES}/huge.png`);
+    expect(res.json().message).toContain('larger than');
+    expect(res.body).not.toContain('SECRET123');
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('gives up on a host that never answers within the upstream timeout: 400, nothing stored', async () => {
+    const started = Date.now();
+    const res = await post({
+      id: 'hanging-file',
+      messages: [{ id: 'u1', role: 'user', parts: [image('/hang.png')] }],
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toContain('no answer within 1500 ms');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(
+      await t.db.selectFrom('chats').select('id').where('client_id', '=', 'hanging-file').execute(),
+    ).toEqual([]);
+  });
+
+  it("does not fetch an assistant message's file (the model is not given it)", async () => {
+    upstream.enqueue({ kind: 'text', text: 'ok' });
+    const res = await post({
+      messages: [
+        userText('draw', 'h1'),
+        { id: 'h2', role: 'assistant', parts: [image('/gone.png')] },
+        userText('thanks', 'h3'),
+      ],
+    });
+    expect(res.statusCode).toBe(200);
+    expect(hits).not.toContain('/gone.png');
+  });
+
+  it("turns a stored message's file that stopped answering into a note: the chat goes on", async () => {
+    upstream.enqueue({ kind: 'text', text: 'a picture' }, { kind: 'text', text: 'still here' });
+    const first = await post({
+      messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'see' }, image('/signed.png')] }],
+    });
+    expect(first.statusCode).toBe(200);
+    const chatId = first.json().chatId as string;
+    // The signed URL expired: every later turn used to fail (502) on this stored file.
+    expireUrl('/signed.png');
+    const second = await post({ chatId, messages: [userText('and now?', 'u2')] });
+    expect(second.statusCode).toBe(200);
+    expect(second.json().text).toBe('still here');
+    expect(JSON.stringify(upstream.requests[1]!.body.messages)).toContain(
+      'unavailable=\\"could not be downloaded\\"',
+    );
+    expect((await chatRows(t.db, chatId)).map((row) => row.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+    ]);
+  });
+});
+
+function expireUrl(path: string) {
+  expired.add(path);
+}
