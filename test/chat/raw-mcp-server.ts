@@ -17,6 +17,8 @@ export async function startRawMcpServer(options: {
   tools: RawTool[];
   pageSize?: number;
   gate?: (n: number) => Promise<void>;
+  /** Every page names the same next cursor, forever. */
+  repeatCursor?: boolean;
 }) {
   let initializes = 0;
   const calls: Array<{ name: string; args: unknown }> = [];
@@ -42,11 +44,15 @@ export async function startRawMcpServer(options: {
           serverInfo: { name: 'raw', version: '1.0.0' },
         };
       } else if (msg.method === 'tools/list') {
-        const start = Number(msg.params?.cursor ?? 0);
+        const start = options.repeatCursor ? 0 : Number(msg.params?.cursor ?? 0);
         const end = start + (options.pageSize ?? options.tools.length);
         result = {
           tools: options.tools.slice(start, end),
-          ...(end < options.tools.length ? { nextCursor: String(end) } : {}),
+          ...(options.repeatCursor
+            ? { nextCursor: 'again' }
+            : end < options.tools.length
+              ? { nextCursor: String(end) }
+              : {}),
         };
       } else if (msg.method === 'tools/call') {
         calls.push({ name: String(msg.params?.name), args: msg.params?.arguments });

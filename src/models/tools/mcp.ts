@@ -39,7 +39,14 @@ type McpRequest = (args: {
   resultSchema: typeof ToolListPage;
 }) => Promise<z.infer<typeof ToolListPage>>;
 
-/** Every page of the server's tools: the usable ones, and a warning for each other one. */
+/** Tools skipped one by one with a warning each; past it, one warning counts the rest. */
+const MAX_TOOL_WARNINGS = 10;
+
+/**
+ * Every page of the server's tools: the usable ones, and a warning for each other one (at most
+ * MAX_TOOL_WARNINGS, then one for the rest). A cursor seen before ends the listing: a server
+ * that repeats it would otherwise be listed until the connect timeout, and lose every tool.
+ */
 async function listUsableTools(
   client: McpClient,
   server: string,
@@ -47,6 +54,9 @@ async function listUsableTools(
   const request = (client as unknown as { request: McpRequest }).request.bind(client);
   const tools: ListedTool[] = [];
   const warnings: ToolWarning[] = [];
+  let skipped = 0;
+  const names = new Set<string>();
+  const cursors = new Set<string>();
   let cursor: string | undefined;
   do {
     const page = await request({
@@ -54,15 +64,21 @@ async function listUsableTools(
       resultSchema: ToolListPage,
     });
     for (const listed of page.tools) {
+      // A tool listed again (a server that pages badly) counts once.
+      const listedName = (listed as { name?: unknown })?.name;
+      if (typeof listedName === 'string') {
+        if (names.has(listedName)) continue;
+        names.add(listedName);
+      }
       const checked = UsableTool.safeParse(listed);
       if (checked.success) {
         tools.push(checked.data as ListedTool);
         continue;
       }
-      const name = (listed as { name?: unknown })?.name;
+      if (++skipped > MAX_TOOL_WARNINGS) continue;
       const issue = checked.error.issues[0];
       warnings.push({
-        tool: typeof name === 'string' ? toolName(server, name) : server,
+        tool: typeof listedName === 'string' ? toolName(server, listedName) : server,
         code: 'mcp_invalid_tool',
         message:
           `MCP tool skipped: ${issue ? `${issue.path.join('.') || 'the tool'} ${issue.message}` : 'not a valid tool'}`.slice(
@@ -72,7 +88,16 @@ async function listUsableTools(
       });
     }
     cursor = page.nextCursor;
+    if (cursor !== undefined && cursors.has(cursor)) break;
+    if (cursor !== undefined) cursors.add(cursor);
   } while (cursor !== undefined);
+  if (skipped > MAX_TOOL_WARNINGS) {
+    warnings.push({
+      tool: server,
+      code: 'mcp_invalid_tool',
+      message: `MCP tools skipped: ${skipped - MAX_TOOL_WARNINGS} more not valid`,
+    });
+  }
   return { tools, warnings };
 }
 
