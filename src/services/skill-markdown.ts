@@ -12,6 +12,7 @@ export interface SkillHeader {
 }
 
 export const SKILL_NAME_MAX = 64;
+const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/;
 export const SKILL_DESCRIPTION_MAX = 1024;
 
 const SKILL_NAME_FAULTS: Record<NameFault, string> = {
@@ -33,6 +34,8 @@ const SKILL_NAME_FAULTS: Record<NameFault, string> = {
 export function invalidSkillNameReason(name: string): string | null {
   const fault = nameFault(name, { maxCharacters: SKILL_NAME_MAX, allowDots: true });
   if (fault) return SKILL_NAME_FAULTS[fault];
+  // Right-to-left overrides and isolates make a name read as another one in a list.
+  if (BIDI_CONTROLS.test(name)) return 'the skill name contains a bidirectional control character';
   const unstorable = unstorableTextReason(name);
   return unstorable ? `the skill name ${unstorable}` : null;
 }
@@ -87,7 +90,10 @@ export function parseSkillMarkdown(text: string, fallbackName: string): SkillHea
   if (rawDescription !== undefined && rawDescription !== null && typeof rawDescription !== 'string') {
     return { code: 'invalid_front_matter', message: '`description` in the front matter must be a string' };
   }
-  const name = (typeof rawName === 'string' && rawName.trim() !== '' ? rawName : fallbackName).trim();
+  // One spelling per name: a macOS zip's folder names are decomposed (NFD), typed ones composed.
+  const name = (typeof rawName === 'string' && rawName.trim() !== '' ? rawName : fallbackName)
+    .trim()
+    .normalize('NFC');
   const nameProblem = invalidSkillNameReason(name);
   if (nameProblem) return { code: 'invalid_name', message: nameProblem };
   const description = typeof rawDescription === 'string' ? rawDescription.trim() : '';

@@ -268,6 +268,8 @@ describe('front matter', () => {
 
   it('falls back to the file or directory name, and to no front matter at all', () => {
     expect(parseSkillMarkdown(skillMd(undefined, 'D'), 'dir-name')).toMatchObject({ name: 'dir-name' });
+    // One spelling per name: the decomposed é of a macOS folder name is stored composed.
+    expect(parseSkillMarkdown('# Body\n', 'cafe\u0301')).toMatchObject({ name: 'caf\u00e9' });
     expect(parseSkillMarkdown('# Just markdown\n', 'plain')).toEqual({
       name: 'plain',
       description: '',
@@ -281,6 +283,7 @@ describe('front matter', () => {
     ['---\n- a list\n---\n', 'invalid_front_matter'],
     ['---\nname: 12\n---\n', 'invalid_front_matter'],
     [`---\nname: ${'n'.repeat(65)}\n---\n`, 'invalid_name'],
+    ['---\nname: "txt.\u202Eexe"\n---\n', 'invalid_name'],
     [`---\ndescription: ${'d'.repeat(1025)}\n---\n`, 'invalid_front_matter'],
   ])('refuses %j', (text, code) => {
     const result = parseSkillMarkdown(text, 'fallback');
