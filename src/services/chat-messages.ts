@@ -1,3 +1,4 @@
+import { unavailableFileNote } from './file-downloads.js';
 import type { UIMessage } from 'ai';
 import { errors, type ValidationIssue } from '../errors.js';
 import { newId } from '../ids.js';
@@ -161,7 +162,7 @@ function toModelPart(
     // A stored message's file that no longer answers: named, so the model knows it was there.
     return {
       type: 'text',
-      text: `<attachment name="${label}" type="${mediaType}" unavailable="could not be downloaded" />`,
+      text: unavailableFileNote(label, mediaType),
     };
   }
   if (mediaType.startsWith('image/') || mediaType === 'application/pdf') {

@@ -1,6 +1,11 @@
 import { cpuTurn } from './cpu-turns.js';
 import { convertToModelMessages, type ModelMessage, type ToolSet, type UIMessageChunk } from 'ai';
-import { type FileDownloader, type PrefetchedFiles, prefetchFiles } from './file-downloads.js';
+import {
+  type FileDownloader,
+  type PrefetchedFiles,
+  prefetchFiles,
+  withUnavailableAsNotes,
+} from './file-downloads.js';
 import type { Transaction } from 'kysely';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
@@ -221,9 +226,9 @@ export async function startConversation(
       downloader: deps.fileDownloader,
     });
     // The model's messages: storing the turn keeps `prepared` as it is.
-    messages =
-      request.modelMessages ??
-      (await convertToModelMessages(toModelUIMessages(prepared.conversation, files.unavailable)));
+    messages = request.modelMessages
+      ? withUnavailableAsNotes(request.modelMessages, files.unavailable)
+      : await convertToModelMessages(toModelUIMessages(prepared.conversation, files.unavailable));
     const estimated = messages;
     reservation = await deps.usageReservations?.admit({
       workspace,

@@ -1,5 +1,10 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { createDownload, DownloadError, type Experimental_DownloadFunction as DownloadFunction } from 'ai';
+import {
+  createDownload,
+  DownloadError,
+  type Experimental_DownloadFunction as DownloadFunction,
+  type ModelMessage,
+} from 'ai';
 import { mapConcurrently } from '../concurrency.js';
 import { ApiError, errors } from '../errors.js';
 import type { ConversationMessage } from './chat-messages.js';
@@ -124,13 +129,14 @@ export async function prefetchFiles(options: {
   const unavailable = new Set<string>();
   const deadline = AbortSignal.timeout(options.timeoutMs);
   let total = 0;
-  await mapConcurrently(wanted, DOWNLOADS_AT_ONCE, async ({ url }) => {
+  const fetchOne = async ({ url }: { url: URL }) => {
+    const isNew = fresh.has(url.href);
     let file: Downloaded;
     try {
       file = await downloader(url, deadline);
     } catch (error) {
       const reason = whyNot(error, deadline.aborted, options.timeoutMs);
-      if (!fresh.has(url.href)) {
+      if (!isNew) {
         unavailable.add(url.href);
         return;
       }
@@ -138,18 +144,34 @@ export async function prefetchFiles(options: {
         { path: 'body.messages', message: `${shownUrl(url)} could not be downloaded: ${reason}` },
       ]);
     }
-    total += file.data.byteLength;
-    if (total > MAX_REQUEST_DOWNLOAD_BYTES) {
+    if (total + file.data.byteLength > MAX_REQUEST_DOWNLOAD_BYTES) {
+      if (!isNew) {
+        // Older files past the budget are left out, as if unreachable: the chat goes on.
+        unavailable.add(url.href);
+        return;
+      }
       throw errors.badRequest(
-        `The files of this conversation that Atrium downloads for the model come to more than ${MAX_REQUEST_DOWNLOAD_BYTES} bytes`,
+        `The files Atrium downloads for the model come to more than ${MAX_REQUEST_DOWNLOAD_BYTES} bytes with this request's`,
       );
     }
+    total += file.data.byteLength;
     fetched.set(url.href, file);
-  });
+  };
+  // The request's own files first: they have the budget before the chat's older ones.
+  await mapConcurrently(
+    wanted.filter(({ url }) => fresh.has(url.href)),
+    DOWNLOADS_AT_ONCE,
+    fetchOne,
+  );
+  await mapConcurrently(
+    wanted.filter(({ url }) => !fresh.has(url.href)),
+    DOWNLOADS_AT_ONCE,
+    fetchOne,
+  );
   const download: DownloadFunction = (requested) =>
     Promise.all(
       requested.map(async ({ url, isUrlSupportedByModel }) => {
-        if (isUrlSupportedByModel) return null;
+        if (isUrlSupportedByModel || unavailable.has(url.href)) return null;
         const early = fetched.get(url.href);
         if (early) return early;
         // Not prefetched: a stored message read again after the MCP servers answered.
@@ -166,4 +188,39 @@ export async function prefetchFiles(options: {
       }),
     );
   return { download, unavailable };
+}
+
+/** The note a file that could not be fetched becomes in what the model sees. */
+export function unavailableFileNote(name: string, mediaType: string): string {
+  return `<attachment name="${name}" type="${mediaType}" unavailable="could not be downloaded" />`;
+}
+
+/**
+ * Model messages (a /v1/openai request's, built by the client) with the files in `unavailable`
+ * (hrefs) as notes: what toModelUIMessages does for a chat's own messages.
+ */
+export function withUnavailableAsNotes(
+  messages: ModelMessage[],
+  unavailable: ReadonlySet<string>,
+): ModelMessage[] {
+  if (unavailable.size === 0) return messages;
+  return messages.map((message) => {
+    if (message.role !== 'user' || typeof message.content === 'string') return message;
+    return {
+      ...message,
+      content: message.content.map((part) => {
+        if (part.type !== 'image' && part.type !== 'file') return part;
+        const data = part.type === 'image' ? part.image : part.data;
+        const href =
+          data instanceof URL
+            ? data.href
+            : typeof data === 'string' && URL.canParse(data)
+              ? new URL(data).href
+              : undefined;
+        if (href === undefined || !unavailable.has(href)) return part;
+        const mediaType = part.mediaType ?? (part.type === 'image' ? 'image/*' : 'application/octet-stream');
+        return { type: 'text' as const, text: unavailableFileNote('attachment', mediaType) };
+      }),
+    };
+  });
 }

@@ -225,16 +225,17 @@ export async function createUploadUrl(
   const prefix = projectStoragePrefix(workspaceId, projectId);
   const stored = new Map<string, number>();
   for await (const info of deps.store.list(prefix)) stored.set(info.key.slice(prefix.length), info.size);
-  const now = deps.clock();
   await deps.db.transaction().execute(async (trx) => {
     if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
-    const held = largestSizes([
-      await registeredFileSizes(trx, workspaceId, projectId),
-      stored,
-      await liveUploadReservations(trx, workspaceId, projectId, now.toISOString()),
-    ]);
+    // Read once the lock is held: the reservation must not lapse before the URL signed after it.
+    const now = deps.clock();
+    const reserved = await liveUploadReservations(trx, workspaceId, projectId, now.toISOString());
+    const held = largestSizes([await registeredFileSizes(trx, workspaceId, projectId), stored, reserved]);
     const before = { files: held.size, bytes: sumOf(held) };
-    held.set(path, input.sizeBytes);
+    // The new content replaces what the path holds, but an earlier URL for it that has not
+    // expired still works: the path keeps the larger of the two.
+    const size = Math.max(input.sizeBytes, reserved.get(path) ?? 0);
+    held.set(path, size);
     if (held.size > PROJECT_FILE_LIMITS.maxFiles) throw quotaError('files', { files: before.files });
     if (sumOf(held) > PROJECT_FILE_LIMITS.maxProjectBytes) {
       throw quotaError('bytes', { bytes: before.bytes, requestedBytes: input.sizeBytes });
@@ -243,8 +244,9 @@ export async function createUploadUrl(
       project_id: projectId,
       workspace_id: workspaceId,
       path,
-      size_bytes: input.sizeBytes,
-      expires_at: new Date(now.getTime() + PROJECT_FILE_LIMITS.uploadUrlSeconds * 1000).toISOString(),
+      size_bytes: size,
+      // A minute past the URL's own expiry: the URL is signed after this commits.
+      expires_at: new Date(now.getTime() + (PROJECT_FILE_LIMITS.uploadUrlSeconds + 60) * 1000).toISOString(),
     });
   });
   const uploadUrl = await deps.store.createUploadUrl(storagePath, {

@@ -147,26 +147,32 @@ describe('MCP tools', () => {
     }
   });
 
-  it('stops listing at a cursor seen before, and counts many bad tools in one warning', async () => {
-    const bad = Array.from({ length: 15 }, (_, i) => ({ name: `bad${i}`, inputSchema: { type: 'string' } }));
-    const raw = await startRawMcpServer({
-      tools: [{ name: 'lookup', inputSchema: { type: 'object' } }, ...bad],
-      repeatCursor: true,
-    });
-    try {
-      await setTools([{ name: 'srv', url: raw.url }]);
-      upstream.enqueue({ kind: 'text', text: 'fine' });
-      const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('hi')] });
-      // A server repeating its cursor was listed until the connect timeout and lost every tool.
-      expect(res.statusCode).toBe(200);
-      expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual(['srv_lookup']);
-      const warnings = res.json().warnings as Array<{ tool: string; message: string }>;
-      expect(warnings).toHaveLength(11);
-      expect(warnings.at(-1)).toMatchObject({ tool: 'srv', message: expect.stringContaining('5 more') });
-    } finally {
-      await raw.close();
-    }
-  });
+  it.each(['same-cursor', 'new-cursor'] as const)(
+    'stops listing a server that pages in circles (%s), and counts many bad tools in one warning',
+    async (endlessPages) => {
+      const bad = Array.from({ length: 15 }, (_, i) => ({
+        name: `bad${i}`,
+        inputSchema: { type: 'string' },
+      }));
+      const raw = await startRawMcpServer({
+        tools: [{ name: 'lookup', inputSchema: { type: 'object' } }, ...bad],
+        endlessPages,
+      });
+      try {
+        await setTools([{ name: 'srv', url: raw.url }]);
+        upstream.enqueue({ kind: 'text', text: 'fine' });
+        const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('hi')] });
+        // A server repeating its cursor was listed until the connect timeout and lost every tool.
+        expect(res.statusCode).toBe(200);
+        expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual(['srv_lookup']);
+        const warnings = res.json().warnings as Array<{ tool: string; message: string }>;
+        expect(warnings).toHaveLength(11);
+        expect(warnings.at(-1)).toMatchObject({ tool: 'srv', message: expect.stringContaining('5 more') });
+      } finally {
+        await raw.close();
+      }
+    },
+  );
 
   it('answers without waiting for a server that never answers the end of its session', async () => {
     await setTools([{ name: 'live', url: sessionMcp.url }]);

@@ -9,7 +9,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo, Socket } from 'node:net';
 import { DownloadError } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { FileDownloader } from '../../src/services/file-downloads.js';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { ConversationMessage } from '../../src/services/chat-messages.js';
+import { type FileDownloader, prefetchFiles } from '../../src/services/file-downloads.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
@@ -50,7 +52,9 @@ function answer(req: IncomingMessage, res: ServerResponse) {
 
 /** The SDK's download, in what it checks and throws, for the local host. */
 const localDownloader: FileDownloader = async (url, abortSignal) => {
-  const res = await fetch(url.href.replace(FILES, hostOrigin), { signal: abortSignal });
+  const res = await fetch(url.href.replace(/^https?:\/\/files\.example\.test/, hostOrigin), {
+    signal: abortSignal,
+  });
   if (!res.ok) {
     await res.body?.cancel();
     throw new DownloadError({ url: url.href, statusCode: res.status, statusText: res.statusText });
@@ -180,8 +184,91 @@ describe('file parts downloaded for the model', () => {
       'assistant',
     ]);
   });
+
+  it('turns a stored image that stopped answering into a note on /v1/openai too', async () => {
+    const url = `${FILES}/openai-signed.png`;
+    const headers = { 'x-service-api-key': CHAT_KEYS.main, 'x-atrium-conversation-key': 'files-openai' };
+    const userTurn = {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'see' },
+        { type: 'image_url', image_url: { url } },
+      ],
+    };
+    upstream.enqueue({ kind: 'text', text: 'a picture' }, { kind: 'text', text: 'still here' });
+    const openai = (messages: unknown[]) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/openai/chat/completions',
+        headers,
+        payload: { model: 'agt_plain', messages },
+      });
+    // https is what /v1/openai takes; the test's downloader maps the host either way.
+    const first = await openai([
+      {
+        ...userTurn,
+        content: [
+          userTurn.content[0],
+          { type: 'image_url', image_url: { url: url.replace('http:', 'https:') } },
+        ],
+      },
+    ]);
+    expect(first.statusCode).toBe(200);
+    expireUrl('/openai-signed.png');
+    const second = await openai([
+      {
+        ...userTurn,
+        content: [
+          userTurn.content[0],
+          { type: 'image_url', image_url: { url: url.replace('http:', 'https:') } },
+        ],
+      },
+      { role: 'assistant', content: 'a picture' },
+      { role: 'user', content: 'and now?' },
+    ]);
+    // Was a 502 after the user's turn was stored.
+    expect(second.statusCode, second.body).toBe(200);
+    expect(JSON.stringify(upstream.requests.at(-1)!.body.messages)).toContain('unavailable=');
+  });
 });
 
 function expireUrl(path: string) {
   expired.add(path);
 }
+
+describe('the 64 MiB a request may download', () => {
+  const model = { supportedUrls: {} } as unknown as LanguageModelV3;
+  const userWith = (id: string, paths: string[]): ConversationMessage => ({
+    id,
+    role: 'user',
+    parts: paths.map((path) => ({ type: 'file', url: `${FILES}${path}`, mediaType: 'image/png' })),
+  });
+  /** 30 MiB per file, no network. */
+  const thirtyMiB: FileDownloader = async () => ({ data: new Uint8Array(30 * MB), mediaType: 'image/png' });
+
+  it("goes to the request's own files first; older ones past it become notes, new ones a 400", async () => {
+    const stored = [userWith('u1', ['/a.png']), userWith('u2', ['/b.png', '/c.png'])];
+    const added = [userWith('u3', ['/d.png'])];
+    const files = await prefetchFiles({
+      model,
+      conversation: [...stored, ...added],
+      added,
+      timeoutMs: 5_000,
+      downloader: thirtyMiB,
+    });
+    // d (new) and one older file fit in 64 MiB; the other two older ones are notes.
+    expect(files.unavailable.size).toBe(2);
+    expect(files.unavailable.has(`${FILES}/d.png`)).toBe(false);
+
+    const tooMuch = [userWith('u4', ['/e.png', '/f.png', '/g.png'])];
+    await expect(
+      prefetchFiles({
+        model,
+        conversation: tooMuch,
+        added: tooMuch,
+        timeoutMs: 5_000,
+        downloader: thirtyMiB,
+      }),
+    ).rejects.toMatchObject({ code: 'bad_request' });
+  });
+});

@@ -17,10 +17,11 @@ export async function startRawMcpServer(options: {
   tools: RawTool[];
   pageSize?: number;
   gate?: (n: number) => Promise<void>;
-  /** Every page names the same next cursor, forever. */
-  repeatCursor?: boolean;
+  /** Every page lists every tool and names a next cursor, forever: the same one, or a new one. */
+  endlessPages?: 'same-cursor' | 'new-cursor';
 }) {
   let initializes = 0;
+  let pages = 0;
   const calls: Array<{ name: string; args: unknown }> = [];
   const server: Server = createServer((req, res) => {
     if (req.method !== 'POST') {
@@ -44,12 +45,12 @@ export async function startRawMcpServer(options: {
           serverInfo: { name: 'raw', version: '1.0.0' },
         };
       } else if (msg.method === 'tools/list') {
-        const start = options.repeatCursor ? 0 : Number(msg.params?.cursor ?? 0);
+        const start = options.endlessPages ? 0 : Number(msg.params?.cursor ?? 0);
         const end = start + (options.pageSize ?? options.tools.length);
         result = {
           tools: options.tools.slice(start, end),
-          ...(options.repeatCursor
-            ? { nextCursor: 'again' }
+          ...(options.endlessPages
+            ? { nextCursor: options.endlessPages === 'same-cursor' ? 'again' : `page-${++pages}` }
             : end < options.tools.length
               ? { nextCursor: String(end) }
               : {}),

@@ -261,11 +261,19 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     const granted = answers.flatMap((res, i) => (res.statusCode === 200 ? [i] : []));
     expect(granted).toHaveLength(10);
     expect(answers.filter((res) => res.statusCode === 409)).toHaveLength(10);
-    // A path asked for again replaces its own reservation: no more room is taken.
+    // A path asked for again takes no more room.
     expect((await ask(granted[0]!)).statusCode).toBe(200);
     expect((await ask(99)).statusCode).toBe(409);
+    // Nor does asking for it again smaller free any: the 50 MB URL still works until it expires.
+    const smaller = await filesApi(t.app, projectId).requestUpload({
+      ...valid,
+      filename: `big-${granted[1]!}.bin`,
+      sizeBytes: 0,
+    });
+    expect(smaller.statusCode).toBe(200);
+    expect((await ask(98)).statusCode).toBe(409);
     // Once those URLs have expired (nothing was uploaded with them), the room is free again.
-    clockOffsetMs = 15 * 60 * 1000 + 1000;
+    clockOffsetMs = 16 * 60 * 1000 + 1000; // the URL's 15 minutes and the reservation's minute more
     try {
       const later = await Promise.all(Array.from({ length: 10 }, (_, i) => ask(100 + i)));
       expect(later.map((res) => res.statusCode)).toEqual(Array(10).fill(200));

@@ -39,13 +39,15 @@ type McpRequest = (args: {
   resultSchema: typeof ToolListPage;
 }) => Promise<z.infer<typeof ToolListPage>>;
 
+/** Pages of `tools/list` read at most. */
+const MAX_TOOL_PAGES = 100;
 /** Tools skipped one by one with a warning each; past it, one warning counts the rest. */
 const MAX_TOOL_WARNINGS = 10;
 
 /**
  * Every page of the server's tools: the usable ones, and a warning for each other one (at most
- * MAX_TOOL_WARNINGS, then one for the rest). A cursor seen before ends the listing: a server
- * that repeats it would otherwise be listed until the connect timeout, and lose every tool.
+ * MAX_TOOL_WARNINGS, then one for the rest). A server that pages in circles would otherwise be
+ * listed until the connect timeout, and lose every tool.
  */
 async function listUsableTools(
   client: McpClient,
@@ -58,7 +60,9 @@ async function listUsableTools(
   const names = new Set<string>();
   const cursors = new Set<string>();
   let cursor: string | undefined;
+  let pages = 0;
   do {
+    const namesBefore = names.size;
     const page = await request({
       request: { method: 'tools/list', params: cursor === undefined ? undefined : { cursor } },
       resultSchema: ToolListPage,
@@ -88,8 +92,11 @@ async function listUsableTools(
       });
     }
     cursor = page.nextCursor;
+    // A server that pages in circles (a cursor seen before, a page with no tool not seen yet,
+    // endless pages) is listed no further: what it listed so far is offered.
     if (cursor !== undefined && cursors.has(cursor)) break;
     if (cursor !== undefined) cursors.add(cursor);
+    if (names.size === namesBefore || ++pages >= MAX_TOOL_PAGES) break;
   } while (cursor !== undefined);
   if (skipped > MAX_TOOL_WARNINGS) {
     warnings.push({
