@@ -16,14 +16,19 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
+/** A streamed reply to `first` (message `userId`) on a new chat, held after its first two words. */
+async function replyHeldAfterTwoWords(text: string, userId: string) {
+  app.upstream.enqueue({ kind: 'held', text, afterPieces: 2 });
+  const first = await app.post({ agentId: 'agt_plain', stream: true, messages: [userText('first', userId)] });
+  const events = new EventReader(first);
+  await events.until(textDeltas(2));
+  const start = events.chunks.find((c) => c.type === 'start') as { messageId: string };
+  return { chatId: first.headers.get('x-chat-id')!, events, start };
+}
+
 describe('a resent partial assistant message while its reply still runs', () => {
   it('does not make the running reply unstorable (and unbilled)', async () => {
-    app.upstream.enqueue({ kind: 'held', text: 'one two three four five six', afterPieces: 2 });
-    const first = await app.post({ agentId: 'agt_plain', stream: true, messages: [userText('first', 'u1')] });
-    const chatId = first.headers.get('x-chat-id')!;
-    const events = new EventReader(first);
-    await events.until(textDeltas(2));
-    const start = events.chunks.find((c) => c.type === 'start') as { messageId: string };
+    const { chatId, events, start } = await replyHeldAfterTwoWords('one two three four five six', 'u1');
 
     // What useChat holds and resends: u1, the partial reply under the announced id, then u2.
     app.upstream.enqueue({ kind: 'text', text: 'second answer' });
@@ -72,12 +77,7 @@ describe('a resent partial assistant message while its reply still runs', () => 
   });
 
   it("keeps a user message sent under a running reply's id, and stores the reply under its own", async () => {
-    app.upstream.enqueue({ kind: 'held', text: 'one two three four', afterPieces: 2 });
-    const first = await app.post({ agentId: 'agt_plain', stream: true, messages: [userText('first', 'v1')] });
-    const chatId = first.headers.get('x-chat-id')!;
-    const events = new EventReader(first);
-    await events.until(textDeltas(2));
-    const start = events.chunks.find((c) => c.type === 'start') as { messageId: string };
+    const { chatId, events, start } = await replyHeldAfterTwoWords('one two three four', 'v1');
 
     app.upstream.enqueue({ kind: 'text', text: 'second answer' });
     const second = await app.post({
