@@ -3,21 +3,14 @@
  * stored them raw, so on PostgreSQL the reply's transaction failed (500, no run, the usage
  * never charged). Runs store them as U+FFFD on both engines.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, engineName, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatSetup } from '../chat/fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { engineName, type TestApp } from '../helpers/app.js';
+import { type FakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, useChatApp } from '../chat/fixtures.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  t = await createTestApp({ setup: chatSetup(upstream) });
-});
-afterAll(async () => {
-  await t.close();
-  await upstream.close();
-});
+useChatApp((app) => ({ upstream, t } = app));
 
 describe(`a model reply holding a NUL character (${engineName})`, () => {
   it('is recorded as an agent run and charged, not a 500 with the usage lost', async () => {

@@ -1,20 +1,13 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatSetup, countRows, userText } from './fixtures.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { type TestApp } from '../helpers/app.js';
+import { type FakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, countRows, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
 const month = new Date().toISOString().slice(0, 7);
 
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  t = await createTestApp({ setup: chatSetup(upstream) });
-});
-afterAll(async () => {
-  await t.close();
-  await upstream.close();
-});
+useChatApp((app) => ({ upstream, t } = app));
 beforeEach(async () => {
   upstream.requests.length = 0;
   await t.db.deleteFrom('usage_ledger').execute();

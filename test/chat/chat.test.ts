@@ -1,19 +1,12 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { DEFAULT_UPSTREAM_TEXT, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatRows, chatSetup, UPSTREAM_KEY, userText } from './fixtures.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { type TestApp } from '../helpers/app.js';
+import { DEFAULT_UPSTREAM_TEXT, type FakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, chatRows, UPSTREAM_KEY, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
 
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  t = await createTestApp({ setup: chatSetup(upstream) });
-});
-afterAll(async () => {
-  await t.close();
-  await upstream.close();
-});
+useChatApp((app) => ({ upstream, t } = app));
 beforeEach(() => {
   upstream.requests.length = 0;
 });

@@ -1,20 +1,13 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type TestApp } from '../helpers/app.js';
+import { type FakeUpstream } from '../helpers/fake-upstream.js';
 import { deleteChatMessages } from '../../src/db/repositories/messages.js';
-import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
+import { CHAT_KEYS, chatRows, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
 
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  t = await createTestApp({ setup: chatSetup(upstream) });
-});
-afterAll(async () => {
-  await t.close();
-  await upstream.close();
-});
+useChatApp((app) => ({ upstream, t } = app));
 beforeEach(() => {
   upstream.requests.length = 0;
 });

@@ -4,29 +4,16 @@
  * model provider failed" with the provider never asked, and the user's turn stayed stored, so
  * every later turn of the chat failed the same way. It is a 400 now, with nothing stored.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatRows, chatSetup, userText } from '../chat/fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { type TestApp } from '../helpers/app.js';
+import { type FakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, chatRows, postChat, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  t = await createTestApp({ setup: chatSetup(upstream) });
-});
-afterAll(async () => {
-  await t.close();
-  await upstream.close();
-});
+useChatApp((app) => ({ upstream, t } = app));
 
-const post = (payload: Record<string, unknown>) =>
-  t.app.inject({
-    method: 'POST',
-    url: '/v1/chat',
-    headers: { 'x-service-api-key': CHAT_KEYS.main },
-    payload,
-  });
+const post = (payload: Record<string, unknown>) => postChat(t, payload);
 
 describe('a file URL that cannot be downloaded (openai-compatible provider)', () => {
   it('is a client error, and does not break every later turn of the chat', async () => {

@@ -1,5 +1,7 @@
+import { afterAll, beforeAll } from 'vitest';
 import type { Db } from '../../src/db/database.js';
-import type { FakeUpstream } from '../helpers/fake-upstream.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 
 export const CHAT_KEYS = {
   main: 'atr_ws_fixture_chat_main_owner_000000000000000',
@@ -143,4 +145,32 @@ export async function countRows(db: Db) {
     runs: Number(runs.n),
     ledger: Number(ledger.n),
   };
+}
+
+/**
+ * A fake upstream and a test app on the chat fixture for a test file: started before its tests
+ * (handed to `started`, which keeps them in the file's variables), closed after them.
+ */
+export function useChatApp(started: (app: { upstream: FakeUpstream; t: TestApp }) => void): void {
+  let upstream: FakeUpstream | undefined;
+  let t: TestApp | undefined;
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    t = await createTestApp({ setup: chatSetup(upstream) });
+    started({ upstream, t });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await upstream?.close();
+  });
+}
+
+/** `POST /v1/chat` with the main workspace's key. */
+export function postChat(t: TestApp, payload: Record<string, unknown>) {
+  return t.app.inject({
+    method: 'POST',
+    url: '/v1/chat',
+    headers: { 'x-service-api-key': CHAT_KEYS.main },
+    payload,
+  });
 }

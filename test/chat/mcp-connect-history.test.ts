@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
+import { chatRows, chatSetup, postChat, userText } from './fixtures.js';
 import { startRawMcpServer } from './raw-mcp-server.js';
 
 function deferred() {
@@ -48,13 +48,7 @@ afterAll(async () => {
   await mcp.close();
 });
 
-const post = (payload: Record<string, unknown>) =>
-  t.app.inject({
-    method: 'POST',
-    url: '/v1/chat',
-    headers: { 'x-service-api-key': CHAT_KEYS.main },
-    payload,
-  });
+const post = (payload: Record<string, unknown>) => postChat(t, payload);
 
 describe('two turns on one chat while the first connects its MCP server', () => {
   it('the second reply is generated from the history stored before its own turn', async () => {

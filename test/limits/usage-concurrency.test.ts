@@ -1,22 +1,15 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { findMonthUsage } from '../../src/db/repositories/usage.js';
 import { ledgerMonth } from '../../src/services/usage.js';
-import { engineName, createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatSetup, userText } from '../chat/fixtures.js';
+import { engineName, type TestApp } from '../helpers/app.js';
+import { type FakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, useChatApp, userText } from '../chat/fixtures.js';
 
 const CONCURRENT = 40;
 let upstream: FakeUpstream;
 let t: TestApp;
 
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  t = await createTestApp({ setup: chatSetup(upstream) });
-});
-afterAll(async () => {
-  await t.close();
-  await upstream.close();
-});
+useChatApp((app) => ({ upstream, t } = app));
 beforeEach(async () => {
   upstream.requests.length = 0;
   await t.db.deleteFrom('usage_ledger').execute();
