@@ -17,6 +17,7 @@ export interface Database {
   projects: ProjectTable;
   project_files: ProjectFileTable;
   upload_reservations: UploadReservationTable;
+  skill_replacements: SkillReplacementTable;
   chats: ChatTable;
   messages: MessageTable;
   agent_runs: AgentRunTable;
@@ -167,6 +168,13 @@ export interface ProjectTable {
 }
 
 /** An upload URL not expired yet and the bytes it may bring (017-upload-reservations). */
+/** A replace upload under way, holding its skill until it ends or expires (018-skill-replacements). */
+export interface SkillReplacementTable {
+  skill_id: string;
+  holder: string;
+  expires_at: string;
+}
+
 export interface UploadReservationTable {
   project_id: string;
   workspace_id: string;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -11,8 +12,10 @@ import {
   findExistingSkillIds,
   findSkillsByName,
   findTakenSkillNames,
+  holdSkillsForReplace,
   insertSkills,
   listVisibleSkillsJson,
+  releaseSkillsForReplace,
 } from '../db/repositories/skills.js';
 import type { SkillTable, Visibility } from '../db/schema.js';
 import { mapConcurrently } from '../concurrency.js';
@@ -189,8 +192,15 @@ export async function bulkUploadSkills(
 
     const ready = await checkCandidates(candidates, limits, fail);
     const replace = input.mode === 'replace';
-    const { toCreate, skipped } = await sortOutDuplicates(deps.db, access, ready, replace);
-    const stored = await storeSkills(deps, access, input.visibility, toCreate, skipped);
+    const sorted = await sortOutDuplicates(deps.db, access, ready, replace);
+    const { skipped } = sorted;
+    const hold = await holdReplacedSkills(deps, sorted.toCreate, skipped);
+    let stored: Awaited<ReturnType<typeof storeSkills>>;
+    try {
+      stored = await storeSkills(deps, access, input.visibility, hold.toCreate, skipped);
+    } finally {
+      await hold.release();
+    }
     const created = stored.filter((skill) => !skill.replaced).map(({ replaced: _, ...skill }) => skill);
     const updated = stored.filter((skill) => skill.replaced).map(({ replaced: _, ...skill }) => skill);
     return {
@@ -317,6 +327,46 @@ async function sortOutDuplicates(db: Db, access: WorkspaceAccess, ready: ReadySk
     }
   }
   return { toCreate, skipped };
+}
+
+/** How long a replace upload may hold its skills; past it, a process that died frees them. */
+const REPLACE_HOLD_MS = 10 * 60_000;
+
+/**
+ * Holds the skills this upload replaces, so that no other replace of one of them runs until this
+ * one has removed its stale files: each lists the files its version lacks and removes them, so
+ * two at once would mix both versions' files. A skill another upload is replacing right now is
+ * skipped. `release` frees them (a failure to free only makes them wait for REPLACE_HOLD_MS).
+ */
+async function holdReplacedSkills(
+  deps: SkillServiceDeps,
+  toCreate: Array<ReadySkill & { replaces?: ReplacedSkill }>,
+  skipped: BulkUploadResult['skipped'],
+) {
+  const replacedIds = toCreate.flatMap(({ replaces }) => (replaces ? [replaces.id] : []));
+  if (replacedIds.length === 0) return { toCreate, release: async () => {} };
+  const holder = randomUUID();
+  const now = deps.clock();
+  const held = await holdSkillsForReplace(
+    deps.db,
+    replacedIds,
+    holder,
+    now.toISOString(),
+    new Date(now.getTime() + REPLACE_HOLD_MS).toISOString(),
+  );
+  const kept = toCreate.filter((skill) => {
+    if (!skill.replaces || held.has(skill.replaces.id)) return true;
+    skipped.push({
+      name: skill.header.name,
+      file: skill.candidate.file,
+      reason: 'another upload is replacing this skill right now; upload again once it has finished',
+    });
+    return false;
+  });
+  return {
+    toCreate: kept,
+    release: () => releaseSkillsForReplace(deps.db, holder).catch(() => undefined),
+  };
 }
 
 function contentTypeOf(relativePath: string): string {

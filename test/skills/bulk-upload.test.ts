@@ -6,7 +6,11 @@ import { Readable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
-import { listWorkspaceSkills } from '../../src/db/repositories/skills.js';
+import {
+  holdSkillsForReplace,
+  listWorkspaceSkills,
+  releaseSkillsForReplace,
+} from '../../src/db/repositories/skills.js';
 import { sweepOrphanSkillObjects } from '../../src/services/skills.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
@@ -787,6 +791,95 @@ describe(`bulk skill upload: a storage failure after the commit (${engineName})`
   });
 });
 
+describe(`bulk skill upload: two replaces of one skill at once (${engineName})`, () => {
+  it('runs one; the other skips the skill until the first has finished, so files never mix', async () => {
+    let holdWrites: Promise<void> | undefined;
+    let writeHeld!: () => void;
+    const writeReached = new Promise<void>((resolve) => (writeHeld = resolve));
+    const app = await createTestApp({
+      setup: SKILLS_SETUP,
+      store: (config) =>
+        wrapStore(config, async (key) => {
+          if (!holdWrites || !key.endsWith('/only-in-v2.txt')) return;
+          writeHeld();
+          await holdWrites;
+        }),
+    });
+    try {
+      const version = (description: string, files: string[]) =>
+        buildZip([
+          { name: 'twice/SKILL.md', content: skillMd('twice', description) },
+          ...files.map((name) => ({ name: `twice/${name}`, content: `${name} of ${description}` })),
+        ]);
+      const replace = async (zip: Buffer) =>
+        upload([{ name: 'mode', content: 'replace' }, zipPart('twice.zip', zip)], { app });
+      expect((await upload([zipPart('v1.zip', await version('v1', ['shared.txt']))], { app })).status).toBe(
+        200,
+      );
+      const [row] = (await listWorkspaceSkills(app.env.database.db, WS)).filter((r) => r.name === 'twice');
+      const prefix = row!.storage_path;
+
+      let release!: () => void;
+      holdWrites = new Promise((resolve) => (release = resolve));
+      // v2 stops while writing its files; v3 comes meanwhile.
+      const second = replace(await version('v2', ['shared.txt', 'only-in-v2.txt']));
+      await writeReached;
+      const third = await replace(await version('v3', ['shared.txt', 'only-in-v3.txt']));
+      expect(third.status).toBe(200);
+      expect(third.body.data.updated).toEqual([]);
+      expect(third.body.data.skipped).toEqual([
+        {
+          name: 'twice',
+          file: 'twice.zip',
+          reason: 'another upload is replacing this skill right now; upload again once it has finished',
+        },
+      ]);
+      release();
+      const v2 = await second;
+      expect(v2.status).toBe(200);
+      expect(v2.body.data.updated.map((skill: { name: string }) => skill.name)).toEqual(['twice']);
+      const files = async () =>
+        (await storedKeys(app.store))
+          .filter((key) => key.startsWith(prefix))
+          .map((key) => key.slice(prefix.length));
+      // Before, v3 listed v1's files, wrote its own and removed v2's: a mix of versions.
+      expect(await files()).toEqual(['SKILL.md', 'only-in-v2.txt', 'shared.txt']);
+      expect(await readObject(`${prefix}shared.txt`, app.store)).toBe('shared.txt of v2');
+
+      // Once v2 has finished, the skill is free again.
+      const fourth = await replace(await version('v4', ['only-in-v4.txt']));
+      expect(fourth.body.data.updated.map((skill: { name: string }) => skill.name)).toEqual(['twice']);
+      expect(await files()).toEqual(['SKILL.md', 'only-in-v4.txt']);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('frees a skill whose replace never ended (a killed process) once its hold expires', async () => {
+    const db = t.env.database.db;
+    const now = Date.parse('2026-11-29T12:00:00.000Z');
+    const at = (ms: number) => new Date(now + ms).toISOString();
+    expect(await holdSkillsForReplace(db, ['skl_held'], 'killed', at(0), at(600_000))).toEqual(
+      new Set(['skl_held']),
+    );
+    // Another replace while the hold lasts: refused; after it: taken over.
+    expect(await holdSkillsForReplace(db, ['skl_held'], 'next', at(1_000), at(601_000))).toEqual(new Set());
+    expect(await holdSkillsForReplace(db, ['skl_held'], 'next', at(600_001), at(1_200_001))).toEqual(
+      new Set(['skl_held']),
+    );
+    // The killed one's release (had it come back) cannot free its successor's hold.
+    await releaseSkillsForReplace(db, 'killed');
+    expect(await holdSkillsForReplace(db, ['skl_held'], 'third', at(600_002), at(1_200_002))).toEqual(
+      new Set(),
+    );
+    await releaseSkillsForReplace(db, 'next');
+    expect(await holdSkillsForReplace(db, ['skl_held'], 'third', at(600_003), at(1_200_003))).toEqual(
+      new Set(['skl_held']),
+    );
+    await releaseSkillsForReplace(db, 'third');
+  });
+});
+
 describe(`skill files without a record (${engineName})`, () => {
   it('are removed once they are an hour old; fresh ones and real skills stay', async () => {
     const { status } = await upload([mdPart('sweep-kept.md', skillMd('sweep-kept', 'x'))]);
@@ -812,14 +905,14 @@ describe(`skill files without a record (${engineName})`, () => {
   });
 });
 
-/** The configured store, with `beforePut` run before every put (to force failures). */
-function wrapStore(config: Config, beforePut: () => void): ObjectStore {
+/** The configured store, with `beforePut` run (and awaited) before every put: to force failures or hold a write. */
+function wrapStore(config: Config, beforePut: (key: string) => void | Promise<void>): ObjectStore {
   const real = createObjectStore(config);
   return new Proxy(real, {
     get(target, property, receiver) {
       if (property === 'put') {
         return async (...args: Parameters<ObjectStore['put']>) => {
-          beforePut();
+          await beforePut(args[0]);
           return target.put(...args);
         };
       }

@@ -10,6 +10,7 @@ import * as knowledgeSearchIndex from './014-knowledge-search-index.js';
 import * as knowledgeGinPendingLimit from './015-knowledge-gin-pending-limit.js';
 import * as changeNotices from './016-change-notices.js';
 import * as uploadReservations from './017-upload-reservations.js';
+import * as skillReplacements from './018-skill-replacements.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -27,4 +28,5 @@ export const migrations: Record<string, Migration> = {
   '015-knowledge-gin-pending-limit': knowledgeGinPendingLimit,
   '016-change-notices': changeNotices,
   '017-upload-reservations': uploadReservations,
+  '018-skill-replacements': skillReplacements,
 };

@@ -167,3 +167,39 @@ export async function findSkillsByName(db: Executor, workspaceId: string, names:
   for (const { name, ...row } of rows) found.set(name, row);
   return found;
 }
+
+/**
+ * Takes `skillIds` for one replace upload (`holder`) until `expiresAt`: each one no other replace
+ * holds, or whose holder's time ran out before `now`. Returns the ids taken. One statement per
+ * skill, in id order, so two uploads never wait on each other crosswise.
+ */
+export async function holdSkillsForReplace(
+  db: Db,
+  skillIds: string[],
+  holder: string,
+  now: string,
+  expiresAt: string,
+): Promise<Set<string>> {
+  const held = new Set<string>();
+  await db.deleteFrom('skill_replacements').where('expires_at', '<', now).execute();
+  for (const skillId of [...skillIds].sort()) {
+    const row = await db
+      .insertInto('skill_replacements')
+      .values({ skill_id: skillId, holder, expires_at: expiresAt })
+      .onConflict((oc) =>
+        oc
+          .column('skill_id')
+          .doUpdateSet({ holder, expires_at: expiresAt })
+          .where('skill_replacements.expires_at', '<', now),
+      )
+      .returning('skill_id')
+      .executeTakeFirst();
+    if (row) held.add(skillId);
+  }
+  return held;
+}
+
+/** Frees what one replace upload holds (holdSkillsForReplace). */
+export async function releaseSkillsForReplace(db: Db, holder: string): Promise<void> {
+  await db.deleteFrom('skill_replacements').where('holder', '=', holder).execute();
+}
