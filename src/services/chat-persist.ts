@@ -67,6 +67,11 @@ export async function storeTurn(db: Db, turn: Turn): Promise<void> {
 export interface ReplyRecord {
   workspaceId: string;
   chatId: string;
+  /**
+   * An unstored reply on a chat the request named (its `chatId` is then one no chat has): the
+   * chat whose spend its cost is added to, so unstored calls count toward its spend cap too.
+   */
+  spendChatId?: string;
   finishedAt: Date;
   /** The assistant message; undefined when the model failed (nothing to store but usage). */
   message?: {
@@ -100,6 +105,9 @@ export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
         costUsd: usage.costUsd,
         now,
       });
+      if (!chatExists && record.spendChatId !== undefined && usage.costUsd > 0) {
+        await recordChatMessages(trx, record.spendChatId, { added: 0, costUsd: usage.costUsd, now });
+      }
       const messageStored = chatExists && message !== undefined;
       if (!messageStored && (usage.inputTokens > 0 || usage.outputTokens > 0)) {
         // No message carries this usage into the report's rollup (the messages trigger does

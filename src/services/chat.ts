@@ -200,8 +200,11 @@ export async function startConversation(
   let turn = project ? await projectTurn(deps.db, project, prepared.conversation) : undefined;
   let system = buildSystem(agent, turn, values);
 
-  // An unstored exchange gets an id no chat has, so its reply only counts usage.
+  // An unstored exchange gets an id no chat has, so its reply only counts usage; on a chat the
+  // request names (a diverged /v1/openai conversation), its cost still goes to that chat's spend
+  // and is reserved against its cap.
   let chatId = (storing ? chat?.id : undefined) ?? newId('cht');
+  const spendChatId = storing ? undefined : chat?.id;
   const messageId = newId('msg');
   let stopReason: StopReason | undefined;
   const abort = new AbortController();
@@ -232,7 +235,7 @@ export async function startConversation(
     const estimated = messages;
     reservation = await deps.usageReservations?.admit({
       workspace,
-      chatId,
+      chatId: spendChatId ?? chatId,
       estimate: () => estimateRequestUsage(model.pricing, { system, messages: estimated }),
     });
   } catch (error) {
@@ -332,6 +335,7 @@ export async function startConversation(
     workspaceId: workspace.id,
     agentId: agent.id,
     chatId,
+    spendChatId,
     messageId,
     model,
     tools,
@@ -658,6 +662,8 @@ interface FinisherInput {
   workspaceId: string;
   agentId: string;
   chatId: string;
+  /** The chat an unstored reply's cost goes to (see storeReply). */
+  spendChatId: string | undefined;
   messageId: string;
   model: ResolvedModel;
   tools: ConversationTools;
@@ -709,6 +715,7 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
       await storeReply(deps.db, {
         workspaceId: input.workspaceId,
         chatId: input.chatId,
+        spendChatId: input.spendChatId,
         finishedAt,
         // A reply cut short before its first part leaves nothing to show, so nothing to store.
         message:

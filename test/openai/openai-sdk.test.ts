@@ -702,6 +702,51 @@ describe('storing', () => {
     expect(await storedTexts(chatId)).toEqual(['user: Q1', 'assistant: A.']);
   });
 
+  it('charges a diverged (unstored) call to the named chat’s spend, so the chat’s spend cap holds', async () => {
+    const sdk = client(CHAT_KEYS.capped, {
+      defaultHeaders: { 'x-atrium-conversation-key': 'capped-diverged' },
+    });
+    upstream.enqueue({ kind: 'text', text: 'A.' });
+    const first = await sdk.chat.completions
+      .create({ model: 'agt_capped', messages: [{ role: 'user', content: 'Q1' }] })
+      .withResponse();
+    const chatId = first.response.headers.get('x-atrium-chat-id')!;
+    const chatRow = () =>
+      t.db
+        .selectFrom('chats')
+        .select(['spend_usd', 'message_count'])
+        .where('id', '=', chatId)
+        .executeTakeFirstOrThrow();
+    const setSpend = (usd: number) =>
+      t.db.updateTable('chats').set({ spend_usd: usd }).where('id', '=', chatId).execute();
+    // The refused call never reaches the upstream: nothing is queued for it.
+    const diverged = (answered = true) => {
+      if (answered) upstream.enqueue({ kind: 'text', text: 'Edited.' });
+      return sdk.chat.completions
+        .create({ model: 'agt_capped', messages: conversation('Q1 edited', 'A.', 'Q2') })
+        .withResponse();
+    };
+
+    await setSpend(0);
+    const one = await diverged();
+    expect(one.response.headers.get('x-atrium-chat-persisted')).toBe('false');
+    // fake-large: $10 per million input tokens, $20 per million output tokens.
+    const usage = one.data.usage!;
+    const cost = (usage.prompt_tokens * 10 + usage.completion_tokens * 20) / 1e6;
+    expect(cost).toBeGreaterThan(0);
+    // Before, the chat's spend stayed at 0: unstored calls never brought it nearer its cap.
+    expect(Number((await chatRow()).spend_usd)).toBeCloseTo(cost, 12);
+    expect((await chatRow()).message_count).toBe(2);
+
+    // Half a call below the cap ($0.001): admitted, and charged past it; the next one is refused.
+    await setSpend(0.001 - cost / 2);
+    expect((await diverged()).response.status).toBe(200);
+    const refused = await diverged(false).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.APIError);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).code).toBe('spend_cap_exceeded');
+  });
+
   it('a named chat’s streamed reply is stopped by POST /v1/chat/{chatId}/stop, like any chat', async () => {
     upstream.enqueue({ kind: 'held', text: 'one two three four five', afterPieces: 2 });
     const { data, response } = await client(CHAT_KEYS.main, {
