@@ -12,7 +12,13 @@ const BUILT_IN_CHAT_MODEL = /^(openai|anthropic)\/\S+$/;
 /** Providers built in from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY). */
 export const BUILT_IN_PROVIDERS = ['openai', 'anthropic'] as const;
 
-const Id = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_./:-]+$' });
+/**
+ * No `/`, and not `.` or `..`: workspace and project ids are segments of storage paths
+ * (`projects/{workspaceId}/{projectId}/`), where a workspace `acme/eu` would share the prefix of
+ * workspace `acme`'s project `eu`, and ids are segments of the API's URL paths.
+ */
+const ID_PATTERN = '^(?!\\.\\.?$)[A-Za-z0-9_.:-]+$';
+const Id = Type.String({ minLength: 1, maxLength: 200, pattern: ID_PATTERN });
 const Text = (maxLength: number) => Type.String({ maxLength });
 /**
  * An optional setting: left out, apply keeps what is stored; `null` removes it (back to unset
@@ -218,9 +224,16 @@ function readablePath(pointer: string): string {
 
 function shapeProblems(validate: ValidateFunction<SetupFile>): SetupProblem[] {
   return (validate.errors ?? []).map((error) => {
-    const params = error.params as { missingProperty?: string; additionalProperty?: string };
+    const params = error.params as {
+      missingProperty?: string;
+      additionalProperty?: string;
+      pattern?: string;
+    };
     let path = readablePath(error.instancePath);
-    let message = error.message ?? 'is invalid';
+    let message =
+      params.pattern === ID_PATTERN
+        ? 'must be letters, digits and _ . : - only (no "/"), and not "." or ".."'
+        : (error.message ?? 'is invalid');
     if (params.missingProperty) path = readablePath(`${error.instancePath}/${params.missingProperty}`);
     if (params.additionalProperty) {
       path = readablePath(`${error.instancePath}/${params.additionalProperty}`);

@@ -121,6 +121,27 @@ organizations:
     expect(await countRows()).toEqual(before);
   });
 
+  it('refuses ids with "/" (storage paths of two workspaces would overlap) and ids "." and ".."', async () => {
+    const file = writeSetup(
+      'slash.yaml',
+      `
+organizations:
+  - id: org_s
+    name: S
+    workspaces:
+      - { id: acme, name: A, projects: [{ id: eu, name: EU }] }
+      - { id: acme/eu, name: B, projects: [{ id: "..", name: Up }] }
+`,
+    );
+    expect(await main(['apply', file])).toBe(2);
+    const text = output.err.join('\n');
+    expect(text).toContain(
+      'organizations[0].workspaces[1].id: must be letters, digits and _ . : - only (no "/"), and not "." or ".."',
+    );
+    expect(text).toContain('organizations[0].workspaces[1].projects[0].id: must be letters');
+    expect(text).not.toContain('organizations[0].workspaces[0]');
+  });
+
   it('lists shape problems even where the file is too malformed to follow its references', async () => {
     const file = writeSetup('odd.yaml', 'organizations: 5\nbogus: 1\n');
     expect(await main(['apply', file])).toBe(2);
