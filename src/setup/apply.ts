@@ -31,7 +31,9 @@ interface Context {
 }
 
 function sameValue(a: unknown, b: unknown): boolean {
-  if (a === null || a === undefined) return b === null || b === undefined;
+  const unset = (value: unknown) => value === null || value === undefined;
+  // Before the numbers: Number(null) is 0, so a limit of 0 could not be cleared.
+  if (unset(a) || unset(b)) return unset(a) && unset(b);
   if (typeof a === 'number' || typeof b === 'number') return Number(a) === Number(b);
   return String(a) === String(b);
 }

@@ -241,6 +241,29 @@ organizations:
     });
   });
 
+  it('`null` clears a limit set to 0 too (0 and null are not the same setting)', async () => {
+    const limits = (value: string) =>
+      applyFixture(
+        env,
+        `
+organizations:
+  - id: org_p
+    name: Partial
+    workspaces:
+      - { id: wsp_p, name: Main, limits: ${value} }
+`,
+      );
+    await limits('{ rateLimitPerMinute: 0, chatSpendCapUsd: 0 }');
+    expect(await workspace()).toMatchObject({ rate_limit_per_minute: 0, chat_spend_cap_usd: 0 });
+    // Before, both stayed 0 ("nothing to change"): a cap of 0 refused every chat until set to
+    // something else first.
+    await limits('{ rateLimitPerMinute: null, chatSpendCapUsd: null }');
+    expect(await workspace()).toMatchObject({ rate_limit_per_minute: null, chat_spend_cap_usd: null });
+    await limits('{ chatSpendCapUsd: 0 }');
+    await limits('null');
+    expect(await workspace()).toMatchObject({ chat_spend_cap_usd: null });
+  });
+
   it('a file that narrows the enabled models moves a default they no longer include to the first one', async () => {
     await applyFixture(
       env,
