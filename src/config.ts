@@ -38,6 +38,11 @@ export interface Config {
   /** Replies generated at once by this process; beyond it 503 with Retry-After. */
   maxConcurrentReplies: number;
   /** Origins allowed to call the API from a browser; `*` for any; empty: none. */
+  /**
+   * Whether agents made over the API may use MCP servers on private, loopback or link-local
+   * addresses (src/models/tools/mcp-address.ts); setup-file agents always may.
+   */
+  mcpAllowPrivateNetwork: boolean;
   corsOrigins: string[];
   /** The background indexer of project files (docs/knowledge.md "Settings"). */
   indexing: IndexingConfig;
@@ -98,6 +103,14 @@ function integer(env: Env, name: string, fallback: number, min = 0): number {
     throw new ConfigError(`${name} must be an integer ≥ ${min}, got "${raw}"`);
   }
   return value;
+}
+
+/** `true`/`1` or `false`/`0` (unset or empty: false). */
+function flag(env: Env, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return false;
+  if (raw === 'true' || raw === '1') return true;
+  throw new ConfigError(`${name} must be "true" or "false", got "${raw}"`);
 }
 
 /**
@@ -218,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     redis: redisConfig(env),
     chatBodyLimitBytes: 16 * 1024 * 1024,
     maxConcurrentReplies: integer(env, 'ATRIUM_MAX_CONCURRENT_REPLIES', DEFAULT_MAX_CONCURRENT_REPLIES, 1),
+    mcpAllowPrivateNetwork: flag(env, 'ATRIUM_MCP_ALLOW_PRIVATE_NETWORK'),
     corsOrigins: (env.ATRIUM_CORS_ORIGINS ?? '')
       .split(',')
       .map((origin) => origin.trim().replace(/\/+$/, ''))

@@ -12,6 +12,8 @@ import type { Visibility } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import type { ModelRegistry } from '../models/registry.js';
+import { privateAddressProblem } from '../models/tools/mcp-address.js';
+import type { Config } from '../config.js';
 import {
   accessAgentWorkspace,
   isManager,
@@ -25,6 +27,7 @@ export interface AgentAdminDeps {
   db: Db;
   clock: Clock;
   models: ModelRegistry;
+  config: Pick<Config, 'mcpAllowPrivateNetwork'>;
 }
 
 export interface McpTool {
@@ -131,6 +134,22 @@ async function checkTitle(deps: AgentAdminDeps, workspaceId: string, title: stri
 }
 
 /**
+ * An MCP server named by a private, loopback or link-local address is refused at once (400), unless
+ * the operator allows such servers: connecting would refuse it anyway (src/models/tools/mcp-address.ts;
+ * a name that resolves to such an address is refused when connecting, as a warning).
+ */
+function checkToolAddresses(deps: AgentAdminDeps, tools: McpTool[] | null | undefined): void {
+  if (!tools || deps.config.mcpAllowPrivateNetwork) return;
+  tools.forEach((tool, t) => {
+    const problem = privateAddressProblem(tool.url);
+    if (!problem) return;
+    const path = `body.tools[${t}].url`;
+    const message = `${problem}: an agent made over the API may use only public MCP servers (the operator can allow private ones with ATRIUM_MCP_ALLOW_PRIVATE_NETWORK)`;
+    throw errors.badRequest(`${path} ${message}`, [{ path, message }]);
+  });
+}
+
+/**
  * Tools sent back as read (`"***"` for each header value) keep the stored values of those
  * headers, so a read-modify-write does not overwrite secrets with the mask. Only for the same
  * tool at the same URL: a masked value sent with another URL would send a secret its sender
@@ -162,6 +181,7 @@ export async function createAgent(
   input: AgentFields & { title: string },
 ) {
   requireManager(access);
+  checkToolAddresses(deps, input.tools);
   const id = newId('agt');
   await checkTitle(deps, access.workspaceId, input.title);
   if (input.model) await checkModel(deps, access, input.model);
@@ -218,6 +238,7 @@ export async function patchAgent(
     changes.model = patch.model;
   }
   if (patch.tools !== undefined) {
+    checkToolAddresses(deps, patch.tools);
     changes.tools = JSON.stringify(patch.tools ? mergeToolHeaders(patch.tools, storedTools(row)) : []);
   }
   if (patch.orchestration !== undefined) {

@@ -8,6 +8,8 @@ import { buildSystemPrompt } from '../models/context.js';
 import { costUsd } from '../models/registry.js';
 import { renderTemplate, type TemplateValue } from '../models/template.js';
 import { connectMcpTools, type McpToolSpec } from '../models/tools/mcp.js';
+import type { McpReach } from '../models/tools/mcp-address.js';
+import type { Config } from '../config.js';
 import { REMEMBER_TOOL, rememberTool } from '../models/tools/remember.js';
 import { projectFileTools } from '../models/tools/project-files.js';
 import { projectFileReads } from '../knowledge/file-tools.js';
@@ -86,6 +88,11 @@ export function mcpSpecsOf(agent: AgentTable): McpToolSpec[] {
   );
 }
 
+/** An agent of the setup file reaches any server; one made over the API public ones (mcp-address.ts). */
+function mcpReachOf(agent: AgentTable, config: Pick<Config, 'mcpAllowPrivateNetwork'>): McpReach {
+  return agent.managed_by === 'setup' || config.mcpAllowPrivateNetwork ? 'any' : 'public';
+}
+
 /**
  * The agent's tools: its MCP servers, `remember`, `searchProjectFiles` and `readProjectFile` in
  * project chats, and one tool per sub-agent of an orchestrating agent. MCP clients opened here are closed again if a later step fails.
@@ -97,6 +104,7 @@ export async function buildConversationTools(
   const mcp = await connectMcpTools(
     mcpSpecsOf(context.agent),
     deps.mcpConnectTimeoutMs ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS,
+    mcpReachOf(context.agent, deps.config),
   );
   const result: ConversationTools = {
     tools: { ...mcp.tools },

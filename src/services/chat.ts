@@ -58,7 +58,7 @@ export const DEFAULT_TEMPERATURE = 0.7;
 export interface ChatDeps {
   db: Db;
   clock: Clock;
-  config: Pick<Config, 'upstreamTimeoutMs'>;
+  config: Pick<Config, 'upstreamTimeoutMs' | 'mcpAllowPrivateNetwork'>;
   models: ModelRegistry;
   mcpConnectTimeoutMs?: number;
   /** The replies being generated: concurrency limit, stop, resume, shutdown. */

@@ -1,6 +1,7 @@
 import { createMCPClient, type ListToolsResult } from '@ai-sdk/mcp';
 import type { ToolSet } from 'ai';
 import { z } from 'zod';
+import { type McpReach, privateAddressProblem, publicOnlyFetch } from './mcp-address.js';
 import type { ToolWarning } from './warnings.js';
 
 export interface McpToolSpec {
@@ -121,7 +122,18 @@ function networkCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/** A server the agent may not reach (mcp-address.ts): refused before any request. */
+class NotPublic extends Error {}
+
 function describeFailure(spec: McpToolSpec, error: unknown, timeoutMs: number): ToolWarning {
+  if (error instanceof NotPublic || networkCode(error) === 'EADDRNOTPUBLIC') {
+    return {
+      tool: spec.name,
+      code: 'mcp_not_allowed',
+      message:
+        'MCP server address is not public (private, loopback or link-local); an agent made over the API may use it only when the operator sets ATRIUM_MCP_ALLOW_PRIVATE_NETWORK',
+    };
+  }
   if (error instanceof SetupTimeout || /timed out/i.test(String((error as Error)?.message))) {
     return {
       tool: spec.name,
@@ -157,7 +169,7 @@ function toolName(server: string, tool: string): string {
  * transport sends it on close with no signal of its own, so a server that never answers it would
  * hold the reply's close for undici's 300 s (a call's other requests carry the reply's signal).
  */
-function boundedSessionEnd(timeoutMs: number): typeof fetch {
+function boundedSessionEnd(timeoutMs: number, fetch: typeof globalThis.fetch): typeof globalThis.fetch {
   return (input, init) =>
     fetch(
       input,
@@ -168,7 +180,10 @@ function boundedSessionEnd(timeoutMs: number): typeof fetch {
 async function connectOne(
   spec: McpToolSpec,
   timeoutMs: number,
+  reach: McpReach,
 ): Promise<{ client: McpClient; tools: ToolSet; warnings: ToolWarning[] }> {
+  if (reach === 'public' && privateAddressProblem(spec.url)) throw new NotPublic();
+  const fetch = reach === 'public' ? publicOnlyFetch : globalThis.fetch;
   let client: McpClient | undefined;
   let timer: NodeJS.Timeout | undefined;
   const setup = (async () => {
@@ -178,7 +193,7 @@ async function connectOne(
         url: spec.url,
         headers: spec.headers,
         redirect: 'error',
-        fetch: boundedSessionEnd(timeoutMs),
+        fetch: boundedSessionEnd(timeoutMs, fetch),
       },
       initializationOptions: { timeout: timeoutMs },
       clientName: 'atrium',
@@ -206,10 +221,14 @@ async function connectOne(
 
 /**
  * Connects to the agent's MCP servers (streamable HTTP) in parallel, each bounded by the
- * connect timeout. A server that is down, slow or failing becomes a warning, never an error.
+ * connect timeout; with `reach: 'public'`, only to public addresses (mcp-address.ts). A server that is down, slow or failing becomes a warning, never an error.
  */
-export async function connectMcpTools(specs: McpToolSpec[], timeoutMs: number): Promise<ConnectedTools> {
-  const outcomes = await Promise.allSettled(specs.map((spec) => connectOne(spec, timeoutMs)));
+export async function connectMcpTools(
+  specs: McpToolSpec[],
+  timeoutMs: number,
+  reach: McpReach = 'any',
+): Promise<ConnectedTools> {
+  const outcomes = await Promise.allSettled(specs.map((spec) => connectOne(spec, timeoutMs, reach)));
   const tools: ToolSet = {};
   const warnings: ToolWarning[] = [];
   const clients: McpClient[] = [];
