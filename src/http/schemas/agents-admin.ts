@@ -12,7 +12,12 @@ const McpTool = Type.Object(
   {
     type: Type.Literal('mcp'),
     name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
-    url: Type.String({ format: 'uri', maxLength: 2000 }),
+    url: Type.String({
+      format: 'uri',
+      maxLength: 2000,
+      description:
+        'The streamable-HTTP MCP server. Must be public: a private, loopback or link-local address is a 400 (and a name resolving to one an `mcp_not_allowed` warning), unless the operator sets ATRIUM_MCP_ALLOW_PRIVATE_NETWORK=true',
+    }),
     headers: Type.Optional(
       Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 8000 }), {
         maxProperties: 20,
