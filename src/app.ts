@@ -43,7 +43,8 @@ import { OpenAIErrorBody } from './http/schemas/openai.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
-import { MAX_PATH_PARAM_LENGTH } from './limits.js';
+import { MAX_JSON_CONTAINERS, MAX_PATH_PARAM_LENGTH } from './limits.js';
+import { jsonContainersOver } from './http/json-containers.js';
 import { OneLinePerRequest } from './logging/request-log.js';
 import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
@@ -279,6 +280,11 @@ export async function buildApp(
       // Read as bytes and decoded strictly: invalid UTF-8 is refused, never stored as U+FFFD.
       const utf8 = new TextDecoder('utf-8', { fatal: true });
       v1.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+        if (jsonContainersOver(body as Buffer, MAX_JSON_CONTAINERS)) {
+          const message = `holds more than ${MAX_JSON_CONTAINERS} objects and arrays`;
+          done(errors.badRequest(`The JSON body ${message}`, [{ path: 'body', message }]), undefined);
+          return;
+        }
         let text: string;
         try {
           text = utf8.decode(body as Buffer);

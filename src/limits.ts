@@ -27,3 +27,10 @@ export const MAX_PROJECT_FILES = 500;
 export function megabytes(bytes: number): string {
   return `${Math.round(bytes / MB)} MB`;
 }
+
+/**
+ * Objects and arrays in one JSON body. Far above any real request (a `useChat` body resends the
+ * whole conversation, a few per part); a 16 MB chat body of empty objects (5 million) kept a
+ * process busy for seconds parsing and checking it, then again on every later turn of its chat.
+ */
+export const MAX_JSON_CONTAINERS = 100_000;

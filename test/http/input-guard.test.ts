@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jsonContainersOver } from '../../src/http/json-containers.js';
 import { findUnstorableInput, MAX_INPUT_DEPTH } from '../../src/http/plugins/input-guard.js';
+import { MAX_JSON_CONTAINERS } from '../../src/limits.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 
@@ -75,10 +77,17 @@ describe(`input no database can store (${engineName})`, () => {
       'body.messages.0.parts.0.text contains a NUL character',
     ],
     [
-      'a chat part nested 100,000 deep',
+      'a chat part nested 50,000 deep',
       '/v1/chat',
-      `{"agentId":"agt_alpha","messages":[{"role":"user","parts":[{"type":"text","text":"hi","extra":${nestedJson(100_000)}}]}]}`,
+      `{"agentId":"agt_alpha","messages":[{"role":"user","parts":[{"type":"text","text":"hi","extra":${nestedJson(50_000)}}]}]}`,
       `is nested more than ${MAX_INPUT_DEPTH} levels deep`,
+    ],
+    [
+      // Deeper still is more objects and arrays than a body may hold: refused before parsing.
+      'a chat part nested 200,000 deep',
+      '/v1/chat',
+      `{"agentId":"agt_alpha","messages":[{"role":"user","parts":[{"type":"text","text":"hi","extra":${nestedJson(200_000)}}]}]}`,
+      `holds more than ${MAX_JSON_CONTAINERS} objects and arrays`,
     ],
   ])('refuses %s with 400 and stores nothing', async (_what, url, payload, message) => {
     const before = await rowCounts();
@@ -176,5 +185,46 @@ describe(`router failures get the error body (${engineName})`, () => {
       code: 'bad_request',
       message: expect.stringContaining('query.offset'),
     });
+  });
+});
+
+describe(`JSON bodies of too many objects and arrays (${engineName})`, () => {
+  const chatWith = (unknownPart: string, text = 'hi') =>
+    `{"agentId":"agt_alpha","messages":[{"role":"user","parts":[{"type":"text","text":${JSON.stringify(text)}},{"type":"data-x","data":${unknownPart}}]}]}`;
+
+  it('refuses one over the limit with 400 before parsing it, storing nothing (/v1/chat and /v1/openai)', async () => {
+    const before = await rowCounts();
+    const many = `[${Array(MAX_JSON_CONTAINERS + 1)
+      .fill('{}')
+      .join(',')}]`;
+    const res = await post('/v1/chat', chatWith(many));
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      code: 'bad_request',
+      message: `The JSON body holds more than ${MAX_JSON_CONTAINERS} objects and arrays`,
+      details: {
+        issues: [{ path: 'body', message: `holds more than ${MAX_JSON_CONTAINERS} objects and arrays` }],
+      },
+    });
+    expect(await rowCounts()).toEqual(before);
+    const openai = await post(
+      '/v1/openai/chat/completions',
+      `{"model":"agt_alpha","messages":[{"role":"user","content":"hi"}],"metadata":${many}}`,
+    );
+    expect(openai.statusCode).toBe(400);
+    expect(openai.json().error).toMatchObject({ type: 'invalid_request_error' });
+  });
+
+  it('counts no bracket inside a string: a long text of brackets is a chat like any other', async () => {
+    const res = await post('/v1/chat', chatWith('{}', `{["\\\\${'{['.repeat(MAX_JSON_CONTAINERS)}`));
+    expect(res.statusCode).toBe(200);
+  });
+
+  it('counts brackets outside strings only, escapes included', () => {
+    const bytes = (text: string) => Buffer.from(text);
+    expect(jsonContainersOver(bytes(`"${'{'.repeat(50)}\\"[[["`), 2)).toBe(false);
+    // Three: the outer array, the inner one and the object; the escaped backslash ends no string early.
+    expect(jsonContainersOver(bytes(`["\\\\",[{}],${' '.repeat(50)}]`), 2)).toBe(true);
+    expect(jsonContainersOver(bytes(`["\\\\",[{}],${' '.repeat(50)}]`), 3)).toBe(false);
   });
 });
