@@ -105,6 +105,22 @@ function integer(env: Env, name: string, fallback: number, min = 0): number {
   return value;
 }
 
+function port(env: Env): number {
+  const value = integer(env, 'PORT', 3000);
+  if (value > 65535) throw new ConfigError(`PORT must be at most 65535, got "${env.PORT}"`);
+  return value;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(env: Env): string {
+  const level = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(level)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
+  }
+  return level;
+}
+
 /** `true`/`1` or `false`/`0` (unset or empty: false). */
 function flag(env: Env, name: string): boolean {
   const raw = env[name];
@@ -202,7 +218,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   return {
-    port: integer(env, 'PORT', 3000),
+    port: port(env),
     host: env.HOST || '127.0.0.1',
     dataDir,
     database,
@@ -224,7 +240,7 @@ export function loadConfig(env: Env = process.env): Config {
       DEFAULT_MAX_PROVIDER_RESPONSE_BYTES,
       1024,
     ),
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: logLevel(env),
     jsonBodyLimitBytes: 1024 * 1024,
     http: httpTimeouts(env, upstreamTimeoutMs),
     sweepIntervalMs: integer(env, 'ATRIUM_SWEEP_INTERVAL_MS', 10 * 60 * 1000),

@@ -29,6 +29,8 @@ const USAGE = `Usage: atrium <command>
   demo                                    create the demo workspace on an empty database`;
 
 class UsageError extends Error {}
+/** A well-formed command naming something that is not there: exit 2, without the usage text. */
+class BadArgument extends Error {}
 
 /** Runs `fn` on the configured database, migrated to the latest schema first unless told not to. */
 async function withDatabase<T>(
@@ -144,10 +146,7 @@ async function exportCommand(args: string[]): Promise<number> {
   if (!values.workspace || positionals.length > 0) throw new UsageError('export needs --workspace ID');
   const workspaceId = values.workspace;
   const setup = await withDatabase((database) => exportWorkspace(database.db, workspaceId));
-  if (!setup) {
-    console.error(`No workspace ${workspaceId}`);
-    return EXIT.failure;
-  }
+  if (!setup) throw new BadArgument(`No workspace ${workspaceId}`);
   console.log(exportText(setup, workspaceId).trimEnd());
   return EXIT.ok;
 }
@@ -187,7 +186,7 @@ async function keys(args: string[]): Promise<number> {
     let organizationId: string;
     if (values.workspace) {
       const workspace = await findWorkspace(db, values.workspace);
-      if (!workspace) throw new UsageError(`No workspace ${values.workspace}`);
+      if (!workspace) throw new BadArgument(`No workspace ${values.workspace}`);
       organizationId = workspace.organization_id;
     } else {
       const org = await db
@@ -195,15 +194,15 @@ async function keys(args: string[]): Promise<number> {
         .select('id')
         .where('id', '=', values.organization!)
         .executeTakeFirst();
-      if (!org) throw new UsageError(`No organization ${values.organization}`);
+      if (!org) throw new BadArgument(`No organization ${values.organization}`);
       organizationId = org.id;
     }
     if (!user || user.organization_id !== organizationId) {
-      throw new UsageError(`No user ${values.user} in organization ${organizationId}`);
+      throw new BadArgument(`No user ${values.user} in organization ${organizationId}`);
     }
     // A workspace key acts for a member of its workspace: one for anyone else would never work.
     if (values.workspace && !(await findWorkspaceWithRole(db, values.workspace, user.id))?.role) {
-      throw new UsageError(`User ${values.user} is not a member of workspace ${values.workspace}`);
+      throw new BadArgument(`User ${values.user} is not a member of workspace ${values.workspace}`);
     }
     const key = generateApiKey(kind);
     const id = newId('key');
@@ -264,12 +263,13 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError(`Unknown command "${command}"`);
     }
   } catch (error) {
-    if (
-      error instanceof UsageError ||
-      error instanceof ConfigError ||
-      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
-    ) {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       console.error(`atrium: ${(error as Error).message}\n\n${USAGE}`);
+      return EXIT.usage;
+    }
+    // A bad setting or a name that is not there: the usage text would not help.
+    if (error instanceof BadArgument || error instanceof ConfigError) {
+      console.error(`atrium: ${(error as Error).message}`);
       return EXIT.usage;
     }
     throw error;

@@ -142,6 +142,38 @@ organizations:
     expect(text).not.toContain('organizations[0].workspaces[0]');
   });
 
+  it('answers a name that is not there and a bad setting with exit 2 and one line, no usage text', async () => {
+    expect(await main(['migrate'])).toBe(0);
+    output.err = [];
+    expect(await main(['keys', 'create', '--workspace', 'wsp_nope', '--user', 'usr_x'])).toBe(2);
+    expect(output.err).toEqual(['atrium: No workspace wsp_nope']);
+    for (const [name, value, message] of [
+      [
+        'LOG_LEVEL',
+        'loud',
+        'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+      ],
+      ['PORT', '70000', 'PORT must be at most 65535, got "70000"'],
+      [
+        'ATRIUM_MCP_ALLOW_PRIVATE_NETWORK',
+        'yes',
+        'ATRIUM_MCP_ALLOW_PRIVATE_NETWORK must be "true" or "false", got "yes"',
+      ],
+    ]) {
+      const before = process.env[name!];
+      process.env[name!] = value;
+      output.err = [];
+      try {
+        // Before: pino's or Node's raw message, exit 1.
+        expect(await main(['migrate']), name).toBe(2);
+        expect(output.err).toEqual([`atrium: ${message}`]);
+      } finally {
+        process.env[name!] = before;
+        if (before === undefined) delete process.env[name!];
+      }
+    }
+  });
+
   it('lists shape problems even where the file is too malformed to follow its references', async () => {
     const file = writeSetup('odd.yaml', 'organizations: 5\nbogus: 1\n');
     expect(await main(['apply', file])).toBe(2);

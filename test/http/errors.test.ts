@@ -85,6 +85,8 @@ describe(`HTTP error handling (${engineName})`, () => {
     });
     expect(res.statusCode).toBe(413);
     expect(res.json()).toMatchObject({ ...errorShape, code: 'payload_too_large' });
+    // The limit, as docs/api.md promises "where known" (it was `{}`).
+    expect(res.json().details).toEqual({ maxBytes: 1024 * 1024 });
   });
 
   it('answers an unknown route with 404 not_found, with or without a key', async () => {

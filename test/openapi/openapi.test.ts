@@ -113,3 +113,19 @@ describe('OpenAPI document', () => {
     expect(res.headers['content-type']).toContain('text/html');
   });
 });
+
+describe('OpenAPI servers', () => {
+  it('names the port the server listens on, also with PORT=0 (any free port)', async () => {
+    const app = await createTestApp({ env: { PORT: '0' } });
+    try {
+      await app.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = app.app.server.address() as { port: number };
+      const res = await fetch(`http://127.0.0.1:${port}/v1/openapi.json`);
+      const document = (await res.json()) as { servers: Array<{ variables: { host: { default: string } } }> };
+      // Before: "localhost:0", what Swagger UI's "Try it out" and generated clients then called.
+      expect(document.servers[0]!.variables.host.default).toBe(`localhost:${port}`);
+    } finally {
+      await app.close();
+    }
+  });
+});

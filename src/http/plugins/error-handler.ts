@@ -66,6 +66,18 @@ export function toApiError(error: unknown): ApiError {
   return new ApiError('internal_error', 'Internal server error', {}, { cause: error });
 }
 
+/** A body over the route's limit says the limit (`details.maxBytes`), as the file and upload routes do. */
+function withBodyLimit(error: ApiError, request: FastifyRequest): ApiError {
+  const limit = request.routeOptions?.bodyLimit;
+  if (error.code !== 'payload_too_large' || error.details.maxBytes !== undefined || !limit) return error;
+  return new ApiError(
+    error.code,
+    error.message,
+    { ...error.details, maxBytes: limit },
+    { cause: error.cause },
+  );
+}
+
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   if (typeof error.details.retryAfterSeconds === 'number') {
     reply.header('retry-after', String(error.details.retryAfterSeconds));
@@ -110,7 +122,7 @@ export function registerErrorHandling(app: FastifyInstance): { unmatched: Unmatc
 
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     // A body past its deadline fails its reader in many ways (cut-off upload, broken part): all are that timeout.
-    const apiError = bodyTimeoutError(request.raw) ?? toApiError(error);
+    const apiError = withBodyLimit(bodyTimeoutError(request.raw) ?? toApiError(error), request);
     logApiError(request.log, apiError);
     return sendError(reply, apiError);
   });

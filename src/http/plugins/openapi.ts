@@ -35,6 +35,7 @@ type Operation = { responses?: Record<string, Response>; security?: unknown[] };
 type Document = {
   paths?: Record<string, Record<string, Operation>>;
   components?: { headers?: Record<string, unknown> };
+  servers?: Array<{ variables?: Record<string, { default: string }> }>;
 };
 
 /** Our error body, and OpenAI's shape under `/v1/openai`. */
@@ -102,6 +103,17 @@ function servers(config: Config) {
 }
 
 /**
+ * The default server names the port the process listens on, which differs from PORT when
+ * PORT=0 (any free port). The document is built on its first request, once listening.
+ */
+function withListeningPort(document: Document, app: FastifyInstance): Document {
+  const address = app.server.listening ? app.server.address() : null;
+  const host = document.servers?.[0]?.variables?.host;
+  if (host && address && typeof address === 'object') host.default = `localhost:${address.port}`;
+  return document;
+}
+
+/**
  * The OpenAPI 3.1 document is generated from the route schemas, so it cannot drift from them.
  * Served at `/v1/openapi.json`; `/docs` renders it with the bundled Swagger UI (no CDN).
  */
@@ -132,7 +144,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     hideUntagged: false,
     transformObject: (document) =>
       'openapiObject' in document
-        ? completeResponses(document.openapiObject as Document)
+        ? completeResponses(withListeningPort(document.openapiObject as Document, app))
         : document.swaggerObject,
   });
   await app.register(swaggerUi, {
