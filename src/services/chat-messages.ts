@@ -1,6 +1,6 @@
 import { unavailableFileNote } from './file-downloads.js';
 import type { UIMessage } from 'ai';
-import { errors, type ValidationIssue } from '../errors.js';
+import { type ApiError, errors, type ValidationIssue } from '../errors.js';
 import { newId } from '../ids.js';
 
 export type MessageRole = 'user' | 'assistant' | 'system';
@@ -71,6 +71,18 @@ export function validateIncomingMessages(messages: IncomingMessage[]): void {
   }
   const first = issues[0];
   if (first) throw errors.badRequest(`${first.path} ${first.message}`, issues);
+}
+
+/**
+ * The refusal of a conversation in which no message holds a part the model reads (only part
+ * types that are stored but not sent), named at the request's last user message.
+ */
+export function nothingForTheModel(messages: IncomingMessage[]): ApiError {
+  const at = messages.findLastIndex((message) => message.role === 'user');
+  const path = at < 0 ? 'body.messages' : `body.messages.${at}.parts`;
+  const message =
+    'must contain a text or file part: other part types are stored but not sent to the model, which would get no message';
+  return errors.badRequest(`${path} ${message}`, [{ path, message }]);
 }
 
 const TITLE_MAX = 100;

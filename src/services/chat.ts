@@ -33,6 +33,7 @@ import {
   dropLeftovers,
   type IncomingMessage,
   mergeHistory,
+  nothingForTheModel,
   toModelUIMessages,
   validateIncomingMessages,
 } from './chat-messages.js';
@@ -232,6 +233,8 @@ export async function startConversation(
     messages = request.modelMessages
       ? withUnavailableAsNotes(request.modelMessages, files.unavailable)
       : await convertToModelMessages(toModelUIMessages(prepared.conversation, files.unavailable));
+    // The AI SDK refuses an empty prompt without calling the provider: the client's mistake.
+    if (messages.length === 0) throw nothingForTheModel(request.messages);
     const estimated = messages;
     reservation = await deps.usageReservations?.admit({
       workspace,

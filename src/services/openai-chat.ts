@@ -184,8 +184,14 @@ export function translateMessages(messages: OpenAIMessage[]): {
   const modelMessages: ModelMessage[] = [];
   const stored: IncomingMessage[] = [];
   const toolNames = new Map<string, string>();
+  // The calls of the last assistant message that no tool message has answered yet: OpenAI and
+  // the AI SDK take a tool call only when its result follows before any other message.
+  let unanswered: { at: number; ids: Set<string> } | undefined;
   messages.forEach((message, m) => {
     const path = `body.messages.${m}.content`;
+    if (message.role !== 'tool' && unanswered && unanswered.ids.size > 0) {
+      throw unansweredToolCalls(unanswered.at, unanswered.ids);
+    }
     if (message.role === 'system' || message.role === 'developer') {
       modelMessages.push({ role: 'system', content: textOf(message.content, path) });
     } else if (message.role === 'user') {
@@ -201,6 +207,7 @@ export function translateMessages(messages: OpenAIMessage[]): {
       const text = textOf(message.content, path);
       const calls = toolCallsOf(message, `body.messages.${m}`);
       for (const call of calls) toolNames.set(call.id, call.function.name);
+      unanswered = { at: m, ids: new Set(calls.map((call) => call.id)) };
       modelMessages.push({
         role: 'assistant',
         content: [
@@ -238,6 +245,7 @@ export function translateMessages(messages: OpenAIMessage[]): {
           ],
         );
       }
+      unanswered?.ids.delete(id);
       modelMessages.push({
         role: 'tool',
         content: [
@@ -251,7 +259,15 @@ export function translateMessages(messages: OpenAIMessage[]): {
       });
     }
   });
+  if (unanswered && unanswered.ids.size > 0) throw unansweredToolCalls(unanswered.at, unanswered.ids);
   return { modelMessages, stored };
+}
+
+function unansweredToolCalls(at: number, ids: Set<string>) {
+  const message = `must each be answered by a tool message right after it; not answered: ${[...ids].join(', ')}`;
+  return errors.badRequest(`body.messages.${at}.tool_calls ${message}`, [
+    { path: `body.messages.${at}.tool_calls`, message },
+  ]);
 }
 
 /** Client function tools: offered to the model without `execute`, so a call ends the reply. */

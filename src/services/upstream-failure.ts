@@ -1,9 +1,31 @@
-import { APICallError, RetryError } from 'ai';
+import {
+  APICallError,
+  InvalidMessageRoleError,
+  InvalidPromptError,
+  MissingToolResultsError,
+  RetryError,
+} from 'ai';
 import { ApiError } from '../errors.js';
 
-/** Provider failures → 502 `upstream_error`; a timeout → 504 `upstream_timeout`. */
+/**
+ * Provider failures → 502 `upstream_error`; a timeout → 504 `upstream_timeout`; a prompt the AI
+ * SDK refuses before calling the provider → 400 `bad_request` (the request's messages are at
+ * fault; requests are checked for these before anything is stored, this is the safety net).
+ */
 export function upstreamFailure(error: unknown, timedOut: boolean, timeoutMs: number): ApiError {
   if (error instanceof ApiError) return error;
+  if (
+    InvalidPromptError.isInstance(error) ||
+    MissingToolResultsError.isInstance(error) ||
+    InvalidMessageRoleError.isInstance(error)
+  ) {
+    return new ApiError(
+      'bad_request',
+      `The messages cannot be sent to the model: ${error.message}`,
+      { issues: [{ path: 'body.messages', message: error.message }] },
+      { cause: error },
+    );
+  }
   if (timedOut) {
     return new ApiError(
       'upstream_timeout',

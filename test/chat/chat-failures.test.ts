@@ -1,4 +1,6 @@
+import { InvalidPromptError, MissingToolResultsError } from 'ai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { upstreamFailure } from '../../src/services/upstream-failure.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatRows, chatSetup, countRows, userText } from './fixtures.js';
@@ -42,6 +44,23 @@ async function onlyChatOf(before: Set<string>) {
 async function chatIds() {
   return new Set((await t.db.selectFrom('chats').select('id').execute()).map((c) => c.id));
 }
+
+describe('a prompt the AI SDK refuses before calling the provider', () => {
+  // Requests are checked for these before anything is stored; a refusal that still gets through
+  // is the request's fault (400, not retried), streamed or not, never a provider failure (502).
+  it('is a 400 bad_request saying why, not a 502', () => {
+    const refusals = [
+      new MissingToolResultsError({ toolCallIds: ['call_1'] }),
+      new InvalidPromptError({ prompt: [], message: 'messages must not be empty' }),
+    ];
+    for (const refusal of refusals) {
+      const error = upstreamFailure(refusal, false, TIMEOUT_MS);
+      expect(error).toMatchObject({ status: 400, code: 'bad_request' });
+      expect(error.message).toContain(refusal.message);
+      expect(error.cause).toBe(refusal);
+    }
+  });
+});
 
 describe('provider failures in JSON mode', () => {
   it('answers 502 upstream_error for an upstream HTTP 500, keeps the user message, stores no assistant message', async () => {

@@ -175,6 +175,26 @@ describe('POST /v1/chat body validation', () => {
     }
   });
 
+  it('400 naming the user message when no message holds a part the model reads (once a 502 from the AI SDK), storing nothing', async () => {
+    const before = await countRows(t.db);
+    const requests = upstream.requests.length;
+    for (const stream of [false, true]) {
+      const res = await chat({
+        agentId: 'agt_plain',
+        stream,
+        messages: [{ role: 'user', parts: [{ type: 'data-note', data: { x: 1 } }] }],
+      });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({
+        code: 'bad_request',
+        details: { issues: [{ path: 'body.messages.0.parts' }] },
+      });
+      expect(res.json().message).toContain('must contain a text or file part');
+    }
+    expect(await countRows(t.db)).toEqual(before);
+    expect(upstream.requests.length).toBe(requests);
+  });
+
   it('stores unknown part types without sending them to the model', async () => {
     const res = await chat({
       agentId: 'agt_plain',

@@ -273,6 +273,58 @@ describe('errors', () => {
     expect(upstream.requests).toHaveLength(0);
   });
 
+  it('refuses an assistant tool call not followed by its tool result with 400 (not retried), calling no provider and storing nothing', async () => {
+    const call = {
+      id: 'call_1',
+      type: 'function' as const,
+      function: { name: 'get_weather', arguments: '{}' },
+    };
+    const asked = { role: 'assistant' as const, content: null, tool_calls: [call] };
+    const cases: OpenAI.Chat.Completions.ChatCompletionMessageParam[][] = [
+      // A user message where the tool result belongs.
+      [{ role: 'user', content: 'Weather?' }, asked, { role: 'user', content: 'Never mind, hi.' }],
+      // A system message between the call and its result.
+      [
+        { role: 'user', content: 'Weather?' },
+        asked,
+        { role: 'system', content: 'Be brief.' },
+        { role: 'tool', tool_call_id: 'call_1', content: 'Sunny' },
+      ],
+      // The request ends with the call.
+      [{ role: 'user', content: 'Weather?' }, asked],
+      // One of two calls answered.
+      [
+        { role: 'user', content: 'Weather?' },
+        { ...asked, tool_calls: [call, { ...call, id: 'call_2' }] },
+        { role: 'tool', tool_call_id: 'call_2', content: 'Sunny' },
+        { role: 'user', content: 'And?' },
+      ],
+    ];
+    const before = await countRows(t.db);
+    // With the SDK's default retries: a 400 is not retried (the 502 it was got two retries).
+    const sdk = client(CHAT_KEYS.main, {
+      maxRetries: 2,
+      defaultHeaders: { 'x-atrium-conversation-key': 'unanswered-call' },
+    });
+    for (const messages of cases) {
+      for (const stream of [false, true]) {
+        const error = await sdk.chat.completions
+          .create({ model: 'agt_plain', messages, stream })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+        expect(error).toMatchObject({
+          status: 400,
+          type: 'invalid_request_error',
+          code: 'bad_request',
+          param: 'messages.1.tool_calls',
+        });
+        expect((error as Error).message).toContain('not answered: call_1');
+      }
+    }
+    expect(upstream.requests).toHaveLength(0);
+    expect(await countRows(t.db)).toEqual(before);
+  });
+
   it('takes null for an optional field as left out, as clients that pass None send it', async () => {
     const completion = await client().chat.completions.create({
       model: 'agt_plain',
