@@ -111,7 +111,7 @@ function textOf(content: OpenAIMessage['content'], path: string): string {
 /** An image as OpenAI takes it inline: `data:image/…;base64,` and base64 data. */
 const IMAGE_DATA_URL = /^data:(image\/[\w.+-]+);base64,[A-Za-z0-9+/]*={0,2}$/i;
 
-/** A user part: `text`, or `image_url` with a data: or https: URL. */
+/** A user part: `text`, or `image_url` with a data: or https: URL (one that parses). */
 function userPart(
   part: Part,
   path: string,
@@ -121,7 +121,8 @@ function userPart(
   }
   const url = (part.image_url as { url?: unknown } | undefined)?.url;
   const dataUrl = typeof url === 'string' && url.startsWith('data:') ? IMAGE_DATA_URL.exec(url) : undefined;
-  if (part.type === 'image_url' && typeof url === 'string' && (/^https:/i.test(url) || dataUrl)) {
+  const httpsUrl = typeof url === 'string' && /^https:/i.test(url) && URL.canParse(url);
+  if (part.type === 'image_url' && typeof url === 'string' && (httpsUrl || dataUrl)) {
     const mediaType = dataUrl?.[1] ?? 'image/*';
     return {
       ui: { type: 'file', url, mediaType },

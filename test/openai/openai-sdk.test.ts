@@ -248,12 +248,15 @@ describe('errors', () => {
         },
         'tool_choice',
       ],
-      // Inline images OpenAI would not take (once a 502: the SDK failed to decode them).
+      // Inline images OpenAI would not take (once a 502: the SDK failed to decode them), and
+      // https: URLs that are no URL (once a 500).
       ...[
         'data:image/png;base64,!!!',
         'data:,hello',
         'data:text/plain;base64,aGk=',
         'data:image/png,raw',
+        'https://',
+        'https://exa mple.com/a.png',
       ].map((url): [Record<string, unknown>, string] => [
         { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }] },
         'messages.0.content.0',
