@@ -383,12 +383,17 @@ export function modelNotFound(model: string): ApiError {
   });
 }
 
-export function finishReasonOf(reason: string | undefined): string {
+/**
+ * OpenAI's finish reason. `tool_calls` tells the client to run `tool_calls` and call again, so
+ * it is given only with the client's own calls; a reply that ends on the agent's own tool calls
+ * has used up its steps (MAX_STEPS in chat-reply.ts): a limit reached, OpenAI's `length`.
+ */
+export function finishReasonOf(reason: string | undefined, clientToolCalls: boolean): string {
   switch (reason) {
     case 'length':
       return 'length';
     case 'tool-calls':
-      return 'tool_calls';
+      return clientToolCalls ? 'tool_calls' : 'length';
     case 'content-filter':
       return 'content_filter';
     default:
@@ -438,7 +443,7 @@ export function completionObject(
           content: outcome.text === '' && calls.length > 0 ? null : outcome.text,
           ...(calls.length > 0 ? { tool_calls: calls } : {}),
         },
-        finish_reason: finishReasonOf(outcome.finishReason),
+        finish_reason: finishReasonOf(outcome.finishReason, calls.length > 0),
       },
     ],
     usage: usageOf(outcome.usage),
@@ -526,7 +531,7 @@ export function completionChunks(
         );
       } else if (chunk.type === 'finish') {
         const metadata = chunk.messageMetadata as ChatMessageMetadata | undefined;
-        finish = { reason: finishReasonOf(metadata?.finishReason), usage: metadata?.usage };
+        finish = { reason: finishReasonOf(metadata?.finishReason, toolIndex > 0), usage: metadata?.usage };
       } else if (chunk.type === 'error') {
         failed = true;
         errorText = chunk.errorText;

@@ -601,6 +601,36 @@ describe('tools', () => {
     expect(mcp.calls).toEqual([{ term: 'atrium' }, { term: 'hall' }]);
   });
 
+  it('ends a reply whose agent tools used up its steps with finish_reason length, never tool_calls without tool_calls', async () => {
+    // Every step of the tool loop (8) calls the agent's own MCP tool: the reply ends on a tool call.
+    const lookups = (prefix: string) =>
+      Array.from({ length: 8 }, (_, i) => ({
+        kind: 'tool-calls' as const,
+        calls: [{ name: 'live_lookup', arguments: { term: `${prefix}${i}` } }],
+      }));
+    upstream.enqueue(...lookups('j'));
+    const json = await client().chat.completions.create({
+      model: 'agt_tools',
+      messages: [{ role: 'user', content: 'Look everything up' }],
+      tools: [weatherTool],
+    });
+    expect(upstream.requests).toHaveLength(8);
+    expect(json.choices[0]!.finish_reason).toBe('length');
+    expect(json.choices[0]!.message.tool_calls).toBeUndefined();
+
+    upstream.enqueue(...lookups('s'));
+    const chunks = await collect(
+      await client().chat.completions.create({
+        model: 'agt_tools',
+        messages: [{ role: 'user', content: 'Look everything up' }],
+        stream: true,
+      }),
+    );
+    expect(upstream.requests).toHaveLength(16);
+    expect(chunks.some((chunk) => chunk.choices[0]?.delta.tool_calls)).toBe(false);
+    expect(chunks.map((chunk) => chunk.choices[0]?.finish_reason).filter(Boolean)).toEqual(['length']);
+  });
+
   it('forces a tool choice on the first model call only, so the model can answer after the tool ran', async () => {
     upstream.requests.length = 0;
     upstream.enqueue(
