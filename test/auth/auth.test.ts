@@ -52,6 +52,15 @@ describe(`authentication (${engineName})`, () => {
     expect((await agentsOf('wsp_main', { authorization: `Bearer ${KEYS.mainOwner}` })).statusCode).toBe(200);
   });
 
+  it('takes the bearer scheme in any case, as auth schemes are (RFC 9110 §11.1)', async () => {
+    for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {
+      const res = await agentsOf('wsp_main', { authorization: `${scheme}  ${KEYS.mainOwner}` });
+      expect(res.statusCode, scheme).toBe(200);
+    }
+    // The scheme, not a prefix of it: a key glued to it is no bearer token.
+    expect((await agentsOf('wsp_main', { authorization: `bearer${KEYS.mainOwner}` })).statusCode).toBe(401);
+  });
+
   it("answers another workspace's key with 401 unauthorized, and an unknown workspace with 404", async () => {
     const other = await agentsOf('wsp_main', { 'x-service-api-key': KEYS.otherWorkspace });
     expect(other.statusCode).toBe(401);

@@ -88,6 +88,13 @@ describe('models', () => {
     }
   });
 
+  it('takes a lower-case bearer scheme (auth schemes are case-insensitive, RFC 9110 §11.1)', async () => {
+    const response = await fetch(`${baseURL}/models`, {
+      headers: { authorization: `bearer ${CHAT_KEYS.main}` },
+    });
+    expect(response.status).toBe(200);
+  });
+
   it('an organization key names the workspace in x-workspace-id', async () => {
     const org = client(CHAT_KEYS.org, { defaultHeaders: { 'x-workspace-id': 'wsp_other' } });
     expect((await org.models.list()).data.map((model) => model.id)).toEqual(['agt_other']);

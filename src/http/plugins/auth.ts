@@ -11,12 +11,14 @@ declare module 'fastify' {
   }
 }
 
+/** `Bearer <token>`; the scheme in any case, as auth schemes are (RFC 9110 §11.1). */
+const BEARER = /^bearer +(.*)$/is;
+
 function presentedKey(request: FastifyRequest, headerName: string): string | undefined {
   const header = request.headers[headerName];
   if (typeof header === 'string' && header.length > 0) return header;
-  const authorization = request.headers.authorization;
-  if (authorization?.startsWith('Bearer ')) return authorization.slice('Bearer '.length).trim() || undefined;
-  return undefined;
+  const bearer = BEARER.exec(request.headers.authorization ?? '');
+  return bearer?.[1]!.trim() || undefined;
 }
 
 /**
