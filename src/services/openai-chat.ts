@@ -196,6 +196,12 @@ export function translateMessages(messages: OpenAIMessage[]): {
     if (message.role === 'system' || message.role === 'developer') {
       modelMessages.push({ role: 'system', content: textOf(message.content, path) });
     } else if (message.role === 'user') {
+      // Refused here, where the request's own index and field are known (the stored list the
+      // conversation machinery checks has neither).
+      if (typeof message.content !== 'string' && (message.content ?? []).length === 0) {
+        const refusal = 'must be a string or a non-empty array of content parts';
+        throw errors.badRequest(`${path} ${refusal}`, [{ path, message: refusal }]);
+      }
       if (typeof message.content === 'string') {
         modelMessages.push({ role: 'user', content: message.content });
         stored.push({ role: 'user', parts: [{ type: 'text', text: message.content }] });

@@ -335,6 +335,25 @@ describe('errors', () => {
     expect(await countRows(t.db)).toEqual(before);
   });
 
+  it('names the request’s own message and field in param when a user message has no content', async () => {
+    const leading: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'developer', content: 'Be kind.' },
+    ];
+    for (const content of [null, [], undefined]) {
+      const error = await client()
+        .chat.completions.create({
+          model: 'agt_plain',
+          messages: [...leading, { role: 'user', content } as never],
+        })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      // Once `messages.0.parts`: the index and field of the list stored, not of the request.
+      expect(error).toMatchObject({ code: 'bad_request', param: 'messages.2.content' });
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
   it('takes null for an optional field as left out, as clients that pass None send it', async () => {
     const completion = await client().chat.completions.create({
       model: 'agt_plain',
