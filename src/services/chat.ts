@@ -153,6 +153,11 @@ export interface Conversation {
   done: Promise<ConversationOutcome>;
   /** Stream mode: the reply's event-stream text, kept for resuming while it runs. */
   resumable(sse: ReadableStream<string>): Promise<void>;
+  /**
+   * Stops the reply as `POST /chat/{chatId}/stop` does: the provider call is aborted, the text
+   * so far is stored as `stopped`, what the provider reported is charged. No-op once it ended.
+   */
+  stop(): void;
 }
 
 /** `messageMetadata` of streamed replies: the chat on `start`; model and usage on `finish`. */
@@ -209,10 +214,11 @@ export async function startConversation(
   const messageId = newId('msg');
   let stopReason: StopReason | undefined;
   const abort = new AbortController();
-  const ticket = deps.replies.admit(chatId, messageId, (reason) => {
+  const stopReply = (reason: StopReason) => {
     stopReason ??= reason;
     abort.abort(new Error(`reply ${reason}`));
-  });
+  };
+  const ticket = deps.replies.admit(chatId, messageId, stopReply);
   // The limits once more, now counting what requests in flight have reserved, and this
   // request's own reservation until its usage is stored. Before the user's turn is stored: a
   // request refused here (402) stores nothing, like every other refusal.
@@ -384,6 +390,7 @@ export async function startConversation(
       );
     },
     resumable: (sse) => ticket.share(sse),
+    stop: () => stopReply('stopped'),
     abandon: (error) =>
       finishing.finish({ ok: false, error: upstreamFailure(error, idle.timedOut, idle.timeoutMs) }),
   };

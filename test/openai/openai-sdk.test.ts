@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { CHAT_KEYS, chatRows, chatSetup, countRows } from '../chat/fixtures.js';
 import { startMcpServer, type TestMcpServer } from '../chat/mcp-server.js';
@@ -886,6 +886,55 @@ describe('storing', () => {
     expect(text(seen)).toBe('one two ');
     expect(seen.at(-1)!.choices[0]!.finish_reason).toBe('stop');
     expect(await storedTexts(chatId)).toEqual(['user: Go', 'assistant: one two ']);
+  });
+
+  it('a client that aborts a stream stops the reply: the provider call ends, the named chat keeps what the client saw', async () => {
+    const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'aborted' } });
+    upstream.enqueue({ kind: 'held', text: 'one two three four five six', afterPieces: 2 });
+    const abortedBefore = upstream.aborted();
+    const abort = new AbortController();
+    const { data, response } = await sdk.chat.completions
+      .create(
+        { model: 'agt_plain', messages: [{ role: 'user', content: 'Count' }], stream: true },
+        { signal: abort.signal },
+      )
+      .withResponse();
+    const chatId = response.headers.get('x-atrium-chat-id')!;
+    let seen = '';
+    await (async () => {
+      for await (const chunk of data) {
+        seen += chunk.choices[0]?.delta.content ?? '';
+        if (seen === 'one two ') abort.abort();
+      }
+    })().catch(() => undefined);
+    // No OpenAI client can resume the reply: it is not generated (and charged) to its end.
+    await upstream.waitForAborted(abortedBefore + 1);
+    await vi.waitFor(async () =>
+      expect(await storedTexts(chatId)).toEqual(['user: Count', 'assistant: one two ']),
+    );
+    const stored = await chatRows(t.db, chatId);
+    expect(stored[1]!.finish_reason).toBe('stopped');
+
+    // The client's next turn holds what it saw: the stored chat is its prefix, so it is stored.
+    upstream.enqueue({ kind: 'text', text: 'three.' });
+    const next = await sdk.chat.completions
+      .create({
+        model: 'agt_plain',
+        messages: [
+          { role: 'user', content: 'Count' },
+          { role: 'assistant', content: seen },
+          { role: 'user', content: 'Go on' },
+        ],
+      })
+      .withResponse();
+    expect(next.response.headers.get('x-atrium-chat-persisted')).toBeNull();
+    expect(next.response.headers.get('x-atrium-chat-id')).toBe(chatId);
+    expect(await storedTexts(chatId)).toEqual([
+      'user: Count',
+      'assistant: one two ',
+      'user: Go on',
+      'assistant: three.',
+    ]);
   });
 
   it('refuses an unknown or another workspace’s chat_id with 404, another agent’s with 400', async () => {

@@ -181,6 +181,11 @@ export async function openAIRoutes(
       const headers = { ...(reply.getHeaders() as Record<string, string>), 'x-request-id': request.id };
       const live = new LiveEventStream(reply.raw);
       live.open(headers, OPENAI_STREAM_HEADERS);
+      // An OpenAI client cannot resume a reply (useChat can, so /v1/chat runs on): one that
+      // leaves has stopped it, and a named chat keeps what the client saw (docs/openai.md).
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableEnded) conversation.stop();
+      });
       conversation.stream(
         completionChunks(
           live,
