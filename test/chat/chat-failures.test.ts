@@ -68,13 +68,14 @@ describe('provider failures in JSON mode', () => {
     upstream.enqueue({ kind: 'fail', status: 500, message: 'model exploded' });
     const res = await chat({ agentId: 'agt_plain', messages: [userText('please', 'u-500')] });
     expect(res.statusCode).toBe(502);
+    const chatId = await onlyChatOf(before);
+    // The chat holding the stored turn, to retry on (before: no way to learn it from the answer).
     expect(res.json()).toEqual({
       code: 'upstream_error',
       message: 'The model provider answered HTTP 500',
-      details: { providerStatus: 500 },
+      details: { providerStatus: 500, chatId },
     });
     expect(upstream.requests).toHaveLength(1);
-    const chatId = await onlyChatOf(before);
     expect((await chatRows(t.db, chatId)).map((r) => [r.id, r.role])).toEqual([['u-500', 'user']]);
   });
 

@@ -6,6 +6,7 @@ import { accessChats, resumeReply, stopReply } from '../../services/chats.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import { ChatBody, ChatOkResponse, ResumeOkResponse } from '../schemas/chat.js';
 import { ChatParams, StopResponse } from '../schemas/chats.js';
+import { ApiError } from '../../errors.js';
 import { logApiError } from '../plugins/error-handler.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
 import { LiveEventStream, uiMessageEventText, writeEventStream } from '../ui-message-sse.js';
@@ -60,7 +61,11 @@ export async function chatRoutes(
         }
       });
       if (!body.stream) {
-        const outcome = await withIdleTimeoutPaused(request, () => completeConversation(conversation));
+        const outcome = await withIdleTimeoutPaused(request, () => completeConversation(conversation)).catch(
+          (error: unknown) => {
+            throw withStoredChatId(error, conversation);
+          },
+        );
         return {
           text: outcome.text,
           messageId: conversation.messageId,
@@ -142,5 +147,20 @@ export async function chatRoutes(
       if (!resumed) return reply.code(204).send(null);
       void writeEventStream(reply.raw, resumed.stream, streamHeaders(request, reply, resumed.chatId));
     },
+  );
+}
+
+/**
+ * A failed JSON reply whose user turn is stored says which chat holds it (`details.chatId`), so
+ * the client can retry on that chat instead of starting another one, as a run's failure gives
+ * `details.runId`.
+ */
+function withStoredChatId(error: unknown, conversation: { stored: boolean; chatId: string }): unknown {
+  if (!(error instanceof ApiError) || !conversation.stored) return error;
+  return new ApiError(
+    error.code,
+    error.message,
+    { ...error.details, chatId: conversation.chatId },
+    { cause: error.cause },
   );
 }
