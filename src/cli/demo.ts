@@ -58,7 +58,7 @@ export async function createDemo(db: Db, now: Date) {
  * A later start prints no key (the first one was shown once and is stored hashed): when the
  * demo workspace's owner is still there, say how to make a new key for it.
  */
-export async function demoKeyHint(db: Db): Promise<string | undefined> {
+export async function demoKeyHint(db: Db, dataDir?: string): Promise<string | undefined> {
   const owner = await db
     .selectFrom('workspace_members')
     .select('user_id')
@@ -69,7 +69,9 @@ export async function demoKeyHint(db: Db): Promise<string | undefined> {
   return [
     '',
     `Demo workspace: ${DEMO_WORKSPACE_ID} (its key was shown once, at the first start). To make a new key:`,
-    `  ./bin/atrium keys create --workspace ${DEMO_WORKSPACE_ID} --user ${DEMO_OWNER_ID} --name demo`,
+    // With the server's data dir when it was given one: without it, the command would open (and
+    // create) ./data, where the demo workspace is not.
+    `  ${dataDir ? `ATRIUM_DATA_DIR=${shellQuoted(dataDir)} ` : ''}./bin/atrium keys create --workspace ${DEMO_WORKSPACE_ID} --user ${DEMO_OWNER_ID} --name demo`,
     '',
   ].join('\n');
 }
@@ -87,4 +89,9 @@ export function demoInstructions(baseUrl: string, key: string, headerName: strin
     `    -d '{"agentId":"agt_demo_assistant","messages":[{"role":"user","parts":[{"type":"text","text":"Hello"}]}]}'`,
     '',
   ].join('\n');
+}
+
+/** `text` as one shell word: as is when plain, else in single quotes. */
+function shellQuoted(text: string): string {
+  return /^[\w./:@%+=,-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }

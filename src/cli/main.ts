@@ -58,7 +58,7 @@ async function serve(): Promise<number> {
     try {
       await migrateToLatest(database.db);
       if (!(await hasAnyOrganization(database.db))) demo = await createDemo(database.db, new Date());
-      else keyHint = await demoKeyHint(database.db);
+      else keyHint = await demoKeyHint(database.db, process.env.ATRIUM_DATA_DIR ? config.dataDir : undefined);
     } finally {
       await database.close();
     }

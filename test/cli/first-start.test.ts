@@ -32,14 +32,21 @@ describe('npm start on the embedded database (sqlite)', () => {
     await first.stop();
 
     const second = await serve();
-    const command = './bin/atrium keys create --workspace wsp_demo --user usr_demo_owner --name demo';
+    // With the data dir the server was given: pasted elsewhere, the command finds the same data.
+    const command = `ATRIUM_DATA_DIR=${dataDir} ./bin/atrium keys create --workspace wsp_demo --user usr_demo_owner --name demo`;
     await vi.waitFor(() => expect(second.output()).toContain(command));
     expect(second.output()).not.toContain('API key (shown once');
     expect(second.output()).not.toContain(firstKey);
 
     // The printed command works as printed (run from source, as bin/atrium runs the build).
-    const args = command.split(' ').slice(1);
-    const { stdout } = await runAtriumCli(env, args);
+    const [assignment, , ...args] = command.split(' ');
+    const { stdout } = await runAtriumCli(
+      {
+        ATRIUM_SIGNING_SECRET: env.ATRIUM_SIGNING_SECRET,
+        ATRIUM_DATA_DIR: assignment!.slice('ATRIUM_DATA_DIR='.length),
+      },
+      args,
+    );
     const newKey = /(atr_ws_\S+)/.exec(stdout)![1]!;
     expect(newKey).not.toBe(firstKey);
     expect((await agents(second, newKey)).status).toBe(200);
