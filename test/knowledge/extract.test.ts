@@ -178,6 +178,35 @@ describe('extraction in the worker', () => {
     expect(await extract(png)).toEqual({ status: 'unsupported', reason: 'images are not indexed' });
   });
 
+  it('reads a text format as text even when its first bytes spell a magic number', async () => {
+    const cases: Array<[TestFile, string, string]> = [
+      [textFile('mz.txt', 'MZ Holdings annual report'), 'text', 'MZ Holdings'],
+      [textFile('codes.csv', 'MZ,Mozambique\nMW,Malawi\n', 'text/csv'), 'csv', 'Mozambique'],
+      [
+        textFile('pdf-notes.md', '%PDF-1.7 is the header of every PDF.', 'text/markdown'),
+        'markdown',
+        '%PDF-1.7',
+      ],
+      [textFile('gif.txt', 'GIF89a was the last revision of the format.'), 'text', 'GIF89a'],
+    ];
+    for (const [file, format, phrase] of cases) {
+      const extraction = ok(await extract(file));
+      expect(extraction.format, file.path).toBe(format);
+      expect(extractedText(extraction), file.path).toContain(phrase);
+    }
+  });
+
+  it('still refuses a real binary renamed with a text extension, naming what it is', async () => {
+    const png = { ...pngFile(), path: 'looks-like.md', mediaType: 'text/markdown' };
+    expect(await extract(png)).toEqual({ status: 'unsupported', reason: 'images are not indexed' });
+    const exe = {
+      path: 'tool.txt',
+      mediaType: 'text/plain',
+      bytes: Buffer.from('MZ\x90\x00\x03\x00\x00\x00'),
+    };
+    expect(await extract(exe)).toEqual({ status: 'unsupported', reason: 'binary files are not indexed' });
+  });
+
   it('fails a corrupt PDF with a short reason and no stack trace', async () => {
     const extraction = await extract(corruptPdfFile());
     expect(extraction.status).toBe('failed');

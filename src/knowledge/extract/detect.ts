@@ -93,8 +93,11 @@ const BINARY_FORMATS = new Set<ExtractFormat>(['pdf', 'docx', 'xlsx']);
 
 /**
  * Decides how a file is extracted, from its extension first (stored media types are often
- * generic), then its media type, then its first bytes. Text formats are still sniffed, so an
- * image renamed `.md` is not fed to the Markdown extractor.
+ * generic), then its media type, then its first bytes. A text format named so is read as text
+ * unless its bytes really are binary: `MZ,Mozambique` opening a `.csv` or `%PDF-` opening a
+ * `.md` are text that happens to spell a magic number, while an image renamed `.md` is still
+ * not fed to the Markdown extractor. Only a file whose name and type say nothing goes by its
+ * magic number.
  */
 export function detectFormat(path: string, mediaType: string, bytes: Uint8Array): Detected {
   const name = path.slice(path.lastIndexOf('/') + 1).toLowerCase();
@@ -110,13 +113,19 @@ export function detectFormat(path: string, mediaType: string, bytes: Uint8Array)
     if (reason) return { unsupported: reason };
     format = FORMAT_BY_MEDIA_TYPE[media];
   }
+  if (format && BINARY_FORMATS.has(format)) return { format };
 
   const magic = sniffMagic(bytes);
-  if (format && BINARY_FORMATS.has(format)) return { format };
+  if (format) {
+    if (!looksBinary(bytes)) return { format };
+    return {
+      unsupported: magic && magic !== 'pdf' ? UNSUPPORTED_MAGIC[magic] : 'binary files are not indexed',
+    };
+  }
   if (magic === 'pdf') return { format: 'pdf' };
   if (magic) return { unsupported: UNSUPPORTED_MAGIC[magic] };
   if (looksBinary(bytes)) return { unsupported: 'binary files are not indexed' };
-  return { format: format ?? 'text' };
+  return { format: 'text' };
 }
 
 function unsupportedMediaType(media: string): string | null {

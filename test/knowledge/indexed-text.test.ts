@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForIndexIdle } from '../../src/knowledge/indexer.js';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+import { textFile } from './files.js';
+import { putAndSync, startTestIndexer, type TestApp } from './helpers.js';
+
+/** Files indexed end to end, then searched through the route: what a file says is what is found. */
+let t: TestApp;
+let stopIndexer: () => Promise<void>;
+
+beforeAll(async () => {
+  t = await createTestApp({ setup: TENANCY_SETUP });
+  await putAndSync(t, 'wsp_main', 'prj_docs', [
+    textFile('mz.txt', 'MZ Holdings quarterly report: revenue grew in the zanzibar region.'),
+  ]);
+  const indexer = startTestIndexer(t);
+  stopIndexer = () => indexer.stop();
+  await waitForIndexIdle(t.env.database.db, { timeoutMs: 60_000 });
+}, 90_000);
+afterAll(async () => {
+  await stopIndexer();
+  await t.close();
+});
+
+const search = async (q: string) => {
+  const res = await t.app.inject({
+    method: 'GET',
+    url: `/v1/projects/prj_docs/search?q=${encodeURIComponent(q)}`,
+    headers: { 'x-service-api-key': KEYS.mainOwner },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return (res.json().data.results as Array<{ path: string }>).map((r) => r.path);
+};
+const indexStatus = async (path: string) =>
+  (
+    await t.env.database.db
+      .selectFrom('project_files')
+      .select('index_status')
+      .where('path', '=', path)
+      .executeTakeFirstOrThrow()
+  ).index_status;
+
+describe(`indexed text and search keep what files say (${engineName})`, () => {
+  it('indexes a text file that happens to start with "MZ" as text, and finds it', async () => {
+    expect(await indexStatus('mz.txt')).toBe('indexed');
+    expect(await search('zanzibar')).toContain('mz.txt');
+  });
+});
