@@ -142,6 +142,20 @@ describe('extraction in the worker', () => {
     expect(sections[0].text).toContain('\n  "retries": {\n    "max": 5,');
   });
 
+  it('keeps JSON numbers exactly as written while pretty-printing', async () => {
+    const json = '{"orderId":12345678901234567891,"price":19.90,"sku":9007199254740993,"tiny":1.0e-7}';
+    const { sections } = ok(await extract(textFile('orders.json', json, 'application/json')));
+    expect(sections[0].text).toBe(
+      '{\n  "orderId": 12345678901234567891,\n  "price": 19.90,\n  "sku": 9007199254740993,\n  "tiny": 1.0e-7\n}',
+    );
+  });
+
+  it('keeps JSON with duplicate keys as written, losing neither value', async () => {
+    const json = '{"region": "eu-west-1", "region": "us-east-2"}';
+    const { sections } = ok(await extract(textFile('dup.json', json, 'application/json')));
+    expect(sections[0].text).toBe(json);
+  });
+
   it('reads UTF-16 text and Windows line ends', async () => {
     const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Héllo\r\nwörld', 'utf16le')]);
     const file = { path: 'notes.txt', mediaType: 'text/plain', bytes: utf16 };

@@ -7,12 +7,14 @@ import { putAndSync, startTestIndexer, type TestApp } from './helpers.js';
 
 /** Files indexed end to end, then searched through the route: what a file says is what is found. */
 let t: TestApp;
+const ORDERS_JSON = '{"orderId": 12345678901234567891, "price": 19.90, "sku": 9007199254740993}';
 let stopIndexer: () => Promise<void>;
 
 beforeAll(async () => {
   t = await createTestApp({ setup: TENANCY_SETUP });
   await putAndSync(t, 'wsp_main', 'prj_docs', [
     textFile('mz.txt', 'MZ Holdings quarterly report: revenue grew in the zanzibar region.'),
+    textFile('orders.json', ORDERS_JSON, 'application/json'),
   ]);
   const indexer = startTestIndexer(t);
   stopIndexer = () => indexer.stop();
@@ -45,5 +47,17 @@ describe(`indexed text and search keep what files say (${engineName})`, () => {
   it('indexes a text file that happens to start with "MZ" as text, and finds it', async () => {
     expect(await indexStatus('mz.txt')).toBe('indexed');
     expect(await search('zanzibar')).toContain('mz.txt');
+  });
+
+  it('gives the model and search the numbers a JSON file holds, not rounded ones', async () => {
+    const { text } = await t.env.database.db
+      .selectFrom('knowledge_texts')
+      .innerJoin('project_files', 'project_files.id', 'knowledge_texts.file_id')
+      .select('knowledge_texts.text')
+      .where('project_files.path', '=', 'orders.json')
+      .executeTakeFirstOrThrow();
+    for (const literal of ['12345678901234567891', '9007199254740993', '19.90'])
+      expect(text).toContain(literal);
+    expect(await search('12345678901234567891')).toContain('orders.json');
   });
 });
