@@ -1,16 +1,22 @@
 /**
- * Text as the search indexes compare it: accents removed (`é` → `e`, `ﬁ` → `fi`), as SQLite's
- * `unicode61 remove_diacritics 2` does, so both engines match "cafe" and "café" alike.
+ * Text as the search indexes compare it: compatibility forms made plain (`ﬁ` → `fi`, full-width
+ * `Ｐ` → `P`) and every combining mark removed — accents (`é` → `e`), but also the vowel signs of
+ * scripts such as Devanagari; Hangul syllables become their letters (jamo). Lossy, but the same
+ * on both engines: chunks are indexed and queries split through this one function, so a word is
+ * found whichever way it was typed.
  */
-export function foldAccents(text: string): string {
+function foldAccents(text: string): string {
   return text.normalize('NFKD').replace(/\p{M}+/gu, '');
 }
 
 /**
- * Text for PostgreSQL's `to_tsvector`: accents folded and every run of characters that is not a
- * letter or digit made a space. PostgreSQL's parser would otherwise keep `team@example.com` or
- * `/v1/search` as single tokens that no query word matches; split like this it sees the words
- * SQLite's tokenizer and {@link queryTerms} see.
+ * Text as both engines index it, and the words of a query come from: accents folded and every
+ * run of characters that is not a letter or digit made a space. SQLite's FTS5 table and
+ * PostgreSQL's `to_tsvector` are given this, not the chunk's own text, so their tokenizers see
+ * the same words {@link queryTerms} does: PostgreSQL's parser would otherwise keep
+ * `team@example.com` or `/v1/search` as single tokens, and SQLite's `unicode61` folds only
+ * Latin accents, so the index would hold `हिन्दी` or `ﬁrewall` while a query asks for their
+ * folded forms.
  */
 export function searchableText(text: string): string {
   return foldAccents(text).replace(/[^\p{L}\p{N}]+/gu, ' ');

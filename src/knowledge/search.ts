@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isSqliteDb } from '../db/repositories/knowledge.js';
-import { foldAccents, PG_SEARCH_CONFIG } from './fold.js';
+import { PG_SEARCH_CONFIG, searchableText } from './fold.js';
 import { type ChunkCandidate, withVectorCandidates } from './vectors.js';
 
 /** One search hit: a chunk of an indexed file (spec/knowledge.md "Search"). */
@@ -58,12 +58,13 @@ const STOP_WORDS = new Set(
 );
 
 /**
- * The words of a query as both engines' tokenizers see them: accents and case folded, split at
- * anything that is not a letter or digit. Only letters and digits remain, so nothing of the
+ * The words of a query as both engines' indexes hold them: made searchable as chunks are
+ * ({@link searchableText}: accents folded, split at anything that is not a letter or digit), and
+ * lower-cased as both tokenizers do. Only letters and digits remain, so nothing of the
  * user's input can be read as query syntax by FTS5 or `to_tsquery`.
  */
 export function queryTerms(query: string): string[] {
-  const words = foldAccents(query)
+  const words = searchableText(query)
     .toLowerCase()
     .match(/[\p{L}\p{N}]+/gu);
   const terms = new Set<string>();

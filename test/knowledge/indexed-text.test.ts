@@ -15,6 +15,11 @@ beforeAll(async () => {
   await putAndSync(t, 'wsp_main', 'prj_docs', [
     textFile('mz.txt', 'MZ Holdings quarterly report: revenue grew in the zanzibar region.'),
     textFile('orders.json', ORDERS_JSON, 'application/json'),
+    textFile('hindi.txt', 'भारत की राजभाषा हिन्दी है और यह देवनागरी लिपि में लिखी जाती है।'),
+    textFile('ko.txt', '데이터베이스 백업은 매일 새벽 세시에 실행됩니다.'),
+    // PDF text layers commonly carry typographic ligatures (U+FB01 "ﬁ").
+    textFile('ligature.txt', 'The conﬁguration of the ﬁrewall is deﬁned in this document.'),
+    textFile('fullwidth.txt', 'Ｂａｃｋｕｐｓ ｒｕｎ ｏｎ ＰｏｓｔｇｒｅＳＱＬ nightly.'),
   ]);
   const indexer = startTestIndexer(t);
   stopIndexer = () => indexer.stop();
@@ -59,5 +64,29 @@ describe(`indexed text and search keep what files say (${engineName})`, () => {
     for (const literal of ['12345678901234567891', '9007199254740993', '19.90'])
       expect(text).toContain(literal);
     expect(await search('12345678901234567891')).toContain('orders.json');
+  });
+
+  it('finds Hindi and Korean words by the very words the files hold', async () => {
+    expect(await search('हिन्दी')).toContain('hindi.txt');
+    expect(await search('देवनागरी')).toContain('hindi.txt');
+    expect(await search('백업은')).toContain('ko.txt');
+  });
+
+  it('finds ligature and full-width text by the plain word, and the plain text by those forms', async () => {
+    expect(await search('firewall')).toContain('ligature.txt');
+    expect(await search('ﬁrewall')).toContain('ligature.txt');
+    expect(await search('postgresql')).toContain('fullwidth.txt');
+    expect(await search('ｚａｎｚｉｂａｒ')).toContain('mz.txt');
+  });
+
+  it('answers with the text as the file holds it, not its folded words', async () => {
+    const res = await t.app.inject({
+      method: 'GET',
+      url: `/v1/projects/prj_docs/search?q=firewall`,
+      headers: { 'x-service-api-key': KEYS.mainOwner },
+    });
+    expect(res.json().data.results[0].text).toBe(
+      'The conﬁguration of the ﬁrewall is deﬁned in this document.',
+    );
   });
 });

@@ -11,6 +11,7 @@ import * as knowledgeGinPendingLimit from './015-knowledge-gin-pending-limit.js'
 import * as changeNotices from './016-change-notices.js';
 import * as uploadReservations from './017-upload-reservations.js';
 import * as skillReplacements from './018-skill-replacements.js';
+import * as knowledgeFoldedSearchText from './019-knowledge-folded-search-text.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -29,4 +30,5 @@ export const migrations: Record<string, Migration> = {
   '016-change-notices': changeNotices,
   '017-upload-reservations': uploadReservations,
   '018-skill-replacements': skillReplacements,
+  '019-knowledge-folded-search-text': knowledgeFoldedSearchText,
 };

@@ -238,8 +238,11 @@ export async function storeIndexOutcomes(
 }
 
 /**
- * Inserts chunks of a file; on PostgreSQL with their `tsvector` (accent-folded words,
- * the heading as weight A). SQLite's FTS5 table is kept by triggers.
+ * Inserts chunks of a file with their searchable words (knowledge/fold.ts): on PostgreSQL the
+ * `tsvector` (the heading as weight A), on SQLite a row of the FTS5 table under the chunk's id.
+ * The FTS5 table holds no text of its own (019-knowledge-folded-search-text), so it is written
+ * here and not by a trigger: SQL cannot fold text as {@link searchableText} does. Chunks are
+ * only ever inserted and deleted, never updated; a delete trigger removes their FTS5 rows.
  */
 export async function insertChunks(
   db: Db,
@@ -266,20 +269,48 @@ export async function insertChunksOfFiles(
       pages: chunk.pages ? JSON.stringify(chunk.pages) : null,
       start_offset: chunk.start,
       end_offset: chunk.end,
-      ...(sqlite
-        ? {}
-        : {
-            tsv: sql<string>`setweight(to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.heading ?? '')}), 'A')
-                || to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.text)})`,
-          }),
+      ...(sqlite ? {} : { tsv: postgresChunkWords(chunk) }),
     })),
   );
   for (let i = 0; i < rows.length; i += CHUNK_INSERT_BATCH) {
-    await db
+    const batch = rows.slice(i, i + CHUNK_INSERT_BATCH);
+    if (!sqlite) {
+      await db.insertInto('knowledge_chunks').values(batch).execute();
+      continue;
+    }
+    // RETURNING gives rows in no promised order: matched back by file and ordinal.
+    const inserted = await db
       .insertInto('knowledge_chunks')
-      .values(rows.slice(i, i + CHUNK_INSERT_BATCH))
+      .values(batch)
+      .returning(['id', 'file_id', 'ordinal'])
       .execute();
+    const byChunk = new Map(batch.map((row) => [`${row.file_id}\0${row.ordinal}`, row]));
+    await insertSqliteChunkWords(
+      db,
+      inserted.map(({ id, file_id, ordinal }) => {
+        const row = byChunk.get(`${file_id}\0${ordinal}`)!;
+        return { id, heading: row.heading, text: row.text };
+      }),
+    );
   }
+}
+
+/** A chunk's `tsvector`: its searchable words, the heading's weighing more (weight A). */
+function postgresChunkWords(chunk: { heading: string | null; text: string }) {
+  return sql<string>`setweight(to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.heading ?? '')}), 'A')
+    || to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.text)})`;
+}
+
+/** The FTS5 rows of SQLite chunks: their searchable words under the chunk's id. */
+export async function insertSqliteChunkWords(
+  db: Db,
+  chunks: Array<{ id: number; heading: string | null; text: string }>,
+): Promise<void> {
+  if (chunks.length === 0) return;
+  const values = chunks.map(
+    (chunk) => sql`(${chunk.id}, ${searchableText(chunk.heading ?? '')}, ${searchableText(chunk.text)})`,
+  );
+  await sql`insert into knowledge_chunks_fts (rowid, heading, text) values ${sql.join(values)}`.execute(db);
 }
 
 /**

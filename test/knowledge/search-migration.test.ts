@@ -1,0 +1,54 @@
+import { Migrator } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrateToLatest } from '../../src/db/database.js';
+import { migrations } from '../../src/db/migrations/index.js';
+import { waitForIndexIdle } from '../../src/knowledge/indexer.js';
+import { searchProject } from '../../src/knowledge/search.js';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { TENANCY_SETUP } from '../helpers/fixtures.js';
+import { textFile } from './files.js';
+import { putAndSync, startTestIndexer, type TestApp } from './helpers.js';
+
+/**
+ * An index written before 019-knowledge-folded-search-text, then migrated: what was indexed
+ * already is searched as newly indexed files are. Going back down to 018 restores its index.
+ */
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await createTestApp({ setup: TENANCY_SETUP });
+  await putAndSync(t, 'wsp_main', 'prj_docs', [
+    textFile('ko.txt', '데이터베이스 백업은 매일 새벽 세시에 실행됩니다.'),
+    textFile('ligature.txt', 'The ﬁrewall rules are reviewed every quarter.'),
+  ]);
+  const indexer = startTestIndexer(t);
+  await waitForIndexIdle(t.env.database.db, { timeoutMs: 60_000 });
+  await indexer.stop();
+}, 90_000);
+afterAll(() => t.close());
+
+const migrateTo = async (name: string) => {
+  const migrator = new Migrator({
+    db: t.env.database.db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableSchema: t.env.database.schema,
+  });
+  const { error } = await migrator.migrateTo(name);
+  if (error) throw error;
+};
+const found = async (query: string) =>
+  (await searchProject(t.env.database.db, { projectId: 'prj_docs', query, limit: 10 })).map((r) => r.path);
+
+describe(`migrating an existing search index (${engineName})`, () => {
+  it('indexes the chunks already there with their folded words, and back down to 018 as before', async () => {
+    await migrateTo('018-skill-replacements');
+    const sqlite = t.env.database.dialect === 'sqlite';
+    // 018's SQLite index held the raw text, which the folded query words never matched.
+    expect(await found('백업은')).toEqual(sqlite ? [] : ['ko.txt']);
+    expect(await found('firewall')).toEqual(sqlite ? [] : ['ligature.txt']);
+    await migrateToLatest(t.env.database.db, t.env.database.schema);
+    expect(await found('백업은')).toEqual(['ko.txt']);
+    expect(await found('firewall')).toEqual(['ligature.txt']);
+    expect(await found('quarter')).toEqual(['ligature.txt']);
+  });
+});
