@@ -197,6 +197,11 @@ export interface ProjectFileTable {
   created_at: string;
   updated_at: string;
   synced_at: string;
+  /**
+   * The object's last-modified time (ISO) as storage listed it when its type was last read
+   * (020-project-file-object-times); a listing with another time makes sync read the type again.
+   */
+  object_modified_at: Generated<string | null>;
   /** Index state (011-knowledge); sync sets `pending` with every new content. */
   index_status: Generated<IndexStatus>;
   /** Why the last attempt failed (kept on `failed`), else null. */

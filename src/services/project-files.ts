@@ -12,6 +12,7 @@ import {
   liveUploadReservations,
   listProjectFilesJson,
   markProjectFilesSynced,
+  recordObjectModifiedAt,
   type NewProjectFileRow,
   type ProjectFileRow,
   registeredFileSizes,
@@ -287,6 +288,39 @@ async function mediaTypeOf(store: ObjectStore, info: ObjectInfo, name: string): 
 }
 
 /**
+ * How a listed object compares with its record: `changed` when its content (etag, size) or its
+ * media type differ, with the new `mediaType` when that was read. S3 lists no content type, and
+ * its ETag is the MD5 of the bytes, so the same bytes stored again with another type list as
+ * before but for their last-modified time, which S3 keeps to the second. So the type is read
+ * again (a HEAD) when that time is not the one recorded, and, for every sync, while an upload URL
+ * for the path is live (`uploading`): an upload a second after the last one has the same time.
+ * A time is recorded only once no URL is live, so a re-upload always meets a time older than its
+ * own or none. `objectModifiedAt` is what to record when it moved.
+ */
+async function compareWithRecord(
+  store: ObjectStore,
+  row: ProjectFileRow,
+  info: ObjectInfo,
+  uploading: boolean,
+): Promise<{ changed: boolean; mediaType?: string; objectModifiedAt?: string | null }> {
+  if (info.etag !== row.etag || info.size !== Number(row.size_bytes)) return { changed: true };
+  if (info.contentType !== undefined) {
+    const mediaType = await mediaTypeOf(store, info, row.name);
+    return mediaType === row.mime_type ? { changed: false } : { changed: true, mediaType };
+  }
+  const modifiedAt = objectModifiedAt(info, uploading);
+  if (!uploading && row.object_modified_at === modifiedAt) return { changed: false };
+  const mediaType = await mediaTypeOf(store, info, row.name);
+  if (mediaType !== row.mime_type) return { changed: true, mediaType };
+  return { changed: false, objectModifiedAt: row.object_modified_at === modifiedAt ? undefined : modifiedAt };
+}
+
+/** The time to record for an object (see {@link compareWithRecord}): none while it is uploading. */
+function objectModifiedAt(info: ObjectInfo, uploading: boolean): string | null {
+  return uploading ? null : info.lastModified.toISOString();
+}
+
+/**
  * Step 2 of an upload, and the repair of any drift: reconciles the records of a project with
  * the objects under its storage prefix. New objects are `added`, records without an object
  * `removed`, changed content `updated` (same id). A second run changes nothing.
@@ -382,13 +416,24 @@ async function reconcileProjectFiles(
   for (const row of gone) if (await deleteProjectFileIfUnchanged(db, row)) removed++;
 
   const present = rows.filter((row) => objects.has(row.path));
-  const changed = present.filter((row) => {
-    const info = objects.get(row.path)!;
-    return info.etag !== row.etag || info.size !== Number(row.size_bytes);
-  });
-  const changedIds = new Set(changed.map((row) => row.id));
-  const unchangedIds = present.filter((row) => !changedIds.has(row.id)).map((row) => row.id);
-  await markProjectFilesSynced(db, workspaceId, projectId, unchangedIds, now);
+  const uploading = await liveUploadReservations(db, workspaceId, projectId, now);
+  const compared = await mapConcurrently(present, 16, async (row) => ({
+    row,
+    ...(await compareWithRecord(store, row, objects.get(row.path)!, uploading.has(row.path))),
+  }));
+  const changed = compared.filter((c) => c.changed).map((c) => c.row);
+  const mediaTypes = new Map(compared.flatMap((c) => (c.mediaType ? [[c.row.id, c.mediaType]] : [])));
+  const unchanged = compared.filter((c) => !c.changed);
+  await markProjectFilesSynced(
+    db,
+    workspaceId,
+    projectId,
+    unchanged.map((c) => c.row.id),
+    now,
+  );
+  for (const { row, objectModifiedAt } of unchanged) {
+    if (objectModifiedAt !== undefined) await recordObjectModifiedAt(db, row, objectModifiedAt);
+  }
   // Replacements are applied whatever the quota: their bytes have replaced the old ones in
   // storage already, and a record must describe the object it names (a record kept at the old
   // version could not even be downloaded). Upload URLs asked for together were each checked
@@ -401,7 +446,8 @@ async function reconcileProjectFiles(
     return updateProjectFileContent(db, row, {
       etag: info.etag,
       size_bytes: info.size,
-      mime_type: await mediaTypeOf(store, info, row.name),
+      mime_type: mediaTypes.get(row.id) ?? (await mediaTypeOf(store, info, row.name)),
+      object_modified_at: objectModifiedAt(info, uploading.has(row.path)),
       updated_at: now,
       synced_at: now,
     });
@@ -443,6 +489,7 @@ async function reconcileProjectFiles(
       name,
       path,
       mime_type: await mediaTypeOf(store, info, name),
+      object_modified_at: objectModifiedAt(info, uploading.has(path)),
       size_bytes: info.size,
       etag: info.etag,
       type: 'uploaded',

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../../src/ids.js';
 import { S3ObjectStore } from '../../src/storage/s3-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
@@ -172,6 +172,55 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
       body: 'x',
     });
     expect(fsRoute.status).toBe(404);
+  });
+
+  it('takes the type of the same bytes uploaded again with another content type, and marks the file for indexing', async () => {
+    // S3's ETag is the MD5 of the bytes: only the object's time tells this upload from the last.
+    const bytes = Buffer.from('# Title\n\nhello\n');
+    const upload = async (contentType: string) => {
+      const requested = await api('POST', '/projects/prj_docs/files/upload', {
+        filename: 'README',
+        folder: 'retyped',
+        contentType,
+        sizeBytes: bytes.length,
+      });
+      const { uploadUrl } = (await requested.json()).data;
+      const put = await fetch(uploadUrl, {
+        method: 'PUT',
+        headers: { 'content-type': contentType },
+        body: bytes,
+      });
+      expect(put.status).toBe(200);
+      return (await (await api('POST', '/projects/prj_docs/files/sync')).json()).data;
+    };
+    const readme = async () =>
+      (await (await api('GET', '/projects/prj_docs/files')).json()).data.files.find(
+        (f: { path: string }) => f.path === 'retyped/README',
+      );
+
+    expect(await upload('application/octet-stream')).toEqual({ added: 1, removed: 0, updated: 0 });
+    const before = await readme();
+    expect(before.mimeType).toBe('application/octet-stream');
+    expect(await upload('text/markdown')).toEqual({ added: 0, removed: 0, updated: 1 });
+    expect(await readme()).toMatchObject({
+      id: before.id,
+      mimeType: 'text/markdown',
+      indexStatus: 'pending',
+    });
+    const sync = async () => (await (await api('POST', '/projects/prj_docs/files/sync')).json()).data;
+    // Nothing changed since: a second sync finds nothing to do.
+    expect(await sync()).toEqual({ added: 0, removed: 0, updated: 0 });
+    // Once no upload URL for it is live, sync records the object's time and stops asking for its type.
+    await t.env.database.db.deleteFrom('upload_reservations').execute();
+    expect(await sync()).toEqual({ added: 0, removed: 0, updated: 0 });
+    const head = vi.spyOn(t.store, 'head');
+    try {
+      expect(await sync()).toEqual({ added: 0, removed: 0, updated: 0 });
+      expect(head).not.toHaveBeenCalled();
+    } finally {
+      head.mockRestore();
+    }
+    expect((await api('DELETE', `/projects/prj_docs/files/${before.id}`)).status).toBe(200);
   });
 
   it('lists the folders under a prefix, as the sweep of deleted projects reads them', async () => {

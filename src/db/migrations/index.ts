@@ -12,6 +12,7 @@ import * as changeNotices from './016-change-notices.js';
 import * as uploadReservations from './017-upload-reservations.js';
 import * as skillReplacements from './018-skill-replacements.js';
 import * as knowledgeFoldedSearchText from './019-knowledge-folded-search-text.js';
+import * as projectFileObjectTimes from './020-project-file-object-times.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -31,4 +32,5 @@ export const migrations: Record<string, Migration> = {
   '017-upload-reservations': uploadReservations,
   '018-skill-replacements': skillReplacements,
   '019-knowledge-folded-search-text': knowledgeFoldedSearchText,
+  '020-project-file-object-times': projectFileObjectTimes,
 };

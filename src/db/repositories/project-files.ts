@@ -192,7 +192,10 @@ export async function insertProjectFilesIfAbsent(db: Db, rows: NewProjectFileRow
 export async function updateProjectFileContent(
   db: Db,
   row: Pick<ProjectFileRow, 'id' | 'etag' | 'workspace_id'>,
-  change: Pick<ProjectFileRow, 'etag' | 'size_bytes' | 'mime_type' | 'updated_at' | 'synced_at'>,
+  change: Pick<
+    ProjectFileRow,
+    'etag' | 'size_bytes' | 'mime_type' | 'object_modified_at' | 'updated_at' | 'synced_at'
+  >,
 ): Promise<boolean> {
   const result = await db
     .updateTable('project_files')
@@ -220,6 +223,24 @@ export async function markProjectFilesSynced(
       .where('id', 'in', ids.slice(i, i + ID_BATCH))
       .execute();
   }
+}
+
+/**
+ * Records the last-modified time of an object whose content and type are unchanged, while the
+ * record still has the content it was read with.
+ */
+export async function recordObjectModifiedAt(
+  db: Db,
+  row: Pick<ProjectFileRow, 'id' | 'etag' | 'workspace_id'>,
+  objectModifiedAt: string | null,
+) {
+  await db
+    .updateTable('project_files')
+    .set({ object_modified_at: objectModifiedAt })
+    .where('id', '=', row.id)
+    .where('workspace_id', '=', row.workspace_id)
+    .where('etag', '=', row.etag)
+    .execute();
 }
 
 /** Deletes a file record, only while it still has the content it was read with. */
