@@ -167,14 +167,15 @@ describe(`the anthropic provider over HTTP (${engineName})`, () => {
     claude.enqueue({ kind: 'fail', status: 529, message: 'Overloaded' });
     const res = await post({ agentId: 'agt_claude', messages: [userText('fail please')] });
     expect(res.status).toBe(502);
-    expect(await res.json()).toEqual({
-      code: 'upstream_error',
-      message: 'The model provider answered HTTP 529',
-      details: { providerStatus: 529 },
-    });
+    const body = await res.json();
     expect(claude.requests).toHaveLength(1);
     const chats = await t.db.selectFrom('messages').select(['chat_id', 'role', 'parts']).execute();
     const mine = chats.filter((row) => row.parts.includes('fail please'));
+    expect(body).toEqual({
+      code: 'upstream_error',
+      message: 'The model provider answered HTTP 529',
+      details: { providerStatus: 529, chatId: mine[0]!.chat_id },
+    });
     expect(mine.map((row) => row.role)).toEqual(['user']);
     expect(chats.filter((row) => row.chat_id === mine[0]!.chat_id)).toHaveLength(1);
   });
