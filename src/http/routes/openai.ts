@@ -155,9 +155,23 @@ export async function openAIRoutes(
         chatId: body.chat_id ?? header(request, 'x-atrium-chat-id'),
         conversationKey: header(request, 'x-atrium-conversation-key'),
       });
+      // An OpenAI client cannot resume a reply (useChat can, so /v1/chat runs on): one that leaves
+      // a stream has stopped it, and a named chat keeps what the client saw (docs/openai.md). It
+      // may leave while the reply is still being set up (MCP servers, file downloads): listened
+      // for from the start, so that close is not missed.
+      let stopReply: (() => void) | undefined;
+      let left = false;
+      if (body.stream) {
+        reply.raw.once('close', () => {
+          if (reply.raw.writableEnded) return;
+          left = true;
+          stopReply?.();
+        });
+      }
       const conversation = await startConversation(deps, request.principal, input).catch((error: unknown) => {
         throw asModelError(error, body.model);
       });
+      stopReply = () => conversation.stop();
       void conversation.done.then((outcome) => {
         if (!outcome.ok && outcome.error.code === 'internal_error') {
           request.log.error(
@@ -181,11 +195,7 @@ export async function openAIRoutes(
       const headers = { ...(reply.getHeaders() as Record<string, string>), 'x-request-id': request.id };
       const live = new LiveEventStream(reply.raw);
       live.open(headers, OPENAI_STREAM_HEADERS);
-      // An OpenAI client cannot resume a reply (useChat can, so /v1/chat runs on): one that
-      // leaves has stopped it, and a named chat keeps what the client saw (docs/openai.md).
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableEnded) conversation.stop();
-      });
+      if (left) conversation.stop();
       conversation.stream(
         completionChunks(
           live,

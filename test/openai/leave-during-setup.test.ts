@@ -1,0 +1,65 @@
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { CHAT_KEYS, chatRows, chatSetup } from '../chat/fixtures.js';
+import { startMcpServer, type TestMcpServer } from '../chat/mcp-server.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+
+/**
+ * docs/openai.md "A client that leaves a stream", for a client that leaves before the stream has
+ * started: while the agent's MCP servers are still being connected (here one that never answers,
+ * so the set-up waits out its connect timeout).
+ */
+const CONNECT_TIMEOUT_MS = 1_500;
+let upstream: FakeUpstream;
+let mcp: TestMcpServer;
+let t: TestApp;
+let baseURL: string;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  mcp = await startMcpServer('stall');
+  t = await createTestApp({ setup: chatSetup(upstream), mcpConnectTimeoutMs: CONNECT_TIMEOUT_MS });
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  baseURL = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}/v1/openai`;
+  await t.db
+    .updateTable('agents')
+    .set({ tools: JSON.stringify([{ type: 'mcp', name: 'slow', url: mcp.url }]) })
+    .where('id', '=', 'agt_tools')
+    .execute();
+});
+afterAll(async () => {
+  await t.close();
+  await Promise.all([upstream.close(), mcp.close()]);
+});
+
+it('a client that leaves while the reply is set up stops it: the provider is never called', async () => {
+  upstream.enqueue({ kind: 'text', text: 'one two three four five six' });
+  const abort = new AbortController();
+  const request = fetch(`${baseURL}/chat/completions`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${CHAT_KEYS.main}`,
+      'content-type': 'application/json',
+      'x-atrium-conversation-key': 'left-during-setup',
+    },
+    body: JSON.stringify({
+      model: 'agt_tools',
+      messages: [{ role: 'user', content: 'Count' }],
+      stream: true,
+    }),
+    signal: abort.signal,
+  }).catch(() => undefined);
+  // Leave while the stalled MCP server is waited for.
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  abort.abort();
+  await request;
+  await new Promise((resolve) => setTimeout(resolve, CONNECT_TIMEOUT_MS + 500));
+  await t.app.persistence.idle();
+  // Before, the close came before its listener: the whole reply was generated, charged and
+  // stored as finished, so the client's next turn never matched the stored chat again.
+  expect(upstream.requests).toHaveLength(0);
+  const [chat] = await t.db.selectFrom('chats').select('id').where('agent_id', '=', 'agt_tools').execute();
+  expect((await chatRows(t.db, chat!.id)).map((row) => row.role)).toEqual(['user']);
+  upstream.requests.length = 0;
+});
