@@ -43,8 +43,8 @@ import { OpenAIErrorBody } from './http/schemas/openai.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
-import { MAX_JSON_CONTAINERS, MAX_PATH_PARAM_LENGTH } from './limits.js';
-import { jsonContainersOver } from './http/json-containers.js';
+import { MAX_PATH_PARAM_LENGTH } from './limits.js';
+import { addJsonBodyParser } from './http/json-body.js';
 import { OneLinePerRequest } from './logging/request-log.js';
 import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
@@ -273,28 +273,7 @@ export async function buildApp(
     async (v1) => {
       // API bodies are JSON (multipart where a route adds its own parser): plain text is a 415.
       v1.removeContentTypeParser('text/plain');
-      // An empty body sent as JSON (common from HTTP clients on POST /sync, DELETE) is no body:
-      // routes without one accept it, routes that need one still refuse it in validation.
-      const parseJson = v1.getDefaultJsonParser('error', 'error');
-      v1.removeContentTypeParser('application/json');
-      // Read as bytes and decoded strictly: invalid UTF-8 is refused, never stored as U+FFFD.
-      const utf8 = new TextDecoder('utf-8', { fatal: true });
-      v1.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-        if (jsonContainersOver(body as Buffer, MAX_JSON_CONTAINERS)) {
-          const message = `holds more than ${MAX_JSON_CONTAINERS} objects and arrays`;
-          done(errors.badRequest(`The JSON body ${message}`, [{ path: 'body', message }]), undefined);
-          return;
-        }
-        let text: string;
-        try {
-          text = utf8.decode(body as Buffer);
-        } catch {
-          done(errors.badRequest('The JSON body is not valid UTF-8'), undefined);
-          return;
-        }
-        if (text === '') done(null, undefined);
-        else parseJson(request, text, done);
-      });
+      addJsonBodyParser(v1, 'application/json');
       registerAuth(v1, deps);
       registerInputGuard(v1);
       await agentRoutes(v1, deps);

@@ -12,7 +12,11 @@ const OPEN_BRACKET = 0x5b;
  * backslashes precede it. Malformed JSON is left to the parser.
  */
 export function jsonContainersOver(bytes: Buffer, limit: number): boolean {
-  if (bytes.length <= 2 * limit) return false;
+  return bytes.length > 2 * limit && countJsonContainers(bytes, limit) > limit;
+}
+
+/** The objects and arrays of a JSON text (see jsonContainersOver), counted up to `limit` + 1. */
+export function countJsonContainers(bytes: Buffer, limit: number): number {
   let count = 0;
   let i = 0;
   while (i < bytes.length) {
@@ -21,16 +25,16 @@ export function jsonContainersOver(bytes: Buffer, limit: number): boolean {
       let end = i;
       for (;;) {
         end = bytes.indexOf(QUOTE, end + 1);
-        if (end === -1) return false;
+        if (end === -1) return count;
         let backslashes = 0;
         while (bytes[end - 1 - backslashes] === BACKSLASH) backslashes++;
         if (backslashes % 2 === 0) break;
       }
       i = end + 1;
     } else {
-      if ((byte === OPEN_BRACE || byte === OPEN_BRACKET) && ++count > limit) return true;
+      if ((byte === OPEN_BRACE || byte === OPEN_BRACKET) && ++count > limit) return count;
       i++;
     }
   }
-  return false;
+  return count;
 }

@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import { jsonSchema, type ModelMessage, tool, type ToolSet, type UIMessageChunk } from 'ai';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
+import { countJsonContainers } from '../http/json-containers.js';
+import { findUnstorableInput } from '../http/plugins/input-guard.js';
+import { MAX_JSON_CONTAINERS } from '../limits.js';
 import { type ChunkSink, eventText, type TextTarget } from '../http/ui-message-sse.js';
 import type { TemplateValue } from '../models/template.js';
 import type { ConversationMessage, IncomingMessage } from './chat-messages.js';
@@ -165,12 +168,29 @@ function toolCallsOf(message: OpenAIMessage, path: string): ToolCallIn[] {
   return calls;
 }
 
-function parseArguments(text: string): unknown {
+/**
+ * A tool call's `arguments`, parsed (kept as text when not JSON). JSON inside a string escapes
+ * the body's own checks, so they are made here: at most MAX_JSON_CONTAINERS objects and arrays
+ * in all the request's arguments (`budget`, counted before parsing), then depth and storable
+ * text (input-guard.ts), each a 400 naming the call.
+ */
+function parseArguments(text: string, path: string, budget: { left: number }): unknown {
+  const bytes = Buffer.from(text);
+  const containers = countJsonContainers(bytes, budget.left);
+  if (containers > budget.left) {
+    const message = `hold more than ${MAX_JSON_CONTAINERS} objects and arrays with the request's other tool calls`;
+    throw errors.badRequest(`${path} ${message}`, [{ path, message }]);
+  }
+  budget.left -= containers;
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     return text;
   }
+  const issue = findUnstorableInput(value, path);
+  if (issue) throw errors.badRequest(`${issue.path} ${issue.message}`, [issue]);
+  return value;
 }
 
 /**
@@ -185,6 +205,7 @@ export function translateMessages(messages: OpenAIMessage[]): {
   const modelMessages: ModelMessage[] = [];
   const stored: IncomingMessage[] = [];
   const toolNames = new Map<string, string>();
+  const budget = { left: MAX_JSON_CONTAINERS };
   // The calls of the last assistant message that no tool message has answered yet: OpenAI and
   // the AI SDK take a tool call only when its result follows before any other message.
   let unanswered: { at: number; ids: Set<string> } | undefined;
@@ -213,17 +234,24 @@ export function translateMessages(messages: OpenAIMessage[]): {
     } else if (message.role === 'assistant') {
       const text = textOf(message.content, path);
       const calls = toolCallsOf(message, `body.messages.${m}`);
+      const inputs = calls.map((call, c) =>
+        parseArguments(
+          call.function.arguments,
+          `body.messages.${m}.tool_calls.${c}.function.arguments`,
+          budget,
+        ),
+      );
       for (const call of calls) toolNames.set(call.id, call.function.name);
       unanswered = { at: m, ids: new Set(calls.map((call) => call.id)) };
       modelMessages.push({
         role: 'assistant',
         content: [
           ...(text ? [{ type: 'text' as const, text }] : []),
-          ...calls.map((call) => ({
+          ...calls.map((call, c) => ({
             type: 'tool-call' as const,
             toolCallId: call.id,
             toolName: call.function.name,
-            input: parseArguments(call.function.arguments),
+            input: inputs[c],
           })),
         ],
       });
@@ -231,10 +259,10 @@ export function translateMessages(messages: OpenAIMessage[]): {
         role: 'assistant',
         parts: [
           ...(text ? [{ type: 'text', text }] : []),
-          ...calls.map((call) => ({
+          ...calls.map((call, c) => ({
             type: `tool-${call.function.name}`,
             toolCallId: call.id,
-            input: parseArguments(call.function.arguments),
+            input: inputs[c],
             state: 'input-available',
           })),
         ],

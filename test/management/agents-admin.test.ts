@@ -1,3 +1,4 @@
+import { MAX_JSON_CONTAINERS } from '../../src/limits.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { keyedCaller, MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
@@ -280,6 +281,37 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
     });
     expect(res.statusCode).toBe(200);
     expect(res.json().data.agent.category).toBe('merged');
+  });
+
+  it('holds application/merge-patch+json bodies to the checks of every JSON body', async () => {
+    const created = (await createAgent({ title: 'Merge checks' })).json().data.agent;
+    const patch = (payload: Buffer | string) =>
+      t.app.inject({
+        method: 'PATCH',
+        url: `/v1/agents/${created.id}`,
+        headers: { 'x-service-api-key': MKEYS.owner, 'content-type': 'application/merge-patch+json' },
+        payload,
+      });
+    // Before: 200, with U+FFFD stored in place of the byte.
+    const invalidUtf8 = await patch(
+      Buffer.concat([Buffer.from('{"description":"a'), Buffer.from([0xff]), Buffer.from('b"}')]),
+    );
+    expect(invalidUtf8.statusCode).toBe(400);
+    expect(invalidUtf8.json().message).toBe('The JSON body is not valid UTF-8');
+    // Before: parsed whole (the unknown field then dropped).
+    const many = await patch(
+      `{"x":[${Array(MAX_JSON_CONTAINERS + 1)
+        .fill('{}')
+        .join(',')}]}`,
+    );
+    expect(many.statusCode).toBe(400);
+    expect(many.json().message).toContain('objects and arrays');
+    const stored = await t.db
+      .selectFrom('agents')
+      .select('description')
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
+    expect(stored.description).toBe('');
   });
 
   it('refuses a title taken by another agent, a null title and an unenabled model', async () => {

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { MAX_JSON_CONTAINERS } from '../../src/limits.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { CHAT_KEYS, chatRows, chatSetup, countRows } from '../chat/fixtures.js';
 import { startMcpServer, type TestMcpServer } from '../chat/mcp-server.js';
@@ -330,6 +331,62 @@ describe('errors', () => {
         });
         expect((error as Error).message).toContain('not answered: call_1');
       }
+    }
+    expect(upstream.requests).toHaveLength(0);
+    expect(await countRows(t.db)).toEqual(before);
+  });
+
+  it('holds a tool call’s arguments (JSON inside a string) to the body’s limits: 400, nothing stored', async () => {
+    const withArguments = (args: string[]): OpenAI.Chat.Completions.ChatCompletionMessageParam[] => [
+      { role: 'user', content: 'Go' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: args.map((text, i) => ({
+          id: `call_${i}`,
+          type: 'function' as const,
+          function: { name: 'get_weather', arguments: text },
+        })),
+      },
+      ...args.map((_, i) => ({ role: 'tool' as const, tool_call_id: `call_${i}`, content: 'ok' })),
+      { role: 'user', content: 'Next' },
+    ];
+    const half = `[${Array(MAX_JSON_CONTAINERS / 2)
+      .fill('[]')
+      .join(',')}]`;
+    const cases: Array<[string[], string, string]> = [
+      // Before: 200 after seconds of parsing, then every later turn of the chat slow again.
+      [
+        [
+          `[${Array(MAX_JSON_CONTAINERS + 1)
+            .fill('[]')
+            .join(',')}]`,
+        ],
+        'messages.1.tool_calls.0.function.arguments',
+        'objects and arrays',
+      ],
+      // Counted over the request's calls together.
+      [[half, half], 'messages.1.tool_calls.1.function.arguments', 'objects and arrays'],
+      // Before: a 500 (named chat) or a 502 (retried), JSON.stringify overflowing its stack.
+      [
+        ['['.repeat(5_000) + ']'.repeat(5_000)],
+        'messages.1.tool_calls.0.function.arguments',
+        'nested more than 64',
+      ],
+      // A NUL escaped inside the arguments: PostgreSQL cannot store it.
+      [['{"city":"a\\u0000b"}'], 'messages.1.tool_calls.0.function.arguments.city', 'NUL'],
+    ];
+    const before = await countRows(t.db);
+    const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'big-arguments' } });
+    for (const [args, param, message] of cases) {
+      const error = await sdk.chat.completions
+        .create({ model: 'agt_plain', messages: withArguments(args) })
+        .catch((e: unknown) => e);
+      expect(error, param).toBeInstanceOf(OpenAI.BadRequestError);
+      // The param names the call's arguments (and, inside them, where the problem is).
+      expect(error).toMatchObject({ status: 400, code: 'bad_request' });
+      expect((error as { param: string }).param.startsWith(param)).toBe(true);
+      expect((error as Error).message).toContain(message);
     }
     expect(upstream.requests).toHaveLength(0);
     expect(await countRows(t.db)).toEqual(before);

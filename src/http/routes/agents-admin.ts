@@ -1,4 +1,5 @@
 import type { AppDeps } from '../../deps.js';
+import { addJsonBodyParser } from '../json-body.js';
 import { createAgent, deleteAgent, getAgentDetail, patchAgent } from '../../services/agent-admin.js';
 import { accessWorkspaceInPath } from '../../services/access.js';
 import {
@@ -14,14 +15,9 @@ import type { TypedApp } from '../typed-app.js';
 
 /** Agent create, read, merge-patch and soft delete (management.md). */
 export async function agentAdminRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
-  // PATCH bodies are JSON merge patches (RFC 7396); clients may say so in the content type.
-  if (!app.hasContentTypeParser('application/merge-patch+json')) {
-    app.addContentTypeParser(
-      'application/merge-patch+json',
-      { parseAs: 'string' },
-      app.getDefaultJsonParser('error', 'error'),
-    );
-  }
+  // PATCH bodies are JSON merge patches (RFC 7396); clients may say so in the content type, and
+  // get the checks of every JSON body.
+  addJsonBodyParser(app, 'application/merge-patch+json');
   app.post(
     '/workspace/:workspaceId/agents',
     {

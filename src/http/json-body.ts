@@ -1,0 +1,37 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { errors } from '../errors.js';
+import { MAX_JSON_CONTAINERS } from '../limits.js';
+import { jsonContainersOver } from './json-containers.js';
+
+/**
+ * Registers `contentType` (`application/json`, `application/merge-patch+json`) as a JSON body in
+ * `scope`, one parser for all of them: read as bytes; more than MAX_JSON_CONTAINERS objects and
+ * arrays is a 400 before parsing; decoded strictly (invalid UTF-8 is refused, never stored as
+ * U+FFFD); an empty body is no body (common from HTTP clients on POST /sync, DELETE: routes
+ * without one accept it, routes that need one still refuse it in validation).
+ */
+export function addJsonBodyParser(scope: FastifyInstance, contentType: string): void {
+  const parseJson = scope.getDefaultJsonParser('error', 'error');
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  if (scope.hasContentTypeParser(contentType)) scope.removeContentTypeParser(contentType);
+  scope.addContentTypeParser(
+    contentType,
+    { parseAs: 'buffer' },
+    (request: FastifyRequest, body: Buffer | string, done: (error: Error | null, body?: unknown) => void) => {
+      if (jsonContainersOver(body as Buffer, MAX_JSON_CONTAINERS)) {
+        const message = `holds more than ${MAX_JSON_CONTAINERS} objects and arrays`;
+        done(errors.badRequest(`The JSON body ${message}`, [{ path: 'body', message }]), undefined);
+        return;
+      }
+      let text: string;
+      try {
+        text = utf8.decode(body as Buffer);
+      } catch {
+        done(errors.badRequest('The JSON body is not valid UTF-8'), undefined);
+        return;
+      }
+      if (text === '') done(null, undefined);
+      else parseJson(request, text, done);
+    },
+  );
+}
