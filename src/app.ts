@@ -3,7 +3,6 @@ import addFormats from 'ajv-formats';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { AppDeps } from './deps.js';
-import { errors } from './errors.js';
 import {
   DatabaseRateLimitCounter,
   type RateLimitCounter,

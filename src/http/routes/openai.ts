@@ -159,19 +159,18 @@ export async function openAIRoutes(
       // a stream has stopped it, and a named chat keeps what the client saw (docs/openai.md). It
       // may leave while the reply is still being set up (MCP servers, file downloads): listened
       // for from the start, so that close is not missed.
-      let stopReply: (() => void) | undefined;
-      let left = false;
+      const client = { left: false, stopReply: () => {} };
       if (body.stream) {
         reply.raw.once('close', () => {
           if (reply.raw.writableEnded) return;
-          left = true;
-          stopReply?.();
+          client.left = true;
+          client.stopReply();
         });
       }
       const conversation = await startConversation(deps, request.principal, input).catch((error: unknown) => {
         throw asModelError(error, body.model);
       });
-      stopReply = () => conversation.stop();
+      client.stopReply = () => conversation.stop();
       void conversation.done.then((outcome) => {
         if (!outcome.ok && outcome.error.code === 'internal_error') {
           request.log.error(
@@ -195,7 +194,7 @@ export async function openAIRoutes(
       const headers = { ...(reply.getHeaders() as Record<string, string>), 'x-request-id': request.id };
       const live = new LiveEventStream(reply.raw);
       live.open(headers, OPENAI_STREAM_HEADERS);
-      if (left) conversation.stop();
+      if (client.left) conversation.stop();
       conversation.stream(
         completionChunks(
           live,
