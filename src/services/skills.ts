@@ -347,13 +347,18 @@ async function holdReplacedSkills(
   if (replacedIds.length === 0) return { toCreate, release: async () => {} };
   const holder = randomUUID();
   const now = deps.clock();
+  const release = () => releaseSkillsForReplace(deps.db, holder).catch(() => undefined);
   const held = await holdSkillsForReplace(
     deps.db,
     replacedIds,
     holder,
     now.toISOString(),
     new Date(now.getTime() + REPLACE_HOLD_MS).toISOString(),
-  );
+  ).catch(async (error: unknown) => {
+    // Skills taken before the failure are not left held until their hold expires.
+    await release();
+    throw error;
+  });
   const kept = toCreate.filter((skill) => {
     if (!skill.replaces || held.has(skill.replaces.id)) return true;
     skipped.push({
@@ -363,10 +368,7 @@ async function holdReplacedSkills(
     });
     return false;
   });
-  return {
-    toCreate: kept,
-    release: () => releaseSkillsForReplace(deps.db, holder).catch(() => undefined),
-  };
+  return { toCreate: kept, release };
 }
 
 function contentTypeOf(relativePath: string): string {

@@ -855,6 +855,48 @@ describe(`bulk skill upload: two replaces of one skill at once (${engineName})`,
     }
   });
 
+  it('frees the skills it took when taking the rest fails (not held until the hold expires)', async () => {
+    const names = ['hold-a', 'hold-b'];
+    const upload2 = (mode: string) =>
+      upload([
+        { name: 'mode', content: mode },
+        ...names.map((name) => mdPart(`${name}.md`, skillMd(name, mode))),
+      ]);
+    expect((await upload2('create')).status).toBe(200);
+    const ids = (await listWorkspaceSkills(t.env.database.db, WS))
+      .filter((row) => names.includes(row.name))
+      .map((row) => row.id)
+      .sort();
+    const db = t.env.database.db;
+    // Taking the second skill (in id order) fails, after the first was taken.
+    const second = ids[1]!;
+    if (t.env.database.dialect === 'sqlite') {
+      await sql`CREATE TRIGGER hold_fail BEFORE INSERT ON skill_replacements WHEN NEW.skill_id = ${sql.lit(second)} BEGIN SELECT RAISE(ABORT, 'forced'); END`.execute(
+        db,
+      );
+    } else {
+      await sql`CREATE FUNCTION hold_fail() RETURNS trigger AS $$ BEGIN IF NEW.skill_id = ${sql.lit(second)} THEN RAISE EXCEPTION 'forced'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`.execute(
+        db,
+      );
+      await sql`CREATE TRIGGER hold_fail BEFORE INSERT ON skill_replacements FOR EACH ROW EXECUTE FUNCTION hold_fail()`.execute(
+        db,
+      );
+    }
+    try {
+      expect((await upload2('replace')).status).toBe(500);
+    } finally {
+      if (t.env.database.dialect === 'sqlite') await sql`DROP TRIGGER hold_fail`.execute(db);
+      else {
+        await sql`DROP TRIGGER hold_fail ON skill_replacements`.execute(db);
+        await sql`DROP FUNCTION hold_fail()`.execute(db);
+      }
+    }
+    // Before, the first skill stayed held for 10 minutes: skipped as "being replaced".
+    const again = await upload2('replace');
+    expect(again.status).toBe(200);
+    expect(again.body.data.updated.map((skill: { name: string }) => skill.name).sort()).toEqual(names);
+  });
+
   it('frees a skill whose replace never ended (a killed process) once its hold expires', async () => {
     const db = t.env.database.db;
     const now = Date.parse('2026-11-29T12:00:00.000Z');
