@@ -19,7 +19,29 @@ function foldAccents(text: string): string {
  * folded forms.
  */
 export function searchableText(text: string): string {
-  return foldAccents(text).replace(/[^\p{L}\p{N}]+/gu, ' ');
+  return foldAccents(spacedCjkWords(text)).replace(/[^\p{L}\p{N}]+/gu, ' ');
+}
+
+/** Runs of Chinese characters and Japanese kana: written without spaces between words. */
+const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\u30FC]+/gu;
+const cjkWords = new Intl.Segmenter('zh', { granularity: 'word' });
+
+/** Whether text holds Chinese or Japanese that {@link searchableText} splits into words. */
+export function hasCjkText(text: string): boolean {
+  CJK_RUN.lastIndex = 0;
+  return CJK_RUN.test(text);
+}
+
+/**
+ * Chinese and Japanese text with a space between its words. Neither engine's tokenizer splits
+ * an unspaced run (SQLite's `unicode61` and PostgreSQL's parser keep it as one token up to the
+ * next punctuation), so a word inside a sentence was never found. ICU's dictionary word break
+ * (`Intl.Segmenter`, built into Node) splits `本项目的发布日期是明天` as `本 项目 的 发布 日期 是
+ * 明天`, and the query `发布日期` as `发布 日期`: chunks and queries go through this one function.
+ * Before folding: the dictionary knows the written forms (`ガ`, not `カ` and a combining mark).
+ */
+function spacedCjkWords(text: string): string {
+  return text.replace(CJK_RUN, (run) => Array.from(cjkWords.segment(run), (part) => part.segment).join(' '));
 }
 
 /**

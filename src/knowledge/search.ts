@@ -70,7 +70,8 @@ export function queryTerms(query: string): string[] {
   const terms = new Set<string>();
   for (const word of words ?? []) {
     if (STOP_WORDS.has(word)) continue;
-    if (word.length < 2 && !/\p{N}/u.test(word)) continue;
+    // One letter says little, but one Chinese character is often a whole word (猫, 书).
+    if (word.length < 2 && !/[\p{N}\p{Script=Han}]/u.test(word)) continue;
     terms.add(word);
     if (terms.size >= MAX_TERMS) break;
   }

@@ -20,6 +20,8 @@ beforeAll(async () => {
     // PDF text layers commonly carry typographic ligatures (U+FB01 "ﬁ").
     textFile('ligature.txt', 'The conﬁguration of the ﬁrewall is deﬁned in this document.'),
     textFile('fullwidth.txt', 'Ｂａｃｋｕｐｓ ｒｕｎ ｏｎ ＰｏｓｔｇｒｅＳＱＬ nightly.'),
+    textFile('zh.txt', '本项目的发布日期是明天。我的猫很可爱。'),
+    textFile('ja.txt', '東京タワーへ行きました。'),
   ]);
   const indexer = startTestIndexer(t);
   stopIndexer = () => indexer.stop();
@@ -70,6 +72,15 @@ describe(`indexed text and search keep what files say (${engineName})`, () => {
     expect(await search('हिन्दी')).toContain('hindi.txt');
     expect(await search('देवनागरी')).toContain('hindi.txt');
     expect(await search('백업은')).toContain('ko.txt');
+  });
+
+  it('finds a Chinese or Japanese word inside an unspaced sentence, one-character words too', async () => {
+    // Before: both engines kept a run up to its punctuation as one word; none of these was found.
+    expect(await search('发布日期')).toContain('zh.txt');
+    expect(await search('日期')).toContain('zh.txt');
+    expect(await search('猫')).toContain('zh.txt');
+    expect(await search('東京タワー')).toContain('ja.txt');
+    expect(await search('明日')).not.toContain('zh.txt');
   });
 
   it('finds ligature and full-width text by the plain word, and the plain text by those forms', async () => {

@@ -1,4 +1,4 @@
-import { Migrator } from 'kysely';
+import { Migrator, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/db/database.js';
 import { migrations } from '../../src/db/migrations/index.js';
@@ -20,6 +20,7 @@ beforeAll(async () => {
   await putAndSync(t, 'wsp_main', 'prj_docs', [
     textFile('ko.txt', '데이터베이스 백업은 매일 새벽 세시에 실행됩니다.'),
     textFile('ligature.txt', 'The ﬁrewall rules are reviewed every quarter.'),
+    textFile('zh.txt', '本项目的发布日期是明天。'),
   ]);
   const indexer = startTestIndexer(t);
   await waitForIndexIdle(t.env.database.db, { timeoutMs: 60_000 });
@@ -50,5 +51,40 @@ describe(`migrating an existing search index (${engineName})`, () => {
     expect(await found('백업은')).toEqual(['ko.txt']);
     expect(await found('firewall')).toEqual(['ligature.txt']);
     expect(await found('quarter')).toEqual(['ligature.txt']);
+  });
+});
+
+describe(`migrating Chinese and Japanese chunks indexed unsplit (${engineName})`, () => {
+  it('splits their words (021), so a word inside a sentence is found', async () => {
+    await migrateTo('020-project-file-object-times');
+    // The index as it was written before: the run folded but not split into words.
+    const db = t.env.database.db;
+    const chunks = await db
+      .selectFrom('knowledge_chunks')
+      .innerJoin('project_files', 'project_files.id', 'knowledge_chunks.file_id')
+      .select(['knowledge_chunks.id', 'knowledge_chunks.text'])
+      .where('project_files.path', '=', 'zh.txt')
+      .execute();
+    const unsplit = (text: string) =>
+      text
+        .normalize('NFKD')
+        .replace(/\p{M}+/gu, '')
+        .replace(/[^\p{L}\p{N}]+/gu, ' ');
+    for (const chunk of chunks) {
+      if (t.env.database.dialect === 'sqlite') {
+        await sql`delete from knowledge_chunks_fts where rowid = ${chunk.id}`.execute(db);
+        await sql`insert into knowledge_chunks_fts (rowid, heading, text) values (${chunk.id}, '', ${unsplit(chunk.text)})`.execute(
+          db,
+        );
+      } else {
+        await sql`update knowledge_chunks set tsv = to_tsvector('simple', ${unsplit(chunk.text)}) where id = ${chunk.id}`.execute(
+          db,
+        );
+      }
+    }
+    expect(await found('发布日期')).toEqual([]);
+    await migrateToLatest(db, t.env.database.schema);
+    expect(await found('发布日期')).toEqual(['zh.txt']);
+    expect(await found('firewall')).toEqual(['ligature.txt']);
   });
 });

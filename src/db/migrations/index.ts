@@ -13,6 +13,7 @@ import * as uploadReservations from './017-upload-reservations.js';
 import * as skillReplacements from './018-skill-replacements.js';
 import * as knowledgeFoldedSearchText from './019-knowledge-folded-search-text.js';
 import * as projectFileObjectTimes from './020-project-file-object-times.js';
+import * as knowledgeCjkWords from './021-knowledge-cjk-words.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -33,4 +34,5 @@ export const migrations: Record<string, Migration> = {
   '018-skill-replacements': skillReplacements,
   '019-knowledge-folded-search-text': knowledgeFoldedSearchText,
   '020-project-file-object-times': projectFileObjectTimes,
+  '021-knowledge-cjk-words': knowledgeCjkWords,
 };

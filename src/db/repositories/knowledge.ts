@@ -296,7 +296,7 @@ export async function insertChunksOfFiles(
 }
 
 /** A chunk's `tsvector`: its searchable words, the heading's weighing more (weight A). */
-function postgresChunkWords(chunk: { heading: string | null; text: string }) {
+export function postgresChunkWords(chunk: { heading: string | null; text: string }) {
   return sql<string>`setweight(to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.heading ?? '')}), 'A')
     || to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.text)})`;
 }
