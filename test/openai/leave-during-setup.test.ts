@@ -1,9 +1,8 @@
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { CHAT_KEYS, chatRows, chatSetup } from '../chat/fixtures.js';
-import { startMcpServer, type TestMcpServer } from '../chat/mcp-server.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { expect, it } from 'vitest';
+import { CHAT_KEYS, chatRows } from '../chat/fixtures.js';
+import type { TestApp } from '../helpers/app.js';
+import type { FakeUpstream } from '../helpers/fake-upstream.js';
+import { useOpenAIApp } from './openai-app.js';
 
 /**
  * docs/openai.md "A client that leaves a stream", for a client that leaves before the stream has
@@ -12,26 +11,12 @@ import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.j
  */
 const CONNECT_TIMEOUT_MS = 1_500;
 let upstream: FakeUpstream;
-let mcp: TestMcpServer;
 let t: TestApp;
 let baseURL: string;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  mcp = await startMcpServer('stall');
-  t = await createTestApp({ setup: chatSetup(upstream), mcpConnectTimeoutMs: CONNECT_TIMEOUT_MS });
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  baseURL = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}/v1/openai`;
-  await t.db
-    .updateTable('agents')
-    .set({ tools: JSON.stringify([{ type: 'mcp', name: 'slow', url: mcp.url }]) })
-    .where('id', '=', 'agt_tools')
-    .execute();
-});
-afterAll(async () => {
-  await t.close();
-  await Promise.all([upstream.close(), mcp.close()]);
-});
+useOpenAIApp(
+  { mcpMode: 'stall', mcpConnectTimeoutMs: CONNECT_TIMEOUT_MS },
+  (app) => ({ upstream, t, baseURL } = app),
+);
 
 it('a client that leaves while the reply is set up stops it: the provider is never called', async () => {
   upstream.enqueue({ kind: 'text', text: 'one two three four five six' });

@@ -1,11 +1,11 @@
-import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { MAX_JSON_CONTAINERS } from '../../src/limits.js';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { CHAT_KEYS, chatRows, chatSetup, countRows } from '../chat/fixtures.js';
-import { startMcpServer, type TestMcpServer } from '../chat/mcp-server.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import type { TestApp } from '../helpers/app.js';
+import { CHAT_KEYS, chatRows, countRows } from '../chat/fixtures.js';
+import type { TestMcpServer } from '../chat/mcp-server.js';
+import type { FakeUpstream } from '../helpers/fake-upstream.js';
+import { useOpenAIApp } from './openai-app.js';
 
 /**
  * The official `openai` SDK as the client of `/v1/openai` (spec/openai-compatible.md), against
@@ -16,22 +16,7 @@ let mcp: TestMcpServer;
 let t: TestApp;
 let baseURL: string;
 
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  mcp = await startMcpServer('ok');
-  t = await createTestApp({ setup: chatSetup(upstream) });
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  baseURL = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}/v1/openai`;
-  await t.db
-    .updateTable('agents')
-    .set({ tools: JSON.stringify([{ type: 'mcp', name: 'live', url: mcp.url }]) })
-    .where('id', '=', 'agt_tools')
-    .execute();
-});
-afterAll(async () => {
-  await t.close();
-  await Promise.all([upstream.close(), mcp.close()]);
-});
+useOpenAIApp({}, (app) => ({ upstream, mcp, t, baseURL } = app));
 beforeEach(() => {
   upstream.requests.length = 0;
 });
