@@ -66,6 +66,12 @@ function writeSetup(name: string, text: string): string {
   return file;
 }
 
+/** `atrium apply FILE` on a file it must refuse whole: exit 2; what it printed. */
+async function refusedApply(file: string): Promise<string> {
+  expect(await main(['apply', file])).toBe(2);
+  return output.err.join('\n');
+}
+
 async function countRows() {
   const database = await openDatabase(loadConfig().database);
   try {
@@ -109,8 +115,7 @@ organizations:
     );
     expect(await main(['migrate'])).toBe(0);
     const before = await countRows();
-    expect(await main(['apply', file])).toBe(2);
-    const text = output.err.join('\n');
+    const text = await refusedApply(file);
     expect(text).toContain(file);
     expect(text).toContain('organizations[0].users[0].email');
     expect(text).toContain('organizations[0].workspaces[0].members[1].role');
@@ -133,8 +138,7 @@ organizations:
       - { id: acme/eu, name: B, projects: [{ id: "..", name: Up }] }
 `,
     );
-    expect(await main(['apply', file])).toBe(2);
-    const text = output.err.join('\n');
+    const text = await refusedApply(file);
     expect(text).toContain(
       'organizations[0].workspaces[1].id: must be letters, digits and _ . : - only (no "/"), and not "." or ".."',
     );
@@ -176,8 +180,7 @@ organizations:
 
   it('lists shape problems even where the file is too malformed to follow its references', async () => {
     const file = writeSetup('odd.yaml', 'organizations: 5\nbogus: 1\n');
-    expect(await main(['apply', file])).toBe(2);
-    const text = output.err.join('\n');
+    const text = await refusedApply(file);
     expect(text).toContain('organizations');
     expect(text).toContain('bogus');
   });
@@ -199,8 +202,7 @@ organizations:
           - { title: Lead, orchestration: { agents: [agt_missing] } }
 `,
     );
-    expect(await main(['apply', file])).toBe(2);
-    const text = output.err.join('\n');
+    const text = await refusedApply(file);
     expect(text).toContain('organizations[0].workspaces[0].models[0]: unknown model "nope"');
     expect(text).toContain('organizations[0].workspaces[0].members[0].user: unknown user "usr_ghost"');
     expect(text).toContain('organizations[0].workspaces[0].agents[0].orchestration.agents[0]');
@@ -229,8 +231,7 @@ organizations:
           - { title: Helper, model: anthropic/claude-haiku-4-5 }
 `,
     );
-    expect(await main(['apply', file])).toBe(2);
-    const text = output.err.join('\n');
+    const text = await refusedApply(file);
     expect(text).toContain('organizations[0].workspaces[0].apiKeys[1].user: "usr_out" is not a member');
     // Only that problem: the member named by email is the key's user named by id, and the
     // built-in providers' model ids need no definition.

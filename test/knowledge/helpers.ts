@@ -1,7 +1,12 @@
 import { Readable } from 'node:stream';
 import type { IndexingConfig } from '../../src/config.js';
 import { extractFile } from '../../src/knowledge/extract/index.js';
-import { type Indexer, type IndexerDeps, startIndexer } from '../../src/knowledge/indexer.js';
+import {
+  type Indexer,
+  type IndexerDeps,
+  startIndexer,
+  waitForIndexIdle,
+} from '../../src/knowledge/indexer.js';
 import { projectStoragePrefix, syncProjectFiles } from '../../src/services/project-files.js';
 import { systemClock } from '../../src/ids.js';
 import type { createTestApp } from '../helpers/app.js';
@@ -51,4 +56,14 @@ export function startTestIndexer(
     },
   });
   return Object.assign(indexer, { extractions });
+}
+
+/**
+ * Indexes what sync left pending, with a test indexer, until nothing is left; hands back how to
+ * stop that indexer (files indexed later are indexed by it too).
+ */
+export async function indexPending(t: TestApp, timeoutMs = 60_000): Promise<() => Promise<void>> {
+  const indexer = startTestIndexer(t);
+  await waitForIndexIdle(t.env.database.db, { timeoutMs });
+  return () => indexer.stop();
 }

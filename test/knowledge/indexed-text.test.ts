@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitForIndexIdle } from '../../src/knowledge/indexer.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 import { textFile } from './files.js';
-import { putAndSync, startTestIndexer, type TestApp } from './helpers.js';
+import { indexPending, putAndSync, type TestApp } from './helpers.js';
 
 /** Files indexed end to end, then searched through the route: what a file says is what is found. */
 let t: TestApp;
@@ -23,9 +22,7 @@ beforeAll(async () => {
     textFile('zh.txt', '本项目的发布日期是明天。我的猫很可爱。'),
     textFile('ja.txt', '東京タワーへ行きました。'),
   ]);
-  const indexer = startTestIndexer(t);
-  stopIndexer = () => indexer.stop();
-  await waitForIndexIdle(t.env.database.db, { timeoutMs: 60_000 });
+  stopIndexer = await indexPending(t);
 }, 90_000);
 afterAll(async () => {
   await stopIndexer();

@@ -3,7 +3,7 @@ import { waitForIndexIdle } from '../../src/knowledge/indexer.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 import { textFile } from './files.js';
-import { putAndSync, startTestIndexer, type TestApp } from './helpers.js';
+import { indexPending, putAndSync, type TestApp } from './helpers.js';
 
 let t: TestApp;
 let stopIndexer: () => Promise<void>;
@@ -24,9 +24,7 @@ beforeAll(async () => {
     textFile('soup-1.md', 'Soup of the day, 2019.'),
     textFile('soup-2.md', 'Soup recipes, 2019.'),
   ]);
-  const indexer = startTestIndexer(t);
-  stopIndexer = () => indexer.stop();
-  await waitForIndexIdle(t.env.database.db, { timeoutMs: 110_000 });
+  stopIndexer = await indexPending(t, 110_000);
 }, 120_000);
 afterAll(async () => {
   await stopIndexer();

@@ -2,12 +2,11 @@ import { Migrator, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/db/database.js';
 import { migrations } from '../../src/db/migrations/index.js';
-import { waitForIndexIdle } from '../../src/knowledge/indexer.js';
 import { searchProject } from '../../src/knowledge/search.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
 import { textFile } from './files.js';
-import { putAndSync, startTestIndexer, type TestApp } from './helpers.js';
+import { indexPending, putAndSync, type TestApp } from './helpers.js';
 
 /**
  * An index written before 019-knowledge-folded-search-text, then migrated: what was indexed
@@ -22,9 +21,8 @@ beforeAll(async () => {
     textFile('ligature.txt', 'The ﬁrewall rules are reviewed every quarter.'),
     textFile('zh.txt', '本项目的发布日期是明天。'),
   ]);
-  const indexer = startTestIndexer(t);
-  await waitForIndexIdle(t.env.database.db, { timeoutMs: 60_000 });
-  await indexer.stop();
+  const stopIndexer = await indexPending(t);
+  await stopIndexer();
 }, 90_000);
 afterAll(() => t.close());
 
