@@ -28,20 +28,31 @@ function cpuMicros(pid: number): { user: number; system: number } {
   return { user: Number(fields[11]) * 10_000, system: Number(fields[12]) * 10_000 };
 }
 
-/** The CPU time of every PostgreSQL process on this machine (the server runs here in the benchmarks). */
-function postgresCpuMicros(): number {
-  let total = 0;
+/**
+ * The CPU time of every PostgreSQL process on this machine (the server runs here in the
+ * benchmarks), by process: a pool's connections end between runs, so totals are compared per
+ * process (postgresCpuSince), never as two sums.
+ */
+function postgresCpuMicros(): Map<number, number> {
+  const byProcess = new Map<number, number>();
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       if (!stat.includes(' (postgres) ')) continue;
       const { user, system } = cpuMicros(Number(pid));
-      total += user + system;
+      byProcess.set(Number(pid), user + system);
     } catch {
       // The process ended meanwhile.
     }
   }
+  return byProcess;
+}
+
+/** What PostgreSQL's processes used since `before`: a process started meanwhile counts whole. */
+function postgresCpuSince(before: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, now] of postgresCpuMicros()) total += now - (before.get(pid) ?? 0);
   return total;
 }
 
@@ -59,7 +70,7 @@ async function measure(server: { url: string; pid: number }, url: string, header
     ...result,
     cpuPerRequest: (after.user + after.system - before.user - before.system) / requests,
     systemPerRequest: (after.system - before.system) / requests,
-    postgresPerRequest: (postgresCpuMicros() - postgresBefore) / requests,
+    postgresPerRequest: postgresCpuSince(postgresBefore) / requests,
   };
 }
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);

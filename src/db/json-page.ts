@@ -47,12 +47,13 @@ export function jsonArray(
 }
 
 /**
- * A response body `{ "data": … }` from its `data` as JSON text. Listings keep this whole text in
- * their caches (src/db/listing-cache.ts): sending the same string again costs no copy, where a
- * body joined per request is copied whole (a file list is 160 KB).
+ * A response body `{ "data": … }` from its `data` as JSON text, as the UTF-8 bytes sent. Listings
+ * keep these bytes in their caches (src/db/listing-cache.ts): a string body is measured
+ * (Content-Length) and encoded again on every send, 8 µs for a 17 KB page, where bytes are
+ * written as they are (issue 16).
  */
-export function jsonDataBody(data: string): string {
-  return `{"data":${data}}`;
+export function jsonDataBody(data: string): Buffer {
+  return Buffer.from(`{"data":${data}}`);
 }
 
 /** The JSON text of one response `data` object from its parts, each already JSON text. */

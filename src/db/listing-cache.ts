@@ -1,8 +1,8 @@
 import type { Db } from './database.js';
 import { ExactCache } from './exact-cache.js';
 
-/** What a listing keeps: its response body, or its page with what else the statement returned. */
-type ListingAnswer = string | { page: string };
+/** What a listing keeps: its response body's bytes, or its page with what else the statement returned. */
+type ListingAnswer = Buffer | { page: string };
 
 /**
  * Pages of a listing kept in memory, exactly (src/db/exact-cache.ts): a listing asked again
@@ -13,7 +13,7 @@ type ListingAnswer = string | { page: string };
  * whose deletes cascade into them (foreign keys change rows without a write naming them);
  * workspaces and organizations, which cascade into every listed row, are always added.
  */
-export function listingCache<Answer extends ListingAnswer = string>(tables: readonly string[]) {
+export function listingCache<Answer extends ListingAnswer = Buffer>(tables: readonly string[]) {
   const caches = new WeakMap<Db, ExactCache<Answer> | null>();
   /** `version`: the data_version the request read at authentication (ExactCache.get). */
   return async (db: Db, key: string, load: () => Promise<Answer>, version?: number): Promise<Answer> => {
@@ -29,10 +29,9 @@ export function listingCache<Answer extends ListingAnswer = string>(tables: read
 
 const OWNERS = ['workspaces', 'organizations'];
 
-/** Per listing and database: the few pages clients ask again and again, within 16 MB of text. */
+/** Per listing and database: the few pages clients ask again and again, within 16 MB of bodies. */
 const LIMITS = {
   entries: 1000,
   weight: 16 * 1024 * 1024,
-  weigh: (answer: unknown) =>
-    (typeof answer === 'string' ? answer : (answer as { page: string }).page).length,
+  weigh: (answer: unknown) => (Buffer.isBuffer(answer) ? answer : (answer as { page: string }).page).length,
 };

@@ -39,7 +39,7 @@ export async function listAgents(
   models: ModelRegistry,
   access: WorkspaceAccess,
   page: Page,
-): Promise<string> {
+): Promise<Buffer> {
   const query = {
     workspaceId: access.workspaceId,
     limit: page.limit,

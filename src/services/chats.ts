@@ -111,7 +111,7 @@ export interface ChatListRequest {
 }
 
 /**
- * A page of chats: the listing's `data` as JSON text, built by the database (each chat as
+ * A page of chats: the listing's response body (its UTF-8 bytes), its `data` built by the database (each chat as
  * `chatView`). Whether a reply runs is known here, not there: the page is rewritten only when
  * one of its chats has one.
  */
@@ -119,7 +119,7 @@ export async function listChats(
   deps: ChatsDeps,
   access: ChatsAccess,
   request: ChatListRequest,
-): Promise<string> {
+): Promise<Buffer> {
   const after = request.cursor
     ? decodeCursor(request.cursor, (v) => v.length === 2 && v.every((x) => typeof x === 'string'))
     : undefined;
@@ -147,7 +147,7 @@ interface ChatListing {
   ids: string[];
   pagination: string;
   /** The whole response body while none of the chats has a reply running. */
-  idleBody: string;
+  idleBody: Buffer;
 }
 
 /**
@@ -178,7 +178,7 @@ function chatListing(answer: { page: string; keys: readonly ChatPosition[] }, li
   return listing;
 }
 
-function listingBody(chats: string, pagination: string): string {
+function listingBody(chats: string, pagination: string): Buffer {
   return jsonDataBody(jsonObjectText({ chats, pagination }));
 }
 
@@ -266,14 +266,14 @@ const messagePages = listingCache(['messages', 'chats', 'agents']);
 
 /**
  * The latest messages before the cursor, oldest first (what `useChat({ messages })` takes), as
- * the response body's JSON text.
+ * the response body's UTF-8 bytes.
  */
 export async function listMessages(
   deps: ChatsDeps,
   access: ChatsAccess,
   chatId: string,
   request: { limit: number; cursor?: string },
-): Promise<string> {
+): Promise<Buffer> {
   const chat = await visibleChat(deps.db, access, chatId);
   const before = request.cursor
     ? decodeCursor(request.cursor, (v) => v.length === 1 && Number.isInteger(v[0]))
@@ -294,7 +294,7 @@ async function readMessagePage(
   chatId: string,
   beforePosition: number | undefined,
   limit: number,
-): Promise<string> {
+): Promise<Buffer> {
   const rows = await listChatMessagesPage(db, workspaceId, chatId, { beforePosition, limit });
   const hasMore = rows.length > limit;
   const page = rows.slice(0, limit).reverse();

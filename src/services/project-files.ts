@@ -531,7 +531,7 @@ function parentFolders(path: string): string[] {
 // List and tree
 
 /**
- * A page of a project's files: the listing's `data` as JSON text, built by the database (each
+ * A page of a project's files: the listing's response body (its UTF-8 bytes), its `data` built by the database (each
  * file as `projectFileView`).
  */
 export async function listProjectFiles(
@@ -541,7 +541,7 @@ export async function listProjectFiles(
   page: { limit?: number; offset?: number },
   /** The data_version the request read at authentication (`Principal.dataVersion`). */
   dataVersion?: number,
-): Promise<string> {
+): Promise<Buffer> {
   const offset = page.offset ?? 0;
   const key = JSON.stringify([workspaceId, projectId, page.limit ?? null, offset]);
   return fileListings(

@@ -69,10 +69,10 @@ export async function createProject(db: Db, clock: Clock, access: WorkspaceAcces
 }
 
 /**
- * The listing's response body as JSON text, its `data` built by the database (each project as
+ * The listing's response body (its UTF-8 bytes), its `data` built by the database (each project as
  * `projectView`); kept while no project changes (src/db/listing-cache.ts).
  */
-export async function listProjects(db: Db, access: WorkspaceAccess, archived = false): Promise<string> {
+export async function listProjects(db: Db, access: WorkspaceAccess, archived = false): Promise<Buffer> {
   return projectListings(
     db,
     JSON.stringify([access.workspaceId, archived]),

@@ -540,11 +540,11 @@ export async function sweepOrphanSkillObjects(
 }
 
 /**
- * A page of the skills the caller may see: the listing's response body as JSON text, its `data`
+ * A page of the skills the caller may see: the listing's response body (its UTF-8 bytes), its `data`
  * built by the database (each skill with its front matter `metadata` as JSON); kept while no
  * skill changes (src/db/listing-cache.ts).
  */
-export async function listSkills(db: Db, access: WorkspaceAccess, page: Page): Promise<string> {
+export async function listSkills(db: Db, access: WorkspaceAccess, page: Page): Promise<Buffer> {
   const { workspaceId } = access;
   const { userId } = access.principal;
   return skillListings(

@@ -168,6 +168,9 @@ const get = async (url: string) => {
   const res = await t.app.inject({ method: 'GET', url, headers });
   expect(res.statusCode).toBe(200);
   expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+  // Sent as bytes (jsonDataBody): the length counts the UTF-8 bytes of é 漢字 😀, not characters.
+  expect(Number(res.headers['content-length'])).toBe(res.rawPayload.length);
+  expect(res.rawPayload.toString('utf8')).toBe(res.body);
   return res.json();
 };
 
@@ -300,13 +303,12 @@ describe(`listings built as JSON by the database (${engineName})`, () => {
     const replies = {
       activeChats: async (ids: string[]) => new Set(ids.filter((id) => id === 'cht_json_3')),
     } as unknown as RunningReplies;
-    const { data } = JSON.parse(
-      await listChats(
-        { db: t.db, clock: () => new Date(), replies },
-        { workspaceId: 'wsp_main', viewer: chatViewer('usr_olivia', 'owner', null) },
-        { limit: 3 },
-      ),
+    const body = await listChats(
+      { db: t.db, clock: () => new Date(), replies },
+      { workspaceId: 'wsp_main', viewer: chatViewer('usr_olivia', 'owner', null) },
+      { limit: 3 },
     );
+    const { data } = JSON.parse(body.toString('utf8'));
     expect(data.chats.map((c: { id: string; active: boolean }) => [c.id, c.active])).toEqual([
       ['cht_json_4', false],
       ['cht_json_3', true],
