@@ -8,6 +8,7 @@ import {
 import { mapConcurrently } from '../concurrency.js';
 import { ApiError, errors } from '../errors.js';
 import type { ConversationMessage } from './chat-messages.js';
+import { networkErrorCode } from '../network-errors.js';
 
 /**
  * The most one file part's URL may bring when Atrium downloads it for a model that cannot read
@@ -37,17 +38,6 @@ function shownUrl(url: URL): string {
   return `${url.origin}${url.pathname}`;
 }
 
-/** The network error code (ECONNREFUSED, ENOTFOUND…) somewhere in the cause chain, if any. */
-function networkCode(error: unknown): string | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 6 && current; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && /^(?:E[A-Z]+|UND_ERR_[A-Z_]+)$/.test(code)) return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
 /**
  * Why a download failed, from known fields only: the SDK's own messages quote the whole URL,
  * query (a signed URL's signature) included.
@@ -61,7 +51,7 @@ function whyNot(error: unknown, timedOut: boolean, timeoutMs: number): string {
       return 'the address is not allowed';
     }
   }
-  const code = networkCode(error);
+  const code = networkErrorCode(error);
   return code ? `unreachable (${code})` : 'unreachable';
 }
 

@@ -86,7 +86,8 @@ export const ErrorBody = Type.Object(
 
 interface StatusDoc {
   description: string;
-  examples: Array<{ code: ErrorCode; message: string; details: Record<string, unknown> }>;
+  /** Named by code, or by `name` where a code has two examples. */
+  examples: Array<{ name?: string; code: ErrorCode; message: string; details: Record<string, unknown> }>;
 }
 
 /** Each error status: what it means and an example body with its real code and details. */
@@ -239,9 +240,16 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
     ],
   },
   503: {
-    description: 'Too many replies in progress on this process (`service_unavailable`); see `Retry-After`',
+    description:
+      'Try again shortly (`service_unavailable`, see `Retry-After`): storage or the database did not answer, or (chat routes) too many replies are in progress on this process',
     examples: [
       {
+        code: 'service_unavailable',
+        message: 'Storage or the database did not answer; try again shortly',
+        details: { retryAfterSeconds: 5 },
+      },
+      {
+        name: 'too_many_replies',
         code: 'service_unavailable',
         message: 'Too many replies are being generated right now; try again shortly',
         details: { retryAfterSeconds: 1 },
@@ -279,8 +287,10 @@ export function errorResponses(...statuses: number[]) {
 export function errorExamples(status: number): Record<string, { value: unknown }> | undefined {
   const doc = STATUS_DOCS[status];
   if (!doc) return undefined;
-  return Object.fromEntries(doc.examples.map((example) => [example.code, { value: example }]));
+  return Object.fromEntries(
+    doc.examples.map(({ name, ...example }) => [name ?? example.code, { value: example }]),
+  );
 }
 
 /** Statuses every authenticated `/v1` route can answer with. */
-export const COMMON_ERRORS = [400, 401, 404, 405, 408, 413, 415, 429, 431, 500] as const;
+export const COMMON_ERRORS = [400, 401, 404, 405, 408, 413, 415, 429, 431, 500, 503] as const;

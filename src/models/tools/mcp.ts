@@ -3,6 +3,7 @@ import type { ToolSet } from 'ai';
 import { z } from 'zod';
 import { type McpReach, privateAddressProblem, publicOnlyFetch } from './mcp-address.js';
 import type { ToolWarning } from './warnings.js';
+import { networkErrorCode } from '../../network-errors.js';
 
 export interface McpToolSpec {
   type: 'mcp';
@@ -111,22 +112,11 @@ async function listUsableTools(
 
 class SetupTimeout extends Error {}
 
-/** The network error code (ECONNREFUSED, ENOTFOUND…) somewhere in the cause chain, if any. */
-function networkCode(error: unknown): string | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 6 && current; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
 /** A server the agent may not reach (mcp-address.ts): refused before any request. */
 class NotPublic extends Error {}
 
 function describeFailure(spec: McpToolSpec, error: unknown, timeoutMs: number): ToolWarning {
-  if (error instanceof NotPublic || networkCode(error) === 'EADDRNOTPUBLIC') {
+  if (error instanceof NotPublic || networkErrorCode(error) === 'EADDRNOTPUBLIC') {
     return {
       tool: spec.name,
       code: 'mcp_not_allowed',
@@ -141,7 +131,7 @@ function describeFailure(spec: McpToolSpec, error: unknown, timeoutMs: number): 
       message: `MCP server did not answer within ${timeoutMs} ms`,
     };
   }
-  const code = networkCode(error);
+  const code = networkErrorCode(error);
   if (code || error instanceof TypeError) {
     return {
       tool: spec.name,
