@@ -170,7 +170,16 @@ function toModelPart(
   const mediaType = String(part.mediaType);
   const filename = typeof part.filename === 'string' ? part.filename : undefined;
   const label = filename ?? 'attachment';
-  if (URL.canParse(url) && unavailable.has(new URL(url).href)) {
+  if (!url.startsWith('data:') && !URL.canParse(url)) {
+    // `https://` alone passes the schema's prefix check and is no address: the AI SDK would send
+    // it to the provider as if it were base64 data. Stored chats may hold one (useChat resends
+    // them every turn), so it is named as a note rather than refused.
+    return {
+      type: 'text',
+      text: `<attachment name="${label}" type="${mediaType}" unavailable="not a valid URL" />`,
+    };
+  }
+  if (unavailable.has(new URL(url).href)) {
     // A stored message's file that no longer answers: named, so the model knows it was there.
     return {
       type: 'text',

@@ -78,4 +78,30 @@ describe('a file URL that cannot be downloaded (openai-compatible provider)', ()
     expect(JSON.stringify(res.json())).toContain('could not be downloaded');
     expect(upstream.requests.length).toBe(before);
   });
+
+  it('a file URL that is no address (`https://` alone) reaches the model as a note, never as data', async () => {
+    upstream.enqueue({ kind: 'text', text: 'I cannot see it' });
+    const before = upstream.requests.length;
+    const res = await post({
+      agentId: 'agt_plain',
+      messages: [
+        {
+          id: 'u1',
+          role: 'user',
+          parts: [
+            { type: 'text', text: 'what is on this picture?' },
+            // Passes the schema's prefix check; the AI SDK took it for base64 image data.
+            { type: 'file', url: 'https://', mediaType: 'image/png', filename: 'cat.png' },
+          ],
+        },
+      ],
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(upstream.requests.length).toBe(before + 1);
+    const sent = JSON.stringify(upstream.requests[before]!.body.messages);
+    expect(sent).not.toContain('image_url');
+    expect(sent).toContain(
+      '<attachment name=\\"cat.png\\" type=\\"image/png\\" unavailable=\\"not a valid URL\\" />',
+    );
+  });
 });
