@@ -29,11 +29,19 @@ const UNREACHABLE = new Set([
 ]);
 
 /**
+ * node-postgres and pg-pool give a connection the server dropped, or one not made within the
+ * pool's connect timeout, no code: their messages are all there is.
+ */
+const PG_CONNECTION_LOST =
+  /^(?:Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect)$/;
+
+/**
  * Whether a failure is a service Atrium depends on being unavailable for now, rather than a
  * fault of Atrium or of the request: S3 (or any store or database) unreachable or dropping the
  * connection, S3 answering 5xx or "slow down" (the AWS SDK's `$fault: 'server'`, after its own
- * retries), PostgreSQL refusing connections or shutting down (SQLSTATE class 08, 57P01–57P03,
- * 53300 too many connections), SQLite's database locked past its busy timeout.
+ * retries), PostgreSQL refusing or dropping connections or shutting down (the connection
+ * SQLSTATEs 08000, 08001, 08003, 08004, 08006, then 57P01–57P03 and 53300 too many connections;
+ * not 08P01, a statement Atrium got wrong), SQLite's database locked past its busy timeout.
  */
 export function isDependencyUnavailable(error: unknown): boolean {
   const code = networkErrorCode(error);
@@ -42,9 +50,11 @@ export function isDependencyUnavailable(error: unknown): boolean {
   for (let depth = 0; depth < 6 && current; depth++) {
     const { $fault, code: ownCode } = current as { $fault?: unknown; code?: unknown };
     if ($fault === 'server') return true;
-    if (typeof ownCode === 'string' && /^(?:08[0-9A-Z]{3}|57P0[123]|53300|SQLITE_BUSY\w*)$/.test(ownCode)) {
+    if (typeof ownCode === 'string' && /^(?:0800[0-46]|57P0[123]|53300|SQLITE_BUSY\w*)$/.test(ownCode)) {
       return true;
     }
+    const { message } = current as { message?: unknown };
+    if (typeof message === 'string' && PG_CONNECTION_LOST.test(message)) return true;
     current = (current as { cause?: unknown }).cause;
   }
   return false;

@@ -23,6 +23,8 @@ export interface ConversationMessage {
 const MEDIA_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9*][A-Za-z0-9!#$&^_.+*-]*(\s*;.*)?$/;
 /** http(s), or a data: URL with its comma (`data:[<media type>][;base64],<data>`). */
 const FILE_URL = /^(https?:|data:[^,]*,)/i;
+/** A data: URL, its scheme in any case (URL schemes are case-insensitive). */
+const DATA_URL = /^data:/i;
 
 /**
  * Leftovers a client may send: an assistant message with no parts is what `useChat` holds after
@@ -128,12 +130,12 @@ export function mergeHistory(
 }
 
 function decodeDataUrlText(url: string): string | undefined {
-  const match = /^data:([^,]*),(.*)$/s.exec(url);
+  const match = /^data:([^,]*),(.*)$/is.exec(url);
   if (!match) return undefined;
   const meta = match[1] ?? '';
   const payload = match[2] ?? '';
   try {
-    return meta.endsWith(';base64')
+    return meta.toLowerCase().endsWith(';base64')
       ? Buffer.from(payload, 'base64').toString('utf8')
       : decodeURIComponent(payload);
   } catch {
@@ -170,7 +172,7 @@ function toModelPart(
   const mediaType = String(part.mediaType);
   const filename = typeof part.filename === 'string' ? part.filename : undefined;
   const label = filename ?? 'attachment';
-  if (!url.startsWith('data:') && !URL.canParse(url)) {
+  if (!DATA_URL.test(url) && !URL.canParse(url)) {
     // `https://` alone passes the schema's prefix check and is no address: the AI SDK would send
     // it to the provider as if it were base64 data. Stored chats may hold one (useChat resends
     // them every turn), so it is named as a note rather than refused.
@@ -189,7 +191,7 @@ function toModelPart(
   if (mediaType.startsWith('image/') || mediaType === 'application/pdf') {
     return { type: 'file', url, mediaType, ...(filename ? { filename } : {}) };
   }
-  if (isTextLike(mediaType) && url.startsWith('data:')) {
+  if (isTextLike(mediaType) && DATA_URL.test(url)) {
     const text = decodeDataUrlText(url);
     if (text !== undefined)
       return {
@@ -199,7 +201,7 @@ function toModelPart(
   }
   return {
     type: 'text',
-    text: `<attachment name="${label}" type="${mediaType}" url="${url.startsWith('data:') ? 'data:…' : url}" />`,
+    text: `<attachment name="${label}" type="${mediaType}" url="${DATA_URL.test(url) ? 'data:…' : url}" />`,
   };
 }
 

@@ -142,6 +142,21 @@ describe('POST /v1/chat (JSON) on the provider path', () => {
     const rows = await chatRows(t.db, res.json().chatId);
     expect(JSON.parse(rows[0]!.parts)).toHaveLength(4);
   });
+
+  it('reads a text file whose data: URL is written in capitals (schemes are case-insensitive)', async () => {
+    const txt = `DATA:text/plain;BASE64,${Buffer.from('shouted body').toString('base64')}`;
+    const res = await chat({
+      agentId: 'agt_plain',
+      messages: [
+        { role: 'user', parts: [{ type: 'file', url: txt, mediaType: 'text/plain', filename: 'loud.txt' }] },
+      ],
+    });
+    expect(res.statusCode).toBe(200);
+    const content = upstream.lastRequest().body.messages?.[0]?.content;
+    expect(JSON.stringify(content)).toContain(
+      JSON.stringify('<attachment name="loud.txt" type="text/plain">\nshouted body\n</attachment>'),
+    );
+  });
 });
 
 describe('chat title', () => {

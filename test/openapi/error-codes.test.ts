@@ -76,4 +76,16 @@ describe('error codes in the OpenAPI document', () => {
     // Every code a route can answer with has an example (internal_error and the rest included).
     expect(Object.keys(ERROR_STATUS).filter((code) => !shown.has(code))).toEqual([]);
   });
+
+  it('lists 503 on every route that takes a key: storage or the database may not answer', () => {
+    const missing: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const secured = (operation as { security?: unknown[] }).security;
+        if (!secured || secured.length === 0) continue;
+        if (!operation.responses['503']) missing.push(`${method.toUpperCase()} ${path}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
 });

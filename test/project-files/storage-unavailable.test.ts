@@ -5,9 +5,11 @@
  * the answer names no endpoint. Other unknown failures stay a 500 that says nothing.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createTcpServer } from 'node:net';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/ids.js';
+import { toApiError } from '../../src/http/plugins/error-handler.js';
 import { isDependencyUnavailable } from '../../src/network-errors.js';
 import { S3ObjectStore } from '../../src/storage/s3-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
@@ -129,6 +131,8 @@ describe('which failures are a dependency being unavailable', () => {
       withCode('ENOENT'),
       withCode('EACCES'),
       withCode('23505'),
+      // A protocol violation (too many bind parameters) is a statement Atrium got wrong.
+      withCode('08P01'),
       withCode('SQLITE_CONSTRAINT_UNIQUE'),
       Object.assign(new Error('AccessDenied'), { $fault: 'client', $metadata: { httpStatusCode: 403 } }),
       undefined,
@@ -136,4 +140,36 @@ describe('which failures are a dependency being unavailable', () => {
       expect(isDependencyUnavailable(error)).toBe(false);
     }
   });
+});
+
+describe('PostgreSQL connections lost, as node-postgres reports them (no code, only a message)', () => {
+  /** A TCP server standing in for PostgreSQL: it closes each connection, or never answers. */
+  async function fakeDatabase(behaviour: 'close' | 'silent') {
+    const server = createTcpServer((socket) => {
+      if (behaviour === 'close') socket.once('data', () => socket.end());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { port: (server.address() as AddressInfo).port, close: () => server.close() };
+  }
+
+  for (const behaviour of ['close', 'silent'] as const) {
+    it(`a server that ${behaviour === 'close' ? 'drops the connection' : 'never answers'} is a 503`, async () => {
+      const database = await fakeDatabase(behaviour);
+      const pool = new pg.Pool({
+        connectionString: `postgres://atrium@127.0.0.1:${database.port}/atrium`,
+        connectionTimeoutMillis: 300,
+      });
+      try {
+        const failure = await pool.query('select 1').then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        expect(failure).toBeInstanceOf(Error);
+        expect(toApiError(failure).status, String((failure as Error).message)).toBe(503);
+      } finally {
+        await pool.end();
+        database.close();
+      }
+    });
+  }
 });

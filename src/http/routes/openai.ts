@@ -34,7 +34,7 @@ const OPENAI_STREAM_HEADERS = {
   'x-accel-buffering': 'no',
 };
 
-const LIST_ERRORS = [400, 401, 404, 405, 429, 500] as const;
+const LIST_ERRORS = [400, 401, 404, 405, 429, 500, 503] as const;
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];

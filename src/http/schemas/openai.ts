@@ -31,7 +31,7 @@ export function openAIErrorResponses(...statuses: number[]) {
     429: 'Per-key rate limit; `Retry-After`',
     500: 'Unexpected failure',
     502: 'The model provider failed',
-    503: 'Too many replies in progress; `Retry-After`',
+    503: 'Storage or the database did not answer, or (chat completions) too many replies in progress; `Retry-After`',
     504: 'The model provider did not answer in time',
   };
   const responses: Record<number, TSchema> = {};
