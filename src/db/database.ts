@@ -5,6 +5,7 @@ import { Kysely, Migrator, SqliteAdapter, SqliteDialect, sql, type Transaction }
 import pg from 'pg';
 import * as sqliteVec from 'sqlite-vec';
 import type { DatabaseConfig } from '../config.js';
+import { WalCheckpointer } from './wal-checkpointer.js';
 import { registerChangeSignals, SqliteChangeSignals } from './change-signals.js';
 import { migrations } from './migrations/index.js';
 import { PgChangeSignals, SignalledPostgresDialect } from './pg-change-signals.js';
@@ -45,12 +46,16 @@ function quoteIdent(name: string): string {
  * better-sqlite3 compiles a statement on every `prepare`, and Kysely prepares every query it runs;
  * compiling was a third of a list request's time. Kysely generates the same SQL text for the same
  * query shape, so a bounded cache of compiled statements keyed by that text removes the cost.
- * Reuse is safe: better-sqlite3 runs a statement to completion synchronously.
+ * Reuse is safe: better-sqlite3 runs a statement to completion synchronously. A statement that
+ * may write tells the checkpointer, which checkpoints the log a little later in its own thread.
  */
-function withStatementCache(sqlite: SQLite.Database, capacity = 500) {
+function withStatementCache(sqlite: SQLite.Database, checkpointer: WalCheckpointer, capacity = 500) {
   const cache = new Map<string, SQLite.Statement>();
   return {
-    close: () => sqlite.close(),
+    close: () => {
+      void checkpointer.close();
+      sqlite.close();
+    },
     prepare(sqlText: string) {
       let statement = cache.get(sqlText);
       if (!statement) {
@@ -58,6 +63,7 @@ function withStatementCache(sqlite: SQLite.Database, capacity = 500) {
         if (cache.size >= capacity) cache.delete(cache.keys().next().value!);
         cache.set(sqlText, statement);
       }
+      if (!statement.readonly) checkpointer.wrote();
       return statement;
     },
   };
@@ -71,6 +77,7 @@ function withStatementCache(sqlite: SQLite.Database, capacity = 500) {
  */
 const sqliteConnections = new WeakMap<Db, SQLite.Database>();
 const directStatements = new WeakMap<SQLite.Database, Map<string, SQLite.Statement>>();
+const checkpointers = new WeakMap<SQLite.Database, WalCheckpointer>();
 
 /**
  * A statement to run directly on `db`'s SQLite connection now, or undefined when that is not
@@ -87,7 +94,14 @@ export function directSqliteStatement(db: Executor, sqlText: string): SQLite.Sta
   if (!statements) directStatements.set(sqlite, (statements = new Map()));
   let statement = statements.get(sqlText);
   if (!statement) statements.set(sqlText, (statement = sqlite.prepare(sqlText)));
+  if (!statement.readonly) checkpointers.get(sqlite)?.wrote();
   return statement;
+}
+
+/** The checkpointer of a SQLite database's log (wal-checkpointer.ts); undefined on PostgreSQL. */
+export function walCheckpointerOf(db: Db): WalCheckpointer | undefined {
+  const sqlite = sqliteConnections.get(db);
+  return sqlite && checkpointers.get(sqlite);
 }
 
 /**
@@ -112,15 +126,23 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('synchronous = NORMAL');
     loadVectorExtension(sqlite);
+    // The log is checkpointed off the event loop's thread (wal-checkpointer.ts).
+    const checkpointer = new WalCheckpointer(sqlite, config.file);
+    checkpointers.set(sqlite, checkpointer);
     // Tells exact caches (src/db/exact-cache.ts) when data may have changed.
     const signals = new SqliteChangeSignals();
     const db = new Kysely<Database>({
-      dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
+      dialect: new SqliteDialect({ database: withStatementCache(sqlite, checkpointer) }),
       plugins: [signals],
     });
     registerChangeSignals(db as never, signals);
     sqliteConnections.set(db, sqlite);
-    return { db, dialect: 'sqlite', close: () => db.destroy() };
+    const close = async () => {
+      // The worker's connection first: the last one to close checkpoints and removes the log.
+      await checkpointer.close();
+      await db.destroy();
+    };
+    return { db, dialect: 'sqlite', close };
   }
 
   if (config.schema) {
