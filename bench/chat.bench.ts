@@ -139,10 +139,12 @@ async function cpuPerShortReply(pid: number, request: StreamRequest): Promise<nu
 
 /**
  * BENCH_CHAT_ONLY=concurrent runs only the many-slow-replies part (to profile its server);
- * BENCH_CHAT_ONLY=short only the server CPU per short reply of that part.
+ * BENCH_CHAT_ONLY=short only the server CPU per short reply of that part; BENCH_CHAT_ONLY=sequential
+ * only the parts before it (one request at a time, and the long reply).
  */
 const ONLY_CONCURRENT = process.env.BENCH_CHAT_ONLY === 'concurrent';
 const ONLY_SHORT = process.env.BENCH_CHAT_ONLY === 'short';
+const ONLY_SEQUENTIAL = process.env.BENCH_CHAT_ONLY === 'sequential';
 /** Replies each client of the steady-state run asks for, back to back. */
 const STEADY_REPLIES_PER_CLIENT = 3;
 
@@ -319,7 +321,7 @@ export async function run(report: Report) {
     );
     // The in-process server is done; the concurrent run uses a server process of its own.
     await app.close();
-    await concurrentReplies(report, upstream);
+    if (!ONLY_SEQUENTIAL) await concurrentReplies(report, upstream);
   } finally {
     if (app.server.listening) await app.close();
     await database.close();

@@ -6,7 +6,7 @@ import type SQLite from 'better-sqlite3';
 /**
  * Issue 16: SQLite checkpoints its write-ahead log on the connection whose commit takes the log
  * past 1,000 pages: it copies the pages into the database file and syncs both files, in that
- * commit. On the service's one connection that is the event loop's thread, stalled 15–50 ms
+ * commit. On the service's one connection that is the event loop's thread, stalled 6–29 ms
  * every few dozen stored replies (measured with strace during chat.bench's 200 streams): every
  * token of every running reply waited for it. So the service's connection never checkpoints
  * (`wal_autocheckpoint = 0`); a second connection in a worker thread runs a passive checkpoint
