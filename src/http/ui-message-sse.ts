@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from 'ai';
+import { TextBuilder } from '../text-builder.js';
 
 function drainOrClose(response: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
@@ -173,7 +174,7 @@ const REPLAY_BATCH_MS = 100;
 export class LiveEventStream implements TextTarget {
   private replayController: ReadableStreamDefaultController<string> | undefined;
   /** Text not yet added to the replay, and the timer that adds it. */
-  private forReplay = '';
+  private forReplay = new TextBuilder();
   private replayTimer: NodeJS.Timeout | undefined;
   private waiting: string[] | undefined = [];
   private closed = false;
@@ -207,7 +208,7 @@ export class LiveEventStream implements TextTarget {
 
   text(piece: string): void {
     if (this.replayController) {
-      this.forReplay += piece;
+      this.forReplay.add(piece);
       this.replayTimer ??= setTimeout(this.addToReplay, REPLAY_BATCH_MS);
     }
     if (this.waiting) this.waiting.push(piece);
@@ -225,9 +226,10 @@ export class LiveEventStream implements TextTarget {
   private readonly addToReplay = (): void => {
     clearTimeout(this.replayTimer);
     this.replayTimer = undefined;
-    const text = this.forReplay;
+    // The replay keeps the text until the reply ends: as one string per batch, not per event.
+    const text = this.forReplay.toString();
     if (text === '') return;
-    this.forReplay = '';
+    this.forReplay = new TextBuilder();
     this.toReplay((controller) => controller.enqueue(text));
   };
 

@@ -1,4 +1,5 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { TextBuilder } from '../text-builder.js';
 
 /*
  * Issue 16: a model's tokens, taken from an OpenAI-style event stream before the provider parses
@@ -124,7 +125,7 @@ export class TextEventFilter {
   private given = 0;
   /** Whether the last event given was plain text (the provider's text part is running). */
   private lastGivenPlain = false;
-  private holding: { after: number; text: string } | undefined;
+  private holding: { after: number; text: TextBuilder } | undefined;
 
   constructor(private readonly listener: TextEventListener) {}
 
@@ -150,8 +151,8 @@ export class TextEventFilter {
     const plain = event.event === undefined ? plainText(event.data) : undefined;
     if (plain && (this.holding || this.lastGivenPlain)) {
       const text = plain.choices[0].delta.content;
-      this.holding ??= { after: this.given, text: '' };
-      this.holding.text += text;
+      this.holding ??= { after: this.given, text: new TextBuilder() };
+      this.holding.text.add(text);
       this.listener.held(this.holding.after, text);
       return;
     }
@@ -171,7 +172,9 @@ export class TextEventFilter {
     const holding = this.holding;
     if (!holding) return;
     this.holding = undefined;
-    const joined = { choices: [{ index: 0, delta: { content: holding.text }, finish_reason: null }] };
+    const joined = {
+      choices: [{ index: 0, delta: { content: holding.text.toString() }, finish_reason: null }],
+    };
     this.out += `data: ${JSON.stringify(joined)}\n\n`;
     this.given++;
     this.lastGivenPlain = true;

@@ -1,6 +1,7 @@
 import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { wrapLanguageModel } from 'ai';
 import { stepSignalFor, type TextEventListener, textEventsAllowed } from '../models/text-events.js';
+import { TextBuilder } from '../text-builder.js';
 
 /**
  * Text deltas taken straight from the provider's stream to the reply's reader, around the AI
@@ -82,12 +83,12 @@ export class DirectText {
     /** The text part whose start was the last part passed on (deltas may go direct). */
     let opened: { providerId: string; n: number } | undefined;
     /** The text part whose deltas are going direct, with its text so far. */
-    let direct: { providerId: string; n: number; text: string } | undefined;
+    let direct: { providerId: string; n: number; text: TextBuilder } | undefined;
     const endDirect = (controller: ReadableStreamDefaultController<LanguageModelV3StreamPart>) => {
       if (!direct) return;
-      if (direct.text !== '') {
+      if (direct.text.length > 0) {
         this.joined.set(direct.n, true);
-        controller.enqueue({ type: 'text-delta', id: direct.providerId, delta: direct.text });
+        controller.enqueue({ type: 'text-delta', id: direct.providerId, delta: direct.text.toString() });
       }
       direct = undefined;
     };
@@ -103,9 +104,10 @@ export class DirectText {
         return true;
       }
       if (direct?.providerId === part.id) {
-        direct.text += part.delta;
+        direct.text.add(part.delta);
       } else if (opened?.providerId === part.id) {
-        direct = { providerId: part.id, n: opened.n, text: part.delta };
+        direct = { providerId: part.id, n: opened.n, text: new TextBuilder() };
+        direct.text.add(part.delta);
         opened = undefined;
         this.joined.set(direct.n, false);
       } else {

@@ -1,27 +1,40 @@
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
+import { TextBuilder } from '../text-builder.js';
 import type { ChatMessageMetadata } from './chat.js';
 
 type Chunk = UIMessageChunk<ChatMessageMetadata>;
 
 /**
  * The UI message chunks of a reply, kept to build the stored message at its end: consecutive
- * text deltas of one part are joined as they arrive, so a long reply keeps one string per part.
+ * text deltas of one part are joined as they arrive (text-builder.ts), so a long reply keeps a
+ * few strings per part.
  */
 export class KeptChunks {
   private readonly chunks: Chunk[] = [];
-  /** The last kept chunk when it is a text delta, still growing. */
-  private text: { type: 'text-delta'; id: string; delta: string } | undefined;
+  /** The last kept chunk when it is a text delta, with its text still growing. */
+  private text:
+    { chunk: { type: 'text-delta'; id: string; delta: string }; builder: TextBuilder } | undefined;
 
   add(chunk: Chunk): void {
     if (chunk.type !== 'text-delta') {
-      this.text = undefined;
+      this.endText();
       this.chunks.push(chunk);
-    } else if (this.text?.id === chunk.id) {
-      this.text.delta += chunk.delta;
+    } else if (this.text?.chunk.id === chunk.id) {
+      this.text.builder.add(chunk.delta);
     } else {
-      this.text = { type: 'text-delta', id: chunk.id, delta: chunk.delta };
-      this.chunks.push(this.text);
+      this.endText();
+      const kept = { type: 'text-delta' as const, id: chunk.id, delta: '' };
+      this.text = { chunk: kept, builder: new TextBuilder() };
+      this.text.builder.add(chunk.delta);
+      this.chunks.push(kept);
     }
+  }
+
+  /** The growing text delta gets its whole text. */
+  private endText(): void {
+    if (!this.text) return;
+    this.text.chunk.delta = this.text.builder.toString();
+    this.text = undefined;
   }
 
   /**
@@ -31,6 +44,7 @@ export class KeptChunks {
    * reply (BENCHMARKS.md, 2026-11-28 18:15). Any other chunk goes through the reader.
    */
   async parts(): Promise<unknown[]> {
+    this.endText();
     return textOnlyParts(this.chunks) ?? (await readerParts(this.chunks));
   }
 }
