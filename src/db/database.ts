@@ -53,7 +53,7 @@ function withStatementCache(sqlite: SQLite.Database, checkpointer: WalCheckpoint
   const cache = new Map<string, SQLite.Statement>();
   return {
     close: () => {
-      void checkpointer.close();
+      checkpointer.closeNow();
       sqlite.close();
     },
     prepare(sqlText: string) {
@@ -63,7 +63,8 @@ function withStatementCache(sqlite: SQLite.Database, checkpointer: WalCheckpoint
         if (cache.size >= capacity) cache.delete(cache.keys().next().value!);
         cache.set(sqlText, statement);
       }
-      if (!statement.readonly) checkpointer.wrote();
+      // A transaction's writes may end long after they began: its commit asks again.
+      if (!statement.readonly || sqlText === 'commit') checkpointer.wrote();
       return statement;
     },
   };
@@ -138,7 +139,7 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     registerChangeSignals(db as never, signals);
     sqliteConnections.set(db, sqlite);
     const close = async () => {
-      // The worker's connection first: the last one to close checkpoints and removes the log.
+      // The worker first, then what is left of the log, while the connection is still open.
       await checkpointer.close();
       await db.destroy();
     };
