@@ -143,8 +143,8 @@ export class WalCheckpointer {
     try {
       this.worker ??= this.start();
       this.worker.postMessage('checkpoint');
-    } catch {
-      this.fallBack(this.worker);
+    } catch (error) {
+      this.fallBack(this.worker, error);
     }
   };
 
@@ -158,16 +158,27 @@ export class WalCheckpointer {
       for (const listener of this.listeners)
         listener({ log: message.log, checkpointed: message.checkpointed });
     });
-    worker.on('error', () => this.fallBack(worker));
+    worker.on('error', (error) => this.fallBack(worker, error));
     worker.on('exit', () => this.fallBack(worker));
     return worker;
   }
 
-  /** The worker failed (or could not start): the connection checkpoints for itself again. */
-  private fallBack(worker: Worker | undefined): void {
+  /**
+   * The worker failed (or could not start): the connection checkpoints for itself again, and
+   * the process says so once (a Node warning, on stderr: the database layer has no logger).
+   */
+  private fallBack(worker: Worker | undefined, error?: unknown): void {
     if (this.closing || this.worker !== worker) return;
     this.failed = true;
     this.worker = undefined;
     if (this.sqlite.open) this.sqlite.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
+    // A worker's error arrives serialized: better-sqlite3's own errors as their code alone.
+    const detail = error as { message?: unknown; code?: unknown } | undefined;
+    const cause = detail?.message ?? detail?.code;
+    const reason = cause === undefined ? '' : `: ${String(cause)}`;
+    process.emitWarning(
+      `SQLite log checkpoints run on the service's connection again: the checkpoint worker failed${reason}`,
+      { code: 'ATRIUM_WAL_CHECKPOINTER' },
+    );
   }
 }

@@ -90,10 +90,20 @@ describe('SQLite log checkpoints (issue 16)', () => {
     // The worker opens only an existing file: this one is not there, so it fails at once.
     const checkpointer = new WalCheckpointer(sqlite, `${file}.missing`, { delayMs: 10 });
     expect(sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    const warned = new Promise<Error>((resolve) => {
+      const onWarning = (warning: Error & { code?: string }) => {
+        if (warning.code !== 'ATRIUM_WAL_CHECKPOINTER') return;
+        process.off('warning', onWarning);
+        resolve(warning);
+      };
+      process.on('warning', onWarning);
+    });
     checkpointer.wrote();
     await expect
       .poll(() => sqlite.pragma('wal_autocheckpoint', { simple: true }), { timeout: 10_000 })
       .toBe(1000);
+    // The operator is told once, with the cause.
+    expect((await warned).message).toMatch(/checkpoint worker failed: SQLITE_CANTOPEN/);
     await checkpointer.close();
   });
 
