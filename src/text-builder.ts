@@ -28,11 +28,12 @@ export class TextBuilder {
   }
 
   toString(): string {
-    const text = this.blocks.join('') + this.pieces.join('');
-    // One block from here on, so reading it again does not join it again.
+    if (this.pieces.length > 0) this.blocks.push(this.pieces.join(''));
+    this.pieces = [];
+    // One flat string (a join, not a `+` of two), kept as the one block from here on.
+    const text = this.blocks.join('');
     this.blocks.length = 0;
     if (text !== '') this.blocks.push(text);
-    this.pieces = [];
     return text;
   }
 }
