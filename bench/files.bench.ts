@@ -75,7 +75,12 @@ async function startServer(dataDir: string, kind: 'atrium' | 'bare' = 'atrium') 
       DATABASE_URL: '',
       BARE_UPLOAD_DIR: dataDir,
     },
-    execArgv: ['--import', 'tsx'],
+    // BENCH_ATRIUM_ARGS: node options for Atrium's process (e.g. a CPU profile), as load.ts takes them.
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(kind === 'atrium' ? (process.env.BENCH_ATRIUM_ARGS?.split(' ').filter(Boolean) ?? []) : []),
+    ],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const url = await new Promise<string>((resolve, reject) => {
