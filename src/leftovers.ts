@@ -6,8 +6,10 @@ import { sweepOrphanSkillObjects } from './services/skills.js';
 import type { ObjectStore } from './storage/object-store.js';
 
 /**
- * How old a leftover must be before it is removed: no upload or skill import takes an hour, and
- * a younger one may belong to a request still running on another process sharing the storage.
+ * How long a leftover must have gone unwritten before it is removed: a younger one may belong to
+ * a request still running on another process sharing the storage. An upload may take longer
+ * than this on a slow link, but writes at least every body timeout (body-deadline.ts), so its
+ * temp file or spool part never looks this old.
  */
 export const LEFTOVER_GRACE_MS = 60 * 60 * 1000;
 

@@ -163,8 +163,15 @@ function entryName(entry: Entry): string {
   return yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, raw, entry.extraFields, true);
 }
 
+/**
+ * What a failure to read the archive is: the client's (not a zip, truncated, corrupt) or, when
+ * a file operation failed (ENOENT, EMFILE, EIO: an error with a `syscall`), the server's, which
+ * goes on as it is: never the client's `invalid_archive`, and never a server path in its message.
+ */
 const unreadable = (error: unknown) =>
-  new ArchiveProblem('invalid_archive', `not a readable zip archive (${(error as Error).message})`);
+  (error as NodeJS.ErrnoException | undefined)?.syscall !== undefined
+    ? error
+    : new ArchiveProblem('invalid_archive', `not a readable zip archive (${(error as Error).message})`);
 
 /**
  * Opens a zip file and reads its central directory (nothing is inflated). Throws ArchiveProblem

@@ -180,19 +180,35 @@ export function skillUploadRoot(dataDir: string): string {
 }
 
 /**
- * Removes request directories a crashed process left behind. Only old ones: another process
- * sharing the data dir may be spooling right now, and no upload takes an hour.
+ * Removes request directories a crashed process left behind. Only those not written to for
+ * `olderThanMs`: another process sharing the data dir may be spooling right now. A live upload
+ * writes to its newest part at least every body timeout (body-deadline.ts: no pause over it),
+ * but may run longer than an hour on a slow link (32 MiB at the minimum rate), and the
+ * directory's own time changes only when a part is created: so the newest time of the directory
+ * and its parts decides.
  */
 export async function sweepStaleUploads(root: string, olderThanMs: number, now: Date): Promise<number> {
   let removed = 0;
   for (const name of await unlessMissing(readdir(root), [])) {
     if (!name.startsWith('req-')) continue;
     const dir = path.join(root, name);
+    const written = await lastWritten(dir);
     // Gone meanwhile (its request ended, another process swept it): nothing to do.
-    const info = await unlessMissing(stat(dir), undefined);
-    if (!info || now.getTime() - info.mtimeMs < olderThanMs) continue;
+    if (written === undefined || now.getTime() - written < olderThanMs) continue;
     await rm(dir, { recursive: true, force: true });
     removed++;
   }
   return removed;
+}
+
+/** When a request's spool directory was last written to: its own time or its newest part's. */
+async function lastWritten(dir: string): Promise<number | undefined> {
+  const info = await unlessMissing(stat(dir), undefined);
+  if (!info) return undefined;
+  let newest = info.mtimeMs;
+  for (const name of await unlessMissing(readdir(dir), [])) {
+    const part = await unlessMissing(stat(path.join(dir, name)), undefined);
+    if (part && part.mtimeMs > newest) newest = part.mtimeMs;
+  }
+  return newest;
 }

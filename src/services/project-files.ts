@@ -303,7 +303,7 @@ async function compareWithRecord(
   info: ObjectInfo,
   uploading: boolean,
 ): Promise<{ changed: boolean; mediaType?: string; objectModifiedAt?: string | null }> {
-  if (info.etag !== row.etag || info.size !== Number(row.size_bytes)) return { changed: true };
+  if (listedOtherBytes(row, info)) return { changed: true };
   if (info.contentType !== undefined) {
     const mediaType = await mediaTypeOf(store, info, row.name);
     return mediaType === row.mime_type ? { changed: false } : { changed: true, mediaType };
@@ -313,6 +313,11 @@ async function compareWithRecord(
   const mediaType = await mediaTypeOf(store, info, row.name);
   if (mediaType !== row.mime_type) return { changed: true, mediaType };
   return { changed: false, objectModifiedAt: row.object_modified_at === modifiedAt ? undefined : modifiedAt };
+}
+
+/** Whether a listed object holds other bytes than its record says (the first test of compareWithRecord). */
+function listedOtherBytes(row: ProjectFileRow, info: ObjectInfo): boolean {
+  return info.etag !== row.etag || info.size !== Number(row.size_bytes);
 }
 
 /** The time to record for an object (see {@link compareWithRecord}): none while it is uploading. */
@@ -397,11 +402,15 @@ async function reconcileProjectFiles(
   const prefix = projectStoragePrefix(workspaceId, projectId);
   const rows = await listProjectFileRows(db, workspaceId, projectId);
   const registered = new Set(rows.map((row) => row.path));
-  // An object listed without a record may have been deleted since (its record with it), and a
-  // record whose object was not listed may have got one since: what storage says now decides.
+  // An object listed without a record may have been deleted since (its record with it), a
+  // record whose object was not listed may have got one since, and a record whose object listed
+  // other bytes may have been brought up to date since by another sync (with a replacement the
+  // listing came too early for): what storage says now decides.
   const objects = new Map(listed);
   const disputed = [
-    ...rows.filter((row) => !listed.has(row.path)).map((row) => row.path),
+    ...rows
+      .filter((row) => !listed.has(row.path) || listedOtherBytes(row, listed.get(row.path)!))
+      .map((row) => row.path),
     ...[...listed.keys()].filter((path) => !registered.has(path)),
   ];
   await mapConcurrently(disputed, 16, async (path) => {

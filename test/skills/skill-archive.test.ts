@@ -171,6 +171,27 @@ describe('planArchive', () => {
   });
 });
 
+describe('an archive that cannot be read', () => {
+  it('is the client’s invalid_archive when the bytes are not a zip', async () => {
+    const failure = await planArchive(
+      await writeZip(Buffer.from('not a zip at all')),
+      DEFAULT_ARCHIVE_LIMITS,
+    ).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ArchiveProblem);
+    expect((failure as ArchiveProblem).code).toBe('invalid_archive');
+  });
+
+  it('is the server’s own error, not invalid_archive, when the file cannot be opened', async () => {
+    // The spool file gone (swept, a full disk, too many open files): not the client's archive,
+    // and its path must not reach the client in an archive error's message.
+    const failure = await planArchive(path.join(dir, 'missing.zip'), DEFAULT_ARCHIVE_LIMITS).catch(
+      (error: unknown) => error,
+    );
+    expect(failure).not.toBeInstanceOf(ArchiveProblem);
+    expect((failure as NodeJS.ErrnoException).code).toBe('ENOENT');
+  });
+});
+
 describe('verifySkillContent', () => {
   it('returns the SKILL.md text after inflating every file', async () => {
     const archive = await planArchive(
@@ -320,7 +341,7 @@ describe('multipart errors', () => {
 });
 
 describe('sweepStaleUploads', () => {
-  it('removes request directories older than the limit and keeps recent ones', async () => {
+  it('removes request directories not written to within the limit and keeps the others', async () => {
     const { sweepStaleUploads } = await import('../../src/http/skill-upload-spool.js');
     const { mkdirSync, utimesSync, readdirSync } = await import('node:fs');
     const root = path.join(dir, 'uploads');
@@ -328,10 +349,15 @@ describe('sweepStaleUploads', () => {
     writeFileSync(path.join(root, 'req-old', 'part-0'), 'x');
     mkdirSync(path.join(root, 'req-new'));
     mkdirSync(path.join(root, 'unrelated'));
+    // A slow upload's directory, made two hours ago, whose part is still being written to.
+    mkdirSync(path.join(root, 'req-slow'));
+    writeFileSync(path.join(root, 'req-slow', 'part-0'), 'x');
     const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+    utimesSync(path.join(root, 'req-old', 'part-0'), twoHoursAgo, twoHoursAgo);
     utimesSync(path.join(root, 'req-old'), twoHoursAgo, twoHoursAgo);
+    utimesSync(path.join(root, 'req-slow'), twoHoursAgo, twoHoursAgo);
     expect(await sweepStaleUploads(root, 3600_000, new Date())).toBe(1);
-    expect(readdirSync(root).sort()).toEqual(['req-new', 'unrelated']);
+    expect(readdirSync(root).sort()).toEqual(['req-new', 'req-slow', 'unrelated']);
     expect(await sweepStaleUploads(path.join(dir, 'missing'), 3600_000, new Date())).toBe(0);
   });
 });
