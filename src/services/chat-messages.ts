@@ -61,6 +61,17 @@ export function validateIncomingMessages(messages: IncomingMessage[]): void {
         }
         if (typeof part.mediaType !== 'string' || !MEDIA_TYPE.test(part.mediaType)) {
           issues.push({ path: `${at}.mediaType`, message: 'must be a media type such as image/png' });
+        } else if (typeof part.url === 'string' && DATA_URL.test(part.url)) {
+          // The AI SDK sends a data: URL's bytes under the type written in the URL, not the part's.
+          const own = dataUrlMediaType(part.url);
+          if (!URL.canParse(part.url)) {
+            issues.push({ path: `${at}.url`, message: 'must be a valid data: URL' });
+          } else if (own !== '' && own !== essence(part.mediaType)) {
+            issues.push({
+              path: `${at}.url`,
+              message: `is a data: URL of ${own}, and the part's mediaType is ${part.mediaType}: they must agree`,
+            });
+          }
         }
         if (part.filename !== undefined && typeof part.filename !== 'string') {
           issues.push({ path: `${at}.filename`, message: 'must be a string' });
@@ -129,6 +140,28 @@ export function mergeHistory(
   return { conversation: [...stored, ...added], added };
 }
 
+/** A media type without its parameters, in lower case (`Text/Plain; charset=x` → `text/plain`). */
+function essence(mediaType: string): string {
+  return (mediaType.split(';')[0] ?? '').trim().toLowerCase();
+}
+
+/** The media type a data: URL names for its bytes, without parameters; '' when it names none. */
+function dataUrlMediaType(url: string): string {
+  return essence(/^data:([^,]*),/i.exec(url)?.[1] ?? '');
+}
+
+/**
+ * A data: URL naming the part's media type: the AI SDK takes the URL's own (empty, or another
+ * one in a message stored before the rule above) over the part's.
+ */
+function withPartMediaType(url: string, mediaType: string): string {
+  if (dataUrlMediaType(url) === essence(mediaType)) return url;
+  const match = /^data:([^,]*),(.*)$/is.exec(url);
+  if (!match) return url;
+  const base64 = (match[1] ?? '').toLowerCase().endsWith(';base64');
+  return `data:${essence(mediaType)}${base64 ? ';base64' : ''},${match[2] ?? ''}`;
+}
+
 function decodeDataUrlText(url: string): string | undefined {
   const match = /^data:([^,]*),(.*)$/is.exec(url);
   if (!match) return undefined;
@@ -172,10 +205,10 @@ function toModelPart(
   const mediaType = String(part.mediaType);
   const filename = typeof part.filename === 'string' ? part.filename : undefined;
   const label = filename ?? 'attachment';
-  if (!DATA_URL.test(url) && !URL.canParse(url)) {
-    // `https://` alone passes the schema's prefix check and is no address: the AI SDK would send
-    // it to the provider as if it were base64 data. Stored chats may hold one (useChat resends
-    // them every turn), so it is named as a note rather than refused.
+  if (!URL.canParse(url)) {
+    // `https://` alone (or `data://[x,…`) passes the schema's prefix check and is no address:
+    // the AI SDK would send it to the provider as if it were base64 data, or fail. Stored chats
+    // may hold one (useChat resends them every turn), so it is named as a note, not refused.
     return {
       type: 'text',
       text: `<attachment name="${label}" type="${mediaType}" unavailable="not a valid URL" />`,
@@ -189,7 +222,8 @@ function toModelPart(
     };
   }
   if (mediaType.startsWith('image/') || mediaType === 'application/pdf') {
-    return { type: 'file', url, mediaType, ...(filename ? { filename } : {}) };
+    const modelUrl = DATA_URL.test(url) ? withPartMediaType(url, mediaType) : url;
+    return { type: 'file', url: modelUrl, mediaType, ...(filename ? { filename } : {}) };
   }
   if (isTextLike(mediaType) && DATA_URL.test(url)) {
     const text = decodeDataUrlText(url);

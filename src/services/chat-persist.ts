@@ -11,6 +11,7 @@ import {
 import { addDailyUsage, addMonthUsage } from '../db/repositories/usage.js';
 import type { AgentRunTable, ChatTable, Database, MessageTable } from '../db/schema.js';
 import type { ConversationMessage } from './chat-messages.js';
+import { errors } from '../errors.js';
 import { newId } from '../ids.js';
 import { ledgerMonth } from './usage.js';
 
@@ -38,8 +39,10 @@ export async function storeTurn(db: Db, turn: Turn): Promise<void> {
     db.transaction().execute(async (trx) => {
       if (turn.newChat) await insertChat(trx, { ...turn.newChat, message_count: 0 });
       // Write before reading: the chat's row lock on PostgreSQL, the write lock on SQLite (a
-      // transaction that reads first cannot take it once another process has committed).
-      else await recordChatMessages(trx, turn.chatId, { added: 0, costUsd: 0, now });
+      // transaction that reads first cannot take it once another process has committed). A chat
+      // deleted since the request found it (while its tools connected) is gone for this turn too.
+      else if (!(await recordChatMessages(trx, turn.chatId, { added: 0, costUsd: 0, now })))
+        throw errors.notFound('Chat');
       const storedNow = turn.newChat
         ? undefined
         : await listChatMessageIds(trx, turn.workspaceId, turn.chatId);

@@ -207,9 +207,12 @@ async function runSubAgent(
     result.subUsage.costUsd += run.cost_usd;
     return answer.text;
   } catch (error) {
+    // The lead model and the stored reply get the same words as the sub-run's record and the
+    // client of a failed reply: never the provider's own error text (it may name keys, hosts).
+    const failure = upstreamFailure(error, false, deps.config.upstreamTimeoutMs);
     run.status = 'failed';
-    run.error = upstreamFailure(error, false, deps.config.upstreamTimeoutMs).message;
-    throw error;
+    run.error = failure.message;
+    throw failure;
   } finally {
     const ended = deps.clock();
     run.completed_at = ended.toISOString();
