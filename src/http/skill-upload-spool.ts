@@ -1,5 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { readdir, rm, stat } from 'node:fs/promises';
+import { readdir, rm, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type TransformCallback, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -181,11 +181,10 @@ export function skillUploadRoot(dataDir: string): string {
 
 /**
  * Removes request directories a crashed process left behind. Only those not written to for
- * `olderThanMs`: another process sharing the data dir may be spooling right now. A live upload
- * writes to its newest part at least every body timeout (body-deadline.ts: no pause over it),
- * but may run longer than an hour on a slow link (32 MiB at the minimum rate), and the
- * directory's own time changes only when a part is created: so the newest time of the directory
- * and its parts decides.
+ * `olderThanMs`: another process sharing the data dir may be spooling right now, and an upload
+ * may run longer than an hour on a slow link (32 MiB at the minimum rate). A running request
+ * marks its directory every few minutes (keepSpoolFresh), and a part being written is newer
+ * than its directory: the newest time of the directory and its parts decides.
  */
 export async function sweepStaleUploads(root: string, olderThanMs: number, now: Date): Promise<number> {
   let removed = 0;
@@ -199,6 +198,24 @@ export async function sweepStaleUploads(root: string, olderThanMs: number, now: 
     removed++;
   }
   return removed;
+}
+
+/** How often a running request marks its spool directory as in use: well within the sweep's hour. */
+const SPOOL_FRESH_EVERY_MS = 5 * 60 * 1000;
+
+/**
+ * Marks a request's spool directory as in use (its time set to now) every `everyMs` until
+ * stopped: a request may read a part it does not keep, or process its archive, for a long time
+ * without writing a part, and the sweep must not take its spool meanwhile.
+ */
+export function keepSpoolFresh(dir: string, everyMs = SPOOL_FRESH_EVERY_MS): { stop(): void } {
+  const timer = setInterval(() => {
+    const now = new Date();
+    // Gone (the request removed it) or unwritable: the sweep's own checks still hold.
+    utimes(dir, now, now).catch(() => undefined);
+  }, everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }
 
 /** When a request's spool directory was last written to: its own time or its newest part's. */

@@ -66,10 +66,10 @@ export function validateIncomingMessages(messages: IncomingMessage[]): void {
           const own = dataUrlMediaType(part.url);
           if (!URL.canParse(part.url)) {
             issues.push({ path: `${at}.url`, message: 'must be a valid data: URL' });
-          } else if (own !== '' && own !== essence(part.mediaType)) {
+          } else if (sentAsFile(part.mediaType) && own !== '' && !sentAsFile(own)) {
             issues.push({
               path: `${at}.url`,
-              message: `is a data: URL of ${own}, and the part's mediaType is ${part.mediaType}: they must agree`,
+              message: `is a data: URL of ${own}, which cannot be given to the model as ${part.mediaType}`,
             });
           }
         }
@@ -150,16 +150,29 @@ function dataUrlMediaType(url: string): string {
   return essence(/^data:([^,]*),/i.exec(url)?.[1] ?? '');
 }
 
+/** Whether a part of this media type is given to the model as a file (images and PDFs). */
+function sentAsFile(mediaType: string): boolean {
+  const type = essence(mediaType);
+  return type.startsWith('image/') || type === 'application/pdf';
+}
+
 /**
- * A data: URL naming the part's media type: the AI SDK takes the URL's own (empty, or another
- * one in a message stored before the rule above) over the part's.
+ * The data: URL to give the model for an image or PDF part, or undefined when it holds nothing
+ * the model can take as a file. The AI SDK sends the bytes under the type the URL names, as
+ * written, and providers compare it case by case: so the URL names its own type in lower case,
+ * or the part's when it names none. A URL of another kind (stored before such parts were refused,
+ * or naming no type for a part typed `image/*`) is not sent.
  */
-function withPartMediaType(url: string, mediaType: string): string {
-  if (dataUrlMediaType(url) === essence(mediaType)) return url;
+function fileDataUrl(url: string, mediaType: string): string | undefined {
   const match = /^data:([^,]*),(.*)$/is.exec(url);
-  if (!match) return url;
-  const base64 = (match[1] ?? '').toLowerCase().endsWith(';base64');
-  return `data:${essence(mediaType)}${base64 ? ';base64' : ''},${match[2] ?? ''}`;
+  if (!match) return undefined;
+  const meta = match[1] ?? '';
+  const own = essence(meta);
+  const type = own !== '' ? own : essence(mediaType);
+  if (!sentAsFile(type) || type.includes('*')) return undefined;
+  const named = meta.split(';')[0] ?? '';
+  if (named === type) return url;
+  return `data:${type}${meta.slice(named.length)},${match[2] ?? ''}`;
 }
 
 function decodeDataUrlText(url: string): string | undefined {
@@ -222,7 +235,13 @@ function toModelPart(
     };
   }
   if (mediaType.startsWith('image/') || mediaType === 'application/pdf') {
-    const modelUrl = DATA_URL.test(url) ? withPartMediaType(url, mediaType) : url;
+    const modelUrl = DATA_URL.test(url) ? fileDataUrl(url, mediaType) : url;
+    if (modelUrl === undefined) {
+      return {
+        type: 'text',
+        text: `<attachment name="${label}" type="${mediaType}" unavailable="its data: URL holds no ${mediaType}" />`,
+      };
+    }
     return { type: 'file', url: modelUrl, mediaType, ...(filename ? { filename } : {}) };
   }
   if (isTextLike(mediaType) && DATA_URL.test(url)) {

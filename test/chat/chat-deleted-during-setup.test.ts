@@ -8,12 +8,7 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatRows, chatSetup, postChat, userText } from './fixtures.js';
 import { startRawMcpServer } from './raw-mcp-server.js';
-
-function deferred() {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
+import { deferred } from '../helpers/deferred.js';
 
 const connecting = deferred(); // the turn reached its MCP connect (its chat was found by then)
 const release = deferred();

@@ -9,12 +9,7 @@ import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { chatRows, chatSetup, postChat, userText } from './fixtures.js';
 import { startRawMcpServer } from './raw-mcp-server.js';
-
-function deferred() {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
+import { deferred } from '../helpers/deferred.js';
 
 const firstInit = deferred(); // T1 reached its MCP connect
 const secondInit = deferred(); // T2 reached its MCP connect (its history is read by then)

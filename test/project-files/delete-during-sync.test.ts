@@ -4,7 +4,7 @@ import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectInfo, ObjectStore } from '../../src/storage/object-store.js';
-import { filesApi } from './helpers.js';
+import { filesApi, injectable } from './helpers.js';
 
 /**
  * The fs store, whose `list` can be held open after it has listed everything: a sync then sits
@@ -132,5 +132,34 @@ describe(`a delete that lands while a sync is under way (${engineName})`, () => 
     expect((await slowSync).json().data).toEqual({ added: 1, removed: 0, updated: 0 });
     expect((await api.sync()).json().data).toEqual({ added: 1, removed: 0, updated: 0 });
     expect((await files(projectId)).map((file) => file.path).sort()).toEqual(['first.txt', 'late.txt']);
+  });
+});
+
+describe(`a sync that listed storage before a replacement another sync recorded (${engineName})`, () => {
+  it('does not put the record back to the version storage no longer holds', async () => {
+    const projectId = await newProject('Replaced mid-sync');
+    const api = filesApi(t.app, projectId);
+    await putObject(projectId, 'doc.txt', 'version one');
+    expect((await api.sync()).json().data).toEqual({ added: 1, removed: 0, updated: 0 });
+
+    // A slow sync lists storage (version one) and waits; meanwhile the file is replaced and a
+    // second sync records the new version.
+    const hold = gated.holdNextList();
+    const slowSync = api.sync();
+    await hold.reached;
+    const v2 = await putObject(projectId, 'doc.txt', 'version two, longer');
+    expect((await api.sync()).json().data).toEqual({ added: 0, removed: 0, updated: 1 });
+    hold.release();
+    expect((await slowSync).statusCode).toBe(200);
+
+    // The record still describes what storage holds: version two.
+    const [file] = (await api.list()).json().data.files;
+    expect(file.sizeBytes).toBe(v2.size);
+    const { downloadUrl } = (await api.download(file.id)).json().data;
+    const got = await t.app.inject({ method: 'GET', url: injectable(downloadUrl) });
+    expect(got.statusCode).toBe(200);
+    expect(got.body).toBe('version two, longer');
+    // Nothing changed in storage since: a further sync changes nothing.
+    expect((await api.sync()).json().data).toEqual({ added: 0, removed: 0, updated: 0 });
   });
 });

@@ -360,4 +360,25 @@ describe('sweepStaleUploads', () => {
     expect(readdirSync(root).sort()).toEqual(['req-new', 'req-slow', 'unrelated']);
     expect(await sweepStaleUploads(path.join(dir, 'missing'), 3600_000, new Date())).toBe(0);
   });
+
+  it('keeps a running request’s directory marked as in use, until stopped', async () => {
+    const { keepSpoolFresh, sweepStaleUploads } = await import('../../src/http/skill-upload-spool.js');
+    const { mkdirSync, statSync, utimesSync } = await import('node:fs');
+    const root = path.join(dir, 'uploads-in-use');
+    const spool = path.join(root, 'req-reading');
+    mkdirSync(spool, { recursive: true });
+    writeFileSync(path.join(spool, 'part-0'), 'x');
+    // An hour and more of reading a part it does not keep: nothing written to the directory.
+    const longAgo = new Date(Date.now() - 2 * 3600_000);
+    utimesSync(path.join(spool, 'part-0'), longAgo, longAgo);
+    utimesSync(spool, longAgo, longAgo);
+    const inUse = keepSpoolFresh(spool, 20);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await sweepStaleUploads(root, 3600_000, new Date())).toBe(0);
+    inUse.stop();
+    utimesSync(spool, longAgo, longAgo);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(Math.abs(statSync(spool).mtimeMs - longAgo.getTime())).toBeLessThan(1000);
+    expect(await sweepStaleUploads(root, 3600_000, new Date())).toBe(1);
+  });
 });

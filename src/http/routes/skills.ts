@@ -17,7 +17,7 @@ import { WorkspaceParams } from '../schemas/agents.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
 import { BulkUploadForm, BulkUploadResult, SkillListQuery, SkillListResponse } from '../schemas/skills.js';
 import { sendJsonBody } from '../json-reply.js';
-import { skillUploadRoot, spoolSkillUpload } from '../skill-upload-spool.js';
+import { keepSpoolFresh, skillUploadRoot, spoolSkillUpload } from '../skill-upload-spool.js';
 import { type TypedApp, typed } from '../typed-app.js';
 
 /**
@@ -88,6 +88,7 @@ export async function skillRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
         assertMayUploadSkills(access);
         await mkdir(uploadRoot, { recursive: true });
         const dir = await mkdtemp(path.join(uploadRoot, 'req-'));
+        const inUse = keepSpoolFresh(dir);
         let data: BulkUploadData;
         try {
           const upload = await spoolSkillUpload(
@@ -102,6 +103,7 @@ export async function skillRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
             mode: upload.mode ?? 'create',
           });
         } finally {
+          inUse.stop();
           // Before answering, so that no spooled part outlives its request. A failure here must
           // not replace the request's own outcome; the periodic sweep gets what is left.
           await rm(dir, { recursive: true, force: true, maxRetries: 3 }).catch((error: unknown) =>

@@ -1,0 +1,127 @@
+/**
+ * File parts whose `data:` URL passes the schema's prefix check. One that does not parse, or an
+ * image or PDF part whose URL names a type the model cannot take as a file (the AI SDK sends the
+ * bytes under the URL's own type), is the client's mistake: a 400 with nothing stored, never a
+ * 500, nor a 502 that breaks every later turn of the chat. What the model can take is sent:
+ * under the URL's type in lower case, or the part's when the URL names none; a text part's URL
+ * type does not matter (its text is given); an image labelled with another image type is sent,
+ * as before; a part stored before the rule is a note.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { type TestApp } from '../helpers/app.js';
+import { type FakeUpstream } from '../helpers/fake-upstream.js';
+import { chatRows, countRows, postChat, useChatApp, userText } from './fixtures.js';
+
+let upstream: FakeUpstream;
+let t: TestApp;
+
+useChatApp((app) => ({ upstream, t } = app));
+beforeEach(() => {
+  upstream.requests.length = 0;
+});
+
+function withFile(url: string, mediaType: string) {
+  return {
+    agentId: 'agt_plain',
+    messages: [
+      {
+        role: 'user',
+        parts: [
+          { type: 'text', text: 'what is in this file?' },
+          { type: 'file', url, mediaType },
+        ],
+      },
+    ],
+  };
+}
+
+describe('a data: URL that does not parse as a URL', () => {
+  it.each([
+    ['data://[bad,AAAA', 'image/png'],
+    ['data://a b,AAAA', 'text/plain'],
+    ['data://x:99999999,AAAA', 'application/zip'],
+  ])('%s (%s) is a 400 naming the part, not a 500', async (url, mediaType) => {
+    const before = await countRows(t.db);
+    const res = await postChat(t, withFile(url, mediaType));
+    expect(res.statusCode).toBe(400);
+    expect(res.json().code).toBe('bad_request');
+    expect(res.json().details.issues[0].path).toBe('body.messages.0.parts.1.url');
+    expect(upstream.requests).toHaveLength(0);
+    expect(await countRows(t.db)).toEqual(before);
+  });
+});
+
+describe('a data: URL and its part’s media type', () => {
+  it('is a 400 with nothing stored, not a 502 that breaks every later turn of the chat', async () => {
+    const before = await countRows(t.db);
+    const res = await postChat(t, withFile('data:application/zip;base64,UEsDBA==', 'image/png'));
+    const chatId = res.json().details?.chatId as string | undefined;
+    // What the client is left with when the refusal is a 502 after its turn was stored.
+    const next = chatId
+      ? await postChat(t, { agentId: 'agt_plain', chatId, messages: [userText('hello again')] })
+      : undefined;
+    expect({ status: res.statusCode, code: res.json().code, nextTurn: next?.statusCode }).toEqual({
+      status: 400,
+      code: 'bad_request',
+      nextTurn: undefined,
+    });
+    expect(upstream.requests).toHaveLength(0);
+    expect(await countRows(t.db)).toEqual(before);
+  });
+
+  it('sends a data: URL that names no type under the part’s media type', async () => {
+    upstream.enqueue({ kind: 'text', text: 'a pixel' });
+    const res = await postChat(t, withFile('data:;base64,iVBORw0KGgo=', 'image/png'));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(JSON.stringify(upstream.lastRequest().body.messages)).toContain(
+      'data:image/png;base64,iVBORw0KGgo=',
+    );
+  });
+
+  const notes = Buffer.from('# Launch notes\nThe launch is on Monday.').toString('base64');
+  it.each([
+    [`data:application/octet-stream;base64,${notes}`, 'text/markdown', 'The launch is on Monday.'],
+    ['data:image/png;base64,iVBORw0KGgo=', 'image/*', 'data:image/png;base64,iVBORw0KGgo='],
+    ['data:IMAGE/PNG;base64,iVBORw0KGgo=', 'image/png', 'data:image/png;base64,iVBORw0KGgo='],
+    ['data:Application/PDF;base64,JVBERi0=', 'application/pdf', 'data:application/pdf;base64,JVBERi0='],
+    ['data:image/png;base64,iVBORw0KGgo=', 'image/jpeg', 'data:image/png;base64,iVBORw0KGgo='],
+  ])('%s as %s is given to the model', async (url, mediaType, sent) => {
+    upstream.enqueue({ kind: 'text', text: 'ok' });
+    upstream.enqueue({ kind: 'text', text: 'ok again' });
+    const res = await postChat(t, withFile(url, mediaType));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(JSON.stringify(upstream.lastRequest().body.messages)).toContain(sent);
+    const next = await postChat(t, {
+      agentId: 'agt_plain',
+      chatId: res.json().chatId,
+      messages: [userText('and now?')],
+    });
+    expect(next.statusCode, next.body).toBe(200);
+  });
+
+  it('a message stored before the rule (zip bytes as an image) is a note in later turns, not a 502', async () => {
+    upstream.enqueue({ kind: 'text', text: 'a pixel' });
+    const first = await postChat(t, withFile('data:image/png;base64,iVBORw0KGgo=', 'image/png'));
+    expect(first.statusCode, first.body).toBe(200);
+    const chatId = first.json().chatId as string;
+    await t.app.persistence.idle();
+    // As a version before the rule could store it: zip bytes as an image (then a 502 at once).
+    const user = (await chatRows(t.db, chatId)).find((row) => row.role === 'user')!;
+    await t.db
+      .updateTable('messages')
+      .set({
+        parts: JSON.stringify([
+          { type: 'text', text: 'what is in this file?' },
+          { type: 'file', url: 'data:application/zip;base64,UEsDBA==', mediaType: 'image/png' },
+        ]),
+      })
+      .where('id', '=', user.id)
+      .execute();
+    upstream.enqueue({ kind: 'text', text: 'still here' });
+    const next = await postChat(t, { agentId: 'agt_plain', chatId, messages: [userText('and now?')] });
+    expect(next.statusCode, next.body).toBe(200);
+    expect(JSON.stringify(upstream.lastRequest().body.messages)).toContain(
+      'unavailable=\\"its data: URL holds no image/png\\"',
+    );
+  });
+});
