@@ -156,23 +156,51 @@ function sentAsFile(mediaType: string): boolean {
   return type.startsWith('image/') || type === 'application/pdf';
 }
 
+/** Base64 as a data: URL carries it when nothing needs reading again. */
+const PLAIN_BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
 /**
  * The data: URL to give the model for an image or PDF part, or undefined when it holds nothing
  * the model can take as a file. The AI SDK sends the bytes under the type the URL names, as
- * written, and providers compare it case by case: so the URL names its own type in lower case,
- * or the part's when it names none. A URL of another kind (stored before such parts were refused,
- * or naming no type for a part typed `image/*`) is not sent.
+ * written (providers compare it case by case), and reads whatever follows the comma as base64.
+ * So the URL names its own type in lower case, or the part's when it names none or a wildcard
+ * (`image/*`: the providers send it as `image/jpeg`), and carries its bytes in plain base64: a
+ * percent-encoded or spaced payload is read as the fetch standard reads data: URLs and encoded
+ * again. A URL of another type (stored before such parts were refused) is not sent.
  */
 function fileDataUrl(url: string, mediaType: string): string | undefined {
   const match = /^data:([^,]*),(.*)$/is.exec(url);
   if (!match) return undefined;
   const meta = match[1] ?? '';
+  const payload = match[2] ?? '';
   const own = essence(meta);
-  const type = own !== '' ? own : essence(mediaType);
-  if (!sentAsFile(type) || type.includes('*')) return undefined;
-  const named = meta.split(';')[0] ?? '';
-  if (named === type) return url;
-  return `data:${type}${meta.slice(named.length)},${match[2] ?? ''}`;
+  const type = own !== '' && !own.includes('*') ? own : essence(mediaType);
+  if (!sentAsFile(type)) return undefined;
+  const base64 = /;\s*base64\s*$/i.test(meta);
+  if (base64 && PLAIN_BASE64.test(payload)) {
+    return meta === `${type};base64` ? url : `data:${type};base64,${payload}`;
+  }
+  const bytes = percentDecoded(payload);
+  const data = base64 ? Buffer.from(bytes.toString('latin1'), 'base64') : bytes;
+  return `data:${type};base64,${data.toString('base64')}`;
+}
+
+/** A data: URL's payload as bytes: percent-escapes decoded, everything else taken as UTF-8. */
+function percentDecoded(text: string): Buffer {
+  const input = Buffer.from(text, 'utf8');
+  if (!text.includes('%')) return input;
+  const out = Buffer.alloc(input.length);
+  let length = 0;
+  for (let i = 0; i < input.length; i++) {
+    const hex = input[i] === 0x25 ? input.toString('latin1', i + 1, i + 3) : '';
+    if (/^[0-9a-f]{2}$/i.test(hex)) {
+      out[length++] = parseInt(hex, 16);
+      i += 2;
+    } else {
+      out[length++] = input[i]!;
+    }
+  }
+  return out.subarray(0, length);
 }
 
 function decodeDataUrlText(url: string): string | undefined {
@@ -234,7 +262,7 @@ function toModelPart(
       text: unavailableFileNote(label, mediaType),
     };
   }
-  if (mediaType.startsWith('image/') || mediaType === 'application/pdf') {
+  if (sentAsFile(mediaType)) {
     const modelUrl = DATA_URL.test(url) ? fileDataUrl(url, mediaType) : url;
     if (modelUrl === undefined) {
       return {
@@ -242,7 +270,7 @@ function toModelPart(
         text: `<attachment name="${label}" type="${mediaType}" unavailable="its data: URL holds no ${mediaType}" />`,
       };
     }
-    return { type: 'file', url: modelUrl, mediaType, ...(filename ? { filename } : {}) };
+    return { type: 'file', url: modelUrl, mediaType: essence(mediaType), ...(filename ? { filename } : {}) };
   }
   if (isTextLike(mediaType) && DATA_URL.test(url)) {
     const text = decodeDataUrlText(url);

@@ -125,3 +125,66 @@ describe('a data: URL and its part’s media type', () => {
     );
   });
 });
+
+async function sentFor(url: string, mediaType: string): Promise<string> {
+  upstream.enqueue({ kind: 'text', text: 'ok' });
+  const res = await postChat(t, withFile(url, mediaType));
+  expect(res.statusCode, res.body).toBe(200);
+  return JSON.stringify(upstream.lastRequest().body.messages);
+}
+
+describe('an image/* part, or a data: URL naming image/*', () => {
+  it('is sent to the model, under the part’s type, not replaced by a note', async () => {
+    const sent = await sentFor('data:;base64,iVBORw0KGgo=', 'image/*');
+    expect(sent).not.toContain('unavailable=');
+    // The providers send image/* as image/jpeg (what e03bafa sent).
+    expect(sent).toContain('"image_url":{"url":"data:image/jpeg;base64,iVBORw0KGgo="}');
+  });
+
+  it('a data:image/* URL that validation accepts is sent too, not silently dropped', async () => {
+    const sent = await sentFor('data:image/*;base64,iVBORw0KGgo=', 'image/png');
+    expect(sent).not.toContain('unavailable=');
+    expect(sent).toContain(';base64,iVBORw0KGgo=');
+  });
+});
+
+describe('an image or PDF part whose mediaType is not in lower case, or has parameters', () => {
+  it.each([
+    [
+      'data:image/png;base64,iVBORw0KGgo=',
+      'IMAGE/PNG',
+      '"image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}',
+    ],
+    ['data:;base64,iVBORw0KGgo=', 'Image/Png', '"image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}'],
+    [
+      'data:application/pdf;base64,JVBERi0=',
+      'application/pdf; x=y',
+      '"file_data":"data:application/pdf;base64,JVBERi0="',
+    ],
+  ])(
+    '%s as %s is given to the model as a file (validation already treats it as one)',
+    async (url, mediaType, expected) => {
+      const sent = await sentFor(url, mediaType);
+      expect(sent).not.toContain('url=\\"data:…\\"');
+      expect(sent).toContain(expected);
+    },
+  );
+});
+
+describe('a data: URL whose payload is not plain base64', () => {
+  const svg = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0,0,1,1"/>';
+  const svgBase64 = Buffer.from(svg).toString('base64');
+  it.each([
+    [`data:image/svg+xml;utf8,${svg}`, 'image/svg+xml', `data:image/svg+xml;base64,${svgBase64}`],
+    [
+      `data:image/svg+xml,${encodeURIComponent(svg)}`,
+      'image/svg+xml',
+      `data:image/svg+xml;base64,${svgBase64}`,
+    ],
+    ['data:,hello', 'image/png', 'data:image/png;base64,aGVsbG8='],
+    ['data:image/png;base64, iVBORw0K Ggo=', 'image/png', 'data:image/png;base64,iVBORw0KGgo='],
+  ])('%s (%s) reaches the provider as its bytes in base64', async (url, mediaType, expected) => {
+    const sent = await sentFor(url, mediaType);
+    expect(sent).toContain(`"image_url":{"url":"${expected}"}`);
+  });
+});
