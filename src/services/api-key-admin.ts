@@ -73,8 +73,9 @@ export async function createWorkspaceApiKey(
   }
   let expiresAt: string | null = null;
   if (input.expiresAt !== undefined) {
+    // The schema's `date-time` (RFC 3339) allows a leap second (`23:59:60`), which Date cannot read.
     const at = Date.parse(input.expiresAt);
-    if (at <= now.getTime() || at > now.getTime() + KEY_LIMITS.maxLifetimeMs) {
+    if (Number.isNaN(at) || at <= now.getTime() || at > now.getTime() + KEY_LIMITS.maxLifetimeMs) {
       throw errors.badRequest('body.expiresAt must be in the future and at most a year away', [
         { path: 'body.expiresAt', message: 'must be in the future and at most a year away' },
       ]);

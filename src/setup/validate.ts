@@ -319,6 +319,13 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
       sameUser.set(user.email.toLowerCase(), name);
     });
     const userName = (user: string) => sameUser.get(user) ?? sameUser.get(user.toLowerCase()) ?? user;
+    // RFC 3339, and so the schema's `date-time`, allows a leap second (`23:59:60`), which no date
+    // the service stores can hold: refused here rather than failing halfway through apply.
+    const checkExpiry = (value: string | null | undefined, path: string) => {
+      if (typeof value === 'string' && !Number.isFinite(Date.parse(value))) {
+        problems.push({ path, message: 'must be a date and time the service can read (no leap second)' });
+      }
+    };
     const checkUser = (user: string, path: string) => {
       if (!users.has(user) && !users.has(user.toLowerCase())) {
         problems.push({ path, message: `unknown user "${user}" (not among ${orgPath}.users)` });
@@ -328,6 +335,7 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
       unique('key name', key.name, `${orgPath}.apiKeys[${k}].name`);
       unique('key id', key.id, `${orgPath}.apiKeys[${k}].id`);
       checkUser(key.user, `${orgPath}.apiKeys[${k}].user`);
+      checkExpiry(key.expiresAt, `${orgPath}.apiKeys[${k}].expiresAt`);
     });
 
     org.workspaces?.forEach((workspace, w) => {
@@ -351,6 +359,7 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
         unique('key name', key.name, `${wsPath}.apiKeys[${k}].name`);
         unique('key id', key.id, `${wsPath}.apiKeys[${k}].id`);
         checkUser(key.user, `${wsPath}.apiKeys[${k}].user`);
+        checkExpiry(key.expiresAt, `${wsPath}.apiKeys[${k}].expiresAt`);
         // A key acts with its user's role in the workspace: a user who is none has none.
         if (workspace.members && !members.has(userName(key.user))) {
           problems.push({

@@ -126,6 +126,32 @@ organizations:
     expect(await countRows()).toEqual(before);
   });
 
+  it('refuses a key expiring on a leap second, which the date-time format passes and no date can hold', async () => {
+    const file = writeSetup(
+      'leap.yaml',
+      `
+organizations:
+  - id: org_l
+    name: L
+    users: [{ id: usr_l, name: L, email: l@l.test }]
+    apiKeys:
+      - { name: org-key, user: usr_l, expiresAt: "2027-06-30T23:59:60Z" }
+    workspaces:
+      - id: wsp_l
+        name: L
+        members: [{ user: usr_l, role: owner }]
+        apiKeys:
+          - { name: k, user: usr_l, expiresAt: "2027-06-30T23:59:60Z" }
+`,
+    );
+    expect(await main(['migrate'])).toBe(0);
+    const before = await countRows();
+    const text = await refusedApply(file);
+    expect(text).toContain('organizations[0].apiKeys[0].expiresAt');
+    expect(text).toContain('organizations[0].workspaces[0].apiKeys[0].expiresAt');
+    expect(await countRows()).toEqual(before);
+  });
+
   it('refuses ids with "/" (storage paths of two workspaces would overlap) and ids "." and ".."', async () => {
     const file = writeSetup(
       'slash.yaml',
