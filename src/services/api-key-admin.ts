@@ -73,9 +73,14 @@ export async function createWorkspaceApiKey(
   }
   let expiresAt: string | null = null;
   if (input.expiresAt !== undefined) {
-    // The schema's `date-time` (RFC 3339) allows a leap second (`23:59:60`), which Date cannot read.
     const at = Date.parse(input.expiresAt);
-    if (Number.isNaN(at) || at <= now.getTime() || at > now.getTime() + KEY_LIMITS.maxLifetimeMs) {
+    // The schema's `date-time` (RFC 3339) allows a leap second (`23:59:60`), which Date cannot read.
+    if (Number.isNaN(at)) {
+      throw errors.badRequest('body.expiresAt must be a date and time with seconds up to 59', [
+        { path: 'body.expiresAt', message: 'must be a date and time with seconds up to 59 (no leap second)' },
+      ]);
+    }
+    if (at <= now.getTime() || at > now.getTime() + KEY_LIMITS.maxLifetimeMs) {
       throw errors.badRequest('body.expiresAt must be in the future and at most a year away', [
         { path: 'body.expiresAt', message: 'must be in the future and at most a year away' },
       ]);

@@ -323,7 +323,7 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
     // the service stores can hold: refused here rather than failing halfway through apply.
     const checkExpiry = (value: string | null | undefined, path: string) => {
       if (typeof value === 'string' && !Number.isFinite(Date.parse(value))) {
-        problems.push({ path, message: 'must be a date and time the service can read (no leap second)' });
+        problems.push({ path, message: 'must be a date and time with seconds up to 59 (no leap second)' });
       }
     };
     const checkUser = (user: string, path: string) => {

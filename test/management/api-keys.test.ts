@@ -85,6 +85,11 @@ describe(`POST /v1/workspace/{id}/api-keys (${engineName})`, () => {
     expect(JSON.stringify(res.json().details)).toContain(path);
   });
 
+  it('says what is wrong with an expiry on a leap second', async () => {
+    const res = await createKey({ name: 'x', expiresAt: '2027-06-30T23:59:60Z' });
+    expect(res.json().message).toBe('body.expiresAt must be a date and time with seconds up to 59');
+  });
+
   it('answers 409 for a live key of the same name', async () => {
     const res = await createKey({ name: 'main-member' });
     expect(res.statusCode).toBe(409);
