@@ -3,47 +3,40 @@
  * its agent's MCP server connecting). The turn's messages are then inserted for a chat that no
  * longer exists: the foreign key refuses them and the client gets a 500 for what is a 404.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatRows, chatSetup, postChat, userText } from './fixtures.js';
-import { startRawMcpServer } from './raw-mcp-server.js';
+import { describe, expect, it } from 'vitest';
+import type { TestApp } from '../helpers/app.js';
 import { deferred } from '../helpers/deferred.js';
+import { CHAT_KEYS, chatRows, postChat, giveAgentMcpServer, useChatApp, userText } from './fixtures.js';
 
 const connecting = deferred(); // the turn reached its MCP connect (its chat was found by then)
 const release = deferred();
 
-let upstream: FakeUpstream;
 let t: TestApp;
-let mcp: Awaited<ReturnType<typeof startRawMcpServer>>;
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  mcp = await startRawMcpServer({
-    tools: [{ name: 'lookup', inputSchema: { type: 'object', properties: {} } }],
-    gate: async () => {
-      connecting.resolve();
-      await release.promise;
+let mcpUrl: string;
+useChatApp(
+  (app) => {
+    t = app.t;
+    mcpUrl = app.mcp!.url;
+  },
+  {
+    mcp: {
+      tools: [{ name: 'lookup', inputSchema: { type: 'object', properties: {} } }],
+      gate: async () => {
+        connecting.resolve();
+        await release.promise;
+      },
     },
-  });
-  t = await createTestApp({ setup: chatSetup(upstream), mcpConnectTimeoutMs: 10_000 });
-});
-afterAll(async () => {
-  release.resolve();
-  await t.close();
-  await upstream.close();
-  await mcp.close();
-});
+    mcpConnectTimeoutMs: 10_000,
+    beforeClose: () => release.resolve(),
+  },
+);
 
 describe('a chat deleted while a turn on it is being set up', () => {
   it('answers 404 not_found and stores nothing, not a 500', async () => {
     const opening = await postChat(t, { agentId: 'agt_plain', messages: [userText('u0', 'u0')] });
     expect(opening.statusCode).toBe(200);
     const chatId = opening.json().chatId as string;
-    await t.db
-      .updateTable('agents')
-      .set({ tools: JSON.stringify([{ type: 'mcp', name: 'srv', url: mcp.url }]) })
-      .where('id', '=', 'agt_plain')
-      .execute();
+    await giveAgentMcpServer(t.db, 'agt_plain', mcpUrl);
 
     const turn = postChat(t, { agentId: 'agt_plain', chatId, messages: [userText('u1', 'u1')] });
     await connecting.promise;

@@ -2,6 +2,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { Db } from '../../src/db/database.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { startRawMcpServer } from './raw-mcp-server.js';
 
 export const CHAT_KEYS = {
   main: 'atr_ws_fixture_chat_main_owner_000000000000000',
@@ -151,18 +152,44 @@ export async function countRows(db: Db) {
  * A fake upstream and a test app on the chat fixture for a test file: started before its tests
  * (handed to `started`, which keeps them in the file's variables), closed after them.
  */
-export function useChatApp(started: (app: { upstream: FakeUpstream; t: TestApp }) => void): void {
+/** What a chat test app may add: an MCP server of its own (raw-mcp-server.ts). */
+export interface ChatAppOptions {
+  mcp?: Parameters<typeof startRawMcpServer>[0];
+  mcpConnectTimeoutMs?: number;
+  /** Runs before anything closes: gates a test still holds open are released here. */
+  beforeClose?: () => void;
+}
+
+type RawMcpServer = Awaited<ReturnType<typeof startRawMcpServer>>;
+
+export function useChatApp(
+  started: (app: { upstream: FakeUpstream; t: TestApp; mcp: RawMcpServer | undefined }) => void,
+  options: ChatAppOptions = {},
+): void {
   let upstream: FakeUpstream | undefined;
   let t: TestApp | undefined;
+  let mcp: RawMcpServer | undefined;
   beforeAll(async () => {
     upstream = await startFakeUpstream();
-    t = await createTestApp({ setup: chatSetup(upstream) });
-    started({ upstream, t });
+    if (options.mcp) mcp = await startRawMcpServer(options.mcp);
+    t = await createTestApp({ setup: chatSetup(upstream), mcpConnectTimeoutMs: options.mcpConnectTimeoutMs });
+    started({ upstream, t, mcp });
   });
   afterAll(async () => {
+    options.beforeClose?.();
     await t?.close();
     await upstream?.close();
+    await mcp?.close();
   });
+}
+
+/** Gives an agent one MCP server (its tools replaced), as an admin's edit would. */
+export async function giveAgentMcpServer(db: Db, agentId: string, url: string): Promise<void> {
+  await db
+    .updateTable('agents')
+    .set({ tools: JSON.stringify([{ type: 'mcp', name: 'srv', url }]) })
+    .where('id', '=', agentId)
+    .execute();
 }
 
 /** `POST /v1/chat` with the main workspace's key. */

@@ -4,12 +4,11 @@
  * turn's message and reply were stored before the second turn stored anything, its model never
  * saw them. The history is read again once the servers answered.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { chatRows, chatSetup, postChat, userText } from './fixtures.js';
-import { startRawMcpServer } from './raw-mcp-server.js';
+import { describe, expect, it } from 'vitest';
+import type { TestApp } from '../helpers/app.js';
 import { deferred } from '../helpers/deferred.js';
+import type { FakeUpstream } from '../helpers/fake-upstream.js';
+import { chatRows, postChat, giveAgentMcpServer, useChatApp, userText } from './fixtures.js';
 
 const firstInit = deferred(); // T1 reached its MCP connect
 const secondInit = deferred(); // T2 reached its MCP connect (its history is read by then)
@@ -18,30 +17,32 @@ const releaseSecond = deferred();
 
 let upstream: FakeUpstream;
 let t: TestApp;
-let mcp: Awaited<ReturnType<typeof startRawMcpServer>>;
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  mcp = await startRawMcpServer({
-    tools: [{ name: 'lookup', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } }],
-    gate: async (n) => {
-      if (n === 0) {
-        firstInit.resolve();
-        await releaseFirst.promise;
-      } else if (n === 1) {
-        secondInit.resolve();
-        await releaseSecond.promise;
-      }
+let mcpUrl: string;
+useChatApp(
+  (app) => {
+    ({ upstream, t } = app);
+    mcpUrl = app.mcp!.url;
+  },
+  {
+    mcp: {
+      tools: [{ name: 'lookup', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } }],
+      gate: async (n) => {
+        if (n === 0) {
+          firstInit.resolve();
+          await releaseFirst.promise;
+        } else if (n === 1) {
+          secondInit.resolve();
+          await releaseSecond.promise;
+        }
+      },
     },
-  });
-  t = await createTestApp({ setup: chatSetup(upstream), mcpConnectTimeoutMs: 10_000 });
-});
-afterAll(async () => {
-  releaseFirst.resolve();
-  releaseSecond.resolve();
-  await t.close();
-  await upstream.close();
-  await mcp.close();
-});
+    mcpConnectTimeoutMs: 10_000,
+    beforeClose: () => {
+      releaseFirst.resolve();
+      releaseSecond.resolve();
+    },
+  },
+);
 
 const post = (payload: Record<string, unknown>) => postChat(t, payload);
 
@@ -50,11 +51,7 @@ describe('two turns on one chat while the first connects its MCP server', () => 
     // A chat with one exchange, made before the agent has the slow MCP server.
     const opening = await post({ agentId: 'agt_plain', messages: [userText('u0', 'u0')] });
     const chatId = opening.json().chatId as string;
-    await t.db
-      .updateTable('agents')
-      .set({ tools: JSON.stringify([{ type: 'mcp', name: 'srv', url: mcp.url }]) })
-      .where('id', '=', 'agt_plain')
-      .execute();
+    await giveAgentMcpServer(t.db, 'agt_plain', mcpUrl);
     upstream.requests.length = 0;
     upstream.enqueue({ kind: 'text', text: 'a1' }, { kind: 'text', text: 'a2' });
 

@@ -3,31 +3,26 @@
  * shown and stored as "The model provider failed", while JSON mode stored the tool's own
  * words. Both store the tool's words now; the provider's own failures keep the 502 text.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
-import { startRawMcpServer } from './raw-mcp-server.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestApp } from '../helpers/app.js';
+import type { FakeUpstream } from '../helpers/fake-upstream.js';
+import { CHAT_KEYS, chatRows, giveAgentMcpServer, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
-let mcp: Awaited<ReturnType<typeof startRawMcpServer>>;
+let mcpUrl: string;
+useChatApp(
+  (app) => {
+    ({ upstream, t } = app);
+    mcpUrl = app.mcp!.url;
+  },
+  {
+    mcp: { tools: [{ name: 'lookup', inputSchema: { type: 'object', properties: {} } }] },
+    mcpConnectTimeoutMs: 3_000,
+  },
+);
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  mcp = await startRawMcpServer({
-    tools: [{ name: 'lookup', inputSchema: { type: 'object', properties: {} } }],
-  });
-  t = await createTestApp({ setup: chatSetup(upstream), mcpConnectTimeoutMs: 3_000 });
-  await t.db
-    .updateTable('agents')
-    .set({ tools: JSON.stringify([{ type: 'mcp', name: 'srv', url: mcp.url }]) })
-    .where('id', '=', 'agt_tools')
-    .execute();
-});
-afterAll(async () => {
-  await t.close();
-  await upstream.close();
-  await mcp.close();
+  await giveAgentMcpServer(t.db, 'agt_tools', mcpUrl);
 });
 
 async function storedToolError(stream: boolean): Promise<string | undefined> {

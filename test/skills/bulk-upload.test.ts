@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { sql } from 'kysely';
@@ -15,7 +14,7 @@ import { sweepOrphanSkillObjects } from '../../src/services/skills.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
-import { SKILL_KEYS, SKILLS_SETUP } from './fixtures.js';
+import { bulkUploadRequest, SKILL_KEYS, SKILLS_SETUP } from './fixtures.js';
 import {
   buildZip,
   type MultipartPart,
@@ -490,34 +489,19 @@ describe(`bulk skill upload over a real connection (${engineName})`, () => {
     try {
       const base = await server.app.listen({ port: 0, host: '127.0.0.1' });
       const { body, contentType } = multipartBody([zipPart('huge.zip', randomBytes(33 * 1024 * 1024))]);
-      const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-        const request = http.request(
-          `${base}${URL}`,
-          {
-            method: 'POST',
-            headers: { 'x-service-api-key': SKILL_KEYS.owner, 'content-type': contentType },
-          },
-          (response) => {
-            const chunks: Buffer[] = [];
-            response.on('data', (chunk: Buffer) => chunks.push(chunk));
-            response.on('end', () =>
-              resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }),
-            );
-          },
-        );
-        request.on('error', reject);
-        // Chunked, without a content length: the limit must hold while the bytes arrive.
-        let offset = 0;
-        const pump = () => {
-          while (offset < body.length) {
-            const chunk = body.subarray(offset, offset + 256 * 1024);
-            offset += chunk.length;
-            if (!request.write(chunk)) return request.once('drain', pump);
-          }
-          request.end();
-        };
-        pump();
-      });
+      const { request, answer: answered } = bulkUploadRequest(`${base}${URL}`, contentType);
+      // Chunked, without a content length: the limit must hold while the bytes arrive.
+      let offset = 0;
+      const pump = () => {
+        while (offset < body.length) {
+          const chunk = body.subarray(offset, offset + 256 * 1024);
+          offset += chunk.length;
+          if (!request.write(chunk)) return request.once('drain', pump);
+        }
+        request.end();
+      };
+      pump();
+      const answer = await answered;
       expect(answer.status).toBe(413);
       expect(JSON.parse(answer.text).code).toBe('payload_too_large');
       expect(await snapshot(server)).toEqual({ rows: [], objects: [] });

@@ -1,3 +1,5 @@
+import http from 'node:http';
+
 /** Keys (plaintext, ≥ 32 characters) and the setup fixture of the skills tests. */
 export const SKILL_KEYS = {
   owner: 'atr_ws_skills_owner_0000000000000000000000000',
@@ -35,3 +37,26 @@ organizations:
         apiKeys:
           - { name: other, user: usr_owner, key: "${SKILL_KEYS.other}" }
 `;
+
+/**
+ * A bulk upload over a real connection, for what `inject` cannot do (a body that arrives over
+ * time): the request to write the body to, and the answer once the response has ended.
+ */
+export function bulkUploadRequest(url: string, contentType: string, key: string = SKILL_KEYS.owner) {
+  let request!: http.ClientRequest;
+  const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    request = http.request(
+      url,
+      { method: 'POST', headers: { 'x-service-api-key': key, 'content-type': contentType } },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }),
+        );
+      },
+    );
+    request.on('error', reject);
+  });
+  return { request, answer };
+}

@@ -1,10 +1,10 @@
-import { readdirSync, utimesSync } from 'node:fs';
-import http from 'node:http';
+import { existsSync, readdirSync, utimesSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { skillUploadRoot, sweepStaleUploads } from '../../src/http/skill-upload-spool.js';
 import { LEFTOVER_GRACE_MS } from '../../src/leftovers.js';
 import { createTestApp, engineName } from '../helpers/app.js';
-import { SKILL_KEYS, SKILLS_SETUP } from '../skills/fixtures.js';
+import { bulkUploadRequest, SKILLS_SETUP } from '../skills/fixtures.js';
 import { buildZip, multipartBody, skillMd } from '../skills/zip-builder.js';
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
@@ -27,43 +27,28 @@ describe(`the leftovers sweep and a skill upload still arriving (${engineName})`
     ]);
     const cut = body.length - 60;
     const root = skillUploadRoot(t.env.config.dataDir);
-    const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const request = http.request(
-        `${base}/v1/workspace/wsp_skills/skills/bulk-upload`,
-        { method: 'POST', headers: { 'x-service-api-key': SKILL_KEYS.owner, 'content-type': contentType } },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () =>
-            resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }),
-          );
-        },
-      );
-      request.on('error', reject);
-      request.write(body.subarray(0, cut));
-      const waitForSpool = async () => {
-        for (let i = 0; i < 200; i++) {
-          const dirs = (() => {
-            try {
-              return readdirSync(root).filter((name) => name.startsWith('req-'));
-            } catch {
-              return [];
-            }
-          })();
-          if (dirs.length > 0 && readdirSync(`${root}/${dirs[0]}`).length > 0) return `${root}/${dirs[0]}`;
-          await new Promise((r) => setTimeout(r, 10));
-        }
-        throw new Error('no spool directory');
-      };
-      void waitForSpool().then(async (spool) => {
-        const started = new Date(Date.now() - 61 * 60 * 1000);
-        utimesSync(spool, started, started);
-        await sweepStaleUploads(root, LEFTOVER_GRACE_MS, new Date());
-        request.end(body.subarray(cut));
-      }, reject);
-    });
+    const { request, answer } = bulkUploadRequest(
+      `${base}/v1/workspace/wsp_skills/skills/bulk-upload`,
+      contentType,
+    );
+    request.write(body.subarray(0, cut));
+    const spool = await spoolWithAPart(root);
+    const started = new Date(Date.now() - 61 * 60 * 1000);
+    utimesSync(spool, started, started);
+    await sweepStaleUploads(root, LEFTOVER_GRACE_MS, new Date());
+    request.end(body.subarray(cut));
     const { status, text } = await answer;
     expect(status, text).toBe(200);
     expect(JSON.parse(text).data.created.map((c: { name: string }) => c.name)).toEqual(['slow']);
   });
 });
+
+/** The upload's spool directory, once its first part is being written. */
+async function spoolWithAPart(root: string): Promise<string> {
+  for (let i = 0; i < 200; i++) {
+    const dir = (existsSync(root) ? readdirSync(root) : []).find((name) => name.startsWith('req-'));
+    if (dir && readdirSync(path.join(root, dir)).length > 0) return path.join(root, dir);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('no spool directory');
+}
