@@ -10,3 +10,8 @@ export function unstorableTextReason(value: string): string | null {
   if (LONE_SURROGATE.test(value)) return 'contains an unpaired UTF-16 surrogate';
   return null;
 }
+
+/** A string either database stores as it is (see unstorableTextReason). */
+export function isStorableText(value: unknown): value is string {
+  return typeof value === 'string' && unstorableTextReason(value) === null;
+}

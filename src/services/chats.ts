@@ -11,6 +11,7 @@ import { listChatMessagesPage } from '../db/repositories/messages.js';
 import { listingCache } from '../db/listing-cache.js';
 import type { ChatTable, MessageTable } from '../db/schema.js';
 import { errors } from '../errors.js';
+import { isStorableText } from '../text.js';
 import type { Clock } from '../ids.js';
 import { accessRequestWorkspace, type Principal } from './access.js';
 import { canSeeChat, type ChatViewer, chatViewer } from './chat-visibility.js';
@@ -90,6 +91,15 @@ function encodeCursor(position: unknown[]): string {
   return Buffer.from(JSON.stringify(position)).toString('base64url');
 }
 
+/**
+ * A cursor's values reach SQL as parameters: text PostgreSQL cannot hold (NUL) or a number past
+ * the 32-bit `position` column would be the database's error (a 500) rather than the client's,
+ * and SQLite would answer them a page. No cursor this API gave out holds either.
+ */
+const MAX_POSITION = 2 ** 31 - 1;
+const isPosition = (value: unknown) =>
+  Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= MAX_POSITION;
+
 function decodeCursor(cursor: string, check: (value: unknown[]) => boolean): unknown[] {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
@@ -121,7 +131,7 @@ export async function listChats(
   request: ChatListRequest,
 ): Promise<Buffer> {
   const after = request.cursor
-    ? decodeCursor(request.cursor, (v) => v.length === 2 && v.every((x) => typeof x === 'string'))
+    ? decodeCursor(request.cursor, (v) => v.length === 2 && v.every(isStorableText))
     : undefined;
   const answer = await listChatsJson(
     deps.db,
@@ -276,7 +286,7 @@ export async function listMessages(
 ): Promise<Buffer> {
   const chat = await visibleChat(deps.db, access, chatId);
   const before = request.cursor
-    ? decodeCursor(request.cursor, (v) => v.length === 1 && Number.isInteger(v[0]))
+    ? decodeCursor(request.cursor, (v) => v.length === 1 && isPosition(v[0]))
     : undefined;
   const beforePosition = before ? (before[0] as number) : undefined;
   const key = JSON.stringify([access.workspaceId, chat.id, beforePosition ?? null, request.limit]);

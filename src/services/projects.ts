@@ -17,7 +17,9 @@ export const PROJECT_DEFAULTS = {
 /** A project name as stored: trimmed, 1–MAX_PROJECT_NAME_LENGTH characters (400 otherwise). */
 export function projectName(raw: string): string {
   const name = raw.trim();
-  if (name.length === 0 || name.length > MAX_PROJECT_NAME_LENGTH) {
+  // Characters (code points), as JSON Schema's maxLength counts every other bound of the API.
+  const length = [...name].length;
+  if (length === 0 || length > MAX_PROJECT_NAME_LENGTH) {
     const rule = `must be 1–${MAX_PROJECT_NAME_LENGTH} characters after trimming`;
     throw errors.badRequest(`body.name ${rule}`, [{ path: 'body.name', message: rule }]);
   }

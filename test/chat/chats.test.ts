@@ -373,6 +373,22 @@ describe('paging, renaming and deleting', () => {
     expect(new Set(seen).size).toBe(seen.length);
     expect(seen).toEqual(expect.arrayContaining(created));
     expect((await get('/v1/chats?cursor=bm9wZQ', key)).statusCode).toBe(400);
+    // A well-formed cursor whose values no page could hold reaches no query: on PostgreSQL a
+    // NUL or a number past the position column would be the database's error (a 500).
+    const cursorOf = (position: unknown[]) => Buffer.from(JSON.stringify(position)).toString('base64url');
+    const refused = async (url: string) => {
+      const res = await get(url, key);
+      return { status: res.statusCode, path: res.json().details?.issues?.[0]?.path };
+    };
+    const badCursor = { status: 400, path: 'query.cursor' };
+    expect(
+      await refused(`/v1/chats?cursor=${cursorOf(['2026-11-22T10:00:00.000Z\u0000', 'cht_x'])}`),
+    ).toEqual(badCursor);
+    for (const position of [2 ** 31, 1e21, -1, 1.5]) {
+      expect(await refused(`/v1/chats/${created[0]}/messages?cursor=${cursorOf([position])}`)).toEqual(
+        badCursor,
+      );
+    }
     expect((await get('/v1/chats?limit=0', key)).statusCode).toBe(400);
     expect((await get('/v1/chats?limit=1000', key)).json().data.pagination.limit).toBe(100);
   });

@@ -19,7 +19,9 @@ export function checkResponsesAgainstSchemas(app: FastifyInstance): void {
     const declared = request.routeOptions.schema?.response as Record<string, unknown> | undefined;
     if (!declared || request.routeOptions.schema?.hide) return payload;
     const contentType = String(reply.getHeader('content-type') ?? '');
-    if (!contentType.startsWith('application/json') || typeof payload !== 'string') return payload;
+    // Listings send the bytes the database built (sendJsonBody): those are checked too.
+    const text = Buffer.isBuffer(payload) ? payload.toString('utf8') : payload;
+    if (!contentType.startsWith('application/json') || typeof text !== 'string') return payload;
     const where = `${request.method} ${request.routeOptions.url} → ${reply.statusCode}`;
     const schema = declared[String(reply.statusCode)] ?? declared[`${String(reply.statusCode)[0]}xx`];
     if (!schema) {
@@ -37,7 +39,7 @@ export function checkResponsesAgainstSchemas(app: FastifyInstance): void {
       validate = ajv.compile(body ?? (schema as object));
       compiled.set(schema, validate);
     }
-    if (!validate(JSON.parse(payload))) {
+    if (!validate(JSON.parse(text))) {
       responseViolations.push(`${where}: ${ajv.errorsText(validate.errors)}`);
     }
     return payload;

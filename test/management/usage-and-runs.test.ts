@@ -265,6 +265,15 @@ describe(`GET /v1/agents/{id}/runs (${engineName})`, () => {
     expect(mine.map((r: { id: string }) => r.id)).toEqual([ids[1]]);
   });
 
+  it('answers a cursor holding text no database stores (NUL) with 400, on both engines', async () => {
+    const cursor = Buffer.from(JSON.stringify(['\u0000', 'run_x'])).toString('base64url');
+    const res = await call('GET', `/v1/agents/agt_listed/runs?cursor=${cursor}`, MKEYS.owner);
+    expect({ status: res.statusCode, path: res.json().details?.issues?.[0]?.path }).toEqual({
+      status: 400,
+      path: 'query.cursor',
+    });
+  });
+
   it('looks a run up in the shape POST answered', async () => {
     now = new Date('2026-11-22T10:00:00.000Z');
     const posted = (

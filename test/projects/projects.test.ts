@@ -82,6 +82,24 @@ describe(`POST /v1/projects (${engineName})`, () => {
     expect(res.statusCode).toBe(201);
   });
 
+  // Characters are code points, as every JSON Schema bound of the API counts them: an emoji is one.
+  it('counts a name in characters: 200 emoji are accepted on create and on PATCH, 201 are not', async () => {
+    const rocket = '\u{1F680}';
+    const created = await create({ name: rocket.repeat(200) });
+    expect(created.statusCode).toBe(201);
+    expect(created.json().data.project.name).toBe(rocket.repeat(200));
+    const patch = (name: string) =>
+      t.app.inject({
+        method: 'PATCH',
+        url: `/v1/projects/${created.json().data.project.id}`,
+        headers,
+        payload: { name },
+      });
+    expect((await patch(rocket.repeat(199))).statusCode).toBe(200);
+    expect((await patch(rocket.repeat(201))).statusCode).toBe(400);
+    expect((await create({ name: rocket.repeat(201) })).statusCode).toBe(400);
+  });
+
   it('refuses a body that is not an object', async () => {
     const res = await t.app.inject({
       method: 'POST',
