@@ -65,4 +65,16 @@ export const errors = {
     }),
   unsupportedMediaType: (message: string) => new ApiError('unsupported_media_type', message),
   internal: (cause?: unknown) => new ApiError('internal_error', 'Internal server error', {}, { cause }),
+  /**
+   * The database or storage did not answer (network-errors.ts): a 503 the client may retry after
+   * long enough for a connection pool or an S3 endpoint to recover from a blip, short enough not
+   * to idle a client.
+   */
+  dependencyUnavailable: (cause: unknown) =>
+    new ApiError(
+      'service_unavailable',
+      'Storage or the database did not answer; try again shortly',
+      { retryAfterSeconds: 5 },
+      { cause },
+    ),
 };

@@ -98,7 +98,7 @@ export async function runAgent(
   const outcome = await conversation.complete();
   if (!outcome.ok) {
     const { error } = outcome;
-    if (!record || error.code === 'internal_error') throw error;
+    if (!record || outcome.unstored) throw error;
     throw new ApiError(error.code, error.message, { ...error.details, runId }, { cause: error.cause });
   }
   const run = record as AgentRunTable;

@@ -17,6 +17,7 @@ import { findProject } from '../db/repositories/projects.js';
 import { findUser } from '../db/repositories/tenancy.js';
 import type { AgentTable, ChatTable, Database, ProjectTable } from '../db/schema.js';
 import { type ApiError, errors } from '../errors.js';
+import { isDependencyUnavailable } from '../network-errors.js';
 import { type Clock, newId } from '../ids.js';
 import { buildSystemPrompt } from '../models/context.js';
 import { costUsd, type ModelRegistry, type ResolvedModel } from '../models/registry.js';
@@ -116,7 +117,14 @@ export interface TokenUsage {
  */
 export type ConversationOutcome =
   | { ok: true; text: string; usage: TokenUsage; costUsd: number; finishReason: string; parts: unknown[] }
-  | { ok: false; error: ApiError; usage: TokenUsage; costUsd: number };
+  | {
+      ok: false;
+      error: ApiError;
+      usage: TokenUsage;
+      costUsd: number;
+      /** Storing the exchange itself failed: nothing of it (no run record either) was written. */
+      unstored?: true;
+    };
 
 /** Writes a caller adds to the conversation's final transaction (an agent run's record). */
 export type ExtraWrites = (
@@ -744,7 +752,11 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
         extraWrites: input.extraWrites ? (trx) => input.extraWrites!(trx, settled, finishedAt) : undefined,
       });
     } catch (error) {
-      outcome = { ok: false, error: errors.internal(error), usage, costUsd: cost };
+      // The database not answering is a 503 the client may retry (docs/api.md), anything else a 500.
+      const failure = isDependencyUnavailable(error)
+        ? errors.dependencyUnavailable(error)
+        : errors.internal(error);
+      outcome = { ok: false, error: failure, usage, costUsd: cost, unstored: true };
     } finally {
       input.ticket.release();
       // The usage is stored (or the request failed): its reservation stops counting.
@@ -768,7 +780,7 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
     /** Stream mode: stores the reply and says whether that worked. */
     store: async (result: ReplyResult): Promise<StoredReply> => {
       const outcome = await finish(result);
-      return { stored: outcome.ok || outcome.error.code !== 'internal_error' };
+      return { stored: outcome.ok || !outcome.unstored };
     },
   };
 }

@@ -1,5 +1,6 @@
+import SQLite from 'better-sqlite3';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
+import { createTestApp, type TestApp, testDatabaseUrl } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatSetup } from '../chat/fixtures.js';
 
@@ -67,3 +68,35 @@ it('answers 503 for a run the shutdown cut short, and records it failed', async 
   expect(runs).toEqual([{ status: 'failed', error: expect.stringContaining('shut down'), response: '' }]);
   expect(replies).toBe(0);
 });
+
+// docs/api.md: the database not answering is a 503 the client may retry, not a 500 ("a bug").
+it.skipIf(testDatabaseUrl !== undefined)(
+  'answers 503 with Retry-After, naming no run, when the database stays locked as the reply is stored',
+  async () => {
+    upstream.enqueue({ kind: 'held', text: 'the answer', afterPieces: 0 });
+    const pending = t.app.inject({
+      method: 'POST',
+      url: '/v1/agents/agt_plain/runs',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+      payload: { message: 'long job' },
+    });
+    await upstream.waitForRequests(1);
+    // Another process (an `atrium apply`, a second `serve`) holds the write lock past the busy timeout.
+    const other = new SQLite((t.env.config.database as { file: string }).file);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      upstream.release();
+      const res = await pending;
+      expect(res.statusCode, res.body).toBe(503);
+      expect(res.json()).toMatchObject({ code: 'service_unavailable', details: { retryAfterSeconds: 5 } });
+      expect(res.headers['retry-after']).toBe('5');
+      // Nothing of the exchange was stored, so no run is named.
+      expect(res.json().details.runId).toBeUndefined();
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect(await recorded()).toEqual({ runs: [], replies: 0 });
+  },
+  30_000,
+);

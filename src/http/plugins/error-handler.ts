@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
-import { ApiError, type ErrorCode, type ValidationIssue } from '../../errors.js';
+import { ApiError, type ErrorCode, errors, type ValidationIssue } from '../../errors.js';
 import { MAX_PATH_PARAM_LENGTH } from '../../limits.js';
 import { bodyTimeoutError } from '../body-deadline.js';
 import { isDependencyUnavailable } from '../../network-errors.js';
@@ -42,12 +42,6 @@ function validationIssues(error: FastifyError): ValidationIssue[] {
 }
 
 /**
- * How long a client is told to wait when storage or the database did not answer: long enough for
- * a connection pool or an S3 endpoint to recover from a blip, short enough not to idle a client.
- */
-const UNAVAILABLE_RETRY_SECONDS = 5;
-
-/**
  * Any thrown value → the API error it stands for. Storage or the database not answering is a 503
  * the client may retry; other unknown errors become a 500 that says nothing.
  */
@@ -73,14 +67,7 @@ export function toApiError(error: unknown): ApiError {
   if (fastifyError instanceof SyntaxError) {
     return new ApiError('bad_request', 'Malformed JSON body', {}, { cause: error });
   }
-  if (isDependencyUnavailable(error)) {
-    return new ApiError(
-      'service_unavailable',
-      'Storage or the database did not answer; try again shortly',
-      { retryAfterSeconds: UNAVAILABLE_RETRY_SECONDS },
-      { cause: error },
-    );
-  }
+  if (isDependencyUnavailable(error)) return errors.dependencyUnavailable(error);
   return new ApiError('internal_error', 'Internal server error', {}, { cause: error });
 }
 

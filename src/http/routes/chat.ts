@@ -53,7 +53,7 @@ export async function chatRoutes(
       });
       // A reply that could not be stored is logged with the request id, whichever the mode.
       void conversation.done.then((outcome) => {
-        if (!outcome.ok && outcome.error.code === 'internal_error') {
+        if (!outcome.ok && outcome.unstored) {
           request.log.error(
             { err: outcome.error.cause ?? outcome.error, chatId: conversation.chatId },
             'storing the reply failed',

@@ -172,7 +172,7 @@ export async function openAIRoutes(
       });
       client.stopReply = () => conversation.stop();
       void conversation.done.then((outcome) => {
-        if (!outcome.ok && outcome.error.code === 'internal_error') {
+        if (!outcome.ok && outcome.unstored) {
           request.log.error(
             { err: outcome.error.cause ?? outcome.error, chatId: conversation.chatId },
             'storing the reply failed',
