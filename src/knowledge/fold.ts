@@ -10,8 +10,8 @@ function foldAccents(text: string): string {
 }
 
 /**
- * Text as both engines index it, and the words of a query come from: accents folded and every
- * run of characters that is not a letter or digit made a space. SQLite's FTS5 table and
+ * Text as both engines index it, and the words of a query come from: lower-cased (a final sigma
+ * as `σ`), accents folded and every run of characters that is not a letter or digit made a space. SQLite's FTS5 table and
  * PostgreSQL's `to_tsvector` are given this, not the chunk's own text, so their tokenizers see
  * the same words {@link queryTerms} does: PostgreSQL's parser would otherwise keep
  * `team@example.com` or `/v1/search` as single tokens, and SQLite's `unicode61` folds only
@@ -19,7 +19,12 @@ function foldAccents(text: string): string {
  * folded forms.
  */
 export function searchableText(text: string): string {
-  return foldAccents(spacedCjkWords(text)).replace(/[^\p{L}\p{N}]+/gu, ' ');
+  // Lower-cased here, not by the engines: PostgreSQL lower-cases by the database's locale
+  // (nothing beyond ASCII under `C`) and keeps a final sigma (`ΟΔΟΣ` → `οδοσ`, where JavaScript
+  // writes `οδος`); SQLite's tokenizer folds both. Migration 022 wrote the chunks of before again.
+  return foldAccents(spacedCjkWords(text).toLowerCase())
+    .replaceAll('ς', 'σ')
+    .replace(/[^\p{L}\p{N}]+/gu, ' ');
 }
 
 /** Runs of Chinese characters and Japanese kana: written without spaces between words. */

@@ -109,7 +109,18 @@ export function startIndexer(deps: IndexerDeps): Indexer {
   const iso = (offsetMs = 0) => new Date(clock().getTime() + offsetMs).toISOString();
 
   async function readObject(file: ClaimedFile): Promise<Buffer> {
-    const bytes = await deps.store.readAll(deps.storageKey(file), MAX_INDEXED_FILE_BYTES);
+    // A storage server that stops answering must not hold the file (and its batch) for ever:
+    // the read fails like any other attempt, and is retried.
+    let timer: NodeJS.Timeout | undefined;
+    const bytes = await Promise.race([
+      deps.store.readAll(deps.storageKey(file), MAX_INDEXED_FILE_BYTES),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`reading the file from storage timed out after ${config.timeoutMs} ms`)),
+          config.timeoutMs,
+        );
+      }),
+    ]).finally(() => clearTimeout(timer));
     if (bytes === null) throw new Error('the file is not in storage');
     if (bytes === 'too-large') {
       throw new PermanentIndexError(`the file is larger than ${MAX_INDEXED_FILE_BYTES} bytes`);
@@ -163,26 +174,48 @@ export function startIndexer(deps: IndexerDeps): Indexer {
     if (stopped) return;
     const results = files.flatMap((file, i) => (outcomes[i] ? [{ file, outcome: outcomes[i] }] : []));
     if (results.length === 0) return;
-    let stored: boolean[];
+    // Per result: stored, dropped (the file changed meanwhile), or undefined (failed, recorded).
+    let stored: Array<boolean | undefined>;
     try {
       stored = await storeIndexOutcomes(deps.db, results, processId, iso());
     } catch (error) {
-      if (!stopped) for (const { file } of results) await handleFailure(file, error).catch(() => {});
-      return;
+      if (stopped) return;
+      if (results.length === 1) {
+        await handleFailure(results[0]!.file, error).catch(() => {});
+        return;
+      }
+      // One result the database refuses must not fail the others of its batch: each alone.
+      stored = [];
+      for (const result of results) stored.push(await storeAlone(result));
     }
     results.forEach(({ file, outcome }, i) =>
-      deps.log?.info(
-        {
-          fileId: file.id,
-          projectId: file.project_id,
-          indexStatus: outcome.status,
-          chunks: outcome.status === 'indexed' ? outcome.chunks.length : 0,
-          stored: stored[i],
-          ms: Date.now() - started,
-        },
-        stored[i] ? 'indexed project file' : 'dropped index result: the file changed meanwhile',
-      ),
+      stored[i] === undefined
+        ? undefined
+        : deps.log?.info(
+            {
+              fileId: file.id,
+              projectId: file.project_id,
+              indexStatus: outcome.status,
+              chunks: outcome.status === 'indexed' ? outcome.chunks.length : 0,
+              stored: stored[i],
+              ms: Date.now() - started,
+            },
+            stored[i] ? 'indexed project file' : 'dropped index result: the file changed meanwhile',
+          ),
     );
+  }
+
+  /** Stores one file's result; a failure is recorded against that file alone (undefined). */
+  async function storeAlone(result: {
+    file: ClaimedFile;
+    outcome: IndexOutcome;
+  }): Promise<boolean | undefined> {
+    try {
+      return (await storeIndexOutcomes(deps.db, [result], processId, iso()))[0];
+    } catch (error) {
+      if (!stopped) await handleFailure(result.file, error).catch(() => {});
+      return undefined;
+    }
   }
 
   async function handleFailure(file: ClaimedFile, error: unknown): Promise<void> {

@@ -59,14 +59,12 @@ const STOP_WORDS = new Set(
 
 /**
  * The words of a query as both engines' indexes hold them: made searchable as chunks are
- * ({@link searchableText}: accents folded, split at anything that is not a letter or digit), and
- * lower-cased as both tokenizers do. Only letters and digits remain, so nothing of the
- * user's input can be read as query syntax by FTS5 or `to_tsquery`.
+ * ({@link searchableText}: lower-cased, accents folded, split at anything that is not a letter
+ * or digit). Only letters and digits remain, so nothing of the user's input can be read as
+ * query syntax by FTS5 or `to_tsquery`.
  */
 export function queryTerms(query: string): string[] {
-  const words = searchableText(query)
-    .toLowerCase()
-    .match(/[\p{L}\p{N}]+/gu);
+  const words = searchableText(query).match(/[\p{L}\p{N}]+/gu);
   const terms = new Set<string>();
   for (const word of words ?? []) {
     if (STOP_WORDS.has(word)) continue;
@@ -116,13 +114,24 @@ type Candidate = ChunkCandidate;
 export async function searchProject(db: Db, params: SearchParams): Promise<SearchResult[]> {
   const terms = queryTerms(params.query);
   if (terms.length === 0 || params.limit <= 0) return [];
-  const candidateLimit = params.limit * CANDIDATES_PER_RESULT;
-  const lexical = isSqliteDb(db)
-    ? await searchSqlite(db, params, terms, candidateLimit)
-    : await searchPostgres(db, params, terms, candidateLimit);
-  // Hybrid when the project has vectors (reciprocal-rank fusion, vectors.ts); else lexical as is.
-  const candidates = await withVectorCandidates(db, params, lexical, candidateLimit);
   const perFile = params.perFile ?? 3;
+  const budget = isSqliteDb(db) ? RANK_BUDGET.sqlite : RANK_BUDGET.postgres;
+  // A long file can hold every one of the first candidates: then more are read, so the per-file
+  // cap leaves room for the other files' matches instead of fewer results.
+  for (let candidateLimit = params.limit * CANDIDATES_PER_RESULT; ; candidateLimit *= 4) {
+    const lexical = isSqliteDb(db)
+      ? await searchSqlite(db, params, terms, candidateLimit)
+      : await searchPostgres(db, params, terms, candidateLimit);
+    // Hybrid when the project has vectors (reciprocal-rank fusion, vectors.ts); else lexical as is.
+    const candidates = await withVectorCandidates(db, params, lexical, candidateLimit);
+    const results = capPerFile(candidates, perFile, params.limit);
+    if (results.length >= params.limit || lexical.length < candidateLimit || candidateLimit >= budget) {
+      return results;
+    }
+  }
+}
+
+function capPerFile(candidates: Candidate[], perFile: number, limit: number): SearchResult[] {
   const taken = new Map<string, number>();
   const results: SearchResult[] = [];
   for (const row of candidates) {
@@ -138,7 +147,7 @@ export async function searchProject(db: Db, params: SearchParams): Promise<Searc
       heading: row.heading,
       pages: row.pages ? (JSON.parse(row.pages) as number[]) : null,
     });
-    if (results.length >= params.limit) break;
+    if (results.length >= limit) break;
   }
   return results;
 }

@@ -41,13 +41,13 @@ export async function putAndSync(t: TestApp, workspaceId: string, projectId: str
 /** An indexer of the test's app, counting extractions per file path. */
 export function startTestIndexer(
   t: TestApp,
-  options: Partial<IndexingConfig> & { extract?: IndexerDeps['extract'] } = {},
+  options: Partial<IndexingConfig> & { extract?: IndexerDeps['extract']; store?: IndexerDeps['store'] } = {},
 ): Indexer & { extractions: Map<string, number> } {
   const extractions = new Map<string, number>();
-  const { extract, ...config } = options;
+  const { extract, store, ...config } = options;
   const indexer = startIndexer({
     db: t.env.database.db,
-    store: t.store,
+    store: store ?? t.store,
     config: { ...TEST_INDEXING, ...config },
     storageKey: (file) => projectStoragePrefix(file.workspace_id, file.project_id) + file.path,
     extract: async (input, opts) => {

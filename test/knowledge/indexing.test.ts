@@ -1,15 +1,16 @@
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { claimNextFile, readIndexedText } from '../../src/db/repositories/knowledge.js';
+import { claimNextFile, isSqliteDb, readIndexedText } from '../../src/db/repositories/knowledge.js';
 import { waitForIndexIdle } from '../../src/knowledge/indexer.js';
 import { searchProject } from '../../src/knowledge/search.js';
 import type { Extraction } from '../../src/knowledge/types.js';
 import { systemClock } from '../../src/ids.js';
 import { deleteProjectFile, projectStoragePrefix } from '../../src/services/project-files.js';
 import { rebuildProjectIndex } from '../../src/services/knowledge.js';
+import type { ObjectStore } from '../../src/storage/object-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
-import { markdownFile, sampleFiles, slowPdfFile, SLOW_FILE_TIMEOUT_MS, textFile } from './files.js';
+import { MEDIA, markdownFile, sampleFiles, slowPdfFile, SLOW_FILE_TIMEOUT_MS, textFile } from './files.js';
 import { putAndSync, startTestIndexer, type TestApp } from './helpers.js';
 
 let t: TestApp;
@@ -236,6 +237,73 @@ describe(`indexing project files (${engineName})`, () => {
     });
     // The chunks of the version indexed before stay until the file is gone.
     expect(await chunkCount()).toBe(1);
+  });
+
+  it('drops a NUL from a heading as from the text: the file is indexed', async () => {
+    // UTF-16 Markdown: its byte-order mark makes it text, NULs and all.
+    const text = '# Release\u0000notes\n\nThe wombat release ships on Tuesday.\n';
+    const notes = {
+      path: 'docs/notes.md',
+      mediaType: MEDIA.markdown,
+      bytes: Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]),
+    };
+    await putAndSync(t, WS, PROJECT, [notes]);
+    indexer();
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect((await statuses())['docs/notes.md']).toEqual({ status: 'indexed', error: null });
+    expect((await search('wombat')).map((hit) => [hit.path, hit.heading])).toEqual([
+      ['docs/notes.md', 'Releasenotes'],
+    ]);
+  });
+
+  it('fails a result the database refuses alone, not the files stored in the same batch', async () => {
+    // A trigger stands for any refusal of one file's rows (PostgreSQL refusing a value, say).
+    const refuse = isSqliteDb(db())
+      ? [
+          sql`create trigger refuse_poison before insert on knowledge_chunks when new.text like '%poison%'
+              begin select raise(abort, 'refused by a test trigger'); end`,
+        ]
+      : [
+          sql`create function refuse_poison() returns trigger language plpgsql as $$
+              begin if new.text like '%poison%' then raise exception 'refused by a test trigger'; end if;
+              return new; end $$`,
+          sql`create trigger refuse_poison before insert on knowledge_chunks for each row
+              execute function refuse_poison()`,
+        ];
+    for (const statement of refuse) await statement.execute(db());
+    try {
+      await putAndSync(t, WS, PROJECT, [
+        textFile('docs/poison.txt', 'A poison dart frog.'),
+        textFile('docs/quokka.txt', 'The quokka lives on Rottnest Island.'),
+      ]);
+      indexer({ maxAttempts: 1 });
+      await waitForIndexIdle(db(), { projectId: PROJECT });
+      const after = await statuses();
+      expect(after['docs/quokka.txt']).toEqual({ status: 'indexed', error: null });
+      expect(after['docs/poison.txt']?.status).toBe('failed');
+    } finally {
+      await sql`drop trigger refuse_poison${isSqliteDb(db()) ? sql`` : sql` on knowledge_chunks`}`.execute(
+        db(),
+      );
+      if (!isSqliteDb(db())) await sql`drop function refuse_poison()`.execute(db());
+    }
+  });
+
+  it('fails an attempt whose storage read never answers after the time limit; its batch goes on', async () => {
+    await putAndSync(t, WS, PROJECT, [
+      textFile('docs/stuck.txt', 'This object is on a storage server that stopped answering.'),
+      textFile('docs/other.txt', 'An ordinary file about platypus habitats.'),
+    ]);
+    // The store, except that reading `stuck.txt` hangs (an S3 endpoint that stalls mid-body).
+    const store: ObjectStore = Object.create(t.store);
+    store.readAll = (key, maxBytes) =>
+      key.endsWith('/docs/stuck.txt') ? new Promise(() => {}) : t.store.readAll(key, maxBytes);
+    indexer({ store, timeoutMs: 500, maxAttempts: 1 });
+    await waitForIndexIdle(db(), { projectId: PROJECT, timeoutMs: 10_000 });
+    expect(await statuses()).toMatchObject({
+      'docs/other.txt': { status: 'indexed' },
+      'docs/stuck.txt': { status: 'failed', error: expect.stringContaining('timed out after 500 ms') },
+    });
   });
 
   it('hands files being indexed back when stopped, for another process to take', async () => {

@@ -20,6 +20,7 @@ beforeAll(async () => {
     textFile('ko.txt', '데이터베이스 백업은 매일 새벽 세시에 실행됩니다.'),
     textFile('ligature.txt', 'The ﬁrewall rules are reviewed every quarter.'),
     textFile('zh.txt', '本项目的发布日期是明天。'),
+    textFile('el.txt', 'Ο οδηγός εγκατάστασης εξηγεί τα βήματα.'),
   ]);
   const stopIndexer = await indexPending(t);
   await stopIndexer();
@@ -84,5 +85,35 @@ describe(`migrating Chinese and Japanese chunks indexed unsplit (${engineName})`
     await migrateToLatest(db, t.env.database.schema);
     expect(await found('发布日期')).toEqual(['zh.txt']);
     expect(await found('firewall')).toEqual(['ligature.txt']);
+  });
+});
+
+describe(`migrating words PostgreSQL lower-cased itself (${engineName})`, () => {
+  it('writes them again as queries are (022), so a Greek word ending in ς is found', async () => {
+    await migrateTo('021-knowledge-cjk-words');
+    const db = t.env.database.db;
+    if (t.env.database.dialect === 'postgres') {
+      // The index as it was written before: folded, lower-cased by PostgreSQL (which keeps ς).
+      const chunks = await db
+        .selectFrom('knowledge_chunks')
+        .innerJoin('project_files', 'project_files.id', 'knowledge_chunks.file_id')
+        .select(['knowledge_chunks.id', 'knowledge_chunks.text'])
+        .where('project_files.path', '=', 'el.txt')
+        .execute();
+      for (const chunk of chunks) {
+        const folded = chunk.text
+          .normalize('NFKD')
+          .replace(/\p{M}+/gu, '')
+          .replace(/[^\p{L}\p{N}]+/gu, ' ');
+        await sql`update knowledge_chunks set tsv = to_tsvector('simple', ${folded}) where id = ${chunk.id}`.execute(
+          db,
+        );
+      }
+      expect(await found('εγκατάστασης')).toEqual([]);
+    }
+    await migrateToLatest(db, t.env.database.schema);
+    expect(await found('εγκατάστασης')).toEqual(['el.txt']);
+    expect(await found('ΟΔΗΓΟΣ')).toEqual(['el.txt']);
+    expect(await found('发布日期')).toEqual(['zh.txt']);
   });
 });

@@ -14,6 +14,7 @@ import * as skillReplacements from './018-skill-replacements.js';
 import * as knowledgeFoldedSearchText from './019-knowledge-folded-search-text.js';
 import * as projectFileObjectTimes from './020-project-file-object-times.js';
 import * as knowledgeCjkWords from './021-knowledge-cjk-words.js';
+import * as knowledgeCaseFoldedWords from './022-knowledge-case-folded-words.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -35,4 +36,5 @@ export const migrations: Record<string, Migration> = {
   '019-knowledge-folded-search-text': knowledgeFoldedSearchText,
   '020-project-file-object-times': projectFileObjectTimes,
   '021-knowledge-cjk-words': knowledgeCjkWords,
+  '022-knowledge-case-folded-words': knowledgeCaseFoldedWords,
 };

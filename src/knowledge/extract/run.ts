@@ -84,9 +84,13 @@ export async function extractInProcess(
     : { status: 'ok', format, sections: capped.sections };
 }
 
-/** NUL characters removed: PostgreSQL text cannot hold them, and they carry nothing to search. */
+/**
+ * NUL characters removed from the text and the heading: PostgreSQL text cannot hold them (one
+ * refused chunk fails the store of its whole batch), and they carry nothing to search.
+ */
 function withoutNul(section: ExtractedSection): ExtractedSection {
-  return section.text.includes('\0') ? { ...section, text: section.text.replaceAll('\0', '') } : section;
+  const heading = section.heading?.replaceAll('\0', '') ?? null;
+  return { ...section, text: section.text.replaceAll('\0', ''), heading };
 }
 
 /** Keeps whole sections up to `maxChars` of extracted text (separators included), cutting the last one. */
