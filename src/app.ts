@@ -10,7 +10,12 @@ import {
 } from './coordination/rate-limit-counter.js';
 import { registerAuth } from './http/plugins/auth.js';
 import { registerCors } from './http/plugins/cors.js';
-import { registerErrorHandling, sendError, toApiError } from './http/plugins/error-handler.js';
+import {
+  ROUTER_OPTIONS,
+  registerErrorHandling,
+  sendError,
+  toApiError,
+} from './http/plugins/error-handler.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { createClientErrorHandler, registerHostCheck } from './http/plugins/protocol-errors.js';
@@ -42,7 +47,6 @@ import { OpenAIErrorBody } from './http/schemas/openai.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
-import { MAX_PATH_PARAM_LENGTH } from './limits.js';
 import { addJsonBodyParser } from './http/json-body.js';
 import { OneLinePerRequest } from './logging/request-log.js';
 import { serializeErrorForLog } from './logging/error-log.js';
@@ -177,8 +181,7 @@ export async function buildApp(
     clientErrorHandler: createClientErrorHandler(timeouts),
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    // Long path parameters reach validation (400 with a path) instead of the router's bare 414.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH },
+    routerOptions: ROUTER_OPTIONS,
     // Router failures (bad percent-encoding, a parameter past that length) get the error body
     // too: OpenAI's shape under /v1/openai, as every other error there.
     frameworkErrors: (error, request, reply) =>

@@ -95,20 +95,23 @@ export class ConfigError extends Error {}
 
 type Env = Record<string, string | undefined>;
 
-function integer(env: Env, name: string, fallback: number, min = 0): number {
+function integer(env: Env, name: string, fallback: number, min = 0, max = Infinity): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) {
-    throw new ConfigError(`${name} must be an integer ≥ ${min}, got "${raw}"`);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    const range = max === Infinity ? `≥ ${min}` : `from ${min} to ${max}`;
+    throw new ConfigError(`${name} must be an integer ${range}, got "${raw}"`);
   }
   return value;
 }
 
-function port(env: Env): number {
-  const value = integer(env, 'PORT', 3000);
-  if (value > 65535) throw new ConfigError(`PORT must be at most 65535, got "${env.PORT}"`);
-  return value;
+/** The longest a Node timer waits: one set longer fires after 1 ms instead (TimeoutOverflowWarning). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A duration in milliseconds that a timer can wait. */
+function milliseconds(env: Env, name: string, fallback: number, min = 0): number {
+  return integer(env, name, fallback, min, MAX_TIMER_MS);
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -147,10 +150,10 @@ function httpTimeouts(env: Env, upstreamTimeoutMs: number): HttpTimeouts {
   // A silent connection's limit. A non-streamed reply pauses it while it works
   // (http/idle-timeout-pause.ts); never shorter than the upstream timeout all the same, so that a
   // request waiting on a provider some other way is not cut before it could answer 504.
-  const idleTimeoutMs = integer(
+  const idleTimeoutMs = milliseconds(
     env,
     'ATRIUM_IDLE_TIMEOUT_MS',
-    Math.max(600_000, upstreamTimeoutMs + 60_000),
+    Math.min(MAX_TIMER_MS, Math.max(600_000, upstreamTimeoutMs + 60_000)),
     1,
   );
   if (idleTimeoutMs <= upstreamTimeoutMs) {
@@ -159,12 +162,36 @@ function httpTimeouts(env: Env, upstreamTimeoutMs: number): HttpTimeouts {
     );
   }
   return {
-    headersTimeoutMs: integer(env, 'ATRIUM_HEADERS_TIMEOUT_MS', 10_000, 1),
-    bodyTimeoutMs: integer(env, 'ATRIUM_BODY_TIMEOUT_MS', 20_000, 1),
+    headersTimeoutMs: milliseconds(env, 'ATRIUM_HEADERS_TIMEOUT_MS', 10_000, 1),
+    bodyTimeoutMs: milliseconds(env, 'ATRIUM_BODY_TIMEOUT_MS', 20_000, 1),
     bodyMinBytesPerSecond: integer(env, 'ATRIUM_BODY_MIN_BYTES_PER_SECOND', 8192, 1),
-    keepAliveTimeoutMs: integer(env, 'ATRIUM_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1),
+    keepAliveTimeoutMs: milliseconds(env, 'ATRIUM_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1),
     idleTimeoutMs,
   };
+}
+
+/**
+ * Where clients reach this server (signed URLs, the OpenAPI `servers`): an http(s) origin, a path
+ * prefix allowed (behind a proxy), kept without trailing slashes. Not echoed when refused: a URL
+ * may carry a password.
+ */
+function publicUrl(env: Env): string | undefined {
+  const raw = env.ATRIUM_PUBLIC_URL?.replace(/\/+$/, '');
+  if (!raw) return undefined;
+  const url = URL.canParse(raw) ? new URL(raw) : undefined;
+  if (
+    !url ||
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.username ||
+    url.password ||
+    url.search ||
+    url.hash
+  ) {
+    throw new ConfigError(
+      'ATRIUM_PUBLIC_URL must be an http:// or https:// URL (such as https://atrium.example.com), without credentials, query or fragment',
+    );
+  }
+  return url.href.replace(/\/+$/, '');
 }
 
 function redisConfig(env: Env): Config['redis'] {
@@ -197,7 +224,7 @@ export function loadConfig(env: Env = process.env): Config {
     database = { kind: 'sqlite', file: path.join(dataDir, 'atrium.sqlite') };
   }
 
-  const upstreamTimeoutMs = integer(env, 'ATRIUM_UPSTREAM_TIMEOUT_MS', 120_000, 1);
+  const upstreamTimeoutMs = milliseconds(env, 'ATRIUM_UPSTREAM_TIMEOUT_MS', 120_000, 1);
   const storageKind = env.ATRIUM_STORAGE || 'fs';
   let storage: StorageConfig;
   if (storageKind === 'fs') {
@@ -211,19 +238,19 @@ export function loadConfig(env: Env = process.env): Config {
       bucket: env.S3_BUCKET,
       accessKeyId: env.S3_ACCESS_KEY_ID || undefined,
       secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
-      forcePathStyle: env.S3_FORCE_PATH_STYLE === 'true' || env.S3_FORCE_PATH_STYLE === '1',
+      forcePathStyle: flag(env, 'S3_FORCE_PATH_STYLE'),
     };
   } else {
     throw new ConfigError(`ATRIUM_STORAGE must be "fs" or "s3", got "${storageKind}"`);
   }
 
   return {
-    port: port(env),
+    port: integer(env, 'PORT', 3000, 0, 65535),
     host: env.HOST || '127.0.0.1',
     dataDir,
     database,
     storage,
-    publicUrl: env.ATRIUM_PUBLIC_URL?.replace(/\/+$/, '') || undefined,
+    publicUrl: publicUrl(env),
     signingSecret: signingSecret(env, dataDir),
     apiKeyHeader: (env.ATRIUM_API_KEY_HEADER || 'x-service-api-key').toLowerCase(),
     providers: {
@@ -243,7 +270,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: logLevel(env),
     jsonBodyLimitBytes: 1024 * 1024,
     http: httpTimeouts(env, upstreamTimeoutMs),
-    sweepIntervalMs: integer(env, 'ATRIUM_SWEEP_INTERVAL_MS', 10 * 60 * 1000),
+    sweepIntervalMs: milliseconds(env, 'ATRIUM_SWEEP_INTERVAL_MS', 10 * 60 * 1000),
     redis: redisConfig(env),
     chatBodyLimitBytes: 16 * 1024 * 1024,
     maxConcurrentReplies: integer(env, 'ATRIUM_MAX_CONCURRENT_REPLIES', DEFAULT_MAX_CONCURRENT_REPLIES, 1),
@@ -253,12 +280,12 @@ export function loadConfig(env: Env = process.env): Config {
       .map((origin) => origin.trim().replace(/\/+$/, ''))
       .filter(Boolean),
     indexing: {
-      timeoutMs: integer(env, 'ATRIUM_INDEX_TIMEOUT_MS', 60_000, 1),
+      timeoutMs: milliseconds(env, 'ATRIUM_INDEX_TIMEOUT_MS', 60_000, 1),
       concurrency: integer(env, 'ATRIUM_INDEX_CONCURRENCY', 1, 1),
-      pollMs: integer(env, 'ATRIUM_INDEX_POLL_MS', 5_000, 1),
+      pollMs: milliseconds(env, 'ATRIUM_INDEX_POLL_MS', 5_000, 1),
       maxAttempts: integer(env, 'ATRIUM_INDEX_MAX_ATTEMPTS', 3, 1),
-      retryMs: integer(env, 'ATRIUM_INDEX_RETRY_MS', 10_000, 0),
-      leaseMs: integer(env, 'ATRIUM_INDEX_LEASE_MS', 60_000, 100),
+      retryMs: milliseconds(env, 'ATRIUM_INDEX_RETRY_MS', 10_000, 0),
+      leaseMs: milliseconds(env, 'ATRIUM_INDEX_LEASE_MS', 60_000, 100),
     },
   };
 }

@@ -9,7 +9,12 @@ import { newId } from '../ids.js';
 import { startServer } from '../server.js';
 import { applySetup } from '../setup/apply.js';
 import { exportText, exportWorkspace } from '../setup/export.js';
-import { ApiManagedObjectsError, DuplicateAgentTitlesError, MovedObjectError } from '../setup/ownership.js';
+import {
+  ApiManagedObjectsError,
+  DuplicateAgentTitlesError,
+  MovedObjectError,
+  TakenIdentityError,
+} from '../setup/ownership.js';
 import { parseSetupText } from '../setup/validate.js';
 import { createDemo, demoInstructions, demoKeyHint, hasAnyOrganization } from './demo.js';
 
@@ -110,7 +115,18 @@ async function apply(args: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof MovedObjectError) {
       console.error(`${file}: nothing was applied: ${error.message}`);
-      console.error('An id names one object wherever it lives: check the id, or leave it out.');
+      console.error(
+        error.foundBy === 'id'
+          ? 'An id names one object wherever it lives: check the id, or leave it out.'
+          : 'An email names one user wherever it lives: check the email, or set the user up in its own organization.',
+      );
+      return EXIT.usage;
+    }
+    if (error instanceof TakenIdentityError) {
+      console.error(`${file}: nothing was applied: ${error.message}`);
+      console.error(
+        `An email names one user: name that user by id ${error.holderId}, or give this one another email.`,
+      );
       return EXIT.usage;
     }
     if (error instanceof DuplicateAgentTitlesError) {

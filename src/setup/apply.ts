@@ -7,6 +7,7 @@ import {
   ApiManagedObjectsError,
   DuplicateAgentTitlesError,
   MovedObjectError,
+  TakenIdentityError,
   findApiManagedObjects,
   findDuplicateAgentTitles,
 } from './ownership.js';
@@ -90,12 +91,14 @@ async function upsert(
     return String(row.id ?? '');
   }
 
-  // An object found by its id stays in its tenancy: the file may change it, not move it.
+  // An object found stays in its tenancy: the file may change it, not move it. Found by id, or
+  // by a name not scoped to one tenant (a user's email is unique across organizations).
   for (const column of ['organization_id', 'workspace_id']) {
     const wanted = { ...spec.match, ...values }[column];
-    if (spec.id && wanted !== undefined && column in existing && !sameValue(existing[column], wanted)) {
+    if (wanted !== undefined && column in existing && !sameValue(existing[column], wanted)) {
       throw new MovedObjectError(
-        `${spec.label} (${spec.id}) from ${column.replace('_id', '')} ${String(existing[column])} to ${String(wanted)}`,
+        `${spec.label} (${String(existing.id)}) from ${column.replace('_id', '')} ${String(existing[column])} to ${String(wanted)}`,
+        spec.id ? 'id' : Object.keys(spec.match).join(' and '),
       );
     }
   }
@@ -256,6 +259,16 @@ async function applyAll(ctx: Context, setup: SetupFile) {
     const userIds = new Map<string, string>();
     for (const user of org.users ?? []) {
       const email = user.email.toLowerCase();
+      // Emails are unique across organizations: a user given an id takes no other user's.
+      if (user.id) {
+        const holder = await ctx.trx
+          .selectFrom('users')
+          .select('id')
+          .where('email', '=', email)
+          .where('id', '!=', user.id)
+          .executeTakeFirst();
+        if (holder) throw new TakenIdentityError(user.id, email, holder.id);
+      }
       const userId = await upsert(ctx, {
         table: 'users',
         label: `user ${email}`,

@@ -24,14 +24,34 @@ export class DuplicateAgentTitlesError extends Error {
 }
 
 /**
- * The file names by id an object that lives in another workspace or organization than the one
- * the file puts it in: applying would move it there, and with it another tenant's agent,
- * project or key (a copied or mistyped id). Refused whatever `--adopt` says.
+ * The file names an object that lives in another workspace or organization than the one the file
+ * puts it in: by id, or a user by email (unique across organizations). Applying would move it
+ * there, and with it another tenant's agent, project, key or user (a copied or mistyped id or
+ * email). Refused whatever `--adopt` says.
  */
 export class MovedObjectError extends Error {
-  constructor(readonly object: string) {
+  constructor(
+    readonly object: string,
+    /** What the file named it by: `id`, or the column it was found by (a user's `email`). */
+    readonly foundBy: string,
+  ) {
     super(`The setup file would move ${object}.`);
     this.name = 'MovedObjectError';
+  }
+}
+
+/**
+ * The file gives a user an id while another stored user has its email: emails are unique across
+ * organizations, so inserting it would fail (a raw constraint error before).
+ */
+export class TakenIdentityError extends Error {
+  constructor(
+    readonly userId: string,
+    readonly email: string,
+    readonly holderId: string,
+  ) {
+    super(`The setup file gives user ${userId} the email ${email}, which user ${holderId} has.`);
+    this.name = 'TakenIdentityError';
   }
 }
 

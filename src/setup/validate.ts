@@ -1,7 +1,7 @@
 import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
-import { parse as parseYaml } from 'yaml';
+import { LineCounter, parse as parseYaml, YAMLParseError } from 'yaml';
 import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
 import { ECHO_EMBEDDING_MODEL_ID } from '../models/echo-embedding.js';
@@ -303,9 +303,37 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
     }
   };
 
+  /**
+   * Apply finds an object without an id by its name: two of one name in one scope, either of
+   * them without an id, would be found as one stored object, which each apply then rewrites.
+   */
+  const named = new Map<string, { path: string; withoutId: boolean }>();
+  const uniqueName = (kind: string, name: string, id: string | undefined, path: string) => {
+    const key = `${kind}:${name}`;
+    const first = named.get(key);
+    if (!first) {
+      named.set(key, { path, withoutId: id === undefined });
+    } else if (first.withoutId || id === undefined) {
+      problems.push({
+        path,
+        message: `duplicate ${kind} "${name}" (first at ${first.path}): give each an id, or another name`,
+      });
+      first.withoutId = true;
+    }
+  };
+  // Two keys cannot share a secret; the message names the first, never the key itself.
+  const plaintextKeys = new Map<string, string>();
+  const uniqueKey = (key: string | undefined, path: string) => {
+    if (key === undefined) return;
+    const first = plaintextKeys.get(key);
+    if (first) problems.push({ path, message: `is the same key as ${first}: each key must be different` });
+    else plaintextKeys.set(key, path);
+  };
+
   setup.organizations?.forEach((org, o) => {
     const orgPath = `organizations[${o}]`;
     unique('organization id', org.id, `${orgPath}.id`);
+    uniqueName('organization name', org.name, org.id, `${orgPath}.name`);
     const users = new Set<string>();
     /** A user named by id or email, as one name: members and keys may name the same user either way. */
     const sameUser = new Map<string, string>();
@@ -336,11 +364,13 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
       unique('key id', key.id, `${orgPath}.apiKeys[${k}].id`);
       checkUser(key.user, `${orgPath}.apiKeys[${k}].user`);
       checkExpiry(key.expiresAt, `${orgPath}.apiKeys[${k}].expiresAt`);
+      uniqueKey(key.key, `${orgPath}.apiKeys[${k}].key`);
     });
 
     org.workspaces?.forEach((workspace, w) => {
       const wsPath = `${orgPath}.workspaces[${w}]`;
       unique('workspace id', workspace.id, `${wsPath}.id`);
+      uniqueName(`workspace name in ${orgPath}`, workspace.name, workspace.id, `${wsPath}.name`);
       workspace.models?.forEach((model, m) => checkModel(model, `${wsPath}.models[${m}]`));
       checkModel(workspace.defaultModel, `${wsPath}.defaultModel`);
       checkModel(workspace.embeddingModel, `${wsPath}.embeddingModel`, 'embedding');
@@ -360,6 +390,7 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
         unique('key id', key.id, `${wsPath}.apiKeys[${k}].id`);
         checkUser(key.user, `${wsPath}.apiKeys[${k}].user`);
         checkExpiry(key.expiresAt, `${wsPath}.apiKeys[${k}].expiresAt`);
+        uniqueKey(key.key, `${wsPath}.apiKeys[${k}].key`);
         // A key acts with its user's role in the workspace: a user who is none has none.
         if (workspace.members && !members.has(userName(key.user))) {
           problems.push({
@@ -390,21 +421,40 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
       });
       workspace.projects?.forEach((project, p) => {
         unique('project id', project.id, `${wsPath}.projects[${p}].id`);
+        uniqueName(`project name in ${wsPath}`, project.name, project.id, `${wsPath}.projects[${p}].name`);
       });
     });
   });
   return problems;
 }
 
+/**
+ * The parser's message without the file's text, which may hold a plaintext key: not
+ * `prettyErrors` (it adds the lines around the error), and cut where a message goes on with the
+ * text it stopped at (a block scalar header, an escape sequence, an alias).
+ */
+function yamlMessage(error: Error): string {
+  return error.message.replace(/(: |(?<=escape sequence) ).*$/s, '');
+}
+
 /** Parses and validates a whole setup file; every problem is reported, nothing is applied. */
 export function parseSetupText(text: string, fileName: string): ParseResult {
   let document: unknown;
+  const lineCounter = new LineCounter();
   try {
-    document = parseYaml(text, { prettyErrors: true }) ?? {};
+    // Warnings off: yaml prints them itself (to stderr), quoting the text they are about.
+    document = parseYaml(text, { prettyErrors: false, lineCounter, logLevel: 'error' }) ?? {};
   } catch (error) {
+    const offset = error instanceof YAMLParseError ? error.pos[0] : undefined;
+    const at = offset === undefined ? undefined : lineCounter.linePos(offset);
     return {
       ok: false,
-      problems: [{ path: '(file)', message: `${fileName} is not valid YAML: ${(error as Error).message}` }],
+      problems: [
+        {
+          path: '(file)',
+          message: `${fileName} is not valid YAML: ${yamlMessage(error as Error)}${at ? ` at line ${at.line}, column ${at.col}` : ''}`,
+        },
+      ],
     };
   }
   if (typeof document !== 'object' || Array.isArray(document)) {

@@ -60,6 +60,20 @@ describe(`atrium migrate (${engineName})`, () => {
   });
 });
 
+/** Every setting in milliseconds, with its smallest value. */
+const TIMER_SETTINGS = [
+  ['ATRIUM_UPSTREAM_TIMEOUT_MS', 1],
+  ['ATRIUM_IDLE_TIMEOUT_MS', 1],
+  ['ATRIUM_HEADERS_TIMEOUT_MS', 1],
+  ['ATRIUM_BODY_TIMEOUT_MS', 1],
+  ['ATRIUM_KEEP_ALIVE_TIMEOUT_MS', 1],
+  ['ATRIUM_SWEEP_INTERVAL_MS', 0],
+  ['ATRIUM_INDEX_TIMEOUT_MS', 1],
+  ['ATRIUM_INDEX_POLL_MS', 1],
+  ['ATRIUM_INDEX_RETRY_MS', 0],
+  ['ATRIUM_INDEX_LEASE_MS', 100],
+] as const;
+
 function writeSetup(name: string, text: string): string {
   const file = path.join(dir, name);
   writeFileSync(file, text);
@@ -177,31 +191,63 @@ organizations:
     output.err = [];
     expect(await main(['keys', 'create', '--workspace', 'wsp_nope', '--user', 'usr_x'])).toBe(2);
     expect(output.err).toEqual(['atrium: No workspace wsp_nope']);
-    for (const [name, value, message] of [
+    // Node fires a timer set past 2^31 − 1 ms after 1 ms: a 25-day sweep interval swept continuously.
+    const pastTimers = TIMER_SETTINGS.map(
+      ([name, min]) =>
+        [
+          { [name]: '2147483648' },
+          `${name} must be an integer from ${min} to 2147483647, got "2147483648"`,
+        ] as const,
+    );
+    for (const [settings, message] of [
       [
-        'LOG_LEVEL',
-        'loud',
+        { LOG_LEVEL: 'loud' },
         'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
       ],
-      ['PORT', '70000', 'PORT must be at most 65535, got "70000"'],
+      [{ PORT: '70000' }, 'PORT must be an integer from 0 to 65535, got "70000"'],
       [
-        'ATRIUM_MCP_ALLOW_PRIVATE_NETWORK',
-        'yes',
+        { ATRIUM_MCP_ALLOW_PRIVATE_NETWORK: 'yes' },
         'ATRIUM_MCP_ALLOW_PRIVATE_NETWORK must be "true" or "false", got "yes"',
       ],
-    ]) {
-      const before = process.env[name!];
-      process.env[name!] = value;
+      ...pastTimers,
+      // Read as false before, as was "TRUE".
+      [
+        { ATRIUM_STORAGE: 's3', S3_BUCKET: 'b', S3_FORCE_PATH_STYLE: 'TRUE' },
+        'S3_FORCE_PATH_STYLE must be "true" or "false", got "TRUE"',
+      ],
+      // Signed URLs were made relative to it; a password in it is not repeated.
+      ...['atrium.example.com', 'ftp://atrium.example.com', 'https://user:secret@atrium.example.com'].map(
+        (url) =>
+          [
+            { ATRIUM_PUBLIC_URL: url },
+            'ATRIUM_PUBLIC_URL must be an http:// or https:// URL (such as https://atrium.example.com), without credentials, query or fragment',
+          ] as const,
+      ),
+    ] as const) {
+      const before = { ...process.env };
+      Object.assign(process.env, settings);
       output.err = [];
       try {
         // Before: pino's or Node's raw message, exit 1.
-        expect(await main(['migrate']), name).toBe(2);
+        expect(await main(['migrate']), JSON.stringify(settings)).toBe(2);
         expect(output.err).toEqual([`atrium: ${message}`]);
       } finally {
-        process.env[name!] = before;
-        if (before === undefined) delete process.env[name!];
+        for (const name of Object.keys(settings)) {
+          if (before[name] === undefined) delete process.env[name];
+          else process.env[name] = before[name];
+        }
       }
     }
+  });
+
+  it('keeps an idle timeout derived from a long upstream timeout within what a timer can wait', () => {
+    const config = loadConfig({ ...process.env, ATRIUM_UPSTREAM_TIMEOUT_MS: '2147450000' });
+    expect(config.http.idleTimeoutMs).toBe(2147483647);
+  });
+
+  it('takes ATRIUM_PUBLIC_URL with a path prefix, without its trailing slash', () => {
+    const config = loadConfig({ ...process.env, ATRIUM_PUBLIC_URL: 'https://Example.test/atrium/' });
+    expect(config.publicUrl).toBe('https://example.test/atrium');
   });
 
   it('lists shape problems even where the file is too malformed to follow its references', async () => {
@@ -270,6 +316,75 @@ organizations:
     expect(await main(['apply', path.join(dir, 'missing.yaml')])).toBe(2);
     expect(await main(['apply'])).toBe(2);
     expect(await main(['frobnicate'])).toBe(2);
+  });
+
+  it('reports a file that is not YAML by line and column, without quoting it (it may hold a key)', async () => {
+    const secret = 'sk-provider-SECRET-0123456789';
+    for (const [name, text, line] of [
+      ['quote.yaml', `providers:\n  - { id: local, type: openai, apiKey: "${secret} }\n`, 3],
+      // The parser's own message quotes a block scalar's header.
+      ['header.yaml', `providers:\n  - id: local\n    type: openai\n    apiKey: |${secret}\n`, 4],
+    ] as const) {
+      output.err = [];
+      const printed = await refusedApply(writeSetup(name, text));
+      expect(printed).toMatch(new RegExp(`is not valid YAML: .* at line ${line}, column \\d+`));
+      expect(printed).not.toContain(secret);
+    }
+  });
+
+  it('refuses two objects of one name in one scope where one has no id (apply finds it by name)', async () => {
+    const file = writeSetup(
+      'names.yaml',
+      `
+organizations:
+  - id: org_n
+    name: N
+    workspaces:
+      - name: Main
+        projects:
+          - { name: Notes, description: first }
+          - { name: Notes, description: second }
+          - { id: prj_a, name: Both have ids }
+          - { id: prj_b, name: Both have ids }
+      - { id: wsp_n, name: Main }
+  - name: N
+`,
+    );
+    const text = await refusedApply(file);
+    expect(text).toContain(
+      'organizations[0].workspaces[0].projects[1].name: duplicate project name in organizations[0].workspaces[0] "Notes" (first at organizations[0].workspaces[0].projects[0].name)',
+    );
+    expect(text).toContain(
+      'organizations[0].workspaces[1].name: duplicate workspace name in organizations[0] "Main" (first at organizations[0].workspaces[0].name)',
+    );
+    expect(text).toContain(
+      'organizations[1].name: duplicate organization name "N" (first at organizations[0].name)',
+    );
+    // Found by their ids, two projects may share a name, as over the API.
+    expect(text).not.toContain('Both have ids');
+  });
+
+  it('refuses two keys with one plaintext, naming both without repeating the key', async () => {
+    const key = 'atr_ws_fixture_same_00000000000000000000000000';
+    const file = writeSetup(
+      'same-key.yaml',
+      `
+organizations:
+  - id: org_k
+    name: K
+    users: [{ id: usr_k, name: K, email: k@k.test }]
+    apiKeys: [{ name: one, user: usr_k, key: "${key}" }]
+    workspaces:
+      - id: wsp_k
+        name: K
+        apiKeys: [{ name: two, user: usr_k, key: "${key}" }]
+`,
+    );
+    const text = await refusedApply(file);
+    expect(text).toContain(
+      'organizations[0].workspaces[0].apiKeys[0].key: is the same key as organizations[0].apiKeys[0].key',
+    );
+    expect(text).not.toContain(key);
   });
 
   it('applies a setup file, and applying it again changes nothing', async () => {

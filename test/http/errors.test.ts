@@ -112,6 +112,20 @@ describe(`HTTP error handling (${engineName})`, () => {
     expect(withParam.statusCode).toBe(405);
   });
 
+  it('answers 405 on paths the router serves, with a trailing slash or a path parameter over 100 characters', async () => {
+    // The 405 table lacked the app's router options: it knew neither, and answered 404.
+    expect((await t.app.inject({ method: 'GET', url: '/healthz/' })).statusCode).toBe(200);
+    const withSlash = await t.app.inject({ method: 'PATCH', url: '/healthz/' });
+    expect(withSlash.statusCode).toBe(405);
+    expect(withSlash.json()).toMatchObject({ ...errorShape, code: 'method_not_allowed' });
+    const id = `prj_${'x'.repeat(150)}`;
+    expect((await t.app.inject({ method: 'GET', url: `/v1/projects/${id}`, headers: key })).json().code).toBe(
+      'not_found',
+    );
+    const longParam = await t.app.inject({ method: 'PUT', url: `/v1/projects/${id}`, headers: key });
+    expect(longParam.statusCode).toBe(405);
+  });
+
   it('answers 404, not a 405 allowing its own method, where a wildcard route has nothing after it', async () => {
     // `/storage/objects/*` needs a path after the slash; the method table alone matched it empty.
     const res = await t.app.inject({ method: 'GET', url: '/storage/objects/' });

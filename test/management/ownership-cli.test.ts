@@ -205,6 +205,49 @@ describe(`atrium apply and agent titles (${engineName})`, () => {
   });
 });
 
+describe(`atrium apply and users (${engineName})`, () => {
+  const userRow = (email: string) =>
+    database.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirstOrThrow();
+
+  it('refuses (exit 2) a user named by an email another organization has, instead of moving it', async () => {
+    // Gina is Globex's: found by her email, she was moved to Acme, her Globex key left behind.
+    const file = writeFile(
+      'moved-user.yaml',
+      `
+organizations:
+  - id: org_acme
+    name: Acme
+    users: [{ name: Gina, email: gina@globex.test }]
+`,
+    );
+    expect(await main(['apply', file])).toBe(2);
+    expect(output.err).toEqual([
+      `${file}: nothing was applied: The setup file would move user gina@globex.test (usr_gina) from organization org_globex to org_acme.`,
+      'An email names one user wherever it lives: check the email, or set the user up in its own organization.',
+    ]);
+    expect((await userRow('gina@globex.test')).organization_id).toBe('org_globex');
+  });
+
+  it('refuses (exit 2) a user given a new id and an email another user has, not with a database error', async () => {
+    const file = writeFile(
+      'taken-email.yaml',
+      `
+organizations:
+  - id: org_acme
+    name: Acme
+    users: [{ id: usr_olivia_again, name: Olivia, email: olivia@acme.test }]
+`,
+    );
+    // Before: the insert's unique constraint, exit 1.
+    expect(await main(['apply', file])).toBe(2);
+    expect(output.err).toEqual([
+      `${file}: nothing was applied: The setup file gives user usr_olivia_again the email olivia@acme.test, which user usr_olivia has.`,
+      'An email names one user: name that user by id usr_olivia, or give this one another email.',
+    ]);
+    expect((await userRow('olivia@acme.test')).id).toBe('usr_olivia');
+  });
+});
+
 describe(`atrium export (${engineName})`, () => {
   it('prints the API-managed agents and projects as a setup file that --adopt applies', async () => {
     const agent = (

@@ -106,12 +106,19 @@ export function logApiError(log: FastifyBaseLogger, apiError: ApiError, message 
 }
 
 /**
+ * The app's router options (app.ts), shared with the table that tells 405 from 404. Long path
+ * parameters reach validation (400 with a path) instead of the router's bare 414.
+ */
+export const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: MAX_PATH_PARAM_LENGTH };
+
+/**
  * One handler renders every failure as the error body: ours, Fastify's (validation, parsing,
  * body limits), and unknown ones. 5xx causes go to the log only.
  */
 export function registerErrorHandling(app: FastifyInstance): { unmatched: UnmatchedRoute } {
-  // A second router that knows every route, used only to tell 405 from 404.
-  const routeTable = FindMyWay();
+  // A second router that knows every route, used only to tell 405 from 404. Built with the app's
+  // router options: a path the app serves (`/healthz/`, a long id) must be known here too.
+  const routeTable = FindMyWay(ROUTER_OPTIONS);
   app.addHook('onRoute', (route) => {
     // The CORS preflight route matches every path; it must not turn a 404 into a 405.
     if (route.url === '*') return;
