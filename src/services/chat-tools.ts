@@ -14,6 +14,7 @@ import { REMEMBER_TOOL, rememberTool } from '../models/tools/remember.js';
 import { projectFileTools } from '../models/tools/project-files.js';
 import { projectFileReads } from '../knowledge/file-tools.js';
 import { type SubAgent, subAgentTools } from '../models/tools/sub-agents.js';
+import { MAX_PROJECT_MEMORY_LENGTH } from '../limits.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
 import type { ChatDeps, TokenUsage } from './chat.js';
 import { upstreamFailure } from './upstream-failure.js';
@@ -116,9 +117,12 @@ export async function buildConversationTools(
   try {
     const { project, workspace } = context;
     if (project) {
-      result.tools[REMEMBER_TOOL] = rememberTool(async (note) => {
-        await appendProjectMemory(deps.db, workspace.id, project.id, note, deps.clock().toISOString());
-      });
+      result.tools[REMEMBER_TOOL] = rememberTool((note) =>
+        appendProjectMemory(deps.db, workspace.id, project.id, note, {
+          now: deps.clock().toISOString(),
+          maxLength: MAX_PROJECT_MEMORY_LENGTH,
+        }),
+      );
       Object.assign(
         result.tools,
         projectFileTools(projectFileReads(deps.db, { workspaceId: workspace.id, projectId: project.id })),

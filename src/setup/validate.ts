@@ -3,6 +3,7 @@ import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
 import { LineCounter, parse as parseYaml, YAMLParseError } from 'yaml';
 import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
+import { MAX_PROJECT_MEMORY_LENGTH } from '../limits.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
 import { ECHO_EMBEDDING_MODEL_ID } from '../models/echo-embedding.js';
 
@@ -76,7 +77,7 @@ const ProjectSpec = Type.Object(
     instructions: Clearable(Text(20_000)),
     color: Clearable(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$' })),
     icon: Clearable(Text(64)),
-    memory: Clearable(Text(200_000)),
+    memory: Clearable(Text(MAX_PROJECT_MEMORY_LENGTH)),
     archived: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },

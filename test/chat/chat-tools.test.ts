@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_PROJECT_MEMORY_LENGTH } from '../../src/limits.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { estimateUsage, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatSetup, DEAD_MCP_URL, userText } from './fixtures.js';
@@ -276,6 +277,46 @@ describe('remember tool', () => {
     // The next project chat carries the new memory.
     await post('/v1/chat', { agentId: 'agt_plain', projectId: 'prj_docs', messages: [userText('and?')] });
     expect(upstream.lastRequest().body.messages?.[0]?.content).toContain('Budget is 10k.');
+  });
+
+  it('saves nothing past the memory limit, and tells the model why', async () => {
+    const memory = (projectId: string) =>
+      t.db.selectFrom('projects').select('memory').where('id', '=', projectId).executeTakeFirstOrThrow();
+    const before = (await memory('prj_docs')).memory;
+    // Seven characters short of the limit: '\n\nFits.' takes it there exactly, leaving no room.
+    const filled = `${before}\n\n${'m'.repeat(MAX_PROJECT_MEMORY_LENGTH - [...before].length - 2 - 7)}`;
+    await t.db.updateTable('projects').set({ memory: filled }).where('id', '=', 'prj_docs').execute();
+    try {
+      upstream.enqueue(
+        { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Fits.' } }] },
+        { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'No room.' } }] },
+        { kind: 'text', text: 'Done.' },
+      );
+      const res = await post('/v1/chat', {
+        agentId: 'agt_plain',
+        projectId: 'prj_docs',
+        stream: true,
+        messages: [userText('remember two things')],
+      });
+      const outputs = res.body
+        .split('\n\n')
+        .filter((line) => line.startsWith('data: {'))
+        .map((line) => JSON.parse(line.slice(6)) as { type: string; output?: unknown })
+        .filter((chunk) => chunk.type === 'tool-output-available')
+        .map((chunk) => chunk.output);
+      expect(outputs).toEqual([
+        { saved: true },
+        {
+          saved: false,
+          reason: expect.stringContaining("The project's memory is full (200,000 characters)"),
+        },
+      ]);
+      const after = (await memory('prj_docs')).memory;
+      expect(after).toBe(`${filled}\n\nFits.`);
+      expect([...after].length).toBe(MAX_PROJECT_MEMORY_LENGTH);
+    } finally {
+      await t.db.updateTable('projects').set({ memory: before }).where('id', '=', 'prj_docs').execute();
+    }
   });
 
   it('runs in a streamed reply too: tool chunks on the wire, the tool part stored', async () => {

@@ -105,12 +105,21 @@ describe(`PATCH /v1/projects/{id} (${engineName})`, () => {
     expect(explicit.json().data.projects.map((p: { id: string }) => p.id)).toContain(project.id);
   });
 
+  // The limit the `remember` tool stops at: a memory it filled can be sent back as it is.
+  it('takes a memory of exactly 200,000 characters', async () => {
+    const project = await createProject('Full memory');
+    const res = await call('PATCH', `/v1/projects/${project.id}`, MKEYS.member, {
+      memory: 'm'.repeat(200_000),
+    });
+    expect(res.statusCode).toBe(200);
+  });
+
   it.each([
     ['blank name', { name: '  ' }, 'body.name'],
     ['name too long', { name: 'n'.repeat(201) }, 'body.name'],
     ['description too long', { description: 'd'.repeat(2001) }, 'body.description'],
     ['instructions too long', { instructions: 'i'.repeat(20_001) }, 'body.instructions'],
-    ['memory too long', { memory: 'm'.repeat(100_001) }, 'body.memory'],
+    ['memory too long', { memory: 'm'.repeat(200_001) }, 'body.memory'],
     ['bad color', { color: 'red' }, 'body.color'],
     ['icon too long', { icon: 'i'.repeat(65) }, 'body.icon'],
     ['archived not a boolean', { archived: 'yes' }, 'body.archived'],

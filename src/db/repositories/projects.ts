@@ -127,23 +127,35 @@ export async function lockProject(trx: Db, workspaceId: string, projectId: strin
 
 /**
  * Appends a note to a project's memory in one statement, so that concurrent `remember` calls
- * never lose each other's notes. Notes are separated by a blank line (the memory is markdown).
+ * never lose each other's notes nor together pass `maxLength` characters (both engines'
+ * `length` counts characters). Notes are separated by a blank line (the memory is markdown).
  */
 export async function appendProjectMemory(
   db: Executor,
   workspaceId: string,
   projectId: string,
   note: string,
-  now: string,
-): Promise<boolean> {
+  { now, maxLength }: { now: string; maxLength: number },
+): Promise<'appended' | 'full' | 'missing'> {
+  const separated = `\n\n${note}`;
   const result = await db
     .updateTable('projects')
     .set({
-      memory: sql<string>`case when memory = '' then ${note} else memory || ${`\n\n${note}`} end`,
+      memory: sql<string>`case when memory = '' then ${note} else memory || ${separated} end`,
       updated_at: now,
     })
     .where('id', '=', projectId)
     .where('workspace_id', '=', workspaceId)
+    .where(
+      sql<boolean>`case when memory = '' then ${[...note].length} else length(memory) + ${[...separated].length} end <= ${maxLength}`,
+    )
     .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  if (Number(result.numUpdatedRows) > 0) return 'appended';
+  const project = await db
+    .selectFrom('projects')
+    .select('id')
+    .where('id', '=', projectId)
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  return project ? 'full' : 'missing';
 }

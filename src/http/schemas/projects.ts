@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { MAX_ID_LENGTH, MAX_PROJECT_NAME_LENGTH } from '../../limits.js';
+import { MAX_ID_LENGTH, MAX_PROJECT_MEMORY_LENGTH, MAX_PROJECT_NAME_LENGTH } from '../../limits.js';
 import { envelope, Timestamp } from './common.js';
 
 export const Project = Type.Object(
@@ -55,7 +55,9 @@ export const PatchProjectBody = Type.Object(
     ),
     description: Type.Optional(Type.String({ maxLength: 2000 })),
     instructions: Type.Optional(Type.String({ maxLength: 20000 })),
-    memory: Type.Optional(Type.String({ maxLength: 100_000, description: 'Markdown notes of the project' })),
+    memory: Type.Optional(
+      Type.String({ maxLength: MAX_PROJECT_MEMORY_LENGTH, description: 'Markdown notes of the project' }),
+    ),
     color: Type.Optional(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$', description: '#RRGGBB' })),
     icon: Type.Optional(Type.String({ maxLength: 64 })),
     archived: Type.Optional(Type.Boolean()),

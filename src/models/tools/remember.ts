@@ -1,11 +1,16 @@
 import { tool } from 'ai';
 import { z } from 'zod';
+import { MAX_PROJECT_MEMORY_LENGTH } from '../../limits.js';
 
 export const REMEMBER_TOOL = 'remember';
 const NOTE_MAX = 4_000;
 
-/** The built-in tool of project chats: appends a markdown note to the project's memory. */
-export function rememberTool(append: (note: string) => Promise<void>) {
+/**
+ * The built-in tool of project chats: appends a markdown note to the project's memory. A note
+ * that would take the memory past its limit is not saved, and the model is told why (so it can
+ * tell the user, who can tidy the memory with PATCH), as it is when the project is gone.
+ */
+export function rememberTool(append: (note: string) => Promise<'appended' | 'full' | 'missing'>) {
   return tool({
     description:
       "Save a short markdown note to this project's memory so that future conversations in the project can use it.",
@@ -13,8 +18,15 @@ export function rememberTool(append: (note: string) => Promise<void>) {
       note: z.string().min(1).max(NOTE_MAX).describe('The note to remember, in markdown'),
     }),
     execute: async ({ note }) => {
-      await append(note.trim());
-      return { saved: true };
+      const outcome = await append(note.trim());
+      if (outcome === 'appended') return { saved: true };
+      return {
+        saved: false,
+        reason:
+          outcome === 'full'
+            ? `The project's memory is full (${MAX_PROJECT_MEMORY_LENGTH.toLocaleString('en')} characters); nothing more can be saved until it is shortened by editing the project's memory`
+            : 'The project no longer exists',
+      };
     },
   });
 }
