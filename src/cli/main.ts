@@ -124,9 +124,7 @@ async function apply(args: string[]): Promise<number> {
     }
     if (error instanceof TakenIdentityError) {
       console.error(`${file}: nothing was applied: ${error.message}`);
-      console.error(
-        `An email names one user: name that user by id ${error.holderId}, or give this one another email.`,
-      );
+      console.error(error.hint);
       return EXIT.usage;
     }
     if (error instanceof DuplicateAgentTitlesError) {

@@ -175,6 +175,7 @@ async function applyKey(
     scope.kind === 'workspace'
       ? { kind: 'workspace', workspace_id: scope.workspaceId, name: key.name }
       : { kind: 'organization', organization_id: scope.organizationId, name: key.name };
+  if (key.key !== undefined) await refuseTakenKey(ctx, key, match);
   let plaintext: string | undefined;
   const id = await upsert(ctx, {
     table: 'api_keys',
@@ -206,6 +207,24 @@ async function applyKey(
   });
   if (plaintext) ctx.report.keys[key.name] = plaintext;
   record(ctx, 'apiKeys', key.name, id);
+}
+
+/**
+ * A plaintext key names one key: one that another stored key has (the key renamed in the file,
+ * say) would fail on the unique hash. The message names the other key, never the plaintext.
+ */
+async function refuseTakenKey(ctx: Context, key: ApiKeySetup, match: Row): Promise<void> {
+  const holder = await ctx.trx
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('key_hash', '=', hashApiKey(key.key!))
+    .executeTakeFirst();
+  const same = (column: string) => (holder as Row | undefined)?.[column] === match[column];
+  if (!holder || holder.id === key.id || (!key.id && Object.keys(match).every(same))) return;
+  throw new TakenIdentityError(
+    `The setup file gives key ${key.name} the plaintext key that key ${holder.name} (${holder.id}) has.`,
+    `A plaintext key names one key: name key ${holder.id} by its id to rename it, or give this one another key.`,
+  );
 }
 
 async function applyAll(ctx: Context, setup: SetupFile) {
@@ -267,7 +286,12 @@ async function applyAll(ctx: Context, setup: SetupFile) {
           .where('email', '=', email)
           .where('id', '!=', user.id)
           .executeTakeFirst();
-        if (holder) throw new TakenIdentityError(user.id, email, holder.id);
+        if (holder) {
+          throw new TakenIdentityError(
+            `The setup file gives user ${user.id} the email ${email}, which user ${holder.id} has.`,
+            `An email names one user: name that user by id ${holder.id}, or give this one another email.`,
+          );
+        }
       }
       const userId = await upsert(ctx, {
         table: 'users',

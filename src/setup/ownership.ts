@@ -41,16 +41,16 @@ export class MovedObjectError extends Error {
 }
 
 /**
- * The file gives a user an id while another stored user has its email: emails are unique across
- * organizations, so inserting it would fail (a raw constraint error before).
+ * The file gives an object something that names one stored object only, and another has it: a
+ * user (given an id) another user's email, or a key another key's plaintext. Inserting it would
+ * fail on a unique constraint (a raw constraint error before); `hint` says how to resolve it.
  */
 export class TakenIdentityError extends Error {
   constructor(
-    readonly userId: string,
-    readonly email: string,
-    readonly holderId: string,
+    message: string,
+    readonly hint: string,
   ) {
-    super(`The setup file gives user ${userId} the email ${email}, which user ${holderId} has.`);
+    super(message);
     this.name = 'TakenIdentityError';
   }
 }

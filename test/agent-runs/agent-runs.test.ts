@@ -182,6 +182,8 @@ describe('POST /v1/agents/:agentId/runs', () => {
   it('answers 404 for an agent of another workspace, an unknown chat, a project of another workspace', async () => {
     expect((await run('agt_other', { message: 'hi' })).statusCode).toBe(404);
     expect((await run('agt_nope', { message: 'hi' })).statusCode).toBe(404);
+    // An id longer than any id is malformed, as on the other agent routes.
+    expect((await run('a'.repeat(201), { message: 'hi' })).statusCode).toBe(400);
     expect((await run('agt_plain', { message: 'hi', chatId: 'cht_nope' })).statusCode).toBe(404);
     expect((await run('agt_plain', { message: 'hi', projectId: 'prj_other' })).statusCode).toBe(404);
     expect(upstream.requests).toHaveLength(0);

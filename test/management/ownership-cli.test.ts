@@ -246,6 +246,58 @@ organizations:
     ]);
     expect((await userRow('olivia@acme.test')).id).toBe('usr_olivia');
   });
+
+  it('refuses (exit 2) a key renamed in the file with its plaintext, naming the key that has it, not the plaintext', async () => {
+    // Named without its id, the renamed key is a new key with another key's plaintext.
+    const file = writeFile(
+      'renamed-key.yaml',
+      `
+organizations:
+  - id: org_acme
+    name: Acme
+    users: [{ id: usr_olivia, name: Olivia, email: olivia@acme.test }]
+    workspaces:
+      - id: wsp_other
+        name: Other
+        apiKeys:
+          - { name: other-owner-renamed, user: usr_olivia, key: "${MKEYS.otherWorkspace}" }
+`,
+    );
+    const holder = await database.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('name', '=', 'other-owner')
+      .executeTakeFirstOrThrow();
+    // Before: the insert's unique constraint on the key's hash, exit 1.
+    expect(await main(['apply', file])).toBe(2);
+    expect(output.err).toEqual([
+      `${file}: nothing was applied: The setup file gives key other-owner-renamed the plaintext key that key other-owner (${holder.id}) has.`,
+      `A plaintext key names one key: name key ${holder.id} by its id to rename it, or give this one another key.`,
+    ]);
+    expect(output.err.join('\n')).not.toContain(MKEYS.otherWorkspace);
+    // Named by its id, the same key takes the new name.
+    const byId = writeFile(
+      'renamed-key-by-id.yaml',
+      `
+organizations:
+  - id: org_acme
+    name: Acme
+    users: [{ id: usr_olivia, name: Olivia, email: olivia@acme.test }]
+    workspaces:
+      - id: wsp_other
+        name: Other
+        apiKeys:
+          - { id: ${holder.id}, name: other-owner-renamed, user: usr_olivia, key: "${MKEYS.otherWorkspace}" }
+`,
+    );
+    expect(await main(['apply', byId])).toBe(0);
+    const renamed = await database.db
+      .selectFrom('api_keys')
+      .select('name')
+      .where('id', '=', holder.id)
+      .executeTakeFirstOrThrow();
+    expect(renamed.name).toBe('other-owner-renamed');
+  });
 });
 
 describe(`atrium export (${engineName})`, () => {

@@ -1,10 +1,11 @@
 import { Type } from 'typebox';
+import { MAX_ID_LENGTH } from '../../limits.js';
 import { Sources, SystemVariables, Temperature, TemplateVariables, ToolWarning } from './chat.js';
 import { envelope, Timestamp } from './common.js';
 import { UsageField } from './usage.js';
 
 export const AgentRunParams = Type.Object({
-  agentId: Type.String({ minLength: 1, examples: ['agt_demo_assistant'] }),
+  agentId: Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH, examples: ['agt_demo_assistant'] }),
 });
 
 export const AgentRunBody = Type.Object(
