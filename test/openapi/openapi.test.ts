@@ -4,6 +4,7 @@ import { createTestApp } from '../helpers/app.js';
 
 interface Operation {
   security?: unknown;
+  requestBody?: { content: Record<string, unknown> };
   responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
 }
 interface Document {
@@ -72,6 +73,16 @@ describe('OpenAPI document', () => {
         const body = path.startsWith('/v1/openai/') ? 'OpenAIError' : 'Error';
         expect(schema?.$ref, `${where} ${status}`).toBe(`#/components/schemas/${body}`);
       }
+    }
+  });
+
+  it('documents that every PATCH takes a JSON merge patch under either content type (docs/api.md)', () => {
+    const patches = Object.entries(doc.paths).flatMap(([path, item]) =>
+      item.patch ? [{ path, types: Object.keys(item.patch.requestBody?.content ?? {}) }] : [],
+    );
+    expect(patches.length).toBeGreaterThan(0);
+    for (const { path, types } of patches) {
+      expect(types, path).toEqual(['application/json', 'application/merge-patch+json']);
     }
   });
 

@@ -10,7 +10,7 @@ import {
   PatchAgentBody,
 } from '../schemas/agents-admin.js';
 import { WorkspaceParams } from '../schemas/agents.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, PATCH_BODY_TYPES } from '../schemas/common.js';
 import type { TypedApp } from '../typed-app.js';
 
 /** Agent create, read, merge-patch and soft delete (management.md). */
@@ -70,6 +70,7 @@ export async function agentAdminRoutes(app: TypedApp, deps: AppDeps): Promise<vo
         tags: ['agents'],
         security: API_KEY_SECURITY,
         params: AgentParams,
+        consumes: PATCH_BODY_TYPES,
         body: PatchAgentBody,
         response: { 200: AgentDetailResponse, ...errorResponses(...COMMON_ERRORS, 409) },
       },

@@ -19,7 +19,13 @@ import {
   MessageListResponse,
   RenameChatBody,
 } from '../schemas/chats.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
+import {
+  API_KEY_SECURITY,
+  COMMON_ERRORS,
+  errorResponses,
+  PATCH_BODY_TYPES,
+  WorkspaceHeader,
+} from '../schemas/common.js';
 import type { TypedApp } from '../typed-app.js';
 
 const CHAT_PAGE = { defaultLimit: 20, maxLimit: 100 };
@@ -86,6 +92,7 @@ export async function chatsRoutes(app: TypedApp, deps: ChatsDeps): Promise<void>
         security: API_KEY_SECURITY,
         headers: WorkspaceHeader,
         params: ChatParams,
+        consumes: PATCH_BODY_TYPES,
         body: RenameChatBody,
         response: { 200: ChatResponse, ...errorResponses(...COMMON_ERRORS) },
       },

@@ -4,7 +4,13 @@ import { accessRequestWorkspace } from '../../services/access.js';
 import { deleteProject, getProjectDetail, patchProject } from '../../services/project-admin.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import { DeletedResponse } from '../schemas/agents-admin.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
+import {
+  API_KEY_SECURITY,
+  COMMON_ERRORS,
+  errorResponses,
+  PATCH_BODY_TYPES,
+  WorkspaceHeader,
+} from '../schemas/common.js';
 import { PatchProjectBody, ProjectDetailResponse, ProjectParams } from '../schemas/projects.js';
 import type { TypedApp } from '../typed-app.js';
 
@@ -42,6 +48,7 @@ export async function projectAdminRoutes(app: TypedApp, deps: AppDeps): Promise<
         security: API_KEY_SECURITY,
         headers: WorkspaceHeader,
         params: ProjectParams,
+        consumes: PATCH_BODY_TYPES,
         body: PatchProjectBody,
         response: { 200: ProjectDetailResponse, ...errorResponses(...COMMON_ERRORS, 409) },
       },

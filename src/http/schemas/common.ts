@@ -27,6 +27,9 @@ export function envelope<T extends TSchema>(data: T, description: string) {
 
 export { COMMON_ERRORS, ErrorBody, errorResponses } from './error-body.js';
 
+/** The body types of a PATCH (a JSON merge patch, RFC 7396), as its OpenAPI operation lists them. */
+export const PATCH_BODY_TYPES = ['application/json', 'application/merge-patch+json'];
+
 export const API_KEY_SECURITY: Array<Record<string, string[]>> = [{ apiKey: [] }, { bearer: [] }];
 
 /** `x-workspace-id`: how an organization key picks the workspace a route acts in. */
