@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../db/database.js';
-import { insertApiKey, revokeApiKey } from '../db/repositories/api-keys.js';
+import { findLiveWorkspaceKeyByName, insertApiKey, revokeApiKey } from '../db/repositories/api-keys.js';
 import { findUser, findWorkspace, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { newId } from '../ids.js';
 import { startServer } from '../server.js';
@@ -194,6 +194,11 @@ async function keys(args: string[]): Promise<number> {
   if (!values.user || Boolean(values.workspace) === Boolean(values.organization)) {
     throw new UsageError('keys create needs --user and exactly one of --workspace or --organization');
   }
+  // The API's rule for a key's name (1–100 characters, not all spaces), so a key made here can be
+  // listed and managed like any other.
+  if (values.name !== undefined && ([...values.name].length > 100 || !/\S/.test(values.name))) {
+    throw new UsageError('--name must be 1–100 characters, not all spaces');
+  }
   const kind = values.workspace ? 'workspace' : 'organization';
   return withDatabase(async ({ db }) => {
     const user = await findUser(db, values.user!);
@@ -217,6 +222,13 @@ async function keys(args: string[]): Promise<number> {
     // A workspace key acts for a member of its workspace: one for anyone else would never work.
     if (values.workspace && !(await findWorkspaceWithRole(db, values.workspace, user.id))?.role) {
       throw new BadArgument(`User ${values.user} is not a member of workspace ${values.workspace}`);
+    }
+    if (
+      values.workspace &&
+      values.name &&
+      (await findLiveWorkspaceKeyByName(db, values.workspace, values.name))
+    ) {
+      throw new BadArgument(`A key named "${values.name}" already exists in workspace ${values.workspace}`);
     }
     const key = generateApiKey(kind);
     const id = newId('key');

@@ -433,6 +433,14 @@ organizations:
     // A user of the organization who is not a member of the workspace: such a key would never work.
     expect(await main(['keys', 'create', '--workspace', 'wsp_other', '--user', 'usr_max'])).toBe(2);
     expect(await main(['keys', 'create', '--workspace', 'wsp_main'])).toBe(2);
+    // The API's rules for a name: 1–100 characters, not all spaces, one live key of a name.
+    const withName = (name: string) =>
+      main(['keys', 'create', '--workspace', 'wsp_main', '--user', 'usr_max', '--name', name]);
+    for (const name of ['', '   ', 'n'.repeat(101)])
+      expect(await withName(name), JSON.stringify(name)).toBe(2);
+    output.err.length = 0;
+    expect(await withName('cli')).toBe(2);
+    expect(output.err).toEqual(['atrium: A key named "cli" already exists in workspace wsp_main']);
     expect(await main(['keys', 'revoke', created.id])).toBe(0);
     expect(await main(['keys', 'revoke', created.id])).toBe(1);
     const database = await openDatabase(loadConfig().database);
