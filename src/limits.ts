@@ -15,10 +15,10 @@ export const MAX_PATH_PARAM_LENGTH = 1000;
 export const MAX_PROJECT_NAME_LENGTH = 200;
 
 /**
- * A project's memory, in characters: it goes to the model in every project chat, so the
- * `remember` tool stops adding to it here rather than let it grow without end.
+ * A project's memory, in characters (management.md: `PATCH` takes at most 100,000): it goes to
+ * the model in every project chat, so the setup file and the `remember` tool stop here too.
  */
-export const MAX_PROJECT_MEMORY_LENGTH = 200_000;
+export const MAX_PROJECT_MEMORY_LENGTH = 100_000;
 
 /** One project file, and so one signed upload (decisions.md "Project files"). */
 export const MAX_FILE_BYTES = 50 * MB;

@@ -114,24 +114,13 @@ type Candidate = ChunkCandidate;
 export async function searchProject(db: Db, params: SearchParams): Promise<SearchResult[]> {
   const terms = queryTerms(params.query);
   if (terms.length === 0 || params.limit <= 0) return [];
+  const candidateLimit = params.limit * CANDIDATES_PER_RESULT;
+  const lexical = isSqliteDb(db)
+    ? await searchSqlite(db, params, terms, candidateLimit)
+    : await searchPostgres(db, params, terms, candidateLimit);
+  // Hybrid when the project has vectors (reciprocal-rank fusion, vectors.ts); else lexical as is.
+  const candidates = await withVectorCandidates(db, params, lexical, candidateLimit);
   const perFile = params.perFile ?? 3;
-  const budget = isSqliteDb(db) ? RANK_BUDGET.sqlite : RANK_BUDGET.postgres;
-  // A long file can hold every one of the first candidates: then more are read, so the per-file
-  // cap leaves room for the other files' matches instead of fewer results.
-  for (let candidateLimit = params.limit * CANDIDATES_PER_RESULT; ; candidateLimit *= 4) {
-    const lexical = isSqliteDb(db)
-      ? await searchSqlite(db, params, terms, candidateLimit)
-      : await searchPostgres(db, params, terms, candidateLimit);
-    // Hybrid when the project has vectors (reciprocal-rank fusion, vectors.ts); else lexical as is.
-    const candidates = await withVectorCandidates(db, params, lexical, candidateLimit);
-    const results = capPerFile(candidates, perFile, params.limit);
-    if (results.length >= params.limit || lexical.length < candidateLimit || candidateLimit >= budget) {
-      return results;
-    }
-  }
-}
-
-function capPerFile(candidates: Candidate[], perFile: number, limit: number): SearchResult[] {
   const taken = new Map<string, number>();
   const results: SearchResult[] = [];
   for (const row of candidates) {
@@ -147,7 +136,7 @@ function capPerFile(candidates: Candidate[], perFile: number, limit: number): Se
       heading: row.heading,
       pages: row.pages ? (JSON.parse(row.pages) as number[]) : null,
     });
-    if (results.length >= limit) break;
+    if (results.length >= params.limit) break;
   }
   return results;
 }

@@ -279,6 +279,36 @@ describe('remember tool', () => {
     expect(upstream.lastRequest().body.messages?.[0]?.content).toContain('Budget is 10k.');
   });
 
+  it('drops NUL from a note (PostgreSQL cannot store it; SQLite would count the memory short)', async () => {
+    const before = (
+      await t.db
+        .selectFrom('projects')
+        .select('memory')
+        .where('id', '=', 'prj_docs')
+        .executeTakeFirstOrThrow()
+    ).memory;
+    try {
+      upstream.enqueue(
+        { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Null\u0000byte.' } }] },
+        { kind: 'text', text: 'Noted.' },
+      );
+      const res = await post('/v1/chat', {
+        agentId: 'agt_plain',
+        projectId: 'prj_docs',
+        messages: [userText('remember it')],
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const after = await t.db
+        .selectFrom('projects')
+        .select('memory')
+        .where('id', '=', 'prj_docs')
+        .executeTakeFirstOrThrow();
+      expect(after.memory).toBe(`${before}\n\nNullbyte.`);
+    } finally {
+      await t.db.updateTable('projects').set({ memory: before }).where('id', '=', 'prj_docs').execute();
+    }
+  });
+
   it('saves nothing past the memory limit, and tells the model why', async () => {
     const memory = (projectId: string) =>
       t.db.selectFrom('projects').select('memory').where('id', '=', projectId).executeTakeFirstOrThrow();
@@ -308,7 +338,7 @@ describe('remember tool', () => {
         { saved: true },
         {
           saved: false,
-          reason: expect.stringContaining("The project's memory is full (200,000 characters)"),
+          reason: expect.stringContaining("The project's memory is full (100,000 characters)"),
         },
       ]);
       const after = (await memory('prj_docs')).memory;

@@ -106,10 +106,10 @@ describe(`PATCH /v1/projects/{id} (${engineName})`, () => {
   });
 
   // The limit the `remember` tool stops at: a memory it filled can be sent back as it is.
-  it('takes a memory of exactly 200,000 characters', async () => {
+  it('takes a memory of exactly 100,000 characters', async () => {
     const project = await createProject('Full memory');
     const res = await call('PATCH', `/v1/projects/${project.id}`, MKEYS.member, {
-      memory: 'm'.repeat(200_000),
+      memory: 'm'.repeat(100_000),
     });
     expect(res.statusCode).toBe(200);
   });
@@ -119,7 +119,7 @@ describe(`PATCH /v1/projects/{id} (${engineName})`, () => {
     ['name too long', { name: 'n'.repeat(201) }, 'body.name'],
     ['description too long', { description: 'd'.repeat(2001) }, 'body.description'],
     ['instructions too long', { instructions: 'i'.repeat(20_001) }, 'body.instructions'],
-    ['memory too long', { memory: 'm'.repeat(200_001) }, 'body.memory'],
+    ['memory too long', { memory: 'm'.repeat(100_001) }, 'body.memory'],
     ['bad color', { color: 'red' }, 'body.color'],
     ['icon too long', { icon: 'i'.repeat(65) }, 'body.icon'],
     ['archived not a boolean', { archived: 'yes' }, 'body.archived'],

@@ -8,7 +8,7 @@ const NOTE_MAX = 4_000;
 /**
  * The built-in tool of project chats: appends a markdown note to the project's memory. A note
  * that would take the memory past its limit is not saved, and the model is told why (so it can
- * tell the user, who can tidy the memory with PATCH), as it is when the project is gone.
+ * tell the user, who can shorten the memory), as it is when the project is gone.
  */
 export function rememberTool(append: (note: string) => Promise<'appended' | 'full' | 'missing'>) {
   return tool({
@@ -18,7 +18,11 @@ export function rememberTool(append: (note: string) => Promise<'appended' | 'ful
       note: z.string().min(1).max(NOTE_MAX).describe('The note to remember, in markdown'),
     }),
     execute: async ({ note }) => {
-      const outcome = await append(note.trim());
+      // NUL dropped: PostgreSQL text cannot hold it, and SQLite's `length` (the limit's count)
+      // stops at it. The note comes from the model, past no input check of the API.
+      const text = note.replaceAll('\0', '').trim();
+      if (text === '') return { saved: false, reason: 'The note is empty' };
+      const outcome = await append(text);
       if (outcome === 'appended') return { saved: true };
       return {
         saved: false,
