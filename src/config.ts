@@ -126,10 +126,11 @@ function logLevel(env: Env): string {
 
 /** `true`/`1` or `false`/`0` (unset or empty: false). */
 function flag(env: Env, name: string): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '' || raw === 'false' || raw === '0') return false;
-  if (raw === 'true' || raw === '1') return true;
-  throw new ConfigError(`${name} must be "true" or "false", got "${raw}"`);
+  // Case-insensitive: `False`/`TRUE` (Ansible, Python, Helm) mean what they say.
+  const value = env[name]?.trim().toLowerCase();
+  if (value === undefined || value === '' || value === 'false' || value === '0') return false;
+  if (value === 'true' || value === '1') return true;
+  throw new ConfigError(`${name} must be "true" or "false", got "${env[name]}"`);
 }
 
 /**
@@ -158,7 +159,10 @@ function httpTimeouts(env: Env, upstreamTimeoutMs: number): HttpTimeouts {
   );
   if (idleTimeoutMs <= upstreamTimeoutMs) {
     throw new ConfigError(
-      `ATRIUM_IDLE_TIMEOUT_MS (${idleTimeoutMs}) must be longer than ATRIUM_UPSTREAM_TIMEOUT_MS (${upstreamTimeoutMs})`,
+      env.ATRIUM_IDLE_TIMEOUT_MS
+        ? `ATRIUM_IDLE_TIMEOUT_MS (${idleTimeoutMs}) must be longer than ATRIUM_UPSTREAM_TIMEOUT_MS (${upstreamTimeoutMs})`
+        : // Only the default is in the way: name the setting the operator gave.
+          `ATRIUM_UPSTREAM_TIMEOUT_MS must be below ${MAX_TIMER_MS} (the idle timeout, by default 60 s longer, must be longer), got "${upstreamTimeoutMs}"`,
     );
   }
   return {
@@ -191,7 +195,8 @@ function publicUrl(env: Env): string | undefined {
       'ATRIUM_PUBLIC_URL must be an http:// or https:// URL (such as https://atrium.example.com), without credentials, query or fragment',
     );
   }
-  return url.href.replace(/\/+$/, '');
+  // origin + path: an empty `?` or `#` (no search, no hash) would stay in href and end up in signed URLs.
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
 
 function redisConfig(env: Env): Config['redis'] {

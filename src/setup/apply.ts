@@ -54,6 +54,18 @@ function setting<T, C>(given: T | null | undefined, cleared: C): T | C | undefin
  * the same file writes nothing and keeps every `updated_at`). A value `undefined` is a column
  * the file does not set: kept as stored, or `defaults` on insert.
  */
+/** The stored row an object of the file names: by id when it gives one, else by its match columns. */
+async function findExisting(
+  ctx: Context,
+  spec: { table: Table; id?: string; match: Row },
+): Promise<Row | undefined> {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- dynamic table name, as in upsert
+  let query = (ctx.trx as Kysely<any>).selectFrom(spec.table).selectAll();
+  if (spec.id) query = query.where('id', '=', spec.id);
+  else for (const [column, value] of Object.entries(spec.match)) query = query.where(column, '=', value);
+  return (await query.executeTakeFirst()) as Row | undefined;
+}
+
 async function upsert(
   ctx: Context,
   spec: {
@@ -71,10 +83,7 @@ async function upsert(
   // Kysely's types cannot follow a table name chosen at run time; the columns are checked by the callers' specs.
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- dynamic table name, see above
   const trx = ctx.trx as Kysely<any>;
-  let query = trx.selectFrom(spec.table).selectAll();
-  if (spec.id) query = query.where('id', '=', spec.id);
-  else for (const [column, value] of Object.entries(spec.match)) query = query.where(column, '=', value);
-  const existing = (await query.executeTakeFirst()) as Row | undefined;
+  const existing = await findExisting(ctx, spec);
   const values = Object.fromEntries(
     Object.entries(spec.values(existing)).filter(([, value]) => value !== undefined),
   );
@@ -219,11 +228,19 @@ async function refuseTakenKey(ctx: Context, key: ApiKeySetup, match: Row): Promi
     .selectAll()
     .where('key_hash', '=', hashApiKey(key.key!))
     .executeTakeFirst();
-  const same = (column: string) => (holder as Row | undefined)?.[column] === match[column];
-  if (!holder || holder.id === key.id || (!key.id && Object.keys(match).every(same))) return;
+  if (!holder) return;
+  // The key the apply writes (as upsert finds it) may hold its own plaintext.
+  const target = await findExisting(ctx, { table: 'api_keys', id: key.id, match });
+  if (holder.id === target?.id) return;
+  // Renaming by id works within the key's own workspace or organization only (no moves).
+  const sameScope = Object.entries(match).every(
+    ([column, value]) => column === 'name' || (holder as Row)[column] === value,
+  );
   throw new TakenIdentityError(
     `The setup file gives key ${key.name} the plaintext key that key ${holder.name} (${holder.id}) has.`,
-    `A plaintext key names one key: name key ${holder.id} by its id to rename it, or give this one another key.`,
+    sameScope
+      ? `A plaintext key names one key: name key ${holder.id} by its id to rename it, or give this one another key.`
+      : 'A plaintext key names one key: give this one another key.',
   );
 }
 

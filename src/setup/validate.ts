@@ -237,8 +237,13 @@ function shapeProblems(validate: ValidateFunction<SetupFile>): SetupProblem[] {
         : (error.message ?? 'is invalid');
     if (params.missingProperty) path = readablePath(`${error.instancePath}/${params.missingProperty}`);
     if (params.additionalProperty) {
-      path = readablePath(`${error.instancePath}/${params.additionalProperty}`);
-      message = 'is not a known field';
+      // A field name is a word, as every field of the file is: anything else is the file's text
+      // (`key:"atr_…"` without its space is one unknown field), which may hold a key.
+      const named = /^[A-Za-z][A-Za-z0-9]{0,39}$/.test(params.additionalProperty);
+      path = readablePath(`${error.instancePath}${named ? `/${params.additionalProperty}` : ''}`);
+      message = named
+        ? 'is not a known field'
+        : 'has a field that is not a known field (not repeated: it may hold a key)';
     }
     return { path, message };
   });

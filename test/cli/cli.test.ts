@@ -210,10 +210,15 @@ organizations:
         'ATRIUM_MCP_ALLOW_PRIVATE_NETWORK must be "true" or "false", got "yes"',
       ],
       ...pastTimers,
-      // Read as false before, as was "TRUE".
+      // Read as false before, as was "TRUE" (now true: flags ignore case).
       [
-        { ATRIUM_STORAGE: 's3', S3_BUCKET: 'b', S3_FORCE_PATH_STYLE: 'TRUE' },
-        'S3_FORCE_PATH_STYLE must be "true" or "false", got "TRUE"',
+        { ATRIUM_STORAGE: 's3', S3_BUCKET: 'b', S3_FORCE_PATH_STYLE: 'yes' },
+        'S3_FORCE_PATH_STYLE must be "true" or "false", got "yes"',
+      ],
+      // Alone, it leaves the default idle timeout no room: the message names it, not the default.
+      [
+        { ATRIUM_UPSTREAM_TIMEOUT_MS: '2147483647' },
+        'ATRIUM_UPSTREAM_TIMEOUT_MS must be below 2147483647 (the idle timeout, by default 60 s longer, must be longer), got "2147483647"',
       ],
       // Signed URLs were made relative to it; a password in it is not repeated.
       ...['atrium.example.com', 'ftp://atrium.example.com', 'https://user:secret@atrium.example.com'].map(
@@ -245,9 +250,26 @@ organizations:
     expect(config.http.idleTimeoutMs).toBe(2147483647);
   });
 
-  it('takes ATRIUM_PUBLIC_URL with a path prefix, without its trailing slash', () => {
-    const config = loadConfig({ ...process.env, ATRIUM_PUBLIC_URL: 'https://Example.test/atrium/' });
-    expect(config.publicUrl).toBe('https://example.test/atrium');
+  it('takes ATRIUM_PUBLIC_URL with a path prefix, without its trailing slash, or an empty query or fragment', () => {
+    const publicUrl = (url: string) => loadConfig({ ...process.env, ATRIUM_PUBLIC_URL: url }).publicUrl;
+    expect(publicUrl('https://Example.test/atrium/')).toBe('https://example.test/atrium');
+    // Signed URLs are this and a path: a bare `?` or `#` kept would end them up after it.
+    expect(publicUrl('https://example.test/?')).toBe('https://example.test');
+    expect(publicUrl('https://example.test/#')).toBe('https://example.test');
+  });
+
+  it('reads flags in any case: FALSE and False mean false, as they did for S3_FORCE_PATH_STYLE', () => {
+    const forcePathStyle = (value: string) => {
+      const { storage } = loadConfig({
+        ...process.env,
+        ATRIUM_STORAGE: 's3',
+        S3_BUCKET: 'b',
+        S3_FORCE_PATH_STYLE: value,
+      });
+      return storage.kind === 's3' && storage.forcePathStyle;
+    };
+    expect(['False', 'FALSE', ' false '].map(forcePathStyle)).toEqual([false, false, false]);
+    expect(['TRUE', 'True', '1'].map(forcePathStyle)).toEqual([true, true, true]);
   });
 
   it('lists shape problems even where the file is too malformed to follow its references', async () => {
@@ -328,6 +350,19 @@ organizations:
       output.err = [];
       const printed = await refusedApply(writeSetup(name, text));
       expect(printed).toMatch(new RegExp(`is not valid YAML: .* at line ${line}, column \\d+`));
+      expect(printed).not.toContain(secret);
+    }
+    // Valid YAML, but `key:"…"` without its space is one unknown field, named by the file's text.
+    for (const [name, text] of [
+      [
+        'org-key.yaml',
+        `organizations:\n  - name: Acme\n    users:\n      - { name: O, email: o@acme.test }\n    apiKeys:\n      - { name: acme-org, user: o@acme.test, key:"atr_org_${secret}" }\n`,
+      ],
+      ['provider.yaml', `providers:\n  - { id: local, type: openai, apiKey:${secret} }\n`],
+    ] as const) {
+      output.err = [];
+      const printed = await refusedApply(writeSetup(name, text));
+      expect(printed).toContain('has a field that is not a known field (not repeated: it may hold a key)');
       expect(printed).not.toContain(secret);
     }
   });

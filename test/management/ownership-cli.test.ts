@@ -34,7 +34,7 @@ function writeFile(name: string, text: string) {
   return file;
 }
 
-const call = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: unknown) =>
+const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
   app.inject({
     method,
     url,
@@ -297,6 +297,40 @@ organizations:
       .where('id', '=', holder.id)
       .executeTakeFirstOrThrow();
     expect(renamed.name).toBe('other-owner-renamed');
+  });
+
+  it('refuses (exit 2) a pasted live key whose name a revoked key shares, where that would re-key the revoked one', async () => {
+    const made = (await call('POST', '/v1/workspace/wsp_main/api-keys', { name: 'ci' })).json().data;
+    expect((await call('DELETE', `/v1/api-keys/${made.apiKey.id}`)).statusCode).toBe(200);
+    const live = (await call('POST', '/v1/workspace/wsp_main/api-keys', { name: 'ci' })).json().data;
+    const file = writeFile(
+      'pasted-key.yaml',
+      `
+organizations:
+  - id: org_acme
+    name: Acme
+    users: [{ id: usr_olivia, name: Olivia, email: olivia@acme.test }]
+    workspaces:
+      - id: wsp_main
+        name: Main
+        apiKeys:
+          - { name: ci, user: usr_olivia, key: "${live.key}" }
+`,
+    );
+    // Found by its name, the key apply writes is the first of that name: the revoked one (both
+    // engines answer in insertion order here). Re-keying it failed on the hash's unique constraint.
+    const first = await database.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('workspace_id', '=', 'wsp_main')
+      .where('name', '=', 'ci')
+      .executeTakeFirstOrThrow();
+    expect(first.id).toBe(made.apiKey.id);
+    expect(await main(['apply', '--adopt', file])).toBe(2);
+    expect(output.err[1]).toBe(
+      `A plaintext key names one key: name key ${live.apiKey.id} by its id to rename it, or give this one another key.`,
+    );
+    expect(output.err.join('\n')).not.toContain(live.key);
   });
 });
 
