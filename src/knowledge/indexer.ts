@@ -1,3 +1,4 @@
+import { isDependencyUnavailable } from '../network-errors.js';
 import { EventEmitter } from 'node:events';
 import type { IndexingConfig } from '../config.js';
 import type { Db } from '../db/database.js';
@@ -180,8 +181,9 @@ export function startIndexer(deps: IndexerDeps): Indexer {
       stored = await storeIndexOutcomes(deps.db, results, processId, iso());
     } catch (error) {
       if (stopped) return;
-      if (results.length === 1) {
-        await handleFailure(results[0]!.file, error).catch(() => {});
+      // A database that did not answer would not answer each file alone either.
+      if (results.length === 1 || isDependencyUnavailable(error)) {
+        for (const { file } of results) await handleFailure(file, error).catch(() => {});
         return;
       }
       // One result the database refuses must not fail the others of its batch: each alone.

@@ -1,18 +1,22 @@
 import { type Kysely, SqliteAdapter, sql } from 'kysely';
 import { postgresChunkWords } from '../repositories/knowledge.js';
 
-/** Chunks read per statement while looking for text outside ASCII. */
+/** Chunks read per statement while looking for such text. */
 const BATCH = 500;
 
-/** Text PostgreSQL may have lower-cased differently from a query: anything outside ASCII. */
-const BEYOND_ASCII = /[^\u0000-\u007f]/;
+/**
+ * Text PostgreSQL may have lower-cased otherwise than a query is: a capital beyond ASCII (left as
+ * it is under the `C` locale), or a final sigma. Curly quotes, dashes and accents alone (common
+ * in PDFs) are folded alike either way, so their chunks are left as they are.
+ */
+const CASED_BEYOND_ASCII = /(?![A-Z])[\p{Lu}\p{Lt}]|ς/u;
 
 /**
  * Searchable words are now lower-cased by knowledge/fold.ts, with a final sigma written `σ`, not
  * by PostgreSQL: its `to_tsvector` lower-cases by the database's locale (nothing beyond ASCII
  * under `C`) and keeps `ς`, so a Greek word in capitals, or any capitalised word beyond ASCII on
  * a `C` database, was never found by the query words, which JavaScript lower-cases. The chunks
- * already indexed that hold text beyond ASCII get their `tsvector` again, through the function
+ * already indexed that hold such letters get their `tsvector` again, through the function
  * the repository writes new chunks with. SQLite's tokenizer folds case itself: nothing to do.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
@@ -26,7 +30,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     if (rows.length === 0) break;
     after = Number(rows[rows.length - 1]!.id);
     for (const row of rows) {
-      if (!BEYOND_ASCII.test(row.text) && !BEYOND_ASCII.test(row.heading ?? '')) continue;
+      if (!CASED_BEYOND_ASCII.test(row.text) && !CASED_BEYOND_ASCII.test(row.heading ?? '')) continue;
       await sql`update knowledge_chunks set tsv = ${postgresChunkWords(row)} where id = ${row.id}`.execute(
         db,
       );
