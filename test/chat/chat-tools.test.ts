@@ -256,6 +256,12 @@ describe('stored tool settings', () => {
 });
 
 describe('remember tool', () => {
+  const projectMemory = async (projectId: string) =>
+    (await t.db.selectFrom('projects').select('memory').where('id', '=', projectId).executeTakeFirstOrThrow())
+      .memory;
+  const setProjectMemory = (projectId: string, memory: string) =>
+    t.db.updateTable('projects').set({ memory }).where('id', '=', projectId).execute();
+
   it('appends a note to the project memory in project chats', async () => {
     upstream.enqueue(
       { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Budget is 10k.' } }] },
@@ -268,25 +274,14 @@ describe('remember tool', () => {
     });
     expect(res.statusCode).toBe(200);
     expect(res.json().text).toBe('Noted.');
-    const project = await t.db
-      .selectFrom('projects')
-      .select('memory')
-      .where('id', '=', 'prj_docs')
-      .executeTakeFirstOrThrow();
-    expect(project.memory).toBe('The launch is on Monday.\n\nBudget is 10k.');
+    expect(await projectMemory('prj_docs')).toBe('The launch is on Monday.\n\nBudget is 10k.');
     // The next project chat carries the new memory.
     await post('/v1/chat', { agentId: 'agt_plain', projectId: 'prj_docs', messages: [userText('and?')] });
     expect(upstream.lastRequest().body.messages?.[0]?.content).toContain('Budget is 10k.');
   });
 
   it('drops NUL from a note (PostgreSQL cannot store it; SQLite would count the memory short)', async () => {
-    const before = (
-      await t.db
-        .selectFrom('projects')
-        .select('memory')
-        .where('id', '=', 'prj_docs')
-        .executeTakeFirstOrThrow()
-    ).memory;
+    const before = await projectMemory('prj_docs');
     try {
       upstream.enqueue(
         { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Null\u0000byte.' } }] },
@@ -298,24 +293,17 @@ describe('remember tool', () => {
         messages: [userText('remember it')],
       });
       expect(res.statusCode, res.body).toBe(200);
-      const after = await t.db
-        .selectFrom('projects')
-        .select('memory')
-        .where('id', '=', 'prj_docs')
-        .executeTakeFirstOrThrow();
-      expect(after.memory).toBe(`${before}\n\nNullbyte.`);
+      expect(await projectMemory('prj_docs')).toBe(`${before}\n\nNullbyte.`);
     } finally {
-      await t.db.updateTable('projects').set({ memory: before }).where('id', '=', 'prj_docs').execute();
+      await setProjectMemory('prj_docs', before);
     }
   });
 
   it('saves nothing past the memory limit, and tells the model why', async () => {
-    const memory = (projectId: string) =>
-      t.db.selectFrom('projects').select('memory').where('id', '=', projectId).executeTakeFirstOrThrow();
-    const before = (await memory('prj_docs')).memory;
+    const before = await projectMemory('prj_docs');
     // Seven characters short of the limit: '\n\nFits.' takes it there exactly, leaving no room.
     const filled = `${before}\n\n${'m'.repeat(MAX_PROJECT_MEMORY_LENGTH - [...before].length - 2 - 7)}`;
-    await t.db.updateTable('projects').set({ memory: filled }).where('id', '=', 'prj_docs').execute();
+    await setProjectMemory('prj_docs', filled);
     try {
       upstream.enqueue(
         { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Fits.' } }] },
@@ -341,11 +329,11 @@ describe('remember tool', () => {
           reason: expect.stringContaining("The project's memory is full (100,000 characters)"),
         },
       ]);
-      const after = (await memory('prj_docs')).memory;
+      const after = await projectMemory('prj_docs');
       expect(after).toBe(`${filled}\n\nFits.`);
       expect([...after].length).toBe(MAX_PROJECT_MEMORY_LENGTH);
     } finally {
-      await t.db.updateTable('projects').set({ memory: before }).where('id', '=', 'prj_docs').execute();
+      await setProjectMemory('prj_docs', before);
     }
   });
 
@@ -370,12 +358,7 @@ describe('remember tool', () => {
       expect.arrayContaining(['tool-input-available', 'tool-output-available', 'text-delta', 'finish']),
     );
     expect(chunks.find((c) => c.type === 'tool-output-available')?.output).toEqual({ saved: true });
-    const project = await t.db
-      .selectFrom('projects')
-      .select('memory')
-      .where('id', '=', 'prj_empty')
-      .executeTakeFirstOrThrow();
-    expect(project.memory).toBe('Streams remember too.');
+    expect(await projectMemory('prj_empty')).toBe('Streams remember too.');
     const chatId = res.headers['x-chat-id'] as string;
     await t.app.persistence.idle();
     const rows = await t.db.selectFrom('messages').selectAll().where('chat_id', '=', chatId).execute();

@@ -247,85 +247,64 @@ organizations:
     expect((await userRow('olivia@acme.test')).id).toBe('usr_olivia');
   });
 
-  it('refuses (exit 2) a key renamed in the file with its plaintext, naming the key that has it, not the plaintext', async () => {
-    // Named without its id, the renamed key is a new key with another key's plaintext.
-    const file = writeFile(
-      'renamed-key.yaml',
+  /** A setup file declaring one key of Olivia's in an Acme workspace (by its id and name as set up). */
+  const WORKSPACE_NAMES: Record<string, string> = { wsp_main: 'Main', wsp_other: 'Other' };
+  const keyFile = (name: string, workspace: string, key: string) =>
+    writeFile(
+      name,
       `
 organizations:
   - id: org_acme
     name: Acme
     users: [{ id: usr_olivia, name: Olivia, email: olivia@acme.test }]
     workspaces:
-      - id: wsp_other
-        name: Other
+      - id: ${workspace}
+        name: ${WORKSPACE_NAMES[workspace]}
         apiKeys:
-          - { name: other-owner-renamed, user: usr_olivia, key: "${MKEYS.otherWorkspace}" }
+          - { ${key} }
 `,
     );
-    const holder = await database.db
-      .selectFrom('api_keys')
-      .select('id')
-      .where('name', '=', 'other-owner')
-      .executeTakeFirstOrThrow();
-    // Before: the insert's unique constraint on the key's hash, exit 1.
+  /** The first stored key of that name in the workspace, as apply finds a key named without id. */
+  const firstKeyNamed = async (workspace: string, name: string) =>
+    (
+      await database.db
+        .selectFrom('api_keys')
+        .select('id')
+        .where('workspace_id', '=', workspace)
+        .where('name', '=', name)
+        .executeTakeFirstOrThrow()
+    ).id;
+
+  it('refuses (exit 2) a key renamed in the file with its plaintext, naming the key that has it, not the plaintext', async () => {
+    const holder = await firstKeyNamed('wsp_other', 'other-owner');
+    const plaintext = `user: usr_olivia, key: "${MKEYS.otherWorkspace}"`;
+    // Named without its id, the renamed key is a new key with another key's plaintext: before,
+    // the insert's unique constraint on the key's hash, exit 1.
+    const file = keyFile('renamed-key.yaml', 'wsp_other', `name: other-owner-renamed, ${plaintext}`);
     expect(await main(['apply', file])).toBe(2);
     expect(output.err).toEqual([
-      `${file}: nothing was applied: The setup file gives key other-owner-renamed the plaintext key that key other-owner (${holder.id}) has.`,
-      `A plaintext key names one key: name key ${holder.id} by its id to rename it, or give this one another key.`,
+      `${file}: nothing was applied: The setup file gives key other-owner-renamed the plaintext key that key other-owner (${holder}) has.`,
+      `A plaintext key names one key: name key ${holder} by its id to rename it, or give this one another key.`,
     ]);
     expect(output.err.join('\n')).not.toContain(MKEYS.otherWorkspace);
     // Named by its id, the same key takes the new name.
-    const byId = writeFile(
+    const byId = keyFile(
       'renamed-key-by-id.yaml',
-      `
-organizations:
-  - id: org_acme
-    name: Acme
-    users: [{ id: usr_olivia, name: Olivia, email: olivia@acme.test }]
-    workspaces:
-      - id: wsp_other
-        name: Other
-        apiKeys:
-          - { id: ${holder.id}, name: other-owner-renamed, user: usr_olivia, key: "${MKEYS.otherWorkspace}" }
-`,
+      'wsp_other',
+      `id: ${holder}, name: other-owner-renamed, ${plaintext}`,
     );
     expect(await main(['apply', byId])).toBe(0);
-    const renamed = await database.db
-      .selectFrom('api_keys')
-      .select('name')
-      .where('id', '=', holder.id)
-      .executeTakeFirstOrThrow();
-    expect(renamed.name).toBe('other-owner-renamed');
+    expect(await firstKeyNamed('wsp_other', 'other-owner-renamed')).toBe(holder);
   });
 
   it('refuses (exit 2) a pasted live key whose name a revoked key shares, where that would re-key the revoked one', async () => {
     const made = (await call('POST', '/v1/workspace/wsp_main/api-keys', { name: 'ci' })).json().data;
     expect((await call('DELETE', `/v1/api-keys/${made.apiKey.id}`)).statusCode).toBe(200);
     const live = (await call('POST', '/v1/workspace/wsp_main/api-keys', { name: 'ci' })).json().data;
-    const file = writeFile(
-      'pasted-key.yaml',
-      `
-organizations:
-  - id: org_acme
-    name: Acme
-    users: [{ id: usr_olivia, name: Olivia, email: olivia@acme.test }]
-    workspaces:
-      - id: wsp_main
-        name: Main
-        apiKeys:
-          - { name: ci, user: usr_olivia, key: "${live.key}" }
-`,
-    );
+    const file = keyFile('pasted-key.yaml', 'wsp_main', `name: ci, user: usr_olivia, key: "${live.key}"`);
     // Found by its name, the key apply writes is the first of that name: the revoked one (both
     // engines answer in insertion order here). Re-keying it failed on the hash's unique constraint.
-    const first = await database.db
-      .selectFrom('api_keys')
-      .select('id')
-      .where('workspace_id', '=', 'wsp_main')
-      .where('name', '=', 'ci')
-      .executeTakeFirstOrThrow();
-    expect(first.id).toBe(made.apiKey.id);
+    expect(await firstKeyNamed('wsp_main', 'ci')).toBe(made.apiKey.id);
     expect(await main(['apply', '--adopt', file])).toBe(2);
     expect(output.err[1]).toBe(
       `A plaintext key names one key: name key ${live.apiKey.id} by its id to rename it, or give this one another key.`,
