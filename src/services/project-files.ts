@@ -48,6 +48,15 @@ export interface ProjectFileDeps {
   db: Db;
   store: ObjectStore;
   clock: Clock;
+  /** The body deadline of a PUT (docs/files.md "Slow links"), for upload URLs (left out by sync-only callers). */
+  config?: { http: { bodyTimeoutMs: number; bodyMinBytesPerSecond: number } };
+}
+
+/** The latest a PUT begun before its URL expired can still be writing, in seconds after signing. */
+function reservationSeconds(deps: ProjectFileDeps, sizeBytes: number): number {
+  const http = deps.config?.http;
+  const deadline = http ? Math.ceil(http.bodyTimeoutMs / 1000 + sizeBytes / http.bodyMinBytesPerSecond) : 0;
+  return PROJECT_FILE_LIMITS.uploadUrlSeconds + deadline + 60;
 }
 
 /** Every object of a project lives under this prefix; nothing else does. */
@@ -246,8 +255,9 @@ export async function createUploadUrl(
       workspace_id: workspaceId,
       path,
       size_bytes: size,
-      // A minute past the URL's own expiry: the URL is signed after this commits.
-      expires_at: new Date(now.getTime() + (PROJECT_FILE_LIMITS.uploadUrlSeconds + 60) * 1000).toISOString(),
+      // Until a PUT begun just before the URL's expiry has had its whole body deadline, and a
+      // minute more: the URL is signed after this commits.
+      expires_at: new Date(now.getTime() + reservationSeconds(deps, size) * 1000).toISOString(),
     });
   });
   const uploadUrl = await deps.store.createUploadUrl(storagePath, {

@@ -374,6 +374,21 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     expect(headRange.statusCode).toBe(206);
     expect(headRange.headers['content-length']).toBe('4');
 
+    // If-Range (RFC 9110 13.1.5): the range only for the version the client names; another
+    // version's validator (a resumed download of a replaced file) or a date gets the whole object.
+    const ifRange = (validator: string) =>
+      t.app.inject({
+        method: 'GET',
+        url: injectable(downloadUrl),
+        headers: { range: 'bytes=6-', 'if-range': validator },
+      });
+    const same = await ifRange(whole.headers.etag as string);
+    expect([same.statusCode, same.body]).toEqual([206, '6789']);
+    for (const validator of ['"another-version"', 'Sun, 22 Nov 2026 10:00:00 GMT']) {
+      const other = await ifRange(validator);
+      expect([other.statusCode, other.body], validator).toEqual([200, '0123456789']);
+    }
+
     now = new Date(now.getTime() + 4 * 60 * 60 * 1000 - 1000);
     expect((await get()).statusCode).toBe(200);
     now = new Date(now.getTime() + 1000);

@@ -272,9 +272,14 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     });
     expect(smaller.statusCode).toBe(200);
     expect((await ask(98)).statusCode).toBe(409);
-    // Once those URLs have expired (nothing was uploaded with them), the room is free again.
-    clockOffsetMs = 16 * 60 * 1000 + 1000; // the URL's 15 minutes and the reservation's minute more
+    // The room stays taken while a PUT begun just before its URL expired may still be writing:
+    // the URL's 15 minutes, the body deadline of 50 MB at the slowest rate (20 s and 1 s per
+    // 8 KiB, docs/files.md "Slow links"), and a minute more. Then, nothing uploaded, it is free.
+    const reservedMs = (15 * 60 + 20 + (50 * MB) / 8192 + 60) * 1000;
     try {
+      clockOffsetMs = reservedMs - 1000;
+      expect((await ask(100)).statusCode).toBe(409);
+      clockOffsetMs = reservedMs + 1000;
       const later = await Promise.all(Array.from({ length: 10 }, (_, i) => ask(100 + i)));
       expect(later.map((res) => res.statusCode)).toEqual(Array(10).fill(200));
     } finally {

@@ -288,7 +288,13 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       // The URL serves one version: after a delete and a new upload at the same path, or a
       // replacement, the bytes there are another file's.
       if (head.etag !== signed.etag) throw objectVersionGone();
-      const range = parseRange(request.headers.range, head.size);
+      // RFC 9110 13.1.5: a Range under an If-Range that names another version is ignored (a
+      // date is never compared: the whole object is always a safe answer).
+      const ifRange = request.headers['if-range'];
+      const range =
+        ifRange === undefined || ifRange === `"${head.etag}"`
+          ? parseRange(request.headers.range, head.size)
+          : undefined;
       // HEAD: headers only; an empty stream keeps our Content-Length (Fastify would set 0).
       const object =
         request.method === 'HEAD'
