@@ -179,7 +179,10 @@ export async function buildApp(
     keepAliveTimeout: timeouts.keepAliveTimeoutMs,
     connectionTimeout: timeouts.idleTimeoutMs,
     clientErrorHandler: createClientErrorHandler(timeouts),
-    return503OnClosing: true,
+    // While replies drain on shutdown, the process still answers what they need (stop, resume,
+    // reads) in the API's own error body; new replies are refused by RunningReplies (503 with
+    // Retry-After) and readiness says `shutdown`, so a load balancer sends no more.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: ROUTER_OPTIONS,
     // Router failures (bad percent-encoding, a parameter past that length) get the error body
@@ -241,6 +244,12 @@ export async function buildApp(
     keyPrefix: (deps.config.redis?.keyPrefix ?? 'atrium:').replace(/:+$/, ''),
   });
   app.decorate('persistence', { idle: () => replies.idle() });
+  deps.readinessChecks = {
+    ...deps.readinessChecks,
+    shutdown: async () => {
+      if (replies.isDraining) throw new Error('the process is shutting down');
+    },
+  };
   // With Redis, the subscription waits for a connection: the service starts without it.
   replies
     .start()

@@ -51,6 +51,11 @@ export class RunningReplies {
   /** Set by shutdown: no new reply starts on a process that is going away. */
   private draining = false;
 
+  /** Whether shutdown has begun (readiness answers 503, so a load balancer sends no more). */
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
   constructor(
     private readonly coordination: Coordination,
     private readonly options: { maxConcurrent: number; keyPrefix: string },

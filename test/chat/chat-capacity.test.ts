@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chatRows, userText } from './fixtures.js';
+import { CHAT_KEYS, chatRows, userText } from './fixtures.js';
 import { listeningChatApp } from './listening-app.js';
 import { EventReader, textDeltas } from './sse-reader.js';
 
@@ -38,5 +38,45 @@ describe('ATRIUM_MAX_CONCURRENT_REPLIES and shutdown', () => {
     const reply = (await chatRows(app.t.db, chatId)).find((row) => row.role === 'assistant');
     expect(reply?.finish_reason).toBe('interrupted');
     expect(JSON.parse(reply!.parts)[1]).toMatchObject({ type: 'text', text: 'one two ' });
+  });
+});
+
+describe('a process draining on shutdown', () => {
+  let draining: Awaited<ReturnType<typeof listeningChatApp>>;
+  beforeAll(async () => {
+    draining = await listeningChatApp({ shutdownWaitMs: 3_000 });
+  });
+  afterAll(() => draining.close());
+
+  it('still stops a running reply for its client (stored as stopped), refuses new ones, and is not ready', async () => {
+    draining.upstream.enqueue({ kind: 'held', text: 'one two three four', afterPieces: 2 });
+    const first = await draining.post({ agentId: 'agt_plain', stream: true, messages: [userText('first')] });
+    const chatId = first.headers.get('x-chat-id')!;
+    const events = new EventReader(first);
+    await events.until(textDeltas(2));
+
+    const closing = draining.t.app.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Before: Fastify's own 503 body for every request while the replies drained, the stop too.
+    const ready = await fetch(`${draining.baseUrl}/readyz`);
+    const refused = await draining.post({ agentId: 'agt_plain', messages: [userText('second')] });
+    const stop = await fetch(`${draining.baseUrl}/v1/chat/${chatId}/stop`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    const answers = {
+      ready: [ready.status, (await ready.json()).checks?.shutdown],
+      refused: [refused.status, (await refused.json()).code, refused.headers.get('retry-after')],
+      stop: [stop.status, await stop.json()],
+    };
+    await closing;
+    await events.all();
+    expect(answers).toEqual({
+      ready: [503, 'unavailable'],
+      refused: [503, 'service_unavailable', '5'],
+      stop: [200, { data: { stopped: true, messageId: expect.any(String) } }],
+    });
+    const reply = (await chatRows(draining.t.db, chatId)).find((row) => row.role === 'assistant');
+    expect(reply?.finish_reason).toBe('stopped');
   });
 });

@@ -48,7 +48,7 @@ export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> 
         summary: 'Readiness',
         operationId: 'getReadiness',
         description:
-          'Whether the process can serve: the database, object storage and Redis (when configured) answer.',
+          'Whether the process can serve: the database, object storage and Redis (when configured) answer, and it is not shutting down (`shutdown`).',
         tags: ['health'],
         security: [],
         response: {
