@@ -35,13 +35,18 @@ const UNREACHABLE = new Set([
 const PG_CONNECTION_LOST =
   /^(?:Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect)$/;
 
+/** ioredis gives up on a command while Redis is down with these, and no network code. */
+const REDIS_UNAVAILABLE = new Set(['MaxRetriesPerRequestError']);
+const REDIS_CONNECTION_CLOSED = /^Connection is closed\.?$/;
+
 /**
  * Whether a failure is a service Atrium depends on being unavailable for now, rather than a
  * fault of Atrium or of the request: S3 (or any store or database) unreachable or dropping the
  * connection, S3 answering 5xx or "slow down" (the AWS SDK's `$fault: 'server'`, after its own
  * retries), PostgreSQL refusing or dropping connections or shutting down (the connection
  * SQLSTATEs 08000, 08001, 08003, 08004, 08006, then 57P01–57P03 and 53300 too many connections;
- * not 08P01, a statement Atrium got wrong), SQLite's database locked past its busy timeout.
+ * not 08P01, a statement Atrium got wrong), SQLite's database locked past its busy timeout,
+ * Redis not answering (ioredis giving up on a command).
  */
 export function isDependencyUnavailable(error: unknown): boolean {
   const code = networkErrorCode(error);
@@ -53,8 +58,10 @@ export function isDependencyUnavailable(error: unknown): boolean {
     if (typeof ownCode === 'string' && /^(?:0800[0-46]|57P0[123]|53300|SQLITE_BUSY\w*)$/.test(ownCode)) {
       return true;
     }
-    const { message } = current as { message?: unknown };
+    const { message, name } = current as { message?: unknown; name?: unknown };
     if (typeof message === 'string' && PG_CONNECTION_LOST.test(message)) return true;
+    if (typeof name === 'string' && REDIS_UNAVAILABLE.has(name)) return true;
+    if (typeof message === 'string' && REDIS_CONNECTION_CLOSED.test(message)) return true;
     current = (current as { cause?: unknown }).cause;
   }
   return false;

@@ -200,7 +200,7 @@ function markActive(page: string, active: Set<string>): string {
 
 export async function getChat(deps: ChatsDeps, access: ChatsAccess, chatId: string): Promise<ChatView> {
   const chat = await visibleChat(deps.db, access, chatId);
-  return chatView(chat, (await deps.replies.runningMessageId(chat.id)) !== null);
+  return chatView(chat, await deps.replies.isActive(chat.id));
 }
 
 export async function renameChat(

@@ -135,8 +135,15 @@ export class RunningReplies {
         // in a copy meant for a first client. This reply's client gets the text straight from
         // the reply, so the copy is left unread: cancelling it would make the library catch a
         // thrown error for every piece. It holds the same strings as the replay text, and goes
-        // with the reply.
-        await this.streams.createNewResumableStream(messageId, () => sse);
+        // with the reply. With Redis down its subscription waits for a connection: the reply's
+        // own client waits at most SHARE_WAIT_MS for it, and the reply is then not resumable.
+        const shared = this.streams
+          .createNewResumableStream(messageId, () => sse)
+          .then(
+            () => undefined,
+            () => undefined,
+          );
+        await within(shared, SHARE_WAIT_MS);
       },
       release: () => {
         if (released) return;
@@ -158,12 +165,24 @@ export class RunningReplies {
     };
   }
 
-  /** The reply running for a chat here or in another process: its message id, or null. */
+  /**
+   * The reply running for a chat here or in another process: its message id, or null. Throws
+   * when Redis does not answer (stop and resume need it: a 503).
+   */
   async runningMessageId(chatId: string): Promise<string | null> {
     const local = this.local.get(chatId);
     if (local) return local.messageId;
     const value = await this.coordination.publisher.get(this.activeKey(chatId));
     return typeof value === 'string' && value !== '' ? value : null;
+  }
+
+  /**
+   * Whether a reply runs for the chat, for a chat's `active` flag: with Redis down, what runs
+   * here (a read is not failed for a flag; a Redis outage fails only stop and resume across
+   * processes).
+   */
+  async isActive(chatId: string): Promise<boolean> {
+    return (await this.runningMessageId(chatId).catch(() => null)) !== null;
   }
 
   /** Stops the replies running for a chat here, or the chat's latest reply wherever it runs. */
@@ -219,7 +238,10 @@ export class RunningReplies {
       if (this.local.has(chatId)) active.add(chatId);
       else elsewhere.push(chatId);
     }
-    const values = await this.coordination.publisher.getMany(elsewhere.map((id) => this.activeKey(id)));
+    // With Redis down, the replies running here (as isActive).
+    const values = await this.coordination.publisher
+      .getMany(elsewhere.map((id) => this.activeKey(id)))
+      .catch(() => [] as unknown[]);
     values.forEach((value, i) => {
       if (typeof value === 'string' && value !== '') active.add(elsewhere[i]!);
     });
@@ -239,6 +261,9 @@ export class RunningReplies {
     }
   }
 }
+
+/** How long a streamed reply's first byte waits for its resumable copy to be registered. */
+const SHARE_WAIT_MS = 1_000;
 
 /** True when the promise settled within `ms`. */
 async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
