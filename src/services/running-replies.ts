@@ -50,6 +50,8 @@ export class RunningReplies {
   private started?: Promise<void>;
   /** Set by shutdown: no new reply starts on a process that is going away. */
   private draining = false;
+  /** Replays of replies (resume) this process sends, each with how to end it. */
+  private readonly replays = new Set<{ end(): void }>();
 
   /** Whether shutdown has begun (readiness answers 503, so a load balancer sends no more). */
   get isDraining(): boolean {
@@ -208,12 +210,62 @@ export class RunningReplies {
   async resume(chatId: string): Promise<ReadableStream<string> | null> {
     const messageId = await this.runningMessageId(chatId);
     if (!messageId) return null;
+    let replay: ReadableStream<string> | null;
     try {
-      return (await this.streams.resumeExistingStream(messageId)) ?? null;
+      replay = (await this.streams.resumeExistingStream(messageId)) ?? null;
     } catch {
       // The process that ran it is gone (no answer to the replay request): nothing to resume.
       return null;
     }
+    return replay && this.followed(chatId, messageId, replay);
+  }
+
+  /**
+   * A replay that also ends when its reply no longer runs anywhere, though no end came (the
+   * process generating it died: its marker lapses 30 s later; checked twice, a heartbeat apart,
+   * so a reply that just ended delivers its last pieces first), and when this process shuts
+   * down. Otherwise its client, and this process's shutdown, would wait on it for ever.
+   */
+  private followed(
+    chatId: string,
+    messageId: string,
+    replay: ReadableStream<string>,
+  ): ReadableStream<string> {
+    const reader = replay.getReader();
+    let end!: () => void;
+    const ended = new Promise<{ done: true; value?: undefined }>((resolve) => {
+      end = () => resolve({ done: true });
+    });
+    const follower = { end: () => end() };
+    this.replays.add(follower);
+    let misses = 0;
+    const watch = setInterval(() => {
+      this.runningMessageId(chatId).then(
+        (running) => {
+          misses = running === messageId ? 0 : misses + 1;
+          if (misses >= 2) end();
+        },
+        () => undefined,
+      );
+    }, HEARTBEAT_MS);
+    watch.unref();
+    const stopFollowing = () => {
+      clearInterval(watch);
+      this.replays.delete(follower);
+    };
+    return new ReadableStream<string>({
+      async pull(controller) {
+        const next = await Promise.race([reader.read(), ended]);
+        if (!next.done) return controller.enqueue(next.value);
+        stopFollowing();
+        controller.close();
+        await reader.cancel().catch(() => undefined);
+      },
+      async cancel(reason) {
+        stopFollowing();
+        await reader.cancel(reason);
+      },
+    });
   }
 
   /**
@@ -259,6 +311,8 @@ export class RunningReplies {
       for (const reply of this.replies) reply.stop('interrupted');
       await within(allReleased(), storeMs);
     }
+    // Replays of replies running elsewhere end here; their clients resume through another process.
+    for (const replay of this.replays) replay.end();
   }
 }
 
