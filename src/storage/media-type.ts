@@ -1,6 +1,8 @@
 // RFC 9110 token characters; a media type is `type/subtype` with optional `; name=value` parameters.
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-const QUOTED = '"(?:[^"\\\\\\x00-\\x1f\\x7f]|\\\\.)*"';
+// A quoted pair escapes a tab, space or visible character only (RFC 9110 5.6.4): a header with
+// any other control character is refused by every HTTP parser, so a URL signed for it is useless.
+const QUOTED = '"(?:[^"\\\\\\x00-\\x1f\\x7f]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*"';
 const MEDIA_TYPE = new RegExp(
   `^(${TOKEN})/(${TOKEN})((?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|${QUOTED}))*)[ \\t]*$`,
 );

@@ -78,6 +78,9 @@ describe('media types and headers', () => {
   it('validates and normalises MIME types', () => {
     expect(isValidMediaType('text/plain; charset="utf-8"')).toBe(true);
     expect(isValidMediaType('text/plain\r\nx: y')).toBe(false);
+    // A quoted pair escapes a visible character, space or tab only: no parser takes another.
+    expect(isValidMediaType('text/plain; a="\\"x"')).toBe(true);
+    expect(isValidMediaType('text/plain; a="\\\u0001"')).toBe(false);
     expect(normalizeMediaType('Text/HTML ; Charset=UTF-8')).toBe('text/html;charset=utf-8');
   });
 
