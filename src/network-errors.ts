@@ -35,6 +35,10 @@ const UNREACHABLE = new Set([
 const PG_CONNECTION_LOST =
   /^(?:Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect)$/;
 
+/** The AWS SDK's HTTP handler: no connection, or a socket idle past its limit (s3-store.ts). */
+const S3_SOCKET_TIMEOUT =
+  /^@smithy\/node-http-handler - the request socket (?:did not establish a connection|timed out after)/;
+
 /** ioredis gives up on a command while Redis is down with these, and no network code. */
 const REDIS_UNAVAILABLE = new Set(['MaxRetriesPerRequestError']);
 const REDIS_CONNECTION_CLOSED = /^Connection is closed\.?$/;
@@ -46,7 +50,7 @@ const REDIS_CONNECTION_CLOSED = /^Connection is closed\.?$/;
  * retries), PostgreSQL refusing or dropping connections or shutting down (the connection
  * SQLSTATEs 08000, 08001, 08003, 08004, 08006, then 57P01–57P03 and 53300 too many connections;
  * not 08P01, a statement Atrium got wrong), SQLite's database locked past its busy timeout,
- * Redis not answering (ioredis giving up on a command).
+ * Redis not answering (ioredis giving up on a command), an S3 request idle past its limit.
  */
 export function isDependencyUnavailable(error: unknown): boolean {
   const code = networkErrorCode(error);
@@ -60,6 +64,7 @@ export function isDependencyUnavailable(error: unknown): boolean {
     }
     const { message, name } = current as { message?: unknown; name?: unknown };
     if (typeof message === 'string' && PG_CONNECTION_LOST.test(message)) return true;
+    if (typeof message === 'string' && S3_SOCKET_TIMEOUT.test(message)) return true;
     if (typeof name === 'string' && REDIS_UNAVAILABLE.has(name)) return true;
     if (typeof message === 'string' && REDIS_CONNECTION_CLOSED.test(message)) return true;
     current = (current as { cause?: unknown }).cause;

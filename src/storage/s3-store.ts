@@ -173,6 +173,9 @@ class S3UploadSink extends Writable {
  * S3 and compatibles (AWS S3, MinIO, R2…). Uploads and downloads go straight to S3 through
  * presigned URLs that bind content type, content length and expiry.
  */
+/** Inactivity after which a request to S3 fails (connect, headers or body). */
+const S3_IDLE_TIMEOUT_MS = 120_000;
+
 export class S3ObjectStore implements Store.ObjectStore {
   readonly kind = 's3' as const;
   readonly client: S3Client;
@@ -180,10 +183,17 @@ export class S3ObjectStore implements Store.ObjectStore {
 
   constructor(
     config: S3StorageConfig,
-    private readonly options: { clock: Clock; log?: Store.StoreLog },
+    private readonly options: { clock: Clock; log?: Store.StoreLog; idleTimeoutMs?: number },
   ) {
     this.bucket = config.bucket;
     this.client = new S3Client({
+      // An endpoint that stops answering mid-request or mid-body fails the request after this
+      // long without a byte, instead of holding its socket and its caller for ever (the SDK sets
+      // no limit). Long enough for a client of a streamed object to pause reading.
+      requestHandler: {
+        connectionTimeout: 10_000,
+        socketTimeout: options.idleTimeoutMs ?? S3_IDLE_TIMEOUT_MS,
+      },
       region: config.region,
       endpoint: config.endpoint,
       forcePathStyle: config.forcePathStyle,

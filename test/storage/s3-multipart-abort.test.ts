@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/ids.js';
+import { isDependencyUnavailable } from '../../src/network-errors.js';
 import { S3ObjectStore } from '../../src/storage/s3-store.js';
 import { startS3rver } from '../project-files/s3rver.js';
 
@@ -122,4 +123,29 @@ describe('S3 multipart upload whose body fails while the upload is being created
     expect(refusedAborts.length).toBe(abortsBefore + 1);
     expect(warnings).toEqual(['could not abort an incomplete multipart upload: abort it by its upload id']);
   });
+});
+
+describe('an S3 endpoint that stops answering mid-body', () => {
+  it('fails the read after the idle timeout instead of holding it (and its socket) for ever', async () => {
+    // Headers and a tenth of the body, then nothing: a stalled connection, not a closed one.
+    const stalled = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '100', etag: '"e"' });
+      res.write('x'.repeat(10));
+    });
+    await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve));
+    const store = new S3ObjectStore(
+      { ...s3.config, endpoint: `http://127.0.0.1:${(stalled.address() as AddressInfo).port}` },
+      { clock: systemClock, idleTimeoutMs: 300 },
+    );
+    try {
+      const started = Date.now();
+      const failure = await store.readAll('projects/w/p/stalled.txt', 1000).catch((error: unknown) => error);
+      // Storage not answering: a 503 the client may retry, wherever a request meets it.
+      expect(isDependencyUnavailable(failure)).toBe(true);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      stalled.closeAllConnections();
+      await new Promise((resolve) => stalled.close(resolve));
+    }
+  }, 15_000);
 });
