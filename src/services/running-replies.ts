@@ -51,7 +51,9 @@ export class RunningReplies {
   /** Set by shutdown: no new reply starts on a process that is going away. */
   private draining = false;
   /** Replays of replies (resume) this process sends, each with how to end it. */
-  private readonly replays = new Set<{ end(): void }>();
+  private readonly replays = new Set<{ messageId: string; end(): void }>();
+  /** Set at the end of shutdown's drain: a replay set up from then on ends at once. */
+  private replaysEnded = false;
 
   /** Whether shutdown has begun (readiness answers 503, so a load balancer sends no more). */
   get isDraining(): boolean {
@@ -139,13 +141,22 @@ export class RunningReplies {
         // thrown error for every piece. It holds the same strings as the replay text, and goes
         // with the reply. With Redis down its subscription waits for a connection: the reply's
         // own client waits at most SHARE_WAIT_MS for it, and the reply is then not resumable.
+        let source: ReadableStream<string> | undefined = sse;
         const shared = this.streams
-          .createNewResumableStream(messageId, () => sse)
+          .createNewResumableStream(
+            messageId,
+            () => source ?? new ReadableStream({ start: (c) => c.close() }),
+          )
           .then(
             () => undefined,
             () => undefined,
           );
-        await within(shared, SHARE_WAIT_MS);
+        if (!(await within(shared, SHARE_WAIT_MS))) {
+          // Not kept for a registration that may come long after (ioredis queues it until Redis
+          // is back): the reply's text would pile up in memory for every reply of the outage.
+          source = undefined;
+          void sse.cancel().catch(() => undefined);
+        }
       },
       release: () => {
         if (released) return;
@@ -221,10 +232,11 @@ export class RunningReplies {
   }
 
   /**
-   * A replay that also ends when its reply no longer runs anywhere, though no end came (the
-   * process generating it died: its marker lapses 30 s later; checked twice, a heartbeat apart,
-   * so a reply that just ended delivers its last pieces first), and when this process shuts
-   * down. Otherwise its client, and this process's shutdown, would wait on it for ever.
+   * A replay that also ends when no reply of its chat runs anywhere any more, though no end came
+   * (the process generating it died: its marker lapses 30 s later; checked twice, a heartbeat
+   * apart, so a reply that just ended delivers its last pieces first), and when this process
+   * shuts down while the reply runs elsewhere. Otherwise its client, and this process's
+   * shutdown, would wait on it for ever.
    */
   private followed(
     chatId: string,
@@ -236,13 +248,16 @@ export class RunningReplies {
     const ended = new Promise<{ done: true; value?: undefined }>((resolve) => {
       end = () => resolve({ done: true });
     });
-    const follower = { end: () => end() };
+    const follower = { messageId, end: () => end() };
     this.replays.add(follower);
+    if (this.replaysEnded) end();
     let misses = 0;
     const watch = setInterval(() => {
       this.runningMessageId(chatId).then(
         (running) => {
-          misses = running === messageId ? 0 : misses + 1;
+          // No marker: no reply of the chat runs anywhere. A marker naming a later turn of the
+          // chat (allowed while a reply runs) is not a sign that this one stopped.
+          misses = running === null ? misses + 1 : 0;
           if (misses >= 2) end();
         },
         () => undefined,
@@ -306,13 +321,16 @@ export class RunningReplies {
    */
   async drain(waitMs: number, storeMs: number): Promise<void> {
     this.draining = true;
+    // Replays of the replies running here end with them (their last pieces and [DONE] included).
+    const own = new Set([...this.replies].map((reply) => reply.messageId));
     const allReleased = () => Promise.all([...this.replies].map((reply) => reply.released));
     if (this.replies.size > 0 && !(await within(allReleased(), waitMs))) {
       for (const reply of this.replies) reply.stop('interrupted');
       await within(allReleased(), storeMs);
     }
     // Replays of replies running elsewhere end here; their clients resume through another process.
-    for (const replay of this.replays) replay.end();
+    this.replaysEnded = true;
+    for (const replay of this.replays) if (!own.has(replay.messageId)) replay.end();
   }
 }
 

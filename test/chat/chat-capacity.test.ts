@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAT_KEYS, chatRows, userText } from './fixtures.js';
 import { listeningChatApp } from './listening-app.js';
@@ -79,4 +80,44 @@ describe('a process draining on shutdown', () => {
     const reply = (await chatRows(draining.t.db, chatId)).find((row) => row.role === 'assistant');
     expect(reply?.finish_reason).toBe('stopped');
   });
+});
+
+const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+
+/**
+ * A reply resumed through the process that generates it, ending normally while that process
+ * drains on shutdown: the replay must get the reply's last chunks and [DONE], as the reply's own
+ * client does (drain ends replays of replies running elsewhere, not of its own).
+ */
+describe.each([
+  ['memory', {}],
+  ['redis', { REDIS_URL, ATRIUM_REDIS_PREFIX: `atrium-review-${randomBytes(4).toString('hex')}` }],
+] as const)('a replay of a reply of the draining process (%s)', (_name, env) => {
+  it('gets the end of the reply when it finishes during the drain, as its own client does', async () => {
+    const app = await listeningChatApp({ env: { ...env }, shutdownWaitMs: 5_000 });
+    try {
+      app.upstream.enqueue({ kind: 'held', text: 'one two three four five six', afterPieces: 2 });
+      const first = await app.post({ agentId: 'agt_plain', stream: true, messages: [userText('go')] });
+      const chatId = first.headers.get('x-chat-id')!;
+      const own = new EventReader(first);
+      await own.until(textDeltas(2));
+      const resumed = await fetch(`${app.baseUrl}/v1/chat/${chatId}/stream`, {
+        headers: { 'x-service-api-key': CHAT_KEYS.main },
+      });
+      expect(resumed.status).toBe(200);
+      const replay = new EventReader(resumed);
+      await replay.until(textDeltas(2));
+
+      const closing = app.t.app.close();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      app.upstream.release();
+      const [ownChunks, replayChunks] = await Promise.all([own.all(), replay.all()]);
+      await closing;
+      expect(replay.text()).toBe(own.text());
+      expect(replayChunks.at(-1)?.type).toBe(ownChunks.at(-1)?.type);
+      expect(replay.done).toBe(own.done);
+    } finally {
+      await app.close().catch(() => undefined);
+    }
+  }, 30_000);
 });
