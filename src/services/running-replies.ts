@@ -68,8 +68,8 @@ export class RunningReplies {
       keyPrefix: `${options.keyPrefix}:stream`,
       // A server process stays alive by itself; nothing to extend.
       waitUntil: null,
-      publisher: coordination.publisher,
-      subscriber: coordination.subscriber,
+      publisher: neverRejecting(coordination.publisher),
+      subscriber: neverRejecting(coordination.subscriber),
     });
     this.stopChannel = `${options.keyPrefix}:stop`;
   }
@@ -103,6 +103,11 @@ export class RunningReplies {
     return `${this.options.keyPrefix}:active:${chatId}`;
   }
 
+  /** One reply's own marker: set while it runs anywhere, whatever turn the chat's marker names. */
+  private replyKey(messageId: string): string {
+    return `${this.options.keyPrefix}:reply:${messageId}`;
+  }
+
   /** Registers a reply; 503 `service_unavailable` when this process already runs its maximum. */
   admit(chatId: string, messageId: string, stop: (reason: StopReason) => void): ReplyTicket {
     if (this.draining || this.replies.size >= this.options.maxConcurrent) {
@@ -116,6 +121,8 @@ export class RunningReplies {
     const { publisher } = this.coordination;
     const key = this.activeKey(chatId);
     const mark = () => void publisher.set(key, messageId, { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
+    const replyKey = this.replyKey(messageId);
+    const alive = () => void publisher.set(replyKey, '1', { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
     const reply: LocalReply = {
       chatId,
       messageId,
@@ -128,9 +135,13 @@ export class RunningReplies {
     this.replies.add(reply);
     this.local.set(chatId, reply);
     mark();
-    // Only the chat's latest reply keeps the marker: an earlier turn still running must not put
-    // its own id back over it (a resume would replay the wrong reply).
-    const heartbeat = setInterval(() => this.local.get(chatId) === reply && mark(), HEARTBEAT_MS);
+    alive();
+    // Only the chat's latest reply keeps the chat's marker: an earlier turn still running must not
+    // put its own id back over it (a resume would replay the wrong reply). Each keeps its own.
+    const heartbeat = setInterval(() => {
+      alive();
+      if (this.local.get(chatId) === reply) mark();
+    }, HEARTBEAT_MS);
     heartbeat.unref();
     let released = false;
     return {
@@ -171,6 +182,7 @@ export class RunningReplies {
         }
         void (async () => {
           // Another reply of the chat may have started meanwhile: remove only our own marker.
+          await publisher.del(replyKey);
           if ((await publisher.get(key)) === messageId) await publisher.del(key);
         })().catch(() => undefined);
         release();
@@ -232,10 +244,10 @@ export class RunningReplies {
   }
 
   /**
-   * A replay that also ends when no reply of its chat runs anywhere any more, though no end came
-   * (the process generating it died: its marker lapses 30 s later; checked twice, a heartbeat
-   * apart, so a reply that just ended delivers its last pieces first), and when this process
-   * shuts down while the reply runs elsewhere. Otherwise its client, and this process's
+   * A replay that also ends when its reply no longer runs anywhere, though no end came (the
+   * process generating it died: the reply's own marker lapses 30 s later; checked twice, a
+   * heartbeat apart, so a reply that just ended delivers its last pieces first), and when this
+   * process shuts down while the reply runs elsewhere. Otherwise its client, and this process's
    * shutdown, would wait on it for ever.
    */
   private followed(
@@ -253,11 +265,11 @@ export class RunningReplies {
     if (this.replaysEnded) end();
     let misses = 0;
     const watch = setInterval(() => {
-      this.runningMessageId(chatId).then(
-        (running) => {
-          // No marker: no reply of the chat runs anywhere. A marker naming a later turn of the
-          // chat (allowed while a reply runs) is not a sign that this one stopped.
-          misses = running === null ? misses + 1 : 0;
+      // The reply's own marker, not the chat's: a later turn of the chat, here or elsewhere,
+      // names the chat's, and says nothing of whether this reply's process is alive.
+      this.coordination.publisher.get(this.replyKey(messageId)).then(
+        (marker) => {
+          misses = typeof marker === 'string' ? 0 : misses + 1;
           if (misses >= 2) end();
         },
         () => undefined,
@@ -332,6 +344,25 @@ export class RunningReplies {
     this.replaysEnded = true;
     for (const replay of this.replays) if (!own.has(replay.messageId)) replay.end();
   }
+}
+
+/**
+ * A coordination client for resumable-stream, whose calls never reject: its read loop and its
+ * request listener do not handle a rejection, so a Redis error there (Redis gone mid-reply)
+ * would be an unhandled rejection, which ends the process. A failed call leaves a reply not
+ * resumable, nothing more; Atrium's own calls (stop, markers) use the client as it is.
+ */
+function neverRejecting<T extends object>(client: T): T {
+  return new Proxy(client, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) =>
+        Promise.resolve()
+          .then(() => (value as (...a: unknown[]) => unknown).apply(target, args))
+          .catch(() => null);
+    },
+  });
 }
 
 /** How long a streamed reply's first byte waits for its resumable copy to be registered. */

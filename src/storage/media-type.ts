@@ -1,8 +1,9 @@
 // RFC 9110 token characters; a media type is `type/subtype` with optional `; name=value` parameters.
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-// A quoted pair escapes a tab, space or visible character only (RFC 9110 5.6.4): a header with
-// any other control character is refused by every HTTP parser, so a URL signed for it is useless.
-const QUOTED = '"(?:[^"\\\\\\x00-\\x1f\\x7f]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*"';
+// A quoted string as RFC 9110 5.6.4 has it (qdtext and quoted pairs of a tab, space or byte
+// above 0x20): a header with any other character is refused by HTTP clients and parsers, so a
+// URL signed for it could never be used.
+const QUOTED = '"(?:[\\t\\x20\\x21\\x23-\\x5b\\x5d-\\x7e\\x80-\\xff]|\\\\[\\t\\x20-\\x7e\\x80-\\xff])*"';
 const MEDIA_TYPE = new RegExp(
   `^(${TOKEN})/(${TOKEN})((?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|${QUOTED}))*)[ \\t]*$`,
 );

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Coordination } from '../../src/coordination/coordination.js';
 import { createMemoryCoordination } from '../../src/coordination/memory.js';
 import { RunningReplies } from '../../src/services/running-replies.js';
 
@@ -35,6 +36,23 @@ async function readFor(replay: ReadableStream<string>, ms: number) {
     if (next.done) return { text, ended: true };
     text += next.value;
   }
+}
+
+/** A process's view of shared coordination that stops writing when the process "dies". */
+function mortal(shared: Coordination) {
+  const state = { dead: false };
+  const publisher = new Proxy(shared.publisher, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (prop === 'set' || prop === 'publish' || prop === 'del') {
+        return (...args: unknown[]) =>
+          state.dead ? Promise.resolve(0) : (value as (...a: unknown[]) => unknown).apply(target, args);
+      }
+      return (value as (...a: unknown[]) => unknown).bind(target);
+    },
+  });
+  return { coordination: { ...shared, publisher } as Coordination, state };
 }
 
 afterEach(() => {
@@ -90,5 +108,75 @@ describe('replays of a reply running on another process', () => {
     second.controller.close();
     secondTicket.release();
     expect(read).toEqual({ text: 'data: one\n\ndata: two\n\ndata: [DONE]\n\n', ended: true });
+  });
+});
+
+describe('a replay of a reply whose process died', () => {
+  for (const laterTurn of [false, true]) {
+    it(`ends without its end, a minute on${laterTurn ? ', while a later turn of the chat runs on a third process' : ''}`, async () => {
+      vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
+      // Redis keeps the stream's sentinel a day; the memory stand-in caps it at 5 min by default.
+      const shared = createMemoryCoordination({ maxTtlSeconds: 24 * 60 * 60 });
+      const options = { maxConcurrent: 5, keyPrefix: 'died' };
+      const a = mortal(shared);
+      const A = new RunningReplies(a.coordination, options);
+      const B = new RunningReplies(shared, options);
+      const C = new RunningReplies(shared, options);
+      const first = source();
+      await A.admit('chat-x', 'msg-1', () => undefined).share(first.stream);
+      first.controller.enqueue('data: one\n\n');
+      const replay = await B.resume('chat-x');
+      expect(replay).not.toBeNull();
+      // The chat's marker then names the later turn, kept alive by C.
+      const second = source();
+      const secondTicket = laterTurn ? C.admit('chat-x', 'msg-2', () => undefined) : undefined;
+      await secondTicket?.share(second.stream);
+      // A dies: msg-1 never ends, and A writes nothing more.
+      a.state.dead = true;
+      const reading = readFor(replay!, 1_500);
+      for (let i = 0; i < 60; i++) await vi.advanceTimersByTimeAsync(10_000);
+      const read = await reading;
+      second.controller.close();
+      secondTicket?.release();
+      expect(read).toEqual({ text: 'data: one\n\n', ended: true });
+    }, 20_000);
+  }
+});
+
+describe('resumable copies when Redis fails mid-reply', () => {
+  it('leave the reply not resumable, never an unhandled rejection (which would end the process)', async () => {
+    const shared = createMemoryCoordination();
+    // Redis gone between the reply's start and its end: every later write fails.
+    let failing = false;
+    const publisher = new Proxy(shared.publisher, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) =>
+          failing && prop !== 'get'
+            ? Promise.reject(new Error('Connection is closed.'))
+            : (value as (...a: unknown[]) => unknown).apply(target, args);
+      },
+    });
+    const replies = new RunningReplies({ ...shared, publisher } as Coordination, {
+      maxConcurrent: 5,
+      keyPrefix: 'failing',
+    });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const reply = source();
+      const ticket = replies.admit('chat-z', 'msg-1', () => undefined);
+      await ticket.share(reply.stream);
+      failing = true;
+      reply.controller.enqueue('data: one\n\n');
+      reply.controller.close();
+      ticket.release();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });

@@ -81,6 +81,9 @@ describe('media types and headers', () => {
     // A quoted pair escapes a visible character, space or tab only: no parser takes another.
     expect(isValidMediaType('text/plain; a="\\"x"')).toBe(true);
     expect(isValidMediaType('text/plain; a="\\\u0001"')).toBe(false);
+    // Nor a character above U+00FF, plain or escaped: a header value is bytes.
+    expect(isValidMediaType('text/plain; a="\u0100"')).toBe(false);
+    expect(isValidMediaType('text/plain; a="é"')).toBe(true);
     expect(normalizeMediaType('Text/HTML ; Charset=UTF-8')).toBe('text/html;charset=utf-8');
   });
 
