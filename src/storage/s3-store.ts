@@ -189,7 +189,8 @@ export class S3ObjectStore implements Store.ObjectStore {
     this.client = new S3Client({
       // An endpoint that stops answering mid-request or mid-body fails the request after this
       // long without a byte, instead of holding its socket and its caller for ever (the SDK sets
-      // no limit). Long enough for a client of a streamed object to pause reading.
+      // no limit). Atrium's own reads (the indexer's) and writes (multipart parts from memory)
+      // keep the socket busy; clients move bytes through presigned URLs, never through here.
       requestHandler: {
         connectionTimeout: 10_000,
         socketTimeout: options.idleTimeoutMs ?? S3_IDLE_TIMEOUT_MS,
