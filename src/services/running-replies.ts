@@ -137,10 +137,15 @@ export class RunningReplies {
     mark();
     alive();
     // Only the chat's latest reply keeps the chat's marker: an earlier turn still running must not
-    // put its own id back over it (a resume would replay the wrong reply). Each keeps its own.
+    // put its own id back over it (a resume would replay the wrong reply), here or on another
+    // process (renewed only while it names this reply, or lapsed). Each keeps its own marker.
+    const renew = async () => {
+      const named = await publisher.get(key);
+      if (named === messageId || named === null || named === undefined) mark();
+    };
     const heartbeat = setInterval(() => {
       alive();
-      if (this.local.get(chatId) === reply) mark();
+      if (this.local.get(chatId) === reply) void renew().catch(() => undefined);
     }, HEARTBEAT_MS);
     heartbeat.unref();
     let released = false;

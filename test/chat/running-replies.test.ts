@@ -180,3 +180,22 @@ describe('resumable copies when Redis fails mid-reply', () => {
     }
   });
 });
+
+describe("a chat's marker with two turns on two processes", () => {
+  it('keeps naming the later turn: the earlier one does not put its own id back at its heartbeat', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const shared = createMemoryCoordination();
+    const options = { maxConcurrent: 5, keyPrefix: 'turns' };
+    const A = new RunningReplies(shared, options);
+    const C = new RunningReplies(shared, options);
+    const first = A.admit('chat-t', 'msg-1', () => undefined);
+    await vi.advanceTimersByTimeAsync(5_000);
+    const second = C.admit('chat-t', 'msg-2', () => undefined);
+    // Past A's heartbeats at 10, 20 and 30 s, before C's at 35 s.
+    await vi.advanceTimersByTimeAsync(27_000);
+    // What another process's resume and `active` read.
+    expect(await new RunningReplies(shared, options).runningMessageId('chat-t')).toBe('msg-2');
+    first.release();
+    second.release();
+  });
+});
