@@ -122,7 +122,10 @@ export class RunningReplies {
     const key = this.activeKey(chatId);
     const mark = () => void publisher.set(key, messageId, { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
     const replyKey = this.replyKey(messageId);
-    const alive = () => void publisher.set(replyKey, '1', { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
+    // The reply's own marker holds when it was admitted: which of two turns of a chat is the later.
+    const admittedAt = performance.timeOrigin + performance.now();
+    const alive = () =>
+      void publisher.set(replyKey, String(admittedAt), { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
     const reply: LocalReply = {
       chatId,
       messageId,
@@ -136,12 +139,20 @@ export class RunningReplies {
     this.local.set(chatId, reply);
     mark();
     alive();
-    // Only the chat's latest reply keeps the chat's marker: an earlier turn still running must not
-    // put its own id back over it (a resume would replay the wrong reply), here or on another
-    // process (renewed only while it names this reply, or lapsed). Each keeps its own marker.
+    // The chat's marker names its latest reply: an earlier turn still running must not put its
+    // own id back over it (a resume would replay the wrong reply), here or on another process.
+    // So a heartbeat renews it when it names this reply, or a reply admitted earlier or no longer
+    // running (its own marker gone), or nothing: whatever put another id there (a write in flight,
+    // the key lost), the latest running turn has it again within a heartbeat.
     const renew = async () => {
       const named = await publisher.get(key);
-      if (named === messageId || named === null || named === undefined) mark();
+      if (typeof named === 'string' && named !== messageId) {
+        const theirs = await publisher.get(this.replyKey(named));
+        // Admitted later than this one (a tie: the greater id, as both processes judge it).
+        const later = Number(theirs) > admittedAt || (Number(theirs) === admittedAt && named > messageId);
+        if (typeof theirs === 'string' && later) return;
+      }
+      mark();
     };
     const heartbeat = setInterval(() => {
       alive();
@@ -272,13 +283,15 @@ export class RunningReplies {
     const watch = setInterval(() => {
       // The reply's own marker, not the chat's: a later turn of the chat, here or elsewhere,
       // names the chat's, and says nothing of whether this reply's process is alive.
-      this.coordination.publisher.get(this.replyKey(messageId)).then(
-        (marker) => {
-          misses = typeof marker === 'string' ? 0 : misses + 1;
-          if (misses >= 2) end();
-        },
-        () => undefined,
-      );
+      const { publisher } = this.coordination;
+      void (async () => {
+        // A process of an earlier version sets no reply marker, only the chat's.
+        const running =
+          typeof (await publisher.get(this.replyKey(messageId))) === 'string' ||
+          (await publisher.get(this.activeKey(chatId))) === messageId;
+        misses = running ? 0 : misses + 1;
+        if (misses >= 2) end();
+      })().catch(() => undefined);
     }, HEARTBEAT_MS);
     watch.unref();
     const stopFollowing = () => {

@@ -198,4 +198,62 @@ describe("a chat's marker with two turns on two processes", () => {
     first.release();
     second.release();
   });
+
+  it('names the later turn again after the key was lost (Redis restarted, evicted) while both ran', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'] });
+    const shared = createMemoryCoordination();
+    const options = { maxConcurrent: 5, keyPrefix: 'lost' };
+    const A = new RunningReplies(shared, options); // process 1: earlier turn
+    const C = new RunningReplies(shared, options); // process 2: later turn
+    const first = A.admit('chat-t', 'msg-1', () => undefined); // heartbeats at 10, 20, 30 s ...
+    await vi.advanceTimersByTimeAsync(5_000);
+    const second = C.admit('chat-t', 'msg-2', () => undefined); // heartbeats at 15, 25, 35 s ...
+    await vi.advanceTimersByTimeAsync(11_000); // t = 16 s: past C's heartbeat at 15 s, before A's at 20 s
+    // The chat's key is lost (Redis restarted without persistence, a failover, eviction).
+    await shared.publisher.del('lost:active:chat-t');
+    // Both turns keep running for a minute: the marker should name the latest turn again.
+    await vi.advanceTimersByTimeAsync(60_000);
+    const third = new RunningReplies(shared, options);
+    expect(await third.runningMessageId('chat-t')).toBe('msg-2');
+    first.release();
+    second.release();
+  });
+
+  it("is taken back by the later turn from an earlier turn's renew that was in flight as it started", async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const shared = createMemoryCoordination();
+    // Process 1's GET is answered by Redis at once but reaches the process a moment later (a
+    // round trip): a write of process 2 can land in between.
+    let hold: Promise<void> | null = null;
+    const publisher = new Proxy(shared.publisher, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        if (prop === 'get') {
+          return async (key: string) => {
+            const read = await target.get(key);
+            if (hold) await hold;
+            return read;
+          };
+        }
+        return (value as (...a: unknown[]) => unknown).bind(target);
+      },
+    });
+    const options = { maxConcurrent: 5, keyPrefix: 'race' };
+    const A = new RunningReplies({ ...shared, publisher } as Coordination, options);
+    const C = new RunningReplies(shared, options);
+    const first = A.admit('chat-t', 'msg-1', () => undefined);
+    let letGo!: () => void;
+    hold = new Promise<void>((resolve) => (letGo = resolve));
+    await vi.advanceTimersByTimeAsync(10_000); // A's heartbeat: GET (reads msg-1) in flight
+    const second = C.admit('chat-t', 'msg-2', () => undefined); // the later turn: SET msg-2
+    await Promise.resolve();
+    hold = null;
+    letGo(); // A's GET answer arrives: msg-1, so A SETs msg-1 over msg-2
+    await vi.advanceTimersByTimeAsync(60_000);
+    const third = new RunningReplies(shared, options);
+    expect(await third.runningMessageId('chat-t')).toBe('msg-2');
+    first.release();
+    second.release();
+  });
 });
