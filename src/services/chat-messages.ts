@@ -31,18 +31,24 @@ const DATA_URL = /^data:/i;
  * a reply failed before its first token. It is dropped, not refused (spec/chats.md).
  */
 export function dropLeftovers(messages: IncomingMessage[]): IncomingMessage[] {
-  return messages.filter((message) => !(message.role === 'assistant' && message.parts.length === 0));
+  return messages.filter((message) => !isLeftover(message));
+}
+
+function isLeftover(message: IncomingMessage): boolean {
+  return message.role === 'assistant' && message.parts.length === 0;
 }
 
 /**
  * The rules of decisions.md the schema cannot say: text parts need `text`, file parts need a
  * `url` (http, https or data) and a `mediaType`; user and system messages need a part; at least
- * one user message; ids unique.
+ * one user message; ids unique. Given the messages as sent, so a path names the request's own
+ * index; leftovers (dropped, not refused) are passed over.
  */
 export function validateIncomingMessages(messages: IncomingMessage[]): void {
   const issues: ValidationIssue[] = [];
   const seen = new Set<string>();
   messages.forEach((message, m) => {
+    if (isLeftover(message)) return;
     if (message.id !== undefined) {
       if (seen.has(message.id))
         issues.push({ path: `body.messages.${m}.id`, message: 'duplicates an earlier message id' });

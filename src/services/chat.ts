@@ -193,8 +193,8 @@ export async function startConversation(
   extraWrites?: ExtraWrites,
 ): Promise<Conversation> {
   await cpuTurn();
+  validateIncomingMessages(request.messages);
   const incoming = dropLeftovers(request.messages);
-  validateIncomingMessages(incoming);
   const { agent, workspace, orchestrated } = await resolveAgent(deps.db, principal, request);
   const startedAt = deps.clock();
   await assertWithinWorkspaceLimits(deps.db, workspace, startedAt);

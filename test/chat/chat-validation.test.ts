@@ -19,7 +19,22 @@ function chat(payload: unknown) {
   });
 }
 
+const leftover = { role: 'assistant', parts: [] };
 const cases: Array<[string, unknown, string]> = [
+  // A leftover before the bad message (dropped, not refused: chats.md) shifts no index.
+  [
+    'a text part without text after a leftover assistant message',
+    {
+      agentId: 'agt_plain',
+      messages: [userText('a'), leftover, { role: 'user', parts: [{ type: 'text' }] }],
+    },
+    'body.messages.2.parts.0.text',
+  ],
+  [
+    'a duplicate id after a leftover assistant message',
+    { agentId: 'agt_plain', messages: [userText('a', 'm1'), leftover, userText('b', 'm1')] },
+    'body.messages.2.id',
+  ],
   ['messages missing', { agentId: 'agt_plain' }, 'body.messages'],
   ['messages not an array', { agentId: 'agt_plain', messages: 'hi' }, 'body.messages'],
   ['messages empty', { agentId: 'agt_plain', messages: [] }, 'body.messages'],
