@@ -261,17 +261,25 @@ describe('remember tool', () => {
       .memory;
   const setProjectMemory = (projectId: string, memory: string) =>
     t.db.updateTable('projects').set({ memory }).where('id', '=', projectId).execute();
-
-  it('appends a note to the project memory in project chats', async () => {
+  /** A turn in prj_docs whose model calls `remember` with each note in turn, then answers "Noted.". */
+  const rememberTurn = (notes: string[], stream = false) => {
     upstream.enqueue(
-      { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Budget is 10k.' } }] },
+      ...notes.map((note) => ({
+        kind: 'tool-calls' as const,
+        calls: [{ name: 'remember', arguments: { note } }],
+      })),
       { kind: 'text', text: 'Noted.' },
     );
-    const res = await post('/v1/chat', {
+    return post('/v1/chat', {
       agentId: 'agt_plain',
       projectId: 'prj_docs',
-      messages: [userText('remember the budget')],
+      ...(stream ? { stream } : {}),
+      messages: [userText('remember this')],
     });
+  };
+
+  it('appends a note to the project memory in project chats', async () => {
+    const res = await rememberTurn(['Budget is 10k.']);
     expect(res.statusCode).toBe(200);
     expect(res.json().text).toBe('Noted.');
     expect(await projectMemory('prj_docs')).toBe('The launch is on Monday.\n\nBudget is 10k.');
@@ -283,15 +291,7 @@ describe('remember tool', () => {
   it('drops NUL from a note (PostgreSQL cannot store it; SQLite would count the memory short)', async () => {
     const before = await projectMemory('prj_docs');
     try {
-      upstream.enqueue(
-        { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Null\u0000byte.' } }] },
-        { kind: 'text', text: 'Noted.' },
-      );
-      const res = await post('/v1/chat', {
-        agentId: 'agt_plain',
-        projectId: 'prj_docs',
-        messages: [userText('remember it')],
-      });
+      const res = await rememberTurn(['Null\u0000byte.']);
       expect(res.statusCode, res.body).toBe(200);
       expect(await projectMemory('prj_docs')).toBe(`${before}\n\nNullbyte.`);
     } finally {
@@ -305,17 +305,7 @@ describe('remember tool', () => {
     const filled = `${before}\n\n${'m'.repeat(MAX_PROJECT_MEMORY_LENGTH - [...before].length - 2 - 7)}`;
     await setProjectMemory('prj_docs', filled);
     try {
-      upstream.enqueue(
-        { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'Fits.' } }] },
-        { kind: 'tool-calls', calls: [{ name: 'remember', arguments: { note: 'No room.' } }] },
-        { kind: 'text', text: 'Done.' },
-      );
-      const res = await post('/v1/chat', {
-        agentId: 'agt_plain',
-        projectId: 'prj_docs',
-        stream: true,
-        messages: [userText('remember two things')],
-      });
+      const res = await rememberTurn(['Fits.', 'No room.'], true);
       const outputs = res.body
         .split('\n\n')
         .filter((line) => line.startsWith('data: {'))

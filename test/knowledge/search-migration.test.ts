@@ -53,30 +53,35 @@ describe(`migrating an existing search index (${engineName})`, () => {
   });
 });
 
+/** The chunks of one file, to write their index as an older version did. */
+const chunksOf = (path: string) =>
+  t.env.database.db
+    .selectFrom('knowledge_chunks')
+    .innerJoin('project_files', 'project_files.id', 'knowledge_chunks.file_id')
+    .select(['knowledge_chunks.id', 'knowledge_chunks.text'])
+    .where('project_files.path', '=', path)
+    .execute();
+
+/** Searchable words as 019–021 made them: folded, neither split into words nor lower-cased. */
+const foldedOnly = (text: string) =>
+  text
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .replace(/[^\p{L}\p{N}]+/gu, ' ');
+
 describe(`migrating Chinese and Japanese chunks indexed unsplit (${engineName})`, () => {
   it('splits their words (021), so a word inside a sentence is found', async () => {
     await migrateTo('020-project-file-object-times');
     // The index as it was written before: the run folded but not split into words.
     const db = t.env.database.db;
-    const chunks = await db
-      .selectFrom('knowledge_chunks')
-      .innerJoin('project_files', 'project_files.id', 'knowledge_chunks.file_id')
-      .select(['knowledge_chunks.id', 'knowledge_chunks.text'])
-      .where('project_files.path', '=', 'zh.txt')
-      .execute();
-    const unsplit = (text: string) =>
-      text
-        .normalize('NFKD')
-        .replace(/\p{M}+/gu, '')
-        .replace(/[^\p{L}\p{N}]+/gu, ' ');
-    for (const chunk of chunks) {
+    for (const chunk of await chunksOf('zh.txt')) {
       if (t.env.database.dialect === 'sqlite') {
         await sql`delete from knowledge_chunks_fts where rowid = ${chunk.id}`.execute(db);
-        await sql`insert into knowledge_chunks_fts (rowid, heading, text) values (${chunk.id}, '', ${unsplit(chunk.text)})`.execute(
+        await sql`insert into knowledge_chunks_fts (rowid, heading, text) values (${chunk.id}, '', ${foldedOnly(chunk.text)})`.execute(
           db,
         );
       } else {
-        await sql`update knowledge_chunks set tsv = to_tsvector('simple', ${unsplit(chunk.text)}) where id = ${chunk.id}`.execute(
+        await sql`update knowledge_chunks set tsv = to_tsvector('simple', ${foldedOnly(chunk.text)}) where id = ${chunk.id}`.execute(
           db,
         );
       }
@@ -94,18 +99,8 @@ describe(`migrating words PostgreSQL lower-cased itself (${engineName})`, () => 
     const db = t.env.database.db;
     if (t.env.database.dialect === 'postgres') {
       // The index as it was written before: folded, lower-cased by PostgreSQL (which keeps ς).
-      const chunks = await db
-        .selectFrom('knowledge_chunks')
-        .innerJoin('project_files', 'project_files.id', 'knowledge_chunks.file_id')
-        .select(['knowledge_chunks.id', 'knowledge_chunks.text'])
-        .where('project_files.path', '=', 'el.txt')
-        .execute();
-      for (const chunk of chunks) {
-        const folded = chunk.text
-          .normalize('NFKD')
-          .replace(/\p{M}+/gu, '')
-          .replace(/[^\p{L}\p{N}]+/gu, ' ');
-        await sql`update knowledge_chunks set tsv = to_tsvector('simple', ${folded}) where id = ${chunk.id}`.execute(
+      for (const chunk of await chunksOf('el.txt')) {
+        await sql`update knowledge_chunks set tsv = to_tsvector('simple', ${foldedOnly(chunk.text)}) where id = ${chunk.id}`.execute(
           db,
         );
       }

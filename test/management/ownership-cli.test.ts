@@ -208,18 +208,13 @@ describe(`atrium apply and agent titles (${engineName})`, () => {
 describe(`atrium apply and users (${engineName})`, () => {
   const userRow = (email: string) =>
     database.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirstOrThrow();
+  /** A setup file declaring one user (a flow-style YAML map) in Acme. */
+  const acmeUserFile = (name: string, user: string) =>
+    writeFile(name, `\norganizations:\n  - id: org_acme\n    name: Acme\n    users: [${user}]\n`);
 
   it('refuses (exit 2) a user named by an email another organization has, instead of moving it', async () => {
     // Gina is Globex's: found by her email, she was moved to Acme, her Globex key left behind.
-    const file = writeFile(
-      'moved-user.yaml',
-      `
-organizations:
-  - id: org_acme
-    name: Acme
-    users: [{ name: Gina, email: gina@globex.test }]
-`,
-    );
+    const file = acmeUserFile('moved-user.yaml', '{ name: Gina, email: gina@globex.test }');
     expect(await main(['apply', file])).toBe(2);
     expect(output.err).toEqual([
       `${file}: nothing was applied: The setup file would move user gina@globex.test (usr_gina) from organization org_globex to org_acme.`,
@@ -229,14 +224,9 @@ organizations:
   });
 
   it('refuses (exit 2) a user given a new id and an email another user has, not with a database error', async () => {
-    const file = writeFile(
+    const file = acmeUserFile(
       'taken-email.yaml',
-      `
-organizations:
-  - id: org_acme
-    name: Acme
-    users: [{ id: usr_olivia_again, name: Olivia, email: olivia@acme.test }]
-`,
+      '{ id: usr_olivia_again, name: Olivia, email: olivia@acme.test }',
     );
     // Before: the insert's unique constraint, exit 1.
     expect(await main(['apply', file])).toBe(2);

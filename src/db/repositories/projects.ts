@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { type Db, dialectOf, type Executor } from '../database.js';
+import { type Db, dialectOf } from '../database.js';
 import { selectInChunks } from '../in-chunks.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
@@ -131,7 +131,7 @@ export async function lockProject(trx: Db, workspaceId: string, projectId: strin
  * `length` counts characters). Notes are separated by a blank line (the memory is markdown).
  */
 export async function appendProjectMemory(
-  db: Executor,
+  db: Db,
   workspaceId: string,
   projectId: string,
   note: string,
@@ -151,11 +151,5 @@ export async function appendProjectMemory(
     )
     .executeTakeFirst();
   if (Number(result.numUpdatedRows) > 0) return 'appended';
-  const project = await db
-    .selectFrom('projects')
-    .select('id')
-    .where('id', '=', projectId)
-    .where('workspace_id', '=', workspaceId)
-    .executeTakeFirst();
-  return project ? 'full' : 'missing';
+  return (await findProject(db, workspaceId, projectId)) ? 'full' : 'missing';
 }
