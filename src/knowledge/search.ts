@@ -39,8 +39,10 @@ const COMMON_SHARE = 0.5;
  * are ranked (bench/knowledge.bench.ts).
  */
 const RANK_BUDGET = { sqlite: 2_000, postgres: 1_000 };
-/** Candidates read per result wanted, before the per-file cap. */
+/** Candidates read per result wanted (for fusion with vector search: vectors.ts). */
 const CANDIDATES_PER_RESULT = 4;
+/** Chunks of one file a search answers at most, unless the caller says otherwise. */
+const DEFAULT_PER_FILE = 3;
 
 /**
  * English words too common to find anything by; neither engine's tokenizer drops them (SQLite's
@@ -108,19 +110,21 @@ type Candidate = ChunkCandidate;
 /**
  * Lexical search of a project's indexed chunks: an OR of the query's terms (an implicit AND
  * finds nothing once a question has a word the passage lacks), best first — bm25 on SQLite
- * FTS5, `ts_rank_cd` on PostgreSQL — with at most `perFile` chunks of any one file.
+ * FTS5, `ts_rank_cd` on PostgreSQL — with at most `perFile` chunks of any one file. The cap is
+ * applied while ranking, so a long file holding every best chunk does not crowd the other files'
+ * matches out of the candidates; it is applied again after fusion with vector candidates.
  * The caller checks that the project is visible to the caller.
  */
 export async function searchProject(db: Db, params: SearchParams): Promise<SearchResult[]> {
   const terms = queryTerms(params.query);
   if (terms.length === 0 || params.limit <= 0) return [];
   const candidateLimit = params.limit * CANDIDATES_PER_RESULT;
+  const perFile = params.perFile ?? DEFAULT_PER_FILE;
   const lexical = isSqliteDb(db)
-    ? await searchSqlite(db, params, terms, candidateLimit)
-    : await searchPostgres(db, params, terms, candidateLimit);
+    ? await searchSqlite(db, params, terms, candidateLimit, perFile)
+    : await searchPostgres(db, params, terms, candidateLimit, perFile);
   // Hybrid when the project has vectors (reciprocal-rank fusion, vectors.ts); else lexical as is.
   const candidates = await withVectorCandidates(db, params, lexical, candidateLimit);
-  const perFile = params.perFile ?? 3;
   const taken = new Map<string, number>();
   const results: SearchResult[] = [];
   for (const row of candidates) {
@@ -228,6 +232,7 @@ async function searchSqlite(
   params: SearchParams,
   terms: string[],
   limit: number,
+  perFile: number,
 ): Promise<Candidate[]> {
   const range = await sqliteChunkIdRange(db, params.projectId);
   if (!range) return [];
@@ -238,12 +243,15 @@ async function searchSqlite(
   const match = kept.map((term) => `"${term}"`).join(' OR ');
   const workspace = params.workspaceId ? sql`and s.workspace_id = ${params.workspaceId}` : sql``;
   // Ranked first on ids alone (the project checked in the narrow knowledge_chunks_scope_idx), at
-  // most the budget of the newest matches; the text is read for the best `limit` only. bm25 is
-  // lower for better matches; headings weigh twice the body.
+  // most the budget of the newest matches, at most `perFile` of each file; the text is read for
+  // the best `limit` only. bm25 is lower for better matches; headings weigh twice the body.
   const result = await sql<Candidate>`
     select c.file_id, f.path, f.name, c.text, c.heading, c.pages, ranked.score
     from (
-      select id, score from (${sqliteRankedMatches(params.projectId, range, match, workspace)})
+      select id, score from (
+        select id, score, row_number() over (partition by file_id order by score desc, id) as nth
+        from (${sqliteRankedMatches(params.projectId, range, match, workspace)}))
+      where nth <= ${perFile}
       order by score desc, id
       limit ${limit}) ranked
     join knowledge_chunks c on c.id = ranked.id
@@ -268,15 +276,15 @@ export function sqliteTermCount(
       limit ${cap})`;
 }
 
-/** The newest RANK_BUDGET matches of `match` in a project, with their bm25 scores. */
+/** The newest RANK_BUDGET matches of `match` in a project, with their files and bm25 scores. */
 export function sqliteRankedMatches(
   projectId: string,
   range: { lo: number; hi: number },
   match: string,
   workspace: RawBuilder<unknown> = sql``,
 ) {
-  return sql<{ id: number; score: number }>`
-    select knowledge_chunks_fts.rowid as id, -bm25(knowledge_chunks_fts, 2.0, 1.0) as score
+  return sql<{ id: number; file_id: string; score: number }>`
+    select knowledge_chunks_fts.rowid as id, s.file_id, -bm25(knowledge_chunks_fts, 2.0, 1.0) as score
     from knowledge_chunks_fts
     cross join knowledge_chunks s on s.id = knowledge_chunks_fts.rowid
     where knowledge_chunks_fts match ${match}
@@ -345,6 +353,7 @@ async function searchPostgres(
   params: SearchParams,
   terms: string[],
   limit: number,
+  perFile: number,
 ): Promise<Candidate[]> {
   const [lexemes, stats] = await Promise.all([postgresLexemes(db, terms), postgresCommonLexemes(db)]);
   // A lexeme missing from the statistics is rare: counted as in one chunk.
@@ -360,7 +369,8 @@ async function searchPostgres(
   const matches = chosen.reduce((sum, lexeme) => sum + frequencies.get(lexeme)!, 0);
   // Past the budget, only the newest matches are ranked (for a term in most chunks, walking the
   // primary key backwards stops once it has them); else every match, found through the GIN index.
-  // Ranking reads ids and tsvectors only; the text (about 1.5 KB a chunk) is read for the winners.
+  // Ranking reads ids and tsvectors only, keeping at most `perFile` chunks of each file; the text
+  // (about 1.5 KB a chunk) is read for the winners.
   const matching =
     known && matches > RANK_BUDGET.postgres
       ? sql`(select c.id, c.file_id, c.tsv from knowledge_chunks c, to_tsquery('simple', ${tsquery}) q
@@ -371,9 +381,16 @@ async function searchPostgres(
   const result = await sql<Candidate>`
     select r.file_id, f.path, f.name, c.text, c.heading, c.pages, r.score
     from (
-      select m.id, m.file_id, ts_rank_cd(m.tsv, q) as score
-      from ${matching} m, to_tsquery('simple', ${tsquery}) q
-      order by score desc, m.id
+      select id, file_id, score from (
+        select id, file_id, score,
+          row_number() over (partition by file_id order by score desc, id) as nth
+        from (
+          select m.id, m.file_id, ts_rank_cd(m.tsv, q) as score
+          from ${matching} m, to_tsquery('simple', ${tsquery}) q
+        ) scored
+      ) ranked
+      where nth <= ${perFile}
+      order by score desc, id
       limit ${limit}
     ) r
     join knowledge_chunks c on c.id = r.id

@@ -15,6 +15,7 @@ import * as knowledgeFoldedSearchText from './019-knowledge-folded-search-text.j
 import * as projectFileObjectTimes from './020-project-file-object-times.js';
 import * as knowledgeCjkWords from './021-knowledge-cjk-words.js';
 import * as knowledgeCaseFoldedWords from './022-knowledge-case-folded-words.js';
+import * as knowledgeScopeFile from './023-knowledge-scope-file.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -37,4 +38,5 @@ export const migrations: Record<string, Migration> = {
   '020-project-file-object-times': projectFileObjectTimes,
   '021-knowledge-cjk-words': knowledgeCjkWords,
   '022-knowledge-case-folded-words': knowledgeCaseFoldedWords,
+  '023-knowledge-scope-file': knowledgeScopeFile,
 };
