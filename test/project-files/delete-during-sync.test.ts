@@ -6,12 +6,16 @@ import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectInfo, ObjectStore } from '../../src/storage/object-store.js';
 import { filesApi, injectable } from './helpers.js';
 
+type Gate = { opened: Promise<void>; open: () => void; reached: () => void };
+
 /**
  * The fs store, whose `list` can be held open after it has listed everything: a sync then sits
- * between reading storage and reading the records, for as long as the test wants.
+ * between reading storage and reading the records, for as long as the test wants. A `head` of
+ * one key can be held too: a sync looks at a new object so while it holds the project's lock.
  */
 class GatedListStore {
-  private gate: { opened: Promise<void>; open: () => void; reached: () => void } | undefined;
+  private gate: Gate | undefined;
+  private headGate: (Gate & { key: string }) | undefined;
 
   constructor(readonly inner: ObjectStore) {}
 
@@ -25,17 +29,34 @@ class GatedListStore {
     return { reached: reachedPromise, release: open };
   }
 
+  /** The next `head` of `key` waits until released; resolves once it got there. */
+  holdHead(key: string): { reached: Promise<void>; release: () => void } {
+    const hold = this.holdNextList();
+    this.headGate = { ...this.gate!, key };
+    this.gate = undefined;
+    return hold;
+  }
+
   store(): ObjectStore {
     const inner = this.inner;
     return new Proxy(inner, {
       get: (target, property, receiver) => {
-        if (property !== 'list') {
-          const value = Reflect.get(target, property, receiver) as unknown;
-          return typeof value === 'function' ? value.bind(target) : value;
-        }
-        return (prefix: string) => this.gatedList(prefix);
+        if (property === 'list') return (prefix: string) => this.gatedList(prefix);
+        if (property === 'head') return (key: string) => this.gatedHead(key);
+        const value = Reflect.get(target, property, receiver) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
       },
     });
+  }
+
+  private async gatedHead(key: string) {
+    const gate = this.headGate;
+    if (gate?.key === key) {
+      this.headGate = undefined;
+      gate.reached();
+      await gate.opened;
+    }
+    return this.inner.head(key);
   }
 
   private async *gatedList(prefix: string): AsyncIterable<ObjectInfo> {
@@ -161,5 +182,33 @@ describe(`a sync that listed storage before a replacement another sync recorded 
     expect(got.body).toBe('version two, longer');
     // Nothing changed in storage since: a further sync changes nothing.
     expect((await api.sync()).json().data).toEqual({ added: 0, removed: 0, updated: 0 });
+  });
+});
+
+describe(`a project deleted while a sync of it holds its lock (${engineName})`, () => {
+  it('waits for the sync, then deletes the project: no deadlock, no 500', async () => {
+    const projectId = await newProject('Deleted while syncing');
+    const api = filesApi(t.app, projectId);
+    await putObject(projectId, 'a.txt', 'one');
+    await putObject(projectId, 'b.txt', 'two');
+    expect((await api.sync()).json().data).toEqual({ added: 2, removed: 0, updated: 0 });
+    // A new object: the next sync looks at it (a HEAD) while it holds the project's lock and has
+    // written the other files' records (PostgreSQL deadlocked a delete taking the files first).
+    await putObject(projectId, 'new.txt', 'three');
+    const hold = gated.holdHead(`projects/wsp_main/${projectId}/new.txt`);
+    const syncing = api.sync();
+    await hold.reached;
+    const deleting = t.app.inject({
+      method: 'DELETE',
+      url: `/v1/projects/${projectId}`,
+      headers: { 'x-service-api-key': KEYS.mainOwner },
+    });
+    // Long enough for the delete to reach the lock it waits on.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    hold.release();
+    const [synced, deleted] = await Promise.all([syncing, deleting]);
+    expect(deleted.statusCode, deleted.body).toBe(200);
+    expect(synced.statusCode, synced.body).toBe(200);
+    expect((await api.list()).statusCode).toBe(404);
   });
 });

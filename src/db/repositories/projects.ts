@@ -95,6 +95,9 @@ export async function findExistingProjectIds(
  */
 export async function deleteProjectRows(db: Db, workspaceId: string, projectId: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
+    // The project's lock first, as sync and file deletes take it before the file records: taken
+    // after them, a sync holding it and writing records deadlocked the delete on PostgreSQL.
+    if (!(await lockProject(trx, workspaceId, projectId))) return;
     await trx
       .updateTable('chats')
       .set({ project_id: null })
