@@ -406,14 +406,15 @@ export async function startConversation(
 
 /** Client-declared tools next to the agent's; a name both use is refused (tools closed first). */
 async function addClientTools(tools: ConversationTools, clientTools: ToolSet): Promise<void> {
-  const taken = Object.keys(clientTools).filter((name) => name in tools.tools);
+  const taken = Object.keys(clientTools).filter((name) => Object.hasOwn(tools.tools, name));
   if (taken.length > 0) {
     await tools.close();
     throw errors.badRequest(`A client tool is named like one of the agent's tools: ${taken.join(', ')}`, [
       { path: 'body.tools', message: `${taken.join(', ')} collides with an agent tool` },
     ]);
   }
-  tools.tools = { ...tools.tools, ...clientTools };
+  // Copied as own properties (never through a `__proto__` setter): client tools may have any name.
+  tools.tools = Object.assign(Object.create(null) as ToolSet, tools.tools, clientTools);
 }
 
 /** The caller's rights over the workspace's chats (by its user's role there). */

@@ -211,8 +211,9 @@ export function translateMessages(messages: OpenAIMessage[]): {
   let unanswered: { at: number; ids: Set<string> } | undefined;
   messages.forEach((message, m) => {
     const path = `body.messages.${m}.content`;
-    if (message.role !== 'tool' && unanswered && unanswered.ids.size > 0) {
-      throw unansweredToolCalls(unanswered.at, unanswered.ids);
+    if (message.role !== 'tool') {
+      if (unanswered && unanswered.ids.size > 0) throw unansweredToolCalls(unanswered.at, unanswered.ids);
+      unanswered = undefined;
     }
     if (message.role === 'system' || message.role === 'developer') {
       modelMessages.push({ role: 'system', content: textOf(message.content, path) });
@@ -269,18 +270,15 @@ export function translateMessages(messages: OpenAIMessage[]): {
       });
     } else {
       const id = message.tool_call_id;
-      if (typeof id !== 'string' || !toolNames.has(id)) {
-        throw errors.badRequest(
-          `body.messages.${m}.tool_call_id must name a tool call of an earlier assistant message`,
-          [
-            {
-              path: `body.messages.${m}.tool_call_id`,
-              message: 'must name a tool call of an earlier assistant message',
-            },
-          ],
-        );
+      // Only right after its call (and the call's sibling results), once: providers refuse a
+      // tool message anywhere else, which would reach the client as a 502 that SDKs retry.
+      if (typeof id !== 'string' || !unanswered?.ids.has(id)) {
+        const refusal = 'must name a tool call of the assistant message right before it, not answered yet';
+        throw errors.badRequest(`body.messages.${m}.tool_call_id ${refusal}`, [
+          { path: `body.messages.${m}.tool_call_id`, message: refusal },
+        ]);
       }
-      unanswered?.ids.delete(id);
+      unanswered.ids.delete(id);
       modelMessages.push({
         role: 'tool',
         content: [
@@ -308,7 +306,8 @@ function unansweredToolCalls(at: number, ids: Set<string>) {
 /** Client function tools: offered to the model without `execute`, so a call ends the reply. */
 function clientTools(body: CompletionRequest): ToolSet | undefined {
   if (!body.tools || body.tools.length === 0 || body.tool_choice === 'none') return undefined;
-  const set: ToolSet = {};
+  // No prototype: a client tool may be named `__proto__` or `toString` (valid OpenAI names).
+  const set: ToolSet = Object.create(null) as ToolSet;
   for (const declared of body.tools) {
     set[declared.function.name] = tool({
       description: declared.function.description,

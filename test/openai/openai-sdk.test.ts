@@ -321,6 +321,39 @@ describe('errors', () => {
     expect(await countRows(t.db)).toEqual(before);
   });
 
+  it('refuses a tool message that does not answer the assistant message right before it: 400, no provider call', async () => {
+    const asked = {
+      role: 'assistant' as const,
+      content: null,
+      tool_calls: [
+        { id: 'call_1', type: 'function' as const, function: { name: 'get_weather', arguments: '{}' } },
+      ],
+    };
+    const answered = [
+      { role: 'user' as const, content: 'Weather?' },
+      asked,
+      { role: 'tool' as const, tool_call_id: 'call_1', content: 'Sunny' },
+    ];
+    const cases: Array<[OpenAI.Chat.Completions.ChatCompletionMessageParam[], string]> = [
+      // After a later user message, naming the earlier call.
+      [[...answered, { role: 'user', content: 'And tomorrow?' }, answered[2]!], 'messages.4.tool_call_id'],
+      // The same call answered twice.
+      [[...answered, answered[2]!], 'messages.3.tool_call_id'],
+      // No call at all.
+      [[{ role: 'user', content: 'Hi' }, answered[2]!], 'messages.1.tool_call_id'],
+    ];
+    for (const [messages, param] of cases) {
+      for (const stream of [false, true]) {
+        const error = await client()
+          .chat.completions.create({ model: 'agt_plain', messages, stream })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+        expect(error).toMatchObject({ status: 400, code: 'bad_request', param });
+      }
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
   it('holds a tool call’s arguments (JSON inside a string) to the body’s limits: 400, nothing stored', async () => {
     const withArguments = (args: string[]): OpenAI.Chat.Completions.ChatCompletionMessageParam[] => [
       { role: 'user', content: 'Go' },
@@ -733,6 +766,21 @@ describe('tools', () => {
     expect(upstream.requests).toHaveLength(3);
     // The sub-agent's tokens are part of the usage the client is told.
     expect(completion.usage!.prompt_tokens).toBeGreaterThanOrEqual(14);
+  });
+
+  it('offers client tools named like JavaScript’s own object properties (valid OpenAI names)', async () => {
+    for (const name of ['toString', 'constructor', '__proto__']) {
+      upstream.requests.length = 0;
+      upstream.enqueue({ kind: 'tool-calls', calls: [{ name, arguments: {} }] });
+      const completion = await client().chat.completions.create({
+        model: 'agt_plain',
+        messages: [{ role: 'user', content: 'Hi' }],
+        tools: [{ type: 'function', function: { name, parameters: { type: 'object', properties: {} } } }],
+      });
+      expect(upstream.requests[0]!.body.tools?.map((offered) => offered.function.name)).toEqual([name]);
+      expect(completion.choices[0]).toMatchObject({ finish_reason: 'tool_calls' });
+      expect(completion.choices[0]!.message.tool_calls?.map((call) => call.function.name)).toEqual([name]);
+    }
   });
 
   it('refuses a client tool named like one of the agent’s tools, storing nothing for a named chat', async () => {
