@@ -2,7 +2,7 @@ import type { Db } from '../db/database.js';
 import type { SkillTable } from '../db/schema.js';
 import { errors } from '../errors.js';
 import type { ObjectStore } from '../storage/object-store.js';
-import { accessWorkspaceIfAllowed, isManager, type Principal } from './access.js';
+import { accessWorkspaceIfAllowed, isManager, type Principal, requireManager } from './access.js';
 
 export interface SkillAdminDeps {
   db: Db;
@@ -56,9 +56,9 @@ export async function getSkillDetail(deps: SkillAdminDeps, principal: Principal,
  */
 export async function deleteSkill(deps: SkillAdminDeps, principal: Principal, skillId: string) {
   const { skill, access } = await visibleSkill(deps, principal, skillId);
-  if (skill.owner_user_id !== principal.userId && !isManager(access)) {
-    throw errors.unauthorized('Only the skill’s uploader or an owner or admin may delete it');
-  }
+  // management.md: write routes need an owner or admin key, and this route's row makes no
+  // exception, so not even a member's own upload (a member replaces it by uploading again).
+  requireManager(access);
   await deps.db.deleteFrom('skills').where('id', '=', skill.id).execute();
   await deps.store.deletePrefix(skill.storage_path);
 }

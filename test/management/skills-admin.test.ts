@@ -78,7 +78,7 @@ describe(`GET /v1/skills/{id} (${engineName})`, () => {
 describe(`DELETE /v1/skills/{id} (${engineName})`, () => {
   it('removes the skill and its stored files; again → 404', async () => {
     const skill = await uploadSkill('doomed', MKEYS.member, 'private');
-    const res = await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.member);
+    const res = await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.owner);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ data: { deleted: true } });
     const left = [];
@@ -87,10 +87,18 @@ describe(`DELETE /v1/skills/{id} (${engineName})`, () => {
     expect(
       await t.env.database.db.selectFrom('skills').selectAll().where('id', '=', skill.id).execute(),
     ).toEqual([]);
-    expect((await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.member)).statusCode).toBe(404);
+    expect((await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.owner)).statusCode).toBe(404);
   });
 
-  it('lets owners and admins delete any skill; a member only its own', async () => {
+  it('refuses a member key, even for the member’s own upload (management.md: write routes need an owner or admin)', async () => {
+    const own = await uploadSkill('members-own', MKEYS.member, 'private');
+    const denied = await call('DELETE', `/v1/skills/${own.id}`, MKEYS.member);
+    expect(denied.statusCode).toBe(401);
+    expect(denied.json().code).toBe('unauthorized');
+    expect((await call('GET', `/v1/skills/${own.id}`, MKEYS.member)).statusCode).toBe(200);
+  });
+
+  it('lets owners and admins delete any skill; a member none', async () => {
     const shared = await uploadSkill('shared-one', MKEYS.owner, 'workspace');
     const denied = await call('DELETE', `/v1/skills/${shared.id}`, MKEYS.member);
     expect(denied.statusCode).toBe(401);

@@ -54,7 +54,8 @@ export async function skillAdminRoutes(app: TypedApp, deps: AppDeps): Promise<vo
       schema: {
         summary: 'Delete a skill',
         operationId: 'deleteSkill',
-        description: 'Removes the skill and its stored files. Its uploader, or an owner or admin.',
+        description:
+          'Removes the skill and its stored files. An owner or admin key; a member key → 401, also for a skill it uploaded (it may replace that one by uploading again).',
         tags: ['skills'],
         security: API_KEY_SECURITY,
         params: SkillParams,
