@@ -11,7 +11,7 @@ import { type Clock, isoNow } from '../ids.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { requireManager, type WorkspaceAccess } from './access.js';
 import { projectStoragePrefix } from './project-files.js';
-import { projectView } from './projects.js';
+import { PROJECT_DEFAULTS, projectView } from './projects.js';
 
 export interface ProjectAdminDeps {
   db: Db;
@@ -19,13 +19,14 @@ export interface ProjectAdminDeps {
   store: ObjectStore;
 }
 
+/** Absent fields stay; `null` puts a field back to its default (a merge patch's removal). */
 export interface ProjectPatch {
   name?: string;
-  description?: string;
-  instructions?: string;
-  memory?: string;
-  color?: string;
-  icon?: string;
+  description?: string | null;
+  instructions?: string | null;
+  memory?: string | null;
+  color?: string | null;
+  icon?: string | null;
   archived?: boolean;
 }
 
@@ -65,11 +66,13 @@ export async function patchProject(
   const row = await writableProject(deps.db, access, projectId);
   const changes: Partial<ProjectRow> = {};
   if (patch.name !== undefined) changes.name = patch.name;
-  if (patch.description !== undefined) changes.description = patch.description;
-  if (patch.instructions !== undefined) changes.instructions = patch.instructions;
-  if (patch.memory !== undefined) changes.memory = patch.memory;
-  if (patch.color !== undefined) changes.color = patch.color;
-  if (patch.icon !== undefined) changes.icon = patch.icon;
+  if (patch.description !== undefined)
+    changes.description = patch.description ?? PROJECT_DEFAULTS.description;
+  if (patch.instructions !== undefined)
+    changes.instructions = patch.instructions ?? PROJECT_DEFAULTS.instructions;
+  if (patch.memory !== undefined) changes.memory = patch.memory ?? '';
+  if (patch.color !== undefined) changes.color = patch.color ?? PROJECT_DEFAULTS.color;
+  if (patch.icon !== undefined) changes.icon = patch.icon ?? PROJECT_DEFAULTS.icon;
   if (patch.archived !== undefined) changes.archived = patch.archived ? 1 : 0;
   changes.updated_at = isoNow(deps.clock);
   await updateProject(deps.db, row.id, changes);

@@ -114,7 +114,26 @@ describe(`PATCH /v1/projects/{id} (${engineName})`, () => {
     expect(res.statusCode).toBe(200);
   });
 
+  it('takes null as a merge patch does: the field goes back to its default', async () => {
+    const project = await createProject('Reset me');
+    const set = { description: 'd', instructions: 'i', memory: 'm', color: '#FF0000', icon: 'star' };
+    expect((await call('PATCH', `/v1/projects/${project.id}`, MKEYS.member, set)).statusCode).toBe(200);
+    const nulls = Object.fromEntries(Object.keys(set).map((field) => [field, null]));
+    const res = await call('PATCH', `/v1/projects/${project.id}`, MKEYS.member, nulls);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.project).toMatchObject({
+      name: 'Reset me',
+      description: '',
+      instructions: '',
+      memory: '',
+      color: '#64748B',
+      icon: 'folder',
+    });
+  });
+
   it.each([
+    ['null name', { name: null }, 'body.name'],
+    ['null archived', { archived: null }, 'body.archived'],
     ['blank name', { name: '  ' }, 'body.name'],
     ['name too long', { name: 'n'.repeat(201) }, 'body.name'],
     ['description too long', { description: 'd'.repeat(2001) }, 'body.description'],

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import { MAX_ID_LENGTH, MAX_PROJECT_MEMORY_LENGTH, MAX_PROJECT_NAME_LENGTH } from '../../limits.js';
 import { envelope, Timestamp } from './common.js';
 
@@ -48,21 +48,27 @@ export const ProjectParams = Type.Object({
   projectId: Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH }),
 });
 
+/** A field a merge patch may set to `null` (RFC 7396: removed), which puts its default back. */
+const resettable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
+
 export const PatchProjectBody = Type.Object(
   {
     name: Type.Optional(
       Type.String({ minLength: 1, description: `1–${MAX_PROJECT_NAME_LENGTH} characters after trimming` }),
     ),
-    description: Type.Optional(Type.String({ maxLength: 2000 })),
-    instructions: Type.Optional(Type.String({ maxLength: 20000 })),
-    memory: Type.Optional(
+    description: resettable(Type.String({ maxLength: 2000 })),
+    instructions: resettable(Type.String({ maxLength: 20000 })),
+    memory: resettable(
       Type.String({ maxLength: MAX_PROJECT_MEMORY_LENGTH, description: 'Markdown notes of the project' }),
     ),
-    color: Type.Optional(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$', description: '#RRGGBB' })),
-    icon: Type.Optional(Type.String({ maxLength: 64 })),
+    color: resettable(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$', description: '#RRGGBB' })),
+    icon: resettable(Type.String({ maxLength: 64 })),
     archived: Type.Optional(Type.Boolean()),
   },
-  { description: 'Any of the fields; absent ones stay. Unknown fields are ignored.' },
+  {
+    description:
+      'Any of the fields; absent ones stay, `null` puts a field back to its default (empty text, `#64748B`, `folder`); `name` and `archived` cannot be null. Unknown fields are ignored.',
+  },
 );
 
 export const ProjectDetail = Type.Object(
