@@ -116,7 +116,9 @@ export function buildSystemPrompt(sections: ContextSections): string | undefined
     if (project.instructions.trim()) {
       blocks.push(block(SECTION_TAGS.projectInstructions, project.instructions.trim()));
     }
-    if (project.memory.trim()) blocks.push(block(SECTION_TAGS.projectMemory, project.memory.trim()));
+    // Quoted like file text: the `remember` tool writes it, and a file's text can steer the model.
+    if (project.memory.trim())
+      blocks.push(block(SECTION_TAGS.projectMemory, quoteData(project.memory.trim())));
     const files = filesBlock(project);
     if (files) blocks.push(files);
     const excerpts = excerptsBlock(project);
