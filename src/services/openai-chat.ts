@@ -96,11 +96,13 @@ function refusedParameters(body: CompletionRequest): ValidationIssue[] {
   return issues;
 }
 
-function textOf(content: OpenAIMessage['content'], path: string): string {
+function textOf(content: OpenAIMessage['content'], path: string, { refusals = false } = {}): string {
   if (typeof content === 'string') return content;
   if (content === null || content === undefined) return '';
   return content
     .map((part, p) => {
+      // An assistant message a client sends back as the SDK gave it may hold the model's refusal.
+      if (refusals && part.type === 'refusal' && typeof part.refusal === 'string') return part.refusal;
       if (part.type !== 'text' || typeof part.text !== 'string') {
         throw errors.badRequest(`${path}.${p} must be a text part`, [
           { path: `${path}.${p}`, message: 'must be a text part' },
@@ -233,7 +235,7 @@ export function translateMessages(messages: OpenAIMessage[]): {
         stored.push({ role: 'user', parts: parts.map((part) => part.ui) });
       }
     } else if (message.role === 'assistant') {
-      const text = textOf(message.content, path);
+      const text = textOf(message.content, path, { refusals: true });
       const calls = toolCallsOf(message, `body.messages.${m}`);
       const inputs = calls.map((call, c) =>
         parseArguments(
