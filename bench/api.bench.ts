@@ -14,6 +14,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { type Db, migrateToLatest, openDatabase } from '../src/db/database.js';
+import { insertSkills } from '../src/db/repositories/skills.js';
 import { applySetup } from '../src/setup/apply.js';
 import type { SetupFile } from '../src/setup/validate.js';
 import type { Report } from './run.js';
@@ -106,27 +107,28 @@ function setup(): SetupFile {
   };
 }
 
-/** Skills, chats and project files have no setup-file form: their rows are written directly. */
+/**
+ * Skills, chats and project files have no setup-file form: their rows are written directly
+ * (skills through their repository, which writes each name's sort key).
+ */
 async function seedRows(db: Db) {
   const start = Date.parse('2026-01-01T00:00:00.000Z');
   const at = (i: number) => new Date(start + i * 1000).toISOString();
-  await db
-    .insertInto('skills')
-    .values(
-      Array.from({ length: ROWS }, (_, i) => ({
-        id: `skl_bench_${String(i).padStart(2, '0')}`,
-        workspace_id: 'wsp_bench',
-        name: `skill-${String(i).padStart(2, '0')}`,
-        description: 'A benchmark skill that does one thing well',
-        visibility: 'workspace' as const,
-        owner_user_id: 'usr_bench',
-        storage_path: `skills/wsp_bench/skl_bench_${String(i).padStart(2, '0')}`,
-        metadata: JSON.stringify({ license: 'MIT', 'allowed-tools': ['read', 'write'] }),
-        created_at: at(i),
-        updated_at: at(i),
-      })),
-    )
-    .execute();
+  await insertSkills(
+    db,
+    Array.from({ length: ROWS }, (_, i) => ({
+      id: `skl_bench_${String(i).padStart(2, '0')}`,
+      workspace_id: 'wsp_bench',
+      name: `skill-${String(i).padStart(2, '0')}`,
+      description: 'A benchmark skill that does one thing well',
+      visibility: 'workspace' as const,
+      owner_user_id: 'usr_bench',
+      storage_path: `skills/wsp_bench/skl_bench_${String(i).padStart(2, '0')}`,
+      metadata: JSON.stringify({ license: 'MIT', 'allowed-tools': ['read', 'write'] }),
+      created_at: at(i),
+      updated_at: at(i),
+    })),
+  );
   await db
     .insertInto('chats')
     .values(

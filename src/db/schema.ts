@@ -135,6 +135,8 @@ export interface AgentTable {
   id: string;
   workspace_id: string;
   title: string;
+  /** The title as the agent list orders it (`caseInsensitiveSortKey`), written with the title. */
+  title_sort_key: string;
   description: string;
   image: string;
   category: string;
@@ -314,6 +316,8 @@ export interface SkillTable {
   id: string;
   workspace_id: string;
   name: string;
+  /** The name as the skill list orders it (`caseInsensitiveSortKey`), written with the name. */
+  name_sort_key: string;
   description: string;
   visibility: Visibility;
   owner_user_id: string;

@@ -16,6 +16,7 @@ import {
   insertSkills,
   listVisibleSkillsJson,
   releaseSkillsForReplace,
+  type SkillRow,
 } from '../db/repositories/skills.js';
 import type { SkillTable, Visibility } from '../db/schema.js';
 import { mapConcurrently } from '../concurrency.js';
@@ -384,7 +385,7 @@ async function storeSkills(
   skipped: BulkUploadResult['skipped'],
 ) {
   const now = deps.clock().toISOString();
-  const rows: SkillTable[] = toCreate.map(({ header, replaces }) => {
+  const rows: SkillRow[] = toCreate.map(({ header, replaces }) => {
     const id = replaces?.id ?? newId('skl');
     return {
       id,

@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
 import type { Database } from '../db/schema.js';
+import { caseInsensitiveSortKey } from '../db/sort-key.js';
 import { type IdPrefix, newId } from '../ids.js';
 import { PROJECT_DEFAULTS } from '../services/projects.js';
 import {
@@ -410,6 +411,8 @@ async function applyAll(ctx: Context, setup: SetupFile) {
           values: (existing) => ({
             workspace_id: workspaceId,
             title: agent.title,
+            // Written here, not by the agents repository: this generic upsert bypasses it.
+            title_sort_key: caseInsensitiveSortKey(agent.title),
             description: setting(agent.description, ''),
             image: setting(agent.image, ''),
             category: setting(agent.category, ''),

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, engineName } from '../helpers/app.js';
+import { applyFixture, createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
@@ -166,5 +166,35 @@ organizations:
 
   it('is the built-in default of the configured provider when the workspace names none', async () => {
     expect(await models('wsp_nodefault', `${KEY}_n`)).toEqual({ agt_plain_nodefault: 'openai/gpt-4o-mini' });
+  });
+});
+
+describe(`agent list: titles from the setup file (${engineName})`, () => {
+  const otherAgents = (agents: string) => `
+organizations:
+  - id: org_acme
+    name: Acme
+    workspaces:
+      - id: wsp_other
+        name: Other
+        agents: ${agents}
+`;
+  const titles = async () => {
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/v1/workspace/wsp_other/agents',
+      headers: { 'x-service-api-key': KEYS.otherWorkspace },
+    });
+    return res.json().data.agents.map((a: { title: string }) => a.title);
+  };
+
+  it('sorts them case-insensitively, as created and as renamed by a later apply', async () => {
+    await applyFixture(
+      t.env,
+      otherAgents('[{ id: agt_upper_e, title: Éb }, { id: agt_lower_e, title: éa }]'),
+    );
+    expect(await titles()).toEqual(['Other agent', 'éa', 'Éb']);
+    await applyFixture(t.env, otherAgents('[{ id: agt_lower_e, title: Éc }]'));
+    expect(await titles()).toEqual(['Other agent', 'Éb', 'Éc']);
   });
 });

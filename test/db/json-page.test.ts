@@ -4,6 +4,8 @@
  * from 0/1, numbers, nulls, embedded JSON), same order of rows, same paging.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertAgent } from '../../src/db/repositories/agents.js';
+import { insertSkills } from '../../src/db/repositories/skills.js';
 import { listChats } from '../../src/services/chats.js';
 import { chatViewer } from '../../src/services/chat-visibility.js';
 import { projectFileView } from '../../src/services/project-files.js';
@@ -92,34 +94,31 @@ beforeAll(async () => {
     managed_by: 'api' as const,
     ...extra,
   });
-  await db
-    .insertInto('agents')
-    .values([
-      agent('agt_json_a', 'alpha', 'chat-x'),
-      agent('agt_json_b', 'Beta', 'emb-x'),
-      agent('agt_json_c', 'gamma', 'not-enabled'),
-      agent('agt_json_d', 'Delta', null),
-      agent('agt_json_e', 'epsilon', null, { visibility: 'private' }),
-      agent('agt_json_f', 'zeta', null, { deleted_at: at(3) }),
-    ])
-    .execute();
-  await db
-    .insertInto('skills')
-    .values(
-      [0, 1, 2].map((i) => ({
-        id: `skl_json_${i}`,
-        workspace_id: 'wsp_main',
-        name: `Skill-${i}`,
-        description: tricky,
-        visibility: i === 2 ? ('private' as const) : ('workspace' as const),
-        owner_user_id: i === 2 ? 'usr_max' : 'usr_olivia',
-        storage_path: `skills/wsp_main/skl_json_${i}`,
-        metadata: JSON.stringify(i === 0 ? { license: 'MIT', nested: { list: [1, 2.5, null, true] } } : {}),
-        created_at: at(i),
-        updated_at: at(i),
-      })),
-    )
-    .execute();
+  // Through the repositories, which write each row's sort key.
+  for (const row of [
+    agent('agt_json_a', 'alpha', 'chat-x'),
+    agent('agt_json_b', 'Beta', 'emb-x'),
+    agent('agt_json_c', 'gamma', 'not-enabled'),
+    agent('agt_json_d', 'Delta', null),
+    agent('agt_json_e', 'epsilon', null, { visibility: 'private' }),
+    agent('agt_json_f', 'zeta', null, { deleted_at: at(3) }),
+  ])
+    await insertAgent(db, row);
+  await insertSkills(
+    db,
+    [0, 1, 2].map((i) => ({
+      id: `skl_json_${i}`,
+      workspace_id: 'wsp_main',
+      name: `Skill-${i}`,
+      description: tricky,
+      visibility: i === 2 ? ('private' as const) : ('workspace' as const),
+      owner_user_id: i === 2 ? 'usr_max' : 'usr_olivia',
+      storage_path: `skills/wsp_main/skl_json_${i}`,
+      metadata: JSON.stringify(i === 0 ? { license: 'MIT', nested: { list: [1, 2.5, null, true] } } : {}),
+      created_at: at(i),
+      updated_at: at(i),
+    })),
+  );
   await db
     .insertInto('chats')
     .values(

@@ -81,6 +81,17 @@ describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
     expect(list.json().data.agents.map((a: { title: string }) => a.title)).toContain('Minimal');
   });
 
+  it('sorts titles case-insensitively: "éa" before "Éb", on both engines', async () => {
+    for (const title of ['Éb', 'éa']) expect((await createAgent({ title })).statusCode).toBe(201);
+    const res = await call('GET', '/v1/workspace/wsp_main/agents?limit=100', MKEYS.owner);
+    const titles = (res.json().data.agents as Array<{ title: string }>).map((a) => a.title);
+    expect(titles.filter((x) => x === 'éa' || x === 'Éb')).toEqual(['éa', 'Éb']);
+    // The OpenAI model list gives the agents in the agent list's order.
+    const models = await call('GET', '/v1/openai/models', MKEYS.owner);
+    const names = (models.json().data as Array<{ name: string }>).map((m) => m.name);
+    expect(names.filter((x) => x === 'éa' || x === 'Éb')).toEqual(['éa', 'Éb']);
+  });
+
   it('refuses a duplicate title with 409 conflict', async () => {
     const res = await createAgent({ title: 'From file' });
     expect(res.statusCode).toBe(409);
@@ -269,6 +280,16 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
       url: 'https://mcp.example.test/',
       headers: { authorization: 'Bearer keep' },
     });
+  });
+
+  it('lists a renamed agent by its new title, case-insensitively', async () => {
+    const first = (await createAgent({ title: 'Öa' })).json().data.agent;
+    expect((await createAgent({ title: 'öb' })).statusCode).toBe(201);
+    const renamed = await call('PATCH', `/v1/agents/${first.id}`, MKEYS.owner, { title: 'Öc' });
+    expect(renamed.statusCode).toBe(200);
+    const res = await call('GET', '/v1/workspace/wsp_main/agents?limit=100', MKEYS.owner);
+    const titles = (res.json().data.agents as Array<{ title: string }>).map((a) => a.title);
+    expect(titles.filter((x) => /^[öÖ]/.test(x))).toEqual(['öb', 'Öc']);
   });
 
   it('accepts application/merge-patch+json', async () => {

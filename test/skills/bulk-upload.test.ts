@@ -599,22 +599,40 @@ describe(`skill list (${engineName})`, () => {
     });
   });
 
+  /** The names of every skill the key may see, in the list's order, page after page. */
+  const allNames = async (key: string) => {
+    const found: string[] = [];
+    for (let offset = 0; ; offset += 100) {
+      const page = await list(`?limit=100&offset=${offset}`, key);
+      found.push(...page.body.data.skills.map((s: { name: string }) => s.name));
+      if (offset + 100 >= page.body.data.pagination.total) return found;
+    }
+  };
+
   it('shows private skills only to their owner', async () => {
-    const all = async (key: string) => {
-      const found: string[] = [];
-      for (let offset = 0; ; offset += 100) {
-        const page = await list(`?limit=100&offset=${offset}`, key);
-        found.push(...page.body.data.skills.map((s: { name: string }) => s.name));
-        if (offset + 100 >= page.body.data.pagination.total) return found;
-      }
-    };
-    const asMember = await all(SKILL_KEYS.member);
-    const asOwner = await all(SKILL_KEYS.owner);
+    const asMember = await allNames(SKILL_KEYS.member);
+    const asOwner = await allNames(SKILL_KEYS.owner);
     expect(asMember).toContain('member-private');
     expect(asMember).toContain('admin-shared');
     expect(asMember).not.toContain('pdf-tools');
     expect(asOwner).toContain('pdf-tools');
     expect(asOwner).not.toContain('member-private');
+  });
+
+  it('sorts names case-insensitively: "éa" before "Éb", on both engines, and after a replace', async () => {
+    const created = await upload([
+      mdPart('upper.md', skillMd('Éb', 'Upper')),
+      mdPart('lower.md', skillMd('éa', 'Lower')),
+    ]);
+    expect(created.status).toBe(200);
+    const accented = (names: string[]) => names.filter((x) => x === 'éa' || x === 'Éb');
+    expect(accented(await allNames(SKILL_KEYS.owner))).toEqual(['éa', 'Éb']);
+    const replaced = await upload([
+      { name: 'mode', content: 'replace' },
+      mdPart('upper.md', skillMd('Éb', 'Upper v2')),
+    ]);
+    expect(replaced.body.data.summary).toMatchObject({ updated: 1 });
+    expect(accented(await allNames(SKILL_KEYS.owner))).toEqual(['éa', 'Éb']);
   });
 
   it('lets an organization key list (it may not upload), and refuses a key of another workspace', async () => {

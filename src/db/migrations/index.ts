@@ -16,6 +16,7 @@ import * as projectFileObjectTimes from './020-project-file-object-times.js';
 import * as knowledgeCjkWords from './021-knowledge-cjk-words.js';
 import * as knowledgeCaseFoldedWords from './022-knowledge-case-folded-words.js';
 import * as knowledgeScopeFile from './023-knowledge-scope-file.js';
+import * as caseFoldedSortKeys from './024-case-folded-sort-keys.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -39,4 +40,5 @@ export const migrations: Record<string, Migration> = {
   '021-knowledge-cjk-words': knowledgeCjkWords,
   '022-knowledge-case-folded-words': knowledgeCaseFoldedWords,
   '023-knowledge-scope-file': knowledgeScopeFile,
+  '024-case-folded-sort-keys': caseFoldedSortKeys,
 };

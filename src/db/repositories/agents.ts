@@ -3,6 +3,7 @@ import { type Db, dialectOf, type Executor } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
 import type { AgentTable } from '../schema.js';
+import { caseInsensitiveSortKey } from '../sort-key.js';
 
 const LISTED_VISIBILITIES = ['workspace', 'organization'] as const;
 
@@ -18,8 +19,8 @@ function listedAgents(db: Db, workspaceId: string, onlyIds?: string[] | null) {
 }
 
 /**
- * Listed agents ordered by title (case-insensitive), then id, which the listing index serves
- * without a sort. (A window count would force one; a count is cheaper.)
+ * Listed agents ordered by title (case-insensitive: `caseInsensitiveSortKey`), then id, which
+ * the listing index serves without a sort. (A window count would force one; a count is cheaper.)
  */
 export async function listListedAgents(
   db: Db,
@@ -41,7 +42,7 @@ export async function listListedAgents(
       'created_at',
       'updated_at',
     ])
-    .orderBy(sql`lower(title)`)
+    .orderBy('title_sort_key')
     .orderBy('id')
     .limit(limit)
     .offset(offset)
@@ -116,7 +117,7 @@ const listedAgentsPage = preparedSelect((db, page: ListedAgentsPage) => {
       'created_at as createdAt',
       'updated_at as updatedAt',
     ])
-    .orderBy(sql`lower(title)`)
+    .orderBy('title_sort_key')
     .orderBy('id')
     .limit(page.limit)
     .offset(page.offset);
@@ -146,7 +147,8 @@ export function findAgentLocation(db: Db, agentId: string) {
     .executeTakeFirst();
 }
 
-export type AgentRow = AgentTable;
+/** An agent's fields; the title's sort key is the repository's to derive, never passed in. */
+export type AgentRow = Omit<AgentTable, 'title_sort_key'>;
 
 /** A live agent wherever it is, for the management routes (access is decided by the caller). */
 export function findLiveAgent(db: Executor, agentId: string) {
@@ -184,7 +186,10 @@ export async function liveAgentIdsIn(db: Executor, workspaceId: string, agentIds
 }
 
 export async function insertAgent(db: Executor, agent: AgentRow): Promise<void> {
-  await db.insertInto('agents').values(agent).execute();
+  await db
+    .insertInto('agents')
+    .values({ ...agent, title_sort_key: caseInsensitiveSortKey(agent.title) })
+    .execute();
 }
 
 export async function updateAgent(
@@ -192,7 +197,13 @@ export async function updateAgent(
   agentId: string,
   changes: Partial<Omit<AgentRow, 'id' | 'workspace_id'>>,
 ): Promise<void> {
-  await db.updateTable('agents').set(changes).where('id', '=', agentId).execute();
+  const sortKey =
+    changes.title === undefined ? {} : { title_sort_key: caseInsensitiveSortKey(changes.title) };
+  await db
+    .updateTable('agents')
+    .set({ ...changes, ...sortKey })
+    .where('id', '=', agentId)
+    .execute();
 }
 
 /** A live agent with its workspace in one query (the hot path of `/chat` and runs). */

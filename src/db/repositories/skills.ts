@@ -1,10 +1,13 @@
-import { sql } from 'kysely';
 import { retryOnConflict } from '../conflict-retry.js';
 import { type Db, dialectOf, type Executor } from '../database.js';
 import { selectInChunks } from '../in-chunks.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
 import type { SkillTable } from '../schema.js';
+import { caseInsensitiveSortKey } from '../sort-key.js';
+
+/** A skill's fields; the name's sort key is the repository's to derive, never passed in. */
+export type SkillRow = Omit<SkillTable, 'name_sort_key'>;
 
 /** Which of `names` the workspace already has a skill for (exact, case-sensitive match). */
 export async function findTakenSkillNames(
@@ -42,8 +45,8 @@ export async function findExistingSkillIds(db: Executor, ids: string[]): Promise
  */
 export async function insertSkills(
   db: Db,
-  rows: SkillTable[],
-  replaced: SkillTable[] = [],
+  rows: SkillRow[],
+  replaced: SkillRow[] = [],
 ): Promise<Set<string>> {
   if (rows.length === 0 && replaced.length === 0) return new Set();
   const ordered = [...rows].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -51,8 +54,8 @@ export async function insertSkills(
   return retryOnConflict(() =>
     db.transaction().execute(async (trx) => {
       const inserted = new Set<string>();
-      // Replaced in place (`mode: replace`): same id and storage path, the new header; a skill
-      // deleted meanwhile is not brought back.
+      // Replaced in place (`mode: replace`): same id, name and storage path, the new header; a
+      // skill deleted meanwhile is not brought back.
       for (const row of orderedReplaced) {
         const result = await trx
           .updateTable('skills')
@@ -69,7 +72,7 @@ export async function insertSkills(
       for (const row of ordered) {
         const result = await trx
           .insertInto('skills')
-          .values(row)
+          .values({ ...row, name_sort_key: caseInsensitiveSortKey(row.name) })
           .onConflict((oc) => oc.columns(['workspace_id', 'name']).doNothing())
           .returning('id')
           .executeTakeFirst();
@@ -95,8 +98,9 @@ const SKILL_FIELDS: Record<string, JsonField> = {
 
 /**
  * Skills the user may see in the workspace: shared ones (`workspace`, `organization`) and the
- * user's own private ones; by name (case-insensitive), then id, so pages are stable. One page as
- * the listing's JSON array, with how many there are in all.
+ * user's own private ones; by name (case-insensitive: `caseInsensitiveSortKey`), then id, so
+ * pages are stable, read in that order from the listing index. One page as the listing's JSON
+ * array, with how many there are in all.
  */
 export async function listVisibleSkillsJson(
   db: Db,
@@ -135,7 +139,7 @@ const visibleSkillsPage = preparedSelect((db, { workspaceId, userId, limit, offs
       'created_at as createdAt',
       'updated_at as updatedAt',
     ])
-    .orderBy(sql`lower(name)`)
+    .orderBy('name_sort_key')
     .orderBy('id')
     .limit(limit)
     .offset(offset);

@@ -15,7 +15,7 @@ export async function agentRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
         summary: 'List agents',
         operationId: 'listAgents',
         description:
-          'Non-deleted agents of the workspace with visibility `workspace` or `organization`, by title (case-insensitive), then id.',
+          'Non-deleted agents of the workspace with visibility `workspace` or `organization`, by title (case-insensitive), then id. Case-insensitive: each title lower-cased by Unicode’s default rules (in its composed form, NFC), then compared code point by code point, the same on every database: `éa` comes before `Éb`, and both after every title that starts with an ASCII letter.',
         tags: ['agents'],
         security: API_KEY_SECURITY,
         params: WorkspaceParams,

@@ -1,0 +1,14 @@
+/**
+ * The key a name is listed by when a listing is ordered "case-insensitively" (agents by title,
+ * skills by name): its composed form (NFC), lower-cased by Unicode's default rules. It is
+ * computed here when the row is written and stored beside the name, and both engines compare
+ * it byte by byte (code point order; PostgreSQL's key columns are declared `collate "C"`):
+ * SQLite's `lower()` folds ASCII only and PostgreSQL's follows the database's locale, so an
+ * order by `lower(name)` put `Éb` before `éa` on one and after it on the other.
+ *
+ * Changing this function changes the order of rows written before: a migration must then
+ * write every stored key again (024-case-folded-sort-keys wrote the first ones).
+ */
+export function caseInsensitiveSortKey(name: string): string {
+  return name.normalize('NFC').toLowerCase();
+}
