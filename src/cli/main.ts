@@ -3,10 +3,11 @@ import { parseArgs } from 'node:util';
 import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../db/database.js';
-import { findLiveWorkspaceKeyByName, insertApiKey, revokeApiKey } from '../db/repositories/api-keys.js';
+import { insertApiKey, revokeApiKey } from '../db/repositories/api-keys.js';
 import { findUser, findWorkspace, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { newId } from '../ids.js';
 import { startServer } from '../server.js';
+import { insertWorkspaceKeyIfNameFree } from '../services/api-key-admin.js';
 import { applySetup } from '../setup/apply.js';
 import { exportText, exportWorkspace } from '../setup/export.js';
 import {
@@ -223,27 +224,23 @@ async function keys(args: string[]): Promise<number> {
     if (values.workspace && !(await findWorkspaceWithRole(db, values.workspace, user.id))?.role) {
       throw new BadArgument(`User ${values.user} is not a member of workspace ${values.workspace}`);
     }
-    if (
-      values.workspace &&
-      values.name &&
-      (await findLiveWorkspaceKeyByName(db, values.workspace, values.name))
-    ) {
-      throw new BadArgument(`A key named "${values.name}" already exists in workspace ${values.workspace}`);
-    }
     const key = generateApiKey(kind);
     const id = newId('key');
-    await insertApiKey(db, {
+    const row = {
       id,
       name: values.name ?? `${kind}-key-${id.slice(-6)}`,
       kind,
       organizationId,
-      workspaceId: values.workspace ?? null,
       userId: user.id,
       keyHash: hashApiKey(key),
       keyPrefix: keyPrefix(key),
       expiresAt: null,
       createdAt: new Date().toISOString(),
-    });
+    } as const;
+    if (!values.workspace) await insertApiKey(db, { ...row, workspaceId: null });
+    else if (!(await insertWorkspaceKeyIfNameFree(db, { ...row, workspaceId: values.workspace }))) {
+      throw new BadArgument(`A key named "${row.name}" already exists in workspace ${values.workspace}`);
+    }
     if (values.json) console.log(JSON.stringify({ id, key }));
     else console.log(`Created ${kind} key ${id} (shown once):\n${key}`);
     return EXIT.ok;

@@ -8,6 +8,7 @@ import {
   updateAgent,
 } from '../db/repositories/agents.js';
 import { enabledModelIds } from '../db/repositories/models.js';
+import { withWorkspaceLocked } from '../db/repositories/tenancy.js';
 import type { Visibility } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
@@ -183,9 +184,6 @@ export async function createAgent(
   requireManager(access);
   checkToolAddresses(deps, input.tools);
   const id = newId('agt');
-  await checkTitle(deps, access.workspaceId, input.title);
-  if (input.model) await checkModel(deps, access, input.model);
-  if (input.orchestration) await checkOrchestration(deps, access.workspaceId, id, input.orchestration.agents);
   const now = isoNow(deps.clock);
   const row: AgentRow = {
     id,
@@ -204,7 +202,15 @@ export async function createAgent(
     updated_at: now,
     managed_by: 'api',
   };
-  await insertAgent(deps.db, row);
+  // Checked and written under the workspace's lock: of requests racing for one title, one creates it.
+  await withWorkspaceLocked(deps.db, access.workspaceId, async (trx) => {
+    const inTrx = { ...deps, db: trx };
+    await checkTitle(inTrx, access.workspaceId, input.title);
+    if (input.model) await checkModel(inTrx, access, input.model);
+    if (input.orchestration)
+      await checkOrchestration(inTrx, access.workspaceId, id, input.orchestration.agents);
+    await insertAgent(trx, row);
+  });
   return agentDetailView(row, await runsOnModel(deps, access, row));
 }
 
@@ -224,10 +230,7 @@ export async function patchAgent(
 ) {
   const { access, row } = await writableAgent(deps, principal, agentId);
   const changes: Partial<AgentRow> = {};
-  if (patch.title !== undefined && patch.title !== row.title) {
-    await checkTitle(deps, access.workspaceId, patch.title, row.id);
-    changes.title = patch.title;
-  }
+  if (patch.title !== undefined && patch.title !== row.title) changes.title = patch.title;
   if (patch.description !== undefined) changes.description = patch.description ?? '';
   if (patch.image !== undefined) changes.image = patch.image ?? '';
   if (patch.category !== undefined) changes.category = patch.category ?? '';
@@ -247,7 +250,15 @@ export async function patchAgent(
     changes.orchestration = patch.orchestration ? JSON.stringify(patch.orchestration) : null;
   }
   changes.updated_at = isoNow(deps.clock);
-  await updateAgent(deps.db, row.id, changes);
+  const { title } = changes;
+  if (title === undefined) await updateAgent(deps.db, row.id, changes);
+  else {
+    // As in createAgent: the new title is checked and taken under the workspace's lock.
+    await withWorkspaceLocked(deps.db, access.workspaceId, async (trx) => {
+      await checkTitle({ ...deps, db: trx }, access.workspaceId, title, row.id);
+      await updateAgent(trx, row.id, changes);
+    });
+  }
   const updated = { ...row, ...changes };
   return agentDetailView(updated, await runsOnModel(deps, access, updated));
 }

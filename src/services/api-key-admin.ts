@@ -7,9 +7,14 @@ import {
   findLiveWorkspaceKeyByName,
   insertApiKey,
   listWorkspaceApiKeys,
+  type NewApiKey,
   revokeApiKey,
 } from '../db/repositories/api-keys.js';
-import { findOrganizationRoles, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
+import {
+  findOrganizationRoles,
+  findWorkspaceWithRole,
+  withWorkspaceLocked,
+} from '../db/repositories/tenancy.js';
 import type { Role } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
@@ -87,9 +92,6 @@ export async function createWorkspaceApiKey(
     }
     expiresAt = new Date(at).toISOString();
   }
-  if (await findLiveWorkspaceKeyByName(deps.db, access.workspaceId, input.name)) {
-    throw errors.conflict(`A key named "${input.name}" already exists in this workspace`, { field: 'name' });
-  }
   const key = generateApiKey('workspace');
   const row: ApiKeyInfoRow = {
     id: newId('key'),
@@ -105,12 +107,12 @@ export async function createWorkspaceApiKey(
     revoked_at: null,
     managed_by: 'api',
   };
-  await insertApiKey(deps.db, {
+  const inserted = await insertWorkspaceKeyIfNameFree(deps.db, {
     id: row.id,
     name: row.name,
     kind: 'workspace',
     organizationId: row.organization_id,
-    workspaceId: row.workspace_id,
+    workspaceId: access.workspaceId,
     userId,
     keyHash: hashApiKey(key),
     keyPrefix: row.key_prefix,
@@ -118,7 +120,26 @@ export async function createWorkspaceApiKey(
     createdAt: row.created_at,
     managedBy: 'api',
   });
+  if (!inserted) {
+    throw errors.conflict(`A key named "${input.name}" already exists in this workspace`, { field: 'name' });
+  }
   return { apiKey: keyInfoView(row), key };
+}
+
+/**
+ * Inserts a workspace key unless a live key of the workspace has its name (false then). The
+ * check and the insert run under the workspace's lock, so of requests racing for one name one
+ * key is made.
+ */
+export function insertWorkspaceKeyIfNameFree(
+  db: Db,
+  key: NewApiKey & { workspaceId: string },
+): Promise<boolean> {
+  return withWorkspaceLocked(db, key.workspaceId, async (trx) => {
+    if (await findLiveWorkspaceKeyByName(trx, key.workspaceId, key.name)) return false;
+    await insertApiKey(trx, key);
+    return true;
+  });
 }
 
 /** Owners and admins see every key of the workspace; a member sees the keys of its own user. */

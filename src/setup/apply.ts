@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
+import { lockWorkspace } from '../db/repositories/tenancy.js';
 import type { Database } from '../db/schema.js';
 import { caseInsensitiveSortKey } from '../db/sort-key.js';
 import { type IdPrefix, newId } from '../ids.js';
@@ -358,6 +359,9 @@ async function applyAll(ctx: Context, setup: SetupFile) {
         },
       });
       record(ctx, 'workspaces', workspace.name, workspaceId);
+      // Held to the end, past the check of duplicate titles below: an agent or key the API makes
+      // in this workspace meanwhile waits for this apply, so the check sees every agent there.
+      await lockWorkspace(ctx.trx, workspaceId);
 
       if (workspace.models) {
         const wanted = new Set(workspace.models);

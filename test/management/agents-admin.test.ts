@@ -98,6 +98,17 @@ describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
     expect(res.json()).toMatchObject({ code: 'conflict', details: { field: 'title' } });
   });
 
+  it('creates at most one agent of a title when four requests race', async () => {
+    const answers = await Promise.all([1, 2, 3, 4].map(() => createAgent({ title: 'Twin' })));
+    expect(answers.map((res) => res.statusCode).sort()).toEqual([201, 409, 409, 409]);
+    const rows = await t.env.database.db
+      .selectFrom('agents')
+      .select('id')
+      .where('title', '=', 'Twin')
+      .execute();
+    expect(rows).toHaveLength(1);
+  });
+
   it.each([
     ['missing title', {}, 'body.title'],
     ['blank title', { title: '   ' }, 'body.title'],
@@ -353,6 +364,27 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
         })
       ).statusCode,
     ).toBe(400);
+  });
+
+  it('renames at most one agent to a title when renames and a create race for it', async () => {
+    const ids = await Promise.all(
+      ['Rename A', 'Rename B', 'Rename C'].map(
+        async (title) => (await createAgent({ title })).json().data.agent.id as string,
+      ),
+    );
+    const answers = await Promise.all([
+      ...ids.map((id) => call('PATCH', `/v1/agents/${id}`, MKEYS.owner, { title: 'Renamed twin' })),
+      createAgent({ title: 'Renamed twin' }),
+    ]);
+    // Whichever wins (a rename answers 200, the create 201), the other three answer 409.
+    const statuses = answers.map((res) => (res.statusCode === 201 ? 200 : res.statusCode));
+    expect(statuses.sort()).toEqual([200, 409, 409, 409]);
+    const rows = await t.env.database.db
+      .selectFrom('agents')
+      .select('id')
+      .where('title', '=', 'Renamed twin')
+      .execute();
+    expect(rows).toHaveLength(1);
   });
 
   it('answers 409 managed_by_setup for writes to a setup-file agent, and leaves it unchanged', async () => {

@@ -96,6 +96,17 @@ describe(`POST /v1/workspace/{id}/api-keys (${engineName})`, () => {
     expect(res.json().code).toBe('conflict');
   });
 
+  it('creates at most one live key of a name when four requests race', async () => {
+    const answers = await Promise.all([1, 2, 3, 4].map(() => createKey({ name: 'twin' })));
+    expect(answers.map((res) => res.statusCode).sort()).toEqual([201, 409, 409, 409]);
+    const rows = await t.env.database.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('name', '=', 'twin')
+      .execute();
+    expect(rows).toHaveLength(1);
+  });
+
   it.each([
     ['a member key', MKEYS.member, 'wsp_main', 401],
     ['an organization key of a member', MKEYS.acmeOrgMember, 'wsp_main', 401],

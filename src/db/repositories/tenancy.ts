@@ -1,7 +1,47 @@
-import type { Db } from '../database.js';
+import { type Db, dialectOf } from '../database.js';
 
 export function findWorkspace(db: Db, workspaceId: string) {
   return db.selectFrom('workspaces').selectAll().where('id', '=', workspaceId).executeTakeFirst();
+}
+
+/**
+ * Locks the workspace's row until the transaction ends: what makes "is this agent title (key
+ * name) free?" and the write that takes it one step, so that of two requests taking the same
+ * name the second waits and then sees the first's row (409). PostgreSQL: a row lock that only
+ * other lockers wait for (`FOR NO KEY UPDATE`: rows that reference the workspace are still
+ * written meanwhile) and, being a read, not a change the caches of every process hear about.
+ * SQLite: a no-op update, which takes the database's write lock at once, so another process's
+ * writer waits (busy timeout) rather than failing when it writes after its read. False when the
+ * workspace does not exist.
+ */
+export async function lockWorkspace(trx: Db, workspaceId: string): Promise<boolean> {
+  if (dialectOf(trx) === 'postgres') {
+    const row = await trx
+      .selectFrom('workspaces')
+      .select('id')
+      .where('id', '=', workspaceId)
+      .forNoKeyUpdate()
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+  const result = await trx
+    .updateTable('workspaces')
+    .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+    .where('id', '=', workspaceId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Runs `work` in one transaction that first takes the workspace's lock (lockWorkspace). */
+export function withWorkspaceLocked<T>(
+  db: Db,
+  workspaceId: string,
+  work: (trx: Db) => Promise<T>,
+): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await lockWorkspace(trx, workspaceId);
+    return work(trx);
+  });
 }
 
 /** A workspace with the given user's role in it (null when not a member), in one query. */

@@ -25,7 +25,7 @@ export async function agentAdminRoutes(app: TypedApp, deps: AppDeps): Promise<vo
         summary: 'Create an agent',
         operationId: 'createAgent',
         description:
-          'Owner or admin. The agent is managed by the API (`managedBy: "api"`). A duplicate title → 409.',
+          'Owner or admin. The agent is managed by the API (`managedBy: "api"`). A duplicate title → 409 `conflict` (of requests racing for one title, one creates the agent).',
         tags: ['agents'],
         security: API_KEY_SECURITY,
         params: WorkspaceParams,
@@ -66,7 +66,7 @@ export async function agentAdminRoutes(app: TypedApp, deps: AppDeps): Promise<vo
         summary: 'Update an agent',
         operationId: 'updateAgent',
         description:
-          'Owner or admin. Merge patch: absent fields stay, `null` clears an optional field. A tool header sent back as `***` keeps its stored value. An agent of the setup file → 409 `managed_by_setup`.',
+          'Owner or admin. Merge patch: absent fields stay, `null` clears an optional field. A tool header sent back as `***` keeps its stored value. A title another agent of the workspace has → 409 `conflict`. An agent of the setup file → 409 `managed_by_setup`.',
         tags: ['agents'],
         security: API_KEY_SECURITY,
         params: AgentParams,
