@@ -243,21 +243,21 @@ export async function createUploadUrl(
     const held = largestSizes([await registeredFileSizes(trx, workspaceId, projectId), stored, reserved]);
     const before = { files: held.size, bytes: sumOf(held) };
     // The new content replaces what the path holds, but an earlier URL for it that has not
-    // expired still works: the path keeps the larger of the two.
-    const size = Math.max(input.sizeBytes, reserved.get(path) ?? 0);
-    held.set(path, size);
+    // expired still works: the path keeps the larger of the two while that URL's reservation lasts.
+    held.set(path, Math.max(input.sizeBytes, reserved.get(path) ?? 0));
     if (held.size > PROJECT_FILE_LIMITS.maxFiles) throw quotaError('files', { files: before.files });
     if (sumOf(held) > PROJECT_FILE_LIMITS.maxProjectBytes) {
       throw quotaError('bytes', { bytes: before.bytes, requestedBytes: input.sizeBytes });
     }
+    // This URL's own size and lifetime; the earlier URL's reservation keeps its own (reserveUpload).
     await reserveUpload(trx, {
       project_id: projectId,
       workspace_id: workspaceId,
       path,
-      size_bytes: size,
+      size_bytes: input.sizeBytes,
       // Until a PUT begun just before the URL's expiry has had its whole body deadline, and a
       // minute more: the URL is signed after this commits.
-      expires_at: new Date(now.getTime() + reservationSeconds(deps, size) * 1000).toISOString(),
+      expires_at: new Date(now.getTime() + reservationSeconds(deps, input.sizeBytes) * 1000).toISOString(),
     });
   });
   const uploadUrl = await deps.store.createUploadUrl(storagePath, {

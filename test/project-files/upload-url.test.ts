@@ -287,6 +287,60 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     }
   });
 
+  it('holds the larger size of a path asked for again only until the earlier URL’s reservation ends', async () => {
+    const projectId = await newProject('Asked for again');
+    await insertRecords(
+      projectId,
+      Array.from({ length: 9 }, () => 50 * MB),
+    ); // 450 MB of 500
+    const ask = (filename: string, sizeBytes: number) =>
+      filesApi(t.app, projectId).requestUpload({ ...valid, filename, sizeBytes });
+    // A reservation lasts the URL's 15 minutes, its size's body deadline at the slowest rate
+    // (20 s and 1 s per 8 KiB) and a minute more, counted from its own request.
+    const reservedMs = (sizeBytes: number) => (15 * 60 + 20 + Math.ceil(sizeBytes / 8192) + 60) * 1000;
+    try {
+      expect((await ask('x.bin', 50 * MB)).statusCode).toBe(200);
+      // Asked for again, smaller, while the 50 MB URL still works: the path keeps 50 MB.
+      clockOffsetMs = 10 * 60_000;
+      expect((await ask('x.bin', 1)).statusCode).toBe(200);
+      clockOffsetMs = reservedMs(50 * MB) - 60_000;
+      expect((await ask('y.bin', 1)).statusCode).toBe(409);
+      // Once the 50 MB reservation has ended (the 1-byte one has too), the room is free.
+      clockOffsetMs = reservedMs(50 * MB) + 60_000;
+      expect((await ask('y.bin', 50 * MB)).statusCode).toBe(200);
+    } finally {
+      clockOffsetMs = 0;
+    }
+  });
+
+  it('holds the later, smaller size of a path until its own reservation ends', async () => {
+    const projectId = await newProject('Asked for again later');
+    await insertRecords(
+      projectId,
+      Array.from({ length: 9 }, () => 50 * MB),
+    );
+    const ask = (filename: string, sizeBytes: number) =>
+      filesApi(t.app, projectId).requestUpload({ ...valid, filename, sizeBytes });
+    const reservedMs = (sizeBytes: number) => (15 * 60 + 20 + Math.ceil(sizeBytes / 8192) + 60) * 1000;
+    const secondAt = 100 * 60_000; // the 50 MB URL's reservation still runs
+    try {
+      expect((await ask('x.bin', 50 * MB)).statusCode).toBe(200);
+      clockOffsetMs = secondAt;
+      expect((await ask('x.bin', 40 * MB)).statusCode).toBe(200);
+      // After the 50 MB reservation, the path holds the 40 MB of the later URL: 10 MB are free.
+      clockOffsetMs = reservedMs(50 * MB) + 60_000;
+      expect((await ask('y.bin', 10 * MB + 1)).statusCode).toBe(409);
+      expect((await ask('y.bin', 10 * MB)).statusCode).toBe(200);
+      // Until the 40 MB reservation ends (the 10 MB one of y.bin has by then): then all 50 MB are free.
+      clockOffsetMs = secondAt + reservedMs(40 * MB) - 60_000;
+      expect((await ask('z.bin', 10 * MB + 1)).statusCode).toBe(409);
+      clockOffsetMs = secondAt + reservedMs(40 * MB) + 60_000;
+      expect((await ask('z.bin', 50 * MB)).statusCode).toBe(200);
+    } finally {
+      clockOffsetMs = 0;
+    }
+  });
+
   it('counts objects uploaded and never synced against the quota', async () => {
     // A client that never syncs could otherwise write without end, a URL at a time.
     const projectId = await newProject('Written, never synced');

@@ -17,6 +17,7 @@ import * as knowledgeCjkWords from './021-knowledge-cjk-words.js';
 import * as knowledgeCaseFoldedWords from './022-knowledge-case-folded-words.js';
 import * as knowledgeScopeFile from './023-knowledge-scope-file.js';
 import * as caseFoldedSortKeys from './024-case-folded-sort-keys.js';
+import * as uploadReservationsPerUrl from './025-upload-reservations-per-url.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -41,4 +42,5 @@ export const migrations: Record<string, Migration> = {
   '022-knowledge-case-folded-words': knowledgeCaseFoldedWords,
   '023-knowledge-scope-file': knowledgeScopeFile,
   '024-case-folded-sort-keys': caseFoldedSortKeys,
+  '025-upload-reservations-per-url': uploadReservationsPerUrl,
 };

@@ -268,8 +268,8 @@ export async function deleteProjectFileRow(db: Db, workspaceId: string, projectI
 }
 
 /**
- * The project's upload URLs that have not expired, by path, with the bytes each may bring;
- * expired ones are removed first. Run in the transaction that holds the project's lock.
+ * The project's upload URLs that have not expired, by path, with the most bytes one of them may
+ * still bring; expired ones are removed first. Run in the transaction that holds the project's lock.
  */
 export async function liveUploadReservations(
   trx: Db,
@@ -288,21 +288,36 @@ export async function liveUploadReservations(
     .where('workspace_id', '=', workspaceId)
     .where('project_id', '=', projectId)
     .execute();
-  return new Map(rows.map((row) => [row.path, Number(row.size_bytes)]));
+  const largest = new Map<string, number>();
+  for (const row of rows) largest.set(row.path, Math.max(Number(row.size_bytes), largest.get(row.path) ?? 0));
+  return largest;
 }
 
-/** Records an upload URL for `path` (replacing an earlier one for the same path). */
+/**
+ * Records an upload URL for `path` beside the earlier ones for it: each URL holds its own size
+ * until its own expiry (a path asked for again holds the larger size only while the URL that
+ * may bring it can still write, docs/files.md "Quota"). An earlier reservation the new one
+ * covers (no larger, ending no later) is dropped, and the new one is not recorded when an
+ * earlier one covers it, so repeated asks for a path leave few rows. Run under the project's lock.
+ */
 export async function reserveUpload(trx: Db, reservation: UploadReservationTable): Promise<void> {
+  const covering = await trx
+    .selectFrom('upload_reservations')
+    .select('path')
+    .where('project_id', '=', reservation.project_id)
+    .where('path', '=', reservation.path)
+    .where('size_bytes', '>=', reservation.size_bytes)
+    .where('expires_at', '>=', reservation.expires_at)
+    .executeTakeFirst();
+  if (covering) return;
   await trx
-    .insertInto('upload_reservations')
-    .values(reservation)
-    .onConflict((oc) =>
-      oc.columns(['project_id', 'path']).doUpdateSet({
-        size_bytes: reservation.size_bytes,
-        expires_at: reservation.expires_at,
-      }),
-    )
+    .deleteFrom('upload_reservations')
+    .where('project_id', '=', reservation.project_id)
+    .where('path', '=', reservation.path)
+    .where('size_bytes', '<=', reservation.size_bytes)
+    .where('expires_at', '<=', reservation.expires_at)
     .execute();
+  await trx.insertInto('upload_reservations').values(reservation).execute();
 }
 
 /** Every registered file's path and size. */
