@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface RawTool {
@@ -7,11 +7,25 @@ export interface RawTool {
   inputSchema: unknown;
 }
 
+/** Writes `body` no faster than the client reads it: a client that stops reading stops it. */
+async function writeAsRead(res: ServerResponse, body: Buffer): Promise<void> {
+  const piece = 64 * 1024;
+  for (let at = 0; at < body.length && !res.destroyed; at += piece) {
+    if (res.write(body.subarray(at, at + piece))) continue;
+    await new Promise<void>((resolve) => {
+      res.once('drain', resolve);
+      res.once('close', resolve);
+    });
+  }
+  res.end();
+}
+
 /**
  * A hand-written streamable-HTTP MCP server (JSON responses, no session) that lists whatever
  * tool definitions it is given, valid or not (the SDK's server would refuse to), split into
  * pages of `pageSize` with `nextCursor`. `gate(n)` is awaited before the n-th `initialize` (from
  * 0) is answered: a server that holds a connecting client as long as a test needs.
+ * `callResult` is what `tools/call` answers; `answerAs` how every answer is sent.
  */
 export async function startRawMcpServer(options: {
   tools: RawTool[];
@@ -19,10 +33,16 @@ export async function startRawMcpServer(options: {
   gate?: (n: number) => Promise<void>;
   /** Every page lists every tool and names a next cursor, forever: the same one, or a new one. */
   endlessPages?: 'same-cursor' | 'new-cursor';
+  /** The result of a `tools/call` (default: a text item `called <name>`). */
+  callResult?: (name: string, args: unknown) => unknown;
+  /** One JSON body with its length (default), a JSON body of unknown length, or an event stream. */
+  answerAs?: 'json' | 'chunked-json' | 'event-stream';
 }) {
   let initializes = 0;
   let pages = 0;
   const calls: Array<{ name: string; args: unknown }> = [];
+  /** Answers whose connection the client closed before it had read them whole. */
+  let answersCutShort = 0;
   const server: Server = createServer((req, res) => {
     if (req.method !== 'POST') {
       res.writeHead(405).end();
@@ -57,14 +77,28 @@ export async function startRawMcpServer(options: {
         };
       } else if (msg.method === 'tools/call') {
         calls.push({ name: String(msg.params?.name), args: msg.params?.arguments });
-        result = { content: [{ type: 'text', text: `called ${String(msg.params?.name)}` }] };
+        result = options.callResult
+          ? options.callResult(String(msg.params?.name), msg.params?.arguments)
+          : { content: [{ type: 'text', text: `called ${String(msg.params?.name)}` }] };
       } else {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'no' } }));
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+      const answer = JSON.stringify({ jsonrpc: '2.0', id: msg.id, result });
+      const body = Buffer.from(
+        options.answerAs === 'event-stream' ? `event: message\ndata: ${answer}\n\n` : answer,
+      );
+      res.on('close', () => {
+        if (!res.writableFinished) answersCutShort++;
+      });
+      res.writeHead(200, {
+        'content-type': options.answerAs === 'event-stream' ? 'text/event-stream' : 'application/json',
+        ...(options.answerAs === undefined || options.answerAs === 'json'
+          ? { 'content-length': body.length }
+          : {}),
+      });
+      await writeAsRead(res, body);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -72,6 +106,9 @@ export async function startRawMcpServer(options: {
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
+    get answersCutShort() {
+      return answersCutShort;
+    },
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -2,6 +2,8 @@ import { createMCPClient, type ListToolsResult } from '@ai-sdk/mcp';
 import type { ToolSet } from 'ai';
 import { z } from 'zod';
 import { type McpReach, privateAddressProblem, publicOnlyFetch } from './mcp-address.js';
+import { mcpTransportFetch } from './mcp-fetch.js';
+import { withCutResults } from './mcp-output.js';
 import type { ToolWarning } from './warnings.js';
 import { networkErrorCode } from '../../network-errors.js';
 
@@ -154,19 +156,6 @@ function toolName(server: string, tool: string): string {
   return `${server}_${tool}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
 }
 
-/**
- * `fetch` for the MCP transport, with a time limit on the `DELETE` that ends a session: the
- * transport sends it on close with no signal of its own, so a server that never answers it would
- * hold the reply's close for undici's 300 s (a call's other requests carry the reply's signal).
- */
-function boundedSessionEnd(timeoutMs: number, fetch: typeof globalThis.fetch): typeof globalThis.fetch {
-  return (input, init) =>
-    fetch(
-      input,
-      init?.method === 'DELETE' && !init.signal ? { ...init, signal: AbortSignal.timeout(timeoutMs) } : init,
-    );
-}
-
 async function connectOne(
   spec: McpToolSpec,
   timeoutMs: number,
@@ -183,7 +172,7 @@ async function connectOne(
         url: spec.url,
         headers: spec.headers,
         redirect: 'error',
-        fetch: boundedSessionEnd(timeoutMs, fetch),
+        fetch: mcpTransportFetch(timeoutMs, fetch),
       },
       initializationOptions: { timeout: timeoutMs },
       clientName: 'atrium',
@@ -191,7 +180,7 @@ async function connectOne(
     const listed = await listUsableTools(client, spec.name);
     return {
       client,
-      tools: client.toolsFromDefinitions({ tools: listed.tools }) as ToolSet,
+      tools: withCutResults(client.toolsFromDefinitions({ tools: listed.tools }) as ToolSet),
       warnings: listed.warnings,
     };
   })();
@@ -212,6 +201,8 @@ async function connectOne(
 /**
  * Connects to the agent's MCP servers (streamable HTTP) in parallel, each bounded by the
  * connect timeout; with `reach: 'public'`, only to public addresses (mcp-address.ts). A server that is down, slow or failing becomes a warning, never an error.
+ * What a server answers is bounded: each response is read up to MAX_MCP_RESPONSE_BYTES
+ * (mcp-fetch.ts), each tool result kept up to MAX_MCP_TOOL_OUTPUT_CHARS (mcp-output.ts).
  */
 export async function connectMcpTools(
   specs: McpToolSpec[],

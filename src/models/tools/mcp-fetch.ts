@@ -1,0 +1,93 @@
+/**
+ * The most one HTTP response of an MCP server may bring (an `initialize`, a `tools/list` page, a
+ * `tools/call` result, an error body, the session's event stream). Four times what a tool result
+ * may keep (MAX_MCP_TOOL_OUTPUT_CHARS in mcp-output.ts): a result somewhat past that is cut and
+ * still useful; one far past it fails. Reading stops at the limit, so a hostile or broken server
+ * costs a reply a few MiB at most (a 48 MiB result used to take about 600 MiB).
+ */
+export const MAX_MCP_RESPONSE_BYTES = 4 * 1024 * 1024;
+
+function tooLargeMessage(maxBytes: number): string {
+  return `The MCP server's response is larger than ${maxBytes} bytes, the most Atrium reads of one response; nothing of it was used`;
+}
+
+/** The JSON-RPC id of the request a transport `POST` carries; undefined for anything else. */
+function requestId(init: RequestInit | undefined): string | number | undefined {
+  if (init?.method !== 'POST' || typeof init.body !== 'string') return undefined;
+  try {
+    const id = (JSON.parse(init.body) as { id?: unknown }).id;
+    return typeof id === 'string' || typeof id === 'number' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `body`, failing once it has brought more than `maxBytes`. An event stream answering a request
+ * ends instead with a JSON-RPC error for that request: the transport reads such a stream in the
+ * background and only logs its failure, so the call waiting on it would wait until the reply's
+ * idle timeout; the error event fails the call at once, with the reason. (The leading blank lines
+ * end an event cut short, which the transport then drops as unparsable.)
+ */
+function countedBody(
+  body: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  eventStreamFor: string | number | undefined,
+): ReadableStream<Uint8Array> {
+  let received = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        received += chunk.byteLength;
+        if (received <= maxBytes) {
+          controller.enqueue(chunk);
+          return;
+        }
+        if (eventStreamFor === undefined) {
+          controller.error(new Error(tooLargeMessage(maxBytes)));
+          return;
+        }
+        const error = {
+          jsonrpc: '2.0',
+          id: eventStreamFor,
+          error: { code: -32000, message: tooLargeMessage(maxBytes) },
+        };
+        controller.enqueue(new TextEncoder().encode(`\n\ndata: ${JSON.stringify(error)}\n\n`));
+        // Ends the stream and cancels the server's body: the connection is closed.
+        controller.terminate();
+      },
+    }),
+  );
+}
+
+/**
+ * `fetch` for the MCP transport (@ai-sdk/mcp reads each response whole, or a whole event
+ * stream, with no limit of its own): every response body is read up to MAX_MCP_RESPONSE_BYTES,
+ * counted as it arrives, and a larger one fails the request it answers. The `DELETE` that ends a
+ * session gets a time limit: the transport sends it on close with no signal of its own, so a
+ * server that never answers it would hold the reply's close for undici's 300 s (a call's other
+ * requests carry the reply's signal).
+ */
+export function mcpTransportFetch(
+  timeoutMs: number,
+  fetch: typeof globalThis.fetch,
+  maxBytes = MAX_MCP_RESPONSE_BYTES,
+): typeof globalThis.fetch {
+  return async (input, init) => {
+    const response = await fetch(
+      input,
+      init?.method === 'DELETE' && !init.signal ? { ...init, signal: AbortSignal.timeout(timeoutMs) } : init,
+    );
+    if (!response.body) return response;
+    if (Number(response.headers.get('content-length') ?? 0) > maxBytes) {
+      await response.body.cancel().catch(() => {});
+      throw new Error(tooLargeMessage(maxBytes));
+    }
+    const eventStream = response.headers.get('content-type')?.includes('text/event-stream') ?? false;
+    return new Response(countedBody(response.body, maxBytes, eventStream ? requestId(init) : undefined), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+}
