@@ -14,6 +14,17 @@ export interface SkillHeader {
 export const SKILL_NAME_MAX = 64;
 const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/;
 export const SKILL_DESCRIPTION_MAX = 1024;
+/**
+ * The longest front matter read, in characters. A real one (name ≤ 64, description ≤ 1,024,
+ * license, compatibility ≤ 500, allowed-tools, a small metadata map) comes to 1–3 KiB; 8 KiB
+ * leaves room. The cap is what keeps hostile YAML cheap: the `yaml` parser checks each map's
+ * keys for duplicates pairwise (quadratic) and fails deep nesting slowly (about 13 µs per
+ * unclosed `[`, then a stack overflow near 2,000 levels). Parse times measured (yaml 2.9, CPU
+ * time, best of 7 on a busy 2-core machine): a realistic 1.3 KiB front matter 0.2 ms; at 8 KiB,
+ * ~2,000 keys with no value 30 ms, a flow map of ~2,700 keys 40 ms, ~1,000 `k<i>: v` lines 12 ms,
+ * 4,095 nested `[…]` 19 ms, 8,192 unclosed `[` 42 ms. Uncapped, 30,000 keys (300 KB) took 5–24 s.
+ */
+export const SKILL_FRONT_MATTER_MAX = 8 * 1024;
 
 const SKILL_NAME_FAULTS: Record<NameFault, string> = {
   empty: 'the skill name is empty',
@@ -66,10 +77,17 @@ export function parseSkillMarkdown(text: string, fallbackName: string): SkillHea
     return { code: 'invalid_front_matter', message: 'the front matter has no closing `---` line' };
   }
   let fields: Record<string, unknown> = {};
+  if (split && split.yaml.length > SKILL_FRONT_MATTER_MAX) {
+    return {
+      code: 'invalid_front_matter',
+      message: `the front matter is longer than ${SKILL_FRONT_MATTER_MAX} characters (${split.yaml.length})`,
+    };
+  }
   if (split) {
     let parsed: unknown;
     try {
-      // `yaml` never runs code and caps alias expansion, so hostile YAML stays cheap.
+      // `yaml` never runs code and caps alias expansion (maxAliasCount, 100 by default); the
+      // size cap above bounds the rest (SKILL_FRONT_MATTER_MAX).
       parsed = parseYaml(split.yaml, { prettyErrors: false });
     } catch (error) {
       const first = String((error as Error).message).split('\n')[0];

@@ -10,6 +10,7 @@ import {
   listWorkspaceSkills,
   releaseSkillsForReplace,
 } from '../../src/db/repositories/skills.js';
+import { SKILL_FRONT_MATTER_MAX } from '../../src/services/skill-markdown.js';
 import { sweepOrphanSkillObjects } from '../../src/services/skills.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
@@ -166,6 +167,27 @@ describe(`bulk skill upload (${engineName})`, () => {
       ['unclosed', 'invalid_front_matter'],
     ]);
     expect(await names()).not.toContain('broken');
+    await expectNoOrphans();
+  });
+
+  it('answers a SKILL.md with a front matter of 30,000 keys with an errors item naming the limit', async () => {
+    // ~300 KB of keys, within the 1 MiB SKILL.md limit: it held the event loop for 5–14 s.
+    const keys = Array.from({ length: 30_000 }, (_, i) => `k${i}: v`).join('\n');
+    const zip = await buildZip([
+      { name: 'many/SKILL.md', content: `---\nname: many\n${keys}\n---\n` },
+      { name: 'few/SKILL.md', content: skillMd('few', 'Fine') },
+    ]);
+    const { status, body } = await upload([zipPart('many-keys.zip', zip)]);
+    expect(status).toBe(207);
+    expect(body.data.summary).toEqual({ total: 2, created: 1, skipped: 0, failed: 1 });
+    expect(body.data.errors).toEqual([
+      {
+        file: 'many-keys.zip',
+        name: 'many',
+        code: 'invalid_front_matter',
+        message: expect.stringContaining(`longer than ${SKILL_FRONT_MATTER_MAX} characters`),
+      },
+    ]);
     await expectNoOrphans();
   });
 

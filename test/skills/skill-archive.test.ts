@@ -10,7 +10,13 @@ import {
   verifySkillContent,
 } from '../../src/services/skill-archive.js';
 import { ArchiveProblem } from '../../src/zip-reader.js';
-import { isProblem, parseSkillMarkdown, splitFrontMatter } from '../../src/services/skill-markdown.js';
+import {
+  isProblem,
+  parseSkillMarkdown,
+  SKILL_FRONT_MATTER_MAX,
+  type SkillHeader,
+  splitFrontMatter,
+} from '../../src/services/skill-markdown.js';
 import { buildZip, patchEntry, replaceBytes, skillMd, type ZipEntrySpec } from './zip-builder.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'atrium-skill-archive-'));
@@ -309,6 +315,26 @@ describe('front matter', () => {
   ])('refuses %j', (text, code) => {
     const result = parseSkillMarkdown(text, 'fallback');
     expect(isProblem(result) && result.code).toBe(code);
+  });
+
+  it('refuses a front matter longer than SKILL_FRONT_MATTER_MAX, naming the limit, before parsing it', () => {
+    // 30,000 keys (~300 KB) kept the event loop busy 5–14 s in the parser's duplicate-key check.
+    const keys = Array.from({ length: 30_000 }, (_, i) => `k${i}: v`).join('\n');
+    expect(parseSkillMarkdown(`---\nname: many\n${keys}\n---\n`, 'many')).toEqual({
+      code: 'invalid_front_matter',
+      message: expect.stringContaining(`longer than ${SKILL_FRONT_MATTER_MAX} characters`),
+    });
+    const nested = `---\nname: deep\nx: ${'['.repeat(SKILL_FRONT_MATTER_MAX)}\n---\n`;
+    expect(parseSkillMarkdown(nested, 'deep')).toMatchObject({ code: 'invalid_front_matter' });
+  });
+
+  it('reads a front matter of many keys just within SKILL_FRONT_MATTER_MAX', () => {
+    let yaml = 'name: many\ndescription: Many keys\n';
+    for (let i = 0; yaml.length + `k${i}: v\n`.length <= SKILL_FRONT_MATTER_MAX; i++) yaml += `k${i}: v\n`;
+    const header = parseSkillMarkdown(`---\n${yaml}---\nbody`, 'fallback');
+    expect(isProblem(header)).toBe(false);
+    expect(header).toMatchObject({ name: 'many', metadata: { k0: 'v' } });
+    expect(Object.keys((header as SkillHeader).metadata).length).toBeGreaterThan(1_000);
   });
 
   it('splits front matter with CRLF line ends and a byte-order mark', () => {
