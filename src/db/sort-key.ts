@@ -1,3 +1,5 @@
+import { type Kysely, SqliteAdapter, sql } from 'kysely';
+
 /**
  * The key a name is listed by when a listing is ordered "case-insensitively" (agents by title,
  * skills by name): its composed form (NFC), lower-cased by Unicode's default rules. It is
@@ -11,4 +13,14 @@
  */
 export function caseInsensitiveSortKey(name: string): string {
   return name.normalize('NFC').toLowerCase();
+}
+
+/**
+ * The id a listing breaks ties of equal keys by, in code point order on both engines: SQLite's
+ * default, and PostgreSQL's `C` collation (a database's own may be a language's, which orders
+ * `agt_aaaa` before `agt_BBBB`). The listing indexes hold the id in the same collation.
+ */
+export function idInCodePointOrder<DB>(db: Kysely<DB>) {
+  // The adapter, not database.ts's dialectOf: migration 024 imports this module.
+  return db.getExecutor().adapter instanceof SqliteAdapter ? sql.ref('id') : sql`id collate "C"`;
 }

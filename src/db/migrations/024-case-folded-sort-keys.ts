@@ -30,17 +30,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await writeSortKeys(db, 'agents', 'title', 'title_sort_key');
   await writeSortKeys(db, 'skills', 'name', 'name_sort_key');
 
+  // Ties of one key are broken by id in code point order too (sort-key.ts, idInCodePointOrder).
+  const id = isSqlite(db) ? sql`id` : sql`id collate "C"`;
   await db.schema.dropIndex('agents_listing_idx').execute();
-  await db.schema
-    .createIndex('agents_listing_idx')
-    .on('agents')
-    .columns(['workspace_id', 'title_sort_key', 'id'])
-    .execute();
-  await db.schema
-    .createIndex('skills_listing_idx')
-    .on('skills')
-    .columns(['workspace_id', 'name_sort_key', 'id'])
-    .execute();
+  await sql`create index agents_listing_idx on agents (workspace_id, title_sort_key, ${id})`.execute(db);
+  await sql`create index skills_listing_idx on skills (workspace_id, name_sort_key, ${id})`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

@@ -3,7 +3,7 @@ import { type Db, dialectOf, type Executor } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
 import type { AgentTable } from '../schema.js';
-import { caseInsensitiveSortKey } from '../sort-key.js';
+import { caseInsensitiveSortKey, idInCodePointOrder } from '../sort-key.js';
 
 const LISTED_VISIBILITIES = ['workspace', 'organization'] as const;
 
@@ -43,7 +43,7 @@ export async function listListedAgents(
       'updated_at',
     ])
     .orderBy('title_sort_key')
-    .orderBy('id')
+    .orderBy(idInCodePointOrder(db))
     .limit(limit)
     .offset(offset)
     .execute();
@@ -118,7 +118,7 @@ const listedAgentsPage = preparedSelect((db, page: ListedAgentsPage) => {
       'updated_at as updatedAt',
     ])
     .orderBy('title_sort_key')
-    .orderBy('id')
+    .orderBy(idInCodePointOrder(db))
     .limit(page.limit)
     .offset(page.offset);
   const total = base.select((eb) => eb.fn.countAll<number>().as('total'));

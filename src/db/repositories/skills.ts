@@ -4,7 +4,7 @@ import { selectInChunks } from '../in-chunks.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
 import type { SkillTable } from '../schema.js';
-import { caseInsensitiveSortKey } from '../sort-key.js';
+import { caseInsensitiveSortKey, idInCodePointOrder } from '../sort-key.js';
 
 /** A skill's fields; the name's sort key is the repository's to derive, never passed in. */
 export type SkillRow = Omit<SkillTable, 'name_sort_key'>;
@@ -140,7 +140,7 @@ const visibleSkillsPage = preparedSelect((db, { workspaceId, userId, limit, offs
       'updated_at as updatedAt',
     ])
     .orderBy('name_sort_key')
-    .orderBy('id')
+    .orderBy(idInCodePointOrder(db))
     .limit(limit)
     .offset(offset);
   const total = base.select((eb) => eb.fn.countAll<number>().as('total'));
