@@ -157,6 +157,25 @@ describe('cutToolResult', () => {
     expect(cut.content[0]!.text.startsWith(`${'a'.repeat(99)}\n\n[`)).toBe(true);
   });
 
+  it('counts and drops what lies beside the text (an item’s annotations, the result’s _meta)', () => {
+    const cut = cutToolResult(
+      {
+        content: [{ type: 'text', text: 'ok', annotations: { note: 'b'.repeat(500) } }],
+        _meta: { blob: 'c'.repeat(500) },
+        isError: false,
+      },
+      100,
+    );
+    expect(cut).toEqual({ content: [{ type: 'text', text: 'ok' }], isError: false });
+  });
+
+  it('offers a tool named __proto__ like any other', () => {
+    const tools = Object.create(null) as Record<string, unknown>;
+    tools.__proto__ = { inputSchema: {}, execute: async () => ({ content: [] }) };
+    tools.plain = { inputSchema: {}, execute: async () => ({ content: [] }) };
+    expect(Object.keys(withCutResults(tools as never))).toEqual(['__proto__', 'plain']);
+  });
+
   it('cuts a tool error message as well', async () => {
     const tools = withCutResults(
       {

@@ -31,16 +31,15 @@ function cutNotice(total: number, maxChars: number, itemsLeftOut: number): strin
  * then a notice the model reads saying it was cut and how much there was, rather than a failed
  * call. Content items are kept in order while they fit; the first text item that does not is
  * cut, an image or other item that does not is left out, and nothing after it is kept.
- * `structuredContent` (by the MCP spec, the same data as the text) is dropped from a cut result.
+ * A cut result keeps only its items and `isError`: `structuredContent` (by the MCP spec, the same
+ * data as the text), `_meta` and any other field are dropped, and a text item keeps only its
+ * text, so nothing beside the counted text can carry the result past the limit.
  */
 export function cutToolResult(result: unknown, maxChars = MAX_MCP_TOOL_OUTPUT_CHARS): unknown {
   const whole = JSON.stringify(result) ?? '';
   if (whole.length <= maxChars) return result;
-  const {
-    content,
-    structuredContent: _dropped,
-    ...rest
-  } = result as { content?: unknown; structuredContent?: unknown };
+  const { content, isError } = result as { content?: unknown; isError?: unknown };
+  const rest = isError === undefined ? {} : { isError };
   if (!Array.isArray(content)) {
     // A result with no content list (the older `toolResult` form): its JSON, cut, as text.
     return {
@@ -52,9 +51,10 @@ export function cutToolResult(result: unknown, maxChars = MAX_MCP_TOOL_OUTPUT_CH
   let room = maxChars;
   let total = 0;
   let cutAt: number | undefined;
-  for (const [index, item] of items.entries()) {
-    const size =
-      item.type === 'text' && typeof item.text === 'string' ? item.text.length : JSON.stringify(item).length;
+  for (const [index, whole] of items.entries()) {
+    const item: ContentItem =
+      whole.type === 'text' && typeof whole.text === 'string' ? { type: 'text', text: whole.text } : whole;
+    const size = item.type === 'text' ? item.text!.length : JSON.stringify(item).length;
     total += size;
     if (cutAt !== undefined) continue;
     if (size <= room) {
@@ -85,7 +85,8 @@ function cutToolError(error: unknown, maxChars: number): unknown {
 
 /** The tools with each result (and error message) cut to `maxChars` (cutToolResult). */
 export function withCutResults(tools: ToolSet, maxChars = MAX_MCP_TOOL_OUTPUT_CHARS): ToolSet {
-  const cut: ToolSet = {};
+  // No prototype, as the MCP client's own set: a tool may be named `__proto__`.
+  const cut: ToolSet = Object.create(null) as ToolSet;
   for (const [name, tool] of Object.entries(tools)) {
     const execute = tool.execute;
     cut[name] = !execute
