@@ -1,3 +1,4 @@
+import { retryOnConflict } from '../conflict-retry.js';
 import { type Db, dialectOf } from '../database.js';
 
 export function findWorkspace(db: Db, workspaceId: string) {
@@ -32,16 +33,33 @@ export async function lockWorkspace(trx: Db, workspaceId: string): Promise<boole
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** Runs `work` in one transaction that first takes the workspace's lock (lockWorkspace). */
+/**
+ * Runs `work` in one transaction that first takes the workspace's lock (lockWorkspace), run
+ * again should PostgreSQL end it in a deadlock (nothing of it was kept).
+ */
 export function withWorkspaceLocked<T>(
   db: Db,
   workspaceId: string,
   work: (trx: Db) => Promise<T>,
 ): Promise<T> {
-  return db.transaction().execute(async (trx) => {
-    await lockWorkspace(trx, workspaceId);
-    return work(trx);
-  });
+  return retryOnConflict(() =>
+    db.transaction().execute(async (trx) => {
+      await lockWorkspace(trx, workspaceId);
+      return work(trx);
+    }),
+  );
+}
+
+/**
+ * Locks every workspace, in id order, until the transaction ends: what `atrium apply` takes
+ * first, before it writes anything (PostgreSQL; SQLite's one writer at a time is that lock).
+ * Taken later, after it had written a user's row, it deadlocked with a key being made for that
+ * user (which holds the workspace's lock and waits on the user's row); and its check of
+ * API-managed objects could miss an agent the API made meanwhile.
+ */
+export async function lockAllWorkspaces(trx: Db): Promise<void> {
+  if (dialectOf(trx) !== 'postgres') return;
+  await trx.selectFrom('workspaces').select('id').orderBy('id').forNoKeyUpdate().execute();
 }
 
 /** A workspace with the given user's role in it (null when not a member), in one query. */

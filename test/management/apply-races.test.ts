@@ -1,0 +1,73 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyFixture, createTestApp, engineName } from '../helpers/app.js';
+import { keyedCaller, MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
+
+/**
+ * `atrium apply` racing API writes on PostgreSQL. Apply is held mid-file by a test transaction
+ * that locks the second user's row: by then it has written the first user's row. The API write
+ * then comes in, and the test lets apply go on.
+ */
+let t: Awaited<ReturnType<typeof createTestApp>>;
+beforeAll(async () => {
+  t = await createTestApp({ setup: MANAGEMENT_SETUP });
+});
+afterAll(() => t.close());
+const call = keyedCaller(() => t.app);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Applies `file` while usr_nora's row is locked; `during` runs then, and the lock is let go. */
+async function applyHeldAt<T>(file: string, during: () => Promise<T>) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let locked!: () => void;
+  const isLocked = new Promise<void>((resolve) => (locked = resolve));
+  const blocker = t.env.database.db.transaction().execute(async (trx) => {
+    await sql`select id from users where id = 'usr_nora' for update`.execute(trx);
+    locked();
+    await released;
+  });
+  await isLocked;
+  const applied = applyFixture(t.env, file).then(
+    () => 'ok',
+    (error: Error) => `refused: ${error.message}`,
+  );
+  await sleep(300);
+  const answer = during();
+  await sleep(300);
+  release();
+  await blocker;
+  return { applied: await applied, answer: await answer };
+}
+
+describe.skipIf(engineName !== 'postgres')(`atrium apply racing API writes (${engineName})`, () => {
+  it('a key made for a user whose email the file changes waits for the apply: no deadlock, no 500', async () => {
+    const file = MANAGEMENT_SETUP.replace('email: max@acme.test', 'email: max2@acme.test').replace(
+      'name: Nora,',
+      'name: Nora Two,',
+    );
+    const { applied, answer } = await applyHeldAt(file, () =>
+      call('POST', '/v1/workspace/wsp_main/api-keys', MKEYS.owner, {
+        name: 'made-during-apply',
+        userId: 'usr_max',
+      }),
+    );
+    expect(applied).toBe('ok');
+    expect(answer.statusCode, answer.body).toBe(201);
+  });
+
+  it('an agent the API makes while apply runs is not taken over by the file without --adopt', async () => {
+    const file = MANAGEMENT_SETUP.replace('name: Nora,', 'name: Nora Three,').replace(
+      '          - { id: agt_private, title: Private, visibility: private }',
+      '          - { id: agt_private, title: Private, visibility: private }\n          - { title: Raced, visibility: workspace }',
+    );
+    const { applied, answer } = await applyHeldAt(file, () =>
+      call('POST', '/v1/workspace/wsp_main/agents', MKEYS.owner, { title: 'Raced' }),
+    );
+    expect(applied).toBe('ok');
+    // The API's create waited for the file's agent, and found the title taken.
+    expect(answer.statusCode, answer.body).toBe(409);
+    const raced = await t.db.selectFrom('agents').select('managed_by').where('title', '=', 'Raced').execute();
+    expect(raced).toEqual([{ managed_by: 'setup' }]);
+  });
+});
