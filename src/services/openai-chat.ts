@@ -235,7 +235,10 @@ export function translateMessages(messages: OpenAIMessage[]): {
         stored.push({ role: 'user', parts: parts.map((part) => part.ui) });
       }
     } else if (message.role === 'assistant') {
-      const text = textOf(message.content, path, { refusals: true });
+      // The SDKs' own shape of a refused answer: no content, the text in `refusal`.
+      const refusal = (message as { refusal?: unknown }).refusal;
+      const text =
+        textOf(message.content, path, { refusals: true }) || (typeof refusal === 'string' ? refusal : '');
       const calls = toolCallsOf(message, `body.messages.${m}`);
       const inputs = calls.map((call, c) =>
         parseArguments(

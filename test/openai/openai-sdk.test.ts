@@ -194,19 +194,25 @@ describe('chat completions', () => {
     expect(systems[0]).toContain('end-user-1');
   });
 
-  it('takes an assistant message sent back with a refusal part as that text', async () => {
-    await client().chat.completions.create({
-      model: 'agt_plain',
-      messages: [
-        { role: 'user', content: 'Tell me a secret' },
-        { role: 'assistant', content: [{ type: 'refusal', refusal: 'I cannot share that.' }], refusal: null },
+  it('takes an assistant message sent back with a refusal (a content part, or the message’s field) as that text', async () => {
+    const refused: OpenAI.Chat.Completions.ChatCompletionAssistantMessageParam[] = [
+      { role: 'assistant', content: [{ type: 'refusal', refusal: 'I cannot share that.' }], refusal: null },
+      { role: 'assistant', content: null, refusal: 'I cannot share that.' },
+    ];
+    for (const assistant of refused) {
+      await client().chat.completions.create({
+        model: 'agt_plain',
+        messages: [
+          { role: 'user', content: 'Tell me a secret' },
+          assistant,
+          { role: 'user', content: 'Then a joke' },
+        ],
+      });
+      expect(upstream.lastRequest().body.messages!.slice(-2)).toEqual([
+        { role: 'assistant', content: 'I cannot share that.' },
         { role: 'user', content: 'Then a joke' },
-      ],
-    });
-    expect(upstream.lastRequest().body.messages!.slice(-2)).toEqual([
-      { role: 'assistant', content: 'I cannot share that.' },
-      { role: 'user', content: 'Then a joke' },
-    ]);
+      ]);
+    }
   });
 
   it('accepts max_completion_tokens and reports finish_reason length', async () => {
