@@ -77,10 +77,13 @@ export function parseSkillMarkdown(text: string, fallbackName: string): SkillHea
     return { code: 'invalid_front_matter', message: 'the front matter has no closing `---` line' };
   }
   let fields: Record<string, unknown> = {};
-  if (split && split.yaml.length > SKILL_FRONT_MATTER_MAX) {
+  // Characters (code points), as every other bound of the API: counted only past the cap in
+  // UTF-16 units, which no more characters can be.
+  const characters = split && split.yaml.length > SKILL_FRONT_MATTER_MAX ? [...split.yaml].length : 0;
+  if (characters > SKILL_FRONT_MATTER_MAX) {
     return {
       code: 'invalid_front_matter',
-      message: `the front matter is longer than ${SKILL_FRONT_MATTER_MAX} characters (${split.yaml.length})`,
+      message: `the front matter is longer than ${SKILL_FRONT_MATTER_MAX} characters (${characters})`,
     };
   }
   if (split) {

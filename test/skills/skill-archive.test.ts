@@ -337,6 +337,12 @@ describe('front matter', () => {
     expect(Object.keys((header as SkillHeader).metadata).length).toBeGreaterThan(1_000);
   });
 
+  it('counts the front matter in characters: emoji count once', () => {
+    const notes = '😀'.repeat(SKILL_FRONT_MATTER_MAX - 40);
+    const header = parseSkillMarkdown(`---\nname: smiles\nnotes: ${notes}\n---\n`, 'x');
+    expect(isProblem(header)).toBe(false);
+  });
+
   it('splits front matter with CRLF line ends and a byte-order mark', () => {
     expect(splitFrontMatter('\uFEFF---\r\nname: a\r\n---\r\nbody')).toEqual({
       yaml: 'name: a\r\n',
