@@ -1,8 +1,7 @@
-import { Migrator, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/db/database.js';
-import { migrations } from '../../src/db/migrations/index.js';
-import { createTestApp, engineName } from '../helpers/app.js';
+import { createTestApp, engineName, migrateTestDatabaseTo } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 
 /**
@@ -16,15 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const migrateTo = async (name: string) => {
-  const migrator = new Migrator({
-    db: t.env.database.db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableSchema: t.env.database.schema,
-  });
-  const { error } = await migrator.migrateTo(name);
-  if (error) throw error;
-};
+const migrateTo = (name: string) => migrateTestDatabaseTo(t.env, name);
 
 const listed = async (url: string, field: 'agents' | 'skills', key = KEYS.otherWorkspace) => {
   const res = await t.app.inject({ method: 'GET', url, headers: { 'x-service-api-key': key } });

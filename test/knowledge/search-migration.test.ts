@@ -1,9 +1,8 @@
-import { Migrator, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/db/database.js';
-import { migrations } from '../../src/db/migrations/index.js';
 import { searchProject } from '../../src/knowledge/search.js';
-import { createTestApp, engineName } from '../helpers/app.js';
+import { createTestApp, engineName, migrateTestDatabaseTo } from '../helpers/app.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
 import { textFile } from './files.js';
 import { indexPending, putAndSync, type TestApp } from './helpers.js';
@@ -27,15 +26,7 @@ beforeAll(async () => {
 }, 90_000);
 afterAll(() => t.close());
 
-const migrateTo = async (name: string) => {
-  const migrator = new Migrator({
-    db: t.env.database.db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableSchema: t.env.database.schema,
-  });
-  const { error } = await migrator.migrateTo(name);
-  if (error) throw error;
-};
+const migrateTo = (name: string) => migrateTestDatabaseTo(t.env, name);
 const found = async (query: string) =>
   (await searchProject(t.env.database.db, { projectId: 'prj_docs', query, limit: 10 })).map((r) => r.path);
 

@@ -1,8 +1,6 @@
-import { Migrator } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/db/database.js';
-import { migrations } from '../../src/db/migrations/index.js';
-import { createTestApp, engineName } from '../helpers/app.js';
+import { createTestApp, engineName, migrateTestDatabaseTo } from '../helpers/app.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
 
 /**
@@ -16,15 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const migrateTo = async (name: string) => {
-  const migrator = new Migrator({
-    db: t.env.database.db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableSchema: t.env.database.schema,
-  });
-  const { error } = await migrator.migrateTo(name);
-  if (error) throw error;
-};
+const migrateTo = (name: string) => migrateTestDatabaseTo(t.env, name);
 const reservation = (path: string, size_bytes: number, expires_at: string) => ({
   project_id: 'prj_docs',
   workspace_id: 'wsp_main',
