@@ -1,7 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, SqliteAdapter, SqliteDialect, sql, type Transaction } from 'kysely';
+import {
+  Kysely,
+  type MigrationResultSet,
+  Migrator,
+  SqliteAdapter,
+  SqliteDialect,
+  sql,
+  type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import * as sqliteVec from 'sqlite-vec';
 import type { DatabaseConfig } from '../config.js';
@@ -175,7 +183,20 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
   return { db, dialect: 'postgres', schema: config.schema, close };
 }
 
-export async function migrateToLatest(db: Db, schema?: string): Promise<string[]> {
+export function migrateToLatest(db: Db, schema?: string): Promise<string[]> {
+  return runMigrator(db, schema, (migrator) => migrator.migrateToLatest());
+}
+
+/** Migrates up or down to the migration `name` (tests of a migration's up and down). */
+export function migrateTo(db: Db, schema: string | undefined, name: string): Promise<string[]> {
+  return runMigrator(db, schema, (migrator) => migrator.migrateTo(name));
+}
+
+async function runMigrator(
+  db: Db,
+  schema: string | undefined,
+  run: (migrator: Migrator) => Promise<MigrationResultSet>,
+): Promise<string[]> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
@@ -183,7 +204,7 @@ export async function migrateToLatest(db: Db, schema?: string): Promise<string[]
     migrationTableSchema: schema,
   });
   for (let attempt = 1; ; attempt++) {
-    const { error, results } = await migrator.migrateToLatest();
+    const { error, results } = await run(migrator);
     if (error && attempt < MIGRATION_ATTEMPTS && catalogChangedMeanwhile(error, schema)) {
       await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
       continue;

@@ -4,11 +4,9 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { Migrator } from 'kysely';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
-import { type DatabaseHandle, migrateToLatest, openDatabase } from '../../src/db/database.js';
-import { migrations } from '../../src/db/migrations/index.js';
+import { type DatabaseHandle, migrateTo, migrateToLatest, openDatabase } from '../../src/db/database.js';
 import type { Clock } from '../../src/ids.js';
 import { checkResponsesAgainstSchemas } from './response-check.js';
 import { applySetup } from '../../src/setup/apply.js';
@@ -73,13 +71,8 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
 
 /** Migrates the test's database up or down to `name` (a migration of src/db/migrations). */
 export async function migrateTestDatabaseTo(env: TestEnv, name: string): Promise<void> {
-  const migrator = new Migrator({
-    db: env.database.db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableSchema: env.database.schema,
-  });
-  const { error } = await migrator.migrateTo(name);
-  if (error) throw error;
+  // With migrateToLatest's retries: other test files migrate and drop their schemas meanwhile.
+  await migrateTo(env.database.db, env.database.schema, name);
 }
 
 export async function applyFixture(env: TestEnv, yamlText: string) {
