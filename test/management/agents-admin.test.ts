@@ -14,6 +14,10 @@ const call = keyedCaller(() => t.app);
 const createAgent = (payload: unknown, key: string = MKEYS.owner, workspace = 'wsp_main') =>
   call('POST', `/v1/workspace/${workspace}/agents`, key, payload);
 
+/** The ids of the agents of a title (the race tests: one must win). */
+const agentIdsTitled = (title: string) =>
+  t.env.database.db.selectFrom('agents').select('id').where('title', '=', title).execute();
+
 describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
   it('creates an API-managed agent with every field and answers 201 with its detail', async () => {
     const res = await createAgent({
@@ -101,12 +105,7 @@ describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
   it('creates at most one agent of a title when four requests race', async () => {
     const answers = await Promise.all([1, 2, 3, 4].map(() => createAgent({ title: 'Twin' })));
     expect(answers.map((res) => res.statusCode).sort()).toEqual([201, 409, 409, 409]);
-    const rows = await t.env.database.db
-      .selectFrom('agents')
-      .select('id')
-      .where('title', '=', 'Twin')
-      .execute();
-    expect(rows).toHaveLength(1);
+    expect(await agentIdsTitled('Twin')).toHaveLength(1);
   });
 
   it.each([
@@ -379,12 +378,7 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
     // Whichever wins (a rename answers 200, the create 201), the other three answer 409.
     const statuses = answers.map((res) => (res.statusCode === 201 ? 200 : res.statusCode));
     expect(statuses.sort()).toEqual([200, 409, 409, 409]);
-    const rows = await t.env.database.db
-      .selectFrom('agents')
-      .select('id')
-      .where('title', '=', 'Renamed twin')
-      .execute();
-    expect(rows).toHaveLength(1);
+    expect(await agentIdsTitled('Renamed twin')).toHaveLength(1);
   });
 
   it('answers 409 managed_by_setup for writes to a setup-file agent, and leaves it unchanged', async () => {
