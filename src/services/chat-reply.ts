@@ -24,6 +24,15 @@ import { upstreamFailure } from './upstream-failure.js';
 const MAX_STEPS = 8;
 
 /**
+ * When a reply's tool loop stops, with tools offered or not. The AI SDK answers a call of a tool
+ * nobody offered (a name the model made up) with a tool error and goes on only while the stop
+ * condition allows: with its default of one step, a model without tools that made up a call
+ * ended the reply there, empty, on a call no one runs. With more steps it reads the error and
+ * answers, as it does when tools are offered.
+ */
+export const toolLoopStop = stepCountIs(MAX_STEPS);
+
+/**
  * How a reply ended, before it is stored: its parts, usage and finish reason (`stopped` or
  * `interrupted` when cut short, with the text so far), or the provider's failure.
  */
@@ -87,7 +96,8 @@ function callSettings(call: ReplyCall, model: LanguageModelV3 = call.model) {
     maxRetries: 0,
     abortSignal: call.abortSignal,
     ...(call.download ? { experimental_download: call.download } : {}),
-    ...(hasTools ? { tools: call.tools, stopWhen: stepCountIs(MAX_STEPS) } : {}),
+    ...(hasTools ? { tools: call.tools } : {}),
+    stopWhen: toolLoopStop,
     // A client's forced tool choice (`required`, a named function) is for the reply's first model
     // call: forced on every step of the tool loop, the model could never answer in text, and
     // each of the steps would be paid for.

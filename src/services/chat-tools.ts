@@ -17,6 +17,7 @@ import { type SubAgent, subAgentTools } from '../models/tools/sub-agents.js';
 import { MAX_PROJECT_MEMORY_LENGTH } from '../limits.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
 import type { ChatDeps, TokenUsage } from './chat.js';
+import { toolLoopStop } from './chat-reply.js';
 import { upstreamFailure } from './upstream-failure.js';
 
 export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 5_000;
@@ -201,6 +202,8 @@ async function runSubAgent(
       temperature: context.temperature,
       maxRetries: 0,
       abortSignal,
+      // No tools of its own, but a call the model makes up still gets its error and an answer.
+      stopWhen: toolLoopStop,
     });
     run.response = answer.text;
     run.input_tokens = answer.totalUsage.inputTokens ?? 0;

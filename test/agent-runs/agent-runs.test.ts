@@ -155,6 +155,43 @@ describe('POST /v1/agents/:agentId/runs', () => {
     expect(res.json().data.warnings).toEqual([expect.objectContaining({ tool: 'agt_gone' })]);
   });
 
+  it('answers with the model’s text when the model calls a tool nobody offered (it reads the tool error), not an empty completed run', async () => {
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'lookup_order', arguments: { id: 42 } }] },
+      { kind: 'text', text: 'I cannot look orders up.' },
+    );
+    const res = await run('agt_plain', { message: 'Where is order 42?' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data).toMatchObject({ status: 'completed', agentResponse: 'I cannot look orders up.' });
+    expect(upstream.lastRequest().body.messages!.at(-1)).toMatchObject({
+      role: 'tool',
+      content: expect.stringContaining("unavailable tool 'lookup_order'"),
+    });
+    const reply = (await chatRows(t.db, res.json().data.chatId)).find((row) => row.role === 'assistant')!;
+    expect(reply.finish_reason).toBe('stop');
+  });
+
+  it('gives the lead the sub-agent’s answer when the sub-agent calls a tool it does not have', async () => {
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Find order 42' } }] },
+      { kind: 'tool-calls', calls: [{ name: 'lookup_order', arguments: { id: 42 } }] },
+      { kind: 'text', text: 'I have no order tool.' },
+      { kind: 'text', text: 'The plain agent has no order tool.' },
+    );
+    const res = await run('agt_lead', { message: 'Where is order 42?' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.agentResponse).toBe('The plain agent has no order tool.');
+    // The lead's last call carries the sub-agent's answer as its tool result.
+    expect(JSON.stringify(upstream.lastRequest().body.messages!.at(-1))).toContain('I have no order tool.');
+    const subRun = await t.db
+      .selectFrom('agent_runs')
+      .selectAll()
+      .where('chat_id', '=', res.json().data.chatId)
+      .where('agent_id', '=', 'agt_plain')
+      .executeTakeFirstOrThrow();
+    expect(subRun).toMatchObject({ status: 'completed', response: 'I have no order tool.' });
+  });
+
   it.each([
     ['message missing', {}],
     ['message empty', { message: '' }],

@@ -52,3 +52,45 @@ describe('a tool error in a streamed reply', () => {
     expect(streamed).toBe(json);
   });
 });
+
+describe('a tool the model made up when no tools were offered', () => {
+  // With no tools, the SDK's tool loop took one step: the reply ended on the made-up call, empty,
+  // with finish reason `tool-calls` (a UI client's cue to send the tool's result back).
+  it('is answered to the model as a tool error and the model answers, streamed or not', async () => {
+    for (const stream of [false, true]) {
+      upstream.requests.length = 0;
+      upstream.enqueue(
+        { kind: 'tool-calls', calls: [{ name: 'lookup_order', arguments: { id: 42 } }] },
+        { kind: 'text', text: 'I cannot look orders up.' },
+      );
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/chat',
+        headers: { 'x-service-api-key': CHAT_KEYS.main },
+        payload: { agentId: 'agt_plain', stream, messages: [userText('Where is order 42?')] },
+      });
+      expect(res.statusCode).toBe(200);
+      expect(upstream.lastRequest().body.messages!.at(-1)).toMatchObject({
+        role: 'tool',
+        content: "Model tried to call unavailable tool 'lookup_order'. No tools are available.",
+      });
+      if (stream) {
+        const chunks = res.body
+          .split('\n\n')
+          .filter((event) => event.startsWith('data: {'))
+          .map(
+            (event) => JSON.parse(event.slice(6)) as { type: string; delta?: string; finishReason?: string },
+          );
+        const text = chunks.map((chunk) => (chunk.type === 'text-delta' ? chunk.delta : '')).join('');
+        expect(text).toBe('I cannot look orders up.');
+        expect(chunks.find((chunk) => chunk.type === 'finish')).toMatchObject({ finishReason: 'stop' });
+      } else {
+        expect(res.json().text).toBe('I cannot look orders up.');
+      }
+      await t.app.persistence.idle();
+      const chatId = (res.headers['x-chat-id'] as string | undefined) ?? res.json().chatId;
+      const reply = (await chatRows(t.db, chatId)).find((row) => row.role === 'assistant')!;
+      expect(reply.finish_reason).toBe('stop');
+    }
+  });
+});

@@ -753,6 +753,88 @@ describe('tools', () => {
     expect(chunks.map((chunk) => chunk.choices[0]?.finish_reason).filter(Boolean)).toEqual(['length']);
   });
 
+  it('answers a call of a tool nobody declared with a tool error the model reads, then its answer: finish_reason stop, not length', async () => {
+    // No tools at all: an agent without tools, no client tools (or `tool_choice: "none"`).
+    const requests = [
+      { model: 'agt_plain', messages: [{ role: 'user' as const, content: 'Where is order 42?' }] },
+      {
+        model: 'agt_plain',
+        messages: [{ role: 'user' as const, content: 'Where is order 42?' }],
+        tools: [weatherTool],
+        tool_choice: 'none' as const,
+      },
+    ];
+    for (const request of requests) {
+      upstream.requests.length = 0;
+      upstream.enqueue(
+        { kind: 'tool-calls', calls: [{ name: 'lookup_order', arguments: { id: 42 } }] },
+        { kind: 'text', text: 'I cannot look orders up.' },
+      );
+      const json = await client().chat.completions.create(request);
+      expect(json.choices[0]).toMatchObject({
+        finish_reason: 'stop',
+        message: { role: 'assistant', content: 'I cannot look orders up.' },
+      });
+      expect(json.choices[0]!.message.tool_calls).toBeUndefined();
+      expect(upstream.requests).toHaveLength(2);
+      expect(upstream.lastRequest().body.messages!.at(-1)).toMatchObject({
+        role: 'tool',
+        content: expect.stringContaining("unavailable tool 'lookup_order'"),
+      });
+
+      upstream.enqueue(
+        { kind: 'tool-calls', calls: [{ name: 'lookup_order', arguments: { id: 42 } }] },
+        { kind: 'text', text: 'I cannot look orders up.' },
+      );
+      const chunks = await collect(await client().chat.completions.create({ ...request, stream: true }));
+      expect(text(chunks)).toBe('I cannot look orders up.');
+      expect(chunks.some((chunk) => chunk.choices[0]?.delta.tool_calls)).toBe(false);
+      expect(chunks.map((chunk) => chunk.choices[0]?.finish_reason).filter(Boolean)).toEqual(['stop']);
+      expect(upstream.requests).toHaveLength(4);
+    }
+  });
+
+  it('never relays a call of a tool the client did not declare: the model reads its error, declared calls still go to the client', async () => {
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'get_forecast', arguments: { city: 'Rome' } }] },
+      { kind: 'text', text: 'No forecast tool; ask me for the weather.' },
+    );
+    const json = await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Forecast for Rome?' }],
+      tools: [weatherTool],
+    });
+    expect(json.choices[0]).toMatchObject({
+      finish_reason: 'stop',
+      message: { content: 'No forecast tool; ask me for the weather.' },
+    });
+    expect(json.choices[0]!.message.tool_calls).toBeUndefined();
+    expect(upstream.lastRequest().body.messages!.at(-1)).toMatchObject({
+      role: 'tool',
+      content: expect.stringContaining('Available tools: get_weather.'),
+    });
+
+    // With a declared call beside it, the declared one is the client's to run: only it is relayed.
+    upstream.enqueue({
+      kind: 'tool-calls',
+      calls: [
+        { name: 'get_forecast', arguments: { city: 'Rome' } },
+        { name: 'get_weather', arguments: { city: 'Rome' } },
+      ],
+    });
+    const chunks = await collect(
+      await client().chat.completions.create({
+        model: 'agt_plain',
+        messages: [{ role: 'user', content: 'Forecast for Rome?' }],
+        tools: [weatherTool],
+        stream: true,
+      }),
+    );
+    const calls = chunks.flatMap((chunk) => chunk.choices[0]?.delta.tool_calls ?? []);
+    expect(calls.map((call) => call.function?.name)).toEqual(['get_weather']);
+    expect(chunks.map((chunk) => chunk.choices[0]?.finish_reason).filter(Boolean)).toEqual(['tool_calls']);
+  });
+
   it('forces a tool choice on the first model call only, so the model can answer after the tool ran', async () => {
     upstream.requests.length = 0;
     upstream.enqueue(
