@@ -69,6 +69,22 @@ describe('extraction in the worker', () => {
     ]);
   });
 
+  // Each line below took minutes to read (patterns rescanning a long run of `#` or spaces from
+  // each of its positions); read in linear time, they finish far within the time limit.
+  it('reads a crafted Markdown heading line of 250 KB within the time limit', async () => {
+    const title = '#'.repeat(250_000) + 'x';
+    const { sections } = ok(await extract(markdownFile('crafted.md', `# ${title}\nBody.`)));
+    expect(sections.map((s) => s.heading)).toEqual([title]);
+    const spaced = ok(await extract(markdownFile('spaced.md', `# a${' '.repeat(250_000)}x ##\nBody.`)));
+    expect(spaced.sections[0].heading).toBe(`a${' '.repeat(250_000)}x`);
+  }, 120_000);
+
+  it('reads a text file holding a 250 KB run of spaces within the time limit', async () => {
+    const line = `a${' '.repeat(250_000)}b`;
+    const { sections } = ok(await extract(textFile('spaced.txt', `${line} \n\n`)));
+    expect(sections.map((s) => s.text)).toEqual([line]);
+  }, 120_000);
+
   it('gives one section per PDF page with its page number', async () => {
     const pages = ['Alpha page text.', 'Beta page text.', '', 'Delta page mentions the fjord.'];
     const { sections } = ok(await extract(await pdfFile('doc.pdf', pages)));

@@ -14,8 +14,9 @@ import { markdownSections } from './formats/markdown.js';
 type SectionExtractor = (bytes: Uint8Array, maxChars: number) => Promise<ExtractedSection[]>;
 
 const textOf = (bytes: Uint8Array, maxChars: number) => normalizeNewlines(decodeText(bytes, maxChars));
+// trimEnd, not a `/\s+$/` replace: that pattern rescans a long run of spaces from each of its positions.
 const whole = (text: string): ExtractedSection[] =>
-  text.trim() ? [{ text: text.replace(/\s+$/, ''), heading: null, pages: null }] : [];
+  text.trim() ? [{ text: text.trimEnd(), heading: null, pages: null }] : [];
 
 /**
  * The extractor of each format, loaded on first use: heavy libraries (pdf.js, mammoth, the XLSX
