@@ -80,8 +80,22 @@ const BATCH_FILE_BYTES = 256 * 1024;
  */
 const FILES_READ_AT_ONCE = 8;
 
+/**
+ * A failure told in Atrium's own words about the file (extraction's reason, not in storage, too
+ * large, a read past the time limit): its message becomes the file's `indexError` as it is.
+ * Any other failure (a database or storage error) may name tables, statements, buckets or
+ * hosts: the file shows {@link INTERNAL_FAILURE} instead, and only the log has the error.
+ */
+class IndexFailure extends Error {}
+
 /** A failure retrying cannot cure (the file is too large): it ends `failed` at once. */
-class PermanentIndexError extends Error {}
+class PermanentIndexError extends IndexFailure {}
+
+/** The `indexError` of a failure that is not an {@link IndexFailure} (docs/knowledge.md). */
+export const INTERNAL_FAILURE = {
+  retrying: 'indexing failed on an internal error; it will be tried again',
+  final: 'indexing failed on an internal error; rebuild the index or upload the file again to retry',
+};
 
 /**
  * The background indexer of `atrium serve` (spec/knowledge.md "Indexing"): takes files marked
@@ -117,12 +131,13 @@ export function startIndexer(deps: IndexerDeps): Indexer {
       deps.store.readAll(deps.storageKey(file), MAX_INDEXED_FILE_BYTES),
       new Promise<never>((_, reject) => {
         timer = setTimeout(
-          () => reject(new Error(`reading the file from storage timed out after ${config.timeoutMs} ms`)),
+          () =>
+            reject(new IndexFailure(`reading the file from storage timed out after ${config.timeoutMs} ms`)),
           config.timeoutMs,
         );
       }),
     ]).finally(() => clearTimeout(timer));
-    if (bytes === null) throw new Error('the file is not in storage');
+    if (bytes === null) throw new IndexFailure('the file is not in storage');
     if (bytes === 'too-large') {
       throw new PermanentIndexError(`the file is larger than ${MAX_INDEXED_FILE_BYTES} bytes`);
     }
@@ -138,7 +153,7 @@ export function startIndexer(deps: IndexerDeps): Indexer {
       { timeoutMs: config.timeoutMs },
     );
     if (stopped) return undefined;
-    if (extraction.status === 'failed') throw new Error(extraction.error);
+    if (extraction.status === 'failed') throw new IndexFailure(extraction.error);
     return extraction.status === 'unsupported'
       ? { status: 'unsupported', reason: extraction.reason }
       : {
@@ -221,14 +236,17 @@ export function startIndexer(deps: IndexerDeps): Indexer {
   }
 
   async function handleFailure(file: ClaimedFile, error: unknown): Promise<void> {
-    const message = error instanceof Error ? error.message : String(error);
     const final = error instanceof PermanentIndexError || file.index_attempts >= config.maxAttempts;
     const retryAt = final ? null : iso(config.retryMs * 2 ** (file.index_attempts - 1));
+    // `err`: the service log's serializer writes the error's type, message, code and causes,
+    // never its other fields (a driver's row values, an SDK's request and response).
     deps.log?.warn(
-      { fileId: file.id, projectId: file.project_id, attempt: file.index_attempts, error: message },
+      { fileId: file.id, projectId: file.project_id, attempt: file.index_attempts, err: error },
       final ? 'indexing a project file failed' : 'indexing a project file failed; will retry',
     );
-    await recordIndexFailure(deps.db, file, processId, { error: message, retryAt });
+    const shown =
+      error instanceof IndexFailure ? error.message : INTERNAL_FAILURE[final ? 'final' : 'retrying'];
+    await recordIndexFailure(deps.db, file, processId, { error: shown, retryAt });
   }
 
   /** Claims and indexes files (several small ones at once); false when there was nothing to claim. */

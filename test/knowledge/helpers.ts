@@ -41,13 +41,14 @@ export async function putAndSync(t: TestApp, workspaceId: string, projectId: str
 /** An indexer of the test's app, counting extractions per file path. */
 export function startTestIndexer(
   t: TestApp,
-  options: Partial<IndexingConfig> & { extract?: IndexerDeps['extract']; store?: IndexerDeps['store'] } = {},
+  options: Partial<IndexingConfig> & Pick<Partial<IndexerDeps>, 'extract' | 'store' | 'log'> = {},
 ): Indexer & { extractions: Map<string, number> } {
   const extractions = new Map<string, number>();
-  const { extract, store, ...config } = options;
+  const { extract, store, log, ...config } = options;
   const indexer = startIndexer({
     db: t.env.database.db,
     store: store ?? t.store,
+    log,
     config: { ...TEST_INDEXING, ...config },
     storageKey: (file) => projectStoragePrefix(file.workspace_id, file.project_id) + file.path,
     extract: async (input, opts) => {

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
+import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { claimNextFile, isSqliteDb, readIndexedText } from '../../src/db/repositories/knowledge.js';
-import { waitForIndexIdle } from '../../src/knowledge/indexer.js';
+import { INTERNAL_FAILURE, waitForIndexIdle } from '../../src/knowledge/indexer.js';
 import { searchProject } from '../../src/knowledge/search.js';
 import type { Extraction } from '../../src/knowledge/types.js';
 import { systemClock } from '../../src/ids.js';
@@ -17,9 +18,17 @@ let t: TestApp;
 const WS = 'wsp_main';
 const PROJECT = 'prj_docs';
 const stops: Array<() => Promise<void>> = [];
+/** The service log's lines (its serializers applied), for indexers given `t.app.log`. */
+const logLines: Array<Record<string, unknown>> = [];
+const logStream = new Writable({
+  write(chunk: Buffer, _encoding, callback) {
+    for (const line of chunk.toString('utf8').split('\n')) if (line) logLines.push(JSON.parse(line));
+    callback();
+  },
+});
 
 beforeAll(async () => {
-  t = await createTestApp({ setup: TENANCY_SETUP });
+  t = await createTestApp({ setup: TENANCY_SETUP, logStream, env: { LOG_LEVEL: 'info' } });
 });
 afterEach(async () => {
   for (const stop of stops.splice(0)) await stop();
@@ -280,7 +289,8 @@ describe(`indexing project files (${engineName})`, () => {
       await waitForIndexIdle(db(), { projectId: PROJECT });
       const after = await statuses();
       expect(after['docs/quokka.txt']).toEqual({ status: 'indexed', error: null });
-      expect(after['docs/poison.txt']?.status).toBe('failed');
+      // The database's words (here the trigger's) are not shown to clients.
+      expect(after['docs/poison.txt']).toEqual({ status: 'failed', error: INTERNAL_FAILURE.final });
     } finally {
       await sql`drop trigger refuse_poison${isSqliteDb(db()) ? sql`` : sql` on knowledge_chunks`}`.execute(
         db(),
@@ -304,6 +314,38 @@ describe(`indexing project files (${engineName})`, () => {
       'docs/other.txt': { status: 'indexed' },
       'docs/stuck.txt': { status: 'failed', error: expect.stringContaining('timed out after 500 ms') },
     });
+  });
+
+  it('shows a storage failure as an internal error, its details in the log only and no secret there', async () => {
+    await putAndSync(t, WS, PROJECT, [textFile('docs/remote.txt', 'Kept on an S3 bucket.')]);
+    // As the AWS SDK fails: a message naming the host, the signed request kept on the error.
+    const failure = Object.assign(new Error('getaddrinfo ENOTFOUND acme-private.s3.internal.example'), {
+      code: 'ENOTFOUND',
+      $response: { headers: { authorization: 'AWS4-HMAC-SHA256 Credential=AKIASECRETKEY/s3' } },
+    });
+    const store: ObjectStore = Object.create(t.store);
+    store.readAll = () => Promise.reject(failure);
+    const id = await fileId('docs/remote.txt');
+    const started = indexer({ store, log: t.app.log, maxAttempts: 2, retryMs: 60_000 });
+    const remote = async () => (await statuses())['docs/remote.txt'];
+    await expect
+      .poll(remote, { timeout: 10_000 })
+      .toEqual({ status: 'pending', error: INTERNAL_FAILURE.retrying });
+    // The last attempt, without waiting for its backoff.
+    await sql`update project_files set index_retry_at = null`.execute(db());
+    started.wake();
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect(await remote()).toEqual({ status: 'failed', error: INTERNAL_FAILURE.final });
+
+    const logged = logLines.filter((line) => line.fileId === id);
+    expect(logged.map((line) => line.msg)).toEqual([
+      'indexing a project file failed; will retry',
+      'indexing a project file failed',
+    ]);
+    for (const line of logged) {
+      expect(line.err).toMatchObject({ message: failure.message, code: 'ENOTFOUND' });
+      expect(JSON.stringify(line)).not.toContain('AKIASECRETKEY');
+    }
   });
 
   it('hands files being indexed back when stopped, for another process to take', async () => {
