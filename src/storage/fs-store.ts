@@ -27,7 +27,7 @@ import type {
 import { hasErrorCode as isCode, unlessMissing } from './fs-errors.js';
 import { copyInto, meterFor } from './streams.js';
 import { FlushBehind } from './flush-behind.js';
-import { keySegments, resolveSafePath, resolveSafePrefix } from './safe-path.js';
+import { isSafeKey, keySegments, resolveSafePath, resolveSafePrefix } from './safe-path.js';
 import { createSignedUrl } from './signed-url.js';
 
 export interface FsObjectStoreOptions {
@@ -472,7 +472,9 @@ export class FsObjectStore implements ObjectStore {
       if (isCode(error, 'ENOENT', 'ENOTDIR')) return;
       throw error;
     }
-    for (const entry of entries) if (entry.isDirectory()) yield entry.name;
+    for (const entry of entries) {
+      if (entry.isDirectory() && isSafeKey(`${prefix}${entry.name}`)) yield entry.name;
+    }
   }
 
   private async *walk(dir: string, keyPrefix: string): AsyncGenerator<{ key: string; file: string }> {
@@ -483,11 +485,16 @@ export class FsObjectStore implements ObjectStore {
       if (isCode(error, 'ENOENT', 'ENOTDIR')) return;
       throw error;
     }
+    // Files put there behind Atrium's back may have names no key can hold; they are left out, as
+    // links are, or the first of them would fail every listing of the folders above it.
     for (const entry of entries) {
-      if (entry.isFile()) yield { key: `${keyPrefix}${entry.name}`, file: path.join(dir, entry.name) };
+      const key = `${keyPrefix}${entry.name}`;
+      if (entry.isFile() && isSafeKey(key)) yield { key, file: path.join(dir, entry.name) };
     }
     for (const entry of entries) {
-      if (entry.isDirectory()) yield* this.walk(path.join(dir, entry.name), `${keyPrefix}${entry.name}/`);
+      if (entry.isDirectory() && isSafeKey(`${keyPrefix}${entry.name}`)) {
+        yield* this.walk(path.join(dir, entry.name), `${keyPrefix}${entry.name}/`);
+      }
     }
   }
 

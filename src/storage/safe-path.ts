@@ -37,6 +37,14 @@ export function keySegments(key: string): string[] {
 }
 
 /**
+ * Whether `key` is one keySegments accepts. A file system holds names no key can (`a\b` on
+ * Linux): such a file is no object of the store, since no method could read or delete it.
+ */
+export function isSafeKey(key: string): boolean {
+  return pathFault(key, { allowControl: true }) === null;
+}
+
+/**
  * The one resolver every local path goes through: `root` joined with `key`, proven to stay
  * inside `root` after normalisation. Throws UnsafePathError otherwise.
  */

@@ -226,6 +226,24 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
     expect(upload.statusCode).toBe(409);
   });
 
+  it('ignores a file put on disk under a name no storage key can hold, instead of failing', async () => {
+    const projectId = await newProject('Backslash');
+    writeBehindTheBack(projectId, 'back\\slash.txt', 'x');
+    writeBehindTheBack(projectId, 'folder\\name/inside.txt', 'x');
+    writeBehindTheBack(projectId, 'plain.txt', 'x');
+    expect(await sync(projectId)).toEqual({
+      status: 200,
+      body: { data: { added: 1, removed: 0, updated: 0 } },
+    });
+    expect((await files(projectId)).map((f: { path: string }) => f.path)).toEqual(['plain.txt']);
+    const upload = await filesApi(t.app, projectId).requestUpload({
+      filename: 'more.txt',
+      contentType: 'text/plain',
+      sizeBytes: 1,
+    });
+    expect(upload.statusCode).toBe(200);
+  });
+
   it('answers 404 for projects of other workspaces and organizations', async () => {
     for (const projectId of ['prj_other', 'prj_globex', 'prj_missing']) {
       expect((await sync(projectId)).status, projectId).toBe(404);

@@ -153,6 +153,18 @@ describe('FsObjectStore', () => {
     for await (const folder of store.listFolders('nothing-here/')) expect.unreachable(folder);
   });
 
+  it('lists around files and folders put on disk under names no key can hold (a backslash)', async () => {
+    await store.put('odd/ok.txt', Readable.from([Buffer.from('x')]), { contentType: 'text/plain' });
+    const data = path.join(root, 'data', 'odd');
+    await fsPromises.writeFile(path.join(data, 'back\\slash.txt'), 'x');
+    await fsPromises.mkdir(path.join(data, 'back\\slash', 'inner'), { recursive: true });
+    await fsPromises.writeFile(path.join(data, 'back\\slash', 'inner', 'x.txt'), 'x');
+    expect(await keys('odd/')).toEqual(['odd/ok.txt']);
+    for await (const folder of store.listFolders('odd/')) expect.unreachable(folder);
+    await store.deletePrefix('odd/');
+    expect(await keys('odd/')).toEqual([]);
+  });
+
   it('refuses unsafe keys: traversal, absolute, NUL, backslash, empty segments', () => {
     for (const key of ['../x', 'a/../../x', '/etc/passwd', 'a\0b', 'a\\b', 'a//b', './a', '']) {
       expect(() => resolveSafePath(root, key), key).toThrow(UnsafePathError);
