@@ -154,6 +154,19 @@ function isAcceptablePath(path: string, store: ObjectStore): boolean {
   return segments.every((segment) => nameProblem(segment, store) === undefined);
 }
 
+/**
+ * The objects under a project's prefix that sync can turn into file records, by path below the
+ * prefix. The others (an S3 folder marker `docs/`, a name with a backslash, a path deeper than
+ * 10 folders: only someone writing to storage directly makes them) are ignored by sync and by the
+ * quota alike: the API could never list or delete them, so they must not take a project's room.
+ */
+async function* registrableObjects(store: ObjectStore, prefix: string): AsyncIterable<[string, ObjectInfo]> {
+  for await (const info of store.list(prefix)) {
+    const path = info.key.slice(prefix.length);
+    if (isAcceptablePath(path, store)) yield [path, info];
+  }
+}
+
 export interface UploadRequest {
   filename: string;
   contentType: string;
@@ -234,7 +247,8 @@ export async function createUploadUrl(
   // listed before the lock, as sync does: an object written meanwhile had its URL reserved.
   const prefix = projectStoragePrefix(workspaceId, projectId);
   const stored = new Map<string, number>();
-  for await (const info of deps.store.list(prefix)) stored.set(info.key.slice(prefix.length), info.size);
+  for await (const [storedPath, info] of registrableObjects(deps.store, prefix))
+    stored.set(storedPath, info.size);
   await deps.db.transaction().execute(async (trx) => {
     if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
     // Read once the lock is held: the reservation must not lapse before the URL signed after it.
@@ -359,10 +373,7 @@ export async function syncProjectFiles(
   await requireProject(db, workspaceId, projectId);
   const prefix = projectStoragePrefix(workspaceId, projectId);
   const listed = new Map<string, ObjectInfo>();
-  for await (const info of store.list(prefix)) {
-    const path = info.key.slice(prefix.length);
-    if (isAcceptablePath(path, store)) listed.set(path, info);
-  }
+  for await (const [path, info] of registrableObjects(store, prefix)) listed.set(path, info);
   // On PostgreSQL the indexer's batch of files, settled in one transaction, can lock some of these
   // rows in another order than this sync's updates: the database ends one of the two with a
   // deadlock, and this whole transaction (which kept nothing) runs again.

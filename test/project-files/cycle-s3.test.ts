@@ -1,3 +1,4 @@
+import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../../src/ids.js';
 import { S3ObjectStore } from '../../src/storage/s3-store.js';
@@ -311,5 +312,66 @@ describe(`project files, whole cycle over a listening server, s3 storage on s3rv
     expect(listed.filter((path: string) => path === 'notes' || path === 'notes/a.txt')).toHaveLength(1);
     expect(body.details.notRegistered).toHaveLength(1);
     expect(listed).not.toContain(body.details.notRegistered[0]);
+  });
+
+  it('leaves folder markers and other keys sync ignores out of the quota, and deletes them with the project', async () => {
+    const created = await api('POST', '/projects', { name: 'Folder markers' });
+    const projectId = (await created.json()).data.project.id as string;
+    const prefix = `projects/wsp_main/${projectId}/`;
+    // The room of all files but one is promised to upload URLs not used yet.
+    const expiresAt = new Date(Date.now() + 60 * 60 * 1000).toISOString();
+    await t.db
+      .insertInto('upload_reservations')
+      .values(
+        Array.from({ length: 499 }, (_, i) => ({
+          project_id: projectId,
+          workspace_id: 'wsp_main',
+          path: `promised-${i}.txt`,
+          size_bytes: 1,
+          expires_at: expiresAt,
+        })),
+      )
+      .execute();
+    // What the S3 console or a copying tool may put in a bucket: empty "folders" (each an object),
+    // a name with a backslash, a path deeper than 10 folders.
+    const bucket = new S3Client({
+      endpoint: s3.config.endpoint,
+      region: s3.config.region,
+      forcePathStyle: true,
+      credentials: { accessKeyId: s3.config.accessKeyId!, secretAccessKey: s3.config.secretAccessKey! },
+    });
+    const ignored = [
+      'docs/',
+      'docs/specs/',
+      'back\\slash.txt',
+      `${Array.from({ length: 11 }, (_, i) => `d${i}`).join('/')}/deep.txt`,
+    ];
+    for (const key of ignored) {
+      const body = key.endsWith('/') ? '' : 'x';
+      await bucket.send(new PutObjectCommand({ Bucket: s3.config.bucket, Key: prefix + key, Body: body }));
+    }
+    const sync = async () => (await (await api('POST', `/projects/${projectId}/files/sync`)).json()).data;
+    expect(await sync()).toEqual({ added: 0, removed: 0, updated: 0 });
+    const requested = await api('POST', `/projects/${projectId}/files/upload`, {
+      filename: 'room.txt',
+      contentType: 'text/plain',
+      sizeBytes: 4,
+    });
+    expect(requested.status).toBe(200);
+    const { uploadUrl } = (await requested.json()).data;
+    const put = await fetch(uploadUrl, {
+      method: 'PUT',
+      headers: { 'content-type': 'text/plain' },
+      body: 'room',
+    });
+    expect(put.status).toBe(200);
+    expect(await sync()).toEqual({ added: 1, removed: 0, updated: 0 });
+    const { files } = (await (await api('GET', `/projects/${projectId}/files`)).json()).data;
+    expect(files.map((file: { path: string }) => file.path)).toEqual(['room.txt']);
+
+    expect((await api('DELETE', `/projects/${projectId}`)).status).toBe(200);
+    const left = await bucket.send(new ListObjectsV2Command({ Bucket: s3.config.bucket, Prefix: prefix }));
+    expect(left.Contents ?? []).toEqual([]);
+    bucket.destroy();
   });
 });

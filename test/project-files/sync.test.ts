@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
-import { filesApi } from './helpers.js';
+import { filesApi, injectable } from './helpers.js';
 
 let now = new Date('2026-11-22T10:00:00.000Z');
 let t: Awaited<ReturnType<typeof createTestApp>>;
@@ -242,6 +242,40 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
       sizeBytes: 1,
     });
     expect(upload.statusCode).toBe(200);
+  });
+
+  it('leaves objects it cannot register out of the quota, so uploads still fit beside them', async () => {
+    const MB = 1024 * 1024;
+    // 500 MB in one object whose name no upload URL could have (a control character).
+    const bytesProject = await newProject('Ignored bytes');
+    writeBehindTheBack(bytesProject, 'tab\there.bin', 500 * MB);
+    // 500 objects deeper than 10 folders.
+    const filesProject = await newProject('Ignored files');
+    const tooDeep = Array.from({ length: 11 }, (_, i) => `d${i}`).join('/');
+    for (let i = 0; i < 500; i++) writeBehindTheBack(filesProject, `${tooDeep}/${i}.txt`, 'x');
+    for (const projectId of [bytesProject, filesProject]) {
+      expect(await sync(projectId)).toEqual({
+        status: 200,
+        body: { data: { added: 0, removed: 0, updated: 0 } },
+      });
+      expect(await files(projectId)).toEqual([]);
+      const api = filesApi(t.app, projectId);
+      const upload = await api.requestUpload({
+        filename: 'room.txt',
+        contentType: 'text/plain',
+        sizeBytes: 4,
+      });
+      expect(upload.statusCode, projectId).toBe(200);
+      const put = await t.app.inject({
+        method: 'PUT',
+        url: injectable(upload.json().data.uploadUrl),
+        headers: { 'content-type': 'text/plain' },
+        payload: 'room',
+      });
+      expect(put.statusCode).toBe(200);
+      expect((await sync(projectId)).body.data).toEqual({ added: 1, removed: 0, updated: 0 });
+      expect((await files(projectId)).map((f: { path: string }) => f.path)).toEqual(['room.txt']);
+    }
   });
 
   it('answers 404 for projects of other workspaces and organizations', async () => {

@@ -68,7 +68,7 @@ export async function projectFileRoutes(app: TypedApp, deps: AppDeps): Promise<v
         summary: 'Sync project files with storage',
         operationId: 'syncProjectFiles',
         description:
-          'Step 2 of 2. Registers new uploads (`added`), removes records of deleted objects (`removed`), records changed content (`updated`). Idempotent. 409 `quota_exceeded` when objects in storage would exceed the quota (the others are registered; `details` lists the rest).',
+          'Step 2 of 2. Registers new uploads (`added`), removes records of deleted objects (`removed`), records changed content (`updated`). Idempotent. 409 `quota_exceeded` when objects in storage would exceed the quota (the others are registered; `details` lists the rest). Objects no upload could have made (an S3 folder marker `docs/`, a path deeper than 10 folders, a name with a backslash) are ignored and take no quota.',
         tags: TAGS,
         security: API_KEY_SECURITY,
         headers: WorkspaceHeader,
