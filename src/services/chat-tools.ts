@@ -18,6 +18,7 @@ import { MAX_PROJECT_MEMORY_LENGTH } from '../limits.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
 import type { ChatDeps, TokenUsage } from './chat.js';
 import { toolLoopStop } from './chat-reply.js';
+import type { IdleTimeout } from './chat-idle-timeout.js';
 import { upstreamFailure } from './upstream-failure.js';
 
 export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 5_000;
@@ -45,6 +46,8 @@ export interface ToolContext {
   userId: string;
   values: Record<string, TemplateValue>;
   temperature: number;
+  /** The reply's provider idle timeout, paused while an MCP tool call runs. */
+  idle: IdleTimeout;
 }
 
 /**
@@ -103,11 +106,14 @@ export async function buildConversationTools(
   deps: ChatDeps,
   context: ToolContext,
 ): Promise<ConversationTools> {
-  const mcp = await connectMcpTools(
-    mcpSpecsOf(context.agent),
-    deps.mcpConnectTimeoutMs ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS,
-    mcpReachOf(context.agent, deps.config),
-  );
+  const mcp = await connectMcpTools(mcpSpecsOf(context.agent), {
+    connectTimeoutMs: deps.mcpConnectTimeoutMs ?? DEFAULT_MCP_CONNECT_TIMEOUT_MS,
+    reach: mcpReachOf(context.agent, deps.config),
+    // A tool call gets the time the provider gets to answer: the connection's idle timeout
+    // (ATRIUM_IDLE_TIMEOUT_MS) is longer than that, so a streamed reply silent during the call
+    // is not cut, and the provider's idle timeout is paused meanwhile.
+    calls: { timeoutMs: deps.config.upstreamTimeoutMs, around: context.idle.pausedDuring },
+  });
   const result: ConversationTools = {
     tools: { ...mcp.tools },
     warnings: [...mcp.warnings],

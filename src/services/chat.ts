@@ -226,6 +226,10 @@ export async function startConversation(
     stopReason ??= reason;
     abort.abort(new Error(`reply ${reason}`));
   };
+  // Started by the model call; made now for the MCP tools to pause it while a call runs.
+  const idle = new IdleTimeout(deps.config.upstreamTimeoutMs, () =>
+    abort.abort(new Error('upstream timeout')),
+  );
   const ticket = deps.replies.admit(chatId, messageId, stopReply);
   // The limits once more, now counting what requests in flight have reserved, and this
   // request's own reservation until its usage is stored. Before the user's turn is stored: a
@@ -273,6 +277,7 @@ export async function startConversation(
       userId: principal.userId,
       values,
       temperature: request.temperature ?? DEFAULT_TEMPERATURE,
+      idle,
     });
     if (request.clientTools) await addClientTools(tools, request.clientTools);
     // Connecting MCP servers may take seconds: a turn stored on this chat meanwhile (another
@@ -329,9 +334,6 @@ export async function startConversation(
     await tools.close();
     throw error;
   }
-  const idle = new IdleTimeout(deps.config.upstreamTimeoutMs, () =>
-    abort.abort(new Error('upstream timeout')),
-  );
   const call: ReplyCall = {
     model: model.model,
     system,

@@ -25,7 +25,8 @@ async function writeAsRead(res: ServerResponse, body: Buffer): Promise<void> {
  * tool definitions it is given, valid or not (the SDK's server would refuse to), split into
  * pages of `pageSize` with `nextCursor`. `gate(n)` is awaited before the n-th `initialize` (from
  * 0) is answered: a server that holds a connecting client as long as a test needs.
- * `callResult` is what `tools/call` answers; `answerAs` how every answer is sent.
+ * `callResult` is what `tools/call` answers; `answerAs` how every answer is sent; `stallCall` a
+ * call that is never answered whole. `openCalls` counts the calls whose connection is still open.
  */
 export async function startRawMcpServer(options: {
   tools: RawTool[];
@@ -33,8 +34,13 @@ export async function startRawMcpServer(options: {
   gate?: (n: number) => Promise<void>;
   /** Every page lists every tool and names a next cursor, forever: the same one, or a new one. */
   endlessPages?: 'same-cursor' | 'new-cursor';
-  /** The result of a `tools/call` (default: a text item `called <name>`). */
+  /** The result of a `tools/call` (default: a text item `called <name>`), or a promise of it. */
   callResult?: (name: string, args: unknown) => unknown;
+  /**
+   * A call of this tool is taken and never answered (`no-answer`), or its answer stops after its
+   * first half (`mid-answer`); the connection stays open until the client closes it.
+   */
+  stallCall?: (name: string) => 'no-answer' | 'mid-answer' | undefined;
   /** One JSON body with its length (default), a JSON body of unknown length, or an event stream. */
   answerAs?: 'json' | 'chunked-json' | 'event-stream';
 }) {
@@ -43,6 +49,7 @@ export async function startRawMcpServer(options: {
   const calls: Array<{ name: string; args: unknown }> = [];
   /** Answers whose connection the client closed before it had read them whole. */
   let answersCutShort = 0;
+  let openCalls = 0;
   const server: Server = createServer((req, res) => {
     if (req.method !== 'POST') {
       res.writeHead(405).end();
@@ -57,6 +64,7 @@ export async function startRawMcpServer(options: {
         return;
       }
       let result: unknown;
+      let stall: 'no-answer' | 'mid-answer' | undefined;
       if (msg.method === 'initialize' && options.gate) await options.gate(initializes++);
       if (msg.method === 'initialize') {
         result = {
@@ -77,8 +85,12 @@ export async function startRawMcpServer(options: {
         };
       } else if (msg.method === 'tools/call') {
         calls.push({ name: String(msg.params?.name), args: msg.params?.arguments });
+        openCalls++;
+        res.once('close', () => openCalls--);
+        stall = options.stallCall?.(String(msg.params?.name));
+        if (stall === 'no-answer') return;
         result = options.callResult
-          ? options.callResult(String(msg.params?.name), msg.params?.arguments)
+          ? await options.callResult(String(msg.params?.name), msg.params?.arguments)
           : { content: [{ type: 'text', text: `called ${String(msg.params?.name)}` }] };
       } else {
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -98,6 +110,10 @@ export async function startRawMcpServer(options: {
           ? { 'content-length': body.length }
           : {}),
       });
+      if (stall === 'mid-answer') {
+        res.write(body.subarray(0, body.length >> 1));
+        return;
+      }
       await writeAsRead(res, body);
     });
   });
@@ -108,6 +124,9 @@ export async function startRawMcpServer(options: {
     calls,
     get answersCutShort() {
       return answersCutShort;
+    },
+    get openCalls() {
+      return openCalls;
     },
     async close() {
       server.closeAllConnections();

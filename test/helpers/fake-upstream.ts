@@ -34,7 +34,8 @@ export type ReplyScript =
       /** Called as each piece is written (benchmarks time its way to the client). */
       onPiece?: (piece: string) => void;
     }
-  | { kind: 'tool-calls'; calls: ToolCallScript[] }
+  /** Calls tools; after `delayMs` when given (a model slow to answer, within the timeout). */
+  | { kind: 'tool-calls'; calls: ToolCallScript[]; delayMs?: number }
   /** Answers the HTTP status with an OpenAI-style error body. */
   | { kind: 'fail'; status: number; message?: string }
   /** Accepts the request and never answers (a stream sends its headers, then nothing). */
@@ -131,7 +132,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 
   let abortedCount = 0;
   const abortWaiters: Array<{ count: number; resolve: () => void }> = [];
-  const handle = (req: IncomingMessage, res: ServerResponse, raw: string) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse, raw: string) => {
     res.on('close', () => {
       if (res.writableEnded || closing) return;
       abortedCount++;
@@ -154,6 +155,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const script: ReplyScript = queue.shift() ?? { kind: 'text', text: upstream.defaultText };
     const id = `chatcmpl-${++counter}`;
     const model = body.model ?? 'fake';
+    if (script.kind === 'tool-calls' && script.delayMs) {
+      await new Promise((resolve) => setTimeout(resolve, script.delayMs));
+    }
 
     if (script.kind === 'fail') {
       // Providers name each request; the id lets a log line be matched with the provider's.
@@ -317,7 +321,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     req.on('data', (data: string) => {
       raw += data;
     });
-    req.on('end', () => handle(req, res, raw));
+    req.on('end', () => void handle(req, res, raw));
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -66,7 +66,7 @@ function countedBody(
  * counted as it arrives, and a larger one fails the request it answers. The `DELETE` that ends a
  * session gets a time limit: the transport sends it on close with no signal of its own, so a
  * server that never answers it would hold the reply's close for undici's 300 s (a call's other
- * requests carry the reply's signal).
+ * requests carry the reply's signal, and a tool call its time bound: mcp-call-limit.ts).
  */
 export function mcpTransportFetch(
   timeoutMs: number,

@@ -2,6 +2,7 @@ import { createMCPClient, type ListToolsResult } from '@ai-sdk/mcp';
 import type { ToolSet } from 'ai';
 import { z } from 'zod';
 import { type McpReach, privateAddressProblem, publicOnlyFetch } from './mcp-address.js';
+import { type McpCallBound, withCallTimeLimit } from './mcp-call-limit.js';
 import { mcpTransportFetch } from './mcp-fetch.js';
 import { withCutResults } from './mcp-output.js';
 import type { ToolWarning } from './warnings.js';
@@ -156,11 +157,21 @@ function toolName(server: string, tool: string): string {
   return `${server}_${tool}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
 }
 
+/** How the agent's MCP servers are connected and their tools called. */
+export interface McpConnectOptions {
+  /** How long connecting to one server and listing its tools may take. */
+  connectTimeoutMs: number;
+  /** Which addresses the servers may have (mcp-address.ts); `any` when not given. */
+  reach?: McpReach;
+  /** How long each tool call may take (mcp-call-limit.ts). */
+  calls: McpCallBound;
+}
+
 async function connectOne(
   spec: McpToolSpec,
-  timeoutMs: number,
-  reach: McpReach,
+  options: McpConnectOptions,
 ): Promise<{ client: McpClient; tools: ToolSet; warnings: ToolWarning[] }> {
+  const { connectTimeoutMs: timeoutMs, reach = 'any' } = options;
   if (reach === 'public' && privateAddressProblem(spec.url)) throw new NotPublic();
   const fetch = reach === 'public' ? publicOnlyFetch : globalThis.fetch;
   let client: McpClient | undefined;
@@ -180,7 +191,9 @@ async function connectOne(
     const listed = await listUsableTools(client, spec.name);
     return {
       client,
-      tools: withCutResults(client.toolsFromDefinitions({ tools: listed.tools }) as ToolSet),
+      tools: withCutResults(
+        withCallTimeLimit(client.toolsFromDefinitions({ tools: listed.tools }) as ToolSet, options.calls),
+      ),
       warnings: listed.warnings,
     };
   })();
@@ -202,14 +215,15 @@ async function connectOne(
  * Connects to the agent's MCP servers (streamable HTTP) in parallel, each bounded by the
  * connect timeout; with `reach: 'public'`, only to public addresses (mcp-address.ts). A server that is down, slow or failing becomes a warning, never an error.
  * What a server answers is bounded: each response is read up to MAX_MCP_RESPONSE_BYTES
- * (mcp-fetch.ts), each tool result kept up to MAX_MCP_TOOL_OUTPUT_CHARS (mcp-output.ts).
+ * (mcp-fetch.ts), each tool call within `calls.timeoutMs` (mcp-call-limit.ts), each tool result
+ * kept up to MAX_MCP_TOOL_OUTPUT_CHARS (mcp-output.ts).
  */
 export async function connectMcpTools(
   specs: McpToolSpec[],
-  timeoutMs: number,
-  reach: McpReach = 'any',
+  options: McpConnectOptions,
 ): Promise<ConnectedTools> {
-  const outcomes = await Promise.allSettled(specs.map((spec) => connectOne(spec, timeoutMs, reach)));
+  const timeoutMs = options.connectTimeoutMs;
+  const outcomes = await Promise.allSettled(specs.map((spec) => connectOne(spec, options)));
   const tools: ToolSet = {};
   const warnings: ToolWarning[] = [];
   const clients: McpClient[] = [];
