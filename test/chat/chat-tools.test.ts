@@ -175,6 +175,33 @@ describe('MCP tools', () => {
     },
   );
 
+  it('keeps at most 1,000 tools of one server, with a warning that says the listing was cut', async () => {
+    const tools = Array.from({ length: 1_200 }, (_, i) => ({
+      name: `t${i}`,
+      inputSchema: { type: 'object' },
+    }));
+    const raw = await startRawMcpServer({ tools, pageSize: 100 });
+    try {
+      await setTools([{ name: 'srv', url: raw.url }]);
+      upstream.enqueue({ kind: 'text', text: 'fine' });
+      const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('hi')] });
+      expect(res.statusCode).toBe(200);
+      const offered = upstream.requests[0]!.body.tools!.map((tool) => tool.function.name);
+      expect(offered).toHaveLength(1_000);
+      expect(offered.at(-1)).toBe('srv_t999');
+      expect(res.json().warnings).toEqual([
+        {
+          tool: 'srv',
+          code: 'mcp_too_many_tools',
+          message:
+            'MCP server lists more than 1000 tools, more than Atrium reads; its first 1000 usable tools are offered',
+        },
+      ]);
+    } finally {
+      await raw.close();
+    }
+  });
+
   it('answers without waiting for a server that never answers the end of its session', async () => {
     await setTools([{ name: 'live', url: sessionMcp.url }]);
     upstream.enqueue(

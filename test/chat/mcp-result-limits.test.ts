@@ -32,7 +32,8 @@ useChatApp(
   (app) => {
     ({ upstream, t } = app);
   },
-  { mcpConnectTimeoutMs: 3_000 },
+  // Reading a listing of several MiB takes a loaded machine seconds.
+  { mcpConnectTimeoutMs: 10_000 },
 );
 beforeAll(async () => {
   for (const answerAs of answerKinds) {
@@ -95,6 +96,40 @@ describe('an MCP tool result larger than Atrium reads of one response', () => {
       await vi.waitFor(() => expect(server.answersCutShort).toBe(cutShortBefore + 1), { timeout: 5_000 });
     }, 30_000);
   }
+});
+
+describe('an MCP tool listing larger than Atrium reads of one server', () => {
+  it('is read up to 8 MiB in all, though each page is within what one response may bring', async () => {
+    // Four pages of 3 MiB each: all of them used to be read, kept and sent to the model.
+    const raw = await startRawMcpServer({
+      tools: Array.from({ length: 4 }, (_, i) => ({
+        name: `big${i}`,
+        description: 'x'.repeat(3 * 1024 * 1024),
+        inputSchema: { type: 'object' },
+      })),
+      pageSize: 1,
+    });
+    try {
+      await giveAgentMcpServer(t.db, 'agt_tools', raw.url);
+      upstream.enqueue({ kind: 'text', text: 'fine' });
+      const res = await postChat(t, { agentId: 'agt_tools', messages: [userText('hi')] });
+      expect(res.statusCode).toBe(200);
+      // Two pages fit in 8 MiB; the third passes it, and the listing ends there.
+      expect(upstream.requests[0]!.body.tools!.map((tool) => tool.function.name)).toEqual([
+        'srv_big0',
+        'srv_big1',
+      ]);
+      expect(res.json().warnings).toEqual([
+        {
+          tool: 'srv',
+          code: 'mcp_too_many_tools',
+          message: `MCP server lists more than ${8 * 1024 * 1024} bytes of tools, more than Atrium reads; its first 2 usable tools are offered`,
+        },
+      ]);
+    } finally {
+      await raw.close();
+    }
+  }, 30_000);
 });
 
 describe('an MCP tool result longer than a tool result may keep', () => {

@@ -3,7 +3,7 @@ import type { ToolSet } from 'ai';
 import { z } from 'zod';
 import { type McpReach, privateAddressProblem, publicOnlyFetch } from './mcp-address.js';
 import { type McpCallBound, withCallTimeLimit } from './mcp-call-limit.js';
-import { mcpTransportFetch } from './mcp-fetch.js';
+import { MAX_MCP_RESPONSE_BYTES, mcpTransportFetch } from './mcp-fetch.js';
 import { withCutResults } from './mcp-output.js';
 import type { ToolWarning } from './warnings.js';
 import { networkErrorCode } from '../../network-errors.js';
@@ -44,15 +44,38 @@ type McpRequest = (args: {
   resultSchema: typeof ToolListPage;
 }) => Promise<z.infer<typeof ToolListPage>>;
 
-/** Pages of `tools/list` read at most. */
-const MAX_TOOL_PAGES = 100;
+/**
+ * How much of one server's tool listing is read, in all (each response is bounded on its own:
+ * MAX_MCP_RESPONSE_BYTES). Far past what a real server lists (tens of tools, at most a few
+ * hundred KiB, mostly in one page; a provider takes about a hundred tools in one request), and
+ * small enough that a hostile or broken server cannot make a reply read, hold and send to the
+ * model 100 pages of 4 MiB each while it connects.
+ */
+export const MCP_LISTING_LIMITS = {
+  /** Pages of `tools/list`. */
+  pages: 100,
+  /** Usable tools kept. */
+  tools: 1_000,
+  /** The listed tools' JSON, pages summed: two responses of the largest size (8 MiB). */
+  bytes: 2 * MAX_MCP_RESPONSE_BYTES,
+} as const;
 /** Tools skipped one by one with a warning each; past it, one warning counts the rest. */
 const MAX_TOOL_WARNINGS = 10;
 
+/** The warning for a listing read no further: the server lists more than Atrium reads. */
+function listingCut(server: string, reason: string, kept: number): ToolWarning {
+  return {
+    tool: server,
+    code: 'mcp_too_many_tools',
+    message: `MCP server lists ${reason}, more than Atrium reads; its first ${kept} usable tools are offered`,
+  };
+}
+
 /**
- * Every page of the server's tools: the usable ones, and a warning for each other one (at most
- * MAX_TOOL_WARNINGS, then one for the rest). A server that pages in circles would otherwise be
- * listed until the connect timeout, and lose every tool.
+ * Every page of the server's tools, within MCP_LISTING_LIMITS: the usable ones, and a warning for
+ * each other one (at most MAX_TOOL_WARNINGS, then one for the rest), and one when the listing was
+ * cut at a limit. A server that pages in circles would otherwise be listed until the connect
+ * timeout, and lose every tool.
  */
 async function listUsableTools(
   client: McpClient,
@@ -62,16 +85,23 @@ async function listUsableTools(
   const tools: ListedTool[] = [];
   const warnings: ToolWarning[] = [];
   let skipped = 0;
+  let cut: ToolWarning | undefined;
   const names = new Set<string>();
   const cursors = new Set<string>();
   let cursor: string | undefined;
   let pages = 0;
-  do {
+  let bytes = 0;
+  listing: do {
     const namesBefore = names.size;
     const page = await request({
       request: { method: 'tools/list', params: cursor === undefined ? undefined : { cursor } },
       resultSchema: ToolListPage,
     });
+    bytes += Buffer.byteLength(JSON.stringify(page.tools));
+    if (bytes > MCP_LISTING_LIMITS.bytes) {
+      cut = listingCut(server, `more than ${MCP_LISTING_LIMITS.bytes} bytes of tools`, tools.length);
+      break;
+    }
     for (const listed of page.tools) {
       // A tool listed again (a server that pages badly) counts once.
       const listedName = (listed as { name?: unknown })?.name;
@@ -81,6 +111,10 @@ async function listUsableTools(
       }
       const checked = UsableTool.safeParse(listed);
       if (checked.success) {
+        if (tools.length === MCP_LISTING_LIMITS.tools) {
+          cut = listingCut(server, `more than ${MCP_LISTING_LIMITS.tools} tools`, tools.length);
+          break listing;
+        }
         tools.push(checked.data as ListedTool);
         continue;
       }
@@ -97,11 +131,15 @@ async function listUsableTools(
       });
     }
     cursor = page.nextCursor;
-    // A server that pages in circles (a cursor seen before, a page with no tool not seen yet,
-    // endless pages) is listed no further: what it listed so far is offered.
+    // A server that pages in circles (a cursor seen before, a page with no tool not seen yet)
+    // is listed no further: what it listed so far is offered.
     if (cursor !== undefined && cursors.has(cursor)) break;
     if (cursor !== undefined) cursors.add(cursor);
-    if (names.size === namesBefore || ++pages >= MAX_TOOL_PAGES) break;
+    if (names.size === namesBefore) break;
+    if (++pages >= MCP_LISTING_LIMITS.pages && cursor !== undefined) {
+      cut = listingCut(server, `more than ${MCP_LISTING_LIMITS.pages} pages of tools`, tools.length);
+      break;
+    }
   } while (cursor !== undefined);
   if (skipped > MAX_TOOL_WARNINGS) {
     warnings.push({
@@ -110,6 +148,7 @@ async function listUsableTools(
       message: `MCP tools skipped: ${skipped - MAX_TOOL_WARNINGS} more not valid`,
     });
   }
+  if (cut) warnings.push(cut);
   return { tools, warnings };
 }
 
@@ -215,8 +254,9 @@ async function connectOne(
  * Connects to the agent's MCP servers (streamable HTTP) in parallel, each bounded by the
  * connect timeout; with `reach: 'public'`, only to public addresses (mcp-address.ts). A server that is down, slow or failing becomes a warning, never an error.
  * What a server answers is bounded: each response is read up to MAX_MCP_RESPONSE_BYTES
- * (mcp-fetch.ts), each tool call within `calls.timeoutMs` (mcp-call-limit.ts), each tool result
- * kept up to MAX_MCP_TOOL_OUTPUT_CHARS (mcp-output.ts).
+ * (mcp-fetch.ts), its tool listing within MCP_LISTING_LIMITS, each tool call within
+ * `calls.timeoutMs` (mcp-call-limit.ts), each tool result kept up to MAX_MCP_TOOL_OUTPUT_CHARS
+ * (mcp-output.ts).
  */
 export async function connectMcpTools(
   specs: McpToolSpec[],
