@@ -17,6 +17,7 @@ import type { IdleTimeout } from './chat-idle-timeout.js';
 import { cpuTurn } from './cpu-turns.js';
 import { DirectText } from './direct-text.js';
 import { KeptChunks } from './kept-chunks.js';
+import type { ReplyUsage } from './reply-usage.js';
 import type { ChunkSink } from '../http/ui-message-sse.js';
 import { upstreamFailure } from './upstream-failure.js';
 
@@ -69,21 +70,16 @@ export interface ReplyCall {
   /** Why the reply was cut short, when it was stopped or interrupted (not timed out). */
   stopReason(): StopReason | undefined;
   /**
-   * Tokens of the model steps that have finished so far, added to as each step ends: what a
-   * reply that fails or is cut short after a tool step has spent all the same.
+   * The tokens the reply's model steps have used, counted as they run: charged whatever the
+   * outcome, an estimate where the provider reported none (reply-usage.ts).
    */
-  spent: TokenUsage;
+  usage: ReplyUsage;
   /** How the model call gets the files it cannot read from their URL (file-downloads.ts). */
   download?: Experimental_DownloadFunction;
 }
 
-/** Adds a finished step's tokens to what the reply has spent. */
-function countStep(call: ReplyCall, step: { usage: { inputTokens?: number; outputTokens?: number } }): void {
-  call.spent.inputTokens += step.usage.inputTokens ?? 0;
-  call.spent.outputTokens += step.usage.outputTokens ?? 0;
-}
-
-function callSettings(call: ReplyCall, model: LanguageModelV3 = call.model) {
+/** `model`: the call's model, wrapped to count its usage (and, streaming, to pass text on direct). */
+function callSettings(call: ReplyCall, model: LanguageModelV3) {
   const hasTools = Object.keys(call.tools).length > 0;
   return {
     model,
@@ -119,10 +115,10 @@ export async function completeReply(call: ReplyCall): Promise<ReplyResult> {
   call.idle.touch();
   try {
     const result = await generateText({
-      ...callSettings(call),
+      ...callSettings(call, call.usage.wrap(call.model)),
       onStepFinish: (step) => {
         call.idle.touch();
-        countStep(call, step);
+        call.usage.stepFinished(step);
       },
     });
     if (call.idle.timedOut) throw new Error('upstream timeout');
@@ -130,16 +126,13 @@ export async function completeReply(call: ReplyCall): Promise<ReplyResult> {
       ok: true,
       text: result.steps.map((step) => step.text).join(''),
       parts: replyParts(result.steps),
-      usage: {
-        inputTokens: result.totalUsage.inputTokens ?? 0,
-        outputTokens: result.totalUsage.outputTokens ?? 0,
-      },
+      usage: call.usage.total(),
       finishReason: result.finishReason,
     };
   } catch (error) {
     const stopped = call.stopReason();
     // A stopped JSON reply has nothing to show: the client is told why it gets no answer (as a
-    // streaming client is told of a shutdown), nothing is stored, its finished steps are paid for.
+    // streaming client is told of a shutdown), nothing is stored, what it used is paid for.
     if (stopped && !call.idle.timedOut) {
       return {
         ok: false,
@@ -193,19 +186,19 @@ export function streamReply(
   let failed: unknown;
   /** Errors of the model's stream itself (streamText's `onError`), as opposed to tools' errors. */
   const streamErrors = new Set<unknown>();
-  let usage: TokenUsage | undefined;
   let finishReason = 'stop';
   const kept = new KeptChunks();
   const direct = new DirectText((chunk) => {
     kept.add(chunk);
+    call.usage.streamed(chunk);
     sink.chunk(chunk);
   }, call.idle.touch);
   /** The model call, as UI message chunks (the SDK's, before `handOn`). */
   const modelChunks = () => {
     const result = streamText({
-      ...callSettings(call, direct.wrap(call.model)),
+      ...callSettings(call, call.usage.wrap(direct.wrap(call.model))),
       onChunk: call.idle.touch,
-      onStepFinish: (step) => countStep(call, step),
+      onStepFinish: (step) => call.usage.stepFinished(step),
       onError: ({ error }) => {
         failed ??= error;
         streamErrors.add(error);
@@ -221,10 +214,8 @@ export function streamReply(
         if (part.type === 'start') return { chatId: options.chatId };
         if (part.type === 'finish') {
           finishReason = part.finishReason;
-          usage = {
-            inputTokens: part.totalUsage.inputTokens ?? 0,
-            outputTokens: part.totalUsage.outputTokens ?? 0,
-          };
+          // Every step has finished: its usage as reported, or its estimate where none was.
+          const usage = call.usage.total();
           return {
             chatId: options.chatId,
             model: options.modelId,
@@ -264,7 +255,7 @@ export function streamReply(
       ok: true,
       text: replyText(parts),
       parts,
-      usage: usage ?? { ...call.spent },
+      usage: call.usage.total(),
       finishReason: stopped ?? finishReason,
     };
   };
@@ -275,6 +266,7 @@ export function streamReply(
   const handOn = (chunk: UIMessageChunk<ChatMessageMetadata>) => {
     if (!direct.read(chunk)) return;
     kept.add(chunk);
+    call.usage.streamed(chunk);
     if (chunk.type === 'finish') finish = chunk;
     else if (chunk.type === 'abort') aborted = true;
     else {

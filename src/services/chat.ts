@@ -54,6 +54,7 @@ import { upstreamFailure } from './upstream-failure.js';
 import type { ChunkSink } from '../http/ui-message-sse.js';
 import { assertWithinChatSpendCap, assertWithinWorkspaceLimits } from './usage.js';
 import { estimateRequestUsage, type Reservation, type UsageReservations } from './usage-reservations.js';
+import { ReplyUsage } from './reply-usage.js';
 
 export const DEFAULT_TEMPERATURE = 0.7;
 
@@ -113,7 +114,7 @@ export interface TokenUsage {
 
 /**
  * How a conversation ended. `usage` and `costUsd` are what it spent, sub-agents included, and
- * what was charged: a failed reply is charged for the steps and sub-agent runs it finished.
+ * what was charged: a failed reply too is charged for its steps (reply-usage.ts) and sub-agent runs.
  */
 export type ConversationOutcome =
   | { ok: true; text: string; usage: TokenUsage; costUsd: number; finishReason: string; parts: unknown[] }
@@ -163,7 +164,8 @@ export interface Conversation {
   resumable(sse: ReadableStream<string>): Promise<void>;
   /**
    * Stops the reply as `POST /chat/{chatId}/stop` does: the provider call is aborted, the text
-   * so far is stored as `stopped`, what the provider reported is charged. No-op once it ended.
+   * so far is stored as `stopped`, what it used is charged (the step cut short estimated). No-op
+   * once it ended.
    */
   stop(): void;
 }
@@ -344,7 +346,7 @@ export async function startConversation(
     abortSignal: abort.signal,
     idle,
     stopReason: () => stopReason,
-    spent: { inputTokens: 0, outputTokens: 0 },
+    usage: new ReplyUsage(),
     download: files.download,
   };
   const sources = turn?.sources ?? [];
@@ -359,7 +361,7 @@ export async function startConversation(
     model,
     tools,
     idle,
-    spent: call.spent,
+    usage: call.usage,
     ticket,
     reservation,
     replaces: prepared.replaces,
@@ -689,8 +691,8 @@ interface FinisherInput {
   model: ResolvedModel;
   tools: ConversationTools;
   idle: IdleTimeout;
-  /** The lead model's finished steps (the call's counter): charged when the reply fails. */
-  spent: TokenUsage;
+  /** The lead model's usage (the call's counter): charged when the reply fails too. */
+  usage: ReplyUsage;
   ticket: ReplyTicket;
   reservation: Reservation | undefined;
   replaces: string[];
@@ -712,9 +714,9 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
     input.idle.clear();
     await cpuTurn();
     const { subUsage, subRuns } = input.tools;
-    // Charged whatever the outcome: the lead model's tokens (its finished steps when it
-    // failed) and every sub-agent run's.
-    const own = result.ok ? result.usage : input.spent;
+    // Charged whatever the outcome: the lead model's tokens (estimated where the provider
+    // reported none, as for a step cut short) and every sub-agent run's.
+    const own = result.ok ? result.usage : input.usage.total();
     const usage: TokenUsage = {
       inputTokens: own.inputTokens + subUsage.inputTokens,
       outputTokens: own.outputTokens + subUsage.outputTokens,

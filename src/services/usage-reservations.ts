@@ -6,6 +6,7 @@ import { ApiError } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
 import { costUsd, type Pricing } from '../models/registry.js';
 import { ledgerMonth } from './usage.js';
+import { estimatePromptTokens } from './usage-estimate.js';
 
 /**
  * Output tokens promised to each request before it runs (its input is estimated from the
@@ -13,8 +14,6 @@ import { ledgerMonth } from './usage.js';
  * are refused until they settle; far from it, the reservation is noise.
  */
 export const RESERVED_OUTPUT_TOKENS = 1024;
-/** A prompt's tokens, estimated from its length (about four characters a token). */
-const CHARS_PER_TOKEN = 4;
 /** A reservation stops counting this long after its process last vouched for it. */
 const RESERVATION_TTL_MS = 5 * 60_000;
 const HEARTBEAT_MS = 60_000;
@@ -29,9 +28,7 @@ export function estimateRequestUsage(
   pricing: Pricing,
   prompt: { system: string | undefined; messages: unknown },
 ): UsageEstimate {
-  const inputTokens = Math.ceil(
-    ((prompt.system?.length ?? 0) + JSON.stringify(prompt.messages).length) / CHARS_PER_TOKEN,
-  );
+  const inputTokens = estimatePromptTokens(prompt);
   return {
     tokens: inputTokens + RESERVED_OUTPUT_TOKENS,
     costUsd: costUsd(pricing, inputTokens, RESERVED_OUTPUT_TOKENS),

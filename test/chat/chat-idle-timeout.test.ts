@@ -37,3 +37,40 @@ describe('an upstream that goes silent mid-stream', () => {
     });
   });
 });
+
+describe('what a reply cut short by the idle timeout is charged', () => {
+  it('its prompt and the output streamed, estimated: the ledger counts them and the limit then refuses', async () => {
+    upstream.enqueue({ kind: 'held', text: 'word '.repeat(40), afterPieces: 30 });
+    const limited = { 'content-type': 'application/json', 'x-service-api-key': CHAT_KEYS.limited };
+    const response = await fetch(`${baseUrl}/v1/chat`, {
+      method: 'POST',
+      headers: limited,
+      body: JSON.stringify({ stream: true, agentId: 'agt_limited', messages: [userText('x'.repeat(2000))] }),
+    });
+    const events = new EventReader(response);
+    await events.all();
+    upstream.release();
+    expect(events.text()).toBe('word '.repeat(30));
+    expect(events.chunks.at(-1)).toMatchObject({ type: 'error' });
+
+    const ledger = await t.db
+      .selectFrom('usage_ledger')
+      .selectAll()
+      .where('workspace_id', '=', 'wsp_limited')
+      .executeTakeFirstOrThrow();
+    // The prompt (2,000 characters and its JSON) and the 150 characters streamed, at about four
+    // characters a token, priced as fake-small (1 and 2 USD per million tokens).
+    expect(Number(ledger.input_tokens)).toBeGreaterThanOrEqual(500);
+    expect(Number(ledger.output_tokens)).toBe(Math.ceil(150 / 4));
+    expect(Number(ledger.cost_usd)).toBeCloseTo(
+      (Number(ledger.input_tokens) + 2 * Number(ledger.output_tokens)) / 1e6,
+      12,
+    );
+    const next = await fetch(`${baseUrl}/v1/chat`, {
+      method: 'POST',
+      headers: limited,
+      body: JSON.stringify({ agentId: 'agt_limited', messages: [userText('more')] }),
+    });
+    expect(next.status).toBe(402);
+  });
+});

@@ -183,6 +183,112 @@ describe('delete during a reply', () => {
   });
 });
 
+describe('what a reply cut short is charged', () => {
+  const limited = { 'content-type': 'application/json', 'x-service-api-key': CHAT_KEYS.limited };
+  // 40 words of 5 characters; the client reads 30 of them before the reply is cut short.
+  const LONG_REPLY = 'word '.repeat(40);
+  const LONG_PROMPT = 'x'.repeat(2000);
+
+  beforeEach(async () => {
+    await t.db.deleteFrom('usage_ledger').where('workspace_id', '=', 'wsp_limited').execute();
+    await t.db.deleteFrom('usage_daily').where('workspace_id', '=', 'wsp_limited').execute();
+  });
+
+  async function startLimitedReply() {
+    upstream.enqueue({ kind: 'held', text: LONG_REPLY, afterPieces: 30 });
+    const response = await fetch(`${baseUrl}/v1/chat`, {
+      method: 'POST',
+      headers: limited,
+      body: JSON.stringify({ stream: true, agentId: 'agt_limited', messages: [userText(LONG_PROMPT)] }),
+    });
+    expect(response.status).toBe(200);
+    const events = new EventReader(response);
+    await events.until(textDeltas(30));
+    return { chatId: response.headers.get('x-chat-id')!, events };
+  }
+
+  async function limitedLedger() {
+    const row = await t.db
+      .selectFrom('usage_ledger')
+      .selectAll()
+      .where('workspace_id', '=', 'wsp_limited')
+      .executeTakeFirst();
+    return {
+      inputTokens: Number(row?.input_tokens ?? 0),
+      outputTokens: Number(row?.output_tokens ?? 0),
+      costUsd: Number(row?.cost_usd ?? 0),
+    };
+  }
+
+  async function expectNextRequestRefused() {
+    const next = await fetch(`${baseUrl}/v1/chat`, {
+      method: 'POST',
+      headers: limited,
+      body: JSON.stringify({ agentId: 'agt_limited', messages: [userText('more')] }),
+    });
+    expect(next.status).toBe(402);
+    expect((await next.json()).code).toBe('usage_limit_exceeded');
+  }
+
+  it('charges a stopped reply its prompt and the output streamed, estimated; the limit then refuses', async () => {
+    const { chatId, events } = await startLimitedReply();
+    const stop = await fetch(`${baseUrl}/v1/chat/${chatId}/stop`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': CHAT_KEYS.limited },
+    });
+    expect((await stop.json()).data.stopped).toBe(true);
+    await events.all();
+    upstream.release();
+    expect(events.text()).toBe('word '.repeat(30));
+
+    const [reply] = await storedReply(chatId);
+    expect(reply?.finish_reason).toBe('stopped');
+    // The prompt (2,000 characters and its JSON) at about four characters a token, and the 150
+    // characters streamed; priced as fake-small (1 and 2 USD per million tokens).
+    expect(reply!.input_tokens).toBeGreaterThanOrEqual(500);
+    expect(reply!.output_tokens).toBe(Math.ceil(150 / 4));
+    expect(reply!.cost_usd).toBeCloseTo((reply!.input_tokens + 2 * reply!.output_tokens) / 1e6, 12);
+    expect(await limitedLedger()).toEqual({
+      inputTokens: reply!.input_tokens,
+      outputTokens: reply!.output_tokens,
+      costUsd: expect.closeTo(reply!.cost_usd, 12),
+    });
+    const report = await fetch(`${baseUrl}/v1/workspace/wsp_limited/usage`, {
+      headers: { 'x-service-api-key': CHAT_KEYS.limited },
+    });
+    expect((await report.json()).data).toMatchObject({
+      inputTokens: reply!.input_tokens,
+      outputTokens: reply!.output_tokens,
+      requests: 1,
+    });
+    await expectNextRequestRefused();
+  });
+
+  it('charges a reply whose chat is deleted while it runs, though no message keeps it', async () => {
+    const { chatId, events } = await startLimitedReply();
+    const del = await fetch(`${baseUrl}/v1/chats/${chatId}`, {
+      method: 'DELETE',
+      headers: { 'x-service-api-key': CHAT_KEYS.limited },
+    });
+    expect(del.status).toBe(200);
+    await events.all();
+    upstream.release();
+    await t.app.inject({ method: 'GET', url: '/healthz' });
+
+    const ledger = await limitedLedger();
+    expect(ledger.inputTokens).toBeGreaterThanOrEqual(500);
+    expect(ledger.outputTokens).toBe(Math.ceil(150 / 4));
+    const report = await fetch(`${baseUrl}/v1/workspace/wsp_limited/usage`, {
+      headers: { 'x-service-api-key': CHAT_KEYS.limited },
+    });
+    expect((await report.json()).data).toMatchObject({
+      inputTokens: ledger.inputTokens,
+      outputTokens: ledger.outputTokens,
+    });
+    await expectNextRequestRefused();
+  });
+});
+
 describe('the chat exists from the first byte', () => {
   it('stores the chat and the user message before the model answers', async () => {
     upstream.enqueue({ kind: 'held', text: WORDS, afterPieces: 1 });

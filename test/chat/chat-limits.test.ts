@@ -120,6 +120,58 @@ describe('workspace usage limit (402 usage_limit_exceeded)', () => {
     expect(res.statusCode).toBe(200);
   });
 
+  it.each([
+    ['streamed', true],
+    ['JSON', false],
+  ])(
+    'charges a %s reply from a provider that reports no usage its estimate, so the limit still holds',
+    async (_mode, stream) => {
+      const text = 'word '.repeat(20);
+      upstream.enqueue({ kind: 'text', text, noUsage: true });
+      const first = await post('/v1/chat', CHAT_KEYS.limited, {
+        agentId: 'agt_limited',
+        stream,
+        messages: [userText('x'.repeat(400))],
+      });
+      expect(first.statusCode).toBe(200);
+      const reply = await t.db
+        .selectFrom('messages')
+        .selectAll()
+        .where('workspace_id', '=', 'wsp_limited')
+        .where('role', '=', 'assistant')
+        .orderBy('created_at', 'desc')
+        .executeTakeFirstOrThrow();
+      // The prompt (400 characters and its JSON) and the 100 characters of text, at about four
+      // characters a token, priced as fake-small (1 and 2 USD per million tokens).
+      expect(reply.input_tokens).toBeGreaterThan(100);
+      expect(reply.output_tokens).toBe(Math.ceil(text.length / 4));
+      expect(reply.cost_usd).toBeCloseTo((reply.input_tokens + 2 * reply.output_tokens) / 1e6, 12);
+      const told = stream
+        ? JSON.parse(
+            first.body
+              .split('\n')
+              .find((line) => line.includes('"type":"finish"'))!
+              .slice(6),
+          ).messageMetadata.usage
+        : first.json().usage;
+      expect(told).toMatchObject({ inputTokens: reply.input_tokens, outputTokens: reply.output_tokens });
+      const ledger = await t.db
+        .selectFrom('usage_ledger')
+        .selectAll()
+        .where('workspace_id', '=', 'wsp_limited')
+        .executeTakeFirstOrThrow();
+      expect([Number(ledger.input_tokens), Number(ledger.output_tokens)]).toEqual([
+        reply.input_tokens,
+        reply.output_tokens,
+      ]);
+      upstream.requests.length = 0;
+      await expectRefusedWithNothingStored(
+        () => post('/v1/chat', CHAT_KEYS.limited, { agentId: 'agt_limited', messages: [userText('again')] }),
+        'usage_limit_exceeded',
+      );
+    },
+  );
+
   it('checks limits after the body: a bad body is still a 400', async () => {
     await t.db.updateTable('workspaces').set({ monthly_tokens: 0 }).where('id', '=', 'wsp_limited').execute();
     const res = await post('/v1/chat', CHAT_KEYS.limited, { agentId: 'agt_limited', messages: [] });

@@ -216,6 +216,34 @@ describe('POST /v1/chat with stream: true', () => {
     expect(rows.map((r) => r.role)).toEqual(['user']);
   });
 
+  it('charges a reply whose upstream breaks mid-stream its prompt and the output streamed; one refused at once nothing', async () => {
+    const ledger = async () => {
+      const row = await t.db
+        .selectFrom('usage_ledger')
+        .selectAll()
+        .where('workspace_id', '=', 'wsp_main')
+        .executeTakeFirst();
+      return { inputTokens: Number(row?.input_tokens ?? 0), outputTokens: Number(row?.output_tokens ?? 0) };
+    };
+    const before = await ledger();
+    upstream.enqueue({ kind: 'fail', status: 500 });
+    await chunksOf(await post({ agentId: 'agt_plain', stream: true, messages: [userText('fail')] }));
+    await t.app.persistence.idle();
+    expect(await ledger()).toEqual(before);
+
+    upstream.enqueue({ kind: 'disconnect', text: 'this reply will be cut', afterPieces: 2 });
+    const { chunks } = await chunksOf(
+      await post({ agentId: 'agt_plain', stream: true, messages: [userText('x'.repeat(400))] }),
+    );
+    expect(chunks.map((c) => (c.type === 'text-delta' ? c.delta : '')).join('')).toBe('this reply ');
+    await t.app.persistence.idle();
+    const after = await ledger();
+    // The prompt (400 characters and its JSON) and the 11 characters streamed, at about four
+    // characters a token: the provider reported nothing before the stream broke.
+    expect(after.inputTokens - before.inputTokens).toBeGreaterThan(100);
+    expect(after.outputTokens - before.outputTokens).toBe(Math.ceil('this reply '.length / 4));
+  });
+
   it('turns an upstream disconnect mid-stream into an error chunk and stores no half reply', async () => {
     upstream.enqueue({ kind: 'disconnect', text: 'this reply will be cut', afterPieces: 2 });
     const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('cut please')] });

@@ -3,6 +3,7 @@ import type { ToolSet, UIMessageChunk } from 'ai';
 import { IdleTimeout } from '../../src/services/chat-idle-timeout.js';
 import { type ReplyResult, streamReply } from '../../src/services/chat-reply.js';
 import type { StopReason } from '../../src/services/running-replies.js';
+import { ReplyUsage } from '../../src/services/reply-usage.js';
 
 /**
  * Streams a reply of `model` to "Hi" as a chat does, without the HTTP layer; returns the chunks
@@ -30,7 +31,7 @@ export async function replyOf(
         abortSignal: abort.signal,
         idle,
         stopReason: () => stopReason,
-        spent: { inputTokens: 0, outputTokens: 0 },
+        usage: new ReplyUsage(),
       },
       {
         chatId: 'cht_1',

@@ -28,6 +28,8 @@ export type ReplyScript =
       kind: 'text';
       text: string;
       usage?: { prompt: number; completion: number };
+      /** Sends no usage (a provider that ignores `stream_options.include_usage`). */
+      noUsage?: boolean;
       pieces?: string[];
       /** Streams one piece every `intervalMs` (a realistic token rate) instead of all at once. */
       intervalMs?: number;
@@ -233,7 +235,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           created: 1_700_000_000,
           model,
           choices: [{ index: 0, message, finish_reason: finish }],
-          usage,
+          ...(script.kind === 'text' && script.noUsage ? {} : { usage }),
         }),
       );
       return;
@@ -302,6 +304,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       return;
     }
     res.write(chunk(id, model, {}, 'stop'));
+    if (script.noUsage) {
+      res.end('data: [DONE]\n\n');
+      return;
+    }
     const usage = script.usage
       ? {
           prompt_tokens: script.usage.prompt,

@@ -1081,7 +1081,7 @@ describe('storing', () => {
     expect(await storedTexts(chatId)).toEqual(['user: Go', 'assistant: one two ']);
   });
 
-  it('a client that aborts a stream stops the reply: the provider call ends, the named chat keeps what the client saw', async () => {
+  it('a client that aborts a stream stops the reply: the provider call ends, the named chat keeps what the client saw, charged its estimate', async () => {
     const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'aborted' } });
     upstream.enqueue({ kind: 'held', text: 'one two three four five six', afterPieces: 2 });
     const abortedBefore = upstream.aborted();
@@ -1107,6 +1107,10 @@ describe('storing', () => {
     );
     const stored = await chatRows(t.db, chatId);
     expect(stored[1]!.finish_reason).toBe('stopped');
+    // The provider reported no usage for the step cut short: its prompt and the 8 characters
+    // streamed are charged, at about four characters a token.
+    expect(stored[1]!.input_tokens).toBeGreaterThan(0);
+    expect(stored[1]!.output_tokens).toBe(2);
 
     // The client's next turn holds what it saw: the stored chat is its prefix, so it is stored.
     upstream.enqueue({ kind: 'text', text: 'three.' });
