@@ -19,6 +19,7 @@ import type { ToolWarning } from '../models/tools/warnings.js';
 import type { ChatDeps, TokenUsage } from './chat.js';
 import { toolLoopStop } from './chat-reply.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
+import { ReplyUsage } from './reply-usage.js';
 import { upstreamFailure } from './upstream-failure.js';
 
 export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 5_000;
@@ -200,9 +201,12 @@ async function runSubAgent(
     completed_at: began.toISOString(),
   };
   result.subRuns.push(run);
+  // Counted whatever the outcome, an estimate where the provider reported none (reply-usage.ts):
+  // a sub-agent cut short by the lead's stop had its prompt sent and its output made.
+  const usage = new ReplyUsage();
   try {
     const answer = await generateText({
-      model: subModel.model,
+      model: usage.wrap(subModel.model),
       system: buildSystemPrompt({ agentInstructions: renderTemplate(subAgent.instructions, context.values) }),
       prompt: message,
       temperature: context.temperature,
@@ -210,14 +214,9 @@ async function runSubAgent(
       abortSignal,
       // No tools of its own, but a call the model makes up still gets its error and an answer.
       stopWhen: toolLoopStop,
+      onStepFinish: (step) => usage.stepFinished(step),
     });
     run.response = answer.text;
-    run.input_tokens = answer.totalUsage.inputTokens ?? 0;
-    run.output_tokens = answer.totalUsage.outputTokens ?? 0;
-    run.cost_usd = costUsd(subModel.pricing, run.input_tokens, run.output_tokens);
-    result.subUsage.inputTokens += run.input_tokens;
-    result.subUsage.outputTokens += run.output_tokens;
-    result.subUsage.costUsd += run.cost_usd;
     return answer.text;
   } catch (error) {
     // The lead model and the stored reply get the same words as the sub-run's record and the
@@ -227,6 +226,13 @@ async function runSubAgent(
     run.error = failure.message;
     throw failure;
   } finally {
+    const spent = usage.total();
+    run.input_tokens = spent.inputTokens;
+    run.output_tokens = spent.outputTokens;
+    run.cost_usd = costUsd(subModel.pricing, run.input_tokens, run.output_tokens);
+    result.subUsage.inputTokens += run.input_tokens;
+    result.subUsage.outputTokens += run.output_tokens;
+    result.subUsage.costUsd += run.cost_usd;
     const ended = deps.clock();
     run.completed_at = ended.toISOString();
     run.execution_time_ms = Math.max(0, ended.getTime() - began.getTime());

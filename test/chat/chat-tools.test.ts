@@ -474,6 +474,33 @@ describe('orchestration', () => {
       .executeTakeFirstOrThrow();
     expect(reply.input_tokens).toBeGreaterThan(10);
   });
+  it('records a sub-agent run whose provider reports no usage with its estimate, counted in the lead reply', async () => {
+    const summary = 'Plan summary from plain, without usage.';
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize the plan' } }] },
+      { kind: 'text', text: summary, noUsage: true },
+      { kind: 'text', text: 'Done.', usage: { prompt: 0, completion: 0 } },
+    );
+    const res = await post('/v1/chat', { agentId: 'agt_lead', messages: [userText('What is the plan?')] });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    const [run] = await t.db
+      .selectFrom('agent_runs')
+      .selectAll()
+      .where('chat_id', '=', body.chatId)
+      .execute();
+    // Its prompt and its text, at about four characters a token, priced as fake-small ($1 in,
+    // $2 out per MTok).
+    expect(run!.input_tokens).toBeGreaterThan(0);
+    expect(run!.output_tokens).toBe(Math.ceil(summary.length / 4));
+    expect(Number(run!.cost_usd)).toBeCloseTo((run!.input_tokens + 2 * run!.output_tokens) / 1e6, 12);
+    const leadStep = estimateUsage(upstream.requests[0]!.body, 5);
+    expect(body.usage).toMatchObject({
+      inputTokens: leadStep.prompt_tokens + run!.input_tokens,
+      outputTokens: leadStep.completion_tokens + run!.output_tokens,
+    });
+  });
+
   it('charges a failed lead reply for its finished step and its sub-agent run: ledger, chat spend, run record', async () => {
     const ledger = () =>
       t.db
