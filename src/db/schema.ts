@@ -288,6 +288,13 @@ export interface MessageTable {
   input_tokens: number;
   output_tokens: number;
   cost_usd: number;
+  /**
+   * The share of the usage above that the reply's sub-agent runs spent: the usage report counts
+   * it under their agents and models, not the reply's (migration 026). 0 when left out.
+   */
+  sub_agent_input_tokens?: number;
+  sub_agent_output_tokens?: number;
+  sub_agent_cost_usd?: number;
   /** Why an assistant message ended: `stop`, `length`, `stopped`, `interrupted`, …; null for others. */
   finish_reason: string | null;
   created_at: string;

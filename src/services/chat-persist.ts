@@ -66,6 +66,12 @@ export async function storeTurn(db: Db, turn: Turn): Promise<void> {
   );
 }
 
+/** A sub-agent run of a reply, and the model it ran on: the usage report counts it under both. */
+export interface SubAgentRun {
+  record: AgentRunTable;
+  model: string;
+}
+
 /** What a reply stores when it has ended. */
 export interface ReplyRecord {
   workspaceId: string;
@@ -88,7 +94,7 @@ export interface ReplyRecord {
   reportAs: { agentId: string; model: string };
   /** Messages the reply replaces (regenerate); removed only when the reply is stored. */
   replaces: string[];
-  subRuns: AgentRunTable[];
+  subRuns: SubAgentRun[];
   /** Writes the caller adds to the same transaction (an agent run's record). */
   extraWrites?: (trx: Transaction<Database>) => Promise<void>;
 }
@@ -111,6 +117,7 @@ export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
       if (!chatExists && record.spendChatId !== undefined && usage.costUsd > 0) {
         await recordChatMessages(trx, record.spendChatId, { added: 0, costUsd: usage.costUsd, now });
       }
+      const subAgentShare = sumRunUsage(record.subRuns);
       const messageStored = chatExists && message !== undefined;
       if (!messageStored && (usage.inputTokens > 0 || usage.outputTokens > 0)) {
         // No message carries this usage into the report's rollup (the messages trigger does
@@ -120,9 +127,22 @@ export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
           date: now.slice(0, 10),
           agentId: record.reportAs.agentId,
           model: record.reportAs.model,
-          inputTokens: usage.inputTokens,
-          outputTokens: usage.outputTokens,
-          costUsd: usage.costUsd,
+          inputTokens: usage.inputTokens - subAgentShare.inputTokens,
+          outputTokens: usage.outputTokens - subAgentShare.outputTokens,
+          costUsd: usage.costUsd - subAgentShare.costUsd,
+        });
+      }
+      // The reply's usage includes its sub-agent runs'; the report counts each run under the
+      // agent and model that spent it, whatever its outcome (a failed or cut-short run is charged
+      // its estimate, reply-usage.ts); a run that spent nothing is not counted.
+      for (const run of record.subRuns) {
+        if (run.record.input_tokens === 0 && run.record.output_tokens === 0) continue;
+        await addDailyUsage(trx, {
+          workspaceId: record.workspaceId,
+          date: now.slice(0, 10),
+          agentId: run.record.agent_id,
+          model: run.model,
+          ...runUsage(run),
         });
       }
       if (chatExists && message) {
@@ -152,6 +172,10 @@ export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
               input_tokens: usage.inputTokens,
               output_tokens: usage.outputTokens,
               cost_usd: usage.costUsd,
+              // Left out of the message's row in the report's rollup (counted per run above).
+              sub_agent_input_tokens: subAgentShare.inputTokens,
+              sub_agent_output_tokens: subAgentShare.outputTokens,
+              sub_agent_cost_usd: subAgentShare.costUsd,
               finish_reason: message.finishReason,
               created_at: now,
             },
@@ -163,10 +187,25 @@ export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
       if (usage.inputTokens > 0 || usage.outputTokens > 0) {
         await addMonthUsage(trx, record.workspaceId, ledgerMonth(record.finishedAt), usage, now);
       }
-      for (const run of record.subRuns) await insertAgentRun(trx, run);
+      for (const run of record.subRuns) await insertAgentRun(trx, run.record);
       await record.extraWrites?.(trx);
     }),
   );
+}
+
+function runUsage({ record }: SubAgentRun) {
+  return { inputTokens: record.input_tokens, outputTokens: record.output_tokens, costUsd: record.cost_usd };
+}
+
+/** What a reply's sub-agent runs spent together. */
+function sumRunUsage(runs: SubAgentRun[]) {
+  const sum = { inputTokens: 0, outputTokens: 0, costUsd: 0 };
+  for (const usage of runs.map(runUsage)) {
+    sum.inputTokens += usage.inputTokens;
+    sum.outputTokens += usage.outputTokens;
+    sum.costUsd += usage.costUsd;
+  }
+  return sum;
 }
 
 /** SQLite and PostgreSQL report a unique or primary key violation differently. */

@@ -19,6 +19,7 @@ import type { ToolWarning } from '../models/tools/warnings.js';
 import type { ChatDeps, TokenUsage } from './chat.js';
 import { toolLoopStop } from './chat-reply.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
+import type { SubAgentRun } from './chat-persist.js';
 import { ReplyUsage } from './reply-usage.js';
 import { upstreamFailure } from './upstream-failure.js';
 
@@ -29,7 +30,7 @@ export interface ConversationTools {
   tools: ToolSet;
   warnings: ToolWarning[];
   /** Sub-agent runs of this reply, recorded with the exchange. */
-  subRuns: AgentRunTable[];
+  subRuns: SubAgentRun[];
   /** Tokens and cost of the sub-agents, added to the reply's own. */
   subUsage: TokenUsage & { costUsd: number };
   /** Closes the MCP clients; call once the reply has ended. */
@@ -200,7 +201,7 @@ async function runSubAgent(
     created_at: began.toISOString(),
     completed_at: began.toISOString(),
   };
-  result.subRuns.push(run);
+  result.subRuns.push({ record: run, model: subModel.id });
   // Counted whatever the outcome, an estimate where the provider reported none (reply-usage.ts):
   // a sub-agent cut short by the lead's stop had its prompt sent and its output made.
   const usage = new ReplyUsage();

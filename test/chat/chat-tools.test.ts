@@ -421,6 +421,68 @@ describe('remember tool', () => {
   });
 });
 
+interface UsageTotals {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  requests: number;
+}
+type UsageReport = UsageTotals & {
+  byAgent: Array<UsageTotals & { agentId: string }>;
+  byModel: Array<UsageTotals & { model: string }>;
+};
+
+/** The main workspace's usage report for this month. */
+async function usageReport(): Promise<UsageReport> {
+  const res = await t.app.inject({
+    method: 'GET',
+    url: '/v1/workspace/wsp_main/usage',
+    headers: { 'x-service-api-key': CHAT_KEYS.main },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json().data;
+}
+
+/** What a report's row grew by since an earlier report (tests of this file share the workspace). */
+function grewBy(before: UsageTotals | undefined, after: UsageTotals | undefined): UsageTotals {
+  const zero = { inputTokens: 0, outputTokens: 0, costUsd: 0, requests: 0 };
+  const [from, to] = [before ?? zero, after ?? zero];
+  return {
+    inputTokens: to.inputTokens - from.inputTokens,
+    outputTokens: to.outputTokens - from.outputTokens,
+    costUsd: Math.round((to.costUsd - from.costUsd) * 1e8) / 1e8,
+    requests: to.requests - from.requests,
+  };
+}
+
+function reportGrowth(before: UsageReport, after: UsageReport) {
+  return {
+    total: grewBy(before, after),
+    agent: (agentId: string) =>
+      grewBy(
+        before.byAgent.find((row) => row.agentId === agentId),
+        after.byAgent.find((row) => row.agentId === agentId),
+      ),
+    model: (model: string) =>
+      grewBy(
+        before.byModel.find((row) => row.model === model),
+        after.byModel.find((row) => row.model === model),
+      ),
+  };
+}
+
+/** Runs the test with the sub-agent agt_plain on a model of its own (10/20 USD per MTok). */
+async function withPlainOnLargeModel(test: () => Promise<void>) {
+  const setModel = (model: string | null) =>
+    t.db.updateTable('agents').set({ model }).where('id', '=', 'agt_plain').execute();
+  await setModel('fake-large');
+  try {
+    await test();
+  } finally {
+    await setModel(null);
+  }
+}
+
 describe('orchestration', () => {
   it('refuses stream: true for an orchestrating agent with 400, before calling anything', async () => {
     const res = await post('/v1/chat', { agentId: 'agt_lead', stream: true, messages: [userText('hi')] });
@@ -550,4 +612,76 @@ describe('orchestration', () => {
       .execute();
     expect(subRuns).toMatchObject([{ status: 'completed', input_tokens: 1000, output_tokens: 500 }]);
   });
+
+  it('reports a sub-agent run under the sub-agent and its model; the lead message keeps the whole usage', () =>
+    withPlainOnLargeModel(async () => {
+      const before = await usageReport();
+      upstream.enqueue(
+        { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize' } }] },
+        { kind: 'text', text: 'sub answer', usage: { prompt: 100000, completion: 50000 } },
+        { kind: 'text', text: 'lead answer', usage: { prompt: 10, completion: 5 } },
+      );
+      const res = await post('/v1/chat', { agentId: 'agt_lead', messages: [userText('plan?')] });
+      expect(res.statusCode, res.body).toBe(200);
+      const body = res.json();
+
+      // The lead's two steps on fake-small ($1 in, $2 out per MTok), the sub-run on fake-large.
+      const leadStep = estimateUsage(upstream.requests[0]!.body, 5);
+      const lead = {
+        inputTokens: leadStep.prompt_tokens + 10,
+        outputTokens: leadStep.completion_tokens + 5,
+        costUsd: 0,
+        requests: 1,
+      };
+      lead.costUsd = (lead.inputTokens * 1 + lead.outputTokens * 2) / 1e6;
+      const sub = { inputTokens: 100000, outputTokens: 50000, costUsd: 2, requests: 1 };
+      const whole = {
+        inputTokens: lead.inputTokens + sub.inputTokens,
+        outputTokens: lead.outputTokens + sub.outputTokens,
+        costUsd: lead.costUsd + sub.costUsd,
+      };
+      expect(body.usage).toEqual({ ...whole, costUsd: expect.closeTo(whole.costUsd, 12) });
+      const message = await t.db
+        .selectFrom('messages')
+        .selectAll()
+        .where('id', '=', body.messageId)
+        .executeTakeFirstOrThrow();
+      expect(message).toMatchObject({ model: 'fake-small', input_tokens: whole.inputTokens });
+      expect(Number(message.cost_usd)).toBeCloseTo(whole.costUsd, 12);
+
+      const grew = reportGrowth(before, await usageReport());
+      expect(grew.model('fake-large')).toEqual(sub);
+      expect(grew.agent('agt_plain')).toEqual(sub);
+      expect(grew.model('fake-small')).toEqual({ ...lead, costUsd: expect.closeTo(lead.costUsd, 8) });
+      expect(grew.agent('agt_lead')).toEqual({ ...lead, costUsd: expect.closeTo(lead.costUsd, 8) });
+      // Counted once: the totals are the reply's usage, as the ledger and limits count it.
+      expect(grew.total).toEqual({ ...whole, costUsd: expect.closeTo(whole.costUsd, 8), requests: 2 });
+    }));
+
+  it('reports a failed lead reply’s sub-agent run under the sub-agent and its model too', () =>
+    withPlainOnLargeModel(async () => {
+      const before = await usageReport();
+      upstream.enqueue(
+        { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize' } }] },
+        { kind: 'text', text: 'sub answer', usage: { prompt: 1000, completion: 500 } },
+        { kind: 'fail', status: 500 },
+      );
+      const res = await post('/v1/chat', { agentId: 'agt_lead', messages: [userText('plan?')] });
+      expect(res.statusCode).toBe(502);
+
+      const leadStep = estimateUsage(upstream.requests[0]!.body, 5);
+      const lead = { inputTokens: leadStep.prompt_tokens, outputTokens: leadStep.completion_tokens };
+      const leadCost = (lead.inputTokens * 1 + lead.outputTokens * 2) / 1e6;
+      const sub = { inputTokens: 1000, outputTokens: 500, costUsd: 0.02, requests: 1 };
+      const grew = reportGrowth(before, await usageReport());
+      expect(grew.agent('agt_plain')).toEqual(sub);
+      expect(grew.model('fake-large')).toEqual(sub);
+      expect(grew.agent('agt_lead')).toEqual({ ...lead, costUsd: expect.closeTo(leadCost, 8), requests: 1 });
+      expect(grew.total).toEqual({
+        inputTokens: lead.inputTokens + 1000,
+        outputTokens: lead.outputTokens + 500,
+        costUsd: expect.closeTo(leadCost + 0.02, 8),
+        requests: 2,
+      });
+    }));
 });

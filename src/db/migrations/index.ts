@@ -18,6 +18,7 @@ import * as knowledgeCaseFoldedWords from './022-knowledge-case-folded-words.js'
 import * as knowledgeScopeFile from './023-knowledge-scope-file.js';
 import * as caseFoldedSortKeys from './024-case-folded-sort-keys.js';
 import * as uploadReservationsPerUrl from './025-upload-reservations-per-url.js';
+import * as subAgentUsageRollup from './026-sub-agent-usage-rollup.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -43,4 +44,5 @@ export const migrations: Record<string, Migration> = {
   '023-knowledge-scope-file': knowledgeScopeFile,
   '024-case-folded-sort-keys': caseFoldedSortKeys,
   '025-upload-reservations-per-url': uploadReservationsPerUrl,
+  '026-sub-agent-usage-rollup': subAgentUsageRollup,
 };

@@ -5,7 +5,8 @@ import { MODEL_KIND_AND_PRICING } from './models.js';
  * Usage of a workspace between two UTC days (`from` inclusive, `to` exclusive), by agent, model
  * and day, from the rollup the messages trigger keeps (010-management): every model call's
  * tokens are on an assistant message (chat turns, agent runs, and the sub-agent calls folded
- * into their lead's reply), so the rollup adds up to the stored replies.
+ * into their lead's reply, whose share the reply's store counts under the sub-agent instead),
+ * so the rollup adds up to the stored replies.
  */
 export async function usageGroups(db: Db, workspaceId: string, from: string, to: string) {
   const rows = await db

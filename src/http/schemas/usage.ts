@@ -15,7 +15,10 @@ const Totals = {
   inputTokens: Type.Integer(),
   outputTokens: Type.Integer(),
   costUsd: Type.Number(),
-  requests: Type.Integer({ description: 'Model replies stored (chat turns and agent runs)' }),
+  requests: Type.Integer({
+    description:
+      'Model replies: chat turns and agent runs (stored or only charged), and sub-agent runs under their own agent and model',
+  }),
 };
 
 export const UsageQuery = Type.Object({
