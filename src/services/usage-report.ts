@@ -33,13 +33,13 @@ function grouped<K extends string>(key: K, groups: Map<string, Totals>) {
     .map(([value, totals]) => ({ [key]: value, ...roundCost(totals) }) as { [P in K]: string } & Totals);
 }
 
-/** `YYYY-MM` → the first days of that month and the next, as `YYYY-MM-DD`. */
+/**
+ * `YYYY-MM` → the days from its first (inclusive) to `YYYY-MM-32` (exclusive): every day of the
+ * month sorts between them, and no other. Written as text, not computed with `Date`, which reads
+ * years 0–99 as 1900–1999 and has no `YYYY` form of the month after 9999-12.
+ */
 function monthRange(month: string): { from: string; to: string } {
-  const [year, m] = month.split('-').map(Number) as [number, number];
-  return {
-    from: new Date(Date.UTC(year, m - 1, 1)).toISOString().slice(0, 10),
-    to: new Date(Date.UTC(year, m, 1)).toISOString().slice(0, 10),
-  };
+  return { from: `${month}-01`, to: `${month}-32` };
 }
 
 export async function usageReport(db: Db, access: WorkspaceAccess, now: Date, month = ledgerMonth(now)) {

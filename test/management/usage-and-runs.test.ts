@@ -176,6 +176,31 @@ describe(`GET /v1/workspace/{id}/usage (${engineName})`, () => {
     });
   });
 
+  it('reads the very month asked for at the ends of the calendar: years 0000–0099 and 9999-12', async () => {
+    const usage = { workspace_id: 'wsp_main', agent_id: pricedAgent, model: 'local/small', cost_usd: 0 };
+    await t.env.database.db
+      .insertInto('usage_daily')
+      .values([
+        { ...usage, date: '1999-05-10', input_tokens: 99, output_tokens: 0, requests: 1 },
+        { ...usage, date: '9999-12-31', input_tokens: 9999, output_tokens: 0, requests: 1 },
+      ])
+      .execute();
+    const report = async (month: string) => {
+      const res = await call('GET', `/v1/workspace/wsp_main/usage?month=${month}`, MKEYS.owner);
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json().data;
+    };
+    // Year 99, not 1999.
+    expect(await report('0099-05')).toMatchObject({ month: '0099-05', inputTokens: 0, byDay: [] });
+    expect(await report('0000-01')).toMatchObject({ month: '0000-01', inputTokens: 0, byDay: [] });
+    expect(await report('1999-05')).toMatchObject({ month: '1999-05', inputTokens: 99 });
+    expect(await report('9999-12')).toMatchObject({
+      month: '9999-12',
+      inputTokens: 9999,
+      byDay: [expect.objectContaining({ date: '9999-12-31' })],
+    });
+  });
+
   it.each(['2026-13', '2026-1', 'november', '2026-11-01'])('answers 400 for month=%s', async (month) => {
     const res = await call('GET', `/v1/workspace/wsp_main/usage?month=${month}`, MKEYS.owner);
     expect(res.statusCode).toBe(400);
