@@ -20,6 +20,17 @@ export const MAX_PROJECT_NAME_LENGTH = 200;
  */
 export const MAX_PROJECT_MEMORY_LENGTH = 100_000;
 
+/**
+ * The setup file's workspace limits and model prices: token counts and USD amounts up to the
+ * largest whole number JavaScript counts exactly (the service adds them up as numbers), which
+ * also keeps `.inf` and `1e400` out; a larger `monthlyTokens` failed on PostgreSQL's `bigint`
+ * at the database (exit 1) instead of being refused with the file's other mistakes (exit 2).
+ */
+export const MAX_SETUP_AMOUNT = Number.MAX_SAFE_INTEGER;
+
+/** `rateLimitPerMinute`: the largest value of the `integer` column it is stored in. */
+export const MAX_RATE_LIMIT_PER_MINUTE = 2_147_483_647;
+
 /** One project file, and so one signed upload (decisions.md "Project files"). */
 export const MAX_FILE_BYTES = 50 * MB;
 

@@ -3,7 +3,7 @@ import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
 import { LineCounter, parse as parseYaml, YAMLParseError } from 'yaml';
 import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
-import { MAX_PROJECT_MEMORY_LENGTH } from '../limits.js';
+import { MAX_PROJECT_MEMORY_LENGTH, MAX_RATE_LIMIT_PER_MINUTE, MAX_SETUP_AMOUNT } from '../limits.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
 import { ECHO_EMBEDDING_MODEL_ID } from '../models/echo-embedding.js';
 
@@ -83,7 +83,7 @@ const ProjectSpec = Type.Object(
   { additionalProperties: false },
 );
 
-const NonNegative = Type.Number({ minimum: 0 });
+const NonNegative = Type.Number({ minimum: 0, maximum: MAX_SETUP_AMOUNT });
 
 const WorkspaceSpec = Type.Object(
   {
@@ -96,10 +96,10 @@ const WorkspaceSpec = Type.Object(
     limits: Clearable(
       Type.Object(
         {
-          monthlyTokens: Clearable(Type.Integer({ minimum: 0 })),
+          monthlyTokens: Clearable(Type.Integer({ minimum: 0, maximum: MAX_SETUP_AMOUNT })),
           monthlyCostUsd: Clearable(NonNegative),
           chatSpendCapUsd: Clearable(NonNegative),
-          rateLimitPerMinute: Clearable(Type.Integer({ minimum: 0 })),
+          rateLimitPerMinute: Clearable(Type.Integer({ minimum: 0, maximum: MAX_RATE_LIMIT_PER_MINUTE })),
         },
         { additionalProperties: false },
       ),

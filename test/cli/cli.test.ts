@@ -166,6 +166,38 @@ organizations:
     expect(await countRows()).toEqual(before);
   });
 
+  it('refuses limits and prices no counter or column can hold (1e22 tokens, .inf) with exit 2, naming each', async () => {
+    const file = writeSetup(
+      'huge-limits.yaml',
+      `
+providers:
+  - { id: prv_h, type: openai-compatible, baseURL: "http://127.0.0.1:9/v1" }
+models:
+  - { id: model-h, provider: prv_h, model: h-1, pricing: { inputPerMTok: .inf, outputPerMTok: 1 } }
+organizations:
+  - id: org_h
+    name: H
+    users: [{ id: usr_h, name: H, email: h@h.test }]
+    workspaces:
+      - id: wsp_h
+        name: H
+        members: [{ user: usr_h, role: owner }]
+        limits:
+          monthlyTokens: 10000000000000000000000
+          monthlyCostUsd: .inf
+          chatSpendCapUsd: 1e400
+          rateLimitPerMinute: 2147483648
+`,
+    );
+    expect(await main(['migrate'])).toBe(0);
+    const before = await countRows();
+    const text = await refusedApply(file);
+    for (const limit of ['monthlyTokens', 'monthlyCostUsd', 'chatSpendCapUsd', 'rateLimitPerMinute'])
+      expect(text).toContain(`organizations[0].workspaces[0].limits.${limit}`);
+    expect(text).toContain('models[0].pricing.inputPerMTok');
+    expect(await countRows()).toEqual(before);
+  });
+
   it('refuses ids with "/" (storage paths of two workspaces would overlap) and ids "." and ".."', async () => {
     const file = writeSetup(
       'slash.yaml',
