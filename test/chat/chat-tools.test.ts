@@ -658,6 +658,38 @@ describe('orchestration', () => {
       expect(grew.total).toEqual({ ...whole, costUsd: expect.closeTo(whole.costUsd, 8), requests: 2 });
     }));
 
+  it('reports a sub-agent run cut short by the lead’s stop under the sub-agent, at its estimate', () =>
+    withPlainOnLargeModel(async () => {
+      const before = await usageReport();
+      upstream.enqueue(
+        { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize' } }] },
+        { kind: 'held', text: 'never sent', afterPieces: 0 },
+      );
+      const reply = post('/v1/chat', { agentId: 'agt_lead', messages: [userText('plan? (stopped)')] });
+      await expect.poll(() => upstream.requests.length).toBe(2);
+      const { chat_id: chatId } = await t.db
+        .selectFrom('messages')
+        .select('chat_id')
+        .where('parts', 'like', '%plan? (stopped)%')
+        .executeTakeFirstOrThrow();
+      const stop = await post(`/v1/chat/${chatId}/stop`, {});
+      expect(stop.json().data.stopped, stop.body).toBe(true);
+      await reply;
+      upstream.release();
+
+      // The sub-run had its prompt sent: charged its estimate, under its own agent and model.
+      const run = await t.db
+        .selectFrom('agent_runs')
+        .selectAll()
+        .where('agent_id', '=', 'agt_plain')
+        .where('chat_id', '=', chatId)
+        .executeTakeFirstOrThrow();
+      expect(run.input_tokens).toBeGreaterThan(0);
+      const grew = reportGrowth(before, await usageReport());
+      expect(grew.agent('agt_plain')).toMatchObject({ inputTokens: run.input_tokens, requests: 1 });
+      expect(grew.model('fake-large')).toMatchObject({ inputTokens: run.input_tokens, requests: 1 });
+    }));
+
   it('reports a failed lead reply’s sub-agent run under the sub-agent and its model too', () =>
     withPlainOnLargeModel(async () => {
       const before = await usageReport();
