@@ -1,4 +1,9 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Prompt } from '@ai-sdk/provider';
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
+} from '@ai-sdk/provider';
 import { wrapLanguageModel } from 'ai';
 import type { TokenUsage } from './chat.js';
 import { estimatePromptTokens, estimateTokens } from './usage-estimate.js';
@@ -24,7 +29,7 @@ interface FinishedStep {
 export class ReplyUsage {
   private readonly finished: TokenUsage = { inputTokens: 0, outputTokens: 0 };
   /** The model call under way; undefined between calls and after a refused one. */
-  private running: { prompt: LanguageModelV3Prompt; abortSignal: AbortSignal | undefined } | undefined;
+  private running: RunningCall | undefined;
   /** Output characters streamed to the client since the last step finished. */
   private streamedCharacters = 0;
 
@@ -35,19 +40,33 @@ export class ReplyUsage {
       middleware: {
         specificationVersion: 'v3',
         wrapGenerate: ({ doGenerate, params }) => this.calling(params, doGenerate),
-        wrapStream: ({ doStream, params }) => this.calling(params, doStream),
+        wrapStream: async ({ doStream, params }) => {
+          const running = this.runningCall(params);
+          const result = await this.calling(running, doStream);
+          return { ...result, stream: noteReportedUsage(result.stream, running) };
+        },
       },
     });
   }
 
-  private async calling<T>(params: LanguageModelV3CallOptions, call: () => PromiseLike<T>): Promise<T> {
-    this.running = { prompt: params.prompt, abortSignal: params.abortSignal };
+  /** A new call, noted unless it was cut short before it began: then nothing was sent. */
+  private runningCall(params: LanguageModelV3CallOptions): RunningCall | undefined {
+    if (params.abortSignal?.aborted) return undefined;
+    return { prompt: params.prompt, abortSignal: params.abortSignal, reported: undefined };
+  }
+
+  private async calling<T>(
+    call: RunningCall | LanguageModelV3CallOptions | undefined,
+    answer: () => PromiseLike<T>,
+  ): Promise<T> {
+    const running = call && 'reported' in call ? call : call && this.runningCall(call);
+    this.running = running;
     try {
-      return await call();
+      return await answer();
     } catch (error) {
       // A call the provider refused (an error answer, no connection) costs nothing; one cut short
       // while waiting for the answer had its prompt sent.
-      if (!params.abortSignal?.aborted) this.running = undefined;
+      if (!running?.abortSignal?.aborted) this.running = undefined;
       throw error;
     }
   }
@@ -69,8 +88,10 @@ export class ReplyUsage {
    * which a step's end (`finish-step`) clears.
    */
   streamed(chunk: { type: string; delta?: string; inputTextDelta?: string }): void {
-    if (chunk.type === 'text-delta') this.streamedCharacters += chunk.delta?.length ?? 0;
-    else if (chunk.type === 'tool-input-delta') this.streamedCharacters += chunk.inputTextDelta?.length ?? 0;
+    if (chunk.type === 'text-delta' || chunk.type === 'reasoning-delta') {
+      this.streamedCharacters += chunk.delta?.length ?? 0;
+    } else if (chunk.type === 'tool-input-delta')
+      this.streamedCharacters += chunk.inputTextDelta?.length ?? 0;
     else if (chunk.type === 'finish-step') this.streamedCharacters = 0;
   }
 
@@ -82,12 +103,53 @@ export class ReplyUsage {
     const running = this.running;
     const cutShort = running?.abortSignal?.aborted === true;
     if (!running || (!cutShort && this.streamedCharacters === 0)) return { ...this.finished };
+    // A step whose model stream ended with its usage, cut short later (while its tools ran).
+    const reported = running.reported;
     return {
       inputTokens:
-        this.finished.inputTokens + estimatePromptTokens({ system: undefined, messages: running.prompt }),
-      outputTokens: this.finished.outputTokens + estimateTokens(this.streamedCharacters),
+        this.finished.inputTokens +
+        (reported?.inputTokens ?? estimatePromptTokens({ system: undefined, messages: running.prompt })),
+      outputTokens:
+        this.finished.outputTokens + (reported?.outputTokens ?? estimateTokens(this.streamedCharacters)),
     };
   }
+}
+
+interface RunningCall {
+  prompt: LanguageModelV3Prompt;
+  abortSignal: AbortSignal | undefined;
+  /** The usage the provider reported at the end of the call's stream, before its step finished. */
+  reported: { inputTokens: number | undefined; outputTokens: number | undefined } | undefined;
+}
+
+/**
+ * The model's stream as it is, the usage of its `finish` part noted on the call: the AI SDK
+ * finishes a step only once its tools have run, so a stop while a tool runs would otherwise
+ * lose what the provider reported. Read with the stream's own reader, as direct-text.ts does.
+ */
+function noteReportedUsage(
+  source: ReadableStream<LanguageModelV3StreamPart>,
+  running: RunningCall | undefined,
+): ReadableStream<LanguageModelV3StreamPart> {
+  if (!running) return source;
+  const reader = source.getReader();
+  return new ReadableStream<LanguageModelV3StreamPart>({
+    pull: async (controller) => {
+      const { done, value: part } = await reader.read();
+      if (done) {
+        controller.close();
+        return;
+      }
+      if (part.type === 'finish') {
+        running.reported = {
+          inputTokens: part.usage.inputTokens.total,
+          outputTokens: part.usage.outputTokens.total,
+        };
+      }
+      controller.enqueue(part);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }
 
 /** The characters a finished step produced: its text, reasoning and tool calls' input. */

@@ -2,20 +2,24 @@
  * A chat deleted (DELETE /v1/chats/{id}, another tab) while a turn on it is being set up (here:
  * its agent's MCP server connecting). The turn's messages are then inserted for a chat that no
  * longer exists: the foreign key refuses them and the client gets a 500 for what is a 404.
+ * The same setup holds a turn that is stopped before it reaches the provider.
  */
 import { describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import { deferred } from '../helpers/deferred.js';
 import { CHAT_KEYS, chatRows, postChat, giveAgentMcpServer, useChatApp, userText } from './fixtures.js';
+import type { FakeUpstream } from '../helpers/fake-upstream.js';
 
-const connecting = deferred(); // the turn reached its MCP connect (its chat was found by then)
-const release = deferred();
+let connecting = deferred(); // the turn reached its MCP connect (its chat was found by then)
+let release = deferred();
 
 let t: TestApp;
+let upstream: FakeUpstream;
 let mcpUrl: string;
 useChatApp(
   (app) => {
     t = app.t;
+    upstream = app.upstream;
     mcpUrl = app.mcp!.url;
   },
   {
@@ -52,5 +56,42 @@ describe('a chat deleted while a turn on it is being set up', () => {
     expect(res.statusCode).toBe(404);
     expect(res.json()).toMatchObject({ code: 'not_found' });
     expect(await chatRows(t.db, chatId)).toHaveLength(0);
+  });
+});
+
+describe('a turn stopped while it is being set up', () => {
+  // The provider was never asked: a call whose signal was cut short before it began sends nothing.
+  it('charges nothing', async () => {
+    // The agent has the gated MCP server since the test above: the opening turn passes the gate.
+    release.resolve();
+    const opening = await postChat(t, { agentId: 'agt_plain', messages: [userText('v0', 'v0')] });
+    expect(opening.statusCode).toBe(200);
+    const chatId = opening.json().chatId as string;
+    [connecting, release] = [deferred(), deferred()];
+    const ledger = () =>
+      t.db
+        .selectFrom('usage_ledger')
+        .select(['input_tokens', 'output_tokens'])
+        .where('workspace_id', '=', 'wsp_main')
+        .execute();
+    const before = await ledger();
+    upstream.requests.length = 0;
+
+    const turn = postChat(t, {
+      agentId: 'agt_plain',
+      chatId,
+      messages: [userText(`v1 ${'long '.repeat(2000)}`, 'v1')],
+    });
+    await connecting.promise;
+    const stop = await t.app.inject({
+      method: 'POST',
+      url: `/v1/chat/${chatId}/stop`,
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(stop.json().data.stopped).toBe(true);
+    release.resolve();
+    await turn;
+    expect(upstream.requests).toHaveLength(0);
+    expect(await ledger()).toEqual(before);
   });
 });

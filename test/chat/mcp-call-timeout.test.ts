@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { estimateUsage, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatRows, chatSetup, giveAgentMcpServer, userText } from './fixtures.js';
 import { startRawMcpServer } from './raw-mcp-server.js';
 import { EventReader } from './sse-reader.js';
@@ -147,6 +147,32 @@ describe('a stop of the reply', () => {
     expect(events.chunks.at(-1)).toMatchObject({
       type: 'finish',
       messageMetadata: { finishReason: 'stopped' },
+    });
+  }, 15_000);
+
+  // The AI SDK finishes a step only once its tools have run: a stop during the call skipped the
+  // step's end, and the usage the provider had reported was replaced by an estimate.
+  it('charges the tool-call step the usage its provider reported, not an estimate', async () => {
+    upstream.enqueue({ kind: 'tool-calls', calls: [{ name: 'srv_stuck', arguments: {} }] });
+    const res = await post({ stream: true, messages: [userText('go')] });
+    const chatId = res.headers.get('x-chat-id')!;
+    const events = new EventReader(res);
+    await vi.waitFor(() => expect(mcp.openCalls).toBe(1), { timeout: 5_000 });
+    await fetch(`${baseUrl}/v1/chat/${chatId}/stop`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    await events.all();
+    const reported = estimateUsage(upstream.requests[0]!.body, 5);
+    const reply = await t.db
+      .selectFrom('messages')
+      .select(['input_tokens', 'output_tokens'])
+      .where('chat_id', '=', chatId)
+      .where('role', '=', 'assistant')
+      .executeTakeFirstOrThrow();
+    expect(reply).toEqual({
+      input_tokens: reported.prompt_tokens,
+      output_tokens: reported.completion_tokens,
     });
   }, 15_000);
 });
