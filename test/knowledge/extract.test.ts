@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { CHUNK_HEADING_MAX_CHARS } from '../../src/knowledge/chunk.js';
 import { createExtractorPool, extractFile, extractInProcess } from '../../src/knowledge/extract/index.js';
 import { extractedText, MAX_EXTRACTED_CHARS, type Extraction } from '../../src/knowledge/types.js';
 import {
@@ -74,10 +75,34 @@ describe('extraction in the worker', () => {
   it('reads a crafted Markdown heading line of 250 KB within the time limit', async () => {
     const title = '#'.repeat(250_000) + 'x';
     const { sections } = ok(await extract(markdownFile('crafted.md', `# ${title}\nBody.`)));
-    expect(sections.map((s) => s.heading)).toEqual([title]);
+    // A title is kept as long as a chunk's heading path may be (CHUNK_HEADING_MAX_CHARS).
+    expect(sections.map((s) => s.heading)).toEqual([title.slice(0, CHUNK_HEADING_MAX_CHARS)]);
     const spaced = ok(await extract(markdownFile('spaced.md', `# a${' '.repeat(250_000)}x ##\nBody.`)));
-    expect(spaced.sections[0].heading).toBe(`a${' '.repeat(250_000)}x`);
+    expect(spaced.sections[0].heading).toBe(`a${' '.repeat(CHUNK_HEADING_MAX_CHARS - 1)}`);
   }, 120_000);
+
+  // Each section carries its whole heading path, joined again at every heading: a long title
+  // over half a million sub-headings ran the worker out of memory (4.5 MB of Markdown).
+  it('reads a long title over many sub-headings in time and memory that grow with the file', async () => {
+    const text = `# ${'a'.repeat(2_000_000)}\n` + '## x\n'.repeat(500_000);
+    const { sections } = ok(await extract(markdownFile('nested.md', text)));
+    expect(sections[0].heading).toBe('a'.repeat(CHUNK_HEADING_MAX_CHARS));
+    expect(sections[1].heading).toBe(`${'a'.repeat(CHUNK_HEADING_MAX_CHARS)} › x`);
+    const headingChars = sections.reduce((sum, section) => sum + (section.heading?.length ?? 0), 0);
+    expect(headingChars).toBeLessThanOrEqual(MAX_EXTRACTED_CHARS + 1_000);
+  }, 120_000);
+
+  it('keeps a `#` that is part of a heading’s title (CommonMark: a closing run follows a space)', async () => {
+    const text = ['# Learning C#', '## foo#', '## foo \\#', '## Closed ##', '## #', 'Body.'].join('\n');
+    const { sections } = ok(await extract(markdownFile('hashes.md', text)));
+    expect(sections.map((s) => s.heading)).toEqual([
+      'Learning C#',
+      'Learning C# › foo#',
+      'Learning C# › foo \\#',
+      'Learning C# › Closed',
+      'Learning C#',
+    ]);
+  });
 
   it('reads a text file holding a 250 KB run of spaces within the time limit', async () => {
     const line = `a${' '.repeat(250_000)}b`;

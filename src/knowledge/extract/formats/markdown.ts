@@ -1,4 +1,5 @@
-import { HEADING_SEPARATOR, type ExtractedSection } from '../../types.js';
+import { CHUNK_HEADING_MAX_CHARS } from '../../chunk.js';
+import { HEADING_SEPARATOR, MAX_EXTRACTED_CHARS, type ExtractedSection } from '../../types.js';
 
 /**
  * An ATX heading's opening; {@link atxHeading} cuts out the title by hand. A pattern for the whole
@@ -34,14 +35,27 @@ export function markdownSections(text: string): ExtractedSection[] {
   });
 }
 
-/** `## Title ##`: the level, and the title without the spaces around it or its closing `#`s. */
+const isBlank = (character: string | undefined) => character === ' ' || character === '\t';
+
+/**
+ * `## Title ##`: the level, and the title without the spaces around it or its closing `#`s. As in
+ * CommonMark, a closing run of `#` follows a space or a tab (or is all there is): in `C#`, `foo#`
+ * or `foo \#` the `#` is the title's.
+ */
 function atxHeading(line: string): { level: number; title: string } | null {
   const opening = ATX_OPENING.exec(line);
   if (!opening) return null;
   let start = opening[0].length;
-  while (line[start] === ' ' || line[start] === '\t') start++;
+  while (isBlank(line[start])) start++;
   let end = line.length;
-  while (end > start && ' \t#'.includes(line[end - 1])) end--;
+  while (end > start && isBlank(line[end - 1])) end--;
+  let closing = end;
+  while (closing > start && line[closing - 1] === '#') closing--;
+  if (closing === start) end = start;
+  else if (closing < end && isBlank(line[closing - 1])) {
+    end = closing;
+    while (end > start && isBlank(line[end - 1])) end--;
+  }
   return { level: opening[1].length, title: line.slice(start, end) };
 }
 
@@ -51,6 +65,14 @@ export interface HeadingLine {
   /** The heading's underline (setext) belongs to it. */
   consumesNext: boolean;
 }
+
+/**
+ * Heading characters all sections of one file may carry together. Each section carries its whole
+ * heading path, so thousands of headings under long titles made the sections many times larger
+ * than the file (a 4.5 MB file ran the worker out of memory). Past it, heading lines stay in the
+ * text of the section before them: a document needs hundreds of thousands of headings to get there.
+ */
+const MAX_HEADING_CHARS = MAX_EXTRACTED_CHARS;
 
 /** Splits text at lines `headingOf` recognises, tracking the path of enclosing headings. */
 export function sectionsAtHeadings(
@@ -63,6 +85,7 @@ export function sectionsAtHeadings(
   let current: string[] = [];
   let heading: string | null = null;
   let fence: string | null = null;
+  let headingChars = 0;
 
   const flush = () => {
     const body = current.join('\n').trim();
@@ -83,19 +106,32 @@ export function sectionsAtHeadings(
       current.push(line);
       continue;
     }
-    const found = headingOf(line, lines[i + 1]);
+    const found = headingCharsLeft(headingChars) ? headingOf(line, lines[i + 1]) : null;
     if (!found) {
       current.push(line);
       continue;
     }
     flush();
     while (path.length && path[path.length - 1].level >= found.level) path.pop();
-    const title = found.title.trim();
+    // Each title is kept only as long as a chunk's whole heading path may be: the path is joined
+    // again at every heading, so a title of megabytes under thousands of sub-headings made
+    // extraction quadratic in time and memory.
+    const title = capTitle(found.title.trim());
     if (title) path.push({ level: found.level, title });
     heading = path.length ? path.map((p) => p.title).join(HEADING_SEPARATOR) : null;
+    headingChars += heading?.length ?? 0;
     current.push(line);
     if (found.consumesNext) current.push(lines[++i]);
   }
   flush();
   return sections;
+}
+
+/** A title cut to what a chunk's heading path keeps (chunk.ts cuts the path again, marked). */
+function capTitle(title: string): string {
+  return title.length > CHUNK_HEADING_MAX_CHARS ? title.slice(0, CHUNK_HEADING_MAX_CHARS) : title;
+}
+
+function headingCharsLeft(used: number): boolean {
+  return used < MAX_HEADING_CHARS;
 }
