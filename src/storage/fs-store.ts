@@ -482,7 +482,9 @@ export class FsObjectStore implements ObjectStore {
     try {
       entries = await fs.readdir(dir, { withFileTypes: true });
     } catch (error) {
-      if (isCode(error, 'ENOENT', 'ENOTDIR')) return;
+      // ENAMETOOLONG: a folder put there deeper than the system's longest path, which no key can
+      // name either (skipped like the names below, or it would fail every listing above it).
+      if (isCode(error, 'ENOENT', 'ENOTDIR', 'ENAMETOOLONG')) return;
       throw error;
     }
     // Files put there behind Atrium's back may have names no key can hold; they are left out, as

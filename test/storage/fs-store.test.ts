@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -163,6 +164,18 @@ describe('FsObjectStore', () => {
     for await (const folder of store.listFolders('odd/')) expect.unreachable(folder);
     await store.deletePrefix('odd/');
     expect(await keys('odd/')).toEqual([]);
+  });
+
+  it('lists around a folder tree put on disk deeper than the longest path the system takes', async () => {
+    await store.put('deep/ok.txt', Readable.from([Buffer.from('x')]), { contentType: 'text/plain' });
+    // Each folder is entered before the next is made, so no call names the whole path.
+    execFileSync('bash', [
+      '-c',
+      `cd "${path.join(root, 'data', 'deep')}" && for i in $(seq 18); do mkdir ${'d'.repeat(250)} && cd ${'d'.repeat(250)}; done && echo x > f.txt`,
+    ]);
+    expect(await keys('deep/')).toEqual(['deep/ok.txt']);
+    // Node's recursive rm cannot remove such a tree either; GNU rm walks it folder by folder.
+    execFileSync('rm', ['-rf', path.join(root, 'data', 'deep')]);
   });
 
   it('refuses unsafe keys: traversal, absolute, NUL, backslash, empty segments', () => {
