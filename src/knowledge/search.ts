@@ -146,17 +146,17 @@ export async function searchProject(db: Db, params: SearchParams): Promise<Searc
 }
 
 // ---------------------------------------------------------------------------------------------
-// SQLite: FTS5
+// Term statistics, per project on both engines
 
 /**
  * A term's document frequency is counted among the project's chunks, stopping at the budget:
  * past it, the exact number changes nothing (the term is left out, or ranked on its newest
  * matches), and counting a term in most chunks to the end costs milliseconds. Only the project's
  * own chunks count: a frequency over every project would let a search tell which words other
- * tenants' files hold (a term found only there would be kept as the rarest, and the caller's own
- * matches dropped). Terms past the budget, and a large chunk count, are kept per process and
- * project for a minute; rarer ones are counted each time, so a newly indexed file's words are
- * found at once.
+ * tenants' files hold (a term found only there would be kept as the rarest, and a term common
+ * only there dropped, with the caller's own matches). Terms past the budget, and a large chunk
+ * count, are kept per process and project for a minute; rarer ones are counted each time, so a
+ * newly indexed file's words are found at once.
  */
 const STATS_CACHE_TTL_MS = 60_000;
 const TERM_CACHE_MAX = 10_000;
@@ -166,30 +166,15 @@ const CHUNK_COUNT_CACHE_MAX = 10_000;
 const chunkCountCache = new WeakMap<object, Map<string, { total: number; at: number }>>();
 
 /**
- * The smallest and largest chunk id of a project (two seeks in its index, read on every search
- * so a newly indexed chunk is in range at once). FTS5 seeks a doclist to a rowid range, so the
- * project's matches are looked for there only, not among every project's: a word common in
- * other tenants' files but rare in this project would otherwise be walked through all of theirs.
- *
- * The queries below join the chunks with CROSS JOIN, which SQLite takes as "the full-text index
- * first": given the range, its planner otherwise walks the project's chunks by id and runs the
- * MATCH once per chunk (10,000 chunks: 400 ms a search instead of 2; test/knowledge/search-plan).
+ * Document frequencies (at most budget + 1) against the number of chunks, in one project;
+ * `countTerm` counts one term's chunks in the project, stopping at `cap`.
  */
-async function sqliteChunkIdRange(db: Db, projectId: string) {
-  const result = await sql<{ lo: number | null; hi: number | null }>`select
-      (select min(id) from knowledge_chunks where project_id = ${projectId}) as lo,
-      (select max(id) from knowledge_chunks where project_id = ${projectId}) as hi`.execute(db);
-  const row = result.rows[0];
-  return row?.lo == null || row.hi == null ? undefined : { lo: Number(row.lo), hi: Number(row.hi) };
-}
-
-/** Document frequencies (at most budget + 1) against the number of chunks, in one project. */
-async function sqliteTermStats(
+async function projectTermStats(
   db: Db,
   projectId: string,
-  range: { lo: number; hi: number },
   terms: string[],
   budget: number,
+  countTerm: (term: string, cap: number) => Promise<number>,
 ) {
   let cache = termCache.get(db);
   if (!cache) termCache.set(db, (cache = new Map()));
@@ -203,8 +188,7 @@ async function sqliteTermStats(
       frequencies.set(term, cached.doc);
       continue;
     }
-    const result = await sqliteTermCount(projectId, range, term, cap).execute(db);
-    const doc = Number(result.rows[0]?.doc ?? 0);
+    const doc = await countTerm(term, cap);
     frequencies.set(term, doc);
     if (doc >= cap) {
       if (cache.size > TERM_CACHE_MAX) cache.clear();
@@ -227,6 +211,33 @@ async function sqliteTermStats(
   return { frequencies, total };
 }
 
+/** Forgets the cached counts (benchmarks and tests that load chunks mid-run). */
+export function forgetSearchStatistics(db: Db): void {
+  termCache.delete(db);
+  chunkCountCache.delete(db);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQLite: FTS5
+
+/**
+ * The smallest and largest chunk id of a project (two seeks in its index, read on every search
+ * so a newly indexed chunk is in range at once). FTS5 seeks a doclist to a rowid range, so the
+ * project's matches are looked for there only, not among every project's: a word common in
+ * other tenants' files but rare in this project would otherwise be walked through all of theirs.
+ *
+ * The queries below join the chunks with CROSS JOIN, which SQLite takes as "the full-text index
+ * first": given the range, its planner otherwise walks the project's chunks by id and runs the
+ * MATCH once per chunk (10,000 chunks: 400 ms a search instead of 2; test/knowledge/search-plan).
+ */
+async function sqliteChunkIdRange(db: Db, projectId: string) {
+  const result = await sql<{ lo: number | null; hi: number | null }>`select
+      (select min(id) from knowledge_chunks where project_id = ${projectId}) as lo,
+      (select max(id) from knowledge_chunks where project_id = ${projectId}) as hi`.execute(db);
+  const row = result.rows[0];
+  return row?.lo == null || row.hi == null ? undefined : { lo: Number(row.lo), hi: Number(row.hi) };
+}
+
 async function searchSqlite(
   db: Db,
   params: SearchParams,
@@ -236,7 +247,10 @@ async function searchSqlite(
 ): Promise<Candidate[]> {
   const range = await sqliteChunkIdRange(db, params.projectId);
   if (!range) return [];
-  const stats = await sqliteTermStats(db, params.projectId, range, terms, RANK_BUDGET.sqlite);
+  const stats = await projectTermStats(db, params.projectId, terms, RANK_BUDGET.sqlite, async (term, cap) => {
+    const result = await sqliteTermCount(params.projectId, range, term, cap).execute(db);
+    return Number(result.rows[0]?.doc ?? 0);
+  });
   const kept = selectTerms(stats.frequencies, terms, stats.total, RANK_BUDGET.sqlite);
   if (kept.length === 0) return [];
   // Every term quoted: a string of letters and digits in double quotes is always one token.
@@ -306,46 +320,17 @@ async function postgresLexemes(db: Db, terms: string[]): Promise<string[]> {
   return result.rows.map((row) => row.lexeme);
 }
 
-interface CommonLexemes {
-  /** Share of chunks holding each of the most common lexemes. */
-  shares: Map<string, number>;
-  /** The planner's estimate of the number of chunks. */
-  total: number;
-  at: number;
+/** How many of a project's chunks (at most `cap`) hold `lexeme`. */
+function postgresLexemeCount(projectId: string, lexeme: string, cap: number) {
+  return sql<{ doc: number }>`select count(*) as doc from (
+      select 1 from knowledge_chunks
+      where project_id = ${projectId} and tsv @@ to_tsquery('simple', ${quotedLexeme(lexeme)})
+      limit ${cap}) m`;
 }
 
-/** How long PostgreSQL's statistics are reused before they are read again. */
-const STATS_TTL_MS = 60_000;
-const commonLexemeCache = new WeakMap<object, CommonLexemes>();
-
-/**
- * The most common lexemes of the chunks and their shares, from the statistics ANALYZE keeps for
- * the tsvector column (`pg_stats.most_common_elems`), and the number of chunks
- * (`pg_class.reltuples`): maintained by autovacuum, read at most once a minute per process,
- * never computed per query. Lexemes missing from them are rare.
- */
-async function postgresCommonLexemes(db: Db): Promise<CommonLexemes> {
-  const cached = commonLexemeCache.get(db);
-  if (cached && Date.now() - cached.at < STATS_TTL_MS) return cached;
-  const result = await sql<{ elems: string[] | null; freqs: number[] | null; total: number | null }>`
-    select s.most_common_elems::text::text[] as elems, s.most_common_elem_freqs as freqs,
-      (select reltuples from pg_class where oid = 'knowledge_chunks'::regclass) as total
-    from (select 1) one
-    left join pg_stats s on s.schemaname = current_schema()
-      and s.tablename = 'knowledge_chunks' and s.attname = 'tsv'`.execute(db);
-  const shares = new Map<string, number>();
-  const row = result.rows[0];
-  if (row?.elems && row.freqs) row.elems.forEach((elem, i) => shares.set(elem, Number(row.freqs![i])));
-  const stats = { shares, total: Math.max(0, Number(row?.total ?? 0)), at: Date.now() };
-  commonLexemeCache.set(db, stats);
-  return stats;
-}
-
-/** Forgets the cached statistics (benchmarks and tests that load or ANALYZE mid-run). */
-export function forgetSearchStatistics(db: Db): void {
-  commonLexemeCache.delete(db);
-  termCache.delete(db);
-  chunkCountCache.delete(db);
+/** Lexemes of letters and digits only, quoted; `simple` keeps them as they are (already stemmed). */
+function quotedLexeme(lexeme: string): string {
+  return `'${lexeme.replaceAll("'", "''")}'`;
 }
 
 async function searchPostgres(
@@ -355,24 +340,31 @@ async function searchPostgres(
   limit: number,
   perFile: number,
 ): Promise<Candidate[]> {
-  const [lexemes, stats] = await Promise.all([postgresLexemes(db, terms), postgresCommonLexemes(db)]);
-  // A lexeme missing from the statistics is rare: counted as in one chunk.
-  const frequencies = new Map(
-    lexemes.map((lexeme) => [lexeme, Math.max(1, (stats.shares.get(lexeme) ?? 0) * stats.total)]),
+  const lexemes = await postgresLexemes(db, terms);
+  // Counted in the project, as on SQLite: never from table-wide statistics (pg_stats), which
+  // would drop a word common in another tenant's files, and count a word ANALYZE has not seen
+  // yet as rare, ranking all of its matches.
+  const stats = await projectTermStats(
+    db,
+    params.projectId,
+    lexemes,
+    RANK_BUDGET.postgres,
+    async (lexeme, cap) => {
+      const result = await postgresLexemeCount(params.projectId, lexeme, cap).execute(db);
+      return Number(result.rows[0]?.doc ?? 0);
+    },
   );
-  const known = stats.shares.size > 0 && stats.total > 0;
-  const chosen = known ? selectTerms(frequencies, lexemes, stats.total, RANK_BUDGET.postgres) : lexemes;
+  const chosen = selectTerms(stats.frequencies, lexemes, stats.total, RANK_BUDGET.postgres);
   if (chosen.length === 0) return [];
-  // Lexemes of letters and digits only, quoted; `simple` keeps them as they are (already stemmed).
-  const tsquery = chosen.map((lexeme) => `'${lexeme.replaceAll("'", "''")}'`).join(' | ');
+  const tsquery = chosen.map(quotedLexeme).join(' | ');
   const workspace = params.workspaceId ? sql`and c.workspace_id = ${params.workspaceId}` : sql``;
-  const matches = chosen.reduce((sum, lexeme) => sum + frequencies.get(lexeme)!, 0);
+  const matches = chosen.reduce((sum, lexeme) => sum + stats.frequencies.get(lexeme)!, 0);
   // Past the budget, only the newest matches are ranked (for a term in most chunks, walking the
   // primary key backwards stops once it has them); else every match, found through the GIN index.
   // Ranking reads ids and tsvectors only, keeping at most `perFile` chunks of each file; the text
   // (about 1.5 KB a chunk) is read for the winners.
   const matching =
-    known && matches > RANK_BUDGET.postgres
+    matches > RANK_BUDGET.postgres
       ? sql`(select c.id, c.file_id, c.tsv from knowledge_chunks c, to_tsquery('simple', ${tsquery}) q
           where c.project_id = ${params.projectId} ${workspace} and c.tsv @@ q
           order by c.id desc limit ${RANK_BUDGET.postgres})`

@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { waitForIndexIdle } from '../../src/knowledge/indexer.js';
+import { forgetSearchStatistics, searchProject } from '../../src/knowledge/search.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 import { textFile } from './files.js';
 import { indexPending, putAndSync, type TestApp } from './helpers.js';
+import { addIndexedFile } from './turn-fixtures.js';
 
 let t: TestApp;
 let stopIndexer: () => Promise<void>;
@@ -111,6 +114,27 @@ describe(`project index and search routes (${engineName})`, () => {
     expect(await paths('soup')).toEqual(['guide.md', 'other.md']);
     expect(await paths('zanzibarcode soup')).toEqual(await paths('nosuchwordanywhere soup'));
     expect(await paths('zanzibarcode soup')).toEqual(['guide.md', 'other.md']);
+  });
+
+  it("keeps a query's word that is common in another tenant's files only", async () => {
+    // Soup in nearly every chunk of the database, all of them another tenant's: PostgreSQL's
+    // table-wide statistics (after ANALYZE) listed it as common, and it was dropped from this
+    // project's query, losing b.md, which holds soup but not saffron.
+    const db = t.env.database.db;
+    const globex = { workspaceId: 'wsp_globex', projectId: 'prj_globex' };
+    await addIndexedFile(db, { ...globex, path: 'a.md', text: 'The house recipe uses saffron.' });
+    await addIndexedFile(db, { ...globex, path: 'b.md', text: 'A bowl of soup, nothing else.' });
+    await addIndexedFile(db, {
+      workspaceId: 'wsp_other',
+      projectId: 'prj_other',
+      path: 'tomato.md',
+      text: 'x',
+      chunks: Array.from({ length: 400 }, (_, i) => ({ text: `Tomato soup paragraph ${i}.` })),
+    });
+    if (engineName === 'postgres') await sql`analyze knowledge_chunks`.execute(db);
+    forgetSearchStatistics(db);
+    const results = await searchProject(db, { ...globex, query: 'saffron soup', limit: 10 });
+    expect(results.map((result) => result.path).sort()).toEqual(['a.md', 'b.md']);
   });
 
   it('summarizes the index and shows indexStatus on files and tree nodes', async () => {
