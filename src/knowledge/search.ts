@@ -116,13 +116,18 @@ type Candidate = ChunkCandidate;
  * The caller checks that the project is visible to the caller.
  */
 export async function searchProject(db: Db, params: SearchParams): Promise<SearchResult[]> {
+  if (params.limit <= 0) return [];
   const terms = queryTerms(params.query);
-  if (terms.length === 0 || params.limit <= 0) return [];
   const candidateLimit = params.limit * CANDIDATES_PER_RESULT;
   const perFile = params.perFile ?? DEFAULT_PER_FILE;
-  const lexical = isSqliteDb(db)
-    ? await searchSqlite(db, params, terms, candidateLimit, perFile)
-    : await searchPostgres(db, params, terms, candidateLimit, perFile);
+  // A query of stop words only ('who are we') has no lexical terms, but its vector may still
+  // find passages: the vector search runs either way.
+  const lexical =
+    terms.length === 0
+      ? []
+      : isSqliteDb(db)
+        ? await searchSqlite(db, params, terms, candidateLimit, perFile)
+        : await searchPostgres(db, params, terms, candidateLimit, perFile);
   // Hybrid when the project has vectors (reciprocal-rank fusion, vectors.ts); else lexical as is.
   const candidates = await withVectorCandidates(db, params, lexical, candidateLimit);
   const taken = new Map<string, number>();

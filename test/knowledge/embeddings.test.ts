@@ -162,6 +162,18 @@ describe(`embeddings and hybrid search (${engineName})`, () => {
     expect(fake.requests.length).toBe(requests);
   });
 
+  it('searches by vector a query of stop words only, which has no lexical terms', async () => {
+    if (!available) return;
+    // "with" and "the" are both stop words; "with" is in one chunk only, which its vector finds.
+    const results = await searchProject(env.database.db, {
+      projectId: 'prj_v',
+      workspaceId: 'wsp_v',
+      query: 'with the',
+      limit: 5,
+    });
+    expect(results[0]?.text).toBe('Install the agent on Linux with the package manager.');
+  });
+
   it('keeps files indexed and search lexical while the provider fails, and recovers', async () => {
     if (!available) return;
     fake.mode = 'fail';
