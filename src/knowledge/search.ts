@@ -1,6 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { isSqliteDb } from '../db/repositories/knowledge.js';
+import { isSqliteDb, sqliteProjectToken } from '../db/repositories/knowledge.js';
 import { PG_SEARCH_CONFIG, searchableText } from './fold.js';
 import { type ChunkCandidate, withVectorCandidates } from './vectors.js';
 
@@ -226,21 +226,14 @@ export function forgetSearchStatistics(db: Db): void {
 // SQLite: FTS5
 
 /**
- * The smallest and largest chunk id of a project (two seeks in its index, read on every search
- * so a newly indexed chunk is in range at once). FTS5 seeks a doclist to a rowid range, so the
- * project's matches are looked for there only, not among every project's: a word common in
- * other tenants' files but rare in this project would otherwise be walked through all of theirs.
- *
- * The queries below join the chunks with CROSS JOIN, which SQLite takes as "the full-text index
- * first": given the range, its planner otherwise walks the project's chunks by id and runs the
- * MATCH once per chunk (10,000 chunks: 400 ms a search instead of 2; test/knowledge/search-plan).
+ * An FTS5 query for `words` (an FTS5 expression over the chunk's own columns) among one
+ * project's chunks only: ANDed with the project's token in the `scope` column (migration 027),
+ * FTS5 steps through the project's doclist and the words' doclists together, seeking past other
+ * tenants' rows instead of visiting each one. Work so follows the project's own chunks, however
+ * many matches other tenants hold, and wherever their chunks' ids lie among the project's.
  */
-async function sqliteChunkIdRange(db: Db, projectId: string) {
-  const result = await sql<{ lo: number | null; hi: number | null }>`select
-      (select min(id) from knowledge_chunks where project_id = ${projectId}) as lo,
-      (select max(id) from knowledge_chunks where project_id = ${projectId}) as hi`.execute(db);
-  const row = result.rows[0];
-  return row?.lo == null || row.hi == null ? undefined : { lo: Number(row.lo), hi: Number(row.hi) };
+export function sqliteProjectMatch(projectId: string, words: string): string {
+  return `scope : "${sqliteProjectToken(projectId)}" AND {heading text} : (${words})`;
 }
 
 async function searchSqlite(
@@ -250,26 +243,25 @@ async function searchSqlite(
   limit: number,
   perFile: number,
 ): Promise<Candidate[]> {
-  const range = await sqliteChunkIdRange(db, params.projectId);
-  if (!range) return [];
   const stats = await projectTermStats(db, params.projectId, terms, RANK_BUDGET.sqlite, async (term, cap) => {
-    const result = await sqliteTermCount(params.projectId, range, term, cap).execute(db);
+    const result = await sqliteTermCount(params.projectId, term, cap).execute(db);
     return Number(result.rows[0]?.doc ?? 0);
   });
   const kept = selectTerms(stats.frequencies, terms, stats.total, RANK_BUDGET.sqlite);
   if (kept.length === 0) return [];
   // Every term quoted: a string of letters and digits in double quotes is always one token.
-  const match = kept.map((term) => `"${term}"`).join(' OR ');
+  const match = sqliteProjectMatch(params.projectId, kept.map((term) => `"${term}"`).join(' OR '));
   const workspace = params.workspaceId ? sql`and s.workspace_id = ${params.workspaceId}` : sql``;
-  // Ranked first on ids alone (the project checked in the narrow knowledge_chunks_scope_idx), at
-  // most the budget of the newest matches, at most `perFile` of each file; the text is read for
-  // the best `limit` only. bm25 is lower for better matches; headings weigh twice the body.
+  // Ranked first on ids alone (the project checked again, and the file read, in the narrow
+  // knowledge_chunks_scope_idx), at most the budget of the newest matches, at most `perFile` of
+  // each file; the text is read for the best `limit` only. bm25 is lower for better matches;
+  // headings weigh twice the body, the project's token nothing.
   const result = await sql<Candidate>`
     select c.file_id, f.path, f.name, c.text, c.heading, c.pages, ranked.score
     from (
       select id, score from (
         select id, score, row_number() over (partition by file_id order by score desc, id) as nth
-        from (${sqliteRankedMatches(params.projectId, range, match, workspace)}))
+        from (${sqliteRankedMatches(params.projectId, match, workspace)}))
       where nth <= ${perFile}
       order by score desc, id
       limit ${limit}) ranked
@@ -279,35 +271,30 @@ async function searchSqlite(
   return result.rows;
 }
 
-/** How many of a project's chunks (at most `cap`) hold `term`. */
-export function sqliteTermCount(
-  projectId: string,
-  range: { lo: number; hi: number },
-  term: string,
-  cap: number,
-) {
+/** How many of a project's chunks (at most `cap`) hold `term`: the full-text index alone. */
+export function sqliteTermCount(projectId: string, term: string, cap: number) {
   return sql<{ doc: number }>`select count(*) as doc from (
       select 1 from knowledge_chunks_fts
-      cross join knowledge_chunks s on s.id = knowledge_chunks_fts.rowid
-      where knowledge_chunks_fts match ${`"${term}"`}
-        and knowledge_chunks_fts.rowid between ${range.lo} and ${range.hi}
-        and s.project_id = ${projectId}
+      where knowledge_chunks_fts match ${sqliteProjectMatch(projectId, `"${term}"`)}
       limit ${cap})`;
 }
 
-/** The newest RANK_BUDGET matches of `match` in a project, with their files and bm25 scores. */
+/**
+ * The newest RANK_BUDGET matches of `match` (a {@link sqliteProjectMatch}), with their files and
+ * bm25 scores. CROSS JOIN makes SQLite read the full-text index first: its planner may otherwise
+ * walk the project's chunks by id and run the MATCH once per chunk (10,000 chunks: 400 ms a
+ * search instead of 2; test/knowledge/search-plan).
+ */
 export function sqliteRankedMatches(
   projectId: string,
-  range: { lo: number; hi: number },
   match: string,
   workspace: RawBuilder<unknown> = sql``,
 ) {
   return sql<{ id: number; file_id: string; score: number }>`
-    select knowledge_chunks_fts.rowid as id, s.file_id, -bm25(knowledge_chunks_fts, 2.0, 1.0) as score
+    select knowledge_chunks_fts.rowid as id, s.file_id, -bm25(knowledge_chunks_fts, 2.0, 1.0, 0.0) as score
     from knowledge_chunks_fts
     cross join knowledge_chunks s on s.id = knowledge_chunks_fts.rowid
     where knowledge_chunks_fts match ${match}
-      and knowledge_chunks_fts.rowid between ${range.lo} and ${range.hi}
       and s.project_id = ${projectId} ${workspace}
     order by knowledge_chunks_fts.rowid desc
     limit ${RANK_BUDGET.sqlite}`;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { waitForIndexIdle } from '../../src/knowledge/indexer.js';
-import { forgetSearchStatistics, searchProject } from '../../src/knowledge/search.js';
+import { forgetSearchStatistics, searchProject, sqliteProjectMatch } from '../../src/knowledge/search.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 import { textFile } from './files.js';
@@ -136,6 +136,32 @@ describe(`project index and search routes (${engineName})`, () => {
     const results = await searchProject(db, { ...globex, query: 'saffron soup', limit: 10 });
     expect(results.map((result) => result.path).sort()).toEqual(['a.md', 'b.md']);
   });
+
+  it.runIf(engineName === 'sqlite')(
+    "visits only the project's own chunks in the full-text index, with other tenants' chunks between its ids",
+    async () => {
+      // prj_globex's first chunks are older than the 400 soup chunks of prj_other above, this one
+      // newer: its ids span theirs. The search's full-text query hands SQLite the project's
+      // matches alone (FTS5 intersects the project's doclist with the words'); it walked every
+      // tenant's matches in the id range, and checked each one's project (a 20-word query over
+      // 100,000 chunks between: seconds, the event loop blocked).
+      const db = t.env.database.db;
+      const globex = { workspaceId: 'wsp_globex', projectId: 'prj_globex' };
+      await addIndexedFile(db, { ...globex, path: 'c.md', text: 'Tomato soup, in the end.' });
+      const visited = async (words: string) =>
+        Number(
+          (
+            await sql<{ n: number }>`select count(*) as n from knowledge_chunks_fts
+              where knowledge_chunks_fts match ${sqliteProjectMatch('prj_globex', words)}`.execute(db)
+          ).rows[0]!.n,
+        );
+      expect(await visited('"soup"')).toBe(2);
+      expect(await visited('"tomato" OR "paragraph" OR "soup"')).toBe(2);
+      expect(await visited('"saffron"')).toBe(1);
+      const results = await searchProject(db, { ...globex, query: 'soup', limit: 10 });
+      expect(results.map((result) => result.path).sort()).toEqual(['b.md', 'c.md']);
+    },
+  );
 
   it('summarizes the index and shows indexStatus on files and tree nodes', async () => {
     const summary = await get('/v1/projects/prj_docs/index');

@@ -1,6 +1,5 @@
 import { type Kysely, SqliteAdapter, sql } from 'kysely';
-import type { Db } from '../database.js';
-import { insertSqliteChunkWords } from '../repositories/knowledge.js';
+import { insertSqliteChunkWordsOf019 } from './sqlite-chunk-words-019.js';
 
 /** Chunks re-indexed per statement while the FTS5 table is filled again. */
 const BATCH = 500;
@@ -13,8 +12,8 @@ const BATCH = 500;
  * the FTS5 table becomes contentless (`content=''`, it keeps no text, only the index) and is
  * written with each chunk's searchable words by the repository (a trigger cannot fold), with
  * `contentless_delete=1` so a trigger still removes a deleted chunk's row by id. Existing
- * chunks are indexed again here, through the same function the repository uses, so the index
- * always holds what today's queries look for.
+ * chunks are indexed again here with their searchable words, as the repository wrote them then
+ * (026 adds a column, and writes every row again).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (!isSqlite(db)) return;
@@ -33,7 +32,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       db,
     );
     if (result.rows.length === 0) break;
-    await insertSqliteChunkWords(db as Db, result.rows);
+    await insertSqliteChunkWordsOf019(db, result.rows);
     after = result.rows[result.rows.length - 1].id;
   }
 }

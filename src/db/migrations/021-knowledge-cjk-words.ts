@@ -1,7 +1,7 @@
 import { type Kysely, SqliteAdapter, sql } from 'kysely';
 import { hasCjkText } from '../../knowledge/fold.js';
-import type { Db } from '../database.js';
-import { insertSqliteChunkWords, postgresChunkWords } from '../repositories/knowledge.js';
+import { postgresChunkWords } from '../repositories/knowledge.js';
+import { insertSqliteChunkWordsOf019 } from './sqlite-chunk-words-019.js';
 
 /** Chunks read per statement while looking for Chinese and Japanese text. */
 const BATCH = 500;
@@ -29,7 +29,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     if (sqlite) {
       const ids = cjk.map((row) => row.id);
       await sql`delete from knowledge_chunks_fts where rowid in (${sql.join(ids)})`.execute(db);
-      await insertSqliteChunkWords(db as Db, cjk);
+      await insertSqliteChunkWordsOf019(db, cjk);
     } else {
       for (const row of cjk) {
         await sql`update knowledge_chunks set tsv = ${postgresChunkWords(row)} where id = ${row.id}`.execute(

@@ -19,6 +19,7 @@ import * as knowledgeScopeFile from './023-knowledge-scope-file.js';
 import * as caseFoldedSortKeys from './024-case-folded-sort-keys.js';
 import * as uploadReservationsPerUrl from './025-upload-reservations-per-url.js';
 import * as subAgentUsageRollup from './026-sub-agent-usage-rollup.js';
+import * as knowledgeFtsProjectScope from './027-knowledge-fts-project-scope.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '024-case-folded-sort-keys': caseFoldedSortKeys,
   '025-upload-reservations-per-url': uploadReservationsPerUrl,
   '026-sub-agent-usage-rollup': subAgentUsageRollup,
+  '027-knowledge-fts-project-scope': knowledgeFtsProjectScope,
 };

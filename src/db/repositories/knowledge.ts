@@ -289,7 +289,7 @@ export async function insertChunksOfFiles(
       db,
       inserted.map(({ id, file_id, ordinal }) => {
         const row = byChunk.get(`${file_id}\0${ordinal}`)!;
-        return { id, heading: row.heading, text: row.text };
+        return { id, project_id: row.project_id, heading: row.heading, text: row.text };
       }),
     );
   }
@@ -301,16 +301,31 @@ export function postgresChunkWords(chunk: { heading: string | null; text: string
     || to_tsvector(${PG_SEARCH_CONFIG}::regconfig, ${searchableText(chunk.text)})`;
 }
 
-/** The FTS5 rows of SQLite chunks: their searchable words under the chunk's id. */
+/**
+ * The FTS5 rows of SQLite chunks: their searchable words under the chunk's id, and their
+ * project's token in the `scope` column (migration 027), which search matches with its words so
+ * FTS5 intersects the project's doclist with theirs instead of walking every tenant's matches.
+ */
 export async function insertSqliteChunkWords(
   db: Db,
-  chunks: Array<{ id: number; heading: string | null; text: string }>,
+  chunks: Array<{ id: number; project_id: string; heading: string | null; text: string }>,
 ): Promise<void> {
   if (chunks.length === 0) return;
   const values = chunks.map(
-    (chunk) => sql`(${chunk.id}, ${searchableText(chunk.heading ?? '')}, ${searchableText(chunk.text)})`,
+    (chunk) =>
+      sql`(${chunk.id}, ${searchableText(chunk.heading ?? '')}, ${searchableText(chunk.text)}, ${sqliteProjectToken(chunk.project_id)})`,
   );
-  await sql`insert into knowledge_chunks_fts (rowid, heading, text) values ${sql.join(values)}`.execute(db);
+  await sql`insert into knowledge_chunks_fts (rowid, heading, text, scope) values ${sql.join(values)}`.execute(
+    db,
+  );
+}
+
+/**
+ * A project's one word in the FTS5 `scope` column: its id in hex (letters and digits only, so
+ * `unicode61` keeps it one token whatever the id holds, and no two ids share one), after `p`.
+ */
+export function sqliteProjectToken(projectId: string): string {
+  return `p${Buffer.from(projectId, 'utf8').toString('hex')}`;
 }
 
 /**
