@@ -299,7 +299,7 @@ export async function buildApp(
       await knowledgeRoutes(v1, deps);
       await skillRoutes(v1, deps);
       await chatRoutes(v1, chatDeps, deps.config);
-      await chatsRoutes(v1, chatDeps);
+      await chatsRoutes(v1, { ...chatDeps, messagePageBytes: deps.config.messagePageBytes });
       await agentRunRoutes(v1, chatDeps);
       await v1.register(async (scope) => openAIRoutes(scope, chatDeps, deps.config, unmatched), {
         prefix: OPENAI_PREFIX.slice('/v1'.length),

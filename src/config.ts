@@ -25,6 +25,8 @@ export interface Config {
   upstreamTimeoutMs: number;
   /** The largest non-streamed provider response read (ATRIUM_MAX_PROVIDER_RESPONSE_BYTES); larger: 502. */
   maxProviderResponseBytes: number;
+  /** What one page of a chat's messages holds at most of stored parts (ATRIUM_MESSAGE_PAGE_BYTES). */
+  messagePageBytes: number;
   logLevel: string;
   jsonBodyLimitBytes: number;
   /** How long a client may take to send its request; see README "Timeouts". */
@@ -216,6 +218,13 @@ export const DEFAULT_MAX_CONCURRENT_REPLIES = 400;
 /** What a provider may send in one non-streamed response: far above any real reply. */
 export const DEFAULT_MAX_PROVIDER_RESPONSE_BYTES = 16 * 1024 * 1024;
 
+/**
+ * A page of a chat's messages stops before this much stored parts: as much as one `POST /v1/chat`
+ * body may carry. A chat grown turn by turn may hold far more than one response (or one
+ * JavaScript string, about 512 MiB) can.
+ */
+export const DEFAULT_MESSAGE_PAGE_BYTES = 16 * 1024 * 1024;
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.ATRIUM_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL;
@@ -271,6 +280,13 @@ export function loadConfig(env: Env = process.env): Config {
       'ATRIUM_MAX_PROVIDER_RESPONSE_BYTES',
       DEFAULT_MAX_PROVIDER_RESPONSE_BYTES,
       1024,
+    ),
+    messagePageBytes: integer(
+      env,
+      'ATRIUM_MESSAGE_PAGE_BYTES',
+      DEFAULT_MESSAGE_PAGE_BYTES,
+      1024,
+      256 * 1024 * 1024,
     ),
     logLevel: logLevel(env),
     jsonBodyLimitBytes: 1024 * 1024,

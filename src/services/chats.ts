@@ -1,3 +1,4 @@
+import { DEFAULT_MESSAGE_PAGE_BYTES } from '../config.js';
 import type { Db } from '../db/database.js';
 import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
 import {
@@ -7,7 +8,7 @@ import {
   listChatsJson,
   renameChat as renameChatRow,
 } from '../db/repositories/chats.js';
-import { listChatMessagesPage } from '../db/repositories/messages.js';
+import { listChatMessagesBetween, listChatMessageSizes } from '../db/repositories/messages.js';
 import { listingCache } from '../db/listing-cache.js';
 import type { ChatTable, MessageTable } from '../db/schema.js';
 import { errors } from '../errors.js';
@@ -21,6 +22,11 @@ export interface ChatsDeps {
   db: Db;
   clock: Clock;
   replies: RunningReplies;
+  /**
+   * A page of messages stops before the message that would take its stored parts past this
+   * (`Config.messagePageBytes`; default `DEFAULT_MESSAGE_PAGE_BYTES`), and holds at least one.
+   */
+  messagePageBytes?: number;
 }
 
 /** The workspace whose chats a request reads, and what the caller may see there. */
@@ -289,26 +295,54 @@ export async function listMessages(
     ? decodeCursor(request.cursor, (v) => v.length === 1 && isPosition(v[0]))
     : undefined;
   const beforePosition = before ? (before[0] as number) : undefined;
-  const key = JSON.stringify([access.workspaceId, chat.id, beforePosition ?? null, request.limit]);
+  const maxBytes = deps.messagePageBytes ?? DEFAULT_MESSAGE_PAGE_BYTES;
+  const key = JSON.stringify([access.workspaceId, chat.id, beforePosition ?? null, request.limit, maxBytes]);
   return messagePages(
     deps.db,
     key,
-    () => readMessagePage(deps.db, access.workspaceId, chat.id, beforePosition, request.limit),
+    () =>
+      readMessagePage(deps.db, access.workspaceId, chat.id, {
+        beforePosition,
+        limit: request.limit,
+        maxBytes,
+      }),
     access.dataVersion,
   );
 }
 
+/**
+ * A page holds at most `limit` messages and stops before the one that would take its stored
+ * parts past `maxBytes` (always holding one): a chat grown turn by turn, each turn sending only
+ * its new message, may store more than one response, or one JavaScript string, can hold. The
+ * sizes are read first, so the parts of messages the page leaves out are never read.
+ */
 async function readMessagePage(
   db: Db,
   workspaceId: string,
   chatId: string,
-  beforePosition: number | undefined,
-  limit: number,
+  { beforePosition, limit, maxBytes }: { beforePosition?: number; limit: number; maxBytes: number },
 ): Promise<Buffer> {
-  const rows = await listChatMessagesPage(db, workspaceId, chatId, { beforePosition, limit });
-  const hasMore = rows.length > limit;
-  const page = rows.slice(0, limit).reverse();
-  const oldest = page[0];
+  const sizes = await listChatMessageSizes(db, workspaceId, chatId, { beforePosition, limit });
+  let count = 0;
+  let bytes = 0;
+  for (const message of sizes.slice(0, limit)) {
+    bytes += Number(message.bytes);
+    if (count > 0 && bytes > maxBytes) break;
+    count++;
+  }
+  const hasMore = sizes.length > count;
+  const newest = sizes[0];
+  const oldest = sizes[count - 1];
+  const page =
+    newest && oldest
+      ? await listChatMessagesBetween(
+          db,
+          workspaceId,
+          chatId,
+          Number(oldest.position),
+          Number(newest.position),
+        )
+      : [];
   return jsonDataBody(
     JSON.stringify({
       messages: page.map(messageView),

@@ -1,8 +1,8 @@
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type TestApp } from '../helpers/app.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream } from '../helpers/fake-upstream.js';
 import { deleteChatMessages } from '../../src/db/repositories/messages.js';
-import { CHAT_KEYS, chatRows, useChatApp, userText } from './fixtures.js';
+import { CHAT_KEYS, chatRows, chatSetup, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
@@ -276,6 +276,76 @@ describe('GET /v1/chats/{id}/messages', () => {
       const res = await get(`/v1/chats/${chatId}/messages?${bad}`);
       expect(res.statusCode, bad).toBe(400);
       expect(res.json().code).toBe('bad_request');
+    }
+  });
+
+  it('stops a page before its stored parts pass ATRIUM_MESSAGE_PAGE_BYTES, with the cursor to go on', async () => {
+    // 37 turns of 15 MB each, sent one by one, once made the default page a 500 (one string
+    // past V8's longest); the same with a budget of 64 KiB and turns a third of it.
+    const budget = 64 * 1024;
+    const small = await createTestApp({
+      env: { ATRIUM_MESSAGE_PAGE_BYTES: String(budget) },
+      setup: chatSetup(upstream),
+    });
+    try {
+      const blob = 'x'.repeat(Math.floor(budget / 3) + 1);
+      let chatId: string | undefined;
+      const send = async (turn: number, data: string) => {
+        const res = await small.app.inject({
+          method: 'POST',
+          url: '/v1/chat',
+          headers: { 'x-service-api-key': CHAT_KEYS.main },
+          payload: {
+            agentId: 'agt_echo',
+            ...(chatId ? { chatId } : {}),
+            messages: [
+              {
+                id: `big${turn}`,
+                role: 'user',
+                parts: [
+                  { type: 'text', text: `turn ${turn}` },
+                  { type: 'data-blob', data },
+                ],
+              },
+            ],
+          },
+        });
+        expect(res.statusCode).toBe(200);
+        chatId ??= res.json().chatId;
+      };
+      for (let i = 0; i < 4; i++) await send(i, blob);
+      const page = async (query: string) => {
+        const res = await small.app.inject({
+          method: 'GET',
+          url: `/v1/chats/${chatId}/messages${query}`,
+          headers: { 'x-service-api-key': CHAT_KEYS.main },
+        });
+        expect(res.statusCode).toBe(200);
+        const data = res.json().data as {
+          messages: Array<{ id: string; role: string; parts: Array<{ data?: string }> }>;
+          pagination: Record<string, unknown>;
+        };
+        return { ...data, ids: data.messages.map((m) => (m.role === 'user' ? m.id : 'reply')) };
+      };
+      // Newest first: the replies are small, and a third blob would pass the budget.
+      const page1 = await page('');
+      expect(page1.ids).toEqual(['reply', 'big2', 'reply', 'big3', 'reply']);
+      expect(page1.messages[1].parts[1].data).toBe(blob);
+      expect(page1.pagination).toMatchObject({ limit: 100, hasMore: true });
+      const page2 = await page(`?cursor=${page1.pagination.nextCursor}`);
+      expect(page2.ids).toEqual(['big0', 'reply', 'big1']);
+      expect(page2.pagination).toEqual({ limit: 100, hasMore: false, nextCursor: null });
+      expect((await page('?limit=2')).ids).toEqual(['big3', 'reply']);
+      // A message larger than the budget still makes a page, of its own.
+      await send(4, 'x'.repeat(2 * budget));
+      const latest = await page('');
+      expect(latest.ids).toEqual(['reply']);
+      const alone = await page(`?cursor=${latest.pagination.nextCursor}`);
+      expect(alone.ids).toEqual(['big4']);
+      expect(alone.messages[0].parts[1].data).toHaveLength(2 * budget);
+      expect((await page(`?cursor=${alone.pagination.nextCursor}`)).ids).toEqual(page1.ids);
+    } finally {
+      await small.close();
     }
   });
 });

@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Executor } from '../database.js';
 import { forEachChunk } from '../in-chunks.js';
 import type { Database, MessageTable } from '../schema.js';
@@ -70,24 +70,45 @@ export async function appendMessages(
 }
 
 /**
- * The latest `limit + 1` messages of a chat before `beforePosition` (default: the newest),
- * newest first; the caller reverses them and uses the extra one to tell whether more precede.
+ * The positions and stored sizes (UTF-8 bytes of `parts`) of the latest `limit + 1` messages of a
+ * chat before `beforePosition` (default: the newest), newest first: a page of messages chooses
+ * its rows by these before it reads any parts. Both engines tell a value's size without
+ * handing it over (PostgreSQL from its TOAST header).
  */
-export function listChatMessagesPage(
+export function listChatMessageSizes(
   db: Executor,
   workspaceId: string,
   chatId: string,
   page: { beforePosition?: number; limit: number },
-) {
+): Promise<Array<{ position: number; bytes: number }>> {
   let select = db
     .selectFrom('messages')
-    .selectAll()
+    .select(['position', sql<number>`octet_length(parts)`.as('bytes')])
     .where('chat_id', '=', chatId)
     .where('workspace_id', '=', workspaceId);
   if (page.beforePosition !== undefined) select = select.where('position', '<', page.beforePosition);
   return select
     .orderBy('position', 'desc')
     .limit(page.limit + 1)
+    .execute();
+}
+
+/** The messages of a chat from position `first` to `last` (both included), oldest first. */
+export function listChatMessagesBetween(
+  db: Executor,
+  workspaceId: string,
+  chatId: string,
+  first: number,
+  last: number,
+) {
+  return db
+    .selectFrom('messages')
+    .selectAll()
+    .where('chat_id', '=', chatId)
+    .where('workspace_id', '=', workspaceId)
+    .where('position', '>=', first)
+    .where('position', '<=', last)
+    .orderBy('position')
     .execute();
 }
 

@@ -132,7 +132,7 @@ export async function chatsRoutes(app: TypedApp, deps: ChatsDeps): Promise<void>
         summary: "List a chat's messages",
         operationId: 'listChatMessages',
         description:
-          'The latest messages before `cursor` (default: the newest), oldest first, as UI messages (`id`, `role`, `parts`, `metadata`): the first page can be given to `useChat({ messages })` as it is. `nextCursor` pages further back.',
+          'The latest messages before `cursor` (default: the newest), oldest first, as UI messages (`id`, `role`, `parts`, `metadata`): the first page can be given to `useChat({ messages })` as it is. `nextCursor` pages further back. A page holds at most `limit` messages and stops before the message that would take its stored parts past 16 MiB (`ATRIUM_MESSAGE_PAGE_BYTES`; it always holds at least one), so a page of a chat with large parts may hold fewer than `limit` while `hasMore` is true.',
         tags: ['chats'],
         security: API_KEY_SECURITY,
         headers: WorkspaceHeader,

@@ -61,7 +61,11 @@ export const ChatListQuery = Type.Object({
 
 export const MessageListQuery = Type.Object({
   limit: Type.Optional(
-    Type.Integer({ minimum: 1, description: 'Page size, default 100; values above 500 are clamped to 500' }),
+    Type.Integer({
+      minimum: 1,
+      description:
+        'Page size, default 100; values above 500 are clamped to 500. A page also stops before its stored parts pass 16 MiB (`ATRIUM_MESSAGE_PAGE_BYTES`; it always holds at least one message), so it may hold fewer with `hasMore` true',
+    }),
   ),
   cursor: Cursor,
 });
