@@ -3,13 +3,19 @@ import type { Publisher, Subscriber } from 'resumable-stream/generic';
 /**
  * What processes share live: short-lived keys and publish/subscribe. Redis when `REDIS_URL` is
  * set (every process sees the same), else an in-memory stand-in (one process). The shapes are
- * those `resumable-stream` expects, plus `del` and `getMany` (many keys in one round trip, as
- * Redis's MGET).
+ * those `resumable-stream` expects, plus `del`, `getMany` (many keys in one round trip, as
+ * Redis's MGET) and `subscriberCounts`.
  */
 export interface Coordination {
   publisher: Publisher & {
     del(key: string): Promise<unknown>;
     getMany(keys: string[]): Promise<Array<string | null>>;
+    /**
+     * How many connections listen on each channel (Redis's PUBSUB NUMSUB). A process's
+     * subscription ends with its connection, so a process killed outright stops counting at
+     * once, where a key it set lives on until its expiry.
+     */
+    subscriberCounts(channels: string[]): Promise<number[]>;
   };
   subscriber: Subscriber;
   /** True when other processes can see what this one publishes. */

@@ -53,6 +53,9 @@ export function createMemoryCoordination(options: { maxTtlSeconds?: number } = {
       async getMany(keys) {
         return keys.map(read);
       },
+      async subscriberCounts(requested) {
+        return requested.map((channel) => channels.get(channel)?.size ?? 0);
+      },
       async incr(key) {
         const current = read(key);
         const next = current === null ? 1 : Number(current) + 1;

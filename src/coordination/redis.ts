@@ -54,6 +54,12 @@ export function connectRedis(url: string, onError: (error: unknown) => void): Co
         options?.EX ? publisher.set(key, value, 'EX', options.EX) : publisher.set(key, value),
       get: (key) => publisher.get(key),
       getMany: async (keys) => (keys.length === 0 ? [] : publisher.mget(keys)),
+      subscriberCounts: async (channels) => {
+        if (channels.length === 0) return [];
+        // [channel, count, channel, count, …] in the order asked.
+        const answer = (await publisher.pubsub('NUMSUB', ...channels)) as unknown[];
+        return channels.map((_, i) => Number(answer[2 * i + 1]));
+      },
       incr: (key) => publisher.incr(key),
       del: (key) => publisher.del(key),
     },

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createResumableStreamContext, type ResumableStreamContext } from 'resumable-stream/generic';
 import type { Coordination } from '../coordination/coordination.js';
 import { ApiError } from '../errors.js';
@@ -34,7 +35,12 @@ interface LocalReply {
  * The replies being generated, per process, with what stops and resumes them: a stop reaches the
  * process that runs the reply (Redis publish/subscribe when several processes share Redis), a
  * resume replays the reply's stream from its start (`resumable-stream`), and a chat is `active`
- * while a marker with a short expiry, renewed by its process, says so.
+ * while a marker with a short expiry, renewed by its process, says so and that process is alive.
+ *
+ * A process killed outright (SIGKILL, out of memory) leaves its markers for their expiry, but its
+ * Redis connections close with it: each process listens on a channel of its own, each reply
+ * names that process in an owner key, and a marker whose owner no longer listens is no reply
+ * (what a crash loses, as without Redis, where a reply's state dies with its process).
  */
 export class RunningReplies {
   /**
@@ -54,6 +60,13 @@ export class RunningReplies {
   private readonly replays = new Set<{ messageId: string; end(): void }>();
   /** Set at the end of shutdown's drain: a replay set up from then on ends at once. */
   private replaysEnded = false;
+  /** This process (this instance of it): what the owner keys of its replies hold. */
+  private readonly instanceId = randomBytes(9).toString('base64url');
+  /**
+   * Set once this process listens on its own channel: its replies name it as their owner only
+   * from then on (before, other processes trust their markers as they are).
+   */
+  private listening = false;
 
   /** Whether shutdown has begun (readiness answers 503, so a load balancer sends no more). */
   get isDraining(): boolean {
@@ -74,9 +87,14 @@ export class RunningReplies {
     this.stopChannel = `${options.keyPrefix}:stop`;
   }
 
-  /** Listens for stops published by other processes. */
+  /** Listens for stops published by other processes, and on this process's own channel. */
   start(): Promise<void> {
-    this.started ??= Promise.resolve(
+    this.started ??= Promise.all([
+      Promise.resolve(
+        this.coordination.subscriber.subscribe(this.instanceChannel(this.instanceId), () => undefined),
+      ).then(() => {
+        this.listening = true;
+      }),
       this.coordination.subscriber.subscribe(this.stopChannel, (message) => {
         try {
           const { chatId, messageId, reason } = JSON.parse(message) as {
@@ -91,7 +109,7 @@ export class RunningReplies {
           // Not ours to read; ignore.
         }
       }),
-    ).then(() => undefined);
+    ]).then(() => undefined);
     return this.started;
   }
 
@@ -108,6 +126,49 @@ export class RunningReplies {
     return `${this.options.keyPrefix}:reply:${messageId}`;
   }
 
+  /** The process running a reply (its instance id), beside the reply's markers. */
+  private ownerKey(messageId: string): string {
+    return `${this.options.keyPrefix}:owner:${messageId}`;
+  }
+
+  /** The channel a process listens on while it lives: its connection ending ends the listening. */
+  private instanceChannel(instanceId: string): string {
+    return `${this.options.keyPrefix}:process:${instanceId}`;
+  }
+
+  /**
+   * Of these replies, named by markers, those whose process is gone: it no longer listens on its
+   * channel (killed, its connection closed), or it is this process and they no longer run here
+   * (a marker whose delete failed). A reply without an owner key (set by a process of an earlier
+   * version, or before its process listened) is taken as its markers say, and so is every reply
+   * when Redis does not tell who listens.
+   */
+  private async goneReplies(messageIds: string[]): Promise<Set<string>> {
+    const gone = new Set<string>();
+    if (messageIds.length === 0) return gone;
+    const { publisher } = this.coordination;
+    const owners = await publisher.getMany(messageIds.map((id) => this.ownerKey(id)));
+    const elsewhere = new Map<string, string[]>();
+    owners.forEach((owner, i) => {
+      const messageId = messageIds[i]!;
+      if (typeof owner !== 'string' || owner === '') return;
+      if (owner === this.instanceId) {
+        if (![...this.replies].some((reply) => reply.messageId === messageId)) gone.add(messageId);
+        return;
+      }
+      elsewhere.set(owner, [...(elsewhere.get(owner) ?? []), messageId]);
+    });
+    if (elsewhere.size === 0) return gone;
+    const processes = [...elsewhere.keys()];
+    const counts = await publisher
+      .subscriberCounts(processes.map((id) => this.instanceChannel(id)))
+      .catch(() => undefined);
+    processes.forEach((process, i) => {
+      if (counts?.[i] === 0) for (const messageId of elsewhere.get(process)!) gone.add(messageId);
+    });
+    return gone;
+  }
+
   /** Registers a reply; 503 `service_unavailable` when this process already runs its maximum. */
   admit(chatId: string, messageId: string, stop: (reason: StopReason) => void): ReplyTicket {
     if (this.draining || this.replies.size >= this.options.maxConcurrent) {
@@ -122,10 +183,15 @@ export class RunningReplies {
     const key = this.activeKey(chatId);
     const mark = () => void publisher.set(key, messageId, { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
     const replyKey = this.replyKey(messageId);
+    const ownerKey = this.ownerKey(messageId);
     // The reply's own marker holds when it was admitted: which of two turns of a chat is the later.
     const admittedAt = performance.timeOrigin + performance.now();
-    const alive = () =>
+    const alive = () => {
       void publisher.set(replyKey, String(admittedAt), { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
+      if (this.listening) {
+        void publisher.set(ownerKey, this.instanceId, { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
+      }
+    };
     const reply: LocalReply = {
       chatId,
       messageId,
@@ -150,7 +216,8 @@ export class RunningReplies {
         const theirs = await publisher.get(this.replyKey(named));
         // Admitted later than this one (a tie: the greater id, as both processes judge it).
         const later = Number(theirs) > admittedAt || (Number(theirs) === admittedAt && named > messageId);
-        if (typeof theirs === 'string' && later) return;
+        // A later turn whose process was killed no longer runs: the chat is this turn's again.
+        if (typeof theirs === 'string' && later && !(await this.goneReplies([named])).has(named)) return;
       }
       mark();
     };
@@ -199,6 +266,7 @@ export class RunningReplies {
         void (async () => {
           // Another reply of the chat may have started meanwhile: remove only our own marker.
           await publisher.del(replyKey);
+          await publisher.del(ownerKey);
           if ((await publisher.get(key)) === messageId) await publisher.del(key);
         })().catch(() => undefined);
         release();
@@ -207,14 +275,15 @@ export class RunningReplies {
   }
 
   /**
-   * The reply running for a chat here or in another process: its message id, or null. Throws
-   * when Redis does not answer (stop and resume need it: a 503).
+   * The reply running for a chat here or in another process that is alive: its message id, or
+   * null. Throws when Redis does not answer (stop and resume need it: a 503).
    */
   async runningMessageId(chatId: string): Promise<string | null> {
     const local = this.local.get(chatId);
     if (local) return local.messageId;
     const value = await this.coordination.publisher.get(this.activeKey(chatId));
-    return typeof value === 'string' && value !== '' ? value : null;
+    if (typeof value !== 'string' || value === '') return null;
+    return (await this.goneReplies([value])).has(value) ? null : value;
   }
 
   /**
@@ -287,8 +356,9 @@ export class RunningReplies {
       void (async () => {
         // A process of an earlier version sets no reply marker, only the chat's.
         const running =
-          typeof (await publisher.get(this.replyKey(messageId))) === 'string' ||
-          (await publisher.get(this.activeKey(chatId))) === messageId;
+          (typeof (await publisher.get(this.replyKey(messageId))) === 'string' ||
+            (await publisher.get(this.activeKey(chatId))) === messageId) &&
+          !(await this.goneReplies([messageId])).has(messageId);
         misses = running ? 0 : misses + 1;
         if (misses >= 2) end();
       })().catch(() => undefined);
@@ -339,9 +409,12 @@ export class RunningReplies {
     const values = await this.coordination.publisher
       .getMany(elsewhere.map((id) => this.activeKey(id)))
       .catch(() => [] as unknown[]);
+    const named = new Map<string, string>();
     values.forEach((value, i) => {
-      if (typeof value === 'string' && value !== '') active.add(elsewhere[i]!);
+      if (typeof value === 'string' && value !== '') named.set(elsewhere[i]!, value);
     });
+    const gone = await this.goneReplies([...named.values()]).catch(() => new Set<string>());
+    for (const [chatId, messageId] of named) if (!gone.has(messageId)) active.add(chatId);
     return active;
   }
 

@@ -14,7 +14,8 @@ let cluster: ServeCluster;
 beforeAll(async () => {
   upstream = await startFakeUpstream();
   cluster = await startServeCluster({
-    processes: 2,
+    // The third is killed mid-reply by one test; started with the others, in parallel.
+    processes: 3,
     setup: chatSetup(upstream),
     env: { REDIS_URL, ATRIUM_REDIS_PREFIX: `atrium-test-${randomBytes(4).toString('hex')}` },
   });
@@ -109,6 +110,34 @@ describe(`stop and resume across two atrium serve processes with REDIS_URL (${en
  * A reply resumed through process B while process A generates it; A is killed. B's replay gets no
  * end from A: it must not hold B's shutdown (nor its client) for ever.
  */
+describe(`a chat whose reply's process was killed (${engineName})`, () => {
+  it('is not active and has no reply to stop or resume, at once, on every process still running', async () => {
+    // The third process is killed mid-reply; the first two stand for those that live on or restart.
+    const [a, b, c] = cluster.servers;
+    const { chatId } = await startReply(c!.url, 'killed-reply', 1);
+    const chatOn = async (url: string) =>
+      (
+        (await (await fetch(`${url}/v1/chats/${chatId}`, { headers: key })).json()) as {
+          data: { chat: unknown };
+        }
+      ).data.chat;
+    expect(await chatOn(a!.url)).toMatchObject({ active: true });
+    await c!.stop('SIGKILL');
+    for (const server of [a!, b!]) {
+      // Not after the markers' 30 s expiry: the reply is gone with its process.
+      expect(await chatOn(server.url)).toMatchObject({ active: false, messageCount: 1 });
+      const listed = (await (await fetch(`${server.url}/v1/chats?limit=100`, { headers: key })).json()) as {
+        data: { chats: Array<{ id: string; active: boolean }> };
+      };
+      expect(listed.data.chats.find((chat) => chat.id === chatId)).toMatchObject({ active: false });
+      const stop = await fetch(`${server.url}/v1/chat/${chatId}/stop`, { method: 'POST', headers: key });
+      expect(await stop.json()).toEqual({ data: { stopped: false, messageId: null } });
+      expect((await fetch(`${server.url}/v1/chat/${chatId}/stream`, { headers: key })).status).toBe(204);
+    }
+    upstream.release();
+  }, 60_000);
+});
+
 describe(`a resumed reply whose generating process crashed (${engineName})`, () => {
   it('does not keep the resuming process from shutting down (SIGTERM exits within its 15 s bound)', async () => {
     const [a, b] = cluster.servers;
