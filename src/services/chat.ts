@@ -593,7 +593,8 @@ interface PreparedConversation {
 /**
  * The stored history, then the request's messages not stored yet (decisions.md). To regenerate,
  * the history ends before the message to replace (`messageId`, else the last assistant
- * message), and that message and the ones after it are replaced by the new reply.
+ * message), and that message and the ones after it are replaced by the new reply; in a chat
+ * whose last reply was never stored, nothing is replaced (docs/chat.md, "Regenerate").
  */
 async function prepareConversation(
   db: Db,
@@ -612,11 +613,20 @@ async function prepareConversation(
   let history = stored;
   let replaces: string[] = [];
   if (request.trigger === 'regenerate-message') {
+    const named = request.regenerateMessageId;
+    // The chat's last reply was never stored (it failed, or was stopped, before its first token),
+    // while the client holds it under the id of its `start` chunk: regenerating it, by that id or
+    // by none (`regenerate()` on the client's last message), answers the last user turn anew.
+    const unanswered = stored.at(-1)?.role === 'user';
     const target =
-      request.regenerateMessageId !== undefined
-        ? stored.findIndex((m) => m.id === request.regenerateMessageId && m.role === 'assistant')
-        : stored.findLastIndex((m) => m.role === 'assistant');
-    if (request.regenerateMessageId !== undefined && target < 0) throw errors.notFound('Message');
+      named !== undefined
+        ? stored.findIndex((m) => m.id === named && m.role === 'assistant')
+        : unanswered
+          ? -1
+          : stored.findLastIndex((m) => m.role === 'assistant');
+    if (named !== undefined && target < 0 && !(unanswered && !stored.some((m) => m.id === named))) {
+      throw errors.notFound('Message');
+    }
     if (target >= 0) {
       history = stored.slice(0, target);
       replaces = stored.slice(target).map((message) => message.id);

@@ -1,3 +1,4 @@
+import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream } from '../helpers/fake-upstream.js';
@@ -208,6 +209,92 @@ describe('regenerate', () => {
     // Past what either engine binds in one statement (SQLite 32,766 values, PostgreSQL 65,535).
     const ids = Array.from({ length: 70_000 }, (_, i) => `msg_none_${i}`);
     await t.db.transaction().execute((trx) => deleteChatMessages(trx, chatId, ids));
+  });
+
+  it("regenerates a reply that was never stored (failed before its first token) as a new reply to the last user turn, as useChat's regenerate() asks", async () => {
+    // useChat's own transport, so the bodies are exactly what regenerate() posts.
+    const transport = new DefaultChatTransport<UIMessage>({
+      api: 'http://atrium.test/v1/chat',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+      body: { agentId: 'agt_plain', stream: true },
+      fetch: (async (input: string | URL, init?: RequestInit) => {
+        const res = await t.app.inject({
+          method: 'POST',
+          url: new URL(String(input)).pathname,
+          headers: init?.headers as Record<string, string>,
+          payload: init?.body as string,
+        });
+        const headers = Object.entries(res.headers).map(([name, value]) => [name, String(value)]);
+        return new Response(new Uint8Array(res.rawPayload), {
+          status: res.statusCode,
+          headers: headers as [string, string][],
+        });
+      }) as typeof fetch,
+    });
+    async function replyText(stream: ReadableStream<UIMessageChunk>) {
+      let last: UIMessage | undefined;
+      for await (const message of readUIMessageStream({ stream, terminateOnError: true })) last = message;
+      return last?.parts.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
+    }
+    for (const named of [true, false]) {
+      const id = `regen-lost-${named}`;
+      const { chatId, a1 } = await conversation(id);
+      const message = (id: string, role: 'user' | 'assistant', text: string): UIMessage => ({
+        id,
+        role,
+        parts: [{ type: 'text', text }],
+      });
+      const held = [
+        message(`${id}-u1`, 'user', 'first'),
+        message(a1, 'assistant', 'answer'),
+        message(`${id}-u2`, 'user', 'second'),
+      ];
+      const u3 = message(`${id}-u3`, 'user', 'third');
+      // The third turn's reply fails before its first token: only the user's message is stored.
+      upstream.enqueue({ kind: 'fail', status: 503 });
+      const failed = await transport.sendMessages({
+        chatId: id,
+        messages: [...held, u3],
+        trigger: 'submit-message',
+        messageId: undefined,
+        abortSignal: undefined,
+      });
+      const chunks: UIMessageChunk[] = [];
+      const reader = failed.getReader();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) chunks.push(next.value);
+      const lost = chunks.find((chunk) => chunk.type === 'start')?.messageId;
+      expect(lost).toEqual(expect.any(String));
+      expect(chunks.map((chunk) => chunk.type)).toContain('error');
+      // regenerate({ messageId }) or regenerate() on that (empty) reply: useChat drops it and
+      // sends the rest.
+      upstream.enqueue({ kind: 'text', text: 'The third answer.' });
+      const again = await transport.sendMessages({
+        chatId: id,
+        messages: [...held, u3],
+        trigger: 'regenerate-message',
+        messageId: named ? lost : undefined,
+        abortSignal: undefined,
+      });
+      expect(await replyText(again)).toBe('The third answer.');
+      expect(upstream.lastRequest().body.messages!.at(-1)).toEqual({ role: 'user', content: 'third' });
+      const rows = await chatRows(t.db, chatId);
+      expect(rows.map((r) => r.id).slice(0, 5)).toEqual([
+        `${id}-u1`,
+        a1,
+        `${id}-u2`,
+        expect.any(String),
+        `${id}-u3`,
+      ]);
+      expect(rows.map((r) => r.role)).toEqual([
+        'user',
+        'assistant',
+        'user',
+        'assistant',
+        'user',
+        'assistant',
+      ]);
+      expect(rows.at(-1)!.parts).toContain('The third answer.');
+    }
   });
 
   it('answers 404 for an unknown messageId, and deletes nothing when the new reply fails', async () => {

@@ -84,14 +84,15 @@ export const ChatBody = Type.Object(
     trigger: Type.Optional(
       Type.Union([Type.Literal('submit-message'), Type.Literal('regenerate-message')], {
         description:
-          '`regenerate-message` replaces `messageId` (default: the last assistant message) and everything after it with the new reply',
+          '`regenerate-message` replaces `messageId` (default: the last assistant message) and everything after it with the new reply. In a chat whose last reply was never stored (it ends with a user message), a `messageId` naming no stored message, or none, replaces nothing: the new reply answers the last user turn',
       }),
     ),
     messageId: Type.Optional(
       Type.String({
         minLength: 1,
         maxLength: 200,
-        description: 'With `regenerate-message`: the assistant message to replace',
+        description:
+          "With `regenerate-message`: the assistant message to replace; unknown → 404, except in a chat whose last reply was never stored (the id of that reply's `start` chunk, as `useChat` sends it)",
       }),
     ),
   },
