@@ -172,34 +172,35 @@ const chunkCountCache = new WeakMap<object, Map<string, { total: number; at: num
 
 /**
  * Document frequencies (at most budget + 1) against the number of chunks, in one project;
- * `countTerm` counts one term's chunks in the project, stopping at `cap`.
+ * `countTerms` counts each term's chunks in the project, stopping at `cap` (in the terms' order).
  */
 async function projectTermStats(
   db: Db,
   projectId: string,
   terms: string[],
   budget: number,
-  countTerm: (term: string, cap: number) => Promise<number>,
+  countTerms: (terms: string[], cap: number) => Promise<number[]>,
 ) {
   let cache = termCache.get(db);
   if (!cache) termCache.set(db, (cache = new Map()));
   const now = Date.now();
   const frequencies = new Map<string, number>();
   const cap = budget + 1;
+  const uncached: string[] = [];
   for (const term of terms) {
-    const key = `${projectId}\0${term}`;
-    const cached = cache.get(key);
-    if (cached && now - cached.at < STATS_CACHE_TTL_MS) {
-      frequencies.set(term, cached.doc);
-      continue;
-    }
-    const doc = await countTerm(term, cap);
+    const cached = cache.get(`${projectId}\0${term}`);
+    if (cached && now - cached.at < STATS_CACHE_TTL_MS) frequencies.set(term, cached.doc);
+    else uncached.push(term);
+  }
+  const docs = uncached.length > 0 ? await countTerms(uncached, cap) : [];
+  uncached.forEach((term, i) => {
+    const doc = docs[i] ?? 0;
     frequencies.set(term, doc);
     if (doc >= cap) {
       if (cache.size > TERM_CACHE_MAX) cache.clear();
-      cache.set(key, { doc, at: now });
+      cache.set(`${projectId}\0${term}`, { doc, at: now });
     }
-  }
+  });
   let counts = chunkCountCache.get(db);
   if (!counts) chunkCountCache.set(db, (counts = new Map()));
   const count = counts.get(projectId);
@@ -243,10 +244,20 @@ async function searchSqlite(
   limit: number,
   perFile: number,
 ): Promise<Candidate[]> {
-  const stats = await projectTermStats(db, params.projectId, terms, RANK_BUDGET.sqlite, async (term, cap) => {
-    const result = await sqliteTermCount(params.projectId, term, cap).execute(db);
-    return Number(result.rows[0]?.doc ?? 0);
-  });
+  const stats = await projectTermStats(
+    db,
+    params.projectId,
+    terms,
+    RANK_BUDGET.sqlite,
+    async (uncounted, cap) => {
+      const docs: number[] = [];
+      for (const term of uncounted) {
+        const result = await sqliteTermCount(params.projectId, term, cap).execute(db);
+        docs.push(Number(result.rows[0]?.doc ?? 0));
+      }
+      return docs;
+    },
+  );
   const kept = selectTerms(stats.frequencies, terms, stats.total, RANK_BUDGET.sqlite);
   if (kept.length === 0) return [];
   // Every term quoted: a string of letters and digits in double quotes is always one token.
@@ -312,12 +323,18 @@ async function postgresLexemes(db: Db, terms: string[]): Promise<string[]> {
   return result.rows.map((row) => row.lexeme);
 }
 
-/** How many of a project's chunks (at most `cap`) hold `lexeme`. */
-function postgresLexemeCount(projectId: string, lexeme: string, cap: number) {
-  return sql<{ doc: number }>`select count(*) as doc from (
-      select 1 from knowledge_chunks
-      where project_id = ${projectId} and tsv @@ to_tsquery('simple', ${quotedLexeme(lexeme)})
-      limit ${cap}) m`;
+/**
+ * How many of a project's chunks (at most `cap`) hold each of `lexemes`, in their order: one
+ * statement for all of them, as a round trip per word cost a small project's search more than
+ * its counting.
+ */
+function postgresLexemeCounts(projectId: string, lexemes: string[], cap: number) {
+  return sql<{ doc: number }>`select (select count(*) from (
+        select 1 from knowledge_chunks
+        where project_id = ${projectId} and tsv @@ to_tsquery('simple', l.query)
+        limit ${cap}) m) as doc
+      from unnest(${lexemes.map(quotedLexeme)}::text[]) with ordinality as l(query, n)
+      order by l.n`;
 }
 
 /** Lexemes of letters and digits only, quoted; `simple` keeps them as they are (already stemmed). */
@@ -341,9 +358,9 @@ async function searchPostgres(
     params.projectId,
     lexemes,
     RANK_BUDGET.postgres,
-    async (lexeme, cap) => {
-      const result = await postgresLexemeCount(params.projectId, lexeme, cap).execute(db);
-      return Number(result.rows[0]?.doc ?? 0);
+    async (uncounted, cap) => {
+      const result = await postgresLexemeCounts(params.projectId, uncounted, cap).execute(db);
+      return result.rows.map((row) => Number(row.doc));
     },
   );
   const chosen = selectTerms(stats.frequencies, lexemes, stats.total, RANK_BUDGET.postgres);
