@@ -1,3 +1,4 @@
+import { changeSignalsOf } from '../db/change-signals.js';
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { isSqliteDb, sqliteProjectToken } from '../db/repositories/knowledge.js';
@@ -182,7 +183,10 @@ async function projectTermStats(
   countTerms: (terms: string[], cap: number) => Promise<number[]>,
 ) {
   let cache = termCache.get(db);
-  if (!cache) termCache.set(db, (cache = new Map()));
+  if (!cache) {
+    termCache.set(db, (cache = new Map()));
+    forgetOnChunkWrites(db);
+  }
   const now = Date.now();
   const frequencies = new Map<string, number>();
   const cap = budget + 1;
@@ -215,6 +219,17 @@ async function projectTermStats(
     }
   }
   return { frequencies, total };
+}
+
+/**
+ * A term cached as past the budget would stay dropped from queries for up to the cache's minute
+ * after its chunks were deleted or replaced: the caches are forgotten at every write of chunks
+ * the database reports (this process's; on PostgreSQL, other processes' too).
+ */
+function forgetOnChunkWrites(db: Db): void {
+  changeSignalsOf(db as never)?.onWrite((tables) => {
+    if (tables === 'unknown' || tables.has('knowledge_chunks')) forgetSearchStatistics(db);
+  });
 }
 
 /** Forgets the cached counts (benchmarks and tests that load chunks mid-run). */

@@ -204,6 +204,14 @@ export async function startConversation(
   let chat = await resolveChat(deps.db, workspace, agent, viewer, request);
   assertWithinChatSpendCap(workspace, chat);
   const project = await resolveProject(deps.db, workspace, chat, request);
+  // A regenerate while a reply of the chat runs: that reply is not stored yet, so its user turn
+  // would look unanswered and get a second answer beside it (or, without an id, the answer
+  // before it would be replaced). The client stops the reply first.
+  if (request.trigger === 'regenerate-message' && chat && (await deps.replies.runningMessageId(chat.id))) {
+    throw errors.conflict('A reply is being generated in this chat: stop it before regenerating', {
+      chatId: chat.id,
+    });
+  }
   let prepared = await prepareConversation(deps.db, workspace, chat, request, incoming);
   const storing = request.store !== false && prepared.storable;
 

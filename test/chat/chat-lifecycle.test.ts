@@ -328,3 +328,40 @@ describe('failures a streaming client must see', () => {
     expect(line).toMatchObject({ level: 50, reqId: requestId, chatId });
   });
 });
+
+describe('regenerate while a reply of the chat is still running', () => {
+  // Its user turn is stored and its reply is not yet: regenerating looked like answering an
+  // unanswered turn, and stored a second answer to it beside the running one.
+  for (const named of [true, false]) {
+    it(`is refused with 409 and stores nothing (${named ? "the running reply's start id" : 'no messageId'})`, async () => {
+      const id = `regen-running-${named}`;
+      await new EventReader(
+        await post({ agentId: 'agt_plain', id, messages: [userText('first', `${id}-u1`)] }),
+      ).all();
+      upstream.enqueue({ kind: 'held', text: 'one two three four', afterPieces: 1 });
+      const running = await post({ agentId: 'agt_plain', id, messages: [userText('second', `${id}-u2`)] });
+      const chatId = running.headers.get('x-chat-id')!;
+      const events = new EventReader(running);
+      await events.until(textDeltas(1));
+      const start = events.chunks.find((c) => c.type === 'start') as { messageId: string };
+      const regen = await post({
+        agentId: 'agt_plain',
+        id,
+        trigger: 'regenerate-message',
+        ...(named ? { messageId: start.messageId } : {}),
+        messages: [userText('first', `${id}-u1`), userText('second', `${id}-u2`)],
+      });
+      expect(regen.status).toBe(409);
+      expect(await regen.json()).toMatchObject({ code: 'conflict', details: { chatId } });
+      upstream.release();
+      await events.all();
+      await t.app.persistence.idle();
+      expect((await chatRows(t.db, chatId)).map((r) => r.role)).toEqual([
+        'user',
+        'assistant',
+        'user',
+        'assistant',
+      ]);
+    });
+  }
+});

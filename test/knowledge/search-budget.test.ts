@@ -38,4 +38,30 @@ describe(`search's rank budget (${engineName})`, () => {
     // Ranking every match put old.md first; past the budget it is not among the chunks ranked.
     expect(hits.map((hit) => hit.path)).toEqual(['new.md', 'new.md', 'new.md']);
   });
+
+  // A count past the budget is cached for a minute: deleting the chunks must not leave the word
+  // dropped from queries meanwhile, with its remaining matches.
+  it('searches a word again at once when the chunks that made it common are deleted', async () => {
+    const db = t.env.database.db;
+    const P = { workspaceId: 'wsp_main', projectId: 'prj_2019' };
+    const paths = async (query: string) =>
+      (await searchProject(db, { ...P, query, limit: 5 })).map((hit) => hit.path).sort();
+    await addIndexedFile(db, {
+      ...P,
+      path: 'old.md',
+      text: 'x',
+      chunks: [{ text: 'wombat burrow diagram' }],
+    });
+    await addIndexedFile(db, { ...P, path: 'rare.md', text: 'x', chunks: [{ text: 'platypus venom' }] });
+    const big = await addIndexedFile(db, {
+      ...P,
+      path: 'big.md',
+      text: 'x',
+      chunks: Array.from({ length: NEW_MATCHES }, (_, i) => ({ text: `wombat line ${i}` })),
+    });
+    expect(await paths('wombat platypus')).toEqual(['rare.md']);
+    await db.deleteFrom('knowledge_chunks').where('file_id', '=', big).execute();
+    await db.deleteFrom('project_files').where('id', '=', big).execute();
+    expect(await paths('wombat platypus')).toEqual(['old.md', 'rare.md']);
+  }, 60_000);
 });

@@ -1,5 +1,5 @@
 import { type Kysely, SqliteAdapter, sql } from 'kysely';
-import { insertSqliteChunkWordsOf019 } from './sqlite-chunk-words-019.js';
+import { insertSqliteChunkWordsOf019 } from './sqlite-chunk-words-frozen.js';
 
 /** Chunks re-indexed per statement while the FTS5 table is filled again. */
 const BATCH = 500;
@@ -13,7 +13,7 @@ const BATCH = 500;
  * written with each chunk's searchable words by the repository (a trigger cannot fold), with
  * `contentless_delete=1` so a trigger still removes a deleted chunk's row by id. Existing
  * chunks are indexed again here with their searchable words, as the repository wrote them then
- * (026 adds a column, and writes every row again).
+ * (027 adds a column, and writes every row again).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (!isSqlite(db)) return;

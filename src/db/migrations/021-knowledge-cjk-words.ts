@@ -1,7 +1,7 @@
 import { type Kysely, SqliteAdapter, sql } from 'kysely';
 import { hasCjkText } from '../../knowledge/fold.js';
 import { postgresChunkWords } from '../repositories/knowledge.js';
-import { insertSqliteChunkWordsOf019 } from './sqlite-chunk-words-019.js';
+import { insertSqliteChunkWordsOf019 } from './sqlite-chunk-words-frozen.js';
 
 /** Chunks read per statement while looking for Chinese and Japanese text. */
 const BATCH = 500;

@@ -1,7 +1,5 @@
 import { type Kysely, SqliteAdapter, sql } from 'kysely';
-import type { Db } from '../database.js';
-import { insertSqliteChunkWords } from '../repositories/knowledge.js';
-import { insertSqliteChunkWordsOf019 } from './sqlite-chunk-words-019.js';
+import { insertSqliteChunkWordsOf019, insertSqliteChunkWordsOf027 } from './sqlite-chunk-words-frozen.js';
 
 /** Chunks re-indexed per statement while the FTS5 table is filled again. */
 const BATCH = 500;
@@ -20,7 +18,7 @@ const BATCH = 500;
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (!isSqlite(db)) return;
   await remakeFtsTable(db, 'heading, text, scope');
-  await rewriteChunks(db, (rows) => insertSqliteChunkWords(db as Db, rows));
+  await rewriteChunks(db, (rows) => insertSqliteChunkWordsOf027(db, rows));
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
