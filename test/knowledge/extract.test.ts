@@ -75,10 +75,10 @@ describe('extraction in the worker', () => {
   it('reads a crafted Markdown heading line of 250 KB within the time limit', async () => {
     const title = '#'.repeat(250_000) + 'x';
     const { sections } = ok(await extract(markdownFile('crafted.md', `# ${title}\nBody.`)));
-    // A title is kept as long as a chunk's heading path may be (CHUNK_HEADING_MAX_CHARS).
-    expect(sections.map((s) => s.heading)).toEqual([title.slice(0, CHUNK_HEADING_MAX_CHARS)]);
+    // A title is kept as long as a chunk's heading path may be, and one character more (chunk.ts marks the cut).
+    expect(sections.map((s) => s.heading)).toEqual([title.slice(0, CHUNK_HEADING_MAX_CHARS + 1)]);
     const spaced = ok(await extract(markdownFile('spaced.md', `# a${' '.repeat(250_000)}x ##\nBody.`)));
-    expect(spaced.sections[0].heading).toBe(`a${' '.repeat(CHUNK_HEADING_MAX_CHARS - 1)}`);
+    expect(spaced.sections[0].heading).toBe(`a${' '.repeat(CHUNK_HEADING_MAX_CHARS)}`);
   }, 120_000);
 
   // Each section carries its whole heading path, joined again at every heading: a long title
@@ -86,8 +86,8 @@ describe('extraction in the worker', () => {
   it('reads a long title over many sub-headings in time and memory that grow with the file', async () => {
     const text = `# ${'a'.repeat(2_000_000)}\n` + '## x\n'.repeat(500_000);
     const { sections } = ok(await extract(markdownFile('nested.md', text)));
-    expect(sections[0].heading).toBe('a'.repeat(CHUNK_HEADING_MAX_CHARS));
-    expect(sections[1].heading).toBe(`${'a'.repeat(CHUNK_HEADING_MAX_CHARS)} › x`);
+    expect(sections[0].heading).toBe('a'.repeat(CHUNK_HEADING_MAX_CHARS + 1));
+    expect(sections[1].heading).toBe(`${'a'.repeat(CHUNK_HEADING_MAX_CHARS + 1)} › x`);
     const headingChars = sections.reduce((sum, section) => sum + (section.heading?.length ?? 0), 0);
     expect(headingChars).toBeLessThanOrEqual(MAX_EXTRACTED_CHARS + 1_000);
   }, 120_000);

@@ -127,9 +127,12 @@ export function sectionsAtHeadings(
   return sections;
 }
 
-/** A title cut to what a chunk's heading path keeps (chunk.ts cuts the path again, marked). */
+/**
+ * A title cut to what a chunk's heading path keeps, and one character more: chunk.ts then still
+ * sees the path as too long, and cuts it with its mark (`…`).
+ */
 function capTitle(title: string): string {
-  return title.length > CHUNK_HEADING_MAX_CHARS ? title.slice(0, CHUNK_HEADING_MAX_CHARS) : title;
+  return title.length > CHUNK_HEADING_MAX_CHARS ? title.slice(0, CHUNK_HEADING_MAX_CHARS + 1) : title;
 }
 
 function headingCharsLeft(used: number): boolean {
