@@ -210,15 +210,25 @@ export class RunningReplies {
     // So a heartbeat renews it when it names this reply, or a reply admitted earlier or no longer
     // running (its own marker gone), or nothing: whatever put another id there (a write in flight,
     // the key lost), the latest running turn has it again within a heartbeat.
+    // A later turn whose process seemed gone at the last heartbeat: taken over only if it still
+    // seems gone at this one, as a process whose subscriber is reconnecting seems gone for a
+    // moment (its marker taken then, stops and resumes would reach this earlier turn).
+    let seemedGone: string | undefined;
     const renew = async () => {
       const named = await publisher.get(key);
       if (typeof named === 'string' && named !== messageId) {
         const theirs = await publisher.get(this.replyKey(named));
         // Admitted later than this one (a tie: the greater id, as both processes judge it).
         const later = Number(theirs) > admittedAt || (Number(theirs) === admittedAt && named > messageId);
-        // A later turn whose process was killed no longer runs: the chat is this turn's again.
-        if (typeof theirs === 'string' && later && !(await this.goneReplies([named])).has(named)) return;
+        if (typeof theirs === 'string' && later) {
+          // A later turn whose process was killed no longer runs: the chat is this turn's again.
+          const gone = (await this.goneReplies([named])).has(named);
+          const goneStill = gone && seemedGone === named;
+          seemedGone = gone ? named : undefined;
+          if (!goneStill) return;
+        }
       }
+      seemedGone = undefined;
       mark();
     };
     const heartbeat = setInterval(() => {

@@ -182,6 +182,82 @@ describe('resumable copies when Redis fails mid-reply', () => {
 });
 
 describe("a chat's marker with two turns on two processes", () => {
+  it("is the earlier turn's again at its second heartbeat after the later turn's process died", async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const shared = createMemoryCoordination();
+    const dead = { channel: '' };
+    // Every other process sees nobody listen on the dead one's channel any more.
+    const view = (): Coordination => ({
+      ...shared,
+      publisher: new Proxy(shared.publisher, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (prop === 'subscriberCounts') {
+            return async (channels: string[]) => {
+              const counts = await target.subscriberCounts(channels);
+              return counts.map((count, i) => (channels[i] === dead.channel ? 0 : count));
+            };
+          }
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      }),
+    });
+    const options = { maxConcurrent: 5, keyPrefix: 'dead' };
+    const A = new RunningReplies(view(), options); // process 1: earlier turn
+    const C = new RunningReplies(shared, options); // process 2: later turn, killed
+    const B = new RunningReplies(view(), options);
+    await Promise.all([A.start(), C.start(), B.start()]);
+    const first = A.admit('chat-d', 'msg-1', () => undefined); // heartbeats at 10, 20 s
+    await vi.advanceTimersByTimeAsync(5_000);
+    C.admit('chat-d', 'msg-2', () => undefined);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await B.runningMessageId('chat-d')).toBe('msg-2');
+    // Process 2 is killed at 6 s: its markers stay until they expire, its channel goes.
+    dead.channel = `dead:process:${await shared.publisher.get('dead:owner:msg-2')}`;
+    await vi.advanceTimersByTimeAsync(14_100); // t = 20.1 s
+    expect(await B.runningMessageId('chat-d')).toBe('msg-1');
+    first.release();
+  });
+
+  it("stays the later turn's while that turn's process reconnects its subscriber for a moment", async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const shared = createMemoryCoordination();
+    const gap = { on: false };
+    // Process 1's view: during the gap nobody listens on process 2's channel (it reconnects).
+    const viewOfFirst: Coordination = {
+      ...shared,
+      publisher: new Proxy(shared.publisher, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (prop === 'subscriberCounts') {
+            return async (channels: string[]) =>
+              gap.on ? channels.map(() => 0) : target.subscriberCounts(channels);
+          }
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      }),
+    };
+    const options = { maxConcurrent: 5, keyPrefix: 'gap' };
+    const A = new RunningReplies(viewOfFirst, options); // process 1: earlier turn
+    const C = new RunningReplies(shared, options); // process 2: later turn
+    const B = new RunningReplies(shared, options); // process 3: where stops and resumes land
+    await Promise.all([A.start(), C.start(), B.start()]);
+    const first = A.admit('chat-g', 'msg-1', () => undefined); // heartbeats at 10, 20, 30 s
+    await vi.advanceTimersByTimeAsync(5_000);
+    const second = C.admit('chat-g', 'msg-2', () => undefined); // heartbeats at 15, 25, 35 s
+    await vi.advanceTimersByTimeAsync(4_900);
+    expect(await B.runningMessageId('chat-g')).toBe('msg-2');
+    gap.on = true; // across process 1's heartbeat at 10 s
+    await vi.advanceTimersByTimeAsync(200);
+    gap.on = false;
+    await vi.advanceTimersByTimeAsync(10);
+    expect(await B.runningMessageId('chat-g')).toBe('msg-2');
+    await vi.advanceTimersByTimeAsync(4_000); // before process 2's own heartbeat at 15 s
+    expect(await B.runningMessageId('chat-g')).toBe('msg-2');
+    first.release();
+    second.release();
+  });
+
   it('keeps naming the later turn: the earlier one does not put its own id back at its heartbeat', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     const shared = createMemoryCoordination();
