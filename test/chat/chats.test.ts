@@ -3,7 +3,7 @@ import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream } from '../helpers/fake-upstream.js';
 import { deleteChatMessages } from '../../src/db/repositories/messages.js';
-import { CHAT_KEYS, chatRows, chatSetup, useChatApp, userText } from './fixtures.js';
+import { CHAT_KEYS, chatRows, chatSetup, postChat, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
@@ -378,24 +378,19 @@ describe('GET /v1/chats/{id}/messages', () => {
       const blob = 'x'.repeat(Math.floor(budget / 3) + 1);
       let chatId: string | undefined;
       const send = async (turn: number, data: string) => {
-        const res = await small.app.inject({
-          method: 'POST',
-          url: '/v1/chat',
-          headers: { 'x-service-api-key': CHAT_KEYS.main },
-          payload: {
-            agentId: 'agt_echo',
-            ...(chatId ? { chatId } : {}),
-            messages: [
-              {
-                id: `big${turn}`,
-                role: 'user',
-                parts: [
-                  { type: 'text', text: `turn ${turn}` },
-                  { type: 'data-blob', data },
-                ],
-              },
-            ],
-          },
+        const res = await postChat(small, {
+          agentId: 'agt_echo',
+          ...(chatId ? { chatId } : {}),
+          messages: [
+            {
+              id: `big${turn}`,
+              role: 'user',
+              parts: [
+                { type: 'text', text: `turn ${turn}` },
+                { type: 'data-blob', data },
+              ],
+            },
+          ],
         });
         expect(res.statusCode).toBe(200);
         chatId ??= res.json().chatId;

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import type { FakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatRows, giveAgentMcpServer, useChatApp, userText } from './fixtures.js';
+import { chatRows, giveAgentMcpServer, postChat, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
@@ -30,12 +30,7 @@ async function storedToolError(stream: boolean): Promise<string | undefined> {
     { kind: 'tool-calls', calls: [{ name: 'nope', arguments: {} }] },
     { kind: 'text', text: 'ok' },
   );
-  const res = await t.app.inject({
-    method: 'POST',
-    url: '/v1/chat',
-    headers: { 'x-service-api-key': CHAT_KEYS.main },
-    payload: { agentId: 'agt_tools', stream, messages: [userText('hi')] },
-  });
+  const res = await postChat(t, { agentId: 'agt_tools', stream, messages: [userText('hi')] });
   expect(res.statusCode).toBe(200);
   await t.app.persistence.idle();
   const chatId = (res.headers['x-chat-id'] as string | undefined) ?? res.json().chatId;
@@ -63,11 +58,10 @@ describe('a tool the model made up when no tools were offered', () => {
         { kind: 'tool-calls', calls: [{ name: 'lookup_order', arguments: { id: 42 } }] },
         { kind: 'text', text: 'I cannot look orders up.' },
       );
-      const res = await t.app.inject({
-        method: 'POST',
-        url: '/v1/chat',
-        headers: { 'x-service-api-key': CHAT_KEYS.main },
-        payload: { agentId: 'agt_plain', stream, messages: [userText('Where is order 42?')] },
+      const res = await postChat(t, {
+        agentId: 'agt_plain',
+        stream,
+        messages: [userText('Where is order 42?')],
       });
       expect(res.statusCode).toBe(200);
       expect(upstream.lastRequest().body.messages!.at(-1)).toMatchObject({

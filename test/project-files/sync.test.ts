@@ -49,6 +49,9 @@ const sync = async (projectId: string) => {
   return { status: res.statusCode, body: res.json() };
 };
 const files = async (projectId: string) => (await filesApi(t.app, projectId).list()).json().data.files;
+/** An upload URL for one byte of text: what the project's quota still lets in. */
+const requestOneByteUpload = (projectId: string, filename: string) =>
+  filesApi(t.app, projectId).requestUpload({ filename, contentType: 'text/plain', sizeBytes: 1 });
 
 describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
   it('registers new objects as added, with their type, and a second sync changes nothing', async () => {
@@ -173,11 +176,7 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
     expect(second.status).toBe(409);
     expect(second.body.details).toMatchObject({ added: 0, notRegisteredCount: 2 });
     // Upload URLs are refused at the limit too.
-    const refused = await filesApi(t.app, projectId).requestUpload({
-      filename: 'n.txt',
-      contentType: 'text/plain',
-      sizeBytes: 1,
-    });
+    const refused = await requestOneByteUpload(projectId, 'n.txt');
     expect(refused.statusCode).toBe(409);
   });
 
@@ -218,11 +217,7 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
       Array(4).fill(150 * MB),
     );
     // Over its quota, the project takes no new upload until files are deleted.
-    const upload = await filesApi(t.app, projectId).requestUpload({
-      filename: 'more.txt',
-      contentType: 'text/plain',
-      sizeBytes: 1,
-    });
+    const upload = await requestOneByteUpload(projectId, 'more.txt');
     expect(upload.statusCode).toBe(409);
   });
 
@@ -236,11 +231,7 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
       body: { data: { added: 1, removed: 0, updated: 0 } },
     });
     expect((await files(projectId)).map((f: { path: string }) => f.path)).toEqual(['plain.txt']);
-    const upload = await filesApi(t.app, projectId).requestUpload({
-      filename: 'more.txt',
-      contentType: 'text/plain',
-      sizeBytes: 1,
-    });
+    const upload = await requestOneByteUpload(projectId, 'more.txt');
     expect(upload.statusCode).toBe(200);
   });
 
