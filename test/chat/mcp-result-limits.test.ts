@@ -1,6 +1,6 @@
 /**
  * An MCP tool result of any size was read whole, stored whole in the reply's tool part and sent
- * whole to the model (and again on every later turn): a 48 MiB result grew the process by about
+ * whole to the model (and again at each later step of the reply): a 48 MiB result grew the process by about
  * 600 MiB for one request. Each response is now read up to MAX_MCP_RESPONSE_BYTES (a larger one
  * fails the call as soon as it passes the limit) and each result kept up to
  * MAX_MCP_TOOL_OUTPUT_CHARS (cut, with a notice the model reads).
@@ -14,7 +14,7 @@ import {
 } from '../../src/models/tools/mcp-output.js';
 import type { TestApp } from '../helpers/app.js';
 import type { FakeUpstream } from '../helpers/fake-upstream.js';
-import { chatRows, giveAgentMcpServer, postChat, useChatApp, userText } from './fixtures.js';
+import { CHAT_KEYS, chatRows, giveAgentMcpServer, postChat, useChatApp, userText } from './fixtures.js';
 import { startRawMcpServer } from './raw-mcp-server.js';
 
 /** Four times what Atrium reads of one response (48 MiB made one request take about 600 MiB). */
@@ -72,6 +72,8 @@ async function callTool(server: RawMcpServer, tool: string) {
   );
   const toModel = upstream.requests[1]?.body.messages as Array<{ role: string; content: unknown }>;
   return {
+    chatId: res.json().chatId as string,
+    replyId: reply.id,
     storedChars: reply.parts.length,
     toolPart: toolPart as {
       state: string;
@@ -143,6 +145,70 @@ describe('an MCP tool result longer than a tool result may keep', () => {
     );
     expect(toolMessage.length).toBeLessThan(MAX_MCP_TOOL_OUTPUT_CHARS + 1_000);
     expect(toolMessage).toContain('[Atrium cut this tool result');
+  });
+});
+
+describe('a tool result of an earlier turn', () => {
+  it('is not given to the model again, cut or not: stored whole by an older version or sent back by the client', async () => {
+    const { chatId, replyId } = await callTool(servers.get('json')!, 'long');
+    // The reply as a version before the limit stored it: the result whole.
+    const uncut = [
+      { type: 'step-start' },
+      {
+        type: 'dynamic-tool',
+        toolName: 'srv_long',
+        toolCallId: 'call_old',
+        state: 'output-available',
+        input: {},
+        output: { content: [{ type: 'text', text: LONG }] },
+      },
+      { type: 'text', text: 'done', state: 'done' },
+    ];
+    await t.db
+      .updateTable('messages')
+      .set({ parts: JSON.stringify(uncut) })
+      .where('chat_id', '=', chatId)
+      .where('id', '=', replyId)
+      .execute();
+    upstream.requests.length = 0;
+    upstream.enqueue({ kind: 'text', text: 'again' });
+    const res = await postChat(t, {
+      agentId: 'agt_tools',
+      chatId,
+      messages: [
+        // A tool part the client holds and sends back (useChat sends the whole conversation).
+        {
+          id: 'msg_client_tool',
+          role: 'assistant',
+          parts: [
+            {
+              type: 'tool-lookup',
+              toolCallId: 'call_client',
+              state: 'output-available',
+              input: {},
+              output: LONG,
+            },
+          ],
+        },
+        userText('and now?'),
+      ],
+    });
+    expect(res.statusCode).toBe(200);
+    // The model gets the history's text, no tool result, so nothing of either output.
+    const sent = JSON.stringify(upstream.requests[0]!.body.messages);
+    expect(sent).not.toContain('yyyy');
+    expect(sent.length).toBeLessThan(1_000);
+    // Stored data is read back as it was stored.
+    const page = await t.app.inject({
+      method: 'GET',
+      url: `/v1/chats/${chatId}/messages`,
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    const messages = page.json().data.messages as Array<{ id: string; parts: unknown[] }>;
+    expect(messages.find((message) => message.id === replyId)!.parts).toEqual(uncut);
+    expect(messages.find((message) => message.id === 'msg_client_tool')!.parts).toEqual([
+      expect.objectContaining({ type: 'tool-lookup', output: LONG }),
+    ]);
   });
 });
 

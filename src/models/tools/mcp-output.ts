@@ -1,9 +1,11 @@
 import type { ToolSet } from 'ai';
 
 /**
- * The most characters an MCP tool result keeps: what is stored in the reply's tool part, sent to
- * the model, and sent again with the history on every later turn. About 250,000 tokens of
- * text, room for a screenshot or two; a result past it is cut (cutToolResult).
+ * The most characters an MCP tool result keeps: what is stored in the reply's tool part and sent
+ * to the model, again at each later step of the reply. Later turns do not send it (the history
+ * gives the model text and files only, toModelUIMessages), so a result stored whole before this
+ * limit needs no cut there. About 250,000 tokens of text, room for a screenshot or two; a
+ * result past it is cut (cutToolResult).
  */
 export const MAX_MCP_TOOL_OUTPUT_CHARS = 1024 * 1024;
 
