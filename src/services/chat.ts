@@ -84,6 +84,12 @@ export interface ConversationRequest {
   chatId?: string;
   /** The client's own chat id (`useChat`'s `id`): continues that chat, or names a new one. */
   clientChatId?: string;
+  /**
+   * Set when `clientChatId` comes from a conversation key (/v1/openai): only a chat of the caller's
+   * own is continued. Without a chat of `clientChatId`, the caller's chat of
+   * `formerClientChatId` (the key's client id before it named its user) is continued.
+   */
+  conversationKey?: { formerClientChatId: string };
   /** `regenerate-message` replaces `regenerateMessageId` (else the last assistant message). */
   trigger?: 'submit-message' | 'regenerate-message';
   regenerateMessageId?: string;
@@ -547,9 +553,14 @@ async function resolveChat(
   const chat = await findChat(db, workspace.id, named);
   if (!chat) {
     if (request.chatId !== undefined) throw errors.notFound('Chat');
-    return undefined;
+    return request.conversationKey
+      ? formerKeyedChat(db, workspace, agent, viewer, request.conversationKey)
+      : undefined;
   }
-  if (!canSeeChat(viewer, chat)) throw errors.notFound('Chat');
+  // A conversation key only ever names the caller's own chat, even for an admin (its client id
+  // hashes the user in; another user's chat holds it only if a /v1/chat client chose that `id`).
+  const own = !request.conversationKey || chat.created_by === viewer.userId;
+  if (!canSeeChat(viewer, chat) || !own) throw errors.notFound('Chat');
   if (chat.agent_id !== agent.id) {
     const path = request.chatId !== undefined ? 'body.chatId' : 'body.id';
     throw errors.badRequest('This chat belongs to another agent', [
@@ -557,6 +568,22 @@ async function resolveChat(
     ]);
   }
   return chat;
+}
+
+/**
+ * The chat a conversation key named before its client id included the user (agent and key
+ * only), when it is the caller's own: kept after the upgrade. Another user's is ignored, and the
+ * caller gets a chat of their own.
+ */
+async function formerKeyedChat(
+  db: Db,
+  workspace: Workspace,
+  agent: AgentTable,
+  viewer: ChatViewer,
+  key: NonNullable<ConversationRequest['conversationKey']>,
+): Promise<ChatTable | undefined> {
+  const chat = await findChat(db, workspace.id, key.formerClientChatId);
+  return chat && chat.created_by === viewer.userId && chat.agent_id === agent.id ? chat : undefined;
 }
 
 /** The project of the request or of the chat; a chat stays in its project. */

@@ -60,6 +60,8 @@ export interface CompletionRequest {
 export interface ChatNaming {
   chatId?: string;
   conversationKey?: string;
+  /** The user of the key: a conversation key names one of this user's chats. */
+  userId: string;
 }
 
 /** Parameters OpenAI clients may send that Atrium cannot honour: refused, not silently ignored. */
@@ -363,10 +365,17 @@ export function reconcileHistory(sent: IncomingMessage[]) {
 }
 
 /**
- * A conversation key names a chat per workspace and agent; stored as the chat's client id, a
- * hash so any 1–128 character key fits the client id's alphabet.
+ * A conversation key names a chat per workspace, agent and user of the key (a chat is its
+ * user's own, so one user's key never reaches another's chat); stored as the chat's client id,
+ * a hash so any 1–128 character key fits the client id's alphabet.
  */
-export function conversationClientId(agentId: string, key: string): string {
+export function conversationClientId(userId: string, agentId: string, key: string): string {
+  const digest = createHash('sha256').update(`${userId}\u0000${agentId}\u0000${key}`).digest('base64url');
+  return `oak_${digest}`;
+}
+
+/** The client id of a conversation key before it named its user: still found by its own user. */
+function formerConversationClientId(agentId: string, key: string): string {
   const digest = createHash('sha256').update(`${agentId}\u0000${key}`).digest('base64url');
   return `oak_${digest}`;
 }
@@ -385,14 +394,14 @@ export function conversationRequest(body: CompletionRequest, naming: ChatNaming)
   }
   const { modelMessages, stored } = translateMessages(body.messages);
   const named = naming.chatId !== undefined || naming.conversationKey !== undefined;
+  const key = naming.chatId === undefined ? naming.conversationKey : undefined;
   return {
     agentId: body.model,
     messages: stored,
     chatId: naming.chatId,
-    clientChatId:
-      naming.chatId === undefined && naming.conversationKey !== undefined
-        ? conversationClientId(body.model, naming.conversationKey)
-        : undefined,
+    clientChatId: key !== undefined ? conversationClientId(naming.userId, body.model, key) : undefined,
+    conversationKey:
+      key !== undefined ? { formerClientChatId: formerConversationClientId(body.model, key) } : undefined,
     projectId: body.project_id,
     stream: body.stream,
     temperature: body.temperature,

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import OpenAI from 'openai';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { MAX_JSON_CONTAINERS } from '../../src/limits.js';
@@ -965,6 +966,100 @@ describe('storing', () => {
       .create({ model: 'agt_helper', messages: [{ role: 'user', content: 'First question' }] })
       .withResponse();
     expect(other.response.headers.get('x-atrium-chat-id')).not.toBe(chatId);
+  });
+
+  it('a conversation key names the chat of its own user: owner, member and admin sending one key each get theirs', async () => {
+    const keyed = (apiKey: string, headers: Record<string, string> = {}) =>
+      client(apiKey, { defaultHeaders: { 'x-atrium-conversation-key': 'support', ...headers } });
+    const turn = async (
+      sdk: OpenAI,
+      messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[],
+      answer: string,
+    ) => {
+      upstream.enqueue({ kind: 'text', text: answer });
+      const { response } = await sdk.chat.completions.create({ model: 'agt_plain', messages }).withResponse();
+      expect(response.headers.get('x-atrium-chat-persisted')).toBeNull();
+      return response.headers.get('x-atrium-chat-id')!;
+    };
+    const owner = await turn(keyed(CHAT_KEYS.main), conversation('Owner asks'), 'To the owner.');
+    // Before, the member got 404 (the owner's chat, which a member cannot see), and the admin
+    // wrote into the owner's chat, or got it unstored.
+    const member = await turn(keyed(CHAT_KEYS.mainMember), conversation('Member asks'), 'To the member.');
+    const admin = await turn(keyed(CHAT_KEYS.mainAdmin), conversation('Admin asks'), 'To the admin.');
+    expect(new Set([owner, member, admin]).size).toBe(3);
+    const createdBy = await t.db
+      .selectFrom('chats')
+      .select(['id', 'created_by'])
+      .where('id', 'in', [owner, member, admin])
+      .execute();
+    expect(Object.fromEntries(createdBy.map((chat) => [chat.id, chat.created_by]))).toEqual({
+      [owner]: 'usr_olivia',
+      [member]: 'usr_max',
+      [admin]: 'usr_ada',
+    });
+    // The owner's organization key acting in the workspace is the same user: the same chat.
+    const org = keyed(CHAT_KEYS.org, { 'x-workspace-id': 'wsp_main' });
+    expect(await turn(org, conversation('Owner asks', 'To the owner.', 'Again'), 'Again to the owner.')).toBe(
+      owner,
+    );
+    expect(
+      await turn(keyed(CHAT_KEYS.mainMember), conversation('Member asks', 'To the member.', 'More'), 'More.'),
+    ).toBe(member);
+    expect(await storedTexts(owner)).toEqual([
+      'user: Owner asks',
+      'assistant: To the owner.',
+      'user: Again',
+      'assistant: Again to the owner.',
+    ]);
+    expect(await storedTexts(member)).toEqual([
+      'user: Member asks',
+      'assistant: To the member.',
+      'user: More',
+      'assistant: More.',
+    ]);
+    expect(await storedTexts(admin)).toEqual(['user: Admin asks', 'assistant: To the admin.']);
+  });
+
+  it('continues a chat stored under the key’s former client id (agent and key only) for its own user only', async () => {
+    // A chat from before conversation keys named their user: its client id was this hash.
+    const { chatId } = await firstKeyedTurn('will be former', 'Q1', 'A.');
+    const former = `oak_${createHash('sha256').update('agt_plain\u0000former thread').digest('base64url')}`;
+    await t.db.updateTable('chats').set({ client_id: former }).where('id', '=', chatId).execute();
+    const keyed = (apiKey: string) =>
+      client(apiKey, { defaultHeaders: { 'x-atrium-conversation-key': 'former thread' } });
+
+    // Another user of the workspace, even one who may see the chat, gets a chat of their own.
+    for (const apiKey of [CHAT_KEYS.mainAdmin, CHAT_KEYS.mainMember]) {
+      upstream.enqueue({ kind: 'text', text: 'Theirs.' });
+      const { response } = await keyed(apiKey)
+        .chat.completions.create({ model: 'agt_plain', messages: conversation('Q1', 'A.', 'Q2') })
+        .withResponse();
+      expect(response.headers.get('x-atrium-chat-id')).not.toBe(chatId);
+      expect(response.headers.get('x-atrium-chat-persisted')).toBeNull();
+    }
+    upstream.enqueue({ kind: 'text', text: 'B.' });
+    const { response } = await keyed(CHAT_KEYS.main)
+      .chat.completions.create({ model: 'agt_plain', messages: conversation('Q1', 'A.', 'Q2') })
+      .withResponse();
+    expect(response.headers.get('x-atrium-chat-id')).toBe(chatId);
+    expect(await storedTexts(chatId)).toEqual(['user: Q1', 'assistant: A.', 'user: Q2', 'assistant: B.']);
+  });
+
+  it('never continues another user’s chat that holds the client id of the caller’s key (a /v1/chat client chose it): 404', async () => {
+    const member = client(CHAT_KEYS.mainMember, { defaultHeaders: { 'x-atrium-conversation-key': 'taken' } });
+    upstream.enqueue({ kind: 'text', text: 'A.' });
+    const { response } = await member.chat.completions
+      .create({ model: 'agt_plain', messages: conversation('Q1') })
+      .withResponse();
+    const chatId = response.headers.get('x-atrium-chat-id')!;
+    const ownersId = `oak_${createHash('sha256').update('usr_olivia\u0000agt_plain\u0000taken').digest('base64url')}`;
+    await t.db.updateTable('chats').set({ client_id: ownersId }).where('id', '=', chatId).execute();
+
+    const error = await client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'taken' } })
+      .chat.completions.create({ model: 'agt_plain', messages: conversation('Q1', 'A.', 'Q2') })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await storedTexts(chatId)).toEqual(['user: Q1', 'assistant: A.']);
   });
 
   it('continues a stored chat by chat_id and by x-atrium-chat-id', async () => {

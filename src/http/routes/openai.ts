@@ -127,7 +127,7 @@ export async function openAIRoutes(
         summary: 'Create a chat completion (OpenAI-compatible)',
         operationId: 'openaiCreateChatCompletion',
         description:
-          "OpenAI's Chat Completions with an agent id as `model`. The agent's instructions and project context come first, then the client's `system`/`developer` messages. Client function `tools` are returned as `tool_calls`; a call of a tool nobody declared is answered to the model as a tool error, and the model answers; the agent's own tools (MCP, orchestration, remember) run inside Atrium and never show. Stored only for a named chat: `chat_id` / `x-atrium-chat-id`, or `x-atrium-conversation-key`; the chat stores the new messages only when the stored conversation is a prefix of the request's (else `x-atrium-chat-persisted: false`). Refused (400): `n` other than 1, `logprobs`, audio output, `response_format` other than text. With `stream: true`: `text/event-stream` of `chat.completion.chunk`, the usage chunk with `stream_options.include_usage`, then `data: [DONE]`; a failure after the stream started is one `data: {\"error\": …}` event.",
+          "OpenAI's Chat Completions with an agent id as `model`. The agent's instructions and project context come first, then the client's `system`/`developer` messages. Client function `tools` are returned as `tool_calls`; a call of a tool nobody declared is answered to the model as a tool error, and the model answers; the agent's own tools (MCP, orchestration, remember) run inside Atrium and never show. Stored only for a named chat: `chat_id` / `x-atrium-chat-id`, or `x-atrium-conversation-key` (a chat of the key's user's own, per agent); the chat stores the new messages only when the stored conversation is a prefix of the request's (else `x-atrium-chat-persisted: false`). Refused (400): `n` other than 1, `logprobs`, audio output, `response_format` other than text. With `stream: true`: `text/event-stream` of `chat.completion.chunk`, the usage chunk with `stream_options.include_usage`, then `data: [DONE]`; a failure after the stream started is one `data: {\"error\": …}` event.",
         tags: ['openai'],
         security: API_KEY_SECURITY,
         body: CompletionBody,
@@ -154,6 +154,7 @@ export async function openAIRoutes(
       const input = conversationRequest(body, {
         chatId: body.chat_id ?? header(request, 'x-atrium-chat-id'),
         conversationKey: header(request, 'x-atrium-conversation-key'),
+        userId: request.principal.userId,
       });
       // An OpenAI client cannot resume a reply (useChat can, so /v1/chat runs on): one that leaves
       // a stream has stopped it, and a named chat keeps what the client saw (docs/openai.md). It
