@@ -153,7 +153,7 @@ export function startIndexer(deps: IndexerDeps): Indexer {
       { timeoutMs: config.timeoutMs },
     );
     if (stopped) return undefined;
-    if (extraction.status === 'failed') throw new IndexFailure(extraction.error);
+    if (extraction.status === 'failed') throw new IndexFailure(extraction.error, { cause: extraction.cause });
     return extraction.status === 'unsupported'
       ? { status: 'unsupported', reason: extraction.reason }
       : {

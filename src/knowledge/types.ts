@@ -31,7 +31,13 @@ export type Extraction =
       truncated?: true;
     }
   | { status: 'unsupported'; reason: string }
-  | { status: 'failed'; error: string };
+  | {
+      status: 'failed';
+      /** Shown to clients as the file's `indexError`: Atrium's words, never a server path. */
+      error: string;
+      /** What failed inside (a crashed worker's error), for the log only. */
+      cause?: unknown;
+    };
 
 /**
  * A run of text with one origin: a Markdown/HTML/DOCX section (heading path like

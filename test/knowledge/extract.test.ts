@@ -2,12 +2,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CHUNK_HEADING_MAX_CHARS } from '../../src/knowledge/chunk.js';
 import { createExtractorPool, extractFile, extractInProcess } from '../../src/knowledge/extract/index.js';
 import { extractedText, MAX_EXTRACTED_CHARS, type Extraction } from '../../src/knowledge/types.js';
+import { CRASH_MESSAGE } from './crashing-worker.js';
 import {
   corruptPdfFile,
   docxFile,
   htmlFile,
   jsonFile,
   markdownFile,
+  MEDIA,
   pdfFile,
   pngFile,
   sampleFiles,
@@ -285,6 +287,31 @@ describe('extraction in the worker', () => {
     await extract(markdownFile());
     expect(pool.workersStarted).toBe(started + 1); // and the replacement is reused
   }, 120_000);
+
+  // A worker dies of an error no extractor catches (pdf.js failing in a timer, say): its message
+  // may name server paths and stack frames, and clients see a file's failure as its indexError.
+  it('fails a file whose worker crashes in Atrium’s words, the crash kept for the log; a fresh worker takes the next', async () => {
+    const crashing = createExtractorPool({ workerScript: new URL('./crashing-worker.ts', import.meta.url) });
+    try {
+      const bytes = Buffer.from('%PDF-1.7\n');
+      const error = await crashing.extract({ path: 'docs/report.pdf', mediaType: MEDIA.pdf, bytes }, TIMEOUT);
+      expect(error).toEqual({
+        status: 'failed',
+        error: 'extraction worker crashed',
+        cause: expect.any(Error),
+      });
+      expect(error.status === 'failed' && (error.cause as Error).message).toBe(CRASH_MESSAGE);
+      // A thrown value that is not an Error has no message to read: the file fails the same way.
+      const thrown = await crashing.extract(
+        { path: 'docs/throws-a-string.pdf', mediaType: MEDIA.pdf, bytes },
+        TIMEOUT,
+      );
+      expect(thrown).toMatchObject({ status: 'failed', error: 'extraction worker crashed' });
+      expect(crashing.workersStarted).toBe(2);
+    } finally {
+      await crashing.close();
+    }
+  }, 60_000);
 
   it('caps extracted text at MAX_EXTRACTED_CHARS and marks it truncated', async () => {
     const line = 'The quick brown fox jumps over the lazy dog.\n';

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { claimNextFile, isSqliteDb, readIndexedText } from '../../src/db/repositories/knowledge.js';
+import { createExtractorPool } from '../../src/knowledge/extract/index.js';
 import { INTERNAL_FAILURE, waitForIndexIdle } from '../../src/knowledge/indexer.js';
 import { searchProject } from '../../src/knowledge/search.js';
 import type { Extraction } from '../../src/knowledge/types.js';
@@ -11,6 +12,7 @@ import { rebuildProjectIndex } from '../../src/services/knowledge.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
+import { CRASH_MESSAGE } from './crashing-worker.js';
 import { MEDIA, markdownFile, sampleFiles, slowPdfFile, SLOW_FILE_TIMEOUT_MS, textFile } from './files.js';
 import { putAndSync, startTestIndexer, type TestApp } from './helpers.js';
 
@@ -346,6 +348,24 @@ describe(`indexing project files (${engineName})`, () => {
       expect(line.err).toMatchObject({ message: failure.message, code: 'ENOTFOUND' });
       expect(JSON.stringify(line)).not.toContain('AKIASECRETKEY');
     }
+  });
+
+  it('shows a crashed extraction worker in Atrium’s words, the crash (paths and frames) in the log only', async () => {
+    await putAndSync(t, WS, PROJECT, [textFile('docs/crash.txt', 'Its worker dies reading it.')]);
+    const crashing = createExtractorPool({ workerScript: new URL('./crashing-worker.ts', import.meta.url) });
+    stops.push(() => crashing.close());
+    const id = await fileId('docs/crash.txt');
+    indexer({ extract: crashing.extract, log: t.app.log, maxAttempts: 1 });
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect((await statuses())['docs/crash.txt']).toEqual({
+      status: 'failed',
+      error: 'extraction worker crashed',
+    });
+    const [logged] = logLines.filter((line) => line.fileId === id);
+    expect(logged).toMatchObject({
+      msg: 'indexing a project file failed',
+      err: { message: 'extraction worker crashed', cause: { message: CRASH_MESSAGE } },
+    });
   });
 
   it('hands files being indexed back when stopped, for another process to take', async () => {

@@ -14,6 +14,8 @@ export interface ExtractorPoolOptions {
   maxHeapMb?: number;
   /** Extracted text kept per file at most. Default {@link MAX_EXTRACTED_CHARS}. */
   maxChars?: number;
+  /** The worker's script: the extraction worker next to this module unless a test gives a stand-in. */
+  workerScript?: URL;
 }
 
 export interface ExtractorPool {
@@ -94,7 +96,7 @@ export function createExtractorPool(options: ExtractorPoolOptions = {}): Extract
   const spawn = (): Slot => {
     started++;
     const slot: Slot = {
-      worker: startWorker(maxHeapMb),
+      worker: startWorker(maxHeapMb, options.workerScript),
       ready: false,
       job: null,
       timer: null,
@@ -118,12 +120,13 @@ export function createExtractorPool(options: ExtractorPoolOptions = {}): Extract
       finish(slot, message.extraction);
       pump();
     });
-    slot.worker.on('error', (error: Error & { code?: string }) => {
-      const reason =
-        error.code === 'ERR_WORKER_OUT_OF_MEMORY'
-          ? 'extraction ran out of memory'
-          : `extraction worker failed: ${error.message.split('\n')[0]}`;
-      retire(slot, { status: 'failed', error: reason });
+    // What a crash says (a module's path, a stack frame; any value, since a worker may throw one
+    // that is not an Error) is the server's business: the file's reason names the kind of
+    // failure, and the crash goes along as its cause, for the log.
+    slot.worker.on('error', (error: unknown) => {
+      const outOfMemory = (error as { code?: unknown } | null)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
+      const reason = outOfMemory ? 'extraction ran out of memory' : 'extraction worker crashed';
+      retire(slot, { status: 'failed', error: reason, cause: error });
     });
     slot.worker.on('exit', () => {
       if (slots.includes(slot)) retire(slot, { status: 'failed', error: 'extraction worker stopped' });
@@ -174,16 +177,15 @@ export function createExtractorPool(options: ExtractorPoolOptions = {}): Extract
 }
 
 /**
- * Starts the worker script next to this module: `worker.js` in the built `dist/`, `worker.ts`
- * when the sources run directly (tsx, vitest), where the thread first registers tsx's loader
- * (a `--import tsx` flag does not reach a worker's entry module on Node 20).
+ * Starts the worker script next to this module (or `script`): `worker.js` in the built `dist/`,
+ * `worker.ts` when the sources run directly (tsx, vitest), where the thread first registers tsx's
+ * loader (a `--import tsx` flag does not reach a worker's entry module on Node 20).
  */
-function startWorker(maxHeapMb: number): Worker {
+function startWorker(maxHeapMb: number, script?: URL): Worker {
   const resourceLimits = { maxOldGenerationSizeMb: maxHeapMb };
-  if (!import.meta.url.endsWith('.ts')) {
-    return new Worker(new URL('./worker.js', import.meta.url), { resourceLimits });
-  }
-  const entry = new URL('./worker.ts', import.meta.url).href;
+  const source = import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js';
+  const entry = (script ?? new URL(source, import.meta.url)).href;
+  if (!entry.endsWith('.ts')) return new Worker(new URL(entry), { resourceLimits });
   const bootstrap = `import(${JSON.stringify(tsxApiUrl())}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
   return new Worker(bootstrap, { eval: true, resourceLimits });
 }
