@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { CHUNK_HEADING_MAX_CHARS } from '../../src/knowledge/chunk.js';
 import { createExtractorPool, extractFile, extractInProcess } from '../../src/knowledge/extract/index.js';
+import { withoutBlanksAtLineEnds } from '../../src/knowledge/extract/formats/pdf.js';
 import { extractedText, MAX_EXTRACTED_CHARS, type Extraction } from '../../src/knowledge/types.js';
 import { CRASH_MESSAGE } from './crashing-worker.js';
 import {
@@ -111,6 +112,13 @@ describe('extraction in the worker', () => {
     const { sections } = ok(await extract(textFile('spaced.txt', `${line} \n\n`)));
     expect(sections.map((s) => s.text)).toEqual([line]);
   }, 120_000);
+
+  // pdf.js collapses runs of spaces, so no PDF brought this to the page cleanup; its pattern
+  // (`/[ \t]+\n/g`) took about 95 s on the run below, which no line end follows.
+  it('strips the spaces and tabs ending the lines of a PDF page, in time linear in a long run of them', () => {
+    const run = `a${' \t'.repeat(100_000)}b`;
+    expect(withoutBlanksAtLineEnds(`${run}\n x \t\n\t\n  y  `)).toBe(`${run}\n x\n\n  y`);
+  });
 
   it('gives one section per PDF page with its page number', async () => {
     const pages = ['Alpha page text.', 'Beta page text.', '', 'Delta page mentions the fjord.'];
