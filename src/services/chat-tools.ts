@@ -2,7 +2,7 @@ import { generateText, type ToolSet } from 'ai';
 import { findAgent } from '../db/repositories/agents.js';
 import { appendProjectMemory } from '../db/repositories/projects.js';
 import type { AgentRunTable, AgentTable, ProjectTable } from '../db/schema.js';
-import { errors } from '../errors.js';
+import { ApiError, errors } from '../errors.js';
 import { newId } from '../ids.js';
 import { buildSystemPrompt } from '../models/context.js';
 import { costUsd } from '../models/registry.js';
@@ -21,6 +21,7 @@ import { toolLoopStop } from './chat-reply.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
 import type { SubAgentRun } from './chat-persist.js';
 import { ReplyUsage } from './reply-usage.js';
+import type { StopReason } from './running-replies.js';
 import { upstreamFailure } from './upstream-failure.js';
 
 export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 5_000;
@@ -50,6 +51,8 @@ export interface ToolContext {
   temperature: number;
   /** The reply's provider idle timeout, paused while an MCP tool call runs. */
   idle: IdleTimeout;
+  /** Why the reply was cut short, when it was stopped or interrupted (not timed out). */
+  stopReason(): StopReason | undefined;
 }
 
 /**
@@ -169,6 +172,33 @@ async function subAgentToolSet(deps: ChatDeps, context: ToolContext, result: Con
   );
 }
 
+/**
+ * Why a sub-agent's call failed. Cut short with its lead reply (a stop, a `DELETE` of the chat, a
+ * `/v1/openai` client gone, a shutdown), it says so: its provider did nothing wrong. While a
+ * sub-agent runs the lead waits for its provider alone, so the lead's idle timeout is that
+ * provider's silence, told as the lead's client is told it.
+ */
+function subRunFailure(deps: ChatDeps, context: ToolContext, error: unknown): ApiError {
+  const stopped = context.idle.timedOut ? undefined : context.stopReason();
+  if (stopped === 'stopped') {
+    return new ApiError(
+      'conflict',
+      'The lead reply was stopped before this run was done',
+      {},
+      { cause: error },
+    );
+  }
+  if (stopped === 'interrupted') {
+    return new ApiError(
+      'service_unavailable',
+      'The server shut down while this run was being generated',
+      {},
+      { cause: error },
+    );
+  }
+  return upstreamFailure(error, context.idle.timedOut, deps.config.upstreamTimeoutMs);
+}
+
 /** Runs a sub-agent on one message, recording the run and its usage. */
 async function runSubAgent(
   deps: ChatDeps,
@@ -222,7 +252,7 @@ async function runSubAgent(
   } catch (error) {
     // The lead model and the stored reply get the same words as the sub-run's record and the
     // client of a failed reply: never the provider's own error text (it may name keys, hosts).
-    const failure = upstreamFailure(error, false, deps.config.upstreamTimeoutMs);
+    const failure = subRunFailure(deps, context, error);
     run.status = 'failed';
     run.error = failure.message;
     throw failure;

@@ -294,6 +294,7 @@ export async function startConversation(
       values,
       temperature: request.temperature ?? DEFAULT_TEMPERATURE,
       idle,
+      stopReason: () => stopReason,
     });
     if (request.clientTools) await addClientTools(tools, request.clientTools);
     // Connecting MCP servers may take seconds: a turn stored on this chat meanwhile (another

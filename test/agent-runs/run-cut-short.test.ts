@@ -69,6 +69,61 @@ it('answers 503 for a run the shutdown cut short, and records it failed', async 
   expect(replies).toBe(0);
 });
 
+/** A lead run whose sub-agent's call the upstream holds: the lead is cut short while it waits. */
+function startLeadRun() {
+  upstream.enqueue(
+    { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize' } }] },
+    { kind: 'stall' },
+  );
+  return t.app.inject({
+    method: 'POST',
+    url: '/v1/agents/agt_lead/runs',
+    headers: { 'x-service-api-key': CHAT_KEYS.main },
+    payload: { message: 'delegate' },
+  });
+}
+
+function subRun() {
+  return t.db
+    .selectFrom('agent_runs')
+    .select(['status', 'error', 'input_tokens'])
+    .where('agent_id', '=', 'agt_plain')
+    .executeTakeFirstOrThrow();
+}
+
+// The sub-agent's provider did nothing wrong: its run says it was stopped with its lead, and is
+// charged the estimate of its prompt (reply-usage.ts).
+it('records a sub-agent run the lead’s stop cut short as stopped, not as a provider failure', async () => {
+  const pending = startLeadRun();
+  await upstream.waitForRequests(2);
+  const chat = await t.db.selectFrom('chats').select('id').executeTakeFirstOrThrow();
+  const stop = await t.app.inject({
+    method: 'POST',
+    url: `/v1/chat/${chat.id}/stop`,
+    headers: { 'x-service-api-key': CHAT_KEYS.main },
+  });
+  expect(stop.json().data.stopped).toBe(true);
+  expect((await pending).statusCode).toBe(409);
+  const run = await subRun();
+  expect(run).toMatchObject({
+    status: 'failed',
+    error: 'The lead reply was stopped before this run was done',
+  });
+  expect(run.input_tokens).toBeGreaterThan(0);
+});
+
+it('records a sub-agent run the shutdown cut short as interrupted by the shutdown', async () => {
+  const pending = startLeadRun();
+  await upstream.waitForRequests(2);
+  const closing = t.app.close();
+  expect((await pending).statusCode).toBe(503);
+  await closing;
+  expect(await subRun()).toMatchObject({
+    status: 'failed',
+    error: 'The server shut down while this run was being generated',
+  });
+});
+
 // docs/api.md: the database not answering is a 503 the client may retry, not a 500 ("a bug").
 it.skipIf(testDatabaseUrl !== undefined)(
   'answers 503 with Retry-After, naming no run, when the database stays locked as the reply is stored',

@@ -74,3 +74,32 @@ describe('what a reply cut short by the idle timeout is charged', () => {
     expect(next.status).toBe(402);
   });
 });
+
+describe('a sub-agent whose provider stays silent past the timeout', () => {
+  it('fails the lead run with 504, and records the sub-agent run as timed out at its estimate', async () => {
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize' } }] },
+      { kind: 'stall' },
+    );
+    const res = await fetch(`${baseUrl}/v1/agents/agt_lead/runs`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ message: 'delegate (idle)' }),
+    });
+    expect(res.status).toBe(504);
+    const { chatId } = await t.db
+      .selectFrom('agent_runs')
+      .select('chat_id as chatId')
+      .where('id', '=', (await res.json()).details.runId)
+      .executeTakeFirstOrThrow();
+    const run = await t.db
+      .selectFrom('agent_runs')
+      .select(['status', 'error', 'input_tokens'])
+      .where('agent_id', '=', 'agt_plain')
+      .where('chat_id', '=', chatId)
+      .executeTakeFirstOrThrow();
+    // The lead only waited for the sub-agent's provider: its silence is the timeout, as the lead says.
+    expect(run).toMatchObject({ status: 'failed', error: 'The model provider did not answer within 400 ms' });
+    expect(run.input_tokens).toBeGreaterThan(0);
+  });
+});
