@@ -264,6 +264,37 @@ describe('what a reply cut short is charged', () => {
     await expectNextRequestRefused();
   });
 
+  it('charges a stopped reply an image in its prompt at the bounded estimate, not by its size', async () => {
+    // About 1 MB of image: some 330,000 tokens if its base64 text were counted.
+    const image = `data:image/png;base64,${Buffer.alloc(1_000_000, 7).toString('base64')}`;
+    upstream.enqueue({ kind: 'held', text: LONG_REPLY, afterPieces: 3 });
+    const response = await post({
+      agentId: 'agt_plain',
+      messages: [
+        {
+          role: 'user',
+          parts: [
+            { type: 'text', text: 'What is in this picture?' },
+            { type: 'file', url: image, mediaType: 'image/png' },
+          ],
+        },
+      ],
+    });
+    const chatId = response.headers.get('x-chat-id')!;
+    const events = new EventReader(response);
+    await events.until(textDeltas(3));
+    const stop = await fetch(`${baseUrl}/v1/chat/${chatId}/stop`, { method: 'POST', headers });
+    expect((await stop.json()).data.stopped).toBe(true);
+    await events.all();
+    upstream.release();
+
+    const [reply] = await storedReply(chatId);
+    expect(reply?.finish_reason).toBe('stopped');
+    // 1,600 tokens for the image (usage-estimate.ts), a few for the text and the JSON around it.
+    expect(reply!.input_tokens).toBeGreaterThanOrEqual(1600);
+    expect(reply!.input_tokens).toBeLessThan(1600 + 200);
+  });
+
   it('charges a reply whose chat is deleted while it runs, though no message keeps it', async () => {
     const { chatId, events } = await startLimitedReply();
     const del = await fetch(`${baseUrl}/v1/chats/${chatId}`, {

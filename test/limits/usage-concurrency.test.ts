@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { findMonthUsage } from '../../src/db/repositories/usage.js';
 import { ledgerMonth } from '../../src/services/usage.js';
+import { RESERVED_OUTPUT_TOKENS } from '../../src/services/usage-reservations.js';
 import { engineName, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, useChatApp, userText } from '../chat/fixtures.js';
@@ -141,6 +142,46 @@ describe(`usage limits under concurrency (${engineName})`, () => {
     expect((await t.db.selectFrom('usage_reservations').select('id').execute()).map((r) => r.id)).toEqual([
       'rsv_live',
     ]);
+  });
+
+  it('reserves an image in the prompt at a bounded estimate, so it does not hold a budget it will not use', async () => {
+    // About 1 MB of image: some 330,000 tokens if its base64 text were counted.
+    const image = `data:image/png;base64,${Buffer.alloc(1_000_000, 7).toString('base64')}`;
+    await t.db
+      .updateTable('workspaces')
+      .set({ monthly_tokens: 10_000 })
+      .where('id', '=', 'wsp_limited')
+      .execute();
+    try {
+      upstream.enqueue({ kind: 'held', text: 'A grey square.', afterPieces: 0 });
+      const pictured = chat(CHAT_KEYS.limited, {
+        agentId: 'agt_limited',
+        messages: [
+          {
+            role: 'user',
+            parts: [
+              { type: 'text', text: 'What is in this picture?' },
+              { type: 'file', url: image, mediaType: 'image/png' },
+            ],
+          },
+        ],
+      });
+      await upstream.waitForRequests(1);
+      const [reservation] = await t.db.selectFrom('usage_reservations').select('tokens').execute();
+      // 1,600 for the image (usage-estimate.ts), a few for the text, the output allowance.
+      expect(reservation!.tokens).toBeLessThan(1600 + 200 + RESERVED_OUTPUT_TOKENS);
+      // A text prompt beside it still fits under the limit.
+      const beside = await chat(CHAT_KEYS.limited, { agentId: 'agt_limited', messages: [userText('hello')] });
+      expect(beside.statusCode, beside.body).toBe(200);
+      upstream.release();
+      expect((await pictured).statusCode).toBe(200);
+    } finally {
+      await t.db
+        .updateTable('workspaces')
+        .set({ monthly_tokens: 100 })
+        .where('id', '=', 'wsp_limited')
+        .execute();
+    }
   });
 
   it('a workspace without limits reserves nothing', async () => {
