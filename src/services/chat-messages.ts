@@ -238,6 +238,14 @@ export function isTextLike(mediaType: string): boolean {
 type ModelPart = UIMessage['parts'][number];
 
 /**
+ * The part types the model is given (toModelPart). A turn reads only these of the stored
+ * messages (chat.ts): the title, the project search, the files fetched and `/v1/openai`'s history
+ * check look at no others either, and the rest (`data-*`, tools, reasoning, sources) may be
+ * large.
+ */
+export const MODEL_PART_TYPES = ['text', 'file'] as const;
+
+/**
  * What the model sees of one part: text as is; images and PDFs as files; text-like data: files
  * as their text; other files by name. Other part types (tool, reasoning, custom) are stored but
  * not sent to the model.

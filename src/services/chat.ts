@@ -12,7 +12,7 @@ import type { Db } from '../db/database.js';
 import { findAgentWithWorkspace } from '../db/repositories/agents.js';
 import { findChat } from '../db/repositories/chats.js';
 import { findWorkspaceWithRole } from '../db/repositories/tenancy.js';
-import { listChatMessages } from '../db/repositories/messages.js';
+import { listChatMessagesWithParts } from '../db/repositories/messages.js';
 import { findProject } from '../db/repositories/projects.js';
 import { findUser } from '../db/repositories/tenancy.js';
 import type { AgentTable, ChatTable, Database, ProjectTable } from '../db/schema.js';
@@ -33,6 +33,7 @@ import {
   chatTitle,
   dropLeftovers,
   type IncomingMessage,
+  MODEL_PART_TYPES,
   mergeHistory,
   nothingForTheModel,
   toModelUIMessages,
@@ -639,8 +640,10 @@ async function prepareConversation(
   request: ConversationRequest,
   incoming: IncomingMessage[],
 ): Promise<PreparedConversation> {
+  // Only the parts the model is given: a chat's other stored parts (up to 16 MB a message) are
+  // left in the database, so a turn's memory does not grow with them.
   const stored: ConversationMessage[] = chat
-    ? (await listChatMessages(db, workspace.id, chat.id)).map((row) => ({
+    ? (await listChatMessagesWithParts(db, workspace.id, chat.id, MODEL_PART_TYPES)).map((row) => ({
         id: row.id,
         role: row.role,
         parts: parseParts(row.parts),

@@ -1,5 +1,5 @@
 import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
-import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream } from '../helpers/fake-upstream.js';
 import { deleteChatMessages } from '../../src/db/repositories/messages.js';
@@ -317,6 +317,161 @@ describe('regenerate', () => {
     });
     expect(failed.statusCode).toBe(502);
     expect(await chatRows(t.db, chatId)).toEqual(before);
+  });
+});
+
+describe('the stored history a turn reads', () => {
+  /** In every part the model never gets: no query of a later turn may hand it to Node. */
+  const NEVER_SENT = 'never-given-to-the-model';
+  const png = 'data:image/png;base64,iVBORw0KGgo=';
+  const txt = `data:text/plain;base64,${Buffer.from('file body').toString('base64')}`;
+  /** A conversation mixing the parts the model gets (text, files) with the ones it never does. */
+  const mixed = [
+    {
+      id: 'mix-u1',
+      role: 'user',
+      parts: [
+        { type: 'text', text: 'Look at ' },
+        { type: 'data-blob', data: { note: `${NEVER_SENT} 1` } },
+        { type: 'file', url: png, mediaType: 'image/png', filename: 'a.png' },
+        { type: 'text', text: 'and read ü "😀" \\ \n ' },
+        { type: 'file', url: txt, mediaType: 'text/plain', filename: 'notes.txt' },
+      ],
+    },
+    {
+      id: 'mix-a1',
+      role: 'assistant',
+      parts: [
+        { type: 'step-start' },
+        { type: 'reasoning', text: `${NEVER_SENT} 2`, state: 'done' },
+        {
+          type: 'tool-lookup',
+          toolCallId: 'call_1',
+          state: 'output-available',
+          input: { q: 'x' },
+          output: `${NEVER_SENT} 3`,
+        },
+        { type: 'text', text: 'Looked it up.', state: 'done' },
+        { type: 'source-url', sourceId: 's1', url: `https://example.test/${NEVER_SENT}` },
+      ],
+    },
+    // Nothing in it for the model: it is left out of the prompt, and still replaced by id.
+    { id: 'mix-a2', role: 'assistant', parts: [{ type: 'data-only', data: `${NEVER_SENT} 4` }] },
+    {
+      id: 'mix-u2',
+      role: 'user',
+      parts: [
+        { type: 'text', text: 'Summarize.' },
+        { type: 'data-blob', data: `${NEVER_SENT} 5` },
+      ],
+    },
+  ];
+
+  /** Runs `turn`; every row the database handed to Node meanwhile, as JSON text. */
+  async function rowsReadDuring(turn: () => Promise<unknown>): Promise<string> {
+    const executor = t.db.getExecutor();
+    const execute = executor.executeQuery.bind(executor);
+    const read: string[] = [];
+    const spy = vi.spyOn(executor, 'executeQuery').mockImplementation(async (query) => {
+      const result = await execute(query);
+      read.push(JSON.stringify(result.rows));
+      return result as never;
+    });
+    try {
+      await turn();
+    } finally {
+      spy.mockRestore();
+    }
+    return read.join('\n');
+  }
+
+  it('gives the model what it got from the request, without reading the stored parts it never gets', async () => {
+    const first = await chat({ agentId: 'agt_plain', messages: mixed });
+    expect(first.statusCode, first.body).toBe(200);
+    const { chatId } = first.json();
+    const prompt = upstream.lastRequest().body.messages!;
+    expect(JSON.stringify(prompt)).not.toContain(NEVER_SENT);
+    await t.app.persistence.idle();
+
+    let next: Awaited<ReturnType<typeof chat>> | undefined;
+    const read = await rowsReadDuring(async () => {
+      next = await chat({ agentId: 'agt_plain', chatId, messages: [userText('And now?', 'mix-u3')] });
+    });
+    expect(next!.statusCode, next!.body).toBe(200);
+    expect(upstream.lastRequest().body.messages).toEqual([
+      ...prompt,
+      { role: 'assistant', content: first.json().text },
+      { role: 'user', content: 'And now?' },
+    ]);
+    expect(read).toContain('Looked it up.');
+    expect(read).not.toContain(NEVER_SENT);
+    // Stored whole all the same, for the client reading the chat back.
+    const rows = await chatRows(t.db, chatId);
+    expect(rows.map((row) => JSON.parse(row.parts))).toEqual([
+      ...mixed.map((message) => message.parts),
+      expect.any(Array),
+      [{ type: 'text', text: 'And now?' }],
+      expect.any(Array),
+    ]);
+  });
+
+  it('regenerates over such a history: the same prompt, the replies replaced by id', async () => {
+    const first = await chat({ agentId: 'agt_plain', id: 'mix-regen', messages: mixed });
+    expect(first.statusCode, first.body).toBe(200);
+    const prompt = upstream.lastRequest().body.messages!;
+    await t.app.persistence.idle();
+
+    let again: Awaited<ReturnType<typeof chat>> | undefined;
+    const read = await rowsReadDuring(async () => {
+      again = await chat({
+        agentId: 'agt_plain',
+        id: 'mix-regen',
+        trigger: 'regenerate-message',
+        messageId: 'mix-a1',
+        messages: mixed.slice(0, 1),
+      });
+    });
+    expect(again!.statusCode, again!.body).toBe(200);
+    expect(upstream.lastRequest().body.messages).toEqual(prompt.slice(0, 1));
+    expect(read).not.toContain(NEVER_SENT);
+    const rows = await chatRows(t.db, first.json().chatId);
+    expect(rows.map((row) => row.id)).toEqual(['mix-u1', again!.json().messageId]);
+  });
+
+  it('reads a stored row that is not a JSON array of parts as no parts, as before', async () => {
+    const first = await chat({ agentId: 'agt_plain', messages: [userText('one', 'odd-u1')] });
+    const { chatId, messageId } = first.json();
+    await chat({ agentId: 'agt_plain', chatId, messages: [userText('two', 'odd-u2')] });
+    await t.app.persistence.idle();
+    // Written by hand (the service writes JSON arrays only): an object, odd elements, not JSON.
+    const set = (id: string, parts: string) =>
+      t.db
+        .updateTable('messages')
+        .set({ parts })
+        .where('chat_id', '=', chatId)
+        .where('id', '=', id)
+        .execute();
+    await set(messageId, '{"type":"text","text":"an object"}');
+    await set('odd-u2', '[1, "text", [], {"type":"text","text":"two"}, {"type":"data-x"}]');
+    const turn = async (text: string) => {
+      const res = await chat({ agentId: 'agt_plain', chatId, messages: [userText(text)] });
+      expect(res.statusCode, res.body).toBe(200);
+      return upstream.lastRequest().body.messages;
+    };
+    expect(await turn('three')).toEqual([
+      { role: 'user', content: 'one' },
+      { role: 'user', content: 'two' },
+      { role: 'assistant', content: expect.any(String) },
+      { role: 'user', content: 'three' },
+    ]);
+    await set('odd-u1', '[{"type":"text","text":"cut');
+    expect(await turn('four')).toEqual([
+      { role: 'user', content: 'two' },
+      { role: 'assistant', content: expect.any(String) },
+      { role: 'user', content: 'three' },
+      { role: 'assistant', content: expect.any(String) },
+      { role: 'user', content: 'four' },
+    ]);
   });
 });
 

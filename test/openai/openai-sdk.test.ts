@@ -1086,6 +1086,64 @@ describe('storing', () => {
     ]);
   });
 
+  it('continues a chat whose stored messages hold parts the model never gets (data, tools, reasoning)', async () => {
+    // Stored through /v1/chat; the history check compares only what the model gets (text, files).
+    upstream.enqueue({ kind: 'text', text: 'A.' });
+    const first = await t.app.inject({
+      method: 'POST',
+      url: '/v1/chat',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+      payload: {
+        agentId: 'agt_plain',
+        messages: [
+          {
+            id: 'p-u0',
+            role: 'user',
+            parts: [{ type: 'text', text: 'Q0' }],
+          },
+          {
+            id: 'p-a0',
+            role: 'assistant',
+            parts: [
+              { type: 'reasoning', text: 'thinking', state: 'done' },
+              { type: 'tool-lookup', toolCallId: 'c1', state: 'output-available', input: {}, output: 'x' },
+              { type: 'text', text: 'A0.' },
+              { type: 'data-note', data: { kept: true } },
+            ],
+          },
+          {
+            id: 'p-u1',
+            role: 'user',
+            parts: [
+              { type: 'data-blob', data: 'big' },
+              { type: 'text', text: 'Q1' },
+            ],
+          },
+        ],
+      },
+    });
+    expect(first.statusCode, first.body).toBe(200);
+    const chatId = first.json().chatId as string;
+
+    upstream.enqueue({ kind: 'text', text: 'B.' });
+    const next = await client()
+      .chat.completions.create({
+        model: 'agt_plain',
+        messages: conversation('Q0', 'A0.', 'Q1', 'A.', 'Q2'),
+        chat_id: chatId,
+      } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
+      .withResponse();
+    expect(next.response.headers.get('x-atrium-chat-persisted')).toBeNull();
+    expect(await storedTexts(chatId)).toEqual([
+      'user: Q0',
+      'assistant: thinkingA0.',
+      'user: Q1',
+      'assistant: A.',
+      'user: Q2',
+      'assistant: B.',
+    ]);
+  });
+
   it('answers a diverged conversation without storing it (x-atrium-chat-persisted: false)', async () => {
     const { sdk, chatId } = await firstKeyedTurn('diverged', 'Q1', 'A.');
     upstream.enqueue({ kind: 'text', text: 'Edited answer.' });

@@ -1,18 +1,61 @@
-import { sql, type Transaction } from 'kysely';
-import type { Executor } from '../database.js';
+import { type RawBuilder, sql, type Transaction } from 'kysely';
+import { type Db, dialectOf, type Executor } from '../database.js';
 import { forEachChunk } from '../in-chunks.js';
 import type { Database, MessageTable } from '../schema.js';
 
-/** The messages of a chat, in order. */
-export function listChatMessages(db: Executor, workspaceId: string, chatId: string) {
-  return db
-    .selectFrom('messages')
-    .select(['id', 'role', 'parts', 'position'])
-    .where('chat_id', '=', chatId)
-    .where('workspace_id', '=', workspaceId)
-    .orderBy('position')
-    .execute();
+/**
+ * The messages of a chat, in order, each with only its parts of the given `types` (a JSON array
+ * in the parts' order): the database drops the others before they reach the process, so parts
+ * a caller never reads (for a turn: `data-*`, tools, reasoning, up to 16 MB a message) cost it
+ * neither memory nor parsing. A row that is not a JSON array has no parts; on PostgreSQL, a row
+ * that is not JSON at all makes the chat's parts come whole (see below). Runs on the database,
+ * not in a transaction, which PostgreSQL's failed statement would end.
+ */
+export async function listChatMessagesWithParts(
+  db: Db,
+  workspaceId: string,
+  chatId: string,
+  types: readonly string[],
+) {
+  const select = (parts: RawBuilder<string>) =>
+    db
+      .selectFrom('messages')
+      .select(['id', 'role', parts.as('parts')])
+      .where('chat_id', '=', chatId)
+      .where('workspace_id', '=', workspaceId)
+      .orderBy('position')
+      .execute();
+  const wanted = sql.join(types.map((type) => sql`${type}`));
+  if (dialectOf(db) === 'sqlite') {
+    // The cases in order: json_type and json_each fail the statement on text that is not JSON.
+    // An element's `type` is read from objects only (json_extract would take a string element's
+    // value for JSON text, and fail on it).
+    return select(sql<string>`case when not json_valid(parts) then '[]' when json_type(parts) = 'array' then (
+      select json_group_array(json(part.value) order by part.key) from json_each(parts) as part
+      where (case when part.type = 'object' then json_extract(part.value, '$.type') end) in (${wanted})
+    ) else '[]' end`);
+  }
+  // `json`, not `jsonb`: elements are handed on as they are stored (jsonb refuses \u0000). Cast
+  // once (`offset 0` keeps PostgreSQL from copying the cast into each use, which parsed the text
+  // twice); as text, since node-postgres would parse a `json` column.
+  const kept = sql<string>`(select cast(case when json_typeof(p.j) = 'array' then (
+      select coalesce(json_agg(part.value order by part.at), '[]')
+      from json_array_elements(p.j) with ordinality as part(value, at)
+      where part.value ->> 'type' in (${wanted})
+    ) else '[]' end as text)
+    from (select cast(parts as json) as j offset 0) as p)`;
+  try {
+    return await select(kept);
+  } catch (error) {
+    // Text that is not JSON fails the cast, and PostgreSQL before 16 cannot test for it: such a
+    // chat (only a hand edit writes one) is read whole, as it was before.
+    if ((error as { code?: unknown }).code !== INVALID_TEXT_REPRESENTATION) throw error;
+    return select(sql<string>`parts`);
+  }
 }
+
+/** PostgreSQL's SQLSTATE for text a type cannot read (`invalid input syntax for type json`). */
+const INVALID_TEXT_REPRESENTATION = '22P02';
 
 /** Ids of the messages of a chat. */
 export async function listChatMessageIds(
