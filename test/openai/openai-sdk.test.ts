@@ -1234,6 +1234,41 @@ describe('storing', () => {
     expect(await storedTexts(chatId)).toEqual(['user: Go', 'assistant: one two ']);
   });
 
+  it('a named chat’s JSON reply stopped by POST /v1/chat/{chatId}/stop is a 409 the SDK does not retry (x-should-retry: false)', async () => {
+    const { chatId } = await firstKeyedTurn('stop-json', 'Q1', 'A.');
+    let calls = 0;
+    const counting: typeof fetch = (input, init) => {
+      calls++;
+      return fetch(input, init);
+    };
+    // The SDK's default retries: it retries a 409 unless told not to.
+    const sdk = client(CHAT_KEYS.main, {
+      maxRetries: 2,
+      fetch: counting,
+      defaultHeaders: { 'x-atrium-conversation-key': 'stop-json' },
+    });
+    upstream.requests.length = 0;
+    upstream.enqueue({ kind: 'held', text: 'A long answer.', afterPieces: 0 });
+    const pending = sdk.chat.completions
+      .create({ model: 'agt_plain', messages: conversation('Q1', 'A.', 'Q2') })
+      .catch((e: unknown) => e);
+    await upstream.waitForRequests(1);
+    const stop = await fetch(`${baseURL.replace('/openai', '')}/chat/${chatId}/stop`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${CHAT_KEYS.main}` },
+    });
+    expect((await stop.json()).data).toMatchObject({ stopped: true });
+    const error = await pending;
+    // Before, the SDK sent the request again: the model ran again and the client got a 200, the
+    // stop undone and the reply paid for twice.
+    expect(error).toBeInstanceOf(OpenAI.ConflictError);
+    expect(error).toMatchObject({ status: 409, code: 'conflict' });
+    expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
+    expect(calls).toBe(1);
+    expect(upstream.requests).toHaveLength(1);
+    expect(await storedTexts(chatId)).toEqual(['user: Q1', 'assistant: A.', 'user: Q2']);
+  });
+
   it('a client that aborts a stream stops the reply: the provider call ends, the named chat keeps what the client saw, charged its estimate', async () => {
     const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'aborted' } });
     upstream.enqueue({ kind: 'held', text: 'one two three four five six', afterPieces: 2 });

@@ -42,9 +42,10 @@ function header(request: FastifyRequest, name: string): string | undefined {
 }
 
 /**
- * Errors in OpenAI's shape so OpenAI clients surface them; a 402 tells the OpenAI SDKs not to
- * retry (they retry 4xx only on 408, 409 and 429 unless told otherwise, but `x-should-retry`
- * is what they honour first).
+ * Errors in OpenAI's shape so OpenAI clients surface them. The OpenAI SDKs retry 408, 409, 429
+ * and 5xx unless `x-should-retry: false` says otherwise (honoured first). Told not to: a 402
+ * (a limit the same request meets again) and a 409, which here is never a lock timeout: a reply
+ * stopped on purpose, which a retry would run (and charge) again.
  */
 export function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, error: unknown) {
   const apiError = toApiError(error);
@@ -53,7 +54,7 @@ export function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, er
   if (typeof apiError.details.retryAfterSeconds === 'number') {
     reply.header('retry-after', String(apiError.details.retryAfterSeconds));
   }
-  if (apiError.status === 402) reply.header('x-should-retry', 'false');
+  if (apiError.status === 402 || apiError.status === 409) reply.header('x-should-retry', 'false');
   if (Array.isArray(apiError.details.allow)) reply.header('allow', apiError.details.allow.join(', '));
   return reply.code(apiError.status).type('application/json; charset=utf-8').send(openAIError(apiError));
 }
