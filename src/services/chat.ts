@@ -247,7 +247,14 @@ export async function startConversation(
   const idle = new IdleTimeout(deps.config.upstreamTimeoutMs, () =>
     abort.abort(new Error('upstream timeout')),
   );
-  const ticket = deps.replies.admit(chatId, messageId, stopReply);
+  // A door that reconciles the client's conversation with the stored one (/v1/openai) answers a
+  // named chat one request at a time: a reply still running is not stored yet, so a request
+  // beside it (a retry of one still running) would be reconciled against a history without it,
+  // and the same turn answered and stored twice (docs/openai.md, "A client that leaves").
+  const ticket =
+    storing && chat && request.reconcileHistory
+      ? await deps.replies.admitAlone(chatId, messageId, stopReply)
+      : deps.replies.admit(chatId, messageId, stopReply);
   // The limits once more, now counting what requests in flight have reserved, and this
   // request's own reservation until its usage is stored. Before the user's turn is stored: a
   // request refused here (402) stores nothing, like every other refusal.

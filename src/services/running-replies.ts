@@ -285,6 +285,27 @@ export class RunningReplies {
   }
 
   /**
+   * `admit`, refused with 409 `conflict` while a reply of the chat runs here or (as Redis tells)
+   * in another process: for a door that must never answer one turn of a chat twice. Looked at
+   * again here once the lookup is done, in the same turn as the admission, so that two requests
+   * of this process cannot both get through.
+   */
+  async admitAlone(
+    chatId: string,
+    messageId: string,
+    stop: (reason: StopReason) => void,
+  ): Promise<ReplyTicket> {
+    if ((await this.isActive(chatId)) || this.local.has(chatId)) {
+      throw new ApiError(
+        'conflict',
+        'A reply is being generated in this chat: wait for it, or stop it, before sending again',
+        { chatId },
+      );
+    }
+    return this.admit(chatId, messageId, stop);
+  }
+
+  /**
    * The reply running for a chat here or in another process that is alive: its message id, or
    * null. Throws when Redis does not answer (stop and resume need it: a 503).
    */

@@ -1,13 +1,14 @@
 import { expect, it } from 'vitest';
+import { conversationClientId } from '../../src/services/openai-chat.js';
 import { CHAT_KEYS, chatRows } from '../chat/fixtures.js';
 import type { TestApp } from '../helpers/app.js';
 import type { FakeUpstream } from '../helpers/fake-upstream.js';
 import { useOpenAIApp } from './openai-app.js';
 
 /**
- * docs/openai.md "A client that leaves a stream", for a client that leaves before the stream has
- * started: while the agent's MCP servers are still being connected (here one that never answers,
- * so the set-up waits out its connect timeout).
+ * docs/openai.md "A client that leaves", for a client that leaves before the reply has started:
+ * while the agent's MCP servers are still being connected (here one that never answers, so the
+ * set-up waits out its connect timeout).
  */
 const CONNECT_TIMEOUT_MS = 1_500;
 let upstream: FakeUpstream;
@@ -18,33 +19,45 @@ useOpenAIApp(
   (app) => ({ upstream, t, baseURL } = app),
 );
 
-it('a client that leaves while the reply is set up stops it: the provider is never called', async () => {
-  upstream.enqueue({ kind: 'text', text: 'one two three four five six' });
-  const abort = new AbortController();
-  const request = fetch(`${baseURL}/chat/completions`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${CHAT_KEYS.main}`,
-      'content-type': 'application/json',
-      'x-atrium-conversation-key': 'left-during-setup',
-    },
-    body: JSON.stringify({
-      model: 'agt_tools',
-      messages: [{ role: 'user', content: 'Count' }],
-      stream: true,
-    }),
-    signal: abort.signal,
-  }).catch(() => undefined);
-  // Leave while the stalled MCP server is waited for.
-  await new Promise((resolve) => setTimeout(resolve, 400));
-  abort.abort();
-  await request;
-  await new Promise((resolve) => setTimeout(resolve, CONNECT_TIMEOUT_MS + 500));
-  await t.app.persistence.idle();
-  // Before, the close came before its listener: the whole reply was generated, charged and
-  // stored as finished, so the client's next turn never matched the stored chat again.
-  expect(upstream.requests).toHaveLength(0);
-  const [chat] = await t.db.selectFrom('chats').select('id').where('agent_id', '=', 'agt_tools').execute();
-  expect((await chatRows(t.db, chat!.id)).map((row) => row.role)).toEqual(['user']);
-  upstream.requests.length = 0;
-});
+it.each([
+  ['streamed', true],
+  ['JSON', false],
+])(
+  'a client that leaves while the %s reply is set up stops it: the provider is never called',
+  async (_, stream) => {
+    upstream.enqueue({ kind: 'text', text: 'one two three four five six' });
+    const key = `left-during-setup-${String(stream)}`;
+    const abort = new AbortController();
+    const request = fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${CHAT_KEYS.main}`,
+        'content-type': 'application/json',
+        'x-atrium-conversation-key': key,
+      },
+      body: JSON.stringify({
+        model: 'agt_tools',
+        messages: [{ role: 'user', content: 'Count' }],
+        stream,
+      }),
+      signal: abort.signal,
+    }).catch(() => undefined);
+    // Leave while the stalled MCP server is waited for.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    abort.abort();
+    await request;
+    await new Promise((resolve) => setTimeout(resolve, CONNECT_TIMEOUT_MS + 500));
+    await t.app.persistence.idle();
+    // Before, the close came before its listener (and a JSON request's was not listened for): the
+    // whole reply was generated, charged and stored as finished, so the client's next turn never
+    // matched the stored chat again.
+    expect(upstream.requests).toHaveLength(0);
+    const chat = await t.db
+      .selectFrom('chats')
+      .select('id')
+      .where('client_id', '=', conversationClientId('agt_tools', key))
+      .executeTakeFirstOrThrow();
+    expect((await chatRows(t.db, chat.id)).map((row) => row.role)).toEqual(['user']);
+    upstream.requests.length = 0;
+  },
+);

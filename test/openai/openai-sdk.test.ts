@@ -1322,6 +1322,100 @@ describe('storing', () => {
     ]);
   });
 
+  it('a JSON client that leaves stops its reply: its retry answers the stored turn once, and the chat goes on stored', async () => {
+    const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'json-left' } });
+    const question: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Hi' }];
+    const inputTokens = async () =>
+      Number(
+        (
+          await t.db
+            .selectFrom('usage_ledger')
+            .select('input_tokens')
+            .where('workspace_id', '=', 'wsp_main')
+            .executeTakeFirst()
+        )?.input_tokens ?? 0,
+      );
+    const chargedBefore = await inputTokens();
+    upstream.enqueue({ kind: 'held', text: 'An answer nobody reads.', afterPieces: 0 });
+    const abortedBefore = upstream.aborted();
+    const abort = new AbortController();
+    const left = sdk.chat.completions
+      .create({ model: 'agt_plain', messages: question }, { signal: abort.signal })
+      .catch((e: unknown) => e);
+    await upstream.waitForRequests(1);
+    // The client's own timeout, or a proxy's 504: the SDK then sends the same request again.
+    abort.abort();
+    expect(await left).toBeInstanceOf(OpenAI.APIUserAbortError);
+    // Before, the reply ran on to its end (nobody could read it), and the retry answered the same
+    // stored turn beside it: two answers stored, the chat diverged for every later turn.
+    await upstream.waitForAborted(abortedBefore + 1);
+    await t.app.persistence.idle();
+    expect(await inputTokens()).toBeGreaterThan(chargedBefore);
+
+    upstream.enqueue({ kind: 'text', text: 'The answer.' });
+    const retry = await sdk.chat.completions
+      .create({ model: 'agt_plain', messages: question })
+      .withResponse();
+    expect(retry.data.choices[0]!.message.content).toBe('The answer.');
+    const chatId = retry.response.headers.get('x-atrium-chat-id')!;
+    expect(await storedTexts(chatId)).toEqual(['user: Hi', 'assistant: The answer.']);
+
+    upstream.enqueue({ kind: 'text', text: 'More.' });
+    const next = await sdk.chat.completions
+      .create({ model: 'agt_plain', messages: conversation('Hi', 'The answer.', 'And?') })
+      .withResponse();
+    expect(next.response.headers.get('x-atrium-chat-persisted')).toBeNull();
+    expect(await storedTexts(chatId)).toEqual([
+      'user: Hi',
+      'assistant: The answer.',
+      'user: And?',
+      'assistant: More.',
+    ]);
+  });
+
+  it('refuses a request on a named chat while a reply of it runs: 409 the SDK does not retry, one answer stored', async () => {
+    const { chatId } = await firstKeyedTurn('racing', 'Q1', 'A.');
+    const messages = conversation('Q1', 'A.', 'Q2');
+    upstream.requests.length = 0;
+    upstream.enqueue({ kind: 'held', text: 'The first answer.', afterPieces: 0 });
+    const first = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-chat-id': chatId } })
+      .chat.completions.create({ model: 'agt_plain', messages })
+      .withResponse();
+    await upstream.waitForRequests(1);
+    // The same request again (a client still waiting behind a proxy that gave up, a second tab),
+    // with the SDK's default retries.
+    let calls = 0;
+    const counting: typeof fetch = (input, init) => {
+      calls++;
+      return fetch(input, init);
+    };
+    const sdk = client(CHAT_KEYS.main, {
+      maxRetries: 2,
+      fetch: counting,
+      defaultHeaders: { 'x-atrium-conversation-key': 'racing' },
+    });
+    for (const stream of [false, true]) {
+      const error = await sdk.chat.completions
+        .create({ model: 'agt_plain', messages, stream })
+        .catch((e: unknown) => e);
+      // Before, it answered the stored turn a second time, and both answers were stored.
+      expect(error).toBeInstanceOf(OpenAI.ConflictError);
+      expect(error).toMatchObject({ status: 409, code: 'conflict' });
+      expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
+    }
+    expect(calls).toBe(2);
+    expect(upstream.requests).toHaveLength(1);
+
+    upstream.release();
+    expect((await first).data.choices[0]!.message.content).toBe('The first answer.');
+    expect(await storedTexts(chatId)).toEqual([
+      'user: Q1',
+      'assistant: A.',
+      'user: Q2',
+      'assistant: The first answer.',
+    ]);
+  });
+
   it('refuses an unknown or another workspace’s chat_id with 404, another agent’s with 400', async () => {
     const error = await client()
       .chat.completions.create({

@@ -158,21 +158,21 @@ export async function openAIRoutes(
         userId: request.principal.userId,
       });
       // An OpenAI client cannot resume a reply (useChat can, so /v1/chat runs on): one that leaves
-      // a stream has stopped it, and a named chat keeps what the client saw (docs/openai.md). It
-      // may leave while the reply is still being set up (MCP servers, file downloads): listened
-      // for from the start, so that close is not missed.
+      // a stream has stopped it, and a named chat keeps what the client saw; one that leaves a
+      // JSON request (its timeout, a proxy's) can never read the answer, and its retry answers the
+      // stored turn instead (docs/openai.md). It may leave while the reply is still being set up
+      // (MCP servers, file downloads): listened for from the start, so that close is not missed.
       const client = { left: false, stopReply: () => {} };
-      if (body.stream) {
-        reply.raw.once('close', () => {
-          if (reply.raw.writableEnded) return;
-          client.left = true;
-          client.stopReply();
-        });
-      }
+      reply.raw.once('close', () => {
+        if (reply.raw.writableEnded) return;
+        client.left = true;
+        client.stopReply();
+      });
       const conversation = await startConversation(deps, request.principal, input).catch((error: unknown) => {
         throw asModelError(error, body.model);
       });
       client.stopReply = () => conversation.stop();
+      if (client.left) conversation.stop();
       void conversation.done.then((outcome) => {
         if (!outcome.ok && outcome.unstored) {
           request.log.error(
@@ -196,7 +196,6 @@ export async function openAIRoutes(
       const headers = { ...(reply.getHeaders() as Record<string, string>), 'x-request-id': request.id };
       const live = new LiveEventStream(reply.raw);
       live.open(headers, OPENAI_STREAM_HEADERS);
-      if (client.left) conversation.stop();
       conversation.stream(
         completionChunks(
           live,

@@ -26,7 +26,7 @@ export function openAIErrorResponses(...statuses: number[]) {
     402: 'Usage limit or spend cap reached; `x-should-retry: false`',
     404: 'Unknown or invisible agent (`model_not_found`, `param: "model"`) or chat',
     405: 'Known path, wrong method',
-    409: 'The reply was stopped before it was done (`conflict`); `x-should-retry: false`',
+    409: 'The reply was stopped before it was done, or a reply of the named chat is still being generated (`conflict`); `x-should-retry: false`',
     413: 'Body over its byte limit',
     415: 'Wrong request content type',
     429: 'Per-key rate limit; `Retry-After`',
