@@ -1,3 +1,6 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filesApi, injectable } from '../project-files/helpers.js';
 import { createTestApp } from '../helpers/app.js';
@@ -96,6 +99,32 @@ describe('CORS by ATRIUM_CORS_ORIGINS', () => {
     });
     expect(wrong.statusCode).toBe(405);
     expect(wrong.json().code).toBe('method_not_allowed');
+  });
+
+  it('allows every header the installed openai SDK can send, its helpers’ (`x-stainless-helper-method`) too', async () => {
+    // Read from the SDK's own source, so that an upgrade adding a header fails here, not in a
+    // browser app's preflight.
+    const sdk = path.dirname(createRequire(import.meta.url).resolve('openai'));
+    const sent = new Set<string>();
+    for (const file of await readdir(sdk, { recursive: true })) {
+      if (!file.endsWith('.js')) continue;
+      const source = await readFile(path.join(sdk, file), 'utf8');
+      for (const [, name] of source.matchAll(/['"]((?:x-stainless|openai)-[a-z-]+)['"]\s*:/gi)) {
+        sent.add(name!.toLowerCase());
+      }
+    }
+    expect(sent).toContain('x-stainless-helper-method');
+    const res = await preflight(
+      '/v1/openai/chat/completions',
+      ALLOWED,
+      'POST',
+      ['authorization', 'content-type', ...sent].join(','),
+    );
+    const allowed = String(res.headers['access-control-allow-headers'])
+      .split(',')
+      .map((name) => name.trim().toLowerCase());
+    // Before, `chat.completions.stream()`, `runTools()` and `parse()` failed their preflight.
+    expect([...sent].filter((name) => !allowed.includes(name))).toEqual([]);
   });
 });
 

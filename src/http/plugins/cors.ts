@@ -22,9 +22,12 @@ const EXPOSED_HEADERS = [
 ];
 
 /**
- * Request headers the official OpenAI SDKs send on every call (the `openai` package 6.x); a
- * browser app built on them (`dangerouslyAllowBrowser`) cannot call `/v1/openai` unless the
- * preflight allows them.
+ * Request headers the official OpenAI SDK (the `openai` package 6.x) can send; a browser app
+ * built on it (`dangerouslyAllowBrowser`) cannot call `/v1/openai` unless the preflight allows
+ * them. The first ten go with any call (the organization and project when configured);
+ * `chat.completions.stream()`, `runTools()` and `parse()` add `x-stainless-helper-method`; the
+ * last three go with APIs Atrium does not serve (beta features, polling helpers), allowed so
+ * that such a call gets Atrium's 404, not a CORS failure.
  */
 const OPENAI_SDK_HEADERS = [
   'x-stainless-arch',
@@ -37,6 +40,10 @@ const OPENAI_SDK_HEADERS = [
   'x-stainless-timeout',
   'openai-organization',
   'openai-project',
+  'x-stainless-helper-method',
+  'openai-beta',
+  'x-stainless-poll-helper',
+  'x-stainless-custom-poll-interval',
 ];
 
 /**
