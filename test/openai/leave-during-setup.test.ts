@@ -55,7 +55,7 @@ it.each([
     const chat = await t.db
       .selectFrom('chats')
       .select('id')
-      .where('client_id', '=', conversationClientId('agt_tools', key))
+      .where('client_id', '=', conversationClientId('usr_olivia', 'agt_tools', key))
       .executeTakeFirstOrThrow();
     expect((await chatRows(t.db, chat.id)).map((row) => row.role)).toEqual(['user']);
     upstream.requests.length = 0;
