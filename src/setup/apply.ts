@@ -12,6 +12,7 @@ import {
   TakenIdentityError,
   findApiManagedObjects,
   findDuplicateAgentTitles,
+  matchableByName,
 } from './ownership.js';
 import type { ApiKeySetup, SetupFile, WorkspaceSetup } from './validate.js';
 
@@ -64,7 +65,10 @@ async function findExisting(
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- dynamic table name, as in upsert
   let query = (ctx.trx as Kysely<any>).selectFrom(spec.table).selectAll();
   if (spec.id) query = query.where('id', '=', spec.id);
-  else for (const [column, value] of Object.entries(spec.match)) query = query.where(column, '=', value);
+  else {
+    for (const [column, value] of Object.entries(spec.match)) query = query.where(column, '=', value);
+    if (spec.table === 'agents' || spec.table === 'api_keys') query = matchableByName(query, spec.table);
+  }
   return (await query.executeTakeFirst()) as Row | undefined;
 }
 

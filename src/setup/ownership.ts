@@ -1,3 +1,4 @@
+import { type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { Executor } from '../db/database.js';
 import type { SetupFile } from './validate.js';
 
@@ -75,6 +76,27 @@ export async function findDuplicateAgentTitles(db: Executor, writtenAt: string):
   return rows.map((row) => `"${row.title}" in ${row.workspace_id}`);
 }
 
+/**
+ * Narrows a lookup of agents or keys by name to the rows `apply` may match, best first. The API
+ * frees the name of an agent it deleted or a key it revoked (a new one may take it), so such a
+ * row the API manages is nobody's to match: a file declaring that name creates a new object.
+ * A retired row the file manages still matches, before a live one of the API: the file deleted
+ * that agent (`deleted: true` stays idempotent), and a key revoked under it stays revoked on a
+ * re-apply (a new plaintext in the file revives it).
+ */
+export function matchableByName<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  table: 'agents' | 'api_keys',
+): SelectQueryBuilder<DB, TB, O> {
+  const live = table === 'agents' ? sql<SqlBool>`deleted_at is null` : sql<SqlBool>`revoked_at is null`;
+  return query
+    .where(sql<SqlBool>`(managed_by = 'setup' or ${live})`)
+    .orderBy(sql`case when managed_by = 'setup' then 0 else 1 end`)
+    .orderBy(sql`case when ${live} then 0 else 1 end`)
+    .orderBy(sql`created_at`, 'desc')
+    .orderBy(sql`id`, 'desc');
+}
+
 /** A stored agent, project or key as far as ownership goes. */
 type OwnedRow = { id: string; managed_by: string | null } | undefined;
 
@@ -95,7 +117,7 @@ async function noteIfApiManaged(
 
 /**
  * Every agent, project and key the file declares that exists already and is managed by the
- * API, matched as `apply` matches them (by id, else by name in its scope). Read-only: it runs
+ * API, matched as `apply` matches them (by id, else by name in its scope, see matchableByName). Read-only: it runs
  * before anything is written. A project from before ownership was recorded (null) is not
  * claimed by anyone, so the file takes it without --adopt.
  */
@@ -123,13 +145,15 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile): Pro
         key.id,
         byId('api_keys'),
         byNameIn(orgRow, (orgId) =>
-          db
-            .selectFrom('api_keys')
-            .select(['id', 'managed_by'])
-            .where('kind', '=', 'organization')
-            .where('organization_id', '=', orgId)
-            .where('name', '=', key.name)
-            .executeTakeFirst(),
+          matchableByName(
+            db
+              .selectFrom('api_keys')
+              .select(['id', 'managed_by'])
+              .where('kind', '=', 'organization')
+              .where('organization_id', '=', orgId)
+              .where('name', '=', key.name),
+            'api_keys',
+          ).executeTakeFirst(),
         ),
       );
     }
@@ -156,12 +180,14 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile): Pro
           agent.id,
           byId('agents'),
           byNameIn(wsRow, (wsId) =>
-            db
-              .selectFrom('agents')
-              .select(['id', 'managed_by'])
-              .where('workspace_id', '=', wsId)
-              .where('title', '=', agent.title)
-              .executeTakeFirst(),
+            matchableByName(
+              db
+                .selectFrom('agents')
+                .select(['id', 'managed_by'])
+                .where('workspace_id', '=', wsId)
+                .where('title', '=', agent.title),
+              'agents',
+            ).executeTakeFirst(),
           ),
         );
       }
@@ -188,13 +214,15 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile): Pro
           key.id,
           byId('api_keys'),
           byNameIn(wsRow, (wsId) =>
-            db
-              .selectFrom('api_keys')
-              .select(['id', 'managed_by'])
-              .where('kind', '=', 'workspace')
-              .where('workspace_id', '=', wsId)
-              .where('name', '=', key.name)
-              .executeTakeFirst(),
+            matchableByName(
+              db
+                .selectFrom('api_keys')
+                .select(['id', 'managed_by'])
+                .where('kind', '=', 'workspace')
+                .where('workspace_id', '=', wsId)
+                .where('name', '=', key.name),
+              'api_keys',
+            ).executeTakeFirst(),
           ),
         );
       }

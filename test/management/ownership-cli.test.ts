@@ -140,6 +140,96 @@ describe(`atrium apply and API-managed objects (${engineName})`, () => {
   });
 });
 
+describe(`atrium apply and names the API has freed (${engineName})`, () => {
+  const keyFileFor = (name: string, key: string) =>
+    writeFile(
+      name,
+      `
+organizations:
+  - id: org_acme
+    name: Acme
+    users: [{ id: usr_max, name: Max, email: max@acme.test }]
+    workspaces:
+      - id: wsp_main
+        name: Main
+        apiKeys:
+          - { ${key} }
+`,
+    );
+
+  it('creates a new agent for a title only an agent deleted over the API had', async () => {
+    const gone = (await call('POST', '/v1/workspace/wsp_main/agents', { title: 'Temp' })).json().data.agent;
+    expect((await call('DELETE', `/v1/agents/${gone.id}`)).statusCode).toBe(200);
+    const file = writeFile(
+      'temp.yaml',
+      fileDeclaring('          - { title: Temp, description: from the file }'),
+    );
+
+    // Before: exit 2 naming the deleted agent as managed through the API (with --adopt, it
+    // was "updated" and stayed deleted).
+    expect(await main(['apply', file])).toBe(0);
+    const listed = (await call('GET', '/v1/workspace/wsp_main/agents?limit=100')).json().data.agents;
+    const temp = listed.filter((agent: { title: string }) => agent.title === 'Temp');
+    expect(temp).toHaveLength(1);
+    expect(temp[0].id).not.toBe(gone.id);
+    expect((await call('GET', `/v1/agents/${temp[0].id}`)).json().data.agent).toMatchObject({
+      description: 'from the file',
+      managedBy: 'setup',
+    });
+    expect((await call('GET', `/v1/agents/${gone.id}`)).statusCode).toBe(404);
+    // The file's agent is the one it matches from now on.
+    expect(await main(['apply', file])).toBe(0);
+    expect(output.out.at(-1)).toContain('nothing to change');
+  });
+
+  it('keeps matching an agent the file itself deleted, before a live one the API made with its title', async () => {
+    const file = writeFile(
+      'retired.yaml',
+      fileDeclaring('          - { title: Retired here, deleted: true }'),
+    );
+    expect(await main(['apply', file])).toBe(0);
+    expect(await main(['apply', file])).toBe(0);
+    expect(output.out.at(-1)).toContain('nothing to change');
+    // The title is free for the API; the file still names its own (deleted) agent, not this one.
+    const live = (await call('POST', '/v1/workspace/wsp_main/agents', { title: 'Retired here' })).json().data
+      .agent;
+    expect(await main(['apply', file])).toBe(0);
+    expect(output.out.at(-1)).toContain('nothing to change');
+    expect((await call('GET', `/v1/agents/${live.id}`)).json().data.agent).toMatchObject({
+      managedBy: 'api',
+    });
+    const rows = await database.db
+      .selectFrom('agents')
+      .select('id')
+      .where('title', '=', 'Retired here')
+      .execute();
+    expect(rows).toHaveLength(2);
+  });
+
+  it('creates a new key for a name only a key revoked over the API had', async () => {
+    const revoked = (
+      await call('POST', '/v1/workspace/wsp_main/api-keys', { name: 'deploy', userId: 'usr_max' })
+    ).json().data.apiKey;
+    expect((await call('DELETE', `/v1/api-keys/${revoked.id}`)).statusCode).toBe(200);
+    const file = keyFileFor('deploy.yaml', 'name: deploy, user: usr_max');
+
+    // Before: exit 2; with --adopt, no key printed and the revoked key's id reported.
+    expect(await main(['apply', '--json', file])).toBe(0);
+    const report = JSON.parse(output.out.at(-1)!);
+    expect(report.ids.apiKeys.deploy).not.toBe(revoked.id);
+    const me = await app.inject({
+      method: 'GET',
+      url: '/v1/me',
+      headers: { 'x-service-api-key': report.keys.deploy },
+    });
+    expect(me.json().data.key).toMatchObject({ id: report.ids.apiKeys.deploy, name: 'deploy' });
+    const keyInfo = (await call('GET', '/v1/workspace/wsp_main/api-keys'))
+      .json()
+      .data.apiKeys.find((key: { id: string }) => key.id === revoked.id);
+    expect(keyInfo).toMatchObject({ revokedAt: expect.any(String), managedBy: 'api' });
+  });
+});
+
 describe(`atrium apply and API-managed objects in a new workspace (${engineName})`, () => {
   it('refuses an API-created agent named by id under an organization and workspace that do not exist yet', async () => {
     const agent = (await call('POST', '/v1/workspace/wsp_main/agents', { title: 'Moved by a file' })).json()
@@ -287,14 +377,41 @@ organizations:
     expect(await firstKeyNamed('wsp_other', 'other-owner-renamed')).toBe(holder);
   });
 
-  it('refuses (exit 2) a pasted live key whose name a revoked key shares, where that would re-key the revoked one', async () => {
+  it('adopts a pasted live key whose name a key revoked over the API shares, leaving the revoked one', async () => {
     const made = (await call('POST', '/v1/workspace/wsp_main/api-keys', { name: 'ci' })).json().data;
     expect((await call('DELETE', `/v1/api-keys/${made.apiKey.id}`)).statusCode).toBe(200);
     const live = (await call('POST', '/v1/workspace/wsp_main/api-keys', { name: 'ci' })).json().data;
     const file = keyFile('pasted-key.yaml', 'wsp_main', `name: ci, user: usr_olivia, key: "${live.key}"`);
-    // Found by its name, the key apply writes is the first of that name: the revoked one (both
-    // engines answer in insertion order here). Re-keying it failed on the hash's unique constraint.
+    // The revoked key is the first of that name; the API freed its name, so apply matches the
+    // live one (before: re-keying the revoked one, a unique-constraint error, then exit 2).
     expect(await firstKeyNamed('wsp_main', 'ci')).toBe(made.apiKey.id);
+    expect(await main(['apply', '--adopt', '--json', file])).toBe(0);
+    expect(JSON.parse(output.out.at(-1)!).ids.apiKeys.ci).toBe(live.apiKey.id);
+    const listed = (await call('GET', '/v1/workspace/wsp_main/api-keys')).json().data.apiKeys;
+    expect(listed.find((key: { id: string }) => key.id === live.apiKey.id)).toMatchObject({
+      revokedAt: null,
+      managedBy: 'setup',
+    });
+    expect(listed.find((key: { id: string }) => key.id === made.apiKey.id)).toMatchObject({
+      revokedAt: expect.any(String),
+      managedBy: 'api',
+    });
+  });
+
+  it('refuses (exit 2) a pasted live key whose name a revoked key of the file shares, where that would re-key the revoked one', async () => {
+    expect(
+      await main(['apply', keyFile('ci-file.yaml', 'wsp_main', 'name: ci-file, user: usr_olivia')]),
+    ).toBe(0);
+    const revoked = await firstKeyNamed('wsp_main', 'ci-file');
+    expect((await call('DELETE', `/v1/api-keys/${revoked}`)).statusCode).toBe(200);
+    const live = (await call('POST', '/v1/workspace/wsp_main/api-keys', { name: 'ci-file' })).json().data;
+    const file = keyFile(
+      'pasted-key.yaml',
+      'wsp_main',
+      `name: ci-file, user: usr_olivia, key: "${live.key}"`,
+    );
+    // Found by its name, the key apply writes is the file's own, revoked: re-keying it failed on
+    // the hash's unique constraint.
     expect(await main(['apply', '--adopt', file])).toBe(2);
     expect(output.err[1]).toBe(
       `A plaintext key names one key: name key ${live.apiKey.id} by its id to rename it, or give this one another key.`,
