@@ -127,16 +127,16 @@ export async function createWorkspaceApiKey(
 }
 
 /**
- * Inserts a workspace key unless a live key of the workspace has its name (false then). The
- * check and the insert run under the workspace's lock, so of requests racing for one name one
- * key is made.
+ * Inserts a workspace key unless a live key of the workspace has its name at the key's creation
+ * time (false then). The check and the insert run under the workspace's lock, so of requests
+ * racing for one name one key is made.
  */
 export function insertWorkspaceKeyIfNameFree(
   db: Db,
   key: NewApiKey & { workspaceId: string },
 ): Promise<boolean> {
   return withWorkspaceLocked(db, key.workspaceId, async (trx) => {
-    if (await findLiveWorkspaceKeyByName(trx, key.workspaceId, key.name)) return false;
+    if (await findLiveWorkspaceKeyByName(trx, key.workspaceId, key.name, key.createdAt)) return false;
     await insertApiKey(trx, key);
     return true;
   });

@@ -67,7 +67,9 @@ async function findExisting(
   if (spec.id) query = query.where('id', '=', spec.id);
   else {
     for (const [column, value] of Object.entries(spec.match)) query = query.where(column, '=', value);
-    if (spec.table === 'agents' || spec.table === 'api_keys') query = matchableByName(query, spec.table);
+    if (spec.table === 'agents' || spec.table === 'api_keys') {
+      query = matchableByName(query, spec.table, ctx.now);
+    }
   }
   return (await query.executeTakeFirst()) as Row | undefined;
 }
@@ -494,11 +496,11 @@ export async function applySetup(
   await db.transaction().execute(async (trx) => {
     // Before anything is read or written: API writes of agents and keys wait for this apply.
     await lockAllWorkspaces(trx);
+    const now = options.now.toISOString();
     if (!options.adopt) {
-      const apiManaged = await findApiManagedObjects(trx, setup);
+      const apiManaged = await findApiManagedObjects(trx, setup, now);
       if (apiManaged.length > 0) throw new ApiManagedObjectsError(apiManaged);
     }
-    const now = options.now.toISOString();
     await applyAll({ trx, now, report }, setup);
     // Titles are unique among a workspace's live agents, as the API keeps them: checked once
     // everything is in place, in the workspaces whose agents this file wrote, so the whole

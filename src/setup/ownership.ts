@@ -78,17 +78,22 @@ export async function findDuplicateAgentTitles(db: Executor, writtenAt: string):
 
 /**
  * Narrows a lookup of agents or keys by name to the rows `apply` may match, best first. The API
- * frees the name of an agent it deleted or a key it revoked (a new one may take it), so such a
- * row the API manages is nobody's to match: a file declaring that name creates a new object.
- * A retired row the file manages still matches, before a live one of the API: the file deleted
- * that agent (`deleted: true` stays idempotent), and a key revoked under it stays revoked on a
- * re-apply (a new plaintext in the file revives it).
+ * frees the name of an agent it deleted or a key it revoked or that expired by `now` (a new one
+ * may take it), so such a row the API manages is nobody's to match: a file declaring that name
+ * creates a new object. A retired row the file manages still matches, before a live one of the
+ * API: the file deleted that agent (`deleted: true` stays idempotent), and a key of the file
+ * stays as it is on a re-apply (revoked until a new plaintext in the file revives it; expired
+ * until the file moves its `expiresAt`).
  */
 export function matchableByName<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>,
   table: 'agents' | 'api_keys',
+  now: string,
 ): SelectQueryBuilder<DB, TB, O> {
-  const live = table === 'agents' ? sql<SqlBool>`deleted_at is null` : sql<SqlBool>`revoked_at is null`;
+  const live =
+    table === 'agents'
+      ? sql<SqlBool>`deleted_at is null`
+      : sql<SqlBool>`revoked_at is null and (expires_at is null or expires_at > ${now})`;
   return query
     .where(sql<SqlBool>`(managed_by = 'setup' or ${live})`)
     .orderBy(sql`case when managed_by = 'setup' then 0 else 1 end`)
@@ -117,11 +122,12 @@ async function noteIfApiManaged(
 
 /**
  * Every agent, project and key the file declares that exists already and is managed by the
- * API, matched as `apply` matches them (by id, else by name in its scope, see matchableByName). Read-only: it runs
+ * API, matched as `apply` matches them at `now` (by id, else by name in its scope, see
+ * matchableByName). Read-only: it runs
  * before anything is written. A project from before ownership was recorded (null) is not
  * claimed by anyone, so the file takes it without --adopt.
  */
-export async function findApiManagedObjects(db: Executor, setup: SetupFile): Promise<string[]> {
+export async function findApiManagedObjects(db: Executor, setup: SetupFile, now: string): Promise<string[]> {
   const found: string[] = [];
   const owned = (table: 'agents' | 'projects' | 'api_keys') =>
     db.selectFrom(table).select(['id', 'managed_by']);
@@ -153,6 +159,7 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile): Pro
               .where('organization_id', '=', orgId)
               .where('name', '=', key.name),
             'api_keys',
+            now,
           ).executeTakeFirst(),
         ),
       );
@@ -187,6 +194,7 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile): Pro
                 .where('workspace_id', '=', wsId)
                 .where('title', '=', agent.title),
               'agents',
+              now,
             ).executeTakeFirst(),
           ),
         );
@@ -222,6 +230,7 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile): Pro
                 .where('workspace_id', '=', wsId)
                 .where('name', '=', key.name),
               'api_keys',
+              now,
             ).executeTakeFirst(),
           ),
         );

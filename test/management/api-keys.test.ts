@@ -96,6 +96,23 @@ describe(`POST /v1/workspace/{id}/api-keys (${engineName})`, () => {
     expect(res.json().code).toBe('conflict');
   });
 
+  it('lets a new key take the name of an expired one (an expired key is an invalid key)', async () => {
+    const expiring = (await createKey({ name: 'nightly', expiresAt: '2026-11-23T10:00:00.000Z' })).json()
+      .data;
+    const before = now;
+    now = new Date('2026-11-23T10:00:00.000Z');
+    try {
+      expect((await call('GET', '/v1/me', expiring.key)).statusCode).toBe(401);
+      // Before: 409 conflict, as if the expired key still held the name.
+      const res = await createKey({ name: 'nightly' });
+      expect(res.statusCode).toBe(201);
+      expect((await call('GET', '/v1/me', res.json().data.key)).statusCode).toBe(200);
+      expect((await createKey({ name: 'nightly' })).statusCode).toBe(409);
+    } finally {
+      now = before;
+    }
+  });
+
   it('creates at most one live key of a name when four requests race', async () => {
     const answers = await Promise.all([1, 2, 3, 4].map(() => createKey({ name: 'twin' })));
     expect(answers.map((res) => res.statusCode).sort()).toEqual([201, 409, 409, 409]);

@@ -228,6 +228,29 @@ organizations:
       .data.apiKeys.find((key: { id: string }) => key.id === revoked.id);
     expect(keyInfo).toMatchObject({ revokedAt: expect.any(String), managedBy: 'api' });
   });
+
+  it('creates a new key for a name only an expired key made over the API had', async () => {
+    const expired = (
+      await call('POST', '/v1/workspace/wsp_main/api-keys', {
+        name: 'nightly',
+        userId: 'usr_max',
+        expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+      })
+    ).json().data.apiKey;
+    // The CLI reads the real clock: the key's expiry is moved into the past instead.
+    await database.db
+      .updateTable('api_keys')
+      .set({ expires_at: '2020-01-01T00:00:00.000Z' })
+      .where('id', '=', expired.id)
+      .execute();
+    const file = keyFileFor('nightly.yaml', 'name: nightly, user: usr_max');
+
+    // Before: exit 2 naming the expired key as managed through the API.
+    expect(await main(['apply', '--json', file])).toBe(0);
+    const report = JSON.parse(output.out.at(-1)!);
+    expect(report.ids.apiKeys.nightly).not.toBe(expired.id);
+    expect(report.keys.nightly).toMatch(/^atr_ws_/);
+  });
 });
 
 describe(`atrium apply and API-managed objects in a new workspace (${engineName})`, () => {

@@ -124,8 +124,11 @@ export function findApiKeyInfo(db: Db, keyId: string) {
   return db.selectFrom('api_keys').select(KEY_INFO_COLUMNS).where('id', '=', keyId).executeTakeFirst();
 }
 
-/** A live (not revoked) workspace key of that name, to refuse a second one. */
-export function findLiveWorkspaceKeyByName(db: Db, workspaceId: string, name: string) {
+/**
+ * A live workspace key of that name at `now`, to refuse a second one. A revoked or expired key
+ * is an invalid key (decisions.md) and no longer holds its name.
+ */
+export function findLiveWorkspaceKeyByName(db: Db, workspaceId: string, name: string, now: string) {
   return db
     .selectFrom('api_keys')
     .select('id')
@@ -133,5 +136,6 @@ export function findLiveWorkspaceKeyByName(db: Db, workspaceId: string, name: st
     .where('kind', '=', 'workspace')
     .where('name', '=', name)
     .where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
     .executeTakeFirst();
 }

@@ -28,7 +28,7 @@ export async function apiKeyRoutes(app: TypedApp, deps: AppDeps): Promise<void> 
         summary: 'Create a workspace API key',
         operationId: 'createApiKey',
         description:
-          'Owner or admin. The plaintext key is in this response only (`Cache-Control: no-store`). A live key of the same name → 409 `conflict` (of requests racing for one name, one creates the key).',
+          'Owner or admin. The plaintext key is in this response only (`Cache-Control: no-store`). A live key of the same name → 409 `conflict` (of requests racing for one name, one creates the key); a revoked or expired key no longer holds its name.',
         tags: ['keys'],
         security: API_KEY_SECURITY,
         params: WorkspaceParams,
