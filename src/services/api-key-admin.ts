@@ -153,8 +153,9 @@ export async function listApiKeys(db: Db, access: WorkspaceAccess) {
 }
 
 /**
- * Revokes a key: owners and admins any key of their workspace, anyone their own keys, an
- * organization key the organization keys of users it outranks nowhere (see
+ * Revokes a key: anyone their own keys; owners and admins the workspace keys of users who rank
+ * at most as high as they do there (as for creating one: an admin cannot lock the owner out);
+ * an organization key the organization keys of users it outranks nowhere (see
  * mayRevokeOrganizationKey). Revocation is a row update that every process
  * reads on the next request (keys are not cached), so it holds everywhere at once. A key the
  * caller cannot see is missing (404); revoking twice answers the same.
@@ -169,6 +170,12 @@ export async function revokeKey(deps: KeyAdminDeps, principal: Principal, keyId:
     if (!own && !isManager(access)) {
       throw errors.unauthorized('Only an owner or admin may revoke another user’s key');
     }
+    if (!own) {
+      const keyRole = await actingRole(deps.db, key.workspace_id, key);
+      if (RANK[keyRole] > RANK[access.role!]) {
+        throw errors.unauthorized(`An ${access.role} cannot revoke the key of a user who is ${keyRole} here`);
+      }
+    }
   } else {
     if (key.organization_id !== principal.organizationId) throw errors.notFound('API key');
     if (!own && !(await mayRevokeOrganizationKey(deps.db, principal, key.user_id))) {
@@ -178,6 +185,16 @@ export async function revokeKey(deps: KeyAdminDeps, principal: Principal, keyId:
     }
   }
   await revokeApiKey(deps.db, key.id, deps.clock().toISOString());
+}
+
+/**
+ * The role a workspace key acts with: its user's in the workspace, a member's for a session
+ * token (whatever its user's role), and none for a user who left (the key no longer works),
+ * ranked as a member's.
+ */
+async function actingRole(db: Db, workspaceId: string, key: ApiKeyInfoRow): Promise<Role> {
+  if (key.kind === 'session') return 'member';
+  return (await findWorkspaceWithRole(db, workspaceId, key.user_id))?.role ?? 'member';
 }
 
 export async function createSessionToken(

@@ -151,7 +151,7 @@ describe(`POST /v1/workspace/{id}/api-keys (${engineName})`, () => {
 
 describe(`DELETE /v1/api-keys/{id} (${engineName})`, () => {
   it('revokes at once; again answers the same; the key then fails with 401', async () => {
-    const { apiKey, key } = (await createKey({ name: 'short-lived' })).json().data;
+    const { apiKey, key } = (await createKey({ name: 'short-lived', userId: 'usr_max' })).json().data;
     expect((await call('GET', '/v1/me', key)).statusCode).toBe(200);
     const res = await call('DELETE', `/v1/api-keys/${apiKey.id}`, MKEYS.admin);
     expect(res.statusCode).toBe(200);
@@ -174,6 +174,33 @@ describe(`DELETE /v1/api-keys/{id} (${engineName})`, () => {
     expect(denied.json().code).toBe('unauthorized');
     expect((await call('DELETE', `/v1/api-keys/${own.apiKey.id}`, MKEYS.member)).statusCode).toBe(200);
     expect((await call('GET', '/v1/me', other.key)).statusCode).toBe(200);
+  });
+
+  it('does not let an admin revoke an owner’s key, which would lock the owner out', async () => {
+    const owners = (await createKey({ name: 'owner-spare' })).json().data;
+    const denied = await call('DELETE', `/v1/api-keys/${owners.apiKey.id}`, MKEYS.admin);
+    // Before: 200, and the owner's keys stopped working.
+    expect(denied.statusCode).toBe(401);
+    expect(denied.json().code).toBe('unauthorized');
+    expect((await call('DELETE', '/v1/api-keys/key_main_owner', MKEYS.admin)).statusCode).toBe(401);
+    expect((await call('GET', '/v1/me', owners.key)).statusCode).toBe(200);
+    expect((await call('GET', '/v1/me', MKEYS.owner)).statusCode).toBe(200);
+    // An admin's key to the admin's rank: its own, a member's, and a session token (which acts
+    // as a member whatever its user's role) even when made for the owner.
+    const session = await call('POST', '/v1/workspace/wsp_main/session-tokens', MKEYS.admin, {
+      userId: 'usr_olivia',
+    });
+    const sessionRow = await t.env.database.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('key_hash', '=', hashApiKey(session.json().data.token))
+      .executeTakeFirstOrThrow();
+    expect((await call('DELETE', `/v1/api-keys/${sessionRow.id}`, MKEYS.admin)).statusCode).toBe(200);
+    const members = (await createKey({ name: 'member-by-admin', userId: 'usr_max' }, MKEYS.admin)).json()
+      .data;
+    expect((await call('DELETE', `/v1/api-keys/${members.apiKey.id}`, MKEYS.admin)).statusCode).toBe(200);
+    // The owner revokes any key of the workspace.
+    expect((await call('DELETE', `/v1/api-keys/${owners.apiKey.id}`, MKEYS.owner)).statusCode).toBe(200);
   });
 
   it('lets an organization key revoke another user’s organization key only where its user ranks as high', async () => {

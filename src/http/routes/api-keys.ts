@@ -70,7 +70,7 @@ export async function apiKeyRoutes(app: TypedApp, deps: AppDeps): Promise<void> 
         summary: 'Revoke an API key',
         operationId: 'revokeApiKey',
         description:
-          'The key stops working at once on every process. Owners and admins revoke any key of their workspace, anyone their own keys. Revoking twice gives the same answer; a setup-managed key may be revoked too.',
+          'The key stops working at once on every process. Anyone revokes their own keys; owners and admins the workspace keys of users whose role ranks at most their own (an admin revoking an owner’s key → 401 `unauthorized`; a session token counts as a member’s key). Revoking twice gives the same answer; a setup-managed key may be revoked too.',
         tags: ['keys'],
         security: API_KEY_SECURITY,
         params: ApiKeyParams,
