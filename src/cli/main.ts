@@ -236,6 +236,9 @@ async function keys(args: string[]): Promise<number> {
       keyPrefix: keyPrefix(key),
       expiresAt: null,
       createdAt: new Date().toISOString(),
+      // Made outside any setup file: a file declaring its name takes it over (and re-keys it)
+      // only with --adopt, as for a key made over the API (management.md).
+      managedBy: 'api',
     } as const;
     if (!values.workspace) await insertApiKey(db, { ...row, workspaceId: null });
     else if (!(await insertWorkspaceKeyIfNameFree(db, { ...row, workspaceId: values.workspace }))) {

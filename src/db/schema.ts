@@ -93,7 +93,7 @@ export interface ApiKeyTable {
   revoked_at: string | null;
   last_used_at: string | null;
   created_at: string;
-  /** Defaults to `setup` (the setup file and the CLI); keys made over the API are `api`. */
+  /** `setup` for keys a setup file declares; keys made over the API or with `atrium keys create` are `api`. */
   managed_by: ManagedBy;
   /** Session tokens only: JSON array of the agent ids the token is limited to, or null (all). */
   agent_ids: string | null;

@@ -225,6 +225,7 @@ describe(`DELETE /v1/api-keys/{id} (${engineName})`, () => {
       keyPrefix: keyPrefix(plaintext),
       expiresAt: null,
       createdAt: now.toISOString(),
+      managedBy: 'api',
     });
     expect((await call('GET', '/v1/me', plaintext)).statusCode).toBe(200);
     expect((await call('DELETE', '/v1/api-keys/key_max_spare_org', MKEYS.acmeOrg)).statusCode).toBe(200);

@@ -85,6 +85,23 @@ organizations:
 ${agents}
 `;
 
+/** A setup file declaring one workspace key (a flow-style YAML map) of Max's in wsp_main. */
+const keyFileFor = (name: string, key: string) =>
+  writeFile(
+    name,
+    `
+organizations:
+  - id: org_acme
+    name: Acme
+    users: [{ id: usr_max, name: Max, email: max@acme.test }]
+    workspaces:
+      - id: wsp_main
+        name: Main
+        apiKeys:
+          - { ${key} }
+`,
+  );
+
 describe(`atrium apply and API-managed objects (${engineName})`, () => {
   it('refuses (exit 2) a file declaring an API-created agent, then --adopt takes it over', async () => {
     const created = await call('POST', '/v1/workspace/wsp_main/agents', {
@@ -138,25 +155,29 @@ describe(`atrium apply and API-managed objects (${engineName})`, () => {
     expect(message).toContain(key.id);
     expect((await call('GET', `/v1/agents/${agent.id}`)).json().data.agent.title).toBe('By id');
   });
+
+  it('refuses (exit 2) a file declaring a key made with atrium keys create, which it would re-key', async () => {
+    const args = 'keys create --workspace wsp_main --user usr_max --name cli-made --json';
+    expect(await main(args.split(' '))).toBe(0);
+    const made = JSON.parse(output.out.at(-1)!);
+    const file = keyFileFor(
+      'cli-made.yaml',
+      'name: cli-made, user: usr_max, key: "atr_ws_mgmt_cli_made_replaced_000000000000"',
+    );
+    // Before: the key counted as the file's (managedBy setup), so this apply re-keyed it silently
+    // and the key the CLI printed stopped working.
+    expect(await main(['apply', file])).toBe(2);
+    expect(output.err.join('\n')).toContain(`workspace key "cli-made" (${made.id})`);
+    const me = await app.inject({ method: 'GET', url: '/v1/me', headers: { 'x-service-api-key': made.key } });
+    expect(me.statusCode).toBe(200);
+    const keyInfo = (await call('GET', '/v1/workspace/wsp_main/api-keys'))
+      .json()
+      .data.apiKeys.find((key: { id: string }) => key.id === made.id);
+    expect(keyInfo.managedBy).toBe('api');
+  });
 });
 
 describe(`atrium apply and names the API has freed (${engineName})`, () => {
-  const keyFileFor = (name: string, key: string) =>
-    writeFile(
-      name,
-      `
-organizations:
-  - id: org_acme
-    name: Acme
-    users: [{ id: usr_max, name: Max, email: max@acme.test }]
-    workspaces:
-      - id: wsp_main
-        name: Main
-        apiKeys:
-          - { ${key} }
-`,
-    );
-
   it('creates a new agent for a title only an agent deleted over the API had', async () => {
     const gone = (await call('POST', '/v1/workspace/wsp_main/agents', { title: 'Temp' })).json().data.agent;
     expect((await call('DELETE', `/v1/agents/${gone.id}`)).statusCode).toBe(200);

@@ -13,8 +13,8 @@ export interface NewApiKey {
   keyPrefix: string;
   expiresAt: string | null;
   createdAt: string;
-  /** Default `setup` (the setup file and the CLI). */
-  managedBy?: ManagedBy;
+  /** `setup` only for what a setup file declares (management.md); the API and the CLI make `api` keys. */
+  managedBy: ManagedBy;
   /** Session tokens: the agents the token is limited to. */
   agentIds?: string[] | null;
 }
@@ -71,7 +71,7 @@ export async function insertApiKey(db: Db, key: NewApiKey): Promise<void> {
       revoked_at: null,
       last_used_at: null,
       created_at: key.createdAt,
-      managed_by: key.managedBy ?? 'setup',
+      managed_by: key.managedBy,
       agent_ids: key.agentIds ? JSON.stringify(key.agentIds) : null,
     })
     .execute();
