@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../db/database.js';
-import { insertApiKey, revokeApiKey } from '../db/repositories/api-keys.js';
+import { findApiKeyInfo, insertApiKey, revokeApiKey } from '../db/repositories/api-keys.js';
 import { findUser, findWorkspace, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { newId } from '../ids.js';
 import { startServer } from '../server.js';
@@ -171,14 +171,13 @@ async function keys(args: string[]): Promise<number> {
   if (action === 'revoke') {
     const [keyId] = rest;
     if (!keyId || rest.length > 1) throw new UsageError('keys revoke needs exactly one KEY_ID');
-    const revoked = await withDatabase((database) =>
-      revokeApiKey(database.db, keyId, new Date().toISOString()),
-    );
-    if (!revoked) {
-      console.error(`No active key ${keyId}`);
-      return EXIT.failure;
-    }
-    console.log(`Revoked ${keyId}`);
+    const outcome = await withDatabase(async ({ db }) => {
+      if (!(await findApiKeyInfo(db, keyId))) return 'unknown';
+      return (await revokeApiKey(db, keyId, new Date().toISOString())) ? 'revoked' : 'already';
+    });
+    if (outcome === 'unknown') throw new BadArgument(`No key ${keyId}`);
+    // Revoking twice answers the same, as on the API: the key is revoked either way.
+    console.log(outcome === 'revoked' ? `Revoked ${keyId}` : `Key ${keyId} was already revoked`);
     return EXIT.ok;
   }
   if (action !== 'create') throw new UsageError('keys needs "create" or "revoke"');

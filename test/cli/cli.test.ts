@@ -509,7 +509,14 @@ organizations:
     expect(await withName('cli')).toBe(2);
     expect(output.err).toEqual(['atrium: A key named "cli" already exists in workspace wsp_main']);
     expect(await main(['keys', 'revoke', created.id])).toBe(0);
-    expect(await main(['keys', 'revoke', created.id])).toBe(1);
+    // Again: the same answer, as on the API (before: exit 1, a runtime failure).
+    output.out.length = 0;
+    expect(await main(['keys', 'revoke', created.id])).toBe(0);
+    expect(output.out).toEqual([`Key ${created.id} was already revoked`]);
+    // A key that is not there is a named thing that is not there: exit 2 (before: exit 1).
+    output.err.length = 0;
+    expect(await main(['keys', 'revoke', 'key_nope'])).toBe(2);
+    expect(output.err).toEqual(['atrium: No key key_nope']);
     const database = await openDatabase(loadConfig().database);
     const row = await database.db
       .selectFrom('api_keys')
