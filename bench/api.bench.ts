@@ -192,7 +192,7 @@ async function prepare(engine: 'sqlite' | 'postgres', dataDir: string, databaseU
   const env: Record<string, string> = {
     ATRIUM_DATA_DIR: dataDir,
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-    ATRIUM_SIGNING_SECRET: 'bench',
+    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
   };
   if (schema && databaseUrl) {
     const url = new URL(databaseUrl);

@@ -162,7 +162,7 @@ export async function run(report: Report) {
   const config = loadConfig({
     ATRIUM_DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
-    ATRIUM_SIGNING_SECRET: 'bench',
+    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
   });
   const database = await openDatabase(config.database);
   await migrateToLatest(database.db);
@@ -337,7 +337,11 @@ export async function run(report: Report) {
  */
 async function concurrentReplies(report: Report, upstream: Awaited<ReturnType<typeof startFakeUpstream>>) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-chat-child-'));
-  const env = { ATRIUM_DATA_DIR: dataDir, LOG_LEVEL: 'info', ATRIUM_SIGNING_SECRET: 'bench' };
+  const env = {
+    ATRIUM_DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
+  };
   const database = await openDatabase(loadConfig(env).database);
   await migrateToLatest(database.db);
   await applySetup(database.db, setup(upstream.baseURL), { now: new Date() });

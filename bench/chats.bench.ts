@@ -51,7 +51,10 @@ async function firstByte(response: Promise<Response>): Promise<{ response: Respo
 }
 
 async function seed(dataDir: string, baseURL: string) {
-  const env = { ATRIUM_DATA_DIR: dataDir, ATRIUM_SIGNING_SECRET: 'bench' };
+  const env = {
+    ATRIUM_DATA_DIR: dataDir,
+    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
+  };
   const database = await openDatabase(loadConfig(env).database);
   await migrateToLatest(database.db);
   await applySetup(database.db, setup(baseURL), { now: new Date() });

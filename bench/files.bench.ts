@@ -70,7 +70,7 @@ async function startServer(dataDir: string, kind: 'atrium' | 'bare' = 'atrium') 
     env: {
       ...process.env,
       ATRIUM_DATA_DIR: dataDir,
-      ATRIUM_SIGNING_SECRET: 'bench-secret',
+      ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
       LOG_LEVEL: 'silent',
       DATABASE_URL: '',
       BARE_UPLOAD_DIR: dataDir,
@@ -178,7 +178,7 @@ export async function run(report: Report) {
   try {
     const config = loadConfig({
       ATRIUM_DATA_DIR: dataDir,
-      ATRIUM_SIGNING_SECRET: 'bench-secret',
+      ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
       LOG_LEVEL: 'silent',
     });
     const database = await openDatabase(config.database);

@@ -83,7 +83,7 @@ async function measure(report: Report, engine: string, database: DatabaseHandle)
   const config = loadConfig({
     ATRIUM_DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
-    ATRIUM_SIGNING_SECRET: 'bench',
+    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
   });
   await applySetup(database.db, setup(upstream.baseURL), { now: new Date() });
   const started = performance.now();

@@ -54,7 +54,7 @@ export async function run(report: Report): Promise<void> {
   const config = loadConfig({
     ATRIUM_DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
-    ATRIUM_SIGNING_SECRET: 'bench',
+    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
   });
   const database = await openDatabase(config.database);
   try {

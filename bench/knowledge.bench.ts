@@ -83,7 +83,7 @@ async function withDatabase<T>(engine: 'sqlite' | 'postgres', fn: (db: Db, dataD
   const config = loadConfig({
     ATRIUM_DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
-    ATRIUM_SIGNING_SECRET: 'bench',
+    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
   });
   const url = process.env.BENCH_DATABASE_URL;
   const schema = engine === 'postgres' ? `bench_${randomBytes(4).toString('hex')}` : undefined;
@@ -181,7 +181,10 @@ async function indexingThroughput(report: Report, engine: 'sqlite' | 'postgres')
       path: `docs/file-${i}.md`,
       text: `# File ${i}\n\n${words.text(4_000)}\n\n## Details\n\n${words.text(12_000)}`,
     }));
-    const config = loadConfig({ ATRIUM_DATA_DIR: dataDir, ATRIUM_SIGNING_SECRET: 'bench' });
+    const config = loadConfig({
+      ATRIUM_DATA_DIR: dataDir,
+      ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
+    });
     const store = createObjectStore(config);
     const putFiles = async (projectId: string, some: typeof files) => {
       await addProject(db, projectId);
@@ -346,7 +349,10 @@ async function naiveSearch(db: Db, query: string) {
 
 async function syncOfChangedFiles(report: Report) {
   await withDatabase('sqlite', async (db, dataDir) => {
-    const config = loadConfig({ ATRIUM_DATA_DIR: dataDir, ATRIUM_SIGNING_SECRET: 'bench' });
+    const config = loadConfig({
+      ATRIUM_DATA_DIR: dataDir,
+      ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
+    });
     const store = createObjectStore(config);
     await addProject(db, 'prj_sync');
     const prefix = projectStoragePrefix(WS, 'prj_sync');

@@ -203,7 +203,7 @@ export async function run(report: Report) {
   const env = {
     ATRIUM_DATA_DIR: dataDir,
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
-    ATRIUM_SIGNING_SECRET: 'bench',
+    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
     ATRIUM_RATE_LIMIT_PER_MINUTE: '0',
   };
   const database = await openDatabase(loadConfig(env).database);

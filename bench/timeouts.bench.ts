@@ -32,7 +32,7 @@ async function startChild(dataDir: string) {
     env: {
       ...process.env,
       ATRIUM_DATA_DIR: dataDir,
-      ATRIUM_SIGNING_SECRET: 'bench-secret',
+      ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
       LOG_LEVEL: 'silent',
       DATABASE_URL: '',
       ATRIUM_BODY_TIMEOUT_MS: String(TIMEOUT_MS),

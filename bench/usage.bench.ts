@@ -30,7 +30,7 @@ async function measure(report: Report, engine: 'sqlite' | 'postgres', databaseUr
   const config = loadConfig({
     ATRIUM_DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
-    ATRIUM_SIGNING_SECRET: 'bench',
+    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
   });
   const schema = databaseUrl ? `bench_${randomBytes(4).toString('hex')}` : undefined;
   if (databaseUrl) config.database = { kind: 'postgres', url: databaseUrl, schema };

@@ -19,7 +19,7 @@ try {
   const config = loadConfig({
     ATRIUM_DATA_DIR: dir,
     LOG_LEVEL: 'silent',
-    ATRIUM_SIGNING_SECRET: 'openapi-lint',
+    ATRIUM_SIGNING_SECRET: 'openapi-lint-signing-secret-of-32-bytes',
   });
   const database = await openDatabase(config.database);
   await migrateToLatest(database.db, database.schema);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import fs from 'node:fs';
 import path from 'node:path';
 
 /** The whole runtime configuration, read once from the environment at start and passed down. */
@@ -136,17 +136,66 @@ function flag(env: Env, name: string): boolean {
 }
 
 /**
+ * The shortest signing secret taken, in bytes: RFC 2104 discourages HMAC keys shorter than the
+ * hash's output (32 bytes for SHA-256); an empty one lets anyone sign URLs for any tenant.
+ */
+const MIN_SIGNING_SECRET_BYTES = 32;
+
+/**
  * The HMAC secret for signed URLs: from the environment, else generated once and kept in the
  * data dir so that URLs stay valid across restarts.
  */
 function signingSecret(env: Env, dataDir: string): string {
-  if (env.ATRIUM_SIGNING_SECRET) return env.ATRIUM_SIGNING_SECRET;
+  if (env.ATRIUM_SIGNING_SECRET) {
+    if (Buffer.byteLength(env.ATRIUM_SIGNING_SECRET) < MIN_SIGNING_SECRET_BYTES) {
+      // The value itself is not repeated: it is a secret.
+      throw new ConfigError(
+        `ATRIUM_SIGNING_SECRET must be at least ${MIN_SIGNING_SECRET_BYTES} bytes (such as the output of \`openssl rand -base64 32\`)`,
+      );
+    }
+    return env.ATRIUM_SIGNING_SECRET;
+  }
   const file = path.join(dataDir, 'signing-secret');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  mkdirSync(dataDir, { recursive: true });
-  const secret = randomBytes(32).toString('base64url');
-  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  const secret = readOrCreateSecretFile(file);
+  if (Buffer.byteLength(secret) < MIN_SIGNING_SECRET_BYTES) {
+    // Left empty by an older version's crash between creating and writing it, or written by hand.
+    throw new ConfigError(
+      `${file} holds no valid signing secret (empty or under ${MIN_SIGNING_SECRET_BYTES} bytes): delete it to have a new one generated (URLs signed before stop working), or set ATRIUM_SIGNING_SECRET`,
+    );
+  }
   return secret;
+}
+
+/**
+ * The secret in `file`, made first if there is none. Processes sharing a data dir may start at
+ * once: each writes a secret of its own to a temp file, fsyncs it and links it to the name. A
+ * link fails when the name is taken, so the first one stays, whole, and every process reads it.
+ */
+function readOrCreateSecretFile(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  // A crash before the unlink leaves this small file behind, never an empty `signing-secret`.
+  const temp = `${file}.${randomBytes(8).toString('hex')}.tmp`;
+  const fd = fs.openSync(temp, 'wx', 0o600);
+  try {
+    fs.writeSync(fd, `${randomBytes(32).toString('base64url')}\n`);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  try {
+    fs.linkSync(temp, file);
+  } catch (error) {
+    // Another process made it first: its secret is the one.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    fs.unlinkSync(temp);
+  }
+  return fs.readFileSync(file, 'utf8').trim();
 }
 
 function httpTimeouts(env: Env, upstreamTimeoutMs: number): HttpTimeouts {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import fs, { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -252,6 +252,11 @@ organizations:
         { ATRIUM_UPSTREAM_TIMEOUT_MS: '2147483647' },
         'ATRIUM_UPSTREAM_TIMEOUT_MS must be below 2147483647 (the idle timeout, by default 60 s longer, must be longer), got "2147483647"',
       ],
+      // Taken before: anyone who guesses it signs URLs for any tenant. The value is not repeated.
+      [
+        { ATRIUM_SIGNING_SECRET: 'short-secret' },
+        'ATRIUM_SIGNING_SECRET must be at least 32 bytes (such as the output of `openssl rand -base64 32`)',
+      ],
       // Signed URLs were made relative to it; a password in it is not repeated.
       ...['atrium.example.com', 'ftp://atrium.example.com', 'https://user:secret@atrium.example.com'].map(
         (url) =>
@@ -274,6 +279,61 @@ organizations:
           else process.env[name] = before[name];
         }
       }
+    }
+  });
+
+  it('refuses an empty signing-secret file (a crash between creating and writing it) with exit 2', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-secret-'));
+    const before = process.env.ATRIUM_DATA_DIR;
+    try {
+      writeFileSync(path.join(dataDir, 'signing-secret'), '');
+      process.env.ATRIUM_DATA_DIR = dataDir;
+      output.err = [];
+      // Before: served with an empty HMAC key, so anyone could sign URLs for any tenant.
+      expect(await main(['migrate'])).toBe(2);
+      expect(output.err).toEqual([
+        `atrium: ${path.join(dataDir, 'signing-secret')} holds no valid signing secret (empty or under 32 bytes): delete it to have a new one generated (URLs signed before stop working), or set ATRIUM_SIGNING_SECRET`,
+      ]);
+    } finally {
+      process.env.ATRIUM_DATA_DIR = before;
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps the secret of the process that made the signing-secret file first when two start at once', () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-secret-'));
+    const file = path.join(dataDir, 'signing-secret');
+    const winner = randomBytes(32).toString('base64url');
+    const link = fs.linkSync;
+    // The other process makes the file after this one found none, just before this one's link.
+    const linkSync = vi.spyOn(fs, 'linkSync').mockImplementationOnce((from, to) => {
+      writeFileSync(file, `${winner}\n`);
+      link(from, to);
+    });
+    try {
+      // Before: this process overwrote the file and kept its own secret, so URLs signed by one
+      // process were refused by the other.
+      expect(loadConfig({ ATRIUM_DATA_DIR: dataDir }).signingSecret).toBe(winner);
+      expect(readFileSync(file, 'utf8')).toBe(`${winner}\n`);
+      expect(readdirSync(dataDir)).toEqual(['signing-secret']);
+      // A later start reads the same one.
+      expect(loadConfig({ ATRIUM_DATA_DIR: dataDir }).signingSecret).toBe(winner);
+    } finally {
+      linkSync.mockRestore();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('generates a signing secret once, whole, readable by the owner only', () => {
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), 'atrium-secret-')), 'data');
+    try {
+      const { signingSecret } = loadConfig({ ATRIUM_DATA_DIR: dataDir });
+      expect(signingSecret).toMatch(/^[\w-]{43}$/);
+      expect(fs.statSync(path.join(dataDir, 'signing-secret')).mode & 0o777).toBe(0o600);
+      expect(readdirSync(dataDir)).toEqual(['signing-secret']);
+      expect(loadConfig({ ATRIUM_DATA_DIR: dataDir }).signingSecret).toBe(signingSecret);
+    } finally {
+      rmSync(path.dirname(dataDir), { recursive: true, force: true });
     }
   });
 

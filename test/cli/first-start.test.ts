@@ -7,7 +7,11 @@ import { runAtriumCli, type ServeProcess, startServeProcess } from '../helpers/s
 // `npm start` on the embedded database (SQLite in ATRIUM_DATA_DIR), as a newcomer runs it: the
 // demo is made for that case only, so this file runs on SQLite whatever TEST_DATABASE_URL says.
 const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-first-start-'));
-const env = { ATRIUM_DATA_DIR: dataDir, ATRIUM_SIGNING_SECRET: 'first-start-secret', LOG_LEVEL: 'warn' };
+const env = {
+  ATRIUM_DATA_DIR: dataDir,
+  ATRIUM_SIGNING_SECRET: 'first-start-signing-secret-of-32-bytes',
+  LOG_LEVEL: 'warn',
+};
 const running: ServeProcess[] = [];
 afterAll(async () => {
   await Promise.all(running.map((server) => server.stop('SIGKILL')));

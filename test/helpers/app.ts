@@ -44,7 +44,7 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
   const config = loadConfig({
     ATRIUM_DATA_DIR: dataDir,
     LOG_LEVEL: 'silent',
-    ATRIUM_SIGNING_SECRET: 'test-signing-secret',
+    ATRIUM_SIGNING_SECRET: 'test-signing-secret-at-least-32-bytes',
     ...env,
   });
   const schema = testDatabaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined;

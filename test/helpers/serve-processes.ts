@@ -143,7 +143,7 @@ export async function startServeCluster(
   }
   const env: Record<string, string> = {
     ATRIUM_DATA_DIR: dataDir,
-    ATRIUM_SIGNING_SECRET: 'serve-cluster-signing-secret',
+    ATRIUM_SIGNING_SECRET: 'serve-cluster-signing-secret-of-32-bytes',
     LOG_LEVEL: 'info',
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...options.env,

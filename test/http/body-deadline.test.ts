@@ -21,7 +21,10 @@ function steadyUploadSucceeds(
 }
 
 describe('body deadline (mod_reqtimeout-style minimum rate)', () => {
-  const defaults = loadConfig({ ATRIUM_SIGNING_SECRET: 'x', ATRIUM_DATA_DIR: '/tmp/atrium-unused' }).http;
+  const defaults = loadConfig({
+    ATRIUM_SIGNING_SECRET: 'x'.repeat(32),
+    ATRIUM_DATA_DIR: '/tmp/atrium-unused',
+  }).http;
   const rate = { timeoutMs: defaults.bodyTimeoutMs, minBytesPerSecond: defaults.bodyMinBytesPerSecond };
 
   it('grows with the bytes received: each byte adds 1/minRate seconds', () => {
