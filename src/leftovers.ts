@@ -3,7 +3,7 @@ import { skillUploadRoot, sweepStaleUploads } from './http/skill-upload-spool.js
 import type { Clock } from './ids.js';
 import { sweepOrphanProjectObjects } from './services/project-admin.js';
 import { sweepOrphanSkillObjects } from './services/skills.js';
-import type { ObjectStore } from './storage/object-store.js';
+import type { ObjectStore, StoreLog } from './storage/object-store.js';
 
 /**
  * How long a leftover must have gone unwritten before it is removed: a younger one may belong to
@@ -18,6 +18,8 @@ export interface LeftoverDeps {
   store: ObjectStore;
   clock: Clock;
   dataDir: string;
+  /** Where a leftover that could not be removed is reported (it is tried again next time). */
+  log: StoreLog;
 }
 
 export interface SweptLeftovers {
@@ -41,8 +43,8 @@ export async function sweepLeftovers(
     deps.store.sweepStaleTemp(graceMs, now),
     sweepStaleUploads(skillUploadRoot(deps.dataDir), graceMs, now),
   ]);
-  const orphanSkills = await sweepOrphanSkillObjects(deps.db, deps.store, now, graceMs);
-  const orphanProjects = await sweepOrphanProjectObjects(deps.db, deps.store, now, graceMs);
+  const orphanSkills = await sweepOrphanSkillObjects(deps.db, deps.store, now, deps.log, graceMs);
+  const orphanProjects = await sweepOrphanProjectObjects(deps.db, deps.store, now, graceMs, deps.log);
   return { tempFiles, skillSpools, orphanSkills, orphanProjects };
 }
 

@@ -10,6 +10,7 @@ import { ModelRegistry } from './models/registry.js';
 import { type PeriodicTask, runPeriodically, sweepLeftovers } from './leftovers.js';
 import { projectStoragePrefix } from './services/project-files.js';
 import { createObjectStore, httpOrigin } from './storage/index.js';
+import type { StoreLog } from './storage/object-store.js';
 
 /**
  * The only place that listens: config → database → app → listen. SIGTERM and SIGINT stop
@@ -19,9 +20,8 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   const database = await openDatabase(config.database);
   await migrateToLatest(database.db);
   // Built before the app, which the sweeps below share it with; it logs through the app's logger.
-  const store = createObjectStore(config, {
-    log: { warn: (details, message) => app.log.warn(details, message) },
-  });
+  const log: StoreLog = { warn: (details, message) => app.log.warn(details, message) };
+  const store = createObjectStore(config, { log });
   const vectors = new KnowledgeVectors(database.db, new ModelRegistry(config));
   const app = await buildApp({ config, db: database.db, store, vectors });
 
@@ -79,6 +79,7 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
         store,
         clock: systemClock,
         dataDir: config.dataDir,
+        log,
       });
       if (swept.tempFiles + swept.skillSpools + swept.orphanSkills + swept.orphanProjects > 0) {
         app.log.info(swept, 'removed leftovers of interrupted uploads');

@@ -8,7 +8,7 @@ import {
 } from '../db/repositories/projects.js';
 import { errors } from '../errors.js';
 import { type Clock, isoNow } from '../ids.js';
-import type { ObjectStore } from '../storage/object-store.js';
+import type { ObjectStore, StoreLog } from '../storage/object-store.js';
 import { requireManager, type WorkspaceAccess } from './access.js';
 import { projectStoragePrefix } from './project-files.js';
 import { PROJECT_DEFAULTS, projectView } from './projects.js';
@@ -97,12 +97,14 @@ export async function deleteProject(deps: ProjectAdminDeps, access: WorkspaceAcc
  * `graceMs`: an upload URL handed out before its project was deleted stays valid for its
  * lifetime, and an upload through it (straight to S3, or one under way during the delete) lands
  * under a prefix no sync will ever look at. Only folders without a project are listed in full.
+ * A folder storage fails to empty is logged, not counted, and left to the next sweep.
  */
 export async function sweepOrphanProjectObjects(
   db: Db,
   store: ObjectStore,
   now: Date,
   graceMs: number,
+  log: StoreLog,
 ): Promise<number> {
   const cutoff = now.getTime() - graceMs;
   let removed = 0;
@@ -118,8 +120,16 @@ export async function sweepOrphanProjectObjects(
         newestWrite = Math.max(newestWrite, object.lastModified.getTime());
       }
       if (newestWrite >= cutoff) continue;
-      await store.deletePrefix(prefix);
-      removed++;
+      try {
+        await store.deletePrefix(prefix);
+        removed++;
+      } catch (error) {
+        // One folder S3 refuses (a key under legal hold, a policy) must not stop the others.
+        log.warn(
+          { err: error, storagePrefix: prefix },
+          'could not remove the objects of a deleted project; the next sweep tries again',
+        );
+      }
     }
   }
   return removed;

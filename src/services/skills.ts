@@ -22,7 +22,7 @@ import type { SkillTable, Visibility } from '../db/schema.js';
 import { mapConcurrently } from '../concurrency.js';
 import { errors } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
-import type { ObjectStore } from '../storage/object-store.js';
+import type { ObjectStore, StoreLog } from '../storage/object-store.js';
 import type { WorkspaceAccess } from './access.js';
 import type { Page } from './paging.js';
 import {
@@ -520,6 +520,7 @@ export async function sweepOrphanSkillObjects(
   db: Db,
   store: ObjectStore,
   now: Date,
+  log: StoreLog,
   graceMs = ORPHAN_GRACE_MS,
 ): Promise<number> {
   const newestWrite = new Map<string, number>();
@@ -536,8 +537,20 @@ export async function sweepOrphanSkillObjects(
     stale.map((prefix) => prefix.split('/')[2]!),
   );
   const orphans = stale.filter((prefix) => !existing.has(prefix.split('/')[2]!));
-  for (const prefix of orphans) await store.deletePrefix(prefix);
-  return orphans.length;
+  let removed = 0;
+  for (const prefix of orphans) {
+    try {
+      await store.deletePrefix(prefix);
+      removed++;
+    } catch (error) {
+      // As for projects (sweepOrphanProjectObjects): the others are still removed.
+      log.warn(
+        { err: error, storagePrefix: prefix },
+        'could not remove the files of a skill without a record; the next sweep tries again',
+      );
+    }
+  }
+  return removed;
 }
 
 /**

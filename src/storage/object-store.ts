@@ -76,6 +76,7 @@ export interface ObjectStore {
    */
   listFolders(prefix: string): AsyncIterable<string>;
   delete(key: string): Promise<void>;
+  /** Every object under `prefix`; rejects when any stays (S3 may refuse keys one by one). */
   deletePrefix(prefix: string): Promise<void>;
   createUploadUrl(key: string, options: SignedUploadOptions): Promise<string>;
   createDownloadUrl(key: string, options: SignedDownloadOptions): Promise<string>;

@@ -36,6 +36,38 @@ function isNotFound(error: unknown): boolean {
   return e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404;
 }
 
+/** Per-key DeleteObjects errors that are S3's own trouble, gone on a later try. */
+const SERVER_SIDE_DELETE_ERRORS = new Set(['InternalError', 'ServiceUnavailable', 'SlowDown']);
+
+/**
+ * DeleteObjects answers 200 and lists the keys it could not delete one by one: those objects
+ * stay in the bucket, so the delete failed. A key S3 failed on its side makes this a server
+ * fault, as the SDK marks a 5xx (`$fault`), so a request meeting it is a 503 to retry
+ * (network-errors.ts); another (AccessDenied) is a 500.
+ */
+export class ObjectsNotDeletedError extends Error {
+  readonly $fault: 'server' | 'client';
+
+  constructor(
+    readonly bucket: string,
+    readonly prefix: string,
+    readonly failures: ReadonlyArray<{ key: string; code: string; message: string }>,
+  ) {
+    const shown = failures
+      .slice(0, 3)
+      .map((failure) => `${failure.key} (${failure.code}: ${failure.message})`)
+      .join(', ');
+    const more = failures.length > 3 ? ` and ${failures.length - 3} more` : '';
+    super(
+      `S3 did not delete ${failures.length} object(s) under ${prefix} in bucket ${bucket}: ${shown}${more}`,
+    );
+    this.name = 'ObjectsNotDeletedError';
+    this.$fault = failures.some((failure) => SERVER_SIDE_DELETE_ERRORS.has(failure.code))
+      ? 'server'
+      : 'client';
+  }
+}
+
 /**
  * Buffers at most one part, then uploads it: a stream of unknown length becomes one PutObject
  * (small) or a multipart upload (large), aborted on any failure so nothing partial remains.
@@ -329,21 +361,28 @@ export class S3ObjectStore implements Store.ObjectStore {
   async deletePrefix(prefix: string): Promise<void> {
     if (prefix.length === 0) throw new Error('Refusing to delete a whole bucket');
     let batch: string[] = [];
+    const failures: Array<{ key: string; code: string; message: string }> = [];
     const flush = async () => {
       if (batch.length === 0) return;
-      await this.client.send(
+      // Quiet: the answer lists only the keys that were not deleted.
+      const result = await this.client.send(
         new DeleteObjectsCommand({
           Bucket: this.bucket,
           Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
         }),
       );
+      for (const error of result.Errors ?? []) {
+        failures.push({ key: error.Key ?? '', code: error.Code ?? 'unknown', message: error.Message ?? '' });
+      }
       batch = [];
     };
+    // The other batches are still deleted: a retry then has only the failed keys left to do.
     for await (const object of this.list(prefix)) {
       batch.push(object.key);
       if (batch.length === 1000) await flush();
     }
     await flush();
+    if (failures.length > 0) throw new ObjectsNotDeletedError(this.bucket, prefix, failures);
   }
 
   async createUploadUrl(key: string, options: Store.SignedUploadOptions): Promise<string> {

@@ -131,7 +131,9 @@ async function consistencyProblems(): Promise<string[]> {
     if (!(await store.head(`${skill.storage_path}SKILL.md`)))
       problems.push(`skill ${skill.id} without SKILL.md`);
   }
-  await sweepOrphanSkillObjects(db, store, new Date(Date.now() + 2 * 60 * 60 * 1000));
+  await sweepOrphanSkillObjects(db, store, new Date(Date.now() + 2 * 60 * 60 * 1000), {
+    warn: (_details, message) => problems.push(message),
+  });
   const skillPrefixes = new Set(skills.map((skill) => skill.storage_path));
   for (const key of await objectKeys('skills/')) {
     const prefix = key.split('/').slice(0, 3).join('/') + '/';

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LEFTOVER_GRACE_MS } from '../../src/leftovers.js';
 import { sweepOrphanProjectObjects } from '../../src/services/project-admin.js';
 import { createTestApp, engineName } from '../helpers/app.js';
@@ -241,13 +241,51 @@ describe(`DELETE /v1/projects/{id} (${engineName})`, () => {
       expect(put.statusCode).toBe(200);
     }
     const db = t.env.database.db;
+    const warnings: string[] = [];
+    const log = { warn: (_details: unknown, message: string) => void warnings.push(message) };
     // Within the hour an upload may still be under way: nothing is removed.
-    await sweepOrphanProjectObjects(db, t.store, new Date(), LEFTOVER_GRACE_MS);
+    await sweepOrphanProjectObjects(db, t.store, new Date(), LEFTOVER_GRACE_MS, log);
     expect(await t.store.head(late.storagePath)).not.toBeNull();
     const later = new Date(Date.now() + 2 * LEFTOVER_GRACE_MS);
-    expect(await sweepOrphanProjectObjects(db, t.store, later, LEFTOVER_GRACE_MS)).toBeGreaterThanOrEqual(1);
+    expect(
+      await sweepOrphanProjectObjects(db, t.store, later, LEFTOVER_GRACE_MS, log),
+    ).toBeGreaterThanOrEqual(1);
+    expect(warnings).toEqual([]);
     expect(await t.store.head(late.storagePath)).toBeNull();
     expect(await t.store.head(live.storagePath)).not.toBeNull();
+  });
+
+  it("the sweep logs a deleted project's folder storage fails to empty, does not count it, and sweeps the others", async () => {
+    const [stuck, freed] = ['projects/wsp_main/prj_sweep_stuck/', 'projects/wsp_main/prj_sweep_freed/'];
+    for (const prefix of [stuck, freed]) {
+      await t.store.put(`${prefix}a.txt`, Readable.from([Buffer.from('x')]), { contentType: 'text/plain' });
+    }
+    // As S3 fails when it reports a key it could not delete (s3-store.ts, ObjectsNotDeletedError).
+    const refusal = new Error('storage kept an object');
+    const deletePrefix = t.store.deletePrefix.bind(t.store);
+    const spy = vi
+      .spyOn(t.store, 'deletePrefix')
+      .mockImplementation((prefix) => (prefix === stuck ? Promise.reject(refusal) : deletePrefix(prefix)));
+    const warnings: Array<{ details: unknown; message: string }> = [];
+    const log = { warn: (details: unknown, message: string) => void warnings.push({ details, message }) };
+    try {
+      const later = new Date(Date.now() + 2 * LEFTOVER_GRACE_MS);
+      // Before: the sweep stopped at the first such folder (and S3's refusals went unseen).
+      expect(await sweepOrphanProjectObjects(t.env.database.db, t.store, later, LEFTOVER_GRACE_MS, log)).toBe(
+        1,
+      );
+    } finally {
+      spy.mockRestore();
+    }
+    expect(warnings).toEqual([
+      {
+        details: { err: refusal, storagePrefix: stuck },
+        message: 'could not remove the objects of a deleted project; the next sweep tries again',
+      },
+    ]);
+    expect(await t.store.head(`${stuck}a.txt`)).not.toBeNull();
+    expect(await t.store.head(`${freed}a.txt`)).toBeNull();
+    await t.store.deletePrefix(stuck);
   });
 
   it('refuses another tenant and an organization key without x-workspace-id', async () => {

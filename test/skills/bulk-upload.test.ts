@@ -957,17 +957,56 @@ describe(`skill files without a record (${engineName})`, () => {
     const before = await storedKeys();
     expect(before).toContain(orphan);
 
+    const warnings: string[] = [];
+    const log = { warn: (_details: unknown, message: string) => void warnings.push(message) };
     // Just written: could be an upload still running on another instance.
-    expect(await sweepOrphanSkillObjects(t.env.database.db, t.store, new Date())).toBe(0);
+    expect(await sweepOrphanSkillObjects(t.env.database.db, t.store, new Date(), log)).toBe(0);
     expect(await storedKeys()).toEqual(before);
 
     const inTwoHours = new Date(Date.now() + 2 * 60 * 60 * 1000);
-    expect(await sweepOrphanSkillObjects(t.env.database.db, t.store, inTwoHours)).toBe(1);
+    expect(await sweepOrphanSkillObjects(t.env.database.db, t.store, inTwoHours, log)).toBe(1);
+    expect(warnings).toEqual([]);
     expect(await storedKeys()).toEqual(before.filter((key) => key !== orphan));
     const [kept] = (await listWorkspaceSkills(t.env.database.db, WS)).filter(
       (row) => row.name === 'sweep-kept',
     );
     expect(await readObject(`${kept!.storage_path}SKILL.md`)).toContain('sweep-kept');
+  });
+
+  it('are logged where storage fails to remove them, and the others are still removed', async () => {
+    const [stuck, freed] = [`skills/${WS}/skl_orphan_stuck/`, `skills/${WS}/skl_orphan_freed/`];
+    for (const prefix of [stuck, freed]) {
+      await t.store.put(`${prefix}SKILL.md`, Readable.from([Buffer.from('x')]), {
+        contentType: 'text/markdown',
+      });
+    }
+    // As S3 fails when it reports a key it could not delete (s3-store.ts, ObjectsNotDeletedError).
+    const refusal = new Error('storage kept an object');
+    const refusing = new Proxy(t.store, {
+      get(target, property, receiver) {
+        if (property === 'deletePrefix') {
+          return (prefix: string) =>
+            prefix === stuck ? Promise.reject(refusal) : target.deletePrefix(prefix);
+        }
+        const value = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const warnings: Array<{ details: unknown; message: string }> = [];
+    const log = { warn: (details: unknown, message: string) => void warnings.push({ details, message }) };
+    const inTwoHours = new Date(Date.now() + 2 * 60 * 60 * 1000);
+    // Before: the sweep stopped at the first such folder, and the sweep of projects after it.
+    expect(await sweepOrphanSkillObjects(t.env.database.db, refusing, inTwoHours, log)).toBe(1);
+    expect(warnings).toEqual([
+      {
+        details: { err: refusal, storagePrefix: stuck },
+        message: 'could not remove the files of a skill without a record; the next sweep tries again',
+      },
+    ]);
+    const keys = await storedKeys();
+    expect(keys).toContain(`${stuck}SKILL.md`);
+    expect(keys).not.toContain(`${freed}SKILL.md`);
+    await t.store.deletePrefix(stuck);
   });
 });
 

@@ -1,17 +1,24 @@
-import { createServer, request, type Server } from 'node:http';
+import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toApiError } from '../../src/http/plugins/error-handler.js';
 import { systemClock } from '../../src/ids.js';
 import { isDependencyUnavailable } from '../../src/network-errors.js';
-import { S3ObjectStore } from '../../src/storage/s3-store.js';
+import { ObjectsNotDeletedError, S3ObjectStore } from '../../src/storage/s3-store.js';
+import { createTestApp, engineName } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 import { startS3rver } from '../project-files/s3rver.js';
 
 /**
  * s3rver behind a proxy that refuses AbortMultipartUpload (DELETE …?uploadId=…) with 403, as a
- * bucket policy or an expired credential would: the upload stays open on the server.
+ * bucket policy or an expired credential would: the upload stays open on the server. It also
+ * answers DeleteObjects itself while `refusedDeletes` names keys, as S3 does when some keys
+ * fail: 200, the other keys deleted, each failed one listed with its error code.
  */
 let s3: Awaited<ReturnType<typeof startS3rver>>;
+/** Keys DeleteObjects leaves in place, with the error code it reports for each. */
+const refusedDeletes = new Map<string, string>();
 let proxy: Server;
 let proxyUrl: string;
 const refusedAborts: string[] = [];
@@ -31,6 +38,10 @@ beforeAll(async () => {
       req.resume();
       res.writeHead(403, { 'content-type': 'application/xml' });
       res.end('<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>Denied</Message></Error>');
+      return;
+    }
+    if (req.method === 'POST' && url.searchParams.has('delete') && refusedDeletes.size > 0) {
+      void answerDeleteObjects(req, res);
       return;
     }
     if (req.method === 'POST' && url.searchParams.has('uploads') && createDelayMs > 0) {
@@ -62,6 +73,28 @@ afterAll(async () => {
   await new Promise<void>((resolve) => proxy.close(() => resolve()));
   await s3.close();
 });
+
+async function answerDeleteObjects(req: IncomingMessage, res: ServerResponse) {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const keys = [
+    ...Buffer.concat(chunks)
+      .toString()
+      .matchAll(/<Key>([^<]*)<\/Key>/g),
+  ].map((match) => match[1]!);
+  const direct = new S3ObjectStore(s3.config, { clock: systemClock });
+  const failed: string[] = [];
+  for (const key of keys) {
+    const code = refusedDeletes.get(key);
+    if (code)
+      failed.push(
+        `<Error><Key>${key}</Key><Code>${code}</Code><Message>${code} for this key</Message></Error>`,
+      );
+    else await direct.delete(key);
+  }
+  res.writeHead(200, { 'content-type': 'application/xml' });
+  res.end(`<?xml version="1.0" encoding="UTF-8"?><DeleteResult>${failed.join('')}</DeleteResult>`);
+}
 
 describe('S3 multipart upload that cannot be aborted', () => {
   it('fails the put with its own error and logs the upload id it left open', async () => {
@@ -148,4 +181,88 @@ describe('an S3 endpoint that stops answering mid-body', () => {
       await new Promise((resolve) => stalled.close(resolve));
     }
   }, 15_000);
+});
+
+describe(`S3 DeleteObjects that leaves some keys in the bucket (${engineName})`, () => {
+  const store = () => new S3ObjectStore({ ...s3.config, endpoint: proxyUrl }, { clock: systemClock });
+  const putText = (key: string) =>
+    store().put(key, Readable.from([Buffer.from('x')]), { contentType: 'text/plain' });
+  const keysUnder = async (prefix: string) => {
+    const keys: string[] = [];
+    for await (const object of store().list(prefix)) keys.push(object.key);
+    return keys.sort();
+  };
+
+  it('fails deletePrefix naming the keys left, once the others are deleted', async () => {
+    for (const name of ['a', 'b', 'c']) await putText(`partial/${name}.txt`);
+    refusedDeletes.set('partial/b.txt', 'InternalError');
+    try {
+      // Before: resolved, and the caller took the objects for gone.
+      const failure = await store()
+        .deletePrefix('partial/')
+        .catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(ObjectsNotDeletedError);
+      expect((failure as Error).message).toBe(
+        `S3 did not delete 1 object(s) under partial/ in bucket ${s3.config.bucket}: partial/b.txt (InternalError: InternalError for this key)`,
+      );
+      expect(await keysUnder('partial/')).toEqual(['partial/b.txt']);
+      // S3's own failure is a 503 to retry; a refusal (a policy, a legal hold) a 500.
+      expect(toApiError(failure).status).toBe(503);
+      refusedDeletes.set('partial/b.txt', 'AccessDenied');
+      expect(
+        toApiError(
+          await store()
+            .deletePrefix('partial/')
+            .catch((error: unknown) => error),
+        ).status,
+      ).toBe(500);
+    } finally {
+      refusedDeletes.clear();
+    }
+    await store().deletePrefix('partial/');
+    expect(await keysUnder('partial/')).toEqual([]);
+  });
+
+  it('answers a project delete storage left objects of with 503 and keeps the project, to delete again', async () => {
+    const t = await createTestApp({ setup: TENANCY_SETUP, store });
+    const headers = { 'x-service-api-key': KEYS.mainOwner };
+    try {
+      const created = await t.app.inject({
+        method: 'POST',
+        url: '/v1/projects',
+        headers,
+        payload: { name: 'Doomed' },
+      });
+      const id = created.json().data.project.id as string;
+      const prefix = `projects/wsp_main/${id}/`;
+      await putText(`${prefix}a.txt`);
+      await putText(`${prefix}b.txt`);
+      refusedDeletes.set(`${prefix}b.txt`, 'InternalError');
+      try {
+        // Before: 200, the project's rows gone and b.txt in the bucket under no project.
+        const refused = await t.app.inject({ method: 'DELETE', url: `/v1/projects/${id}`, headers });
+        expect(refused.statusCode).toBe(503);
+        expect(refused.json()).toEqual({
+          code: 'service_unavailable',
+          message: 'Storage or the database did not answer; try again shortly',
+          details: { retryAfterSeconds: 5 },
+        });
+        expect((await t.app.inject({ method: 'GET', url: `/v1/projects/${id}`, headers })).statusCode).toBe(
+          200,
+        );
+        expect(await keysUnder(prefix)).toEqual([`${prefix}b.txt`]);
+      } finally {
+        refusedDeletes.clear();
+      }
+      expect((await t.app.inject({ method: 'DELETE', url: `/v1/projects/${id}`, headers })).statusCode).toBe(
+        200,
+      );
+      expect((await t.app.inject({ method: 'GET', url: `/v1/projects/${id}`, headers })).statusCode).toBe(
+        404,
+      );
+      expect(await keysUnder(prefix)).toEqual([]);
+    } finally {
+      await t.close();
+    }
+  });
 });
