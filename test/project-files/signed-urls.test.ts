@@ -94,6 +94,32 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     expect(await t.store.head(storagePath)).toBeNull();
   });
 
+  it('refuses an empty, malformed or missing Content-Type with the same 400, after the signature', async () => {
+    const { uploadUrl, storagePath } = await requestUploadUrl('odd-type.txt', 5);
+    // Before: Fastify answered '' and ';' with its own 415, which the route does not declare,
+    // before the handler (or the signature check) ran.
+    for (const sent of ['', ';', 'a/b; charset=', 'text/plain/x']) {
+      const res = await put(uploadUrl, 'hello', sent);
+      expect(res.statusCode, JSON.stringify(sent)).toBe(400);
+      expect(res.json()).toEqual({
+        code: 'bad_request',
+        message: 'Content-Type must be "text/plain", as declared for this upload URL',
+        details: { expected: 'text/plain', received: sent },
+      });
+    }
+    const none = await t.app.inject({ method: 'PUT', url: injectable(uploadUrl), payload: 'hello' });
+    expect(none.json()).toMatchObject({
+      code: 'bad_request',
+      details: { expected: 'text/plain', received: null },
+    });
+    expect(await t.store.head(storagePath)).toBeNull();
+    const tampered = new URL(uploadUrl);
+    tampered.searchParams.set('signature', flipFirst(tampered.searchParams.get('signature')!));
+    expect((await put(tampered.toString(), 'hello', '')).json().code).toBe('invalid_signature');
+    // The header is only set aside: the declared type still stores the file.
+    expect((await put(uploadUrl, 'hello')).statusCode).toBe(200);
+  });
+
   it('refuses a body longer than declared with 413, storing nothing', async () => {
     const { uploadUrl, storagePath } = await requestUploadUrl('too-long.txt', 5);
     const res = await put(uploadUrl, 'hello, world');

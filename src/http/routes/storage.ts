@@ -136,6 +136,21 @@ const objectVersionGone = () =>
     },
   );
 
+/**
+ * The Content-Type header of a PUT, taken from the request before Fastify looks at it: Fastify
+ * answers one it cannot parse (empty, `;`) with its own 415 before any handler runs, where a
+ * type other than the signed one is this route's 400 with `expected` and `received`.
+ */
+const sentContentTypes = new WeakMap<FastifyRequest['raw'], string>();
+
+async function takeContentType(request: FastifyRequest): Promise<void> {
+  const header = request.raw.headers['content-type'];
+  if (header === undefined) return;
+  sentContentTypes.set(request.raw, header);
+  // Without it the scope's catch-all parser takes any body; the handler compares the header.
+  delete request.raw.headers['content-type'];
+}
+
 /** How much of a refused upload's remaining body is read and discarded so the client sees the answer. */
 const DRAIN_LIMIT = 8 * 1024 * 1024;
 
@@ -187,10 +202,11 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
     {
       // The per-file limit; the exact bound is the signed size.
       bodyLimit: MAX_FILE_BYTES,
+      onRequest: takeContentType,
       schema: {
         summary: 'Upload an object through a signed URL (fs storage)',
         description:
-          'The `uploadUrl` of an upload-URL request. Send exactly the declared number of bytes with the declared Content-Type; no API key.',
+          'The `uploadUrl` of an upload-URL request. Send exactly the declared number of bytes with the declared Content-Type (any other, a missing or a malformed one is 400 with `details.expected` and `details.received`); no API key.',
         operationId: 'uploadObject',
         security: [],
         tags: ['storage'],
@@ -216,7 +232,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       const signed = verifySignedUrl(deps.config.signingSecret, 'PUT', key, request.query, deps.clock());
       requireStorableKey(key);
       const declaredSize = signed.sizeBytes!;
-      const sent = request.headers['content-type'];
+      const sent = sentContentTypes.get(request.raw);
       const expected = normalizeMediaType(signed.contentType);
       if (!sent || !expected || normalizeMediaType(sent) !== expected) {
         throw new ApiError(
