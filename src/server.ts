@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.js';
-import type { Config } from './config.js';
+import { type Config, MIN_SIGNING_SECRET_BYTES } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { newId, systemClock } from './ids.js';
 import { Embedder } from './knowledge/embedder.js';
@@ -24,6 +24,12 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   const store = createObjectStore(config, { log });
   const vectors = new KnowledgeVectors(database.db, new ModelRegistry(config));
   const app = await buildApp({ config, db: database.db, store, vectors });
+  if (Buffer.byteLength(config.signingSecret) < MIN_SIGNING_SECRET_BYTES) {
+    // The value itself is not logged: it is a secret.
+    app.log.warn(
+      `the signing secret is shorter than ${MIN_SIGNING_SECRET_BYTES} bytes: set ATRIUM_SIGNING_SECRET to a longer one (such as \`openssl rand -base64 32\`)`,
+    );
+  }
 
   // Started once listening; shutdown may come before that.
   const background: { sweeps?: PeriodicTask; indexer?: Indexer; embedder?: Embedder } = {};
