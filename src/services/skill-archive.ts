@@ -66,6 +66,9 @@ export interface ArchivePlan {
 // which the skill's own prefix takes some.
 const MAX_SEGMENT_BYTES = 255;
 const MAX_NAME_BYTES = 900;
+// Segments of a name (`a/b/c.txt` is 3 levels deep). A real skill is a few levels deep; the
+// local-disk store makes a directory per level of every file, and 900 bytes allow 450 levels.
+const MAX_NAME_DEPTH = 64;
 
 function entryNameFaultReason(fault: PathFault): string {
   if ('segment' in fault) {
@@ -101,12 +104,22 @@ function entryNameFaultReason(fault: PathFault): string {
  * are checked raw (before any normalization), so `a\..\b` is refused rather than rewritten.
  */
 export function unsafeEntryNameReason(name: string): string | null {
+  // Depth first: checking each of 450 segments of every name took longer than the rest of
+  // planning (half a second for 10,000 such names).
+  if (depthOf(name) > MAX_NAME_DEPTH) return `entry name is more than ${MAX_NAME_DEPTH} levels deep`;
   const fault = pathFault(name, {
     directory: true,
     maxSegmentBytes: MAX_SEGMENT_BYTES,
     maxBytes: MAX_NAME_BYTES,
   });
   return fault ? entryNameFaultReason(fault) : null;
+}
+
+/** Segments of a name: `a/b/c.txt` and `a/b/c/` → 3. */
+function depthOf(name: string): number {
+  let depth = isDirectory(name) ? 0 : 1;
+  for (let slash = name.indexOf('/'); slash >= 0; slash = name.indexOf('/', slash + 1)) depth++;
+  return depth;
 }
 
 /** A problem with the entry itself (not its content): unsafe name, link, device, encryption. */
@@ -171,6 +184,14 @@ function sortOutEntries(entries: NamedEntry[]) {
   return { usable, refused };
 }
 
+/*
+ * Planning never builds the paths of a name's enclosing directories one by one: each costs the
+ * name's length, so a name 440 levels deep cost 440 times its length, and 2,000 such entries
+ * held the event loop for 20 s. Skill roots (directories, ending in `/`) are kept sorted
+ * instead: everything inside a directory sorts right after it, so (roots never nest) the root
+ * that holds a name is the last root sorted at or before it, found by a binary search.
+ */
+
 /**
  * The directories that are skills, sorted: each one holding a `SKILL.md`, except inside another
  * one (a skill's whole tree is its content, so a nested `SKILL.md` is just one of its files).
@@ -180,40 +201,39 @@ function skillRoots(usable: NamedEntry[]): string[] {
   const withSkillMd = usable
     .filter(({ name }) => !isDirectory(name) && basename(name) === 'SKILL.md')
     .map(({ name }) => dirname(name));
-  const roots = new Set(withSkillMd);
-  if (roots.has('')) return [''];
-  // By each root's own ancestors, not every other root: linear in the archive's entries (an
-  // archive of 10,000 skills once took seconds of the event loop).
-  const isNested = (root: string) => enclosingDirectories(root).some((dir) => roots.has(dir));
-  return [...roots].filter((root) => !isNested(root)).sort();
-}
-
-/** The directories a name lies in, outermost first: `a/b/c.txt` and `a/b/` → `''`, `a/`, (`a/b/`). */
-function enclosingDirectories(name: string): string[] {
-  const directories: string[] = [];
-  for (
-    let slash = name.indexOf('/');
-    slash >= 0 && slash < name.length - 1;
-    slash = name.indexOf('/', slash + 1)
-  ) {
-    directories.push(name.slice(0, slash + 1));
+  const roots: string[] = [];
+  // Sorted, a root comes right after the one it is nested in, or after another nested there.
+  for (const root of [...new Set(withSkillMd)].sort()) {
+    const outer = roots.at(-1);
+    if (outer === undefined || !root.startsWith(outer)) roots.push(root);
   }
-  return ['', ...directories];
+  return roots;
 }
 
-/** The skill root a name lies in (roots never nest), or undefined. */
-function rootOf(name: string, roots: Set<string>): string | undefined {
-  if (isDirectory(name) && roots.has(name)) return name;
-  return enclosingDirectories(name).find((dir) => roots.has(dir));
+/** The skill root a name lies in (roots are sorted and never nest), or undefined. */
+function rootOf(name: string, roots: string[]): string | undefined {
+  const root = roots[lastAtOrBefore(roots, name)];
+  return root !== undefined && name.startsWith(root) ? root : undefined;
+}
+
+/** The index of the last of `sorted` that sorts at or before `name`; -1 when none does. */
+function lastAtOrBefore(sorted: string[], name: string): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (sorted[middle]! <= name) low = middle + 1;
+    else high = middle;
+  }
+  return low - 1;
 }
 
 /** Each skill with every file below its root (directory entries are implied by the files). */
 function collectSkills(roots: string[], usable: NamedEntry[]): PlannedZipSkill[] {
   const skills = new Map(roots.map((root) => [root, plannedSkill(root, null)]));
-  const rootSet = new Set(roots);
   for (const { entry, name } of usable) {
     if (isDirectory(name)) continue;
-    const root = rootOf(name, rootSet);
+    const root = rootOf(name, roots);
     if (root === undefined) continue;
     const skill = skills.get(root)!;
     const file: SkillEntry = {
@@ -241,26 +261,23 @@ function plannedSkill(root: string, problem: Problem | null): PlannedZipSkill {
 
 /**
  * Two entries with one name, or a file where another entry needs a directory, cannot both be
- * stored: the skill is refused rather than stored with one of them silently lost.
+ * stored: the skill is refused rather than stored with one of them silently lost. Sorted, the
+ * same path twice are neighbours, and the files inside `data/` come together, found by one
+ * binary search from a file `data`.
  */
 function pathConflict(skill: PlannedZipSkill): Problem | null {
-  const paths = new Set<string>();
-  for (const { relativePath } of skill.files) {
-    if (paths.has(relativePath)) {
-      return { code: 'path_conflict', message: `the archive holds ${skill.root}${relativePath} twice` };
+  const sorted = skill.files.map(({ relativePath }) => relativePath).sort();
+  for (const [index, path] of sorted.entries()) {
+    if (path === sorted[index + 1]) {
+      return { code: 'path_conflict', message: `the archive holds ${skill.root}${path} twice` };
     }
-    paths.add(relativePath);
-  }
-  for (const { relativePath } of skill.files) {
-    const segments = relativePath.split('/');
-    for (let depth = 1; depth < segments.length; depth++) {
-      const ancestor = segments.slice(0, depth).join('/');
-      if (paths.has(ancestor)) {
-        return {
-          code: 'path_conflict',
-          message: `${skill.root}${ancestor} is both a file and a directory in the archive`,
-        };
-      }
+    // No file's path ends in `/`, so the first one after `data/` is the first inside it.
+    const inside = `${path}/`;
+    if (sorted[lastAtOrBefore(sorted, inside) + 1]?.startsWith(inside)) {
+      return {
+        code: 'path_conflict',
+        message: `${skill.root}${path} is both a file and a directory in the archive`,
+      };
     }
   }
   return null;
@@ -273,7 +290,7 @@ function pathConflict(skill: PlannedZipSkill): Problem | null {
 function chargeRefusedEntries(refused: Array<NamedEntry & { problem: Problem }>, skills: PlannedZipSkill[]) {
   const loose: Problem[] = [];
   const byRoot = new Map(skills.map((skill) => [skill.root, skill]));
-  const roots = new Set(byRoot.keys());
+  const roots = [...byRoot.keys()];
   for (const { name, problem } of refused) {
     const root = rootOf(name, roots);
     const skill = root === undefined ? undefined : byRoot.get(root);
@@ -287,29 +304,34 @@ function chargeRefusedEntries(refused: Array<NamedEntry & { problem: Problem }>,
  * Directories that were meant as skills but hold no `SKILL.md`: those beside the skill
  * directories (or at the top when there is no skill at all), so that they are reported rather
  * than ignored. Hidden directories (`.git/`) and those on the way down to a skill are not.
+ *
+ * A name outside every skill can lie in only one such directory: the first of its directories
+ * that leads to no skill, whose parent is the deepest directory it shares with a skill root.
+ * That root sorts right before or right after the name, so two comparisons find it.
  */
 function directoriesWithoutSkillMd(usable: NamedEntry[], roots: string[]): string[] {
   if (roots.includes('')) return [];
   const containers = new Set(roots.length === 0 ? [''] : roots.map((root) => dirname(root.slice(0, -1))));
-  // Every directory on the way down to a skill, the skills' own included.
-  const towardSkills = new Set(roots.flatMap((root) => [...enclosingDirectories(root), root]));
   const missing = new Set<string>();
   for (const { name } of usable) {
-    for (const container of enclosingDirectories(name)) {
-      if (!containers.has(container)) continue;
-      const child = firstDirectory(name.slice(container.length));
-      if (child === null || child.startsWith('.')) continue;
-      const directory = `${container}${child}`;
-      if (!towardSkills.has(directory)) missing.add(directory);
-    }
+    const at = lastAtOrBefore(roots, name);
+    const before = roots[at];
+    if (before !== undefined && name.startsWith(before)) continue;
+    const [sharedBefore, sharedAfter] = [sharedDirectory(name, before), sharedDirectory(name, roots[at + 1])];
+    const shared = sharedBefore.length > sharedAfter.length ? sharedBefore : sharedAfter;
+    if (!containers.has(shared)) continue;
+    const slash = name.indexOf('/', shared.length);
+    if (slash < 0 || name[shared.length] === '.') continue;
+    missing.add(name.slice(0, slash + 1));
   }
   return [...missing].sort();
 }
 
-/** `a/b/c.txt` → `a/`; a name with no directory (`c.txt`) → null. */
-function firstDirectory(name: string): string | null {
-  const slash = name.indexOf('/');
-  return slash <= 0 ? null : name.slice(0, slash + 1);
+/** The deepest directory two names both lie in (or are): `a/b/c` and `a/bc/` → `a/`. */
+function sharedDirectory(a: string, b = ''): string {
+  let same = 0;
+  while (same < a.length && same < b.length && a[same] === b[same]) same++;
+  return a.slice(0, a.lastIndexOf('/', same - 1) + 1);
 }
 
 function missingSkill(directory: string): PlannedZipSkill {

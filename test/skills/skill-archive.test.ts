@@ -47,12 +47,20 @@ describe('entry names', () => {
     ['skill/./a', '`.` segment'],
     ['skill//a', 'empty segment'],
     [`skill/${'n'.repeat(256)}`, 'longer than 255 bytes'],
-    [`skill/${'d/'.repeat(460)}f`, 'longer than 900 bytes'],
+    [`skill/${`${'d'.repeat(99)}/`.repeat(9)}f`, 'longer than 900 bytes'],
+    [`skill/${'d/'.repeat(63)}f`, 'more than 64 levels deep'],
   ])('refuses %j', (name, reason) => {
     expect(unsafeEntryNameReason(name)).toContain(reason);
   });
 
-  it.each(['skill/SKILL.md', 'skill/scripts/run.py', 'skill/', 'a b/ü.md'])('accepts %j', (name) => {
+  it.each([
+    'skill/SKILL.md',
+    'skill/scripts/run.py',
+    'skill/',
+    'a b/ü.md',
+    `${'d/'.repeat(63)}f`,
+    'd/'.repeat(64),
+  ])('accepts %j', (name) => {
     expect(unsafeEntryNameReason(name)).toBeNull();
   });
 });
@@ -143,6 +151,76 @@ describe('planArchive', () => {
     ]);
   });
 
+  it('refuses a skill holding a name more than 64 levels deep, naming the entry', async () => {
+    // Nesting costs storage a directory per level; a real skill is a few levels deep.
+    const tooDeep = `deep/${'d/'.repeat(64)}f.txt`;
+    const archive = await plan([
+      { name: 'deep/SKILL.md', content: skillMd('deep', 'D') },
+      { name: tooDeep, content: 'x' },
+      { name: 'fine/SKILL.md', content: skillMd('fine', 'F') },
+      { name: `fine/${'d/'.repeat(62)}f.txt`, content: 'x' },
+    ]);
+    expect(archive.skills.map((s) => [s.directoryName, s.problem])).toEqual([
+      ['deep', { code: 'unsafe_path', message: `entry name is more than 64 levels deep: ${tooDeep}` }],
+      ['fine', null],
+    ]);
+  });
+
+  it('places names that sort between a directory and its files (`a`, `a-b/`, `a.txt`, `a/`)', async () => {
+    const archive = await plan([
+      { name: 'a/SKILL.md', content: skillMd('a', 'A') },
+      { name: 'a/b/SKILL.md', content: skillMd('nested', 'N') },
+      { name: 'a-b/SKILL.md', content: skillMd('a-b', 'AB') },
+      { name: 'a-b/x.txt', content: 'x' },
+      { name: 'a-c/f.txt', content: 'outside every skill' },
+      { name: 'clash/SKILL.md', content: skillMd('clash', 'C') },
+      { name: 'clash/data', content: 'a file' },
+      { name: 'clash/data-2/x', content: 'x' },
+      { name: 'clash/data.txt', content: 'x' },
+      { name: 'clash/data/inner.txt', content: 'needs data/ as a directory' },
+      { name: 'ok/', directory: true },
+      { name: 'ok/SKILL.md', content: skillMd('ok', 'O') },
+      { name: 'ok/a', content: 'x' },
+      { name: 'ok/a-b/c', content: 'x' },
+      { name: 'ok/a.txt', content: 'x' },
+      { name: 'bundle/pdf/SKILL.md', content: skillMd('pdf', 'P') },
+      { name: 'bundle/notes/readme.md', content: 'meant as a skill' },
+      { name: 'bundle/.git/config', content: 'hidden' },
+      { name: 'bundle/readme.txt', content: 'a file beside the skills' },
+      { name: 'deep/x/skill/SKILL.md', content: skillMd('deep', 'D') },
+      { name: 'deep/x/other/y/z.txt', content: 'meant as a skill' },
+      { name: 'deep/elsewhere/f.txt', content: 'not beside a skill' },
+      { name: 'empty-dir/', directory: true },
+    ]);
+    expect(archive.looseProblems).toEqual([]);
+    expect(archive.skills.map((s) => [s.root, s.files.map((f) => f.relativePath).sort(), s.problem])).toEqual(
+      [
+        ['a-b/', ['SKILL.md', 'x.txt'], null],
+        ['a/', ['SKILL.md', 'b/SKILL.md'], null],
+        ['bundle/pdf/', ['SKILL.md'], null],
+        [
+          'clash/',
+          ['SKILL.md', 'data', 'data-2/x', 'data.txt', 'data/inner.txt'],
+          { code: 'path_conflict', message: 'clash/data is both a file and a directory in the archive' },
+        ],
+        ['deep/x/skill/', ['SKILL.md'], null],
+        ['ok/', ['SKILL.md', 'a', 'a-b/c', 'a.txt'], null],
+        ['a-c/', [], { code: 'missing_skill_md', message: 'directory a-c/ has no SKILL.md' }],
+        [
+          'bundle/notes/',
+          [],
+          { code: 'missing_skill_md', message: 'directory bundle/notes/ has no SKILL.md' },
+        ],
+        [
+          'deep/x/other/',
+          [],
+          { code: 'missing_skill_md', message: 'directory deep/x/other/ has no SKILL.md' },
+        ],
+        ['empty-dir/', [], { code: 'missing_skill_md', message: 'directory empty-dir/ has no SKILL.md' }],
+      ],
+    );
+  });
+
   it('refuses an archive with more entries than the limit before reading them', async () => {
     const entries = Array.from({ length: 12 }, (_, i) => ({ name: `s/f${i}.txt`, content: 'x' }));
     await expect(plan(entries, { ...DEFAULT_ARCHIVE_LIMITS, maxEntries: 10 })).rejects.toMatchObject({
@@ -157,8 +235,8 @@ describe('planArchive', () => {
   });
 
   it('plans an archive of 10,000 skills and 2,000 directories without SKILL.md entry by entry', async () => {
-    // Planning walks each entry's own directories (once: every root against every other root
-    // and entry, seconds of the event loop for an archive a member may send).
+    // Planning places each entry among the sorted skill directories (once: every root against
+    // every other root and entry, seconds of the event loop for an archive a member may send).
     const entries = [
       ...Array.from({ length: 10_000 }, (_, i) => ({ name: `s${i}/SKILL.md`, content: '', compress: false })),
       ...Array.from({ length: 2_000 }, (_, i) => ({ name: `m${i}/notes.txt`, content: '', compress: false })),
