@@ -25,6 +25,13 @@ export const SKILL_DESCRIPTION_MAX = 1024;
  * 4,095 nested `[…]` 19 ms, 8,192 unclosed `[` 42 ms. Uncapped, 30,000 keys (300 KB) took 5–24 s.
  */
 export const SKILL_FRONT_MATTER_MAX = 8 * 1024;
+/**
+ * The longest metadata kept, in characters of its JSON: twice the front matter's cap, room for
+ * JSON's quotes (`k:` is `"k":null`). A YAML alias repeats its anchor's value without repeating
+ * its text, so the front matter's cap does not bound the metadata: 99 aliases of a
+ * 7,000-character string made 7.4 KB of front matter into 700 KB of metadata, stored and listed.
+ */
+export const SKILL_METADATA_MAX = 2 * SKILL_FRONT_MATTER_MAX;
 
 const SKILL_NAME_FAULTS: Record<NameFault, string> = {
   empty: 'the skill name is empty',
@@ -89,8 +96,9 @@ export function parseSkillMarkdown(text: string, fallbackName: string): SkillHea
   if (split) {
     let parsed: unknown;
     try {
-      // `yaml` never runs code and caps alias expansion (maxAliasCount, 100 by default); the
-      // size cap above bounds the rest (SKILL_FRONT_MATTER_MAX).
+      // `yaml` never runs code and allows 100 aliases of one anchor (maxAliasCount), so what
+      // comes out is at most about 100 times the front matter: SKILL_METADATA_MAX bounds what
+      // is kept; the size cap above bounds the parse (SKILL_FRONT_MATTER_MAX).
       parsed = parseYaml(split.yaml, { prettyErrors: false });
     } catch (error) {
       const first = String((error as Error).message).split('\n')[0];
@@ -129,9 +137,9 @@ export function parseSkillMarkdown(text: string, fallbackName: string): SkillHea
     };
   }
   // Dates and other YAML-only values become their JSON form; the metadata is stored as JSON.
-  let stored: Record<string, unknown>;
+  let json: string;
   try {
-    stored = JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>;
+    json = JSON.stringify(metadata);
   } catch {
     // An alias inside its own anchor (`a: &x {b: *x}`) makes a cycle, which JSON cannot hold.
     return {
@@ -139,7 +147,17 @@ export function parseSkillMarkdown(text: string, fallbackName: string): SkillHea
       message: 'the front matter refers to itself (a YAML alias inside its own anchor)',
     };
   }
-  return { name, description, metadata: stored };
+  // Characters, as the front matter's cap; past twice the cap in UTF-16 units, it is over anyway.
+  if (
+    json.length > SKILL_METADATA_MAX &&
+    (json.length > 2 * SKILL_METADATA_MAX || [...json].length > SKILL_METADATA_MAX)
+  ) {
+    return {
+      code: 'invalid_front_matter',
+      message: `the front matter's metadata is longer than ${SKILL_METADATA_MAX} characters as JSON (each YAML alias repeats its anchor's value)`,
+    };
+  }
+  return { name, description, metadata: JSON.parse(json) as Record<string, unknown> };
 }
 
 export function isProblem(value: SkillHeader | Problem): value is Problem {

@@ -10,7 +10,7 @@ import {
   listWorkspaceSkills,
   releaseSkillsForReplace,
 } from '../../src/db/repositories/skills.js';
-import { SKILL_FRONT_MATTER_MAX } from '../../src/services/skill-markdown.js';
+import { SKILL_FRONT_MATTER_MAX, SKILL_METADATA_MAX } from '../../src/services/skill-markdown.js';
 import { sweepOrphanSkillObjects } from '../../src/services/skills.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
@@ -188,6 +188,29 @@ describe(`bulk skill upload (${engineName})`, () => {
         message: expect.stringContaining(`longer than ${SKILL_FRONT_MATTER_MAX} characters`),
       },
     ]);
+    await expectNoOrphans();
+  });
+
+  it('answers front matter whose aliases blow up its metadata with an errors item, storing none of it', async () => {
+    // 7.4 KB of front matter stored ~700 KB of metadata; 100 such skills (20 KB sent) made 70 MB.
+    const aliases = `big: &s "${'x'.repeat(7000)}"\nm: [${Array(99).fill('*s').join(',')}]\n`;
+    const zip = await buildZip([
+      { name: 'alias-bomb/SKILL.md', content: skillMd('alias-bomb', 'd', aliases) },
+      { name: 'alias-fine/SKILL.md', content: skillMd('alias-fine', 'd', 'a: &a [1, 2]\nb: *a\n') },
+    ]);
+    const { status, body } = await upload([zipPart('aliases.zip', zip)]);
+    expect(status).toBe(207);
+    expect(body.data.errors).toEqual([
+      {
+        file: 'aliases.zip',
+        name: 'alias-bomb',
+        code: 'invalid_front_matter',
+        message: expect.stringContaining(`longer than ${SKILL_METADATA_MAX} characters as JSON`),
+      },
+    ]);
+    const rows = await listWorkspaceSkills(t.env.database.db, WS);
+    expect(rows.find((row) => row.name === 'alias-fine')?.metadata).toBe('{"a":[1,2],"b":[1,2]}');
+    expect(rows.map((row) => row.name)).not.toContain('alias-bomb');
     await expectNoOrphans();
   });
 

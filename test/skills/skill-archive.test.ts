@@ -14,6 +14,7 @@ import {
   isProblem,
   parseSkillMarkdown,
   SKILL_FRONT_MATTER_MAX,
+  SKILL_METADATA_MAX,
   type SkillHeader,
   splitFrontMatter,
 } from '../../src/services/skill-markdown.js';
@@ -413,6 +414,22 @@ describe('front matter', () => {
     expect(isProblem(header)).toBe(false);
     expect(header).toMatchObject({ name: 'many', metadata: { k0: 'v' } });
     expect(Object.keys((header as SkillHeader).metadata).length).toBeGreaterThan(1_000);
+  });
+
+  it('refuses a front matter whose aliases expand its metadata past SKILL_METADATA_MAX, naming the limit', () => {
+    // 7.4 KB of YAML, one 7,000-character string and 99 aliases of it: 700 KB as JSON.
+    const aliases = `big: &s "${'x'.repeat(7000)}"\nm: [${Array(99).fill('*s').join(', ')}]\n`;
+    expect(parseSkillMarkdown(skillMd('bomb', 'd', aliases), 'bomb')).toEqual({
+      code: 'invalid_front_matter',
+      message: expect.stringContaining(`longer than ${SKILL_METADATA_MAX} characters as JSON`),
+    });
+  });
+
+  it('keeps aliases whose metadata stays within SKILL_METADATA_MAX', () => {
+    const aliases = `defaults: &d {shell: bash, notes: "${'n'.repeat(3000)}"}\nbuild: *d\ntest: *d\n`;
+    const header = parseSkillMarkdown(skillMd('reuse', 'd', aliases), 'reuse') as SkillHeader;
+    const defaults = { shell: 'bash', notes: 'n'.repeat(3000) };
+    expect(header.metadata).toEqual({ defaults, build: defaults, test: defaults });
   });
 
   it('counts the front matter in characters: emoji count once', () => {

@@ -21,7 +21,8 @@ export const Skill = Type.Object(
       {},
       {
         additionalProperties: true,
-        description: 'The rest of the SKILL.md front matter (license, allowed-tools, metadata, …)',
+        description:
+          'The rest of the SKILL.md front matter (license, allowed-tools, metadata, …); at most 16,384 characters as JSON',
       },
     ),
     createdAt: Timestamp,
