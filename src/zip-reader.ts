@@ -175,12 +175,14 @@ const unreadable = (error: unknown) =>
 
 /**
  * Opens a zip file and reads its central directory (nothing is inflated). Throws ArchiveProblem
- * when the file is not a readable zip or lists more than `maxEntries` entries. The caller closes
- * the returned zip.
+ * when the file is not a readable zip or lists more than `maxEntries` entries. `admit` is given
+ * the number of entries before any is read, and throws to refuse them (a caller's budget across
+ * archives). The caller closes the returned zip.
  */
 export async function openZipArchive(
   zipPath: string,
   maxEntries: number,
+  admit: (entryCount: number) => void = () => {},
 ): Promise<{ zip: ZipFile; entries: NamedEntry[] }> {
   let zip: ZipFile;
   try {
@@ -195,6 +197,7 @@ export async function openZipArchive(
         `the archive lists ${zip.entryCount} entries; at most ${maxEntries} are read`,
       );
     }
+    admit(zip.entryCount);
     const entries = await readAllEntries(zip).catch((error: unknown) => {
       throw unreadable(error);
     });

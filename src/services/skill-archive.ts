@@ -21,6 +21,10 @@ export type { Problem };
 export interface ArchiveLimits {
   /** Entries (files and directories) one archive may list. */
   maxEntries: number;
+  /** Entries all the archives of one request may list together (they are all held at once). */
+  maxRequestEntries: number;
+  /** Files one skill may hold, `SKILL.md` included (each is one object written). */
+  maxSkillFiles: number;
   /** Decompressed bytes one skill may hold. */
   maxSkillBytes: number;
   /** Decompressed bytes one request may hold, across all its archives and markdown parts. */
@@ -31,6 +35,8 @@ export interface ArchiveLimits {
 
 export const DEFAULT_ARCHIVE_LIMITS: ArchiveLimits = {
   maxEntries: 10_000,
+  maxRequestEntries: 10_000,
+  maxSkillFiles: 1_000,
   maxSkillBytes: 64 * 1024 * 1024,
   maxRequestBytes: 256 * 1024 * 1024,
   maxSkillMdBytes: 1024 * 1024,
@@ -150,20 +156,26 @@ const isDirectory = (name: string) => name.endsWith('/');
  * Reads an archive's central directory and works out its skills: every directory holding a
  * `SKILL.md` (the outermost one when they nest; the archive root when `SKILL.md` is there),
  * the files of each, and the directories next to them that lack a `SKILL.md`. Nothing is
- * inflated here. Throws ArchiveProblem when the archive as a whole cannot be used.
+ * inflated here. Throws ArchiveProblem when the archive as a whole cannot be used; `admit` (see
+ * openZipArchive) may refuse its entries before they are read.
  */
-export async function planArchive(zipPath: string, limits: ArchiveLimits): Promise<ArchivePlan> {
-  const { zip, entries } = await openZipArchive(zipPath, limits.maxEntries);
-  return { zip, ...groupEntries(entries) };
+export async function planArchive(
+  zipPath: string,
+  limits: ArchiveLimits,
+  admit?: (entryCount: number) => void,
+): Promise<ArchivePlan> {
+  const { zip, entries } = await openZipArchive(zipPath, limits.maxEntries, admit);
+  return { zip, ...groupEntries(entries, limits) };
 }
 
 /** The plan of an archive from its entries: which skills it holds, and what is wrong with each. */
-function groupEntries(entries: NamedEntry[]): Omit<ArchivePlan, 'zip'> {
+function groupEntries(entries: NamedEntry[], limits: ArchiveLimits): Omit<ArchivePlan, 'zip'> {
   const { usable, refused } = sortOutEntries(entries);
   const roots = skillRoots(usable);
   const skills = collectSkills(roots, usable);
-  // A path conflict is the skill's first problem; a refused entry inside it comes second.
-  for (const skill of skills) skill.problem = pathConflict(skill);
+  // Too many files, then a path conflict, is the skill's first problem; a refused entry inside
+  // it comes after.
+  for (const skill of skills) skill.problem = tooManyFiles(skill, limits) ?? pathConflict(skill);
   const looseProblems = chargeRefusedEntries(refused, skills);
   const missing = directoriesWithoutSkillMd(usable, roots).map(missingSkill);
   if (skills.length === 0 && missing.length === 0 && looseProblems.length === 0) {
@@ -256,6 +268,14 @@ function plannedSkill(root: string, problem: Problem | null): PlannedZipSkill {
     files: [],
     declaredBytes: 0,
     problem,
+  };
+}
+
+function tooManyFiles(skill: PlannedZipSkill, limits: ArchiveLimits): Problem | null {
+  if (skill.files.length <= limits.maxSkillFiles) return null;
+  return {
+    code: 'too_many_files',
+    message: `the skill holds ${skill.files.length} files; at most ${limits.maxSkillFiles} are accepted`,
   };
 }
 

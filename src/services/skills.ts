@@ -156,6 +156,18 @@ export async function bulkUploadSkills(
   const fail = (file: string, name: string | null, problem: Problem) =>
     failures.push({ file, name, code: problem.code, message: problem.message });
   const zips: ZipFile[] = [];
+  let entries = 0;
+  // Every archive's entries are held until the request ends: 33 archives of 10,000 entries
+  // each (32.6 MB) grew the heap by 340 MB. Counted before an archive's entries are read.
+  const admitEntries = (count: number) => {
+    entries += count;
+    if (entries > limits.maxRequestEntries) {
+      throw errors.badRequest(
+        `The archives of one upload may list at most ${limits.maxRequestEntries} entries together; nothing was stored`,
+        [{ path: 'body.files', message: `more than ${limits.maxRequestEntries} archive entries` }],
+      );
+    }
+  };
   try {
     const candidates: Candidate[] = [];
     for (const part of input.parts) {
@@ -169,7 +181,7 @@ export async function bulkUploadSkills(
         candidates.push({ kind, file, part, fallbackName: stem(file) });
       } else if (kind === 'zip') {
         try {
-          const archive = await planArchive(part.path, limits);
+          const archive = await planArchive(part.path, limits, admitEntries);
           zips.push(archive.zip);
           for (const problem of archive.looseProblems) fail(file, null, problem);
           for (const plan of archive.skills) {

@@ -295,6 +295,45 @@ describe(`bulk skill upload (${engineName})`, () => {
     expect(await snapshot()).toEqual(before);
   });
 
+  it('refuses a skill of more than 1,000 files as an errors item and keeps the others', async () => {
+    // One 1 MB zip of 10,000 empty files wrote 10,000 objects, each with its fsync (44 s).
+    const zip = await buildZip([
+      { name: 'crowded/SKILL.md', content: skillMd('crowded', 'x') },
+      ...Array.from({ length: 1_000 }, (_, i) => ({ name: `crowded/f${i}`, content: '', compress: false })),
+      { name: 'roomy/SKILL.md', content: skillMd('roomy', 'x') },
+    ]);
+    const { status, body } = await upload([zipPart('crowded.zip', zip)]);
+    expect(status).toBe(207);
+    expect(body.data.created.map((skill: { name: string }) => skill.name)).toEqual(['roomy']);
+    expect(body.data.errors).toEqual([
+      {
+        file: 'crowded.zip',
+        name: 'crowded',
+        code: 'too_many_files',
+        message: 'the skill holds 1001 files; at most 1000 are accepted',
+      },
+    ]);
+    await expectNoOrphans();
+  });
+
+  it('refuses archives listing more than 10,000 entries together with 400 and stores nothing', async () => {
+    // 33 archives of 10,000 entries (32.6 MB) grew the heap by 340 MB while they were read.
+    const before = await snapshot();
+    const half = await buildZip([
+      { name: 'half/SKILL.md', content: skillMd('half', 'x') },
+      ...Array.from({ length: 5_000 }, (_, i) => ({ name: `half/f${i}`, content: '', compress: false })),
+    ]);
+    const { status, body } = await upload([
+      mdPart('would-be-created.md', skillMd('would-be-created', 'x')),
+      zipPart('half-1.zip', half),
+      zipPart('half-2.zip', half),
+    ]);
+    expect(status).toBe(400);
+    expect(body.code).toBe('bad_request');
+    expect(body.message).toContain('at most 10000 entries');
+    expect(await snapshot()).toEqual(before);
+  });
+
   it('refuses a 33 MB upload with 413 and stores nothing', async () => {
     const before = await snapshot();
     const big = await upload([

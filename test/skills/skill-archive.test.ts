@@ -229,6 +229,40 @@ describe('planArchive', () => {
     });
   });
 
+  it('refuses a skill of more files than the limit, before looking at their paths', async () => {
+    const files = (skill: string, count: number) =>
+      Array.from({ length: count }, (_, i) => ({ name: `${skill}/f${i}.txt`, content: 'x' }));
+    const archive = await plan(
+      [
+        { name: 'full/SKILL.md', content: skillMd('full', 'F') },
+        ...files('full', 2),
+        { name: 'over/SKILL.md', content: skillMd('over', 'O') },
+        ...files('over', 3),
+        { name: 'over/f0.txt', content: 'twice' },
+      ],
+      { ...DEFAULT_ARCHIVE_LIMITS, maxSkillFiles: 3 },
+    );
+    expect(archive.skills.map((s) => [s.directoryName, s.problem])).toEqual([
+      ['full', null],
+      ['over', { code: 'too_many_files', message: 'the skill holds 5 files; at most 3 are accepted' }],
+    ]);
+  });
+
+  it('refuses an archive that would take the request past its entries, before reading them', async () => {
+    const entries = [
+      { name: 's/SKILL.md', content: skillMd('s', 'S') },
+      { name: 's/a.txt', content: 'x' },
+    ];
+    const counts: number[] = [];
+    const refused = new Error('past the request’s entries');
+    const admit = (count: number) => {
+      counts.push(count);
+      throw refused;
+    };
+    await expect(planArchive(await writeZip(entries), DEFAULT_ARCHIVE_LIMITS, admit)).rejects.toBe(refused);
+    expect(counts).toEqual([2]);
+  });
+
   it('refuses a file that is not a zip', async () => {
     await expect(plan(Buffer.from('this is plain text, not an archive'))).rejects.toBeInstanceOf(
       ArchiveProblem,

@@ -70,7 +70,7 @@ export async function skillRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
           summary: 'Bulk upload skills',
           operationId: 'bulkUploadSkills',
           description:
-            'Zip archives of skill directories (each with a SKILL.md) and standalone .md files. 200 when every skill was created or skipped, 207 (same body) when some failed. At most 32 MB of files and 200 skills per request; archives are checked for unsafe paths, links, encryption and decompressed size before anything is stored.',
+            'Zip archives of skill directories (each with a SKILL.md) and standalone .md files. 200 when every skill was created or skipped, 207 (same body) when some failed. At most 32 MB of files, 200 skills and 10,000 archive entries per request, 1,000 files per skill; archives are checked for unsafe paths, links, encryption and decompressed size before anything is stored.',
           tags: ['skills'],
           security: API_KEY_SECURITY,
           consumes: ['multipart/form-data'],
