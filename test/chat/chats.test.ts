@@ -2,7 +2,7 @@ import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessa
 import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream } from '../helpers/fake-upstream.js';
-import { deleteChatMessages } from '../../src/db/repositories/messages.js';
+import { deleteChatMessages, WHOLE_PARTS_MAX_CHARS } from '../../src/db/repositories/messages.js';
 import { CHAT_KEYS, chatRows, chatSetup, postChat, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
@@ -323,6 +323,8 @@ describe('regenerate', () => {
 describe('the stored history a turn reads', () => {
   /** In every part the model never gets: no query of a later turn may hand it to Node. */
   const NEVER_SENT = 'never-given-to-the-model';
+  /** Makes a message's parts long enough to be filtered in the database (shorter ones come whole). */
+  const PAD = 'p'.repeat(WHOLE_PARTS_MAX_CHARS);
   const png = 'data:image/png;base64,iVBORw0KGgo=';
   const txt = `data:text/plain;base64,${Buffer.from('file body').toString('base64')}`;
   /** A conversation mixing the parts the model gets (text, files) with the ones it never does. */
@@ -332,7 +334,7 @@ describe('the stored history a turn reads', () => {
       role: 'user',
       parts: [
         { type: 'text', text: 'Look at ' },
-        { type: 'data-blob', data: { note: `${NEVER_SENT} 1` } },
+        { type: 'data-blob', data: { note: `${NEVER_SENT} 1`, pad: PAD } },
         { type: 'file', url: png, mediaType: 'image/png', filename: 'a.png' },
         { type: 'text', text: 'and read ü "😀" \\ \n ' },
         { type: 'file', url: txt, mediaType: 'text/plain', filename: 'notes.txt' },
@@ -349,20 +351,20 @@ describe('the stored history a turn reads', () => {
           toolCallId: 'call_1',
           state: 'output-available',
           input: { q: 'x' },
-          output: `${NEVER_SENT} 3`,
+          output: `${NEVER_SENT} 3 ${PAD}`,
         },
         { type: 'text', text: 'Looked it up.', state: 'done' },
         { type: 'source-url', sourceId: 's1', url: `https://example.test/${NEVER_SENT}` },
       ],
     },
     // Nothing in it for the model: it is left out of the prompt, and still replaced by id.
-    { id: 'mix-a2', role: 'assistant', parts: [{ type: 'data-only', data: `${NEVER_SENT} 4` }] },
+    { id: 'mix-a2', role: 'assistant', parts: [{ type: 'data-only', data: `${NEVER_SENT} 4 ${PAD}` }] },
     {
       id: 'mix-u2',
       role: 'user',
       parts: [
         { type: 'text', text: 'Summarize.' },
-        { type: 'data-blob', data: `${NEVER_SENT} 5` },
+        { type: 'data-blob', data: `${NEVER_SENT} 5 ${PAD}` },
       ],
     },
   ];
@@ -438,7 +440,12 @@ describe('the stored history a turn reads', () => {
     expect(rows.map((row) => row.id)).toEqual(['mix-u1', again!.json().messageId]);
   });
 
-  it('reads a stored row that is not a JSON array of parts as no parts, as before', async () => {
+  // Short rows come whole and are read in Node; long ones are filtered in the database, and on
+  // PostgreSQL a long one that is not JSON makes the chat come whole.
+  it.each([
+    ['short', ''],
+    ['long', PAD],
+  ])('reads a %s stored row that is not a JSON array of parts as no parts, as before', async (_, pad) => {
     const first = await chat({ agentId: 'agt_plain', messages: [userText('one', 'odd-u1')] });
     const { chatId, messageId } = first.json();
     await chat({ agentId: 'agt_plain', chatId, messages: [userText('two', 'odd-u2')] });
@@ -451,8 +458,8 @@ describe('the stored history a turn reads', () => {
         .where('chat_id', '=', chatId)
         .where('id', '=', id)
         .execute();
-    await set(messageId, '{"type":"text","text":"an object"}');
-    await set('odd-u2', '[1, "text", [], {"type":"text","text":"two"}, {"type":"data-x"}]');
+    await set(messageId, `{"type":"text","text":"an object","pad":"${pad}"}`);
+    await set('odd-u2', `[1, "text", [], {"type":"text","text":"two"}, {"type":"data-x","pad":"${pad}"}]`);
     const turn = async (text: string) => {
       const res = await chat({ agentId: 'agt_plain', chatId, messages: [userText(text)] });
       expect(res.statusCode, res.body).toBe(200);
@@ -464,7 +471,7 @@ describe('the stored history a turn reads', () => {
       { role: 'assistant', content: expect.any(String) },
       { role: 'user', content: 'three' },
     ]);
-    await set('odd-u1', '[{"type":"text","text":"cut');
+    await set('odd-u1', `[{"type":"text","text":"cut${pad}`);
     expect(await turn('four')).toEqual([
       { role: 'user', content: 'two' },
       { role: 'assistant', content: expect.any(String) },

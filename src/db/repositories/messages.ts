@@ -5,11 +5,13 @@ import type { Database, MessageTable } from '../schema.js';
 
 /**
  * The messages of a chat, in order, each with only its parts of the given `types` (a JSON array
- * in the parts' order): the database drops the others before they reach the process, so parts
- * a caller never reads (for a turn: `data-*`, tools, reasoning, up to 16 MB a message) cost it
- * neither memory nor parsing. A row that is not a JSON array has no parts; on PostgreSQL, a row
- * that is not JSON at all makes the chat's parts come whole (see below). Runs on the database,
- * not in a transaction, which PostgreSQL's failed statement would end.
+ * in the parts' order) once its parts pass WHOLE_PARTS_MAX_CHARS: the database drops the others
+ * before they reach the process, so parts a caller never reads (for a turn: `data-*`, tools,
+ * reasoning, up to 16 MB a message) cost it neither memory nor parsing. A smaller row comes whole
+ * (the caller drops the other parts itself). A filtered row that is not a JSON array has no
+ * parts; on PostgreSQL, one that is not JSON at all makes the chat's parts come whole (see
+ * below). Runs on the database, not in a transaction, which PostgreSQL's failed statement would
+ * end.
  */
 export async function listChatMessagesWithParts(
   db: Db,
@@ -26,11 +28,12 @@ export async function listChatMessagesWithParts(
       .orderBy('position')
       .execute();
   const wanted = sql.join(types.map((type) => sql`${type}`));
+  const small = sql`length(parts) <= ${sql.lit(WHOLE_PARTS_MAX_CHARS)}`;
   if (dialectOf(db) === 'sqlite') {
     // The cases in order: json_type and json_each fail the statement on text that is not JSON.
     // An element's `type` is read from objects only (json_extract would take a string element's
     // value for JSON text, and fail on it).
-    return select(sql<string>`case when not json_valid(parts) then '[]' when json_type(parts) = 'array' then (
+    return select(sql<string>`case when ${small} then parts when not json_valid(parts) then '[]' when json_type(parts) = 'array' then (
       select json_group_array(json(part.value) order by part.key) from json_each(parts) as part
       where (case when part.type = 'object' then json_extract(part.value, '$.type') end) in (${wanted})
     ) else '[]' end`);
@@ -38,12 +41,12 @@ export async function listChatMessagesWithParts(
   // `json`, not `jsonb`: elements are handed on as they are stored (jsonb refuses \u0000). Cast
   // once (`offset 0` keeps PostgreSQL from copying the cast into each use, which parsed the text
   // twice); as text, since node-postgres would parse a `json` column.
-  const kept = sql<string>`(select cast(case when json_typeof(p.j) = 'array' then (
+  const kept = sql<string>`case when ${small} then parts else (select cast(case when json_typeof(p.j) = 'array' then (
       select coalesce(json_agg(part.value order by part.at), '[]')
       from json_array_elements(p.j) with ordinality as part(value, at)
       where part.value ->> 'type' in (${wanted})
     ) else '[]' end as text)
-    from (select cast(parts as json) as j offset 0) as p)`;
+    from (select cast(parts as json) as j offset 0) as p) end`;
   try {
     return await select(kept);
   } catch (error) {
@@ -53,6 +56,13 @@ export async function listChatMessagesWithParts(
     return select(sql<string>`parts`);
   }
 }
+
+/**
+ * Parts up to this many characters come whole: filtering JSON in SQL costs more than reading it
+ * (a 40-message chat of small parts: 380 against 170 µs on SQLite, 1.5 against 1.05 ms on
+ * PostgreSQL), and a turn then holds at most this much of parts it never reads per message.
+ */
+export const WHOLE_PARTS_MAX_CHARS = 64 * 1024;
 
 /** PostgreSQL's SQLSTATE for text a type cannot read (`invalid input syntax for type json`). */
 const INVALID_TEXT_REPRESENTATION = '22P02';
