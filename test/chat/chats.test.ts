@@ -480,6 +480,37 @@ describe('the stored history a turn reads', () => {
       { role: 'user', content: 'four' },
     ]);
   });
+
+  it('reads a long stored message whole where the database cannot filter it (a \\u0000, JSON nested past 1,000 levels)', async () => {
+    const first = await chat({ agentId: 'agt_plain', messages: [userText('one', 'deep-u1')] });
+    const { chatId, messageId } = first.json();
+    await t.app.persistence.idle();
+    const set = (parts: string) =>
+      t.db
+        .updateTable('messages')
+        .set({ parts })
+        .where('chat_id', '=', chatId)
+        .where('id', '=', messageId)
+        .execute();
+    const deep = `${'['.repeat(1_100)}1${']'.repeat(1_100)}`;
+    const turn = async (text: string) => {
+      const res = await chat({ agentId: 'agt_plain', chatId, messages: [userText(text)] });
+      expect(res.statusCode, res.body).toBe(200);
+      return upstream.lastRequest().body.messages!.slice(0, 2);
+    };
+    // Stored as a tool's result can be: PostgreSQL's `->>` failed the turn on the \u0000 (500), and
+    // SQLite took the deep JSON for invalid and read the answer as no parts.
+    await set(`[{"type":"tool-x","output":"a\\u0000b ${PAD}"},{"type":"text","text":"with a nul"}]`);
+    expect(await turn('two')).toEqual([
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'with a nul' },
+    ]);
+    await set(`[{"type":"tool-x","output":${deep},"pad":"${PAD}"},{"type":"text","text":"deep"}]`);
+    expect(await turn('three')).toEqual([
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'deep' },
+    ]);
+  });
 });
 
 describe('GET /v1/chats/{id}/messages', () => {

@@ -8,10 +8,9 @@ import type { Database, MessageTable } from '../schema.js';
  * in the parts' order) once its parts pass WHOLE_PARTS_MAX_CHARS: the database drops the others
  * before they reach the process, so parts a caller never reads (for a turn: `data-*`, tools,
  * reasoning, up to 16 MB a message) cost it neither memory nor parsing. A smaller row comes whole
- * (the caller drops the other parts itself). A filtered row that is not a JSON array has no
- * parts; on PostgreSQL, one that is not JSON at all makes the chat's parts come whole (see
- * below). Runs on the database, not in a transaction, which PostgreSQL's failed statement would
- * end.
+ * (the caller drops the other parts itself), and so does one the database cannot read as a
+ * JSON array (see below). Runs on the database, not in a transaction, which PostgreSQL's failed
+ * statement would end.
  */
 export async function listChatMessagesWithParts(
   db: Db,
@@ -30,13 +29,15 @@ export async function listChatMessagesWithParts(
   const wanted = sql.join(types.map((type) => sql`${type}`));
   const small = sql`length(parts) <= ${sql.lit(WHOLE_PARTS_MAX_CHARS)}`;
   if (dialectOf(db) === 'sqlite') {
-    // The cases in order: json_type and json_each fail the statement on text that is not JSON.
-    // An element's `type` is read from objects only (json_extract would take a string element's
-    // value for JSON text, and fail on it).
-    return select(sql<string>`case when ${small} then parts when not json_valid(parts) then '[]' when json_type(parts) = 'array' then (
+    // What SQLite cannot read as a JSON array comes whole, for the caller to read as it always
+    // did: text that is not JSON (json_each would fail the statement on it), and JSON nested past
+    // SQLite's 1,000 levels (an MCP result's `structuredContent` can be), which json_valid calls
+    // invalid and Node reads. An element's `type` is read from objects only (json_extract would
+    // take a string element's value for JSON text, and fail on it).
+    return select(sql<string>`case when ${small} or not json_valid(parts) or json_type(parts) <> 'array' then parts else (
       select json_group_array(json(part.value) order by part.key) from json_each(parts) as part
       where (case when part.type = 'object' then json_extract(part.value, '$.type') end) in (${wanted})
-    ) else '[]' end`);
+    ) end`);
   }
   // `json`, not `jsonb`: elements are handed on as they are stored (jsonb refuses \u0000). Cast
   // once (`offset 0` keeps PostgreSQL from copying the cast into each use, which parsed the text
@@ -50,9 +51,11 @@ export async function listChatMessagesWithParts(
   try {
     return await select(kept);
   } catch (error) {
-    // Text that is not JSON fails the cast, and PostgreSQL before 16 cannot test for it: such a
-    // chat (only a hand edit writes one) is read whole, as it was before.
-    if ((error as { code?: unknown }).code !== INVALID_TEXT_REPRESENTATION) throw error;
+    // Text that is not JSON fails the cast, and PostgreSQL before 16 cannot test for it (only a
+    // hand edit writes such a row); `->>` decodes every string of an element, and fails on a
+    // `\u0000` in any of them (a tool's result can hold one). Such a chat is read whole, as it was
+    // before: any data exception (SQLSTATE class 22) of the filter.
+    if (!String((error as { code?: unknown }).code).startsWith(DATA_EXCEPTION_CLASS)) throw error;
     return select(sql<string>`parts`);
   }
 }
@@ -64,8 +67,11 @@ export async function listChatMessagesWithParts(
  */
 export const WHOLE_PARTS_MAX_CHARS = 64 * 1024;
 
-/** PostgreSQL's SQLSTATE for text a type cannot read (`invalid input syntax for type json`). */
-const INVALID_TEXT_REPRESENTATION = '22P02';
+/**
+ * PostgreSQL's SQLSTATE class of data exceptions: `22P02` text a type cannot read (`invalid
+ * input syntax for type json`), `22P05` a `\u0000` that `->>` cannot decode, and their kin.
+ */
+const DATA_EXCEPTION_CLASS = '22';
 
 /** Ids of the messages of a chat. */
 export async function listChatMessageIds(
