@@ -13,6 +13,8 @@ import { findAgentWithWorkspace } from '../db/repositories/agents.js';
 import { findChat } from '../db/repositories/chats.js';
 import { findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { listChatMessagesWithParts } from '../db/repositories/messages.js';
+import { findProject } from '../db/repositories/projects.js';
+import { listChatMessages } from '../db/repositories/messages.js';
 import { findProject, type ProjectRow } from '../db/repositories/projects.js';
 import { findUser } from '../db/repositories/tenancy.js';
 import type { AgentTable, ChatTable, Database } from '../db/schema.js';
