@@ -167,8 +167,6 @@ export interface ProjectTable {
   updated_at: string;
   /** Null: created before ownership was recorded; the API treats it as `api` (010-management). */
   managed_by: ManagedBy | null;
-  /** File records removed so far, what a sync checks for (028-project-file-removals). */
-  file_removals: Generated<number>;
 }
 
 /** An upload URL not expired yet and the bytes it may bring (017-upload-reservations). */

@@ -1,7 +1,7 @@
 import { generateText, type ToolSet } from 'ai';
 import { findAgent } from '../db/repositories/agents.js';
-import { appendProjectMemory, type ProjectRow } from '../db/repositories/projects.js';
-import type { AgentRunTable, AgentTable } from '../db/schema.js';
+import { appendProjectMemory } from '../db/repositories/projects.js';
+import type { AgentRunTable, AgentTable, ProjectTable } from '../db/schema.js';
 import { ApiError, errors } from '../errors.js';
 import { newId } from '../ids.js';
 import { buildSystemPrompt } from '../models/context.js';
@@ -41,7 +41,7 @@ export interface ConversationTools {
 export interface ToolContext {
   agent: AgentTable;
   workspace: { id: string; default_model: string | null };
-  project: ProjectRow | undefined;
+  project: ProjectTable | undefined;
   /** Agent ids an orchestrating agent delegates to. */
   orchestrated: string[];
   chatId: string;

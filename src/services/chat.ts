@@ -14,10 +14,8 @@ import { findChat } from '../db/repositories/chats.js';
 import { findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { listChatMessagesWithParts } from '../db/repositories/messages.js';
 import { findProject } from '../db/repositories/projects.js';
-import { listChatMessages } from '../db/repositories/messages.js';
-import { findProject, type ProjectRow } from '../db/repositories/projects.js';
 import { findUser } from '../db/repositories/tenancy.js';
-import type { AgentTable, ChatTable, Database } from '../db/schema.js';
+import type { AgentTable, ChatTable, Database, ProjectTable } from '../db/schema.js';
 import { type ApiError, errors } from '../errors.js';
 import { isDependencyUnavailable } from '../network-errors.js';
 import { type Clock, newId } from '../ids.js';
@@ -458,7 +456,7 @@ async function viewerIn(db: Db, principal: Principal, workspaceId: string): Prom
 interface TurnInput {
   workspace: Workspace;
   agent: AgentTable;
-  project: ProjectRow | undefined;
+  project: ProjectTable | undefined;
   viewer: ChatViewer;
   principal: Principal;
   request: ConversationRequest;
@@ -603,7 +601,7 @@ async function resolveProject(
   workspace: Workspace,
   chat: ChatTable | undefined,
   request: ConversationRequest,
-): Promise<ProjectRow | undefined> {
+): Promise<ProjectTable | undefined> {
   if (chat?.project_id && request.projectId !== undefined && request.projectId !== chat.project_id) {
     throw errors.badRequest('This chat belongs to another project', [
       { path: 'body.projectId', message: 'differs from the project of the chat' },

@@ -11,7 +11,6 @@ import {
   listProjectFileRows,
   liveUploadReservations,
   listProjectFilesJson,
-  unexpiredUploadReservations,
   markProjectFilesSynced,
   recordObjectModifiedAt,
   type NewProjectFileRow,
@@ -20,12 +19,7 @@ import {
   reserveUpload,
   updateProjectFileContent,
 } from '../db/repositories/project-files.js';
-import {
-  countFileRemovals,
-  findProject,
-  lockProject,
-  projectFileRemovals,
-} from '../db/repositories/projects.js';
+import { findProject, lockProject } from '../db/repositories/projects.js';
 import { mapConcurrently } from '../concurrency.js';
 import type { IndexStatus } from '../db/schema.js';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
@@ -355,50 +349,40 @@ function objectModifiedAt(info: ObjectInfo, uploading: boolean): string | null {
   return uploading ? null : info.lastModified.toISOString();
 }
 
-/** Runs of a sync that found a file removed meanwhile, before it leaves new objects to the next sync. */
-const SYNC_ATTEMPTS = 3;
-
 /**
  * Step 2 of an upload, and the repair of any drift: reconciles the records of a project with
  * the objects under its storage prefix. New objects are `added`, records without an object
  * `removed`, changed content `updated` (same id). A second run changes nothing.
  *
- * Storage is never called inside a transaction: on SQLite that held every request's one
- * connection for as long as S3 took to answer. The records are read first, then storage
- * (`lookAtStorage`: the listing, and the HEADs that read content types). Then one transaction
- * takes the project's lock and reads the records again. A record another request wrote or
- * removed since is left for the next sync. A delete removes the object before the record, so a
- * sync that listed a deleted file's object read its record before, finds it gone now and does
- * not bring the file back. A file registered and deleted while this sync read storage had no
- * record either time, but moved the project's count of removed records: then the objects
- * without a record are not registered from what this sync saw; it reads storage again, and after
- * SYNC_ATTEMPTS runs leaves them to the next sync. Concurrent syncs of one project queue on the
- * lock, so they never duplicate a record or count a change twice; every write stays conditional
- * all the same. New objects beyond the file or byte quota are left unregistered: 409 with the
- * counts and the paths left out.
+ * Storage is listed first, without a lock. Then one transaction takes the project's lock (the
+ * one a delete holds while it removes the object and then the record), reads the records, and
+ * looks again at every path whose object and record disagree before it adds or removes
+ * anything. So a sync never acts on an object from before a delete and the records from after
+ * it (which brought a deleted file back under a new id), and the lock is held for the short
+ * part only, not for the listing. Concurrent syncs of one project queue on the lock, so they
+ * never duplicate a record or count a change twice; every write stays conditional all the same.
+ * New objects beyond the file or byte quota are left unregistered: 409 with the counts and the
+ * paths left out.
  */
 export async function syncProjectFiles(
   deps: ProjectFileDeps,
   workspaceId: string,
   projectId: string,
 ): Promise<SyncResult> {
-  const { db } = deps;
-  let outcome: Reconciled | undefined;
-  for (let attempt = 1; !outcome; attempt++) {
-    const seen = await lookAtStorage(deps, workspaceId, projectId);
-    // On PostgreSQL the indexer's batch of files, settled in one transaction, can lock some of these
-    // rows in another order than this sync's updates: the database ends one of the two with a
-    // deadlock, and this whole transaction (which kept nothing) runs again.
-    outcome = await retryOnConflict(() =>
-      db.transaction().execute(async (trx) => {
-        if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
-        const raced = (await projectFileRemovals(trx, workspaceId, projectId)) !== seen.removals;
-        if (raced && seen.newTypes.size > 0 && attempt < SYNC_ATTEMPTS) return undefined;
-        return reconcileProjectFiles({ ...deps, db: trx }, workspaceId, projectId, seen, !raced);
-      }),
-    );
-  }
-  const { result, refused, clashing, bytes } = outcome;
+  const { db, store } = deps;
+  await requireProject(db, workspaceId, projectId);
+  const prefix = projectStoragePrefix(workspaceId, projectId);
+  const listed = new Map<string, ObjectInfo>();
+  for await (const [path, info] of registrableObjects(store, prefix)) listed.set(path, info);
+  // On PostgreSQL the indexer's batch of files, settled in one transaction, can lock some of these
+  // rows in another order than this sync's updates: the database ends one of the two with a
+  // deadlock, and this whole transaction (which kept nothing) runs again.
+  const { result, refused, clashing, bytes } = await retryOnConflict(() =>
+    db.transaction().execute(async (trx) => {
+      if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
+      return reconcileProjectFiles({ ...deps, db: trx }, workspaceId, projectId, listed);
+    }),
+  );
   // Added and updated files were marked `pending` in the same writes: indexing starts now.
   if (result.added + result.updated > 0) notifyIndexWork();
   if (refused.length > 0 || bytes > PROJECT_FILE_LIMITS.maxProjectBytes) {
@@ -425,117 +409,50 @@ export async function syncProjectFiles(
   return result;
 }
 
-/** What a sync read before its transaction, in this order (see syncProjectFiles). */
-interface StorageView {
-  /** The project's count of removed file records. */
-  removals: number;
-  /** The records, by path. */
-  records: Map<string, ProjectFileRow>;
-  /** The objects listed, by path. */
-  objects: Map<string, ObjectInfo>;
-  /** The paths with an upload URL live, read after the listing (compareWithRecord). */
-  uploading: Set<string>;
-  /** How each record with an object compares with it; every change has its `mediaType`. */
-  compared: Map<string, Comparison>;
-  /** The media type of each object without a record. */
-  newTypes: Map<string, string>;
-}
-
-type Comparison = Awaited<ReturnType<typeof compareWithRecord>>;
-
-/** Everything a sync needs from storage, read with no transaction open. */
-async function lookAtStorage(
-  deps: ProjectFileDeps,
-  workspaceId: string,
-  projectId: string,
-): Promise<StorageView> {
-  const { db, store } = deps;
-  const removals = await projectFileRemovals(db, workspaceId, projectId);
-  if (removals === undefined) throw errors.notFound('Project');
-  const rows = await listProjectFileRows(db, workspaceId, projectId);
-  const records = new Map(rows.map((row) => [row.path, row]));
-  const objects = new Map<string, ObjectInfo>();
-  for await (const [path, info] of registrableObjects(store, projectStoragePrefix(workspaceId, projectId)))
-    objects.set(path, info);
-  // After the listing: a listed upload had its URL reserved before it was written.
-  const uploading = new Set(
-    (await unexpiredUploadReservations(db, workspaceId, projectId, isoNow(deps.clock))).keys(),
-  );
-  const compared = await mapConcurrently(
-    rows.filter((row) => objects.has(row.path)),
-    16,
-    async (row): Promise<[string, Comparison]> => {
-      const info = objects.get(row.path)!;
-      const comparison = await compareWithRecord(store, row, info, uploading.has(row.path));
-      if (!comparison.changed || comparison.mediaType) return [row.path, comparison];
-      return [row.path, { ...comparison, mediaType: await mediaTypeOf(store, info, row.name) }];
-    },
-  );
-  const newTypes = await mapConcurrently(
-    [...objects].filter(([path]) => !records.has(path)),
-    16,
-    async ([path, info]): Promise<[string, string]> => [path, await mediaTypeOf(store, info, fileName(path))],
-  );
-  return { removals, records, objects, uploading, compared: new Map(compared), newTypes: new Map(newTypes) };
-}
-
-function fileName(path: string): string {
-  return path.slice(path.lastIndexOf('/') + 1);
-}
-
-/** Whether a record is still the one a sync read before (`before`), in everything it compares. */
-function sameRecord(row: ProjectFileRow, before: ProjectFileRow | undefined): boolean {
-  return (
-    before !== undefined &&
-    row.id === before.id &&
-    row.etag === before.etag &&
-    Number(row.size_bytes) === Number(before.size_bytes) &&
-    row.mime_type === before.mime_type &&
-    row.object_modified_at === before.object_modified_at
-  );
-}
-
-interface Reconciled {
-  result: SyncResult;
-  /** The paths left out for the quota. */
-  refused: string[];
-  /** The paths left out for a file/folder clash. */
-  clashing: string[];
-  /** What the project holds once the sync is in. */
-  bytes: number;
-}
-
 /**
- * The writes of a sync, inside its transaction (`deps.db`) and the project's lock, from what it
- * saw of storage; objects without a record are registered only when `register`.
+ * The writes of a sync, inside its transaction (`deps.db`) and the project's lock; `refused`
+ * are the paths left out for the quota.
  */
 async function reconcileProjectFiles(
   deps: ProjectFileDeps,
   workspaceId: string,
   projectId: string,
-  seen: StorageView,
-  register: boolean,
-): Promise<Reconciled> {
-  const { db } = deps;
-  const now = isoNow(deps.clock);
+  listed: Map<string, ObjectInfo>,
+): Promise<{ result: SyncResult; refused: string[]; clashing: string[]; bytes: number }> {
+  const { db, store } = deps;
+  const prefix = projectStoragePrefix(workspaceId, projectId);
   const rows = await listProjectFileRows(db, workspaceId, projectId);
-  // A record another request wrote or removed since the sync read it is left as it is, for the
-  // next sync: this sync's view of its object may be the older one (and a removed file must not
-  // come back).
-  const settled = rows.filter(
-    (row) => seen.records.has(row.path) && sameRecord(row, seen.records.get(row.path)),
-  );
+  const registered = new Set(rows.map((row) => row.path));
+  // An object listed without a record may have been deleted since (its record with it), a
+  // record whose object was not listed may have got one since, and a record whose object listed
+  // other bytes may have been brought up to date since by another sync (with a replacement the
+  // listing came too early for): what storage says now decides.
+  const objects = new Map(listed);
+  const disputed = [
+    ...rows
+      .filter((row) => !listed.has(row.path) || listedOtherBytes(row, listed.get(row.path)!))
+      .map((row) => row.path),
+    ...[...listed.keys()].filter((path) => !registered.has(path)),
+  ];
+  await mapConcurrently(disputed, 16, async (path) => {
+    const info = await store.head(prefix + path);
+    if (info) objects.set(path, info);
+    else objects.delete(path);
+  });
+  const now = isoNow(deps.clock);
 
-  const gone = new Set(settled.filter((row) => !seen.objects.has(row.path)));
   let removed = 0;
+  const gone = rows.filter((row) => !objects.has(row.path));
   for (const row of gone) if (await deleteProjectFileIfUnchanged(db, row)) removed++;
-  await countFileRemovals(db, workspaceId, projectId, removed);
 
-  const present = settled.filter((row) => !gone.has(row));
-  const uploadingNow = await liveUploadReservations(db, workspaceId, projectId, now);
-  const uploading = (path: string) => seen.uploading.has(path) || uploadingNow.has(path);
-  const compared = present.map((row) => ({ row, ...seen.compared.get(row.path)! }));
-  const changed = compared.filter((c) => c.changed);
+  const present = rows.filter((row) => objects.has(row.path));
+  const uploading = await liveUploadReservations(db, workspaceId, projectId, now);
+  const compared = await mapConcurrently(present, 16, async (row) => ({
+    row,
+    ...(await compareWithRecord(store, row, objects.get(row.path)!, uploading.has(row.path))),
+  }));
+  const changed = compared.filter((c) => c.changed).map((c) => c.row);
+  const mediaTypes = new Map(compared.flatMap((c) => (c.mediaType ? [[c.row.id, c.mediaType]] : [])));
   const unchanged = compared.filter((c) => !c.changed);
   await markProjectFilesSynced(
     db,
@@ -545,10 +462,7 @@ async function reconcileProjectFiles(
     now,
   );
   for (const { row, objectModifiedAt } of unchanged) {
-    // A time only while no upload URL for the path is live; one may have gone live since the
-    // comparison (compareWithRecord).
-    if (objectModifiedAt === null || (objectModifiedAt !== undefined && !uploadingNow.has(row.path)))
-      await recordObjectModifiedAt(db, row, objectModifiedAt);
+    if (objectModifiedAt !== undefined) await recordObjectModifiedAt(db, row, objectModifiedAt);
   }
   // Replacements are applied whatever the quota: their bytes have replaced the old ones in
   // storage already, and a record must describe the object it names (a record kept at the old
@@ -557,36 +471,30 @@ async function reconcileProjectFiles(
   // the sync then says so (409), and new objects and upload URLs are refused until files are
   // deleted.
   const refused: string[] = [];
-  const updates = await mapConcurrently(changed, 16, async ({ row, mediaType }) => {
-    const info = seen.objects.get(row.path)!;
+  const updates = await mapConcurrently(changed, 16, async (row) => {
+    const info = objects.get(row.path)!;
     return updateProjectFileContent(db, row, {
       etag: info.etag,
       size_bytes: info.size,
-      mime_type: mediaType!,
-      object_modified_at: objectModifiedAt(info, uploading(row.path)),
+      mime_type: mediaTypes.get(row.id) ?? (await mediaTypeOf(store, info, row.name)),
+      object_modified_at: objectModifiedAt(info, uploading.has(row.path)),
       updated_at: now,
       synced_at: now,
     });
   });
   const updated = updates.filter(Boolean).length;
 
-  // Quota for new objects: what the project holds once removals and updates are in (a record
-  // another request wrote meanwhile at its object's listed size, or its own).
-  const kept = rows.filter((row) => !gone.has(row));
-  let files = kept.length;
-  let bytes = kept.reduce(
-    (sum, row) => sum + (seen.objects.get(row.path)?.size ?? Number(row.size_bytes)),
-    0,
-  );
-  const registered = new Set([...seen.records.keys(), ...rows.map((row) => row.path)]);
-  const candidates = [...seen.objects.entries()]
-    .filter(([path]) => register && !registered.has(path))
+  // Quota for new objects: what the project holds once removals and updates are in.
+  let files = present.length;
+  let bytes = present.reduce((sum, row) => sum + objects.get(row.path)!.size, 0);
+  const candidates = [...objects.entries()]
+    .filter(([path]) => !registered.has(path))
     .sort(([pa, a], [pb, b]) => a.lastModified.getTime() - b.lastModified.getTime() || (pa < pb ? -1 : 1));
   const accepted: [string, ObjectInfo][] = [];
   // A file where another file needs a folder of that name, or the reverse: on S3 both objects can
   // exist (URLs asked for together were each checked against registered files only); the older
   // one is registered, the other is not.
-  const paths = new PathSet(kept.map((row) => row.path));
+  const paths = new PathSet(present.map((row) => row.path));
   const clashing: string[] = [];
   for (const [path, info] of candidates) {
     if (paths.clashes(path)) {
@@ -602,21 +510,24 @@ async function reconcileProjectFiles(
     files++;
     bytes += info.size;
   }
-  const newRows = accepted.map(([path, info]): NewProjectFileRow => ({
-    id: newId('fil'),
-    workspace_id: workspaceId,
-    project_id: projectId,
-    name: fileName(path),
-    path,
-    mime_type: seen.newTypes.get(path)!,
-    object_modified_at: objectModifiedAt(info, uploading(path)),
-    size_bytes: info.size,
-    etag: info.etag,
-    type: 'uploaded',
-    created_at: now,
-    updated_at: now,
-    synced_at: now,
-  }));
+  const newRows = await mapConcurrently(accepted, 16, async ([path, info]): Promise<NewProjectFileRow> => {
+    const name = path.slice(path.lastIndexOf('/') + 1);
+    return {
+      id: newId('fil'),
+      workspace_id: workspaceId,
+      project_id: projectId,
+      name,
+      path,
+      mime_type: await mediaTypeOf(store, info, name),
+      object_modified_at: objectModifiedAt(info, uploading.has(path)),
+      size_bytes: info.size,
+      etag: info.etag,
+      type: 'uploaded',
+      created_at: now,
+      updated_at: now,
+      synced_at: now,
+    };
+  });
   const added = await insertProjectFilesIfAbsent(db, newRows);
   return { result: { added, removed, updated }, refused, clashing, bytes };
 }
@@ -758,13 +669,10 @@ export async function createDownloadUrl(
 }
 
 /**
- * Removes the object, then the record. Storage is called before the transaction, never inside
- * it (on SQLite a transaction holds every request's one connection); the record goes in a
- * transaction holding the project's lock (the one sync takes), which also counts the removal, so
- * a sync that listed the object meanwhile does not register it again (syncProjectFiles). A file
- * already deleted is not found. A failing storage delete leaves the record; a crash between the
- * two steps leaves a record without its object, which the next sync removes; never an object
- * without a record that a sync would bring back.
+ * Removes the object, then the record, in one transaction holding the project's lock (the one
+ * sync takes), so no sync can see the object before the delete and miss the record after it.
+ * A file already deleted is not found. A crash between the two steps leaves a record without
+ * its object, which the next sync removes; never an object a sync would bring back.
  */
 export async function deleteProjectFile(
   deps: ProjectFileDeps,
@@ -772,14 +680,12 @@ export async function deleteProjectFile(
   projectId: string,
   fileId: string,
 ) {
-  const row = await requireFile(deps.db, workspaceId, projectId, fileId);
-  await deps.store.delete(projectStoragePrefix(workspaceId, projectId) + row.path);
   await deps.db.transaction().execute(async (trx) => {
-    // A project deleted meanwhile took the record with it.
-    if (!(await lockProject(trx, workspaceId, projectId))) return;
-    // A sync that found the object gone may have removed the record already (and counted it).
-    if (await deleteProjectFileRow(trx, workspaceId, projectId, fileId))
-      await countFileRemovals(trx, workspaceId, projectId, 1);
+    if (!(await lockProject(trx, workspaceId, projectId))) throw errors.notFound('Project');
+    const row = await findProjectFile(trx, workspaceId, projectId, fileId);
+    if (!row) throw errors.notFound('File');
+    await deps.store.delete(projectStoragePrefix(workspaceId, projectId) + row.path);
+    await deleteProjectFileRow(trx, workspaceId, projectId, fileId);
   });
   return { deleted: true as const };
 }

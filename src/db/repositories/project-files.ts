@@ -282,22 +282,11 @@ export async function liveUploadReservations(
     .where('project_id', '=', projectId)
     .where('expires_at', '<=', now)
     .execute();
-  return unexpiredUploadReservations(trx, workspaceId, projectId, now);
-}
-
-/** What liveUploadReservations answers, read without removing anything (no lock needed). */
-export async function unexpiredUploadReservations(
-  db: Db,
-  workspaceId: string,
-  projectId: string,
-  now: string,
-): Promise<Map<string, number>> {
-  const rows = await db
+  const rows = await trx
     .selectFrom('upload_reservations')
     .select(['path', 'size_bytes'])
     .where('workspace_id', '=', workspaceId)
     .where('project_id', '=', projectId)
-    .where('expires_at', '>', now)
     .execute();
   const largest = new Map<string, number>();
   for (const row of rows) largest.set(row.path, Math.max(Number(row.size_bytes), largest.get(row.path) ?? 0));

@@ -5,8 +5,7 @@ import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
 import type { ProjectTable } from '../schema.js';
 
-/** A project's own fields, without the count sync keeps of its removed file records. */
-export type ProjectRow = Omit<ProjectTable, 'file_removals'>;
+export type ProjectRow = ProjectTable;
 
 export async function insertProject(db: Db, project: ProjectRow): Promise<void> {
   await db.insertInto('projects').values(project).execute();
@@ -116,9 +115,8 @@ export async function deleteProjectRows(db: Db, workspaceId: string, projectId: 
 
 /**
  * Locks the project's row until the transaction ends (a row lock on PostgreSQL, the write lock
- * on SQLite): what serializes the writes of the file records (sync, delete, upload URLs). Never
- * held while storage is called: on SQLite it is every request's one connection. The update
- * changes nothing; false when the project does not exist.
+ * on SQLite): what serializes the operations that read storage and the file records together
+ * (sync, delete). The update changes nothing; false when the project does not exist.
  */
 export async function lockProject(trx: Db, workspaceId: string, projectId: string): Promise<boolean> {
   const result = await trx
@@ -128,32 +126,6 @@ export async function lockProject(trx: Db, workspaceId: string, projectId: strin
     .where('workspace_id', '=', workspaceId)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
-}
-
-/** How many of the project's file records have been removed (028-project-file-removals); undefined: no such project. */
-export async function projectFileRemovals(
-  db: Db,
-  workspaceId: string,
-  projectId: string,
-): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('projects')
-    .select('file_removals')
-    .where('id', '=', projectId)
-    .where('workspace_id', '=', workspaceId)
-    .executeTakeFirst();
-  return row === undefined ? undefined : Number(row.file_removals);
-}
-
-/** Counts file records removed, in the transaction that removed them and holds the project's lock. */
-export async function countFileRemovals(trx: Db, workspaceId: string, projectId: string, removed: number) {
-  if (removed === 0) return;
-  await trx
-    .updateTable('projects')
-    .set((eb) => ({ file_removals: eb('file_removals', '+', removed) }))
-    .where('id', '=', projectId)
-    .where('workspace_id', '=', workspaceId)
-    .execute();
 }
 
 /**
