@@ -1,4 +1,4 @@
-import { type Kysely, SqliteAdapter, sql } from 'kysely';
+import { type QueryExecutor, SqliteAdapter, sql } from 'kysely';
 
 /**
  * The key a name is listed by when a listing is ordered "case-insensitively" (agents by title,
@@ -15,12 +15,24 @@ export function caseInsensitiveSortKey(name: string): string {
   return name.normalize('NFC').toLowerCase();
 }
 
+/** A database, a transaction, or a migration's database: what knows its engine. */
+type Engine = { getExecutor(): QueryExecutor };
+
 /**
- * The id a listing breaks ties of equal keys by, in code point order on both engines: SQLite's
- * default, and PostgreSQL's `C` collation (a database's own may be a language's, which orders
- * `agt_aaaa` before `agt_BBBB`). The listing indexes hold the id in the same collation.
+ * A text column compared in code point order on both engines, to order a listing by or to
+ * compare its cursor with: SQLite's default, and PostgreSQL's `C` collation (a database's own
+ * may be a language's, which orders `agt_aaaa` before `agt_BBBB` and `api.md` before
+ * `README.md`). A listing's order and its cursor must use the same one, or pages skip or repeat
+ * rows; its index must hold the column in the same collation to serve the order.
  */
-export function idInCodePointOrder<DB>(db: Kysely<DB>) {
-  // The adapter, not database.ts's dialectOf: migration 024 imports this module.
-  return db.getExecutor().adapter instanceof SqliteAdapter ? sql.ref('id') : sql`id collate "C"`;
+export function inCodePointOrder(db: Engine, column: string) {
+  // The adapter, not database.ts's dialectOf: migrations import this module.
+  return db.getExecutor().adapter instanceof SqliteAdapter
+    ? sql<string>`${sql.ref(column)}`
+    : sql<string>`${sql.ref(column)} collate "C"`;
+}
+
+/** The id a listing breaks ties of equal keys by, in code point order on both engines. */
+export function idInCodePointOrder(db: Engine) {
+  return inCodePointOrder(db, 'id');
 }

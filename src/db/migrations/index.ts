@@ -20,6 +20,7 @@ import * as caseFoldedSortKeys from './024-case-folded-sort-keys.js';
 import * as uploadReservationsPerUrl from './025-upload-reservations-per-url.js';
 import * as subAgentUsageRollup from './026-sub-agent-usage-rollup.js';
 import * as knowledgeFtsProjectScope from './027-knowledge-fts-project-scope.js';
+import * as codePointListingIds from './028-code-point-listing-ids.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -47,4 +48,5 @@ export const migrations: Record<string, Migration> = {
   '025-upload-reservations-per-url': uploadReservationsPerUrl,
   '026-sub-agent-usage-rollup': subAgentUsageRollup,
   '027-knowledge-fts-project-scope': knowledgeFtsProjectScope,
+  '028-code-point-listing-ids': codePointListingIds,
 };

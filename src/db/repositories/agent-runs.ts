@@ -1,5 +1,6 @@
 import type { Db, Executor } from '../database.js';
 import type { AgentRunTable } from '../schema.js';
+import { idInCodePointOrder } from '../sort-key.js';
 
 /**
  * Stores a run. Its response and error (and a sub-agent run's input) are a model's words, which
@@ -49,18 +50,20 @@ export function listAgentRuns(db: Db, workspaceId: string, agentId: string, page
     .where('workspace_id', '=', workspaceId)
     .where('agent_id', '=', agentId);
   if (page.userId) query = query.where('user_id', '=', page.userId);
+  // Ids in code point order in the cursor as in the order (sort-key.ts), whatever the database's locale.
+  const id = idInCodePointOrder(db);
   const after = page.after;
   if (after) {
     query = query.where((eb) =>
       eb.or([
         eb('created_at', '<', after.createdAt),
-        eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)]),
+        eb.and([eb('created_at', '=', after.createdAt), eb(id, '<', after.id)]),
       ]),
     );
   }
   return query
     .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
+    .orderBy(id, 'desc')
     .limit(page.limit + 1)
     .execute();
 }

@@ -1,5 +1,6 @@
 import type { Db } from '../database.js';
 import { preparedSelect } from '../prepared.js';
+import { idInCodePointOrder } from '../sort-key.js';
 import type { ApiKeyKind, ApiKeyTable, ManagedBy } from '../schema.js';
 
 export interface NewApiKey {
@@ -109,7 +110,10 @@ const KEY_INFO_COLUMNS = [
 
 export type ApiKeyInfoRow = Pick<ApiKeyTable, (typeof KEY_INFO_COLUMNS)[number]>;
 
-/** The workspace keys of a workspace (session tokens are not listed), optionally of one user. */
+/**
+ * The workspace keys of a workspace (session tokens are not listed), optionally of one user;
+ * newest first, then id in code point order (the same on both engines).
+ */
 export function listWorkspaceApiKeys(db: Db, workspaceId: string, userId?: string) {
   let query = db
     .selectFrom('api_keys')
@@ -117,7 +121,7 @@ export function listWorkspaceApiKeys(db: Db, workspaceId: string, userId?: strin
     .where('workspace_id', '=', workspaceId)
     .where('kind', '=', 'workspace');
   if (userId) query = query.where('user_id', '=', userId);
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  return query.orderBy('created_at', 'desc').orderBy(idInCodePointOrder(db), 'desc').execute();
 }
 
 export function findApiKeyInfo(db: Db, keyId: string) {

@@ -4,6 +4,7 @@ import { type JsonField, jsonArray } from '../json-page.js';
 import { listingCache } from '../listing-cache.js';
 import { preparedSelect } from '../prepared.js';
 import type { ChatTable } from '../schema.js';
+import { idInCodePointOrder } from '../sort-key.js';
 
 /** A chat of the workspace by its id or its client id, or undefined. */
 export function findChat(db: Executor, workspaceId: string, chatIdOrClientId: string) {
@@ -66,7 +67,7 @@ export interface ChatListQuery {
   agentIds?: string[];
   projectId?: string;
   user?: string;
-  /** Keyset position: chats strictly after (updated_at desc, id desc). */
+  /** Keyset position: chats strictly after (updated_at desc, id desc in code point order). */
   after?: { updatedAt: string; id: string };
   limit: number;
 }
@@ -79,16 +80,18 @@ function matchingChats(db: Executor, query: ChatListQuery) {
   if (query.agentIds !== undefined) select = select.where('agent_id', 'in', query.agentIds);
   if (query.projectId !== undefined) select = select.where('project_id', '=', query.projectId);
   if (query.user !== undefined) select = select.where('end_user', '=', query.user);
+  // Ids in code point order in the cursor as in the order (sort-key.ts), whatever the database's locale.
+  const id = idInCodePointOrder(db);
   const after = query.after;
   if (after) {
     select = select.where((eb) =>
       eb.or([
         eb('updated_at', '<', after.updatedAt),
-        eb.and([eb('updated_at', '=', after.updatedAt), eb('id', '<', after.id)]),
+        eb.and([eb('updated_at', '=', after.updatedAt), eb(id, '<', after.id)]),
       ]),
     );
   }
-  return select.orderBy('updated_at', 'desc').orderBy('id', 'desc');
+  return select.orderBy('updated_at', 'desc').orderBy(id, 'desc');
 }
 
 /**
@@ -118,7 +121,7 @@ export interface ChatPosition {
 }
 
 /**
- * Chats, most recently updated first, then id: the page as JSON text, with the positions of up
+ * Chats, most recently updated first, then id (code point order): the page as JSON text, with the positions of up
  * to `limit + 1` matching chats (the extra one tells whether more follow; the last of the page is
  * the next cursor's position). Both are kept in the listing cache, the positions already parsed:
  * callers must not change them.

@@ -3,6 +3,7 @@ import { type Db, dialectOf } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
 import type { ProjectFileTable, UploadReservationTable } from '../schema.js';
+import { idInCodePointOrder } from '../sort-key.js';
 
 export type ProjectFileRow = Selectable<ProjectFileTable>;
 export type NewProjectFileRow = Insertable<ProjectFileTable>;
@@ -24,7 +25,10 @@ export const INDEX_PENDING = {
 const INSERT_BATCH = 200;
 const ID_BATCH = 500;
 
-/** Files of a project, newest `updated_at` first, then id; all of them when limit is undefined. */
+/**
+ * Files of a project, newest `updated_at` first, then id in code point order (the same on both
+ * engines); all of them when limit is undefined.
+ */
 export function listProjectFileRows(
   db: Db,
   workspaceId: string,
@@ -37,7 +41,7 @@ export function listProjectFileRows(
     .where('workspace_id', '=', workspaceId)
     .where('project_id', '=', projectId)
     .orderBy('updated_at', 'desc')
-    .orderBy('id', 'desc');
+    .orderBy(idInCodePointOrder(db), 'desc');
   if (page.limit === undefined) {
     // No limit: every file from offset on (a project holds at most 500, so slicing here is cheap
     // and avoids dialect-specific "LIMIT ALL" spellings).
@@ -116,7 +120,7 @@ const projectFilesPage = preparedSelect((db, { workspaceId, projectId, limit, of
       'index_error as indexError',
     ])
     .orderBy('updated_at', 'desc')
-    .orderBy('id', 'desc')
+    .orderBy(idInCodePointOrder(db), 'desc')
     .limit(limit)
     .offset(offset);
   const project = db

@@ -3,6 +3,7 @@ import { type Db, dialectOf } from '../database.js';
 import { selectInChunks } from '../in-chunks.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
+import { idInCodePointOrder } from '../sort-key.js';
 import type { ProjectTable } from '../schema.js';
 
 export type ProjectRow = ProjectTable;
@@ -13,7 +14,7 @@ export async function insertProject(db: Db, project: ProjectRow): Promise<void> 
 
 /**
  * Active (or, when asked, archived) projects as the listing's JSON array, most recently updated
- * first (then id, so equal times keep a stable order). Instructions and memory can be large and
+ * first (then id in code point order, so equal times keep one order on both engines). Instructions and memory can be large and
  * stay behind.
  */
 export async function listProjectsJson(db: Db, workspaceId: string, archived = false): Promise<string> {
@@ -37,7 +38,7 @@ const projectsPage = preparedSelect(
       .where('workspace_id', '=', workspaceId)
       .where('archived', '=', archived ? 1 : 0)
       .orderBy('updated_at', 'desc')
-      .orderBy('id', 'desc');
+      .orderBy(idInCodePointOrder(db), 'desc');
     return db.selectNoFrom(jsonArray(dialectOf(db), rows, PROJECT_FIELDS).as('page'));
   },
 );

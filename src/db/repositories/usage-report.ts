@@ -1,4 +1,5 @@
 import type { Db } from '../database.js';
+import { inCodePointOrder } from '../sort-key.js';
 import { MODEL_KIND_AND_PRICING } from './models.js';
 
 /**
@@ -28,14 +29,17 @@ export async function usageGroups(db: Db, workspaceId: string, from: string, to:
   }));
 }
 
-/** Models the workspace enables, with provider and pricing (unknown ids: no registry row). */
+/**
+ * Models the workspace enables, with provider and pricing (unknown ids: no registry row), by id
+ * in code point order (the same on both engines).
+ */
 export function workspaceModels(db: Db, workspaceId: string) {
   return db
     .selectFrom('workspace_models')
     .leftJoin('models', 'models.id', 'workspace_models.model_id')
     .select(['workspace_models.model_id as id', 'models.provider_id as provider', ...MODEL_KIND_AND_PRICING])
     .where('workspace_models.workspace_id', '=', workspaceId)
-    .orderBy('workspace_models.model_id')
+    .orderBy(inCodePointOrder(db, 'workspace_models.model_id'))
     .execute();
 }
 
