@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../../src/db/database.js';
 import { insertAgentRun, listAgentRuns } from '../../src/db/repositories/agent-runs.js';
 import { listListedAgents } from '../../src/db/repositories/agents.js';
+import { listProjectFilesByPath } from '../../src/db/repositories/knowledge-turns.js';
 import { insertApiKey, listWorkspaceApiKeys } from '../../src/db/repositories/api-keys.js';
 import { type ChatPosition, insertChat, listChatsJson } from '../../src/db/repositories/chats.js';
 import {
@@ -160,6 +161,33 @@ describe('listings on a database with a language collation', () => {
       paged.push(...(JSON.parse(found!.page) as Array<{ id: string }>).map((file) => file.id));
     }
     expect(paged).toEqual(expected);
+  });
+
+  it("lists a project's files by path in code point order, as a turn names them", async () => {
+    await insertProjectFilesIfAbsent(
+      database.db,
+      TWINS.map((twin) => ({
+        id: `fil_path_${twin}`,
+        workspace_id: 'wsp_other',
+        project_id: 'prj_aaaa',
+        name: `${twin}.md`,
+        path: `${twin}.md`,
+        mime_type: 'text/markdown',
+        size_bytes: 1,
+        etag: twin,
+        type: 'file',
+        created_at: AT,
+        updated_at: AT,
+        synced_at: AT,
+      })),
+    );
+    // A turn lists the first files by path: which ones depends on the order.
+    const listed = await listProjectFilesByPath(
+      database.db,
+      { workspaceId: 'wsp_other', projectId: 'prj_aaaa' },
+      2,
+    );
+    expect(listed.map((file) => file.path)).toEqual(['BBBB.md', 'aaaa.md']);
   });
 
   it('pages runs made at one time by id in code point order, none skipped or repeated', async () => {

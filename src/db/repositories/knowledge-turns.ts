@@ -1,5 +1,6 @@
 import type { Db } from '../database.js';
 import type { IndexStatus } from '../schema.js';
+import { inCodePointOrder } from '../sort-key.js';
 
 /** A project within its workspace: every read below is limited to both. */
 export interface ProjectScope {
@@ -44,7 +45,12 @@ function listing(row: {
   };
 }
 
-/** The first `limit` files of a project in path order (the (project_id, path) key serves it). */
+/**
+ * The first `limit` files of a project in path order, code point by code point on both engines
+ * (`README.md` before `api.md`), so a turn names the same files on each. PostgreSQL's
+ * (project_id, path) key holds paths in the database's collation and so cannot serve this
+ * order: it finds the project's files (at most 500), which are then sorted.
+ */
 export async function listProjectFilesByPath(
   db: Db,
   scope: ProjectScope,
@@ -55,7 +61,7 @@ export async function listProjectFilesByPath(
     .select(LISTING_COLUMNS)
     .where('project_id', '=', scope.projectId)
     .where('workspace_id', '=', scope.workspaceId)
-    .orderBy('path')
+    .orderBy(inCodePointOrder(db, 'path'))
     .limit(limit)
     .execute();
   return rows.map(listing);

@@ -5,6 +5,7 @@ import type { IndexStatus, ProjectFileTable } from '../schema.js';
 import { INDEX_PENDING } from './project-files.js';
 import type { TextChunk } from '../../knowledge/types.js';
 import { retryOnConflict } from '../conflict-retry.js';
+import { inCodePointOrder } from '../sort-key.js';
 
 /** SQLite or PostgreSQL, told by the executor's adapter (works inside a transaction too). */
 export function isSqliteDb(db: Db): boolean {
@@ -462,7 +463,10 @@ export async function indexedTextSize(db: Db, projectId: string, workspaceId?: s
   return Number(row.chars ?? 0);
 }
 
-/** Every indexed file of a project with its text, in path order (the whole-file rule). */
+/**
+ * Every indexed file of a project with its text, in path order (the whole-file rule), code point
+ * by code point as listProjectFilesByPath.
+ */
 export async function listIndexedTexts(
   db: Db,
   projectId: string,
@@ -474,5 +478,5 @@ export async function listIndexedTexts(
     .select(['t.file_id as fileId', 'f.path', 'f.name', 'f.mime_type as mediaType', 't.format', 't.text'])
     .where('t.project_id', '=', projectId);
   if (workspaceId) query = query.where('t.workspace_id', '=', workspaceId);
-  return query.orderBy('f.path').execute();
+  return query.orderBy(inCodePointOrder(db, 'f.path')).execute();
 }
