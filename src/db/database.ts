@@ -30,6 +30,22 @@ export function dialectOf(db: Db): Dialect {
   return db.getExecutor().adapter instanceof SqliteAdapter ? 'sqlite' : 'postgres';
 }
 
+/**
+ * Runs `read` in one snapshot of the database: its statements, run one after another, see the
+ * same data whatever commits between them (another request's write, another process's). On
+ * PostgreSQL a read-only REPEATABLE READ transaction, whose snapshot is taken at its first
+ * statement; on SQLite a deferred transaction, whose first read fixes the snapshot (WAL) and
+ * which holds the process's one connection until it ends: keep `read` to a few quick statements.
+ */
+export function inReadSnapshot<T>(db: Db, read: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+  const transaction = db.transaction();
+  const snapshot =
+    dialectOf(db) === 'postgres'
+      ? transaction.setIsolationLevel('repeatable read').setAccessMode('read only')
+      : transaction;
+  return snapshot.execute(read);
+}
+
 export interface DatabaseHandle {
   db: Db;
   dialect: Dialect;

@@ -1,5 +1,5 @@
 import { DEFAULT_MESSAGE_PAGE_BYTES } from '../config.js';
-import type { Db } from '../db/database.js';
+import { type Db, inReadSnapshot } from '../db/database.js';
 import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
 import {
   type ChatPosition,
@@ -314,7 +314,9 @@ export async function listMessages(
  * A page holds at most `limit` messages and stops before the one that would take its stored
  * parts past `maxBytes` (always holding one): a chat grown turn by turn, each turn sending only
  * its new message, may store more than one response, or one JavaScript string, can hold. The
- * sizes are read first, so the parts of messages the page leaves out are never read.
+ * sizes are read first, so the parts of messages the page leaves out are never read. Both reads
+ * see one snapshot: a regenerate or a turn committed between them put other messages (of other
+ * sizes, at the positions read) into the page, which then passed its budget or came out short.
  */
 async function readMessagePage(
   db: Db,
@@ -322,27 +324,29 @@ async function readMessagePage(
   chatId: string,
   { beforePosition, limit, maxBytes }: { beforePosition?: number; limit: number; maxBytes: number },
 ): Promise<Buffer> {
-  const sizes = await listChatMessageSizes(db, workspaceId, chatId, { beforePosition, limit });
-  let count = 0;
-  let bytes = 0;
-  for (const message of sizes.slice(0, limit)) {
-    bytes += Number(message.bytes);
-    if (count > 0 && bytes > maxBytes) break;
-    count++;
-  }
-  const hasMore = sizes.length > count;
-  const newest = sizes[0];
-  const oldest = sizes[count - 1];
-  const page =
-    newest && oldest
-      ? await listChatMessagesBetween(
-          db,
-          workspaceId,
-          chatId,
-          Number(oldest.position),
-          Number(newest.position),
-        )
-      : [];
+  const { page, hasMore, oldest } = await inReadSnapshot(db, async (trx) => {
+    const sizes = await listChatMessageSizes(trx, workspaceId, chatId, { beforePosition, limit });
+    let count = 0;
+    let bytes = 0;
+    for (const message of sizes.slice(0, limit)) {
+      bytes += Number(message.bytes);
+      if (count > 0 && bytes > maxBytes) break;
+      count++;
+    }
+    const newest = sizes[0];
+    const oldest = sizes[count - 1];
+    const page =
+      newest && oldest
+        ? await listChatMessagesBetween(
+            trx,
+            workspaceId,
+            chatId,
+            Number(oldest.position),
+            Number(newest.position),
+          )
+        : [];
+    return { page, hasMore: sizes.length > count, oldest };
+  });
   return jsonDataBody(
     JSON.stringify({
       messages: page.map(messageView),

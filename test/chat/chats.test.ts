@@ -3,6 +3,10 @@ import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream } from '../helpers/fake-upstream.js';
 import { deleteChatMessages, WHOLE_PARTS_MAX_CHARS } from '../../src/db/repositories/messages.js';
+import { commitOnOtherConnection, createTestApp, type TestApp } from '../helpers/app.js';
+import { type FakeUpstream } from '../helpers/fake-upstream.js';
+import * as messages from '../../src/db/repositories/messages.js';
+import { storeReply } from '../../src/services/chat-persist.js';
 import { CHAT_KEYS, chatRows, chatSetup, postChat, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
@@ -208,7 +212,7 @@ describe('regenerate', () => {
     expect((await chatRows(t.db, chatId)).map((r) => r.id)).toEqual(['regen-many-u1', res.json().messageId]);
     // Past what either engine binds in one statement (SQLite 32,766 values, PostgreSQL 65,535).
     const ids = Array.from({ length: 70_000 }, (_, i) => `msg_none_${i}`);
-    await t.db.transaction().execute((trx) => deleteChatMessages(trx, chatId, ids));
+    await t.db.transaction().execute((trx) => messages.deleteChatMessages(trx, chatId, ids));
   });
 
   it("regenerates a reply that was never stored (failed before its first token) as a new reply to the last user turn, as useChat's regenerate() asks", async () => {
@@ -620,6 +624,77 @@ describe('GET /v1/chats/{id}/messages', () => {
       expect(alone.messages[0].parts[1].data).toHaveLength(2 * budget);
       expect((await page(`?cursor=${alone.pagination.nextCursor}`)).ids).toEqual(page1.ids);
     } finally {
+      await small.close();
+    }
+  });
+
+  it('reads a page from one snapshot: a regenerate committed between its two reads neither shows nor breaks its budget', async () => {
+    const budget = 64 * 1024;
+    const small = await createTestApp({
+      env: { ATRIUM_MESSAGE_PAGE_BYTES: String(budget) },
+      setup: chatSetup(upstream),
+    });
+    try {
+      const res = await postChat(small, { agentId: 'agt_echo', messages: [userText('short', 'snap0')] });
+      expect(res.statusCode).toBe(200);
+      const chatId = res.json().chatId as string;
+      // Each read with a limit of its own: a page read before is answered from the listing cache.
+      const page = async (limit: number) => {
+        const read = await small.app.inject({
+          method: 'GET',
+          url: `/v1/chats/${chatId}/messages?limit=${limit}`,
+          headers: { 'x-service-api-key': CHAT_KEYS.main },
+        });
+        expect(read.statusCode).toBe(200);
+        return read.json().data as {
+          messages: Array<{ id: string; parts: unknown[] }>;
+          pagination: { hasMore: boolean };
+        };
+      };
+      const before = await page(10);
+      const [, reply] = before.messages;
+      // A regenerate of the reply, with one larger than the whole budget, committed by another
+      // process after the page has chosen its messages by their sizes and before it reads them.
+      const regenerated = { type: 'text', text: 'x'.repeat(2 * budget) };
+      const readSizes = messages.listChatMessageSizes;
+      const regenerate = () =>
+        commitOnOtherConnection(small.env, (db) =>
+          storeReply(db, {
+            workspaceId: 'wsp_main',
+            chatId,
+            finishedAt: new Date(),
+            message: {
+              id: 'snap_regenerated',
+              parts: [regenerated],
+              model: 'atrium/echo',
+              finishReason: 'stop',
+            },
+            usage: { inputTokens: 0, outputTokens: 0, costUsd: 0 },
+            reportAs: { agentId: 'agt_echo', model: 'atrium/echo' },
+            replaces: [reply!.id],
+            subRuns: [],
+          }),
+        );
+      // Run between the page's two reads (a spy, not vi.mock: test files share their worker's
+      // modules, so the app may hold the real module already).
+      const between = vi.spyOn(messages, 'listChatMessageSizes').mockImplementationOnce(async (...args) => {
+        const sizes = await readSizes(...args);
+        await regenerate();
+        return sizes;
+      });
+      const during = await page(11);
+      expect(between).toHaveBeenCalledOnce();
+      // The chat as it was when the page began: the short reply, within the budget (without
+      // one snapshot, the page held the user's message and the regenerated reply: 2 × budget).
+      expect(during.messages.map((message) => message.id)).toEqual(['snap0', reply!.id]);
+      expect(during.messages).toEqual(before.messages);
+      expect(during.pagination.hasMore).toBe(false);
+      // The next read sees the regenerated reply, on a page of its own.
+      const after = await page(12);
+      expect(after.messages.map((message) => message.id)).toEqual(['snap_regenerated']);
+      expect(after.pagination.hasMore).toBe(true);
+    } finally {
+      vi.restoreAllMocks();
       await small.close();
     }
   });
