@@ -1,8 +1,5 @@
 import { DefaultChatTransport, readUIMessageStream, type UIMessage, type UIMessageChunk } from 'ai';
 import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream } from '../helpers/fake-upstream.js';
-import { deleteChatMessages, WHOLE_PARTS_MAX_CHARS } from '../../src/db/repositories/messages.js';
 import { commitOnOtherConnection, createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream } from '../helpers/fake-upstream.js';
 import * as messages from '../../src/db/repositories/messages.js';
@@ -328,7 +325,7 @@ describe('the stored history a turn reads', () => {
   /** In every part the model never gets: no query of a later turn may hand it to Node. */
   const NEVER_SENT = 'never-given-to-the-model';
   /** Makes a message's parts long enough to be filtered in the database (shorter ones come whole). */
-  const PAD = 'p'.repeat(WHOLE_PARTS_MAX_CHARS);
+  const PAD = 'p'.repeat(messages.WHOLE_PARTS_MAX_CHARS);
   const png = 'data:image/png;base64,iVBORw0KGgo=';
   const txt = `data:text/plain;base64,${Buffer.from('file body').toString('base64')}`;
   /** A conversation mixing the parts the model gets (text, files) with the ones it never does. */

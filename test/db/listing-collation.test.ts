@@ -228,6 +228,7 @@ describe('listings on a database with a language collation', () => {
         id: `key_${twin}`,
         name: twin,
         kind: 'workspace',
+        managedBy: 'api',
         organizationId: 'org_acme',
         workspaceId: 'wsp_other',
         userId: 'usr_olivia',
