@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import type { SkillTable } from '../db/schema.js';
 import { errors } from '../errors.js';
-import type { ObjectStore } from '../storage/object-store.js';
+import type { ObjectStore, StoreLog } from '../storage/object-store.js';
 import { accessWorkspaceIfAllowed, isManager, type Principal, requireManager } from './access.js';
 
 export interface SkillAdminDeps {
@@ -52,13 +52,24 @@ export async function getSkillDetail(deps: SkillAdminDeps, principal: Principal,
 /**
  * Deletes a skill: its uploader or an owner or admin. The row goes first, so the skill is gone
  * for every reader at once; should removing the objects fail, they are objects without a row,
- * which the startup sweep (sweepOrphanSkillObjects) removes.
+ * which the startup sweep (sweepOrphanSkillObjects) removes. That failure is logged, not
+ * answered: the skill is deleted, and a client told to try again would get 404.
  */
-export async function deleteSkill(deps: SkillAdminDeps, principal: Principal, skillId: string) {
+export async function deleteSkill(
+  deps: SkillAdminDeps,
+  principal: Principal,
+  skillId: string,
+  log: StoreLog,
+) {
   const { skill, access } = await visibleSkill(deps, principal, skillId);
   // management.md: write routes need an owner or admin key, and this route's row makes no
   // exception, so not even a member's own upload (a member replaces it by uploading again).
   requireManager(access);
   await deps.db.deleteFrom('skills').where('id', '=', skill.id).execute();
-  await deps.store.deletePrefix(skill.storage_path);
+  await deps.store.deletePrefix(skill.storage_path).catch((error: unknown) => {
+    log.warn(
+      { err: error, skillId: skill.id, prefix: skill.storage_path },
+      'could not remove a deleted skill’s files; the leftovers sweep removes them',
+    );
+  });
 }

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { buildZip, multipartBody, skillMd } from '../skills/zip-builder.js';
 import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
@@ -88,6 +88,21 @@ describe(`DELETE /v1/skills/{id} (${engineName})`, () => {
       await t.env.database.db.selectFrom('skills').selectAll().where('id', '=', skill.id).execute(),
     ).toEqual([]);
     expect((await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.owner)).statusCode).toBe(404);
+  });
+
+  it('answers 200 for a skill deleted though storage kept its files (left to the sweep, not retried into a 404)', async () => {
+    const skill = await uploadSkill('stuck', MKEYS.member, 'private');
+    const failing = vi
+      .spyOn(t.store, 'deletePrefix')
+      .mockRejectedValueOnce(new Error('S3 did not delete 1 object(s) under the skill'));
+    try {
+      // Before: 503 "try again" (or 500), though the row was gone; the retry then got 404.
+      const res = await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.owner);
+      expect(res.statusCode, res.body).toBe(200);
+    } finally {
+      failing.mockRestore();
+    }
+    expect((await call('GET', `/v1/skills/${skill.id}`, MKEYS.owner)).statusCode).toBe(404);
   });
 
   it('refuses a member key, even for the member’s own upload (management.md: write routes need an owner or admin)', async () => {

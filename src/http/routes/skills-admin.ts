@@ -63,7 +63,7 @@ export async function skillAdminRoutes(app: TypedApp, deps: AppDeps): Promise<vo
       },
     },
     async (request) => {
-      await deleteSkill(deps, request.principal, request.params.skillId);
+      await deleteSkill(deps, request.principal, request.params.skillId, request.log);
       return { data: { deleted: true as const } };
     },
   );
