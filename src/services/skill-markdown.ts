@@ -26,12 +26,12 @@ export const SKILL_DESCRIPTION_MAX = 1024;
  */
 export const SKILL_FRONT_MATTER_MAX = 8 * 1024;
 /**
- * The longest metadata kept, in characters of its JSON: twice the front matter's cap, room for
- * JSON's quotes (`k:` is `"k":null`). A YAML alias repeats its anchor's value without repeating
+ * The longest metadata kept, in characters of its JSON: four times the front matter's cap, room
+ * for what JSON adds to YAML without aliases (a line `k:` is `"k":null,`, three times as long). A YAML alias repeats its anchor's value without repeating
  * its text, so the front matter's cap does not bound the metadata: 99 aliases of a
  * 7,000-character string made 7.4 KB of front matter into 700 KB of metadata, stored and listed.
  */
-export const SKILL_METADATA_MAX = 2 * SKILL_FRONT_MATTER_MAX;
+export const SKILL_METADATA_MAX = 4 * SKILL_FRONT_MATTER_MAX;
 
 const SKILL_NAME_FAULTS: Record<NameFault, string> = {
   empty: 'the skill name is empty',

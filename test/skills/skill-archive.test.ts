@@ -459,6 +459,17 @@ describe('front matter', () => {
     });
   });
 
+  it('keeps a front matter of keys without values just within SKILL_FRONT_MATTER_MAX (no aliases), though its JSON is far longer', () => {
+    let yaml = 'name: empty\ndescription: Keys without values\n';
+    for (let i = 0; yaml.length + 6 <= SKILL_FRONT_MATTER_MAX; i++) yaml += `k${i.toString(36)}:\n`;
+    // Before (a cap of twice the front matter's): refused as metadata over its cap, naming aliases.
+    const header = parseSkillMarkdown(`---\n${yaml}---\nbody`, 'fallback');
+    expect(isProblem(header), JSON.stringify(header).slice(0, 200)).toBe(false);
+    expect(JSON.stringify((header as SkillHeader).metadata).length).toBeGreaterThan(
+      2 * SKILL_FRONT_MATTER_MAX,
+    );
+  });
+
   it('keeps aliases whose metadata stays within SKILL_METADATA_MAX', () => {
     const aliases = `defaults: &d {shell: bash, notes: "${'n'.repeat(3000)}"}\nbuild: *d\ntest: *d\n`;
     const header = parseSkillMarkdown(skillMd('reuse', 'd', aliases), 'reuse') as SkillHeader;

@@ -22,7 +22,7 @@ export const Skill = Type.Object(
       {
         additionalProperties: true,
         description:
-          'The rest of the SKILL.md front matter (license, allowed-tools, metadata, …); at most 16,384 characters as JSON',
+          'The rest of the SKILL.md front matter (license, allowed-tools, metadata, …); at most 32,768 characters as JSON',
       },
     ),
     createdAt: Timestamp,
