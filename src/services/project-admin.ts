@@ -8,7 +8,7 @@ import {
 } from '../db/repositories/projects.js';
 import { errors } from '../errors.js';
 import { type Clock, isoNow } from '../ids.js';
-import type { ObjectStore, StoreLog } from '../storage/object-store.js';
+import { deletePrefixOrLog, type ObjectStore, type StoreLog } from '../storage/object-store.js';
 import { requireManager, type WorkspaceAccess } from './access.js';
 import { projectStoragePrefix } from './project-files.js';
 import { PROJECT_DEFAULTS, projectView } from './projects.js';
@@ -120,16 +120,9 @@ export async function sweepOrphanProjectObjects(
         newestWrite = Math.max(newestWrite, object.lastModified.getTime());
       }
       if (newestWrite >= cutoff) continue;
-      try {
-        await store.deletePrefix(prefix);
-        removed++;
-      } catch (error) {
-        // One folder S3 refuses (a key under legal hold, a policy) must not stop the others.
-        log.warn(
-          { err: error, storagePrefix: prefix },
-          'could not remove the objects of a deleted project; the next sweep tries again',
-        );
-      }
+      // One folder S3 refuses (a key under legal hold, a policy) must not stop the others.
+      const message = 'could not remove the objects of a deleted project; the next sweep tries again';
+      if (await deletePrefixOrLog(store, prefix, log, message)) removed++;
     }
   }
   return removed;

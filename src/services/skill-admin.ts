@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import type { SkillTable } from '../db/schema.js';
 import { errors } from '../errors.js';
-import type { ObjectStore, StoreLog } from '../storage/object-store.js';
+import { deletePrefixOrLog, type ObjectStore, type StoreLog } from '../storage/object-store.js';
 import { accessWorkspaceIfAllowed, isManager, type Principal, requireManager } from './access.js';
 
 export interface SkillAdminDeps {
@@ -66,10 +66,6 @@ export async function deleteSkill(
   // exception, so not even a member's own upload (a member replaces it by uploading again).
   requireManager(access);
   await deps.db.deleteFrom('skills').where('id', '=', skill.id).execute();
-  await deps.store.deletePrefix(skill.storage_path).catch((error: unknown) => {
-    log.warn(
-      { err: error, skillId: skill.id, prefix: skill.storage_path },
-      'could not remove a deleted skill’s files; the leftovers sweep removes them',
-    );
-  });
+  const message = `could not remove the files of deleted skill ${skill.id}; the leftovers sweep removes them`;
+  await deletePrefixOrLog(deps.store, skill.storage_path, log, message);
 }

@@ -22,7 +22,7 @@ import type { SkillTable, Visibility } from '../db/schema.js';
 import { mapConcurrently } from '../concurrency.js';
 import { errors } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
-import type { ObjectStore, StoreLog } from '../storage/object-store.js';
+import { deletePrefixOrLog, type ObjectStore, type StoreLog } from '../storage/object-store.js';
 import type { WorkspaceAccess } from './access.js';
 import type { Page } from './paging.js';
 import {
@@ -551,16 +551,9 @@ export async function sweepOrphanSkillObjects(
   const orphans = stale.filter((prefix) => !existing.has(prefix.split('/')[2]!));
   let removed = 0;
   for (const prefix of orphans) {
-    try {
-      await store.deletePrefix(prefix);
-      removed++;
-    } catch (error) {
-      // As for projects (sweepOrphanProjectObjects): the others are still removed.
-      log.warn(
-        { err: error, storagePrefix: prefix },
-        'could not remove the files of a skill without a record; the next sweep tries again',
-      );
-    }
+    // As for projects (sweepOrphanProjectObjects): the others are still removed.
+    const message = 'could not remove the files of a skill without a record; the next sweep tries again';
+    if (await deletePrefixOrLog(store, prefix, log, message)) removed++;
   }
   return removed;
 }

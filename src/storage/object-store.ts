@@ -49,6 +49,26 @@ export interface StoreLog {
 }
 
 /**
+ * Removes every object under `prefix`, for callers that go on when storage keeps some (a sweep's
+ * other folders, a row already deleted): the failure is logged with `message`, and false
+ * returned. Whatever stays is left to a later sweep.
+ */
+export async function deletePrefixOrLog(
+  store: ObjectStore,
+  prefix: string,
+  log: StoreLog,
+  message: string,
+): Promise<boolean> {
+  try {
+    await store.deletePrefix(prefix);
+    return true;
+  } catch (error) {
+    log.warn({ err: error, storagePrefix: prefix }, message);
+    return false;
+  }
+}
+
+/**
  * The one storage interface; `fs-store` and `s3-store` implement it and a factory picks one
  * from config. Every method streams, except `readAll`: only it holds a whole object in memory,
  * up to the limit its caller gives.
