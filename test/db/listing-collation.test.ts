@@ -134,24 +134,28 @@ describe('listings on a database with a language collation', () => {
     expect(paged).toEqual(DESCENDING.map((twin) => `cht_${twin}`));
   });
 
-  it('lists and pages files updated at one time by id in code point order', async () => {
-    await insertProjectFilesIfAbsent(
+  /** One markdown file a twin, all updated at one time, in a project of wsp_other. */
+  const insertTwinFiles = (idPrefix: string, projectId: string) =>
+    insertProjectFilesIfAbsent(
       database.db,
       TWINS.map((twin) => ({
-        id: `fil_${twin}`,
+        id: `${idPrefix}${twin}`,
         workspace_id: 'wsp_other',
-        project_id: 'prj_other',
+        project_id: projectId,
         name: `${twin}.md`,
         path: `${twin}.md`,
         mime_type: 'text/markdown',
         size_bytes: 1,
         etag: twin,
-        type: 'file',
+        type: 'file' as const,
         created_at: AT,
         updated_at: AT,
         synced_at: AT,
       })),
     );
+
+  it('lists and pages files updated at one time by id in code point order', async () => {
+    await insertTwinFiles('fil_', 'prj_other');
     const expected = DESCENDING.map((twin) => `fil_${twin}`);
     const rows = await listProjectFileRows(database.db, 'wsp_other', 'prj_other');
     expect(rows.map((row) => row.id)).toEqual(expected);
@@ -164,23 +168,7 @@ describe('listings on a database with a language collation', () => {
   });
 
   it("lists a project's files by path in code point order, as a turn names them", async () => {
-    await insertProjectFilesIfAbsent(
-      database.db,
-      TWINS.map((twin) => ({
-        id: `fil_path_${twin}`,
-        workspace_id: 'wsp_other',
-        project_id: 'prj_aaaa',
-        name: `${twin}.md`,
-        path: `${twin}.md`,
-        mime_type: 'text/markdown',
-        size_bytes: 1,
-        etag: twin,
-        type: 'file',
-        created_at: AT,
-        updated_at: AT,
-        synced_at: AT,
-      })),
-    );
+    await insertTwinFiles('fil_path_', 'prj_aaaa');
     // A turn lists the first files by path: which ones depends on the order.
     const listed = await listProjectFilesByPath(
       database.db,
