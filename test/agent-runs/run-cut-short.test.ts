@@ -30,6 +30,17 @@ function startRun() {
   });
 }
 
+/** Stops the reply of the test's one chat, as POST /v1/chat/{chatId}/stop does. */
+async function stopTheChat() {
+  const chat = await t.db.selectFrom('chats').select('id').executeTakeFirstOrThrow();
+  const stop = await t.app.inject({
+    method: 'POST',
+    url: `/v1/chat/${chat.id}/stop`,
+    headers: { 'x-service-api-key': CHAT_KEYS.main },
+  });
+  expect(stop.json().data.stopped).toBe(true);
+}
+
 async function recorded() {
   const runs = await t.db.selectFrom('agent_runs').select(['status', 'error', 'response']).execute();
   const replies = await t.db.selectFrom('messages').select('id').where('role', '=', 'assistant').execute();
@@ -39,13 +50,7 @@ async function recorded() {
 it('answers 409 for a run stopped before its answer, and records it failed', async () => {
   const pending = startRun();
   await upstream.waitForRequests(1);
-  const chat = await t.db.selectFrom('chats').select('id').executeTakeFirstOrThrow();
-  const stop = await t.app.inject({
-    method: 'POST',
-    url: `/v1/chat/${chat.id}/stop`,
-    headers: { 'x-service-api-key': CHAT_KEYS.main },
-  });
-  expect(stop.json().data.stopped).toBe(true);
+  await stopTheChat();
   const res = await pending;
   expect(res.statusCode, res.body).toBe(409);
   expect(res.json()).toMatchObject({ code: 'conflict', details: { runId: expect.stringMatching(/^run_/) } });
@@ -96,13 +101,7 @@ function subRun() {
 it('records a sub-agent run the lead’s stop cut short as stopped, not as a provider failure', async () => {
   const pending = startLeadRun();
   await upstream.waitForRequests(2);
-  const chat = await t.db.selectFrom('chats').select('id').executeTakeFirstOrThrow();
-  const stop = await t.app.inject({
-    method: 'POST',
-    url: `/v1/chat/${chat.id}/stop`,
-    headers: { 'x-service-api-key': CHAT_KEYS.main },
-  });
-  expect(stop.json().data.stopped).toBe(true);
+  await stopTheChat();
   expect((await pending).statusCode).toBe(409);
   const run = await subRun();
   expect(run).toMatchObject({

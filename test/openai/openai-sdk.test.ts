@@ -29,6 +29,18 @@ function client(
   return new OpenAI({ apiKey, baseURL, maxRetries: 0, ...options });
 }
 
+/** A fetch for the SDK that counts its requests: its retries show in `calls`. */
+function countingFetch() {
+  const counting = {
+    calls: 0,
+    fetch: ((input, init) => {
+      counting.calls++;
+      return fetch(input, init);
+    }) as typeof fetch,
+  };
+  return counting;
+}
+
 const weatherTool = {
   type: 'function' as const,
   function: {
@@ -538,19 +550,15 @@ describe('errors', () => {
       model: 'agt_limited',
       messages: [{ role: 'user', content: 'Hi' }],
     });
-    let calls = 0;
-    const counting: typeof fetch = (input, init) => {
-      calls++;
-      return fetch(input, init);
-    };
-    const sdk = client(CHAT_KEYS.limited, { maxRetries: 3, fetch: counting });
+    const counting = countingFetch();
+    const sdk = client(CHAT_KEYS.limited, { maxRetries: 3, fetch: counting.fetch });
     const error = await sdk.chat.completions
       .create({ model: 'agt_limited', messages: [{ role: 'user', content: 'Again' }] })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect(error).toMatchObject({ status: 402, code: 'usage_limit_exceeded', type: 'insufficient_quota' });
     expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
-    expect(calls).toBe(1);
+    expect(counting.calls).toBe(1);
   });
 
   it('answers a streamed request over the limit with 402 before any stream', async () => {
@@ -1236,15 +1244,11 @@ describe('storing', () => {
 
   it('a named chat’s JSON reply stopped by POST /v1/chat/{chatId}/stop is a 409 the SDK does not retry (x-should-retry: false)', async () => {
     const { chatId } = await firstKeyedTurn('stop-json', 'Q1', 'A.');
-    let calls = 0;
-    const counting: typeof fetch = (input, init) => {
-      calls++;
-      return fetch(input, init);
-    };
+    const counting = countingFetch();
     // The SDK's default retries: it retries a 409 unless told not to.
     const sdk = client(CHAT_KEYS.main, {
       maxRetries: 2,
-      fetch: counting,
+      fetch: counting.fetch,
       defaultHeaders: { 'x-atrium-conversation-key': 'stop-json' },
     });
     upstream.requests.length = 0;
@@ -1264,7 +1268,7 @@ describe('storing', () => {
     expect(error).toBeInstanceOf(OpenAI.ConflictError);
     expect(error).toMatchObject({ status: 409, code: 'conflict' });
     expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
-    expect(calls).toBe(1);
+    expect(counting.calls).toBe(1);
     expect(upstream.requests).toHaveLength(1);
     expect(await storedTexts(chatId)).toEqual(['user: Q1', 'assistant: A.', 'user: Q2']);
   });
@@ -1384,14 +1388,10 @@ describe('storing', () => {
     await upstream.waitForRequests(1);
     // The same request again (a client still waiting behind a proxy that gave up, a second tab),
     // with the SDK's default retries.
-    let calls = 0;
-    const counting: typeof fetch = (input, init) => {
-      calls++;
-      return fetch(input, init);
-    };
+    const counting = countingFetch();
     const sdk = client(CHAT_KEYS.main, {
       maxRetries: 2,
-      fetch: counting,
+      fetch: counting.fetch,
       defaultHeaders: { 'x-atrium-conversation-key': 'racing' },
     });
     for (const stream of [false, true]) {
@@ -1403,7 +1403,7 @@ describe('storing', () => {
       expect(error).toMatchObject({ status: 409, code: 'conflict' });
       expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
     }
-    expect(calls).toBe(2);
+    expect(counting.calls).toBe(2);
     expect(upstream.requests).toHaveLength(1);
 
     upstream.release();
