@@ -1,8 +1,9 @@
 import type { Db } from '../db/database.js';
+import { memberVisibleAgentIdsIn } from '../db/repositories/agents.js';
 import { findWorkspace } from '../db/repositories/tenancy.js';
 import { findModelPricing, usageGroups, workspaceModels } from '../db/repositories/usage-report.js';
 import type { ModelRegistry } from '../models/registry.js';
-import type { WorkspaceAccess } from './access.js';
+import { isManager, type WorkspaceAccess } from './access.js';
 import { ledgerMonth } from './usage.js';
 
 interface Totals {
@@ -66,6 +67,12 @@ export async function usageReport(db: Db, access: WorkspaceAccess, now: Date, mo
       if (!map.has(key)) map.set(key, zero());
       add(map.get(key)!, group);
     }
+  }
+  // A member is not told of agents they cannot see (private ones, as in the agent list): that
+  // usage stays in the totals, by model and by day, which are the workspace's, but is unnamed.
+  if (!isManager(access)) {
+    const visible = await memberVisibleAgentIdsIn(db, access.workspaceId, [...byAgent.keys()]);
+    for (const agentId of byAgent.keys()) if (!visible.has(agentId)) byAgent.delete(agentId);
   }
   return {
     month,

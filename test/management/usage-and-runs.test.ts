@@ -201,6 +201,41 @@ describe(`GET /v1/workspace/{id}/usage (${engineName})`, () => {
     });
   });
 
+  it('names to a member only the agents they may see: a private agent’s usage counts, unnamed', async () => {
+    now = new Date('2026-12-02T12:00:00.000Z');
+    const secret = (
+      await call('POST', '/v1/workspace/wsp_main/agents', MKEYS.owner, {
+        title: 'Secret',
+        visibility: 'private',
+      })
+    ).json().data.agent.id;
+    for (const agentId of ['agt_private', secret, 'agt_listed']) {
+      expect((await chat(MKEYS.owner, agentId)).statusCode).toBe(200);
+    }
+    // Deleted, it stays the managers' only: its past usage is still not named to members.
+    expect((await call('DELETE', `/v1/agents/${secret}`, MKEYS.owner)).statusCode).toBe(200);
+    const report = async (key: string) => {
+      const res = await call('GET', '/v1/workspace/wsp_main/usage?month=2026-12', key);
+      expect(res.statusCode).toBe(200);
+      return res.json().data;
+    };
+    const agentIds = (r: { byAgent: { agentId: string }[] }) => r.byAgent.map((g) => g.agentId).sort();
+    const managers = await report(MKEYS.admin);
+    expect(agentIds(managers)).toEqual(['agt_listed', 'agt_private', secret].sort());
+    expect(agentIds(await report(MKEYS.acmeOrg))).toEqual(agentIds(managers));
+    for (const key of [MKEYS.member, MKEYS.acmeOrgMember]) {
+      const member = await report(key);
+      expect(JSON.stringify(member)).not.toContain('agt_private');
+      expect(JSON.stringify(member)).not.toContain(secret);
+      // Totals, models and days are the workspace's, the same for everyone; only byAgent is cut.
+      expect(member).toEqual({
+        ...managers,
+        byAgent: managers.byAgent.filter((g: { agentId: string }) => g.agentId === 'agt_listed'),
+      });
+      expect(member.requests).toBe(3);
+    }
+  });
+
   it.each(['2026-13', '2026-1', 'november', '2026-11-01'])('answers 400 for month=%s', async (month) => {
     const res = await call('GET', `/v1/workspace/wsp_main/usage?month=${month}`, MKEYS.owner);
     expect(res.statusCode).toBe(400);

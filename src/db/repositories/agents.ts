@@ -185,6 +185,22 @@ export async function liveAgentIdsIn(db: Executor, workspaceId: string, agentIds
   return new Set(rows.map((row) => row.id));
 }
 
+/**
+ * Which of `agentIds` are agents of the workspace with a visibility the agent list shows members
+ * (deleted ones included: for reports of past usage, where a private agent stays unnamed).
+ */
+export async function memberVisibleAgentIdsIn(db: Db, workspaceId: string, agentIds: string[]) {
+  if (agentIds.length === 0) return new Set<string>();
+  const rows = await db
+    .selectFrom('agents')
+    .select('id')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', 'in', agentIds)
+    .where('visibility', 'in', LISTED_VISIBILITIES)
+    .execute();
+  return new Set(rows.map((row) => row.id));
+}
+
 export async function insertAgent(db: Executor, agent: AgentRow): Promise<void> {
   await db
     .insertInto('agents')

@@ -65,7 +65,7 @@ export async function usageRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
         summary: 'Usage report of a month',
         operationId: 'getUsageReport',
         description:
-          'Tokens, cost and requests of the month (UTC), by agent, model and day, with the workspace limits (null when not set). Any key of the workspace.',
+          'Tokens, cost and requests of the month (UTC), by agent, model and day, with the workspace limits (null when not set). Any key of the workspace; a member’s `byAgent` leaves out agents they cannot see (private ones), whose usage still counts in the totals, `byModel` and `byDay`.',
         tags: ['usage'],
         security: API_KEY_SECURITY,
         params: WorkspaceParams,
