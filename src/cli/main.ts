@@ -3,11 +3,11 @@ import { parseArgs } from 'node:util';
 import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../db/database.js';
-import { findApiKeyInfo, insertApiKey, revokeApiKey } from '../db/repositories/api-keys.js';
+import { findApiKeyInfo, revokeApiKey } from '../db/repositories/api-keys.js';
 import { findUser, findWorkspace, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { newId } from '../ids.js';
 import { startServer } from '../server.js';
-import { insertWorkspaceKeyIfNameFree } from '../services/api-key-admin.js';
+import { insertOrganizationKeyIfNameFree, insertWorkspaceKeyIfNameFree } from '../services/api-key-admin.js';
 import { applySetup } from '../setup/apply.js';
 import { exportText, exportWorkspace } from '../setup/export.js';
 import {
@@ -239,8 +239,12 @@ async function keys(args: string[]): Promise<number> {
       // only with --adopt, as for a key made over the API (management.md).
       managedBy: 'api',
     } as const;
-    if (!values.workspace) await insertApiKey(db, { ...row, workspaceId: null });
-    else if (!(await insertWorkspaceKeyIfNameFree(db, { ...row, workspaceId: values.workspace }))) {
+    // One live key of a name in its workspace or organization, as the API keeps workspace keys.
+    if (!values.workspace) {
+      if (!(await insertOrganizationKeyIfNameFree(db, { ...row, workspaceId: null }))) {
+        throw new BadArgument(`A key named "${row.name}" already exists in organization ${organizationId}`);
+      }
+    } else if (!(await insertWorkspaceKeyIfNameFree(db, { ...row, workspaceId: values.workspace }))) {
       throw new BadArgument(`A key named "${row.name}" already exists in workspace ${values.workspace}`);
     }
     if (values.json) console.log(JSON.stringify({ id, key }));

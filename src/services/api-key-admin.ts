@@ -4,6 +4,7 @@ import { liveAgentIdsIn } from '../db/repositories/agents.js';
 import {
   type ApiKeyInfoRow,
   findApiKeyInfo,
+  findLiveOrganizationKeyByName,
   findLiveWorkspaceKeyByName,
   insertApiKey,
   listWorkspaceApiKeys,
@@ -13,6 +14,7 @@ import {
 import {
   findOrganizationRoles,
   findWorkspaceWithRole,
+  withOrganizationLocked,
   withWorkspaceLocked,
 } from '../db/repositories/tenancy.js';
 import type { Role } from '../db/schema.js';
@@ -137,6 +139,18 @@ export function insertWorkspaceKeyIfNameFree(
 ): Promise<boolean> {
   return withWorkspaceLocked(db, key.workspaceId, async (trx) => {
     if (await findLiveWorkspaceKeyByName(trx, key.workspaceId, key.name, key.createdAt)) return false;
+    await insertApiKey(trx, key);
+    return true;
+  });
+}
+
+/**
+ * insertWorkspaceKeyIfNameFree for an organization key: a setup file names organization keys
+ * by name within their organization, so two live ones of a name could not be told apart.
+ */
+export function insertOrganizationKeyIfNameFree(db: Db, key: NewApiKey): Promise<boolean> {
+  return withOrganizationLocked(db, key.organizationId, async (trx) => {
+    if (await findLiveOrganizationKeyByName(trx, key.organizationId, key.name, key.createdAt)) return false;
     await insertApiKey(trx, key);
     return true;
   });

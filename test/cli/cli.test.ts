@@ -582,6 +582,27 @@ organizations:
     expect(row.revoked_at).not.toBeNull();
   });
 
+  it('refuses (exit 2) a second live organization key of a name, as for workspace keys', async () => {
+    const orgKey = (org: string, user: string, name: string) =>
+      main(['keys', 'create', '--organization', org, '--user', user, '--name', name, '--json']);
+    expect(await orgKey('org_acme', 'usr_olivia', 'ops')).toBe(0);
+    const first = JSON.parse(output.out.at(-1)!);
+    output.err.length = 0;
+    // Before: a second key of the name was made, and a setup file naming it matched either one.
+    expect(await orgKey('org_acme', 'usr_max', 'ops')).toBe(2);
+    expect(output.err).toEqual(['atrium: A key named "ops" already exists in organization org_acme']);
+    // The setup file's key holds its name too.
+    expect(await orgKey('org_acme', 'usr_olivia', 'acme-org')).toBe(2);
+    // A name is taken within one organization, among its organization keys only.
+    expect(await orgKey('org_globex', 'usr_gina', 'ops')).toBe(0);
+    expect(
+      await main(['keys', 'create', '--workspace', 'wsp_main', '--user', 'usr_max', '--name', 'ops']),
+    ).toBe(0);
+    // A revoked key no longer holds its name.
+    expect(await main(['keys', 'revoke', first.id])).toBe(0);
+    expect(await orgKey('org_acme', 'usr_max', 'ops')).toBe(0);
+  });
+
   it('refuses `demo` on a database that is not empty', async () => {
     expect(await main(['demo'])).toBe(2);
   });

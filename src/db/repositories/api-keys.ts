@@ -129,17 +129,30 @@ export function findApiKeyInfo(db: Db, keyId: string) {
 }
 
 /**
- * A live workspace key of that name at `now`, to refuse a second one. A revoked or expired key
- * is an invalid key (decisions.md) and no longer holds its name.
+ * Live keys of that name at `now`, to refuse a second one. A revoked or expired key is an invalid
+ * key (decisions.md) and no longer holds its name.
  */
-export function findLiveWorkspaceKeyByName(db: Db, workspaceId: string, name: string, now: string) {
+function liveKeysNamed(db: Db, name: string, now: string) {
   return db
     .selectFrom('api_keys')
     .select('id')
-    .where('workspace_id', '=', workspaceId)
-    .where('kind', '=', 'workspace')
     .where('name', '=', name)
     .where('revoked_at', 'is', null)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]));
+}
+
+/** A live workspace key of the workspace with that name at `now` (liveKeysNamed). */
+export function findLiveWorkspaceKeyByName(db: Db, workspaceId: string, name: string, now: string) {
+  return liveKeysNamed(db, name, now)
+    .where('workspace_id', '=', workspaceId)
+    .where('kind', '=', 'workspace')
+    .executeTakeFirst();
+}
+
+/** A live organization key of the organization with that name at `now` (liveKeysNamed). */
+export function findLiveOrganizationKeyByName(db: Db, organizationId: string, name: string, now: string) {
+  return liveKeysNamed(db, name, now)
+    .where('organization_id', '=', organizationId)
+    .where('kind', '=', 'organization')
     .executeTakeFirst();
 }

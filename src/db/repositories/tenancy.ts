@@ -15,20 +15,24 @@ export function findWorkspace(db: Db, workspaceId: string) {
  * writer waits (busy timeout) rather than failing when it writes after its read. False when the
  * workspace does not exist.
  */
-export async function lockWorkspace(trx: Db, workspaceId: string): Promise<boolean> {
+export function lockWorkspace(trx: Db, workspaceId: string): Promise<boolean> {
+  return lockTenantRow(trx, 'workspaces', workspaceId);
+}
+
+async function lockTenantRow(trx: Db, table: 'workspaces' | 'organizations', id: string) {
   if (dialectOf(trx) === 'postgres') {
     const row = await trx
-      .selectFrom('workspaces')
+      .selectFrom(table)
       .select('id')
-      .where('id', '=', workspaceId)
+      .where('id', '=', id)
       .forNoKeyUpdate()
       .executeTakeFirst();
     return row !== undefined;
   }
   const result = await trx
-    .updateTable('workspaces')
+    .updateTable(table)
     .set((eb) => ({ updated_at: eb.ref('updated_at') }))
-    .where('id', '=', workspaceId)
+    .where('id', '=', id)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
@@ -42,9 +46,25 @@ export function withWorkspaceLocked<T>(
   workspaceId: string,
   work: (trx: Db) => Promise<T>,
 ): Promise<T> {
+  return withLocked(db, (trx) => lockWorkspace(trx, workspaceId), work);
+}
+
+/**
+ * withWorkspaceLocked for an organization: its row, locked as lockWorkspace locks a workspace's,
+ * makes "is this organization key name free?" and the insert one step.
+ */
+export function withOrganizationLocked<T>(
+  db: Db,
+  organizationId: string,
+  work: (trx: Db) => Promise<T>,
+): Promise<T> {
+  return withLocked(db, (trx) => lockTenantRow(trx, 'organizations', organizationId), work);
+}
+
+function withLocked<T>(db: Db, lock: (trx: Db) => Promise<boolean>, work: (trx: Db) => Promise<T>) {
   return retryOnConflict(() =>
     db.transaction().execute(async (trx) => {
-      await lockWorkspace(trx, workspaceId);
+      await lock(trx);
       return work(trx);
     }),
   );
