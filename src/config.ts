@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
+import { readOrCreateSecretFile } from './secret-file.js';
 
 /** The whole runtime configuration, read once from the environment at start and passed down. */
 export interface Config {
@@ -152,44 +151,13 @@ function signingSecret(env: Env, dataDir: string): string {
   const file = path.join(dataDir, 'signing-secret');
   const secret = readOrCreateSecretFile(file);
   if (secret === '') {
-    // Left empty by an older version's crash between creating and writing it, or by hand.
+    // Left empty by a crash between creating and writing it (an older version's, or one on a
+    // file system without hard links), or by hand.
     throw new ConfigError(
       `${file} holds no signing secret (it is empty): delete it to have a new one generated (URLs signed before stop working), or set ATRIUM_SIGNING_SECRET`,
     );
   }
   return secret;
-}
-
-/**
- * The secret in `file`, made first if there is none. Processes sharing a data dir may start at
- * once: each writes a secret of its own to a temp file, fsyncs it and links it to the name. A
- * link fails when the name is taken, so the first one stays, whole, and every process reads it.
- */
-function readOrCreateSecretFile(file: string): string {
-  try {
-    return fs.readFileSync(file, 'utf8').trim();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  // A crash before the unlink leaves this small file behind, never an empty `signing-secret`.
-  const temp = `${file}.${randomBytes(8).toString('hex')}.tmp`;
-  const fd = fs.openSync(temp, 'wx', 0o600);
-  try {
-    fs.writeSync(fd, `${randomBytes(32).toString('base64url')}\n`);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  try {
-    fs.linkSync(temp, file);
-  } catch (error) {
-    // Another process made it first: its secret is the one.
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  } finally {
-    fs.unlinkSync(temp);
-  }
-  return fs.readFileSync(file, 'utf8').trim();
 }
 
 function httpTimeouts(env: Env, upstreamTimeoutMs: number): HttpTimeouts {

@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { hasErrorCode } from './storage/fs-errors.js';
+
+/**
+ * How long a reader waits for a secret file that another process has created but not written
+ * yet (on a file system without hard links, see {@link createExclusively}): the writer needs
+ * microseconds; this leaves room for a machine that is busy starting several processes.
+ */
+const WRITE_WAIT_MS = 2000;
+
+/**
+ * The secret in `file` (trimmed; '' when the file is empty), made first if there is none.
+ * Processes sharing a data dir may start at once: each writes a secret of its own to a temp
+ * file, fsyncs it and links it to the name. A link fails when the name is taken, so the first
+ * one stays, whole, and every process reads it. Where the file system has no hard links, the
+ * first to create the name exclusively wins instead, and readers wait until it is written.
+ */
+export function readOrCreateSecretFile(file: string): string {
+  const found = readSecretFile(file);
+  if (found !== undefined) return found;
+  const dir = path.dirname(file);
+  fs.mkdirSync(dir, { recursive: true });
+  // Ends with a newline, so that a reader can tell it whole (readSecretFile).
+  const text = `${randomBytes(32).toString('base64url')}\n`;
+  if (!linkIntoPlace(file, text)) createExclusively(file, text);
+  // The name too must reach the disk: lost in a power cut, it would have the next start
+  // generate another secret, and every URL signed before would fail.
+  syncDirectory(dir);
+  const secret = readSecretFile(file);
+  if (secret === undefined) throw new Error(`${file} was removed while it was being made`);
+  return secret;
+}
+
+/**
+ * Places `text` at `file` by a hard link, unless another process placed its own first; false
+ * when the file system has no hard links.
+ */
+function linkIntoPlace(file: string, text: string): boolean {
+  // A crash before the unlink leaves this small file behind, never an empty `file`.
+  const temp = `${file}.${randomBytes(8).toString('hex')}.tmp`;
+  writeDurably(temp, text);
+  try {
+    fs.linkSync(temp, file);
+  } catch (error) {
+    if (hasErrorCode(error, 'EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS')) return false;
+    // EEXIST: another process made it first, and its secret is the one.
+    if (!hasErrorCode(error, 'EEXIST')) throw error;
+  } finally {
+    fs.unlinkSync(temp);
+  }
+  return true;
+}
+
+/**
+ * Creates `file` with `text` unless another process created it first (its secret is then the
+ * one). The name exists, empty, until the text is written: readers wait for it, and a crash in
+ * between leaves an empty file, which the start refuses rather than take an empty secret.
+ */
+function createExclusively(file: string, text: string): void {
+  try {
+    writeDurably(file, text);
+  } catch (error) {
+    if (!hasErrorCode(error, 'EEXIST')) throw error;
+  }
+}
+
+/** A new file (never an existing one) holding `text`, on the disk when this returns. */
+function writeDurably(file: string, text: string): void {
+  const fd = fs.openSync(file, 'wx', 0o600);
+  try {
+    fs.writeFileSync(fd, text);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * The trimmed text of `file`, or undefined when there is none. Text without its final newline
+ * may be a secret another process is still writing: it is read again while the file is new,
+ * for {@link WRITE_WAIT_MS} at most. A file older than that (an empty one a crash left, a
+ * secret written by hand without a newline) is taken as it is.
+ */
+function readSecretFile(file: string): string | undefined {
+  const deadline = Date.now() + WRITE_WAIT_MS;
+  for (;;) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (error) {
+      if (hasErrorCode(error, 'ENOENT')) return undefined;
+      throw error;
+    }
+    if (text.endsWith('\n') || Date.now() >= deadline || !changedWithin(file, WRITE_WAIT_MS)) {
+      return text.trim();
+    }
+    sleep(10);
+  }
+}
+
+function changedWithin(file: string, ms: number): boolean {
+  return Date.now() - fs.statSync(file).mtimeMs < ms;
+}
+
+/** Blocks the thread: the configuration is read synchronously, once, at start. */
+function sleep(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * fsyncs a directory, so that the names linked or created in it last. Some platforms cannot
+ * (Windows refuses to open a directory, some file systems to fsync one): there it is skipped.
+ */
+function syncDirectory(dir: string): void {
+  const unsupported = ['EISDIR', 'EINVAL', 'EPERM', 'ENOTSUP'];
+  let fd: number;
+  try {
+    fd = fs.openSync(dir, 'r');
+  } catch (error) {
+    if (hasErrorCode(error, ...unsupported)) return;
+    throw error;
+  }
+  try {
+    fs.fsyncSync(fd);
+  } catch (error) {
+    if (!hasErrorCode(error, ...unsupported)) throw error;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
