@@ -76,13 +76,60 @@ export async function extractInProcess(
     onLoaded?.();
     sections = await extract(input.bytes, maxChars);
   } catch (error) {
-    return { status: 'failed', error: `${FORMAT_NAMES[format]} could not be read: ${shortReason(error)}` };
+    return readFailure(FORMAT_NAMES[format], error);
   }
   const cleaned = sections.map(withoutNul).filter((section) => section.text.trim() !== '');
   const capped = capSections(cleaned, maxChars);
   return capped.truncated
     ? { status: 'ok', format, sections: capped.sections, truncated: true }
     : { status: 'ok', format, sections: capped.sections };
+}
+
+/**
+ * A file the format's library failed on. Its message is kept (first line) when it is about the
+ * file; one about the server (a module that did not load, a system call, any server path) would
+ * show clients the server's paths in `indexError`: the file gets Atrium's words and the error
+ * goes along as the cause, for the log.
+ */
+function readFailure(format: string, error: unknown): Extraction {
+  if (isServerFault(error)) {
+    return {
+      status: 'failed',
+      error: `${format} extraction failed on an internal error`,
+      cause: copyable(error),
+    };
+  }
+  return { status: 'failed', error: `${format} could not be read: ${shortReason(error)}` };
+}
+
+/** A path of the server: absolute (POSIX or Windows, after a quote, space or bracket) or a file: URL. */
+const SERVER_PATH = /file:\/\/|(?:^|[\s'"`(])\/[^\s/'"`]+\/|\b[A-Za-z]:\\/;
+
+/**
+ * Node's own failures (module loading `MODULE_NOT_FOUND`, `ERR_*`; system calls, with an errno)
+ * are the server's; parsers' errors have messages about the file, some a code of their own
+ * (read-excel-file's `INVALID_ZIP`), so any other code does not decide.
+ */
+function isServerFault(error: unknown): boolean {
+  const { code, errno } = (typeof error === 'object' && error !== null ? error : {}) as {
+    code?: unknown;
+    errno?: unknown;
+  };
+  if (typeof code === 'string' && (code === 'MODULE_NOT_FOUND' || code.startsWith('ERR_'))) return true;
+  if (typeof errno === 'number') return true;
+  return SERVER_PATH.test(error instanceof Error ? error.message : String(error));
+}
+
+/**
+ * The error as postMessage can copy it from the worker: an Error's own copy fails on a cause
+ * or field that holds a function, and a thrown value need not be an Error at all. Its stack
+ * still names its type.
+ */
+function copyable(error: unknown): Error {
+  if (!(error instanceof Error)) return new Error(String(error));
+  const copy = new Error(error.message);
+  copy.stack = error.stack;
+  return copy;
 }
 
 /**
