@@ -2,10 +2,11 @@ import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import type { Dialect } from './database.js';
 
 /**
- * How a listed column becomes a JSON value: as it is (text, number, null), a 0/1 integer as a
- * JSON boolean (neither engine stores booleans the same way), or text that holds JSON, embedded.
+ * How a listed column becomes a JSON value: as it is (text, integer, null), a floating-point
+ * number as JavaScript writes it (`number`), a 0/1 integer as a JSON boolean (neither engine
+ * stores booleans the same way), or text that holds JSON, embedded.
  */
-export type JsonField = 'value' | 'boolean' | 'json';
+export type JsonField = 'value' | 'number' | 'boolean' | 'json';
 
 /**
  * The rows of `rows` as one JSON array text, built by the database in the rows' order: a listing
@@ -24,16 +25,9 @@ export function jsonArray(
 ): RawBuilder<string> {
   const entries = Object.entries(fields);
   if (dialect === 'sqlite') {
-    const pairs = entries.map(([name, kind]) => {
-      const column = sql.ref(`r.${name}`);
-      const value =
-        kind === 'boolean'
-          ? sql`json(case when ${column} then 'true' else 'false' end)`
-          : kind === 'json'
-            ? sql`json(${column})`
-            : column;
-      return sql`${sql.lit(name)}, ${value}`;
-    });
+    const pairs = entries.map(
+      ([name, kind]) => sql`${sql.lit(name)}, ${sqliteValue(sql.ref(`r.${name}`), kind)}`,
+    );
     return sql<string>`(select coalesce(json_group_array(json_object(${sql.join(pairs)})), '[]') from (${rows}) as r)`;
   }
   // row_to_json writes compact JSON (json_agg and json_build_object add spaces and newlines).
@@ -44,6 +38,17 @@ export function jsonArray(
     return column;
   });
   return sql<string>`(select '[' || coalesce(string_agg(row_to_json(j)::text, ','), '') || ']' from (select ${sql.join(columns)} from (${rows}) as r) as j)`;
+}
+
+/** A listed column as SQLite's json_object takes it, to write the JSON value `kind` says. */
+function sqliteValue(column: RawBuilder<unknown>, kind: JsonField): RawBuilder<unknown> {
+  if (kind === 'boolean') return sql`json(case when ${column} then 'true' else 'false' end)`;
+  if (kind === 'json') return sql`json(${column})`;
+  // SQLite writes a whole REAL as `0.0` where JSON.stringify (every other route, and PostgreSQL
+  // here) writes `0`: a whole one goes as an integer (one past an integer's range stays a REAL).
+  if (kind === 'number')
+    return sql`case when ${column} = cast(${column} as integer) then cast(${column} as integer) else ${column} end`;
+  return column;
 }
 
 /**

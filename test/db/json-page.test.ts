@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertAgent } from '../../src/db/repositories/agents.js';
+import { recordChatMessages } from '../../src/db/repositories/chats.js';
 import { insertSkills } from '../../src/db/repositories/skills.js';
 import { listChats } from '../../src/services/chats.js';
 import { chatViewer } from '../../src/services/chat-visibility.js';
@@ -314,5 +315,48 @@ describe(`listings built as JSON by the database (${engineName})`, () => {
       ['cht_json_2', false],
     ]);
     expect(data.pagination.hasMore).toBe(true);
+  });
+});
+
+describe(`numbers in a listing built by the database (${engineName})`, () => {
+  it('chats: spendUsd as the other routes write it, 0 for a fresh chat (not 0.0), any other spend kept', async () => {
+    // Its own agent, so that the listing shows this chat alone.
+    await t.db
+      .insertInto('chats')
+      .values({
+        id: 'cht_json_spend',
+        workspace_id: 'wsp_main',
+        agent_id: 'agt_json_b',
+        project_id: null,
+        title: 'Spend',
+        // As POST /v1/chat starts one.
+        spend_usd: 0,
+        client_id: null,
+        created_by: 'usr_olivia',
+        end_user: null,
+        message_count: 0,
+        last_message_at: null,
+        created_at: at(9),
+        updated_at: at(9),
+      })
+      .execute();
+    const spendText = async (url: string) => {
+      const res = await t.app.inject({ method: 'GET', url, headers });
+      expect(res.statusCode).toBe(200);
+      return [...res.body.matchAll(/"spendUsd":([^,}]*)/g)].map((match) => match[1]);
+    };
+    const listed = () => spendText('/v1/chats?agentId=agt_json_b');
+    // Before: SQLite's JSON wrote the stored real as `0.0` where GET /v1/chats/{id} writes `0`.
+    expect(await listed()).toEqual(['0']);
+    expect(await spendText('/v1/chats/cht_json_spend')).toEqual(['0']);
+    for (const [costUsd, written] of [
+      [2, '2'],
+      [0.5, '2.5'],
+      [0.1, '2.6'],
+    ] as const) {
+      await recordChatMessages(t.db, 'cht_json_spend', { added: 0, costUsd, now: at(9) });
+      expect(await listed()).toEqual([written]);
+      expect(await spendText('/v1/chats/cht_json_spend')).toEqual([written]);
+    }
   });
 });

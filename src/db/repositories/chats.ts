@@ -109,7 +109,7 @@ const CHAT_FIELDS: Record<string, JsonField> = {
   messageCount: 'value',
   lastMessageAt: 'value',
   active: 'boolean',
-  spendUsd: 'value',
+  spendUsd: 'number',
   createdAt: 'value',
   updatedAt: 'value',
 };
