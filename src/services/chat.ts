@@ -541,6 +541,13 @@ async function resolveAgent(db: Db, principal: Principal, request: ConversationR
 const CLIENT_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
 /**
+ * The client ids /v1/openai derives from conversation keys begin with this. A /v1/chat client
+ * may name an existing chat by such an id but not create one: a chat holding the id another
+ * user's key derives would answer that user's requests with 404 for good.
+ */
+export const CONVERSATION_CLIENT_ID_PREFIX = 'oak_';
+
+/**
  * The chat the request continues, or undefined: a new one. `chatId` names a chat by its id or
  * client id; without it, the body's `id` (the client's chat id) continues the chat it names, else
  * becomes the new chat's client id. A chat the key cannot see is 404, one of another agent 400.
@@ -562,12 +569,18 @@ async function resolveChat(
   const chat = await findChat(db, workspace.id, named);
   if (!chat) {
     if (request.chatId !== undefined) throw errors.notFound('Chat');
-    return request.conversationKey
-      ? formerKeyedChat(db, workspace, agent, viewer, request.conversationKey)
-      : undefined;
+    if (request.conversationKey) {
+      return formerKeyedChat(db, workspace, agent, viewer, request.conversationKey);
+    }
+    if (named.startsWith(CONVERSATION_CLIENT_ID_PREFIX)) {
+      const message = `must not begin with ${CONVERSATION_CLIENT_ID_PREFIX} for a new chat (reserved for the conversation keys of /v1/openai)`;
+      throw errors.badRequest(`body.id ${message}`, [{ path: 'body.id', message }]);
+    }
+    return undefined;
   }
   // A conversation key only ever names the caller's own chat, even for an admin (its client id
-  // hashes the user in; another user's chat holds it only if a /v1/chat client chose that `id`).
+  // hashes the user in; another user's chat holds it only if a /v1/chat client chose that `id`,
+  // which it can no longer do for a new chat).
   const own = !request.conversationKey || chat.created_by === viewer.userId;
   if (!canSeeChat(viewer, chat) || !own) throw errors.notFound('Chat');
   if (chat.agent_id !== agent.id) {

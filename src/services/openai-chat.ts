@@ -8,13 +8,14 @@ import { type ChunkSink, eventText, type TextTarget } from '../http/ui-message-s
 import type { TemplateValue } from '../models/template.js';
 import type { ConversationMessage, IncomingMessage } from './chat-messages.js';
 import type { CallOptions } from './chat-reply.js';
-import type {
-  ChatMessageMetadata,
-  Conversation,
-  ConversationOutcome,
-  ConversationRequest,
-  TokenUsage,
-  UserVariables,
+import {
+  type ChatMessageMetadata,
+  type Conversation,
+  CONVERSATION_CLIENT_ID_PREFIX,
+  type ConversationOutcome,
+  type ConversationRequest,
+  type TokenUsage,
+  type UserVariables,
 } from './chat.js';
 
 /**
@@ -367,17 +368,18 @@ export function reconcileHistory(sent: IncomingMessage[]) {
 /**
  * A conversation key names a chat per workspace, agent and user of the key (a chat is its
  * user's own, so one user's key never reaches another's chat); stored as the chat's client id,
- * a hash so any 1–128 character key fits the client id's alphabet.
+ * a hash so any 1–128 character key fits the client id's alphabet, behind a prefix /v1/chat
+ * cannot create chats with (so no other user can take it first).
  */
 export function conversationClientId(userId: string, agentId: string, key: string): string {
   const digest = createHash('sha256').update(`${userId}\u0000${agentId}\u0000${key}`).digest('base64url');
-  return `oak_${digest}`;
+  return `${CONVERSATION_CLIENT_ID_PREFIX}${digest}`;
 }
 
 /** The client id of a conversation key before it named its user: still found by its own user. */
 function formerConversationClientId(agentId: string, key: string): string {
   const digest = createHash('sha256').update(`${agentId}\u0000${key}`).digest('base64url');
-  return `oak_${digest}`;
+  return `${CONVERSATION_CLIENT_ID_PREFIX}${digest}`;
 }
 
 /** The conversation input of a Chat Completions request; throws 400 for refused parameters. */

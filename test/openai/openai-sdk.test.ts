@@ -1070,6 +1070,42 @@ describe('storing', () => {
     expect(await storedTexts(chatId)).toEqual(['user: Q1', 'assistant: A.']);
   });
 
+  it('refuses a /v1/chat id that would take the client id of another user’s conversation key (oak_): 400, the key still works', async () => {
+    const ownersId = `oak_${createHash('sha256').update('usr_olivia\u0000agt_plain\u0000squatted').digest('base64url')}`;
+    const postChat = (apiKey: string, id: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/chat',
+        headers: { 'x-service-api-key': apiKey },
+        payload: {
+          agentId: 'agt_plain',
+          id,
+          messages: [{ role: 'user', parts: [{ type: 'text', text: 'Q1' }] }],
+        },
+      });
+    // A member who knows the owner's user id and key tries to create that chat first.
+    const squat = await postChat(CHAT_KEYS.mainMember, ownersId);
+    expect(squat.statusCode).toBe(400);
+    expect(squat.json()).toMatchObject({ code: 'bad_request', details: { issues: [{ path: 'body.id' }] } });
+    expect(await t.db.selectFrom('chats').select('id').where('client_id', '=', ownersId).execute()).toEqual(
+      [],
+    );
+
+    upstream.enqueue({ kind: 'text', text: 'A.' });
+    const { response } = await client(CHAT_KEYS.main, {
+      defaultHeaders: { 'x-atrium-conversation-key': 'squatted' },
+    })
+      .chat.completions.create({ model: 'agt_plain', messages: conversation('Q1') })
+      .withResponse();
+    const chatId = response.headers.get('x-atrium-chat-id')!;
+    expect(await storedTexts(chatId)).toEqual(['user: Q1', 'assistant: A.']);
+    // The prefix is refused for a new chat only: its user still names the chat by its client id.
+    upstream.enqueue({ kind: 'text', text: 'B.' });
+    const continued = await postChat(CHAT_KEYS.main, ownersId);
+    expect(continued.statusCode).toBe(200);
+    expect(continued.json().chatId).toBe(chatId);
+  });
+
   it('continues a stored chat by chat_id and by x-atrium-chat-id', async () => {
     const { chatId } = await firstKeyedTurn('by-id', 'Q1', 'A.');
 

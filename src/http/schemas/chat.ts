@@ -78,7 +78,7 @@ export const ChatBody = Type.Object(
         maxLength: 128,
         pattern: '^[A-Za-z0-9_-]+$',
         description:
-          "The client's own chat id (`useChat` sends it): without `chatId`, continues the chat it names (by id or `clientId`), else creates a chat with this `clientId`",
+          "The client's own chat id (`useChat` sends it): without `chatId`, continues the chat it names (by id or `clientId`), else creates a chat with this `clientId`. `oak_` begins the client ids of `/v1/openai` conversation keys: a new chat's `id` may not (400)",
       }),
     ),
     trigger: Type.Optional(
