@@ -66,6 +66,12 @@ export function createMemoryCoordination(options: { maxTtlSeconds?: number } = {
       async del(key) {
         return values.delete(key) ? 1 : 0;
       },
+      async replace(key, expected, value, setOptions) {
+        if ((read(key) ?? '') !== (expected ?? '')) return false;
+        if (value === null) values.delete(key);
+        else write(key, value, setOptions?.EX);
+        return true;
+      },
     },
     subscriber: {
       connect: async () => undefined,

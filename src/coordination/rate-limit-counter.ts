@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import { type Db, directSqliteStatement } from '../db/database.js';
 import type { RedisClient } from './redis.js';
+import { redisScript, runScript } from './redis-scripts.js';
 
 /**
  * Counts hits per key in fixed windows shared by every process: one atomic increment by
@@ -53,11 +53,10 @@ export class DatabaseRateLimitCounter implements RateLimitCounter {
 }
 
 // INCRBY and, on the window's first increment, an expiry: one round trip, atomic on the server.
-const INCREMENT_SCRIPT = `
+const INCREMENT_SCRIPT = redisScript(`
 local count = redis.call('INCRBY', KEYS[1], ARGV[2])
 if count == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return count`;
-const INCREMENT_SCRIPT_SHA = createHash('sha1').update(INCREMENT_SCRIPT).digest('hex');
+return count`);
 
 /** Counts in Redis (when REDIS_URL is set): one script call per increment; keys expire with their window. */
 export class RedisRateLimitCounter implements RateLimitCounter {
@@ -70,12 +69,6 @@ export class RedisRateLimitCounter implements RateLimitCounter {
     const redisKey = `${this.prefix}ratelimit:${key}:${windowStart}`;
     // A little past the window's end, so a process whose clock lags never sees the key vanish early.
     const ttl = String(windowMs + 5_000);
-    try {
-      return Number(await this.redis.evalsha(INCREMENT_SCRIPT_SHA, 1, redisKey, ttl, String(amount)));
-    } catch (error) {
-      // The server does not know the script yet (first use, or after a restart): send it once.
-      if (!String((error as Error)?.message).startsWith('NOSCRIPT')) throw error;
-      return Number(await this.redis.eval(INCREMENT_SCRIPT, 1, redisKey, ttl, String(amount)));
-    }
+    return Number(await runScript(this.redis, INCREMENT_SCRIPT, [redisKey], [ttl, String(amount)]));
   }
 }

@@ -1,7 +1,18 @@
 import { Redis } from 'ioredis';
 import type { Coordination } from './coordination.js';
+import { redisScript, runScript } from './redis-scripts.js';
 
 export type RedisClient = Redis;
+
+// Coordination's `replace`: GET, compare and SET or DEL in one step on the server. An empty
+// expected value stands for an absent key, an empty value for a delete.
+const REPLACE_SCRIPT = redisScript(`
+local current = redis.call('GET', KEYS[1]) or ''
+if current ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1])
+elseif ARGV[3] == '' then redis.call('SET', KEYS[1], ARGV[2])
+else redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) end
+return 1`);
 
 /**
  * The one Redis connection of a process (REDIS_URL), shared by everything several processes
@@ -62,6 +73,10 @@ export function connectRedis(url: string, onError: (error: unknown) => void): Co
       },
       incr: (key) => publisher.incr(key),
       del: (key) => publisher.del(key),
+      replace: async (key, expected, value, options) => {
+        const args = [expected ?? '', value ?? '', options?.EX ? String(options.EX) : ''];
+        return (await runScript(publisher, REPLACE_SCRIPT, [key], args)) === 1;
+      },
     },
     subscriber: {
       connect: async () => undefined,

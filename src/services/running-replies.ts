@@ -277,7 +277,7 @@ export class RunningReplies {
           // Another reply of the chat may have started meanwhile: remove only our own marker.
           await publisher.del(replyKey);
           await publisher.del(ownerKey);
-          if ((await publisher.get(key)) === messageId) await publisher.del(key);
+          await publisher.replace(key, messageId, null);
         })().catch(() => undefined);
         release();
       },
@@ -286,23 +286,52 @@ export class RunningReplies {
 
   /**
    * `admit`, refused with 409 `conflict` while a reply of the chat runs here or (as Redis tells)
-   * in another process: for a door that must never answer one turn of a chat twice. Looked at
-   * again here once the lookup is done, in the same turn as the admission, so that two requests
-   * of this process cannot both get through.
+   * in another process: for a door that must never answer one turn of a chat twice. The chat's
+   * marker is claimed, not looked at and then set: of two requests reaching two processes at
+   * once, one gets it (docs/openai.md, "A client that leaves").
    */
   async admitAlone(
     chatId: string,
     messageId: string,
     stop: (reason: StopReason) => void,
   ): Promise<ReplyTicket> {
-    if ((await this.isActive(chatId)) || this.local.has(chatId)) {
-      throw new ApiError(
-        'conflict',
-        'A reply is being generated in this chat: wait for it, or stop it, before sending again',
-        { chatId },
-      );
+    // With Redis down, only the replies running here are known.
+    const claimed = !this.local.has(chatId) && (await this.claimChat(chatId, messageId).catch(() => true));
+    try {
+      // Looked at again once the claim is done, in the same turn as the admission: with Redis
+      // down, two requests of this process cannot both get through.
+      if (!claimed || this.local.has(chatId)) {
+        throw new ApiError(
+          'conflict',
+          'A reply is being generated in this chat: wait for it, or stop it, before sending again',
+          { chatId },
+        );
+      }
+      return this.admit(chatId, messageId, stop);
+    } catch (error) {
+      // Not admitted (here already, or 503): a marker claimed for it would name no reply, and
+      // refuse the chat's requests until it expired.
+      if (claimed) {
+        void this.coordination.publisher
+          .replace(this.activeKey(chatId), messageId, null)
+          .catch(() => undefined);
+      }
+      throw error;
     }
-    return this.admit(chatId, messageId, stop);
+  }
+
+  /**
+   * Sets the chat's marker to this reply unless it names one that runs (here or in a process
+   * that is alive): true when set. Set only while the marker still holds what was read, in one
+   * step, so a claim of another process in between makes this one fail.
+   */
+  private async claimChat(chatId: string, messageId: string): Promise<boolean> {
+    const { publisher } = this.coordination;
+    const key = this.activeKey(chatId);
+    const value = await publisher.get(key);
+    const named = typeof value === 'string' && value !== '' ? value : null;
+    if (named !== null && !(await this.goneReplies([named])).has(named)) return false;
+    return publisher.replace(key, named, messageId, { EX: ACTIVE_TTL_SECONDS });
   }
 
   /**

@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Coordination } from '../../src/coordination/coordination.js';
 import { createMemoryCoordination } from '../../src/coordination/memory.js';
+import { connectRedis } from '../../src/coordination/redis.js';
 import { RunningReplies } from '../../src/services/running-replies.js';
+import { deleteRedisKeys, REDIS_URL, redisReachable } from '../helpers/redis.js';
 
 /** Two "processes" sharing one coordination (as two processes share Redis). */
 function twoProcesses() {
@@ -45,7 +48,7 @@ function mortal(shared: Coordination) {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (typeof value !== 'function') return value;
-      if (prop === 'set' || prop === 'publish' || prop === 'del') {
+      if (prop === 'set' || prop === 'publish' || prop === 'del' || prop === 'replace') {
         return (...args: unknown[]) =>
           state.dead ? Promise.resolve(0) : (value as (...a: unknown[]) => unknown).apply(target, args);
       }
@@ -333,3 +336,125 @@ describe("a chat's marker with two turns on two processes", () => {
     second.release();
   });
 });
+
+const hasRedis = await redisReachable();
+
+/**
+ * Two processes that share one coordination (the in-memory stand-in, or Redis as two processes
+ * connect to it). With `readTogether`, their reads of a chat's marker are answered only once both
+ * have read it: two requests of one chat reaching two processes within one round trip.
+ */
+async function twoProcessesReadingTogether(
+  backend: 'memory' | 'Redis',
+  { maxConcurrent = 5, readTogether = true } = {},
+) {
+  const keyPrefix = `atrium-test-${randomBytes(6).toString('hex')}`;
+  const memory = backend === 'memory' ? createMemoryCoordination() : undefined;
+  const shared = memory
+    ? [memory, memory]
+    : [connectRedis(REDIS_URL, () => {}), connectRedis(REDIS_URL, () => {})];
+  let reads = 0;
+  let bothRead!: () => void;
+  const together = new Promise<void>((resolve) => (bothRead = resolve));
+  const [a, b] = shared.map((coordination) => {
+    const publisher = new Proxy(coordination.publisher, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (prop === 'get') {
+          return async (key: string) => {
+            const read = await target.get(key);
+            if (readTogether && key.includes(':active:')) {
+              if (++reads === 2) bothRead();
+              await together;
+            }
+            return read;
+          };
+        }
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    return new RunningReplies({ ...coordination, publisher } as Coordination, { maxConcurrent, keyPrefix });
+  });
+  await Promise.all([a!.start(), b!.start()]);
+  return {
+    a: a!,
+    b: b!,
+    publisher: shared[0]!.publisher,
+    keyPrefix,
+    close: async () => {
+      await Promise.all([...new Set(shared)].map((coordination) => coordination.close()));
+      if (backend === 'Redis') await deleteRedisKeys(keyPrefix);
+    },
+  };
+}
+
+describe.each(['memory', 'Redis'] as const)(
+  'a chat claimed alone (admitAlone) by two processes at once (%s)',
+  (backend) => {
+    it.skipIf(backend === 'Redis' && !hasRedis)(
+      'admits one request of the two, refusing the other with 409',
+      async () => {
+        const { a, b, close } = await twoProcessesReadingTogether(backend);
+        try {
+          const results = await Promise.allSettled([
+            a.admitAlone('chat-1', 'msg-1', () => undefined),
+            b.admitAlone('chat-1', 'msg-2', () => undefined),
+          ]);
+          // Before, both read no marker and both were admitted: one turn answered and stored twice.
+          const admitted = results.filter((result) => result.status === 'fulfilled');
+          const refused = results.filter((result) => result.status === 'rejected');
+          expect(admitted).toHaveLength(1);
+          expect(refused.map((result) => (result.reason as { code: string }).code)).toEqual(['conflict']);
+          for (const result of admitted) result.value.release();
+        } finally {
+          await close();
+        }
+      },
+    );
+
+    it.skipIf(backend === 'Redis' && !hasRedis)(
+      'takes over the marker of a reply whose process is gone for one request of the two',
+      async () => {
+        const { a, b, publisher, keyPrefix, close } = await twoProcessesReadingTogether(backend);
+        try {
+          // A reply of a process that was killed: its marker and owner key live on, its channel is gone.
+          await publisher.set(`${keyPrefix}:active:chat-2`, 'msg-0', { EX: 30 });
+          await publisher.set(`${keyPrefix}:owner:msg-0`, 'killed-process', { EX: 30 });
+          const results = await Promise.allSettled([
+            a.admitAlone('chat-2', 'msg-1', () => undefined),
+            b.admitAlone('chat-2', 'msg-2', () => undefined),
+          ]);
+          const admitted = results.flatMap((result, i) =>
+            result.status === 'fulfilled' ? [{ i, ticket: result.value }] : [],
+          );
+          expect(admitted).toHaveLength(1);
+          expect(await publisher.get(`${keyPrefix}:active:chat-2`)).toBe(`msg-${admitted[0]!.i + 1}`);
+          admitted[0]!.ticket.release();
+        } finally {
+          await close();
+        }
+      },
+    );
+
+    it.skipIf(backend === 'Redis' && !hasRedis)(
+      'leaves no marker behind for a request refused as the process is busy (503)',
+      async () => {
+        const { a, b, close } = await twoProcessesReadingTogether(backend, {
+          maxConcurrent: 1,
+          readTogether: false,
+        });
+        try {
+          const busy = a.admit('chat-other', 'msg-0', () => undefined);
+          const refused = await a.admitAlone('chat-3', 'msg-1', () => undefined).catch((e: unknown) => e);
+          expect(refused).toMatchObject({ code: 'service_unavailable' });
+          busy.release();
+          // Else the chat's marker named a reply that never ran, and its requests were refused (409).
+          const ticket = await b.admitAlone('chat-3', 'msg-2', () => undefined);
+          ticket.release();
+        } finally {
+          await close();
+        }
+      },
+    );
+  },
+);

@@ -3,11 +3,11 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { engineName } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { deleteRedisKeys, REDIS_URL, redisReachable } from '../helpers/redis.js';
 import { type ServeCluster, startServeCluster } from '../helpers/serve-processes.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 
-const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 const RATE_LIMIT = 50;
 const TOKEN_LIMIT = 100;
 const SPEND_CAP = 0.001;
@@ -198,22 +198,6 @@ describe(`limits across two atrium serve processes on one database (${engineName
   }, 60_000);
 });
 
-async function redisReachable(): Promise<boolean> {
-  const probe = new Redis(REDIS_URL, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  try {
-    await probe.connect();
-    return (await probe.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
-}
-
 describe.skipIf(!(await redisReachable()))(
   `limits across two atrium serve processes with REDIS_URL (${engineName})`,
   () => {
@@ -228,10 +212,7 @@ describe.skipIf(!(await redisReachable()))(
     }, 150_000);
     afterAll(async () => {
       await cluster?.close();
-      const redis = new Redis(REDIS_URL);
-      const keys = await redis.keys(`${prefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
-      await redis.quit();
+      await deleteRedisKeys(prefix);
     });
 
     it('the per-key rate limit is one count in Redis, none in the database', async () => {

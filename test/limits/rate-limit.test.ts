@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+import { deleteRedisKeys, REDIS_URL, redisReachable } from '../helpers/redis.js';
 
 const LIMIT = 5;
 const SETUP = TENANCY_SETUP.replace(
@@ -13,24 +13,6 @@ const SETUP = TENANCY_SETUP.replace(
 /** 10:00:42 UTC: 18 seconds before the window ends. */
 const NOW = new Date('2026-11-23T10:00:42.000Z');
 
-export const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
-
-async function redisReachable(): Promise<boolean> {
-  const probe = new Redis(REDIS_URL, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  try {
-    await probe.connect();
-    await probe.ping();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
-}
 const hasRedis = await redisReachable();
 
 /** Two apps on one database, as two processes behind a load balancer, with one clock. */
@@ -58,13 +40,8 @@ async function twoProcesses(env: Record<string, string> = {}) {
 
 const redisPrefixes: string[] = [];
 afterAll(async () => {
-  if (!hasRedis || redisPrefixes.length === 0) return;
-  const redis = new Redis(REDIS_URL);
-  for (const prefix of redisPrefixes) {
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }
-  await redis.quit();
+  if (!hasRedis) return;
+  for (const prefix of redisPrefixes) await deleteRedisKeys(prefix);
 });
 
 function variants() {
