@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
-import { lockAllWorkspaces, lockWorkspace } from '../db/repositories/tenancy.js';
+import { lockAllTenants, lockWorkspace } from '../db/repositories/tenancy.js';
 import type { Database } from '../db/schema.js';
 import { caseInsensitiveSortKey } from '../db/sort-key.js';
 import { type IdPrefix, newId } from '../ids.js';
@@ -495,7 +495,7 @@ export async function applySetup(
   const report: ApplyReport = { created: [], updated: [], keys: {}, ids: {} };
   await db.transaction().execute(async (trx) => {
     // Before anything is read or written: API writes of agents and keys wait for this apply.
-    await lockAllWorkspaces(trx);
+    await lockAllTenants(trx);
     const now = options.now.toISOString();
     if (!options.adopt) {
       const apiManaged = await findApiManagedObjects(trx, setup, now);

@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateApiKey, hashApiKey, keyPrefix } from '../../src/auth/api-keys.js';
+import { insertOrganizationKeyIfNameFree } from '../../src/services/api-key-admin.js';
 import { applyFixture, createTestApp, engineName } from '../helpers/app.js';
 import { keyedCaller, MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
 
@@ -69,5 +71,40 @@ describe.skipIf(engineName !== 'postgres')(`atrium apply racing API writes (${en
     expect(answer.statusCode, answer.body).toBe(409);
     const raced = await t.db.selectFrom('agents').select('managed_by').where('title', '=', 'Raced').execute();
     expect(raced).toEqual([{ managed_by: 'setup' }]);
+  });
+  it('an organization key `atrium keys create` makes while apply runs waits for it: one live key of a name', async () => {
+    const declared = 'atr_org_mgmt_acme_raced_00000000000000000000';
+    const file = MANAGEMENT_SETUP.replace('name: Nora,', 'name: Nora Four,').replace(
+      `      - { name: acme-org, user: usr_olivia, key: "${MKEYS.acmeOrg}" }`,
+      `      - { name: acme-org, user: usr_olivia, key: "${MKEYS.acmeOrg}" }\n      - { name: raced-org, user: usr_olivia, key: "${declared}" }`,
+    );
+    expect(file).toContain('raced-org');
+    const key = generateApiKey('organization');
+    const { applied, answer } = await applyHeldAt(file, () =>
+      insertOrganizationKeyIfNameFree(t.env.database.db, {
+        id: 'key_raced_org',
+        name: 'raced-org',
+        kind: 'organization',
+        organizationId: 'org_acme',
+        workspaceId: null,
+        userId: 'usr_olivia',
+        keyHash: hashApiKey(key),
+        keyPrefix: keyPrefix(key),
+        expiresAt: null,
+        createdAt: new Date().toISOString(),
+        managedBy: 'api',
+      }),
+    );
+    expect(applied).toBe('ok');
+    // The command waited for the file's key, and found the name taken.
+    expect(answer).toBe(false);
+    const live = await t.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('organization_id', '=', 'org_acme')
+      .where('name', '=', 'raced-org')
+      .where('revoked_at', 'is', null)
+      .execute();
+    expect(live).toHaveLength(1);
   });
 });

@@ -71,14 +71,18 @@ function withLocked<T>(db: Db, lock: (trx: Db) => Promise<boolean>, work: (trx: 
 }
 
 /**
- * Locks every workspace, in id order, until the transaction ends: what `atrium apply` takes
- * first, before it writes anything (PostgreSQL; SQLite's one writer at a time is that lock).
- * Taken later, after it had written a user's row, it deadlocked with a key being made for that
- * user (which holds the workspace's lock and waits on the user's row); and its check of
- * API-managed objects could miss an agent the API made meanwhile.
+ * Locks every organization, then every workspace, each in id order, until the transaction ends:
+ * what `atrium apply` takes first, before it writes anything (PostgreSQL; SQLite's one writer at
+ * a time is that lock). Keys made by name elsewhere hold one of these rows while they check the
+ * name (an organization's for `atrium keys create --organization`, a workspace's for the rest),
+ * so they wait for the file's keys, or the file for them. Taken later, after it had written a
+ * user's row, it deadlocked with a key being made for that user (which holds the workspace's
+ * lock and waits on the user's row); and its check of API-managed objects could miss an agent
+ * the API made meanwhile.
  */
-export async function lockAllWorkspaces(trx: Db): Promise<void> {
+export async function lockAllTenants(trx: Db): Promise<void> {
   if (dialectOf(trx) !== 'postgres') return;
+  await trx.selectFrom('organizations').select('id').orderBy('id').forNoKeyUpdate().execute();
   await trx.selectFrom('workspaces').select('id').orderBy('id').forNoKeyUpdate().execute();
 }
 
