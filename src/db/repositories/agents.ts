@@ -173,31 +173,30 @@ export function findLiveAgentByTitle(db: Executor, workspaceId: string, title: s
 }
 
 /** Which of `agentIds` are live agents of the workspace. */
-export async function liveAgentIdsIn(db: Executor, workspaceId: string, agentIds: string[]) {
-  if (agentIds.length === 0) return new Set<string>();
-  const rows = await db
-    .selectFrom('agents')
-    .select('id')
-    .where('workspace_id', '=', workspaceId)
-    .where('id', 'in', agentIds)
-    .where('deleted_at', 'is', null)
-    .execute();
-  return new Set(rows.map((row) => row.id));
+export function liveAgentIdsIn(db: Executor, workspaceId: string, agentIds: string[]) {
+  return agentIdsIn(db, workspaceId, agentIds, 'live');
 }
 
 /**
  * Which of `agentIds` are agents of the workspace with a visibility the agent list shows members
  * (deleted ones included: for reports of past usage, where a private agent stays unnamed).
  */
-export async function memberVisibleAgentIdsIn(db: Db, workspaceId: string, agentIds: string[]) {
+export function memberVisibleAgentIdsIn(db: Executor, workspaceId: string, agentIds: string[]) {
+  return agentIdsIn(db, workspaceId, agentIds, 'listed');
+}
+
+async function agentIdsIn(db: Executor, workspaceId: string, agentIds: string[], which: 'live' | 'listed') {
   if (agentIds.length === 0) return new Set<string>();
-  const rows = await db
+  const query = db
     .selectFrom('agents')
     .select('id')
     .where('workspace_id', '=', workspaceId)
-    .where('id', 'in', agentIds)
-    .where('visibility', 'in', LISTED_VISIBILITIES)
-    .execute();
+    .where('id', 'in', agentIds);
+  const rows = await (
+    which === 'live'
+      ? query.where('deleted_at', 'is', null)
+      : query.where('visibility', 'in', LISTED_VISIBILITIES)
+  ).execute();
   return new Set(rows.map((row) => row.id));
 }
 
