@@ -22,7 +22,6 @@ export function readOrCreateSecretFile(file: string): string {
   if (found !== undefined) return found;
   const dir = path.dirname(file);
   fs.mkdirSync(dir, { recursive: true });
-  // Ends with a newline, so that a reader can tell it whole (readSecretFile).
   const text = `${randomBytes(32).toString('base64url')}\n`;
   if (!linkIntoPlace(file, text)) createExclusively(file, text);
   // The name too must reach the disk: lost in a power cut, it would have the next start
@@ -78,10 +77,11 @@ function writeDurably(file: string, text: string): void {
 }
 
 /**
- * The trimmed text of `file`, or undefined when there is none. Text without its final newline
- * may be a secret another process is still writing: it is read again while the file is new,
- * for {@link WRITE_WAIT_MS} at most. A file older than that (an empty one a crash left, a
- * secret written by hand without a newline) is taken as it is.
+ * The trimmed text of `file`, or undefined when there is none. An empty file may be a secret
+ * another process has created but not written yet (it writes the whole text in one write): it
+ * is read again while the file is new, for {@link WRITE_WAIT_MS} at most. An empty file older
+ * than that (a crash between create and write) is taken as it is, and the start refuses it.
+ * Any text is taken at once, a secret written by hand without a final newline included.
  */
 function readSecretFile(file: string): string | undefined {
   const deadline = Date.now() + WRITE_WAIT_MS;
@@ -93,15 +93,17 @@ function readSecretFile(file: string): string | undefined {
       if (hasErrorCode(error, 'ENOENT')) return undefined;
       throw error;
     }
-    if (text.endsWith('\n') || Date.now() >= deadline || !changedWithin(file, WRITE_WAIT_MS)) {
+    if (text !== '' || Date.now() >= deadline || !changedWithin(file, WRITE_WAIT_MS)) {
       return text.trim();
     }
     sleep(10);
   }
 }
 
+/** Whether `file` changed in the last `ms` (a time ahead of the clock does not count as recent). */
 function changedWithin(file: string, ms: number): boolean {
-  return Date.now() - fs.statSync(file).mtimeMs < ms;
+  const age = Date.now() - fs.statSync(file).mtimeMs;
+  return age >= 0 && age < ms;
 }
 
 /** Blocks the thread: the configuration is read synchronously, once, at start. */

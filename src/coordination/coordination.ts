@@ -12,8 +12,10 @@ export interface Coordination {
     getMany(keys: string[]): Promise<Array<string | null>>;
     /**
      * Sets `key` to `value` (deletes it when `value` is null) only while it holds `expected`
-     * (null: while it is absent or empty), in one step for every process: true when done. What a
-     * process reads and then writes on this condition, no other process can have written between.
+     * (null: while it is absent or empty), in one step for every process: true when done, or
+     * when `key` already holds `value` (a command resent after a dropped connection finds its
+     * own write). What a process reads and then writes on this condition, no other process can
+     * have written between.
      */
     replace(
       key: string,

@@ -67,7 +67,9 @@ export function createMemoryCoordination(options: { maxTtlSeconds?: number } = {
         return values.delete(key) ? 1 : 0;
       },
       async replace(key, expected, value, setOptions) {
-        if ((read(key) ?? '') !== (expected ?? '')) return false;
+        const current = read(key) ?? '';
+        // As Redis's script: a key already holding the new value counts as set.
+        if (current !== (expected ?? '') && (value === null || current !== value)) return false;
         if (value === null) values.delete(key);
         else write(key, value, setOptions?.EX);
         return true;

@@ -5,10 +5,12 @@ import { redisScript, runScript } from './redis-scripts.js';
 export type RedisClient = Redis;
 
 // Coordination's `replace`: GET, compare and SET or DEL in one step on the server. An empty
-// expected value stands for an absent key, an empty value for a delete.
+// expected value stands for an absent key, an empty value for a delete. A key that already
+// holds the new value counts as set (its expiry renewed): ioredis sends a command again when
+// the connection dropped before the answer came, and the second run must not undo the first.
 const REPLACE_SCRIPT = redisScript(`
 local current = redis.call('GET', KEYS[1]) or ''
-if current ~= ARGV[1] then return 0 end
+if current ~= ARGV[1] and (ARGV[2] == '' or current ~= ARGV[2]) then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1])
 elseif ARGV[3] == '' then redis.call('SET', KEYS[1], ARGV[2])
 else redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) end

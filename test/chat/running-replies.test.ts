@@ -342,11 +342,12 @@ const hasRedis = await redisReachable();
 /**
  * Two processes that share one coordination (the in-memory stand-in, or Redis as two processes
  * connect to it). With `readTogether`, their reads of a chat's marker are answered only once both
- * have read it: two requests of one chat reaching two processes within one round trip.
+ * have read it: two requests of one chat reaching two processes within one round trip. With
+ * `sentTwice`, every `replace` runs twice, as a command resent after a dropped connection does.
  */
 async function twoProcessesReadingTogether(
   backend: 'memory' | 'Redis',
-  { maxConcurrent = 5, readTogether = true } = {},
+  { maxConcurrent = 5, readTogether = true, sentTwice = false } = {},
 ) {
   const keyPrefix = `atrium-test-${randomBytes(6).toString('hex')}`;
   const memory = backend === 'memory' ? createMemoryCoordination() : undefined;
@@ -360,6 +361,14 @@ async function twoProcessesReadingTogether(
     const publisher = new Proxy(coordination.publisher, {
       get(target, prop, receiver) {
         const value = Reflect.get(target, prop, receiver) as unknown;
+        if (prop === 'replace' && sentTwice) {
+          // ioredis sends a command again when the connection dropped before its answer came:
+          // the server runs it twice, and the caller gets the second answer.
+          return async (...args: Parameters<typeof target.replace>) => {
+            await target.replace(...args);
+            return target.replace(...args);
+          };
+        }
         if (prop === 'get') {
           return async (key: string) => {
             const read = await target.get(key);
@@ -430,6 +439,27 @@ describe.each(['memory', 'Redis'] as const)(
           expect(admitted).toHaveLength(1);
           expect(await publisher.get(`${keyPrefix}:active:chat-2`)).toBe(`msg-${admitted[0]!.i + 1}`);
           admitted[0]!.ticket.release();
+        } finally {
+          await close();
+        }
+      },
+    );
+
+    it.skipIf(backend === 'Redis' && !hasRedis)(
+      'admits a request whose claim reached the server twice (resent after a dropped connection)',
+      async () => {
+        const { a, b, publisher, keyPrefix, close } = await twoProcessesReadingTogether(backend, {
+          readTogether: false,
+          sentTwice: true,
+        });
+        try {
+          // Before, the second run found the marker already this reply's and answered "not
+          // claimed": the request got 409 and its marker refused the chat for 30 s.
+          const ticket = await a.admitAlone('chat-4', 'msg-1', () => undefined);
+          expect(await publisher.get(`${keyPrefix}:active:chat-4`)).toBe('msg-1');
+          ticket.release();
+          await vi.waitFor(async () => expect(await publisher.get(`${keyPrefix}:active:chat-4`)).toBeNull());
+          (await b.admitAlone('chat-4', 'msg-2', () => undefined)).release();
         } finally {
           await close();
         }

@@ -3,6 +3,7 @@
  * line, one about the server (a module that did not load, a path of the server) does not.
  * pdf.js (unpdf) is replaced by a stand-in that fails as each test says.
  */
+import { inflateRawSync } from 'node:zlib';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { getDocumentProxy } from 'unpdf';
 import { extractInProcess } from '../../src/knowledge/extract/index.js';
@@ -21,6 +22,51 @@ describe('the indexError of a library that failed', () => {
     expect(await extractInProcess(corruptPdfFile())).toEqual({
       status: 'failed',
       error: 'PDF could not be read: Invalid PDF structure.',
+    });
+  });
+
+  it("keeps the message of a damaged file's compressed data (zlib's errors carry an errno too)", async () => {
+    let zlibError: unknown;
+    try {
+      inflateRawSync(Buffer.from([0xff, 0xff, 0xff, 0xff]));
+    } catch (error) {
+      zlibError = error;
+    }
+    expect(zlibError).toMatchObject({ code: 'Z_DATA_ERROR', errno: expect.any(Number) });
+    failWith(zlibError);
+    // Before: "PDF extraction failed on an internal error" (any errno counted as the server's).
+    expect(await extractInProcess(corruptPdfFile())).toEqual({
+      status: 'failed',
+      error: 'PDF could not be read: invalid block type',
+    });
+  });
+
+  it("keeps the message of a read past a truncated file's end (Node's ERR_BUFFER_OUT_OF_BOUNDS)", async () => {
+    let rangeError: unknown;
+    try {
+      Buffer.alloc(2).readUInt32LE(0);
+    } catch (error) {
+      rangeError = error;
+    }
+    expect(rangeError).toMatchObject({ code: 'ERR_BUFFER_OUT_OF_BOUNDS' });
+    failWith(rangeError);
+    expect(await extractInProcess(corruptPdfFile())).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/^PDF could not be read: /),
+    });
+  });
+
+  it("counts a failed system call as the server's (its code, errno and syscall)", async () => {
+    failWith(
+      Object.assign(new Error('EMFILE: too many open files'), {
+        code: 'EMFILE',
+        errno: -24,
+        syscall: 'open',
+      }),
+    );
+    expect(await extractInProcess(corruptPdfFile())).toMatchObject({
+      status: 'failed',
+      error: 'PDF extraction failed on an internal error',
     });
   });
 

@@ -105,18 +105,24 @@ function readFailure(format: string, error: unknown): Extraction {
 /** A path of the server: absolute (POSIX or Windows, after a quote, space or bracket) or a file: URL. */
 const SERVER_PATH = /file:\/\/|(?:^|[\s'"`(])\/[^\s/'"`]+\/|\b[A-Za-z]:\\/;
 
+/** Node's codes for a module or package that did not load. */
+const MODULE_LOAD_CODE =
+  /^(?:MODULE_NOT_FOUND|ERR_(?:MODULE|PACKAGE|REQUIRE|IMPORT|UNKNOWN_FILE_EXTENSION|UNSUPPORTED_DIR_IMPORT)\w*)$/;
+
 /**
- * Node's own failures (module loading `MODULE_NOT_FOUND`, `ERR_*`; system calls, with an errno)
+ * Node's own failures (a module that did not load; system calls, which name their `syscall`)
  * are the server's; parsers' errors have messages about the file, some a code of their own
- * (read-excel-file's `INVALID_ZIP`), so any other code does not decide.
+ * (read-excel-file's `INVALID_ZIP`; zlib's `Z_DATA_ERROR` on a damaged file, with an errno but
+ * no system call; Node's `ERR_BUFFER_OUT_OF_BOUNDS` when a parser reads past a truncated file's
+ * end), so any other code does not decide.
  */
 function isServerFault(error: unknown): boolean {
-  const { code, errno } = (typeof error === 'object' && error !== null ? error : {}) as {
+  const { code, syscall } = (typeof error === 'object' && error !== null ? error : {}) as {
     code?: unknown;
-    errno?: unknown;
+    syscall?: unknown;
   };
-  if (typeof code === 'string' && (code === 'MODULE_NOT_FOUND' || code.startsWith('ERR_'))) return true;
-  if (typeof errno === 'number') return true;
+  if (typeof code === 'string' && MODULE_LOAD_CODE.test(code)) return true;
+  if (typeof syscall === 'string') return true;
   return SERVER_PATH.test(error instanceof Error ? error.message : String(error));
 }
 
