@@ -21,12 +21,21 @@ export function readOrCreateSecretFile(file: string): string {
   const found = readSecretFile(file);
   if (found !== undefined) return found;
   const dir = path.dirname(file);
-  fs.mkdirSync(dir, { recursive: true });
+  // The first directory this made, when the data dir did not exist yet.
+  const created = fs.mkdirSync(dir, { recursive: true });
   const text = `${randomBytes(32).toString('base64url')}\n`;
   if (!linkIntoPlace(file, text)) createExclusively(file, text);
   // The name too must reach the disk: lost in a power cut, it would have the next start
-  // generate another secret, and every URL signed before would fail.
+  // generate another secret, and every URL signed before would fail. So must the names of the
+  // directories made for it, up to the one that was there.
   syncDirectory(dir);
+  if (created !== undefined) {
+    const holder = path.dirname(path.resolve(created));
+    for (let made = path.resolve(dir); made !== holder && made !== path.dirname(made);) {
+      made = path.dirname(made);
+      syncDirectory(made);
+    }
+  }
   const secret = readSecretFile(file);
   if (secret === undefined) throw new Error(`${file} was removed while it was being made`);
   return secret;

@@ -73,6 +73,26 @@ describe('the generated signing secret', () => {
     }
   });
 
+  it('fsyncs the directories it created for the data dir, and the one that holds their name', () => {
+    const nested = path.join(dataDir, 'srv', 'atrium');
+    const synced: string[] = [];
+    const opened = new Map<number, string>();
+    vi.spyOn(fs, 'openSync').mockImplementation((target, flags, mode) => {
+      const fd = openSync(target, flags, mode);
+      opened.set(fd, String(target));
+      return fd;
+    });
+    vi.spyOn(fs, 'fsyncSync').mockImplementation((fd) => {
+      synced.push(opened.get(fd as number)!);
+      fsyncSync(fd);
+    });
+    expect(secretOf(nested)).toMatch(/^[\w-]{43}$/);
+    // Before: only the data dir itself; a power cut could lose `srv` and everything in it.
+    expect(synced.filter((target) => !target.endsWith('signing-secret') && !target.endsWith('.tmp'))).toEqual(
+      [nested, path.join(dataDir, 'srv'), dataDir],
+    );
+  });
+
   it('creates the file exclusively where the file system has no hard links, and a later start reads it', () => {
     for (const code of ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS']) {
       rmSync(file, { force: true });
