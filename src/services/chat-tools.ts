@@ -49,7 +49,10 @@ export interface ToolContext {
   userId: string;
   values: Record<string, TemplateValue>;
   temperature: number;
-  /** The reply's provider idle timeout, paused while an MCP tool call runs. */
+  /**
+   * The reply's provider idle timeout, paused while an MCP tool call runs, touched as a
+   * sub-agent's provider answers (while it runs, the lead waits for that provider alone).
+   */
   idle: IdleTimeout;
   /** Why the reply was cut short, when it was stopped or interrupted (not timed out). */
   stopReason(): StopReason | undefined;
@@ -235,6 +238,9 @@ async function runSubAgent(
   // Counted whatever the outcome, an estimate where the provider reported none (reply-usage.ts):
   // a sub-agent cut short by the lead's stop had its prompt sent and its output made.
   const usage = new ReplyUsage();
+  // The lead's timer measures the provider it waits for: from here on the sub-agent's (its
+  // lead's model has answered; its step ends, and touches the timer, only after this tool).
+  context.idle.touch();
   try {
     const answer = await generateText({
       model: usage.wrap(subModel.model),
@@ -245,7 +251,10 @@ async function runSubAgent(
       abortSignal,
       // No tools of its own, but a call the model makes up still gets its error and an answer.
       stopWhen: toolLoopStop,
-      onStepFinish: (step) => usage.stepFinished(step),
+      onStepFinish: (step) => {
+        context.idle.touch();
+        usage.stepFinished(step);
+      },
     });
     run.response = answer.text;
     return answer.text;

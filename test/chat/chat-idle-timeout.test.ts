@@ -103,3 +103,45 @@ describe('a sub-agent whose provider stays silent past the timeout', () => {
     expect(run.input_tokens).toBeGreaterThan(0);
   });
 });
+
+describe('a lead and its sub-agent each answering within the timeout', () => {
+  // An app of its own with a longer timeout: under load the margins of 400 ms are too thin.
+  let slow: FakeUpstream;
+  let app: TestApp;
+  let url: string;
+  beforeAll(async () => {
+    slow = await startFakeUpstream();
+    app = await createTestApp({ setup: chatSetup(slow), env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '1500' } });
+    url = await app.app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await app.close();
+    await slow.close();
+  });
+
+  it('succeed together, though the two answers take longer than the timeout', async () => {
+    // The lead's model answers after 900 ms, its sub-agent's after 900 ms more: each provider
+    // within 1,500 ms. Before, one window covered both (the lead's timer was touched only when
+    // its step ended, after its tools ran), and the run failed with 504 at 1,500 ms.
+    slow.enqueue(
+      {
+        kind: 'tool-calls',
+        calls: [{ name: 'agt_plain', arguments: { message: 'Summarize' } }],
+        delayMs: 900,
+      },
+      { kind: 'held', text: 'sub answer', afterPieces: 0 },
+      { kind: 'text', text: 'Lead done.' },
+    );
+    const pending = fetch(`${url}/v1/agents/agt_lead/runs`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ message: 'delegate (slow but alive)' }),
+    });
+    await slow.waitForRequests(2);
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    slow.release();
+    const res = await pending;
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect((await res.json()).data.agentResponse).toBe('Lead done.');
+  });
+});
