@@ -275,7 +275,24 @@ export async function connectMcpTools(
     }
     clients.push(outcome.value.client);
     warnings.push(...outcome.value.warnings);
-    for (const [name, tool] of Object.entries(outcome.value.tools)) tools[toolName(spec.name, name)] = tool;
+    for (const [name, tool] of Object.entries(outcome.value.tools)) {
+      const offered = toolName(spec.name, name);
+      // Names cut to 64 characters, or `a_b` + `c` against `a` + `b_c`, can come out as one: the
+      // first server's tool keeps it, rather than the model calling a tool other than it was told.
+      if (offered in tools) {
+        warnings.push({
+          tool: offered,
+          code: 'mcp_invalid_tool',
+          message:
+            `MCP tool skipped: tool ${name} of server ${spec.name} is offered as ${offered}, the name of another tool`.slice(
+              0,
+              200,
+            ),
+        });
+        continue;
+      }
+      tools[offered] = tool;
+    }
   });
   return {
     tools,
