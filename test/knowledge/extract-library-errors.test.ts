@@ -11,6 +11,16 @@ import { corruptPdfFile } from './files.js';
 
 vi.mock('unpdf', () => ({ getDocumentProxy: vi.fn(), extractText: vi.fn() }));
 
+/** What Node itself throws for `act`: the real error, with its real code and fields. */
+function thrownBy(act: () => unknown): unknown {
+  try {
+    act();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw');
+}
+
 const failWith = (error: unknown) => vi.mocked(getDocumentProxy).mockRejectedValueOnce(error);
 afterEach(() => vi.mocked(getDocumentProxy).mockReset());
 
@@ -26,12 +36,7 @@ describe('the indexError of a library that failed', () => {
   });
 
   it("keeps the message of a damaged file's compressed data (zlib's errors carry an errno too)", async () => {
-    let zlibError: unknown;
-    try {
-      inflateRawSync(Buffer.from([0xff, 0xff, 0xff, 0xff]));
-    } catch (error) {
-      zlibError = error;
-    }
+    const zlibError = thrownBy(() => inflateRawSync(Buffer.from([0xff, 0xff, 0xff, 0xff])));
     expect(zlibError).toMatchObject({ code: 'Z_DATA_ERROR', errno: expect.any(Number) });
     failWith(zlibError);
     // Before: "PDF extraction failed on an internal error" (any errno counted as the server's).
@@ -42,12 +47,7 @@ describe('the indexError of a library that failed', () => {
   });
 
   it("keeps the message of a read past a truncated file's end (Node's ERR_BUFFER_OUT_OF_BOUNDS)", async () => {
-    let rangeError: unknown;
-    try {
-      Buffer.alloc(2).readUInt32LE(0);
-    } catch (error) {
-      rangeError = error;
-    }
+    const rangeError = thrownBy(() => Buffer.alloc(2).readUInt32LE(0));
     expect(rangeError).toMatchObject({ code: 'ERR_BUFFER_OUT_OF_BOUNDS' });
     failWith(rangeError);
     expect(await extractInProcess(corruptPdfFile())).toMatchObject({
