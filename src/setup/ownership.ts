@@ -133,6 +133,16 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile, now:
     db.selectFrom(table).select(['id', 'managed_by']);
   const byId = (table: 'agents' | 'projects' | 'api_keys') => (id: string) =>
     owned(table).where('id', '=', id).executeTakeFirst();
+  /** The key of that kind and name in its organization or workspace that a file's key matches. */
+  const keyNamed = (kind: 'organization' | 'workspace', name: string) => (scopeId: string) =>
+    matchableByName(
+      owned('api_keys')
+        .where('kind', '=', kind)
+        .where(kind === 'organization' ? 'organization_id' : 'workspace_id', '=', scopeId)
+        .where('name', '=', name),
+      'api_keys',
+      now,
+    ).executeTakeFirst();
   for (const org of setup.organizations ?? []) {
     const orgRow = await (
       org.id
@@ -150,18 +160,7 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile, now:
         (rowId) => `organization key "${key.name}" (${rowId})`,
         key.id,
         byId('api_keys'),
-        byNameIn(orgRow, (orgId) =>
-          matchableByName(
-            db
-              .selectFrom('api_keys')
-              .select(['id', 'managed_by'])
-              .where('kind', '=', 'organization')
-              .where('organization_id', '=', orgId)
-              .where('name', '=', key.name),
-            'api_keys',
-            now,
-          ).executeTakeFirst(),
-        ),
+        byNameIn(orgRow, keyNamed('organization', key.name)),
       );
     }
     for (const workspace of org.workspaces ?? []) {
@@ -221,18 +220,7 @@ export async function findApiManagedObjects(db: Executor, setup: SetupFile, now:
           (rowId) => `workspace key "${key.name}" (${rowId}) ${where}`,
           key.id,
           byId('api_keys'),
-          byNameIn(wsRow, (wsId) =>
-            matchableByName(
-              db
-                .selectFrom('api_keys')
-                .select(['id', 'managed_by'])
-                .where('kind', '=', 'workspace')
-                .where('workspace_id', '=', wsId)
-                .where('name', '=', key.name),
-              'api_keys',
-              now,
-            ).executeTakeFirst(),
-          ),
+          byNameIn(wsRow, keyNamed('workspace', key.name)),
         );
       }
     }

@@ -4,19 +4,31 @@ import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.j
 import { CHAT_KEYS, chatSetup, userText } from './fixtures.js';
 import { EventReader } from './sse-reader.js';
 
+/** A listening app with an upstream of its own and the given idle timeout, for the tests after it. */
+function appWithUpstreamTimeout(timeoutMs: number) {
+  const app = {} as { upstream: FakeUpstream; t: TestApp; url: string };
+  beforeAll(async () => {
+    app.upstream = await startFakeUpstream();
+    app.t = await createTestApp({
+      setup: chatSetup(app.upstream),
+      env: { ATRIUM_UPSTREAM_TIMEOUT_MS: String(timeoutMs) },
+    });
+    app.url = await app.t.app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await app.t.close();
+    await app.upstream.close();
+  });
+  return app;
+}
+
 // An app of its own: its short idle timeout would cut the held replies of other tests short.
+const main = appWithUpstreamTimeout(400);
 let upstream: FakeUpstream;
 let t: TestApp;
 let baseUrl: string;
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  t = await createTestApp({ setup: chatSetup(upstream), env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '400' } });
-  baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });
-});
-afterAll(async () => {
-  await t.close();
-  await upstream.close();
+beforeAll(() => {
+  ({ upstream, t, url: baseUrl } = main);
 });
 
 const headers = { 'content-type': 'application/json', 'x-service-api-key': CHAT_KEYS.main };
@@ -106,24 +118,13 @@ describe('a sub-agent whose provider stays silent past the timeout', () => {
 
 describe('a lead and its sub-agent each answering within the timeout', () => {
   // An app of its own with a longer timeout: under load the margins of 400 ms are too thin.
-  let slow: FakeUpstream;
-  let app: TestApp;
-  let url: string;
-  beforeAll(async () => {
-    slow = await startFakeUpstream();
-    app = await createTestApp({ setup: chatSetup(slow), env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '1500' } });
-    url = await app.app.listen({ port: 0, host: '127.0.0.1' });
-  });
-  afterAll(async () => {
-    await app.close();
-    await slow.close();
-  });
+  const slowApp = appWithUpstreamTimeout(1500);
 
   it('succeed together, though the two answers take longer than the timeout', async () => {
     // The lead's model answers after 900 ms, its sub-agent's after 900 ms more: each provider
     // within 1,500 ms. Before, one window covered both (the lead's timer was touched only when
     // its step ended, after its tools ran), and the run failed with 504 at 1,500 ms.
-    slow.enqueue(
+    slowApp.upstream.enqueue(
       {
         kind: 'tool-calls',
         calls: [{ name: 'agt_plain', arguments: { message: 'Summarize' } }],
@@ -132,14 +133,14 @@ describe('a lead and its sub-agent each answering within the timeout', () => {
       { kind: 'held', text: 'sub answer', afterPieces: 0 },
       { kind: 'text', text: 'Lead done.' },
     );
-    const pending = fetch(`${url}/v1/agents/agt_lead/runs`, {
+    const pending = fetch(`${slowApp.url}/v1/agents/agt_lead/runs`, {
       method: 'POST',
       headers,
       body: JSON.stringify({ message: 'delegate (slow but alive)' }),
     });
-    await slow.waitForRequests(2);
+    await slowApp.upstream.waitForRequests(2);
     await new Promise((resolve) => setTimeout(resolve, 900));
-    slow.release();
+    slowApp.upstream.release();
     const res = await pending;
     expect(res.status, await res.clone().text()).toBe(200);
     expect((await res.json()).data.agentResponse).toBe('Lead done.');

@@ -515,6 +515,14 @@ describe('the stored history a turn reads', () => {
 });
 
 describe('GET /v1/chats/{id}/messages', () => {
+  /** A page budget a few turns of test size pass, and an app of its own holding it. */
+  const SMALL_PAGE_BYTES = 64 * 1024;
+  const appWithSmallPages = () =>
+    createTestApp({
+      env: { ATRIUM_MESSAGE_PAGE_BYTES: String(SMALL_PAGE_BYTES) },
+      setup: chatSetup(upstream),
+    });
+
   it('returns UI messages oldest first with metadata, paged back by cursor', async () => {
     let chatId: string | undefined;
     for (let i = 0; i < 3; i++) {
@@ -563,11 +571,8 @@ describe('GET /v1/chats/{id}/messages', () => {
   it('stops a page before its stored parts pass ATRIUM_MESSAGE_PAGE_BYTES, with the cursor to go on', async () => {
     // 37 turns of 15 MB each, sent one by one, once made the default page a 500 (one string
     // past V8's longest); the same with a budget of 64 KiB and turns a third of it.
-    const budget = 64 * 1024;
-    const small = await createTestApp({
-      env: { ATRIUM_MESSAGE_PAGE_BYTES: String(budget) },
-      setup: chatSetup(upstream),
-    });
+    const budget = SMALL_PAGE_BYTES;
+    const small = await appWithSmallPages();
     try {
       const blob = 'x'.repeat(Math.floor(budget / 3) + 1);
       let chatId: string | undefined;
@@ -626,11 +631,8 @@ describe('GET /v1/chats/{id}/messages', () => {
   });
 
   it('reads a page from one snapshot: a regenerate committed between its two reads neither shows nor breaks its budget', async () => {
-    const budget = 64 * 1024;
-    const small = await createTestApp({
-      env: { ATRIUM_MESSAGE_PAGE_BYTES: String(budget) },
-      setup: chatSetup(upstream),
-    });
+    const budget = SMALL_PAGE_BYTES;
+    const small = await appWithSmallPages();
     try {
       const res = await postChat(small, { agentId: 'agt_echo', messages: [userText('short', 'snap0')] });
       expect(res.statusCode).toBe(200);
