@@ -109,10 +109,15 @@ function readSecretFile(file: string): string | undefined {
   }
 }
 
-/** Whether `file` changed in the last `ms` (a time ahead of the clock does not count as recent). */
+/**
+ * Whether `file` changed less than `ms` ago, or less than `ms` ahead of the clock: a file just
+ * written may carry a time a fraction of a millisecond past Date.now() (which drops that
+ * fraction), and another clock (a file server's) may run a little ahead. A time further ahead
+ * does not count as recent.
+ */
 function changedWithin(file: string, ms: number): boolean {
   const age = Date.now() - fs.statSync(file).mtimeMs;
-  return age >= 0 && age < ms;
+  return Math.abs(age) < ms;
 }
 
 /** Blocks the thread: the configuration is read synchronously, once, at start. */
