@@ -21,16 +21,27 @@ async function writeAsRead(res: ServerResponse, body: Buffer): Promise<void> {
 }
 
 /**
- * A hand-written streamable-HTTP MCP server (JSON responses, no session) that lists whatever
- * tool definitions it is given, valid or not (the SDK's server would refuse to), split into
- * pages of `pageSize` with `nextCursor`. `gate(n)` is awaited before the n-th `initialize` (from
- * 0) is answered: a server that holds a connecting client as long as a test needs.
+ * A hand-written streamable-HTTP MCP server (JSON responses, no session unless `session`) that
+ * lists whatever tool definitions it is given, valid or not (the SDK's server would refuse to),
+ * split into pages of `pageSize` (or as `pages` says) with `nextCursor`. `gate(n)` is awaited
+ * before the n-th `initialize` (from 0) is answered: a server that holds a connecting client as
+ * long as a test needs; `hold(method)` holds the answer to any message alike.
+ * `requests` lists what it was sent (JSON-RPC methods, and `DELETE`), `sessionEnds` the sessions
+ * ended by a `DELETE`.
  * `callResult` is what `tools/call` answers; `answerAs` how every answer is sent; `stallCall` a
  * call that is never answered whole. `openCalls` counts the calls whose connection is still open.
  */
 export async function startRawMcpServer(options: {
   tools: RawTool[];
   pageSize?: number;
+  /** The pages `tools/list` answers, in order (`tools` unused): any page, empty ones too. */
+  pages?: unknown[][];
+  /** Each `initialize` answer opens a session (`mcp-session-id: raw-<n>`), ended by a `DELETE`. */
+  session?: boolean;
+  /** Awaited before a message of this JSON-RPC method is answered (after `gate`). */
+  hold?: (method: string) => Promise<void> | undefined;
+  /** `tools/list` answers a JSON-RPC error. */
+  failList?: boolean;
   gate?: (n: number) => Promise<void>;
   /** Every page lists every tool and names a next cursor, forever: the same one, or a new one. */
   endlessPages?: 'same-cursor' | 'new-cursor';
@@ -50,7 +61,16 @@ export async function startRawMcpServer(options: {
   /** Answers whose connection the client closed before it had read them whole. */
   let answersCutShort = 0;
   let openCalls = 0;
+  const requests: string[] = [];
+  const sessionEnds: string[] = [];
+  let sessions = 0;
   const server: Server = createServer((req, res) => {
+    if (req.method === 'DELETE' && options.session) {
+      requests.push('DELETE');
+      sessionEnds.push(String(req.headers['mcp-session-id']));
+      res.writeHead(200).end();
+      return;
+    }
     if (req.method !== 'POST') {
       res.writeHead(405).end();
       return;
@@ -59,20 +79,29 @@ export async function startRawMcpServer(options: {
     req.on('data', (c) => (raw += c));
     req.on('end', async () => {
       const msg = JSON.parse(raw) as { id?: number; method: string; params?: Record<string, unknown> };
+      requests.push(msg.method);
       if (msg.id === undefined) {
+        await options.hold?.(msg.method);
         res.writeHead(202).end();
         return;
       }
       let result: unknown;
       let stall: 'no-answer' | 'mid-answer' | undefined;
       if (msg.method === 'initialize' && options.gate) await options.gate(initializes++);
+      await options.hold?.(msg.method);
       if (msg.method === 'initialize') {
         result = {
           protocolVersion: msg.params?.protocolVersion ?? '2025-06-18',
           capabilities: { tools: {} },
           serverInfo: { name: 'raw', version: '1.0.0' },
         };
-      } else if (msg.method === 'tools/list') {
+      } else if (msg.method === 'tools/list' && options.pages) {
+        const page = Number(msg.params?.cursor ?? 0);
+        result = {
+          tools: options.pages[page] ?? [],
+          ...(page + 1 < options.pages.length ? { nextCursor: String(page + 1) } : {}),
+        };
+      } else if (msg.method === 'tools/list' && !options.failList) {
         const start = options.endlessPages ? 0 : Number(msg.params?.cursor ?? 0);
         const end = start + (options.pageSize ?? options.tools.length);
         result = {
@@ -105,6 +134,7 @@ export async function startRawMcpServer(options: {
         if (!res.writableFinished) answersCutShort++;
       });
       res.writeHead(200, {
+        ...(options.session && msg.method === 'initialize' ? { 'mcp-session-id': `raw-${++sessions}` } : {}),
         'content-type': options.answerAs === 'event-stream' ? 'text/event-stream' : 'application/json',
         ...(options.answerAs === undefined || options.answerAs === 'json'
           ? { 'content-length': body.length }
@@ -122,6 +152,8 @@ export async function startRawMcpServer(options: {
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
+    requests,
+    sessionEnds,
     get answersCutShort() {
       return answersCutShort;
     },

@@ -92,7 +92,9 @@ async function listUsableTools(
   let pages = 0;
   let bytes = 0;
   listing: do {
-    const namesBefore = names.size;
+    // Whether the page listed anything but tools seen before: an empty page, or one of invalid
+    // tools only (nameless ones too), is no sign of a server paging in circles.
+    let repeatsOnly = true;
     const page = await request({
       request: { method: 'tools/list', params: cursor === undefined ? undefined : { cursor } },
       resultSchema: ToolListPage,
@@ -109,6 +111,7 @@ async function listUsableTools(
         if (names.has(listedName)) continue;
         names.add(listedName);
       }
+      repeatsOnly = false;
       const checked = UsableTool.safeParse(listed);
       if (checked.success) {
         if (tools.length === MCP_LISTING_LIMITS.tools) {
@@ -131,11 +134,12 @@ async function listUsableTools(
       });
     }
     cursor = page.nextCursor;
-    // A server that pages in circles (a cursor seen before, a page with no tool not seen yet)
-    // is listed no further: what it listed so far is offered.
+    // A server that pages in circles (a cursor seen before, a page of tools all seen before) is
+    // listed no further: what it listed so far is offered. Any other page, empty or of invalid
+    // tools only, is read on from (the page limit bounds a server that sends such pages forever).
     if (cursor !== undefined && cursors.has(cursor)) break;
     if (cursor !== undefined) cursors.add(cursor);
-    if (names.size === namesBefore) break;
+    if (page.tools.length > 0 && repeatsOnly) break;
     if (++pages >= MCP_LISTING_LIMITS.pages && cursor !== undefined) {
       cut = listingCut(server, `more than ${MCP_LISTING_LIMITS.pages} pages of tools`, tools.length);
       break;
