@@ -289,7 +289,7 @@ export async function startConversation(
   }
   // The tools before the user's turn is stored: a client tool named like one of the agent's
   // (known only once its MCP servers answer) is refused with nothing stored.
-  let tools: ConversationTools;
+  let tools: ConversationTools | undefined;
   try {
     await cpuTurn();
     tools = await buildConversationTools(deps, {
@@ -304,7 +304,7 @@ export async function startConversation(
       idle,
       stopReason: () => stopReason,
     });
-    if (request.clientTools) await addClientTools(tools, request.clientTools);
+    if (request.clientTools) addClientTools(tools, request.clientTools);
     // Connecting MCP servers may take seconds: a turn stored on this chat meanwhile (another
     // request's, replied to already) is history this reply must see, not the snapshot above.
     if (chat && !request.modelMessages && mcpSpecsOf(agent).length > 0) {
@@ -319,6 +319,10 @@ export async function startConversation(
   } catch (error) {
     ticket.release();
     await reservation?.release();
+    // The agent's MCP clients are open once the tools are built: a later refusal (a client tool
+    // named like an agent's, the history read again naming no message to regenerate) closes
+    // them, or their connections and the servers' sessions would stay open.
+    await tools?.close();
     throw error;
   }
   try {
@@ -431,11 +435,10 @@ export async function startConversation(
   };
 }
 
-/** Client-declared tools next to the agent's; a name both use is refused (tools closed first). */
-async function addClientTools(tools: ConversationTools, clientTools: ToolSet): Promise<void> {
+/** Client-declared tools next to the agent's; a name both use is refused (the caller closes the tools). */
+function addClientTools(tools: ConversationTools, clientTools: ToolSet): void {
   const taken = Object.keys(clientTools).filter((name) => Object.hasOwn(tools.tools, name));
   if (taken.length > 0) {
-    await tools.close();
     throw errors.badRequest(`A client tool is named like one of the agent's tools: ${taken.join(', ')}`, [
       { path: 'body.tools', message: `${taken.join(', ')} collides with an agent tool` },
     ]);

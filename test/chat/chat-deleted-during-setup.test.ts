@@ -2,29 +2,34 @@
  * A chat deleted (DELETE /v1/chats/{id}, another tab) while a turn on it is being set up (here:
  * its agent's MCP server connecting). The turn's messages are then inserted for a chat that no
  * longer exists: the foreign key refuses them and the client gets a 500 for what is a 404.
- * The same setup holds a turn that is stopped before it reaches the provider.
+ * The same setup holds a turn that is stopped before it reaches the provider. Either way the MCP
+ * client the turn opened is closed: its session is ended.
  */
 import { describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import { deferred } from '../helpers/deferred.js';
 import { CHAT_KEYS, chatRows, postChat, giveAgentMcpServer, useChatApp, userText } from './fixtures.js';
 import type { FakeUpstream } from '../helpers/fake-upstream.js';
+import type { startRawMcpServer } from './raw-mcp-server.js';
 
 let connecting = deferred(); // the turn reached its MCP connect (its chat was found by then)
 let release = deferred();
 
 let t: TestApp;
 let upstream: FakeUpstream;
+let mcp: Awaited<ReturnType<typeof startRawMcpServer>>;
 let mcpUrl: string;
 useChatApp(
   (app) => {
     t = app.t;
     upstream = app.upstream;
-    mcpUrl = app.mcp!.url;
+    mcp = app.mcp!;
+    mcpUrl = mcp.url;
   },
   {
     mcp: {
       tools: [{ name: 'lookup', inputSchema: { type: 'object', properties: {} } }],
+      session: true,
       gate: async () => {
         connecting.resolve();
         await release.promise;
@@ -56,6 +61,39 @@ describe('a chat deleted while a turn on it is being set up', () => {
     expect(res.statusCode).toBe(404);
     expect(res.json()).toMatchObject({ code: 'not_found' });
     expect(await chatRows(t.db, chatId)).toHaveLength(0);
+    await expect.poll(() => mcp.sessionEnds).toEqual(['raw-1']);
+  });
+
+  it('closes the MCP client of a regenerate whose message went with the chat (404)', async () => {
+    release.resolve();
+    const opening = await postChat(t, { agentId: 'agt_plain', messages: [userText('w0', 'w0')] });
+    expect(opening.statusCode).toBe(200);
+    const chatId = opening.json().chatId as string;
+    [connecting, release] = [deferred(), deferred()];
+    // The session the regenerate's MCP client gets (the opening turn's is ended meanwhile).
+    const session = `raw-${mcp.requests.filter((method) => method === 'initialize').length + 1}`;
+
+    const turn = postChat(t, {
+      agentId: 'agt_plain',
+      chatId,
+      trigger: 'regenerate-message',
+      messageId: opening.json().messageId,
+      messages: [userText('w0', 'w0')],
+    });
+    await connecting.promise;
+    const deleted = await t.app.inject({
+      method: 'DELETE',
+      url: `/v1/chats/${chatId}`,
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(deleted.statusCode).toBe(200);
+    release.resolve();
+
+    const res = await turn;
+    // The history read again once the server answered no longer holds the message to replace.
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toMatchObject({ code: 'not_found', message: expect.stringContaining('Message') });
+    await expect.poll(() => mcp.sessionEnds).toContain(session);
   });
 });
 

@@ -91,3 +91,42 @@ export function mcpTransportFetch(
     });
   };
 }
+
+/**
+ * `fetch` for one MCP client that notes the session its server opens (the `mcp-session-id` of an
+ * answer), and `end()`, which ends that session with the `DELETE` a client's close sends, unless
+ * one was sent already. For a connect that runs out of time after the server answered
+ * `initialize` (its `notifications/initialized` still unanswered): @ai-sdk/mcp then closes its
+ * transport without the `DELETE` (it skips it once the time is up) and throws, so there is no
+ * client to close, and the server would keep the session until it expires it.
+ */
+export function sessionEnding(fetch: typeof globalThis.fetch): {
+  fetch: typeof globalThis.fetch;
+  end(): Promise<void>;
+} {
+  let open: { url: string; headers: Headers } | undefined;
+  return {
+    fetch: async (input, init) => {
+      if (init?.method === 'DELETE') open = undefined;
+      const response = await fetch(input, init);
+      const sessionId = response.headers.get('mcp-session-id');
+      if (sessionId && init?.method === 'POST') {
+        // The headers the client sends with every request (the agent's own ones included).
+        const headers = new Headers(init.headers);
+        headers.delete('content-type');
+        headers.delete('accept');
+        headers.set('mcp-session-id', sessionId);
+        open = { url: String(input), headers };
+      }
+      return response;
+    },
+    async end() {
+      if (!open) return;
+      const { url, headers } = open;
+      open = undefined;
+      await fetch(url, { method: 'DELETE', headers, redirect: 'error' })
+        .then((response) => response.body?.cancel())
+        .catch(() => {});
+    },
+  };
+}

@@ -3,7 +3,7 @@ import type { ToolSet } from 'ai';
 import { z } from 'zod';
 import { type McpReach, privateAddressProblem, publicOnlyFetch } from './mcp-address.js';
 import { type McpCallBound, withCallTimeLimit } from './mcp-call-limit.js';
-import { MAX_MCP_RESPONSE_BYTES, mcpTransportFetch } from './mcp-fetch.js';
+import { MAX_MCP_RESPONSE_BYTES, mcpTransportFetch, sessionEnding } from './mcp-fetch.js';
 import { withCutResults } from './mcp-output.js';
 import type { ToolWarning } from './warnings.js';
 import { networkErrorCode } from '../../network-errors.js';
@@ -217,6 +217,7 @@ async function connectOne(
   const { connectTimeoutMs: timeoutMs, reach = 'any' } = options;
   if (reach === 'public' && privateAddressProblem(spec.url)) throw new NotPublic();
   const fetch = reach === 'public' ? publicOnlyFetch : globalThis.fetch;
+  const session = sessionEnding(mcpTransportFetch(timeoutMs, fetch));
   let client: McpClient | undefined;
   let timer: NodeJS.Timeout | undefined;
   const setup = (async () => {
@@ -226,7 +227,7 @@ async function connectOne(
         url: spec.url,
         headers: spec.headers,
         redirect: 'error',
-        fetch: mcpTransportFetch(timeoutMs, fetch),
+        fetch: session.fetch,
       },
       initializationOptions: { timeout: timeoutMs },
       clientName: 'atrium',
@@ -248,6 +249,9 @@ async function connectOne(
   } catch (error) {
     setup.catch(() => {});
     await client?.close().catch(() => {});
+    // A session the server opened and no close ended (the time ran out before the client was
+    // made: sessionEnding) is ended here.
+    await session.end();
     throw error;
   } finally {
     clearTimeout(timer);
