@@ -21,6 +21,7 @@ import * as uploadReservationsPerUrl from './025-upload-reservations-per-url.js'
 import * as subAgentUsageRollup from './026-sub-agent-usage-rollup.js';
 import * as knowledgeFtsProjectScope from './027-knowledge-fts-project-scope.js';
 import * as codePointListingIds from './028-code-point-listing-ids.js';
+import * as knowledgeFtsExactStatistics from './029-knowledge-fts-exact-statistics.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -49,4 +50,5 @@ export const migrations: Record<string, Migration> = {
   '026-sub-agent-usage-rollup': subAgentUsageRollup,
   '027-knowledge-fts-project-scope': knowledgeFtsProjectScope,
   '028-code-point-listing-ids': codePointListingIds,
+  '029-knowledge-fts-exact-statistics': knowledgeFtsExactStatistics,
 };
