@@ -22,8 +22,11 @@ function appWithUpstreamTimeout(timeoutMs: number) {
   return app;
 }
 
-// An app of its own: its short idle timeout would cut the held replies of other tests short.
-const main = appWithUpstreamTimeout(400);
+// An app of its own: its short idle timeout would cut the held replies of other tests short. Not
+// shorter: under load (CI runs three test files at once on two cores) the fake provider's first
+// chunk came more than 400 ms after the call started, so a reply meant to stall after 30 pieces
+// timed out before any, and the test after it was answered with the script queued for it.
+const main = appWithUpstreamTimeout(1500);
 let upstream: FakeUpstream;
 let t: TestApp;
 let baseUrl: string;
@@ -45,7 +48,7 @@ describe('an upstream that goes silent mid-stream', () => {
     expect(types).not.toContain('abort');
     expect(events.chunks.at(-1)).toEqual({
       type: 'error',
-      errorText: 'The model provider did not answer within 400 ms',
+      errorText: 'The model provider did not answer within 1500 ms',
     });
   });
 });
@@ -111,13 +114,16 @@ describe('a sub-agent whose provider stays silent past the timeout', () => {
       .where('chat_id', '=', chatId)
       .executeTakeFirstOrThrow();
     // The lead only waited for the sub-agent's provider: its silence is the timeout, as the lead says.
-    expect(run).toMatchObject({ status: 'failed', error: 'The model provider did not answer within 400 ms' });
+    expect(run).toMatchObject({
+      status: 'failed',
+      error: 'The model provider did not answer within 1500 ms',
+    });
     expect(run.input_tokens).toBeGreaterThan(0);
   });
 });
 
 describe('a lead and its sub-agent each answering within the timeout', () => {
-  // An app of its own with a longer timeout: under load the margins of 400 ms are too thin.
+  // An app of its own: the requests it waits for are this test's only.
   const slowApp = appWithUpstreamTimeout(1500);
 
   it('succeed together, though the two answers take longer than the timeout', async () => {

@@ -20,7 +20,14 @@ const FILES = 'http://files.example.test';
 const MB = 1024 * 1024;
 
 let upstream: FakeUpstream;
+/** The default upstream timeout (120 s): far more than a test's downloads take on a loaded machine. */
 let t: TestApp;
+/**
+ * A short upstream timeout, for the host that never answers only: it bounds all of a request's
+ * downloads together, and a loaded CI machine once took more than 1.5 s for the 11 of the first
+ * test (a 400 there, and each later test got the reply queued for the one before).
+ */
+let shortTimeout: TestApp;
 let host: ReturnType<typeof createServer>;
 let hostOrigin = '';
 const sockets = new Set<Socket>();
@@ -82,7 +89,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
   hostOrigin = `http://127.0.0.1:${(host.address() as AddressInfo).port}`;
-  t = await createTestApp({
+  t = await createTestApp({ setup: chatSetup(upstream), fileDownloader: localDownloader });
+  shortTimeout = await createTestApp({
     setup: chatSetup(upstream),
     fileDownloader: localDownloader,
     env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '1500' },
@@ -92,6 +100,7 @@ afterAll(async () => {
   for (const socket of sockets) socket.destroy();
   await new Promise<void>((resolve) => host.close(() => resolve()));
   await t.close();
+  await shortTimeout.close();
   await upstream.close();
 });
 beforeEach(() => {
@@ -101,8 +110,8 @@ beforeEach(() => {
 });
 
 const image = (path: string) => ({ type: 'file', url: `${FILES}${path}`, mediaType: 'image/png' });
-const post = (payload: Record<string, unknown>) =>
-  t.app.inject({
+const post = (payload: Record<string, unknown>, app = t) =>
+  app.app.inject({
     method: 'POST',
     url: '/v1/chat',
     headers: { 'x-service-api-key': CHAT_KEYS.main },
@@ -137,15 +146,19 @@ describe('file parts downloaded for the model', () => {
 
   it('gives up on a host that never answers within the upstream timeout: 400, nothing stored', async () => {
     const started = Date.now();
-    const res = await post({
-      id: 'hanging-file',
-      messages: [{ id: 'u1', role: 'user', parts: [image('/hang.png')] }],
-    });
+    const res = await post(
+      { id: 'hanging-file', messages: [{ id: 'u1', role: 'user', parts: [image('/hang.png')] }] },
+      shortTimeout,
+    );
     expect(res.statusCode).toBe(400);
     expect(res.json().message).toContain('no answer within 1500 ms');
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(
-      await t.db.selectFrom('chats').select('id').where('client_id', '=', 'hanging-file').execute(),
+      await shortTimeout.db
+        .selectFrom('chats')
+        .select('id')
+        .where('client_id', '=', 'hanging-file')
+        .execute(),
     ).toEqual([]);
   });
 

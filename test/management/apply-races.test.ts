@@ -18,25 +18,50 @@ afterAll(() => t.close());
 const call = keyedCaller(() => t.app);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The first session found waiting for a lock one of `pids` holds, other than those in `pids`
+ * (PostgreSQL's own account, pg_blocking_pids); undefined once `unless` has settled first.
+ * Waited for rather than slept on: on a loaded machine apply could take more than the 300 ms
+ * once slept to reach usr_nora's row, and the API's write then came before the apply.
+ */
+async function sessionWaitingFor(pids: number[], unless: Promise<unknown>): Promise<number | undefined> {
+  let settled = false;
+  const stop = () => (settled = true);
+  unless.then(stop, stop);
+  while (!settled) {
+    const { rows } = await sql<{ pid: number }>`
+      select pid from pg_stat_activity
+      where pg_blocking_pids(pid) && ${pids}::int[] and not (pid = any(${pids}::int[]))`.execute(
+      t.env.database.db,
+    );
+    if (rows[0]) return rows[0].pid;
+    await sleep(10);
+  }
+  return undefined;
+}
+
 /** Applies `file` while usr_nora's row is locked; `during` runs then, and the lock is let go. */
 async function applyHeldAt<T>(file: string, during: () => Promise<T>) {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
-  let locked!: () => void;
-  const isLocked = new Promise<void>((resolve) => (locked = resolve));
+  let locked!: (pid: number) => void;
+  const isLocked = new Promise<number>((resolve) => (locked = resolve));
   const blocker = t.env.database.db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
     await sql`select id from users where id = 'usr_nora' for update`.execute(trx);
-    locked();
+    locked(rows[0]!.pid);
     await released;
   });
-  await isLocked;
+  const blockerPid = await isLocked;
   const applied = applyFixture(t.env, file).then(
     () => 'ok',
     (error: Error) => `refused: ${error.message}`,
   );
-  await sleep(300);
+  // Apply has written the first user's row, and waits for usr_nora's.
+  const applyPid = await sessionWaitingFor([blockerPid], applied);
   const answer = during();
-  await sleep(300);
+  // The API's write waits for the apply's rows (or, were it not to wait, has answered).
+  await sessionWaitingFor([blockerPid, applyPid ?? blockerPid], answer);
   release();
   await blocker;
   return { applied: await applied, answer: await answer };
