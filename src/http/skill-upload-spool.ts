@@ -206,16 +206,23 @@ const SPOOL_FRESH_EVERY_MS = 5 * 60 * 1000;
 /**
  * Marks a request's spool directory as in use (its time set to now) every `everyMs` until
  * stopped: a request may read a part it does not keep, or process its archive, for a long time
- * without writing a part, and the sweep must not take its spool meanwhile.
+ * without writing a part, and the sweep must not take its spool meanwhile. `stop()` resolves once
+ * a mark begun before it has ended: none lands after (one did, on a loaded machine).
  */
-export function keepSpoolFresh(dir: string, everyMs = SPOOL_FRESH_EVERY_MS): { stop(): void } {
+export function keepSpoolFresh(dir: string, everyMs = SPOOL_FRESH_EVERY_MS): { stop(): Promise<void> } {
+  let marking: Promise<void> = Promise.resolve();
   const timer = setInterval(() => {
     const now = new Date();
     // Gone (the request removed it) or unwritable: the sweep's own checks still hold.
-    utimes(dir, now, now).catch(() => undefined);
+    marking = utimes(dir, now, now).catch(() => undefined);
   }, everyMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return marking;
+    },
+  };
 }
 
 /** When a request's spool directory was last written to: its own time or its newest part's. */

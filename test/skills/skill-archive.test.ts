@@ -547,7 +547,7 @@ describe('sweepStaleUploads', () => {
     const inUse = keepSpoolFresh(spool, 20);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await sweepStaleUploads(root, 3600_000, new Date())).toBe(0);
-    inUse.stop();
+    await inUse.stop();
     utimesSync(spool, longAgo, longAgo);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(Math.abs(statSync(spool).mtimeMs - longAgo.getTime())).toBeLessThan(1000);

@@ -103,7 +103,7 @@ export async function skillRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
             mode: upload.mode ?? 'create',
           });
         } finally {
-          inUse.stop();
+          await inUse.stop();
           // Before answering, so that no spooled part outlives its request. A failure here must
           // not replace the request's own outcome; the periodic sweep gets what is left.
           await rm(dir, { recursive: true, force: true, maxRetries: 3 }).catch((error: unknown) =>
