@@ -131,6 +131,32 @@ describe('FsObjectStore', () => {
     rmSync(path.join(tmp, 'fresh.data'));
   });
 
+  it('makes tmp/ again when it was removed, and keeps no file open or left after writes that end or fail', async () => {
+    const tmp = path.join(root, 'tmp');
+    const openFiles = () => readdirSync('/proc/self/fd').length;
+    await store.put('handles/warm.txt', Readable.from([Buffer.from('w')]), { contentType: 'text/plain' });
+    const before = openFiles();
+    rmSync(tmp, { recursive: true, force: true });
+    await store.put('handles/a.txt', Readable.from([Buffer.from('a')]), { contentType: 'text/plain' });
+    await expect(
+      store.put('handles/short.txt', Readable.from([Buffer.from('ab')]), {
+        contentType: 'text/plain',
+        exactBytes: 3,
+      }),
+    ).rejects.toMatchObject({ status: 400 });
+    const failing = new Readable({
+      read() {
+        this.push(Buffer.alloc(64 * 1024));
+        this.destroy(Object.assign(new Error('read failed'), { code: 'EIO' }));
+      },
+    });
+    await expect(store.put('handles/cut.txt', failing, { contentType: 'text/plain' })).rejects.toThrow();
+    expect(openFiles()).toBe(before);
+    expect(readdirSync(tmp)).toEqual([]);
+    expect(await keys('handles/')).toEqual(['handles/a.txt', 'handles/warm.txt']);
+    await store.deletePrefix('handles/');
+  });
+
   it('reads an object whole within a limit: too-large past it, null when missing or a folder', async () => {
     const bytes = Buffer.from('0123456789'.repeat(1000));
     await store.put('whole/a.txt', Readable.from([bytes]), { contentType: 'text/plain' });
