@@ -57,6 +57,15 @@ beforeEach(() => {
   upstream.requests.length = 0;
 });
 
+/** An app whose MCP servers have a minute to connect (and to end a session), for slow listings. */
+function patientApp() {
+  return createTestApp({
+    setup: chatSetup(upstream),
+    mcpConnectTimeoutMs: 60_000,
+    env: { LOG_LEVEL: 'error' },
+  });
+}
+
 function post(url: string, payload: Record<string, unknown>, app = t) {
   return app.app.inject({ method: 'POST', url, headers: { 'x-service-api-key': CHAT_KEYS.main }, payload });
 }
@@ -181,10 +190,12 @@ describe('MCP tools', () => {
       inputSchema: { type: 'object' },
     }));
     const raw = await startRawMcpServer({ tools, pageSize: 100 });
+    // Twelve pages within the connect timeout: more than MCP_TIMEOUT_MS on a loaded CI machine.
+    const patient = await patientApp();
     try {
-      await setTools([{ name: 'srv', url: raw.url }]);
+      await setTools([{ name: 'srv', url: raw.url }], patient);
       upstream.enqueue({ kind: 'text', text: 'fine' });
-      const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('hi')] });
+      const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('hi')] }, patient);
       expect(res.statusCode).toBe(200);
       const offered = upstream.requests[0]!.body.tools!.map((tool) => tool.function.name);
       expect(offered).toHaveLength(1_000);
@@ -198,7 +209,7 @@ describe('MCP tools', () => {
         },
       ]);
     } finally {
-      await raw.close();
+      await Promise.all([raw.close(), patient.close()]);
     }
   });
 
@@ -206,11 +217,7 @@ describe('MCP tools', () => {
     // The session's end has the connect timeout as its limit: here longer than a test may run, so
     // a reply that waited for it would never answer. (Not a bound on the run's time, which a
     // loaded CI machine took more than MCP_TIMEOUT_MS for.)
-    const patient = await createTestApp({
-      setup: chatSetup(upstream),
-      mcpConnectTimeoutMs: 60_000,
-      env: { LOG_LEVEL: 'error' },
-    });
+    const patient = await patientApp();
     try {
       await setTools([{ name: 'live', url: sessionMcp.url }], patient);
       upstream.enqueue(
