@@ -458,7 +458,9 @@ describe.each(['memory', 'Redis'] as const)(
           const ticket = await a.admitAlone('chat-4', 'msg-1', () => undefined);
           expect(await publisher.get(`${keyPrefix}:active:chat-4`)).toBe('msg-1');
           ticket.release();
-          await vi.waitFor(async () => expect(await publisher.get(`${keyPrefix}:active:chat-4`)).toBeNull());
+          await vi.waitFor(async () => expect(await publisher.get(`${keyPrefix}:active:chat-4`)).toBeNull(), {
+            timeout: 10_000,
+          });
           (await b.admitAlone('chat-4', 'msg-2', () => undefined)).release();
         } finally {
           await close();

@@ -30,7 +30,9 @@ const agents = (server: ServeProcess, key: string) =>
 describe('npm start on the embedded database (sqlite)', () => {
   it('prints a working key on the first start, and on a later one the command that makes another', async () => {
     const first = await serve();
-    await vi.waitFor(() => expect(first.output()).toContain('API key (shown once, keep it):'));
+    await vi.waitFor(() => expect(first.output()).toContain('API key (shown once, keep it):'), {
+      timeout: 10_000,
+    });
     const firstKey = /API key \(shown once, keep it\): (atr_ws_\S+)/.exec(first.output())![1]!;
     expect((await agents(first, firstKey)).status).toBe(200);
     await first.stop();
@@ -38,7 +40,7 @@ describe('npm start on the embedded database (sqlite)', () => {
     const second = await serve();
     // With the data dir the server was given: pasted elsewhere, the command finds the same data.
     const command = `ATRIUM_DATA_DIR=${dataDir} ./bin/atrium keys create --workspace wsp_demo --user usr_demo_owner --name demo`;
-    await vi.waitFor(() => expect(second.output()).toContain(command));
+    await vi.waitFor(() => expect(second.output()).toContain(command), { timeout: 10_000 });
     expect(second.output()).not.toContain('API key (shown once');
     expect(second.output()).not.toContain(firstKey);
 

@@ -1330,8 +1330,9 @@ describe('storing', () => {
     })().catch(() => undefined);
     // No OpenAI client can resume the reply: it is not generated (and charged) to its end.
     await upstream.waitForAborted(abortedBefore + 1);
-    await vi.waitFor(async () =>
-      expect(await storedTexts(chatId)).toEqual(['user: Count', 'assistant: one two ']),
+    await vi.waitFor(
+      async () => expect(await storedTexts(chatId)).toEqual(['user: Count', 'assistant: one two ']),
+      { timeout: 10_000 },
     );
     const stored = await chatRows(t.db, chatId);
     expect(stored[1]!.finish_reason).toBe('stopped');
