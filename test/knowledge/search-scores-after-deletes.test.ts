@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/db/database.js';
+import { up as up029 } from '../../src/db/migrations/029-knowledge-fts-exact-statistics.js';
 import { systemClock } from '../../src/ids.js';
 import { searchProject } from '../../src/knowledge/search.js';
 import { rebuildProjectIndex } from '../../src/services/knowledge.js';
@@ -120,10 +121,10 @@ function expectScores(actual: Record<string, number>, expected: Record<string, n
 }
 
 /** How SQLite's FTS5 table is made (028: contentless; 029: keeping its own content). */
-const ftsDefinition = async () =>
+const ftsDefinition = async (t: TestApp = churned) =>
   (
     await sql<{ definition: string }>`select sql as definition from sqlite_master
-      where name = 'knowledge_chunks_fts'`.execute(churned.env.database.db)
+      where name = 'knowledge_chunks_fts'`.execute(t.env.database.db)
   ).rows[0]?.definition;
 
 describe(`migrating a churned search index (${engineName})`, () => {
@@ -151,4 +152,41 @@ describe(`migrating a churned search index (${engineName})`, () => {
     await migrateToLatest(churned.env.database.db, churned.env.database.schema);
     expectScores(await scores(churned), expected);
   });
+});
+
+/** `db` with every statement whose text holds `text` failing, as a process killed there would stop. */
+const interruptedAt = (db: Kysely<unknown>, text: string) =>
+  db.withPlugin({
+    transformQuery({ node }) {
+      if (JSON.stringify(node).includes(text)) throw new Error(`interrupted at ${text}`);
+      return node;
+    },
+    transformResult: async ({ result }) => result,
+  });
+
+describe(`an interrupted migration 029 (${engineName})`, () => {
+  it.skipIf(engineName !== 'sqlite')(
+    'changes nothing, so search still works and the next start migrates',
+    async () => {
+      const db = fresh.env.database.db as unknown as Kysely<unknown>;
+      await migrateTestDatabaseTo(fresh.env, '028-code-point-listing-ids');
+      const expected = await scores(fresh);
+      // Stopped after the old table was dropped, before the new one was made.
+      await expect(up029(interruptedAt(db, 'create virtual table knowledge_chunks_fts'))).rejects.toThrow(
+        'interrupted',
+      );
+      expect(await ftsDefinition(fresh)).toContain('contentless_delete=1');
+      expectScores(await scores(fresh), expected);
+      // Stopped while the chunks were written again.
+      await expect(up029(interruptedAt(db, 'insert into knowledge_chunks_fts'))).rejects.toThrow(
+        'interrupted',
+      );
+      expect(await ftsDefinition(fresh)).toContain('contentless_delete=1');
+      expectScores(await scores(fresh), expected);
+
+      await migrateToLatest(fresh.env.database.db, fresh.env.database.schema);
+      expect(await ftsDefinition(fresh)).not.toContain('content=');
+      expectScores(await scores(fresh), expected);
+    },
+  );
 });

@@ -19,14 +19,29 @@ const BATCH = 500;
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (!isSqlite(db)) return;
-  await remakeFtsTable(db, '');
-  await rewriteChunks(db);
+  await remakeAtOnce(db, '');
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   if (!isSqlite(db)) return;
-  await remakeFtsTable(db, "content='', contentless_delete=1,");
-  await rewriteChunks(db);
+  await remakeAtOnce(db, "content='', contentless_delete=1,");
+}
+
+/**
+ * The table dropped, made again and filled in one transaction: Kysely's migrator runs SQLite's
+ * migrations without one (its adapter claims no transactional DDL, which SQLite has), so a
+ * process stopped in between (a deploy's kill, a full disk) left no table at all, and every
+ * later start failed on its `drop table`; one stopped while filling it left the index part
+ * empty until the next start. Other connections (a process still on the version before) read
+ * the old table until the commit, and their chunk writes wait for it (their busy timeout)
+ * instead of landing in the half-filled table, where the migration would write their rows a
+ * second time, which a table keeping its content refuses (`constraint failed`).
+ */
+async function remakeAtOnce(db: Kysely<unknown>, contentOptions: string) {
+  await db.transaction().execute(async (trx) => {
+    await remakeFtsTable(trx, contentOptions);
+    await rewriteChunks(trx);
+  });
 }
 
 async function remakeFtsTable(db: Kysely<unknown>, contentOptions: string) {
