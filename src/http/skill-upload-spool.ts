@@ -207,20 +207,27 @@ const SPOOL_FRESH_EVERY_MS = 5 * 60 * 1000;
  * Marks a request's spool directory as in use (its time set to now) every `everyMs` until
  * stopped: a request may read a part it does not keep, or process its archive, for a long time
  * without writing a part, and the sweep must not take its spool meanwhile. `stop()` resolves once
- * a mark begun before it has ended: none lands after (one did, on a loaded machine).
+ * a mark begun before it has ended: none lands after (one did, on a loaded machine). One mark at
+ * a time: a tick while one is under way (a thread pool busy with other file work) makes none,
+ * or stop() would wait for the newest mark only, and an older one could still land after it.
  */
 export function keepSpoolFresh(dir: string, everyMs = SPOOL_FRESH_EVERY_MS): { stop(): Promise<void> } {
-  let marking: Promise<void> = Promise.resolve();
+  let marking: Promise<void> | undefined;
   const timer = setInterval(() => {
+    if (marking) return;
     const now = new Date();
     // Gone (the request removed it) or unwritable: the sweep's own checks still hold.
-    marking = utimes(dir, now, now).catch(() => undefined);
+    marking = utimes(dir, now, now)
+      .catch(() => undefined)
+      .finally(() => {
+        marking = undefined;
+      });
   }, everyMs);
   timer.unref();
   return {
     stop: () => {
       clearInterval(timer);
-      return marking;
+      return marking ?? Promise.resolve();
     },
   };
 }
