@@ -210,14 +210,18 @@ const SPOOL_FRESH_EVERY_MS = 5 * 60 * 1000;
  * a mark begun before it has ended: none lands after (one did, on a loaded machine). One mark at
  * a time: a tick while one is under way (a thread pool busy with other file work) makes none,
  * or stop() would wait for the newest mark only, and an older one could still land after it.
+ * `mark` is the mark itself (tests hold it under way).
  */
-export function keepSpoolFresh(dir: string, everyMs = SPOOL_FRESH_EVERY_MS): { stop(): Promise<void> } {
+export function keepSpoolFresh(
+  dir: string,
+  everyMs = SPOOL_FRESH_EVERY_MS,
+  mark = (now: Date) => utimes(dir, now, now),
+): { stop(): Promise<void> } {
   let marking: Promise<void> | undefined;
   const timer = setInterval(() => {
     if (marking) return;
-    const now = new Date();
     // Gone (the request removed it) or unwritable: the sweep's own checks still hold.
-    marking = utimes(dir, now, now)
+    marking = mark(new Date())
       .catch(() => undefined)
       .finally(() => {
         marking = undefined;
