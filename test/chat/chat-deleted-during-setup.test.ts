@@ -40,6 +40,18 @@ useChatApp(
   },
 );
 
+/** Deletes the chat once the turn on it waits for its MCP server, then lets the server answer. */
+async function deleteWhileConnecting(chatId: string) {
+  await connecting.promise;
+  const deleted = await t.app.inject({
+    method: 'DELETE',
+    url: `/v1/chats/${chatId}`,
+    headers: { 'x-service-api-key': CHAT_KEYS.main },
+  });
+  expect(deleted.statusCode).toBe(200);
+  release.resolve();
+}
+
 describe('a chat deleted while a turn on it is being set up', () => {
   it('answers 404 not_found and stores nothing, not a 500', async () => {
     const opening = await postChat(t, { agentId: 'agt_plain', messages: [userText('u0', 'u0')] });
@@ -48,14 +60,7 @@ describe('a chat deleted while a turn on it is being set up', () => {
     await giveAgentMcpServer(t.db, 'agt_plain', mcpUrl);
 
     const turn = postChat(t, { agentId: 'agt_plain', chatId, messages: [userText('u1', 'u1')] });
-    await connecting.promise;
-    const deleted = await t.app.inject({
-      method: 'DELETE',
-      url: `/v1/chats/${chatId}`,
-      headers: { 'x-service-api-key': CHAT_KEYS.main },
-    });
-    expect(deleted.statusCode).toBe(200);
-    release.resolve();
+    await deleteWhileConnecting(chatId);
 
     const res = await turn;
     expect(res.statusCode).toBe(404);
@@ -80,14 +85,7 @@ describe('a chat deleted while a turn on it is being set up', () => {
       messageId: opening.json().messageId,
       messages: [userText('w0', 'w0')],
     });
-    await connecting.promise;
-    const deleted = await t.app.inject({
-      method: 'DELETE',
-      url: `/v1/chats/${chatId}`,
-      headers: { 'x-service-api-key': CHAT_KEYS.main },
-    });
-    expect(deleted.statusCode).toBe(200);
-    release.resolve();
+    await deleteWhileConnecting(chatId);
 
     const res = await turn;
     // The history read again once the server answered no longer holds the message to replace.
