@@ -73,6 +73,29 @@ describe(`HTTP error handling (${engineName})`, () => {
     });
     expect(res.statusCode).toBe(415);
     expect(res.json()).toMatchObject({ ...errorShape, code: 'unsupported_media_type' });
+    // It says what the route takes: curl's -d without a content type sends a form.
+    const form = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: { ...key, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'name=x',
+    });
+    expect(form.statusCode).toBe(415);
+    expect(form.json()).toEqual({
+      code: 'unsupported_media_type',
+      message: 'Unsupported Media Type: application/x-www-form-urlencoded; this route takes application/json',
+      details: { accepted: ['application/json'] },
+    });
+    const patch = await t.app.inject({
+      method: 'PATCH',
+      url: '/v1/projects/prj_any',
+      headers: { ...key, 'content-type': 'text/plain' },
+      payload: 'name=x',
+    });
+    expect(patch.statusCode).toBe(415);
+    expect(patch.json().message).toBe(
+      'Unsupported Media Type: text/plain; this route takes application/json or application/merge-patch+json',
+    );
   });
 
   it('answers a JSON body over 1 MB with 413 payload_too_large', async () => {

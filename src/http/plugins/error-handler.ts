@@ -83,6 +83,23 @@ function withBodyLimit(error: ApiError, request: FastifyRequest): ApiError {
   );
 }
 
+/**
+ * Fastify's 415 names no type the route takes (for a form, curl's `-d` without a content type,
+ * not even the one sent): it says both, and `details.accepted` lists them.
+ */
+function withAcceptedTypes(error: ApiError, request: FastifyRequest): ApiError {
+  if ((error.cause as FastifyError | undefined)?.code !== 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return error;
+  const consumes = (request.routeOptions?.schema as { consumes?: string[] } | undefined)?.consumes;
+  const accepted = consumes ?? ['application/json'];
+  const sent = request.headers['content-type']?.split(';')[0]?.trim().slice(0, 100);
+  return new ApiError(
+    error.code,
+    `Unsupported Media Type${sent ? `: ${sent}` : ''}; this route takes ${accepted.join(' or ')}`,
+    { ...error.details, accepted },
+    { cause: error.cause },
+  );
+}
+
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   if (typeof error.details.retryAfterSeconds === 'number') {
     reply.header('retry-after', String(error.details.retryAfterSeconds));
@@ -134,7 +151,10 @@ export function registerErrorHandling(app: FastifyInstance): { unmatched: Unmatc
 
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     // A body past its deadline fails its reader in many ways (cut-off upload, broken part): all are that timeout.
-    const apiError = withBodyLimit(bodyTimeoutError(request.raw) ?? toApiError(error), request);
+    const apiError = withAcceptedTypes(
+      withBodyLimit(bodyTimeoutError(request.raw) ?? toApiError(error), request),
+      request,
+    );
     logApiError(request.log, apiError);
     return sendError(reply, apiError);
   });

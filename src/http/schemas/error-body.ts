@@ -200,8 +200,8 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
     examples: [
       {
         code: 'unsupported_media_type',
-        message: 'Unsupported Media Type: text/plain',
-        details: {},
+        message: 'Unsupported Media Type: text/plain; this route takes application/json',
+        details: { accepted: ['application/json'] },
       },
     ],
   },
