@@ -8,6 +8,9 @@ import { connectMcpTools } from '../../src/models/tools/mcp.js';
 import { startRawMcpServer } from './raw-mcp-server.js';
 
 type RawMcpServer = Awaited<ReturnType<typeof startRawMcpServer>>;
+// These tests are about pages, not time: a minute covers 100 pages' round trips on a loaded CI
+// machine (5 s did not).
+const NO_RUSH = { connectTimeoutMs: 60_000, calls: { timeoutMs: 60_000 } };
 const usable = { name: 'lookup', inputSchema: { type: 'object', properties: {} } };
 let raw: RawMcpServer | undefined;
 afterEach(async () => {
@@ -17,10 +20,7 @@ afterEach(async () => {
 
 async function offeredBy(pages: unknown[][]) {
   raw = await startRawMcpServer({ tools: [], pages });
-  const connected = await connectMcpTools([{ type: 'mcp', name: 'srv', url: raw.url }], {
-    connectTimeoutMs: 5_000,
-    calls: { timeoutMs: 5_000 },
-  });
+  const connected = await connectMcpTools([{ type: 'mcp', name: 'srv', url: raw.url }], NO_RUSH);
   await connected.close();
   return { tools: Object.keys(connected.tools), warnings: connected.warnings, requests: raw.requests };
 }
@@ -68,10 +68,7 @@ it('still stops at a page that only lists tools seen before', async () => {
 
 it('stops at the page limit a server that sends empty pages forever', async () => {
   raw = await startRawMcpServer({ tools: [], endlessPages: 'new-cursor' });
-  const connected = await connectMcpTools([{ type: 'mcp', name: 'srv', url: raw.url }], {
-    connectTimeoutMs: 5_000,
-    calls: { timeoutMs: 5_000 },
-  });
+  const connected = await connectMcpTools([{ type: 'mcp', name: 'srv', url: raw.url }], NO_RUSH);
   await connected.close();
   expect(connected.warnings).toEqual([
     expect.objectContaining({
@@ -81,4 +78,4 @@ it('stops at the page limit a server that sends empty pages forever', async () =
     }),
   ]);
   expect(raw.requests.filter((method) => method === 'tools/list')).toHaveLength(100);
-});
+}, 60_000);
