@@ -10,7 +10,7 @@ import { startRawMcpServer } from './raw-mcp-server.js';
 type RawMcpServer = Awaited<ReturnType<typeof startRawMcpServer>>;
 // Long enough for the steps a test does not hold back on a loaded CI machine: the timeout must
 // fall on the step held, after the server opened its session.
-const TIMEOUT_MS = 2_000;
+const TIMEOUT_MS = 4_000;
 const usable = { name: 'lookup', inputSchema: { type: 'object', properties: {} } };
 let raw: RawMcpServer | undefined;
 /** Holds what a test's server holds back until the test is over. */
