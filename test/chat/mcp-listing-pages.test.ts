@@ -79,3 +79,28 @@ it('stops at the page limit a server that sends empty pages forever', async () =
   ]);
   expect(raw.requests.filter((method) => method === 'tools/list')).toHaveLength(100);
 }, 60_000);
+
+it('offers a tool listed valid after an invalid listing of the same name', async () => {
+  const { tools, warnings } = await offeredBy([
+    [{ name: 'lookup', inputSchema: { type: 'string' } }],
+    [usable, { name: 'other', inputSchema: { type: 'object' } }],
+  ]);
+  expect(tools).toEqual(['srv_lookup', 'srv_other']);
+  // The name is offered: the warning that its first listing was skipped is taken back.
+  expect(warnings).toEqual([]);
+});
+
+it('keeps the first valid listing of a name and skips later ones', async () => {
+  const { tools } = await offeredBy([
+    [usable, { ...usable, description: 'again' }],
+    [{ ...usable, name: 'x' }],
+  ]);
+  expect(tools).toEqual(['srv_lookup', 'srv_x']);
+});
+
+it('warns once of a name listed invalid twice', async () => {
+  const bad = { name: 'lookup', inputSchema: { type: 'string' } };
+  const { tools, warnings } = await offeredBy([[bad, { name: 'a', inputSchema: { type: 'object' } }], [bad]]);
+  expect(tools).toEqual(['srv_a']);
+  expect(warnings.map((w) => [w.tool, w.code])).toEqual([['srv_lookup', 'mcp_invalid_tool']]);
+});

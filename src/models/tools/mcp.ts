@@ -86,7 +86,9 @@ async function listUsableTools(
   const warnings: ToolWarning[] = [];
   let skipped = 0;
   let cut: ToolWarning | undefined;
+  /** Names of the tools offered, and of those skipped as invalid with their warning (if one was given). */
   const names = new Set<string>();
+  const invalid = new Map<string, ToolWarning | undefined>();
   const cursors = new Set<string>();
   let cursor: string | undefined;
   let pages = 0;
@@ -105,33 +107,45 @@ async function listUsableTools(
       break;
     }
     for (const listed of page.tools) {
-      // A tool listed again (a server that pages badly) counts once.
+      // A tool listed again (a server that pages badly) counts once: the first valid listing of
+      // its name is offered, even after invalid ones (whose warning it takes back).
       const listedName = (listed as { name?: unknown })?.name;
-      if (typeof listedName === 'string') {
-        if (names.has(listedName)) continue;
-        names.add(listedName);
-      }
-      repeatsOnly = false;
+      const named = typeof listedName === 'string' ? listedName : undefined;
+      if (named !== undefined && names.has(named)) continue;
       const checked = UsableTool.safeParse(listed);
+      if (named !== undefined && invalid.has(named) && !checked.success) continue;
+      repeatsOnly = false;
       if (checked.success) {
         if (tools.length === MCP_LISTING_LIMITS.tools) {
           cut = listingCut(server, `more than ${MCP_LISTING_LIMITS.tools} tools`, tools.length);
           break listing;
         }
         tools.push(checked.data as ListedTool);
+        if (named === undefined) continue;
+        names.add(named);
+        if (invalid.has(named)) {
+          const warning = invalid.get(named);
+          if (warning) warnings.splice(warnings.indexOf(warning), 1);
+          invalid.delete(named);
+          skipped--;
+        }
         continue;
       }
-      if (++skipped > MAX_TOOL_WARNINGS) continue;
-      const issue = checked.error.issues[0];
-      warnings.push({
-        tool: typeof listedName === 'string' ? toolName(server, listedName) : server,
-        code: 'mcp_invalid_tool',
-        message:
-          `MCP tool skipped: ${issue ? `${issue.path.join('.') || 'the tool'} ${issue.message}` : 'not a valid tool'}`.slice(
-            0,
-            200,
-          ),
-      });
+      let warning: ToolWarning | undefined;
+      if (++skipped <= MAX_TOOL_WARNINGS) {
+        const issue = checked.error.issues[0];
+        warning = {
+          tool: named !== undefined ? toolName(server, named) : server,
+          code: 'mcp_invalid_tool',
+          message:
+            `MCP tool skipped: ${issue ? `${issue.path.join('.') || 'the tool'} ${issue.message}` : 'not a valid tool'}`.slice(
+              0,
+              200,
+            ),
+        };
+        warnings.push(warning);
+      }
+      if (named !== undefined) invalid.set(named, warning);
     }
     cursor = page.nextCursor;
     // A server that pages in circles (a cursor seen before, a page of tools all seen before) is
