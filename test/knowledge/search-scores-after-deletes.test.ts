@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/db/database.js';
-import { up as up029 } from '../../src/db/migrations/029-knowledge-fts-exact-statistics.js';
+import { migrations } from '../../src/db/migrations/index.js';
 import { systemClock } from '../../src/ids.js';
 import { searchProject } from '../../src/knowledge/search.js';
 import { rebuildProjectIndex } from '../../src/services/knowledge.js';
@@ -164,6 +164,10 @@ const interruptedAt = (db: Kysely<unknown>, text: string) =>
     transformResult: async ({ result }) => result,
   });
 
+/** A migration's up as the migrator runs it (src/db/migrations/index.ts). */
+const upOf = (name: string) => migrations[name]!.up;
+const up029 = upOf('029-knowledge-fts-exact-statistics');
+
 describe(`an interrupted migration 029 (${engineName})`, () => {
   it.skipIf(engineName !== 'sqlite')(
     'changes nothing, so search still works and the next start migrates',
@@ -183,6 +187,43 @@ describe(`an interrupted migration 029 (${engineName})`, () => {
       );
       expect(await ftsDefinition(fresh)).toContain('contentless_delete=1');
       expectScores(await scores(fresh), expected);
+
+      await migrateToLatest(fresh.env.database.db, fresh.env.database.schema);
+      expect(await ftsDefinition(fresh)).not.toContain('content=');
+      expectScores(await scores(fresh), expected);
+    },
+  );
+});
+
+/** The chunks whose FTS5 row holds `word`, whichever version of the table is there. */
+const chunksMatching = async (t: TestApp, word: string) =>
+  (
+    await sql<{ id: number }>`select rowid as id from knowledge_chunks_fts
+      where knowledge_chunks_fts match ${word} order by rowid`.execute(t.env.database.db)
+  ).rows.map((row) => row.id);
+
+/** 019 and 027 made the FTS5 table again and wrote every chunk into it, as 029 does. */
+describe.each([
+  ['019-knowledge-folded-search-text', '018-skill-replacements'],
+  ['027-knowledge-fts-project-scope', '026-sub-agent-usage-rollup'],
+])(`an interrupted migration %s (${engineName})`, (name, previous) => {
+  it.skipIf(engineName !== 'sqlite')(
+    'changes nothing, so the table keeps its rows and the next start migrates',
+    async () => {
+      const db = fresh.env.database.db as unknown as Kysely<unknown>;
+      await migrateToLatest(fresh.env.database.db, fresh.env.database.schema);
+      const expected = await scores(fresh);
+      await migrateTestDatabaseTo(fresh.env, previous);
+      const definition = await ftsDefinition(fresh);
+      const apples = await chunksMatching(fresh, 'apple');
+      expect(apples.length).toBeGreaterThan(3);
+      // Stopped after the old table was dropped, before the new one was made; then while the
+      // chunks were written again.
+      for (const step of ['create virtual table knowledge_chunks_fts', 'insert into knowledge_chunks_fts']) {
+        await expect(upOf(name)(interruptedAt(db, step)), step).rejects.toThrow('interrupted');
+        expect(await ftsDefinition(fresh), step).toBe(definition);
+        expect(await chunksMatching(fresh, 'apple'), step).toEqual(apples);
+      }
 
       await migrateToLatest(fresh.env.database.db, fresh.env.database.schema);
       expect(await ftsDefinition(fresh)).not.toContain('content=');

@@ -15,33 +15,19 @@ const BATCH = 500;
  * the row's words out of the totals too. A table's content option cannot be changed: it is
  * made again and every chunk written again, as 027 did, with the same columns and words (so
  * the repository's writer and the trigger are unchanged). PostgreSQL's ranking has no such
- * totals.
+ * totals. The migrator's list runs it in one transaction (index.ts): stopped part way, it leaves
+ * the old table as it was.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (!isSqlite(db)) return;
-  await remakeAtOnce(db, '');
+  await remakeFtsTable(db, '');
+  await rewriteChunks(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   if (!isSqlite(db)) return;
-  await remakeAtOnce(db, "content='', contentless_delete=1,");
-}
-
-/**
- * The table dropped, made again and filled in one transaction: Kysely's migrator runs SQLite's
- * migrations without one (its adapter claims no transactional DDL, which SQLite has), so a
- * process stopped in between (a deploy's kill, a full disk) left no table at all, and every
- * later start failed on its `drop table`; one stopped while filling it left the index part
- * empty until the next start. Other connections (a process still on the version before) read
- * the old table until the commit, and their chunk writes wait for it (their busy timeout)
- * instead of landing in the half-filled table, where the migration would write their rows a
- * second time, which a table keeping its content refuses (`constraint failed`).
- */
-async function remakeAtOnce(db: Kysely<unknown>, contentOptions: string) {
-  await db.transaction().execute(async (trx) => {
-    await remakeFtsTable(trx, contentOptions);
-    await rewriteChunks(trx);
-  });
+  await remakeFtsTable(db, "content='', contentless_delete=1,");
+  await rewriteChunks(db);
 }
 
 async function remakeFtsTable(db: Kysely<unknown>, contentOptions: string) {

@@ -1,4 +1,4 @@
-import type { Migration } from 'kysely';
+import { type Kysely, type Migration, SqliteAdapter } from 'kysely';
 import * as initial from './001-initial.js';
 import * as chatMessagesAndRunUsage from './002-chat-messages-and-run-usage.js';
 import * as sharedLimits from './003-shared-limits.js';
@@ -27,7 +27,7 @@ import * as knowledgeFtsExactStatistics from './029-knowledge-fts-exact-statisti
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
  * compiled from dist/ and from source under the test runner. New ones append a line.
  */
-export const migrations: Record<string, Migration> = {
+export const migrations: Record<string, Migration> = eachInOneTransaction({
   '001-initial': initial,
   '002-chat-messages-and-run-usage': chatMessagesAndRunUsage,
   '003-shared-limits': sharedLimits,
@@ -51,4 +51,33 @@ export const migrations: Record<string, Migration> = {
   '027-knowledge-fts-project-scope': knowledgeFtsProjectScope,
   '028-code-point-listing-ids': codePointListingIds,
   '029-knowledge-fts-exact-statistics': knowledgeFtsExactStatistics,
-};
+});
+
+/**
+ * On SQLite each migration's up and down runs in one transaction. Kysely's migrator runs
+ * SQLite's migrations without one (its adapter claims no transactional DDL, which SQLite has),
+ * so a process stopped between two statements (a deploy's kill, a full disk) left a migration
+ * half done and not recorded: a table dropped and not made again (019, 027 and 029 remake the
+ * FTS5 table), a column added (024), a table renamed (025), and every later start failed on
+ * the statement that had run, or search found a part of the chunks until the next start. Now
+ * a stop changes nothing, and the next start runs the migration whole. Other connections (a
+ * process still on the version before) read the old tables until the commit, and their writes
+ * wait for it (their busy timeout) instead of landing in a half-made table (029, which keeps
+ * its content, would write their rows a second time: `constraint failed`). PostgreSQL's
+ * migrator already runs the pending migrations in one transaction, with their bookkeeping; on
+ * SQLite the migrator records a migration right after its commit, so a stop in that moment
+ * still leaves it done and unrecorded. A migration opens no transaction of its own: Kysely does
+ * not nest them.
+ */
+function eachInOneTransaction(list: Record<string, Migration>): Record<string, Migration> {
+  const inOneTransaction =
+    (step: (db: Kysely<unknown>) => Promise<void>) =>
+    (db: Kysely<unknown>): Promise<void> =>
+      db.getExecutor().adapter instanceof SqliteAdapter ? db.transaction().execute(step) : step(db);
+  return Object.fromEntries(
+    Object.entries(list).map(([name, { up, down }]) => [
+      name,
+      { up: inOneTransaction(up), down: down && inOneTransaction(down) },
+    ]),
+  );
+}
