@@ -12,9 +12,9 @@ afterAll(() => t.close());
 const call = (method: 'GET' | 'DELETE', url: string, key: string) =>
   t.app.inject({ method, url, headers: { 'x-service-api-key': key } });
 
-async function uploadSkill(name: string, key: string, visibility = 'private') {
+async function uploadSkill(name: string, key: string, visibility = 'private', frontMatter = '') {
   const zip = await buildZip([
-    { name: `${name}/SKILL.md`, content: skillMd(name, `About ${name}`) },
+    { name: `${name}/SKILL.md`, content: skillMd(name, `About ${name}`, frontMatter) },
     { name: `${name}/scripts/run.sh`, content: 'echo hi\n' },
   ]);
   const { body, contentType } = multipartBody([
@@ -41,7 +41,9 @@ describe(`GET /v1/skills/{id} (${engineName})`, () => {
       name: 'reader',
       description: 'About reader',
       visibility: 'workspace',
+      ownerUserId: 'usr_olivia',
       storagePath: `skills/wsp_main/${skill.id}/`,
+      metadata: {},
       files: [
         { path: 'SKILL.md', sizeBytes: Buffer.byteLength(skillMd('reader', 'About reader')) },
         { path: 'scripts/run.sh', sizeBytes: 8 },
@@ -49,6 +51,26 @@ describe(`GET /v1/skills/{id} (${engineName})`, () => {
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
+  });
+
+  it('answers the fields of the skill’s list item (owner, front matter metadata), plus its files', async () => {
+    const skill = await uploadSkill(
+      'listed',
+      MKEYS.member,
+      'private',
+      'license: MIT\nallowed-tools: [Read]\n',
+    );
+    const list = await call('GET', '/v1/workspace/wsp_main/skills?limit=100', MKEYS.member);
+    const item = list.json().data.skills.find((listed: { id: string }) => listed.id === skill.id);
+    expect(item).toMatchObject({
+      ownerUserId: 'usr_max',
+      metadata: { license: 'MIT', 'allowed-tools': ['Read'] },
+    });
+    const res = await call('GET', `/v1/skills/${skill.id}`, MKEYS.member);
+    expect(res.statusCode).toBe(200);
+    const { files, ...rest } = res.json().data.skill;
+    expect(rest).toEqual(item);
+    expect(files.map((file: { path: string }) => file.path)).toEqual(['SKILL.md', 'scripts/run.sh']);
   });
 
   it('shows a private skill to its uploader and to owners and admins, not to other members', async () => {

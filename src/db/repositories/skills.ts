@@ -83,7 +83,7 @@ export async function insertSkills(
   );
 }
 
-/** The fields of a listed skill, in the response's order (`skillView`). */
+/** The fields of a listed skill, in the response's order (`Skill` in src/http/schemas/skills.ts). */
 const SKILL_FIELDS: Record<string, JsonField> = {
   id: 'value',
   name: 'value',

@@ -2,30 +2,11 @@ import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { deleteSkill, getSkillDetail } from '../../services/skill-admin.js';
 import { DeletedResponse } from '../schemas/agents-admin.js';
-import { API_KEY_SECURITY, COMMON_ERRORS, envelope, errorResponses, Timestamp } from '../schemas/common.js';
+import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses } from '../schemas/common.js';
+import { SkillDetailResponse } from '../schemas/skills.js';
 import type { TypedApp } from '../typed-app.js';
 
 const SkillParams = Type.Object({ skillId: Type.String({ minLength: 1, maxLength: 200 }) });
-
-const SkillDetailResponse = envelope(
-  Type.Object({
-    skill: Type.Object({
-      id: Type.String(),
-      name: Type.String(),
-      description: Type.String(),
-      visibility: Type.Union([
-        Type.Literal('private'),
-        Type.Literal('workspace'),
-        Type.Literal('organization'),
-      ]),
-      storagePath: Type.String(),
-      files: Type.Array(Type.Object({ path: Type.String(), sizeBytes: Type.Integer() })),
-      createdAt: Timestamp,
-      updatedAt: Timestamp,
-    }),
-  }),
-  'The skill with its files',
-);
 
 /** Skill read and delete (management.md). */
 export async function skillAdminRoutes(app: TypedApp, deps: AppDeps): Promise<void> {

@@ -31,6 +31,19 @@ export const Skill = Type.Object(
   { title: 'Skill' },
 );
 
+/** A skill read alone: its list item's fields, plus the files stored for it. */
+export const SkillDetail = Type.Object(
+  {
+    ...Skill.properties,
+    files: Type.Array(Type.Object({ path: Type.String(), sizeBytes: Type.Integer() }), {
+      description: 'The stored files, paths relative to `storagePath`, by path',
+    }),
+  },
+  { title: 'SkillDetail' },
+);
+
+export const SkillDetailResponse = envelope(Type.Object({ skill: SkillDetail }), 'The skill with its files');
+
 export const SkillListQuery = Type.Object({
   limit: Type.Optional(
     Type.Integer({ minimum: 1, description: 'Page size, default 20; values above 100 are clamped to 100' }),
