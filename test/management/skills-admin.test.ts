@@ -190,6 +190,9 @@ describe(`bulk upload mode=replace (${engineName})`, () => {
     expect(data.updated).toEqual([{ id, name: 'tool', storagePath: `skills/wsp_main/${id}/` }]);
     expect(data.created.map((c: { name: string }) => c.name)).toEqual(['fresh']);
     expect(data.summary).toEqual({ total: 2, created: 1, updated: 1, skipped: 0, failed: 0 });
+    // The order the README's example shows: the replace-only fields after a create answer's.
+    expect(Object.keys(data)).toEqual(['created', 'skipped', 'errors', 'summary', 'updated']);
+    expect(Object.keys(data.summary)).toEqual(['total', 'created', 'skipped', 'failed', 'updated']);
     const detail = (await call('GET', `/v1/skills/${id}`, MKEYS.member)).json().data.skill;
     expect(detail.description).toBe('Version two');
     expect(detail.files.map((f: { path: string }) => f.path)).toEqual(['SKILL.md', 'new.txt']);
