@@ -8,13 +8,14 @@ import { type Indexer, startIndexer } from './knowledge/indexer.js';
 import { KnowledgeVectors } from './knowledge/vectors.js';
 import { ModelRegistry } from './models/registry.js';
 import { type PeriodicTask, runPeriodically, sweepLeftovers } from './leftovers.js';
+import { endLogWrites } from './logging/log-end.js';
 import { projectStoragePrefix } from './services/project-files.js';
 import { createObjectStore, httpOrigin } from './storage/index.js';
 import type { StoreLog } from './storage/object-store.js';
 
 /**
  * The only place that listens: config → database → app → listen. SIGTERM and SIGINT stop
- * accepting connections, let in-flight requests finish, then close the database.
+ * accepting connections, let in-flight requests finish, then close the database and log "stopped".
  */
 export async function startServer(config: Config, hooks: { onListening?: (url: string) => void } = {}) {
   const database = await openDatabase(config.database);
@@ -36,6 +37,7 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   let closing: Promise<void> | undefined;
   const shutdown = (signal: string) => {
     closing ??= (async () => {
+      const started = performance.now();
       app.log.info({ signal }, 'shutting down: finishing in-flight requests');
       try {
         // A sweep in progress finishes before the database closes; no new one starts. Files
@@ -49,18 +51,27 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
       } finally {
         await database.close();
       }
+      // The last line of a clean stop (a failed one logs "shutdown failed" instead), so that a
+      // log shows the process ended on its own rather than being killed.
+      app.log.info({ signal, shutdownMs: Math.round(performance.now() - started) }, 'stopped');
     })();
     return closing;
   };
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
-      shutdown(signal).then(
-        () => process.exit(0),
-        (error) => {
-          app.log.error({ err: error }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
+      shutdown(signal)
+        .then(
+          () => 0,
+          (error) => {
+            app.log.error({ err: error }, 'shutdown failed');
+            return 1;
+          },
+        )
+        .then(async (code) => {
+          // Else exiting could drop the last line ("stopped", or the failure) while it is written.
+          await endLogWrites(app.log);
+          process.exit(code);
+        });
     });
   }
 

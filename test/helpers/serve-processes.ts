@@ -21,7 +21,7 @@ export interface ServeProcess {
   port: number;
   /** stdout and stderr so far (pino JSON lines and the CLI's own lines). */
   output(): string;
-  /** Sends a signal and waits for the process to exit. */
+  /** Sends a signal and waits for the process to exit and its output to end. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   readonly child: ChildProcess;
 }
@@ -99,7 +99,8 @@ export async function startServeProcess(env: Record<string, string>): Promise<Se
   let text = '';
   child.stdout?.on('data', (chunk: Buffer) => (text += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (text += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': by then its output has been read to the end (its last log line too).
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   const output = () => text;
   let url: string;
   try {

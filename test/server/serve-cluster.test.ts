@@ -37,4 +37,24 @@ describe(`two atrium serve processes on one database (${engineName})`, () => {
     const res = await fetch(`${fresh.url}/readyz`);
     expect(res.status).toBe(200);
   }, 150_000);
+
+  it('a process stopped with SIGTERM logs "stopped" last, once everything has closed, with how long that took', async () => {
+    const server = cluster.servers[1]!;
+    expect(await server.stop('SIGTERM')).toBe(0);
+    const lines = server.output().trim().split('\n');
+    const start = lines.findIndex((line) => line.includes('"msg":"shutting down'));
+    expect(start, server.output()).toBeGreaterThanOrEqual(0);
+    const last = JSON.parse(lines.at(-1)!) as Record<string, unknown>;
+    expect(last).toEqual({
+      level: 30,
+      time: expect.any(Number),
+      pid: server.child.pid,
+      hostname: expect.any(String),
+      signal: 'SIGTERM',
+      shutdownMs: expect.any(Number),
+      msg: 'stopped',
+    });
+    expect(last.shutdownMs).toBeGreaterThanOrEqual(0);
+    expect(server.output()).not.toContain(cluster.env.ATRIUM_SIGNING_SECRET);
+  }, 150_000);
 });

@@ -1,0 +1,43 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyBaseLogger } from 'fastify';
+import pino from 'pino';
+
+interface EndableStream {
+  end(): void;
+  once(event: 'close' | 'error', listener: () => void): unknown;
+}
+
+function isEndable(stream: unknown): stream is EndableStream {
+  return (
+    typeof stream === 'object' &&
+    stream !== null &&
+    typeof (stream as Partial<EndableStream>).end === 'function' &&
+    typeof (stream as Partial<EndableStream>).once === 'function'
+  );
+}
+
+/**
+ * Ends the logger's destination once the lines written so far are out, at most `boundMs` later,
+ * so that a process about to exit keeps its last lines. pino writes to stdout asynchronously: a
+ * line is handed to a thread-pool write, and `process.exit()` while that write is under way
+ * loses it (pino's own exit hook writes only what is not already being written). The bound keeps
+ * a stdout nobody reads from holding the exit forever.
+ */
+export async function endLogWrites(log: FastifyBaseLogger, boundMs = 2_000): Promise<void> {
+  // pino keeps its destination under this symbol, which its typings leave out.
+  const stream: unknown = (log as unknown as Record<symbol, unknown>)[pino.symbols.streamSym];
+  // process.stdout itself (pino's destination when stdout was replaced) is not the logger's to end.
+  if (!isEndable(stream) || stream === process.stdout || stream === process.stderr) return;
+  const bound = new AbortController();
+  const ended = new Promise<void>((resolve) => {
+    stream.once('close', resolve);
+    stream.once('error', resolve);
+  });
+  try {
+    stream.end();
+  } catch {
+    return; // already ended: nothing left to write
+  }
+  await Promise.race([ended, sleep(boundMs, undefined, { signal: bound.signal }).catch(() => undefined)]);
+  bound.abort();
+}

@@ -1,0 +1,38 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { endLogWrites } from '../../src/logging/log-end.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'atrium-log-end-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('endLogWrites', () => {
+  it('resolves once every line logged before it is written (pino’s asynchronous destination)', async () => {
+    const file = path.join(dir, 'out.log');
+    const destination = pino.destination({ dest: file, sync: false });
+    await new Promise((resolve) => destination.once('ready', resolve));
+    const log = pino(destination);
+    for (let n = 0; n < 2_000; n++) log.info({ n, padding: 'x'.repeat(500) }, 'line');
+    log.info('stopped');
+    await endLogWrites(log);
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(2_001);
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ msg: 'stopped' });
+  });
+
+  it('gives up after its bound when the destination never finishes writing (stdout nobody reads)', async () => {
+    const stuck = new Writable({ write: () => undefined }); // never calls back: a write that never ends
+    const log = pino(stuck);
+    log.info('waiting forever');
+    await expect(endLogWrites(log, 50)).resolves.toBeUndefined();
+  });
+
+  it('leaves process.stdout alone', async () => {
+    const log = pino(process.stdout);
+    await endLogWrites(log);
+    expect(process.stdout.writableEnded).toBe(false);
+  });
+});
