@@ -48,6 +48,13 @@ export async function copyInto(body: Readable, meter: Transform, sink: Writable)
   };
   body.on('error', onError);
   body.on('close', onClose);
+  // A body destroyed before the copy began (a client gone while the write was being set up)
+  // sends neither 'close' nor 'end' again: without this the copy would wait for it forever,
+  // holding its temp file open.
+  if (body.destroyed && !body.readableEnded) {
+    if (body.errored) onError(body.errored);
+    else onClose();
+  }
   body.pipe(meter);
   try {
     await done;

@@ -109,6 +109,27 @@ describe('FsObjectStore', () => {
     expect(readdirSync(path.join(root, 'tmp'))).toEqual([]);
   });
 
+  it('fails a write whose body was cut off before the write began, keeping no file open or left', async () => {
+    const openFiles = () => readdirSync('/proc/self/fd').length;
+    await store.put('left/warm', Readable.from([Buffer.from('w')]), { contentType: 'a/b' });
+    const before = openFiles();
+    // A request whose client left while the write was being set up: destroyed, 'close' already
+    // emitted, so neither that event nor 'end' comes again.
+    const body = new Readable({ read() {} });
+    body.on('error', () => {});
+    const closed = new Promise((resolve) => body.on('close', resolve));
+    body.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+    await closed;
+    await expect(store.put('left/x', body, { contentType: 'a/b', exactBytes: 10 })).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringContaining('cut off'),
+    });
+    expect(openFiles()).toBe(before);
+    expect(readdirSync(path.join(root, 'tmp'))).toEqual([]);
+    expect(await store.head('left/x')).toBeNull();
+    await store.deletePrefix('left/');
+  });
+
   it('reports a file/folder name clash as a bad request', async () => {
     await store.put('clash/a', Readable.from([Buffer.from('x')]), { contentType: 'a/b' });
     await expect(
