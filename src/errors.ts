@@ -63,7 +63,9 @@ export const errors = {
     new ApiError('managed_by_setup', `${what} is managed by the setup file; change it there`, {
       managedBy: 'setup',
     }),
-  unsupportedMediaType: (message: string) => new ApiError('unsupported_media_type', message),
+  /** `accepted`: the types the route takes, as Fastify's own 415 lists them (error-handler.ts). */
+  unsupportedMediaType: (message: string, accepted: string[]) =>
+    new ApiError('unsupported_media_type', message, { accepted }),
   internal: (cause?: unknown) => new ApiError('internal_error', 'Internal server error', {}, { cause }),
   /**
    * The database or storage did not answer (network-errors.ts): a 503 the client may retry after

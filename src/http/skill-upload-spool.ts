@@ -14,6 +14,8 @@ const MULTIPART_OVERHEAD_BYTES = 1024 * 1024;
 /** Every zip part stays open until the request ends: bounded, and above the 200 skills anyway. */
 const MAX_PARTS = 250;
 const MAX_FIELDS = 20;
+/** The one body type of a skill upload (`details.accepted` of its 415). */
+const MULTIPART = ['multipart/form-data'];
 
 export interface SpooledUpload {
   parts: UploadedPart[];
@@ -85,7 +87,8 @@ export function multipartError(error: unknown, maxBytes: number): ApiError {
   }
   const status = (error as { statusCode?: number }).statusCode;
   if (status === 413) return tooLarge(maxBytes);
-  if (status === 406) return errors.unsupportedMediaType('The request must be multipart/form-data');
+  if (status === 406)
+    return errors.unsupportedMediaType('The request must be multipart/form-data', MULTIPART);
   return errors.badRequest(`Malformed multipart body (${(error as Error).message ?? 'unreadable'})`);
 }
 
@@ -102,7 +105,10 @@ export async function spoolSkillUpload(
   onVisibility: (visibility: Visibility) => void,
 ): Promise<SpooledUpload> {
   if (!request.isMultipart()) {
-    throw errors.unsupportedMediaType('The request must be multipart/form-data with `files` parts');
+    throw errors.unsupportedMediaType(
+      'The request must be multipart/form-data with `files` parts',
+      MULTIPART,
+    );
   }
   const declaredLength = Number(request.headers['content-length']);
   if (Number.isFinite(declaredLength) && declaredLength > maxBytes + MULTIPART_OVERHEAD_BYTES) {

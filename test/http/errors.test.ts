@@ -96,6 +96,30 @@ describe(`HTTP error handling (${engineName})`, () => {
     expect(patch.json().message).toBe(
       'Unsupported Media Type: text/plain; this route takes application/json or application/merge-patch+json',
     );
+    // The OpenAI-compatible door says the same, in OpenAI's error shape.
+    const openai = await t.app.inject({
+      method: 'POST',
+      url: '/v1/openai/chat/completions',
+      headers: { ...key, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'model=x',
+    });
+    expect(openai.statusCode).toBe(415);
+    expect(openai.json().error).toMatchObject({
+      code: 'unsupported_media_type',
+      message: 'Unsupported Media Type: application/x-www-form-urlencoded; this route takes application/json',
+    });
+    // A multipart route refusing a JSON body (a type its scope parses) lists what it takes too.
+    const bulk = await t.app.inject({
+      method: 'POST',
+      url: '/v1/workspace/wsp_main/skills/bulk-upload',
+      headers: { ...key, 'content-type': 'application/json' },
+      payload: '{}',
+    });
+    expect(bulk.statusCode).toBe(415);
+    expect(bulk.json()).toMatchObject({
+      code: 'unsupported_media_type',
+      details: { accepted: ['multipart/form-data'] },
+    });
   });
 
   it('answers a JSON body over 1 MB with 413 payload_too_large', async () => {

@@ -85,9 +85,10 @@ function withBodyLimit(error: ApiError, request: FastifyRequest): ApiError {
 
 /**
  * Fastify's 415 names no type the route takes (for a form, curl's `-d` without a content type,
- * not even the one sent): it says both, and `details.accepted` lists them.
+ * not even the one sent): it says both, and `details.accepted` lists them. The OpenAI-compatible
+ * routes' handler uses it too (their body shows the message only).
  */
-function withAcceptedTypes(error: ApiError, request: FastifyRequest): ApiError {
+export function withAcceptedTypes(error: ApiError, request: FastifyRequest): ApiError {
   if ((error.cause as FastifyError | undefined)?.code !== 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return error;
   const consumes = (request.routeOptions?.schema as { consumes?: string[] } | undefined)?.consumes;
   const accepted = consumes ?? ['application/json'];

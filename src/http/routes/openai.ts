@@ -9,7 +9,7 @@ import {
   openAIError,
 } from '../../services/openai-chat.js';
 import { getModel, listModels } from '../../services/openai-models.js';
-import { toApiError, type UnmatchedRoute } from '../plugins/error-handler.js';
+import { toApiError, type UnmatchedRoute, withAcceptedTypes } from '../plugins/error-handler.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import { API_KEY_SECURITY } from '../schemas/common.js';
 import {
@@ -48,7 +48,7 @@ function header(request: FastifyRequest, name: string): string | undefined {
  * stopped on purpose, which a retry would run (and charge) again.
  */
 export function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, error: unknown) {
-  const apiError = toApiError(error);
+  const apiError = withAcceptedTypes(toApiError(error), request);
   if (apiError.status >= 500) request.log.error({ err: apiError.cause ?? apiError }, 'request failed');
   else request.log.info({ code: apiError.code, status: apiError.status }, apiError.message);
   if (typeof apiError.details.retryAfterSeconds === 'number') {

@@ -31,6 +31,11 @@ const ErrorDetails = Type.Object(
         description: '`method_not_allowed`: the methods the path takes (also `Allow`)',
       }),
     ),
+    accepted: Type.Optional(
+      Type.Array(Type.String(), {
+        description: '`unsupported_media_type`: the body types the route takes',
+      }),
+    ),
     reason: text('`not_found` of a signed download: `version_changed` when the file was replaced'),
     param: text('`not_found` of the OpenAI-compatible door: the parameter at fault (`model`)'),
     openaiCode: text("`not_found` of the OpenAI-compatible door: OpenAI's own code (`model_not_found`)"),
