@@ -11,7 +11,6 @@ import {
   readFile as readFileCallback,
   stat as statCallback,
 } from 'node:fs';
-import { once } from 'node:events';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -187,7 +186,8 @@ export class FsObjectStore implements ObjectStore {
         // late write would go to a file no longer named. A failed close is not the write's.
         sink.on('error', () => {});
         sink.destroy();
-        if (!sink.closed) await once(sink, 'close');
+        // Not `once(sink, 'close')`: it rejects on the close's own error, emitted before 'close'.
+        if (!sink.closed) await new Promise<void>((resolve) => sink.once('close', () => resolve()));
       }
       // A fresh version id per write, not a content hash: hashing cost a third of upload
       // throughput, and any write is a change worth reporting (S3 multipart ETags behave alike).
