@@ -104,3 +104,18 @@ it('warns once of a name listed invalid twice', async () => {
   expect(tools).toEqual(['srv_a']);
   expect(warnings.map((w) => [w.tool, w.code])).toEqual([['srv_lookup', 'mcp_invalid_tool']]);
 });
+
+it('counts every invalid tool not warned of one by one once a warned name is listed valid', async () => {
+  const invalid = Array.from({ length: 12 }, (_, n) => ({
+    name: `bad${n}`,
+    inputSchema: { type: 'string' },
+  }));
+  const { tools, warnings } = await offeredBy([invalid, [{ ...usable, name: 'bad0' }]]);
+  expect(tools).toEqual(['srv_bad0']);
+  // bad1 … bad10 warned of one by one, bad11 in the count; bad0's warning is taken back.
+  expect(warnings.map((w) => w.tool)).toEqual([
+    ...Array.from({ length: 9 }, (_, n) => `srv_bad${n + 1}`),
+    'srv',
+  ]);
+  expect(warnings.at(-1)?.message).toBe('MCP tools skipped: 2 more not valid');
+});

@@ -84,7 +84,9 @@ async function listUsableTools(
   const request = (client as unknown as { request: McpRequest }).request.bind(client);
   const tools: ListedTool[] = [];
   const warnings: ToolWarning[] = [];
-  let skipped = 0;
+  /** Invalid tools warned of one by one (at most MAX_TOOL_WARNINGS), and the rest, counted. */
+  let warned = 0;
+  let unwarned = 0;
   let cut: ToolWarning | undefined;
   /** Names of the tools offered, and of those skipped as invalid with their warning (if one was given). */
   const names = new Set<string>();
@@ -125,14 +127,18 @@ async function listUsableTools(
         names.add(named);
         if (invalid.has(named)) {
           const warning = invalid.get(named);
-          if (warning) warnings.splice(warnings.indexOf(warning), 1);
+          if (warning) {
+            warnings.splice(warnings.indexOf(warning), 1);
+            warned--;
+          } else unwarned--;
           invalid.delete(named);
-          skipped--;
         }
         continue;
       }
       let warning: ToolWarning | undefined;
-      if (++skipped <= MAX_TOOL_WARNINGS) {
+      if (warned === MAX_TOOL_WARNINGS) unwarned++;
+      else {
+        warned++;
         const issue = checked.error.issues[0];
         warning = {
           tool: named !== undefined ? toolName(server, named) : server,
@@ -159,11 +165,11 @@ async function listUsableTools(
       break;
     }
   } while (cursor !== undefined);
-  if (skipped > MAX_TOOL_WARNINGS) {
+  if (unwarned > 0) {
     warnings.push({
       tool: server,
       code: 'mcp_invalid_tool',
-      message: `MCP tools skipped: ${skipped - MAX_TOOL_WARNINGS} more not valid`,
+      message: `MCP tools skipped: ${unwarned} more not valid`,
     });
   }
   if (cut) warnings.push(cut);
