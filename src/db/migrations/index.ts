@@ -1,4 +1,4 @@
-import { type Kysely, type Migration, SqliteAdapter } from 'kysely';
+import { CompiledQuery, type Kysely, type Migration, SqliteAdapter } from 'kysely';
 import * as initial from './001-initial.js';
 import * as chatMessagesAndRunUsage from './002-chat-messages-and-run-usage.js';
 import * as sharedLimits from './003-shared-limits.js';
@@ -68,16 +68,42 @@ export const migrations: Record<string, Migration> = eachInOneTransaction({
  * SQLite the migrator records a migration right after its commit, so a stop in that moment
  * still leaves it done and unrecorded. A migration opens no transaction of its own: Kysely does
  * not nest them.
+ *
+ * The transaction takes the write lock as it begins (`begin immediate`), waiting for another
+ * process's write up to the busy timeout. A deferred one took it at its first write, and a
+ * migration that reads first (021 looks for Chinese and Japanese text before it writes) failed
+ * at once with SQLITE_BUSY_SNAPSHOT, and the start with it, when another process had committed
+ * a write after that read: SQLite does not wait to upgrade a read transaction.
  */
 function eachInOneTransaction(list: Record<string, Migration>): Record<string, Migration> {
   const inOneTransaction =
     (step: (db: Kysely<unknown>) => Promise<void>) =>
     (db: Kysely<unknown>): Promise<void> =>
-      db.getExecutor().adapter instanceof SqliteAdapter ? db.transaction().execute(step) : step(db);
+      db.getExecutor().adapter instanceof SqliteAdapter ? inImmediateTransaction(db, step) : step(db);
   return Object.fromEntries(
     Object.entries(list).map(([name, { up, down }]) => [
       name,
       { up: inOneTransaction(up), down: down && inOneTransaction(down) },
     ]),
   );
+}
+
+/** `step` on one connection, between `begin immediate` and `commit` (rolled back if it fails). */
+function inImmediateTransaction(
+  db: Kysely<unknown>,
+  step: (db: Kysely<unknown>) => Promise<void>,
+): Promise<void> {
+  // Raw queries: not seen by plugins (a test's that stops a migration at its nth statement).
+  const run = (connection: Kysely<unknown>, text: string) => connection.executeQuery(CompiledQuery.raw(text));
+  return db.connection().execute(async (connection) => {
+    await run(connection, 'begin immediate');
+    try {
+      await step(connection);
+      await run(connection, 'commit');
+    } catch (error) {
+      // SQLite may have rolled back already (a full disk): then there is nothing left to end.
+      await run(connection, 'rollback').catch(() => undefined);
+      throw error;
+    }
+  });
 }
