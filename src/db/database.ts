@@ -220,13 +220,38 @@ async function runMigrator(
     migrationTableSchema: schema,
   });
   for (let attempt = 1; ; attempt++) {
-    const { error, results } = await run(migrator);
+    const { error, results } = await withSqliteMigrationLock(db, () => run(migrator));
     if (error && attempt < MIGRATION_ATTEMPTS && catalogChangedMeanwhile(error, schema)) {
       await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
       continue;
     }
     if (error) throw error;
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  }
+}
+
+/** How long a process waits for another one's migration of the same SQLite file. */
+const MIGRATION_LOCK_WAIT_MS = 30 * 60_000;
+
+/**
+ * Runs `migrate` while holding a lock every process migrating the same SQLite file takes first:
+ * an exclusive transaction on a database file of its own beside it. Kysely's migrator takes no
+ * lock on SQLite (its adapter's is a no-op), so two processes starting at once both ran the
+ * pending migrations, and one failed its start ("table already exists"). The second now waits
+ * (synchronously: nothing is served before the migrations) and then finds nothing to do. The
+ * operating system releases the lock of a process that dies holding it. PostgreSQL's migrator
+ * takes a lock of its own.
+ */
+async function withSqliteMigrationLock<T>(db: Db, migrate: () => Promise<T>): Promise<T> {
+  const sqlite = sqliteConnections.get(db);
+  if (!sqlite || sqlite.memory) return migrate();
+  const lock = new SQLite(`${sqlite.name}-migration-lock`, { timeout: MIGRATION_LOCK_WAIT_MS });
+  try {
+    lock.exec('begin exclusive');
+    return await migrate();
+  } finally {
+    // Closing the connection ends its transaction, and with it the lock.
+    lock.close();
   }
 }
 
