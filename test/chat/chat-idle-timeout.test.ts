@@ -123,32 +123,38 @@ describe('a sub-agent whose provider stays silent past the timeout', () => {
 });
 
 describe('a lead and its sub-agent each answering within the timeout', () => {
-  // An app of its own: the requests it waits for are this test's only.
-  const slowApp = appWithUpstreamTimeout(1500);
+  // An app of its own: the requests it waits for are this test's only. A longer timeout than the
+  // others', so each answer is well within it on a loaded machine (with 1,500 ms and answers after
+  // 900 ms, only 600 ms were left for the requests' own way there and back), while the two
+  // together still take longer than it.
+  const slowApp = appWithUpstreamTimeout(3000);
 
   it('succeed together, though the two answers take longer than the timeout', async () => {
-    // The lead's model answers after 900 ms, its sub-agent's after 900 ms more: each provider
-    // within 1,500 ms. Before, one window covered both (the lead's timer was touched only when
-    // its step ended, after its tools ran), and the run failed with 504 at 1,500 ms.
+    // The lead's model answers after 1,600 ms, its sub-agent's after 1,600 ms more: each provider
+    // within 3,000 ms. Before, one window covered both (the lead's timer was touched only when
+    // its step ended, after its tools ran), and the run failed with 504 at 3,000 ms.
     slowApp.upstream.enqueue(
       {
         kind: 'tool-calls',
         calls: [{ name: 'agt_plain', arguments: { message: 'Summarize' } }],
-        delayMs: 900,
+        delayMs: 1600,
       },
       { kind: 'held', text: 'sub answer', afterPieces: 0 },
       { kind: 'text', text: 'Lead done.' },
     );
+    const started = performance.now();
     const pending = fetch(`${slowApp.url}/v1/agents/agt_lead/runs`, {
       method: 'POST',
       headers,
       body: JSON.stringify({ message: 'delegate (slow but alive)' }),
     });
     await slowApp.upstream.waitForRequests(2);
-    await new Promise((resolve) => setTimeout(resolve, 900));
+    await new Promise((resolve) => setTimeout(resolve, 1600));
     slowApp.upstream.release();
     const res = await pending;
     expect(res.status, await res.clone().text()).toBe(200);
     expect((await res.json()).data.agentResponse).toBe('Lead done.');
+    // The premise: the run outlasted one timeout window.
+    expect(performance.now() - started).toBeGreaterThan(3000);
   });
 });

@@ -9,28 +9,28 @@ import { listeningChatApp } from './listening-app.js';
 let app: Awaited<ReturnType<typeof listeningChatApp>>;
 beforeAll(async () => {
   app = await listeningChatApp({
-    env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '1000', ATRIUM_IDLE_TIMEOUT_MS: '1500' },
+    env: { ATRIUM_UPSTREAM_TIMEOUT_MS: '2000', ATRIUM_IDLE_TIMEOUT_MS: '3000' },
   });
 });
 afterAll(() => app.close());
 
 it('answers a run longer than the idle timeout whose every step is within the upstream timeout', async () => {
   const { upstream } = app;
-  // Three sub-agent calls, each answered 700 ms after it was asked: about 2.1 s in all.
+  // Four sub-agent calls, each answered 1,000 ms after it was asked: 4 s in all. Each step keeps
+  // half the upstream timeout to spare (with 700 ms of 1,000 the requests' own way there and back
+  // was left 300 ms on a loaded machine).
   upstream.enqueue(
-    { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'a' } }] },
-    { kind: 'held', text: 'sub a', afterPieces: 0 },
-    { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'b' } }] },
-    { kind: 'held', text: 'sub b', afterPieces: 0 },
-    { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'c' } }] },
-    { kind: 'held', text: 'sub c', afterPieces: 0 },
+    ...['a', 'b', 'c', 'd'].flatMap((message) => [
+      { kind: 'tool-calls' as const, calls: [{ name: 'agt_plain', arguments: { message } }] },
+      { kind: 'held' as const, text: `sub ${message}`, afterPieces: 0 },
+    ]),
     { kind: 'text', text: 'all done' },
   );
   let seen = upstream.requests.length;
   const releases = setInterval(() => {
     if (upstream.requests.length === seen) return;
     seen = upstream.requests.length;
-    if (seen % 2 === 0) setTimeout(() => upstream.release(), 700);
+    if (seen % 2 === 0) setTimeout(() => upstream.release(), 1000);
   }, 10);
   try {
     const started = Date.now();
@@ -41,7 +41,7 @@ it('answers a run longer than the idle timeout whose every step is within the up
     });
     expect(res.status).toBe(200);
     expect((await res.json()).data).toMatchObject({ status: 'completed', agentResponse: 'all done' });
-    expect(Date.now() - started).toBeGreaterThan(1500);
+    expect(Date.now() - started).toBeGreaterThan(3000);
     // The connection is still good for the next request (keep-alive).
     const again = await app.post({
       agentId: 'agt_plain',
