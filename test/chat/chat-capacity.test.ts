@@ -1,10 +1,27 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CHAT_KEYS, chatRows, userText } from './fixtures.js';
 import { listeningChatApp } from './listening-app.js';
 import { EventReader, textDeltas } from './sse-reader.js';
 
 let app: Awaited<ReturnType<typeof listeningChatApp>>;
+
+/**
+ * The app's readiness once its shutdown has begun to drain replies (503): close() gets there
+ * after a few turns of the event loop, which a fixed wait could outlast on a loaded machine.
+ */
+function waitForDrain(baseUrl: string): Promise<Response> {
+  return vi.waitFor(
+    async () => {
+      const ready = await fetch(`${baseUrl}/readyz`);
+      if (ready.status === 503) return ready;
+      await ready.body?.cancel();
+      throw new Error(`readyz answered ${ready.status}, not yet draining`);
+    },
+    { timeout: 10_000, interval: 20 },
+  );
+}
+
 beforeAll(async () => {
   app = await listeningChatApp({ env: { ATRIUM_MAX_CONCURRENT_REPLIES: '1' }, shutdownWaitMs: 50 });
 });
@@ -57,9 +74,8 @@ describe('a process draining on shutdown', () => {
     await events.until(textDeltas(2));
 
     const closing = draining.t.app.close();
-    await new Promise((resolve) => setTimeout(resolve, 100));
     // Before: Fastify's own 503 body for every request while the replies drained, the stop too.
-    const ready = await fetch(`${draining.baseUrl}/readyz`);
+    const ready = await waitForDrain(draining.baseUrl);
     const refused = await draining.post({ agentId: 'agt_plain', messages: [userText('second')] });
     const stop = await fetch(`${draining.baseUrl}/v1/chat/${chatId}/stop`, {
       method: 'POST',
@@ -93,6 +109,7 @@ describe.each([
   ['memory', {}],
   ['redis', { REDIS_URL, ATRIUM_REDIS_PREFIX: `atrium-review-${randomBytes(4).toString('hex')}` }],
 ] as const)('a replay of a reply of the draining process (%s)', (_name, env) => {
+  // 60 s: the test starts an app of its own, and took 19 s in all on a loaded machine.
   it('gets the end of the reply when it finishes during the drain, as its own client does', async () => {
     const app = await listeningChatApp({ env: { ...env }, shutdownWaitMs: 5_000 });
     try {
@@ -109,7 +126,7 @@ describe.each([
       await replay.until(textDeltas(2));
 
       const closing = app.t.app.close();
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await waitForDrain(app.baseUrl);
       app.upstream.release();
       const [ownChunks, replayChunks] = await Promise.all([own.all(), replay.all()]);
       await closing;
@@ -119,5 +136,5 @@ describe.each([
     } finally {
       await app.close().catch(() => undefined);
     }
-  }, 30_000);
+  }, 60_000);
 });

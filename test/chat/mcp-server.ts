@@ -8,6 +8,8 @@ export interface TestMcpServer {
   url: string;
   /** Inputs the `lookup` tool was called with. */
   calls: Array<{ term: string }>;
+  /** Requests taken and never answered (`stall`, and the held `DELETE`s). */
+  readonly stalledRequests: number;
   close(): Promise<void>;
 }
 
@@ -70,6 +72,9 @@ export async function startMcpServer(
     calls,
     get sessionEnds() {
       return sessionEnds;
+    },
+    get stalledRequests() {
+      return stalled.length;
     },
     async close() {
       for (const res of stalled) res.destroy();

@@ -1,22 +1,23 @@
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { conversationClientId } from '../../src/services/openai-chat.js';
 import { CHAT_KEYS, chatRows } from '../chat/fixtures.js';
 import type { TestApp } from '../helpers/app.js';
 import type { FakeUpstream } from '../helpers/fake-upstream.js';
-import { useOpenAIApp } from './openai-app.js';
+import { type OpenAIApp, useOpenAIApp } from './openai-app.js';
 
 /**
  * docs/openai.md "A client that leaves", for a client that leaves before the reply has started:
  * while the agent's MCP servers are still being connected (here one that never answers, so the
  * set-up waits out its connect timeout).
  */
-const CONNECT_TIMEOUT_MS = 1_500;
+const CONNECT_TIMEOUT_MS = 3_000;
 let upstream: FakeUpstream;
 let t: TestApp;
 let baseURL: string;
+let mcp: OpenAIApp['mcp'];
 useOpenAIApp(
   { mcpMode: 'stall', mcpConnectTimeoutMs: CONNECT_TIMEOUT_MS },
-  (app) => ({ upstream, t, baseURL } = app),
+  (app) => ({ upstream, t, baseURL, mcp } = app),
 );
 
 it.each([
@@ -28,6 +29,7 @@ it.each([
     upstream.enqueue({ kind: 'text', text: 'one two three four five six' });
     const key = `left-during-setup-${String(stream)}`;
     const abort = new AbortController();
+    const mcpRequestsBefore = mcp.stalledRequests;
     const request = fetch(`${baseURL}/chat/completions`, {
       method: 'POST',
       headers: {
@@ -42,11 +44,16 @@ it.each([
       }),
       signal: abort.signal,
     }).catch(() => undefined);
-    // Leave while the stalled MCP server is waited for.
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Leave while the stalled MCP server is waited for: once it has the set-up's request (a
+    // fixed wait could end before the request got there, or after the connect timeout).
+    await vi.waitFor(() => expect(mcp.stalledRequests).toBeGreaterThan(mcpRequestsBefore), {
+      timeout: 10_000,
+      interval: 10,
+    });
     abort.abort();
     await request;
-    await new Promise((resolve) => setTimeout(resolve, CONNECT_TIMEOUT_MS + 500));
+    // The reply was admitted before its tools were set up: this waits for it to end, however
+    // long the set-up takes.
     await t.app.persistence.idle();
     // Before, the close came before its listener (and a JSON request's was not listened for): the
     // whole reply was generated, charged and stored as finished, so the client's next turn never
