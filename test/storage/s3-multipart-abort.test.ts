@@ -22,8 +22,8 @@ const refusedDeletes = new Map<string, string>();
 let proxy: Server;
 let proxyUrl: string;
 const refusedAborts: string[] = [];
-/** How long the proxy holds CreateMultipartUpload (POST …?uploads) before passing it on. */
-let createDelayMs = 0;
+/** While set, the proxy holds CreateMultipartUpload (POST …?uploads): it tells, then waits. */
+let createHold: { arrived: () => void; released: Promise<void> } | undefined;
 let partUploaded: () => void;
 const firstPart = new Promise<void>((resolve) => {
   partUploaded = resolve;
@@ -44,12 +44,13 @@ beforeAll(async () => {
       void answerDeleteObjects(req, res);
       return;
     }
-    if (req.method === 'POST' && url.searchParams.has('uploads') && createDelayMs > 0) {
+    if (req.method === 'POST' && url.searchParams.has('uploads') && createHold) {
       req.pause();
-      setTimeout(() => {
+      createHold.arrived();
+      void createHold.released.then(() => {
         req.resume();
         forward();
-      }, createDelayMs);
+      });
       return;
     }
     forward();
@@ -135,13 +136,19 @@ describe('S3 multipart upload whose body fails while the upload is being created
       { ...s3.config, endpoint: proxyUrl },
       { clock: systemClock, log: { warn: (_details, message) => warnings.push(message) } },
     );
-    createDelayMs = 300;
+    let arrived!: () => void;
+    const createArrived = new Promise<void>((resolve) => (arrived = resolve));
+    let release!: () => void;
+    createHold = { arrived, released: new Promise<void>((resolve) => (release = resolve)) };
     const abortsBefore = refusedAborts.length;
     const failure = new Error('the client went away');
     async function* source() {
       yield Buffer.alloc(8 * 1024 * 1024, 1);
-      // While CreateMultipartUpload is held by the proxy: no upload id yet.
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // While CreateMultipartUpload is held by the proxy: no upload id yet. (A fixed wait could
+      // end before the request got there on a loaded machine.) The proxy passes it on once the
+      // failure has gone its way: a timer runs after the promise callbacks that carry it.
+      await createArrived;
+      setTimeout(release, 50);
       throw failure;
     }
     try {
@@ -149,7 +156,8 @@ describe('S3 multipart upload whose body fails while the upload is being created
         store.put('scratch/early.bin', Readable.from(source()), { contentType: 'application/octet-stream' }),
       ).rejects.toBe(failure);
     } finally {
-      createDelayMs = 0;
+      createHold = undefined;
+      release();
     }
     // The abort was sent for the upload created after the failure (this proxy refuses it, so it
     // is also logged with its id).
@@ -175,7 +183,9 @@ describe('an S3 endpoint that stops answering mid-body', () => {
       const failure = await store.readAll('projects/w/p/stalled.txt', 1000).catch((error: unknown) => error);
       // Storage not answering: a 503 the client may retry, wherever a request meets it.
       expect(isDependencyUnavailable(failure)).toBe(true);
-      expect(Date.now() - started).toBeLessThan(5_000);
+      // Well short of the test's own timeout (a read held for ever), with room for the client's
+      // retries on a loaded machine.
+      expect(Date.now() - started).toBeLessThan(10_000);
     } finally {
       stalled.closeAllConnections();
       await new Promise((resolve) => stalled.close(resolve));
