@@ -149,8 +149,9 @@ describe('the generated signing secret', () => {
       fs.utimesSync(file, mtime, mtime);
       const started = performance.now();
       expect(secretOf(dataDir)).toBe(handWritten);
-      // Before, a start waited 2 s for a newline that never came (for ever, with a clock ahead).
-      expect(performance.now() - started).toBeLessThan(500);
+      // Before, a start waited 2 s for a newline that never came (for ever, with a clock ahead):
+      // well under that, with room for a loaded machine.
+      expect(performance.now() - started).toBeLessThan(1_500);
     }
   });
 
