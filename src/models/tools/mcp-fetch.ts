@@ -33,6 +33,7 @@ function countedBody(
   body: ReadableStream<Uint8Array>,
   maxBytes: number,
   eventStreamFor: string | number | undefined,
+  signal: AbortSignal | undefined,
 ): ReadableStream<Uint8Array> {
   let received = 0;
   return body.pipeThrough(
@@ -57,6 +58,12 @@ function countedBody(
         controller.terminate();
       },
     }),
+    // The request's abort cancels the body here, which closes the connection. Node's fetch
+    // (undici) does that too, but only while the Request object it made lives: its abort reaches
+    // the request through a WeakRef, and once the Response has been returned nothing else holds
+    // the Request, so after a garbage collection a call cut off mid-answer kept its connection
+    // open for good. The pipe's listener holds what it needs.
+    { signal },
   );
 }
 
@@ -84,11 +91,19 @@ export function mcpTransportFetch(
       throw new Error(tooLargeMessage(maxBytes));
     }
     const eventStream = response.headers.get('content-type')?.includes('text/event-stream') ?? false;
-    return new Response(countedBody(response.body, maxBytes, eventStream ? requestId(init) : undefined), {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
+    return new Response(
+      countedBody(
+        response.body,
+        maxBytes,
+        eventStream ? requestId(init) : undefined,
+        init?.signal ?? undefined,
+      ),
+      {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      },
+    );
   };
 }
 
