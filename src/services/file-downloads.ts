@@ -33,6 +33,31 @@ export type FileDownloader = (url: URL, abortSignal: AbortSignal) => Promise<Dow
 const sdkDownload = createDownload({ maxBytes: MAX_FILE_DOWNLOAD_BYTES });
 export const defaultFileDownloader: FileDownloader = (url, abortSignal) => sdkDownload({ url, abortSignal });
 
+/**
+ * The download, failing once `signal` aborts, whatever the downloader does. The AI SDK's reads
+ * the body without looking at the signal: it relies on fetch's abort, which Node's fetch (undici)
+ * passes on through a WeakRef to the Request it made, lost once that has been collected
+ * (mcp-fetch.ts). A server that stopped part way through a file then held the chat's request for
+ * good; now the deadline holds (the connection to that server stays until it gives up).
+ */
+function untilAborted<T>(download: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    download.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
 /** A URL as it may appear in an answer or a log line: no query (it may hold a signature). */
 function shownUrl(url: URL): string {
   return `${url.origin}${url.pathname}`;
@@ -123,7 +148,7 @@ export async function prefetchFiles(options: {
     const isNew = fresh.has(url.href);
     let file: Downloaded;
     try {
-      file = await downloader(url, deadline);
+      file = await untilAborted(downloader(url, deadline), deadline);
     } catch (error) {
       const reason = whyNot(error, deadline.aborted, options.timeoutMs);
       if (!isNew) {
@@ -167,7 +192,7 @@ export async function prefetchFiles(options: {
         // Not prefetched: a stored message read again after the MCP servers answered.
         const signal = AbortSignal.timeout(options.timeoutMs);
         try {
-          return await downloader(url, signal);
+          return await untilAborted(downloader(url, signal), signal);
         } catch (error) {
           throw new ApiError(
             'upstream_error',

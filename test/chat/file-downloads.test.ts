@@ -259,6 +259,27 @@ describe('the 64 MiB a request may download', () => {
   /** 30 MiB per file, no network. */
   const thirtyMiB: FileDownloader = async () => ({ data: new Uint8Array(30 * MB), mediaType: 'image/png' });
 
+  it('keeps its deadline with a downloader that does not (the SDK reads a body without the signal)', async () => {
+    // What the AI SDK's download does once Node's fetch has lost the abort (mcp-fetch.ts): waits.
+    const deaf: FileDownloader = () => new Promise(() => {});
+    const added = [userWith('u1', ['/a.png'])];
+    await expect(
+      prefetchFiles({ model, conversation: added, added, timeoutMs: 200, downloader: deaf }),
+    ).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringContaining('no answer within 200 ms'),
+    });
+    const stored = [userWith('u0', ['/b.png'])];
+    const files = await prefetchFiles({
+      model,
+      conversation: stored,
+      added: [],
+      timeoutMs: 200,
+      downloader: deaf,
+    });
+    expect([...files.unavailable]).toEqual([`${FILES}/b.png`]);
+  });
+
   it("goes to the request's own files first; older ones past it become notes, new ones a 400", async () => {
     const stored = [userWith('u1', ['/a.png']), userWith('u2', ['/b.png', '/c.png'])];
     const added = [userWith('u3', ['/d.png'])];
