@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Kysely, type Migration, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type DatabaseHandle, migrateTo, openDatabase } from '../../src/db/database.js';
+import { type DatabaseHandle, migrateTo, migrateToLatest, openDatabase } from '../../src/db/database.js';
 import { migrations } from '../../src/db/migrations/index.js';
 import { engineName } from '../helpers/app.js';
 
@@ -81,5 +81,41 @@ describe(`a migration stopped part way (${engineName})`, () => {
       expect(statements).toBeGreaterThan(100);
     },
     120_000,
+  );
+});
+
+describe(`a migration stopped after its commit, before the migrator's record (${engineName})`, () => {
+  it.skipIf(engineName !== 'sqlite')(
+    'is recorded by the next start, not run again (024 adds columns: run twice, it failed)',
+    async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'atrium-test-'));
+      const fresh = await openDatabase({ kind: 'sqlite', file: path.join(dir, 'atrium.sqlite') });
+      try {
+        await migrateTo(fresh.db, undefined, '023-knowledge-scope-file');
+        // The migrator's record of 024, the statement after 024's own commit, never lands.
+        const recordStopped = fresh.db.withPlugin({
+          transformQuery({ node }) {
+            const into = (node as { into?: { table?: { identifier?: { name?: string } } } }).into;
+            if (node.kind === 'InsertQueryNode' && into?.table?.identifier?.name === 'kysely_migration') {
+              throw new Error('stopped before the record');
+            }
+            return node;
+          },
+          transformResult: async ({ result }) => result,
+        });
+        await expect(migrateTo(recordStopped, undefined, '024-case-folded-sort-keys')).rejects.toThrow(
+          'stopped before the record',
+        );
+        expect(await migrateToLatest(fresh.db)).toContain('024-case-folded-sort-keys');
+        const recorded = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(
+          fresh.db,
+        );
+        expect(recorded.rows.map((row) => row.name)).toEqual(Object.keys(migrations).sort());
+      } finally {
+        await fresh.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    60_000,
   );
 });

@@ -64,10 +64,12 @@ export const migrations: Record<string, Migration> = eachInOneTransaction({
  * process still on the version before) read the old tables until the commit, and their writes
  * wait for it (their busy timeout) instead of landing in a half-made table (029, which keeps
  * its content, would write their rows a second time: `constraint failed`). PostgreSQL's
- * migrator already runs the pending migrations in one transaction, with their bookkeeping; on
- * SQLite the migrator records a migration right after its commit, so a stop in that moment
- * still leaves it done and unrecorded. A migration opens no transaction of its own: Kysely does
- * not nest them.
+ * migrator already runs the pending migrations in one transaction, with their bookkeeping. On
+ * SQLite the migrator records a migration only after its commit, so a stop in that moment left
+ * it done and unrecorded, and the next start ran it again and failed: each migration's
+ * transaction now also notes it in a table of its own (MIGRATIONS_COMMITTED), and an up the
+ * migrator runs again for want of its record finds that note and does nothing, so the migrator
+ * records it then. A migration opens no transaction of its own: Kysely does not nest them.
  *
  * The transaction takes the write lock as it begins (`begin immediate`), waiting for another
  * process's write up to the busy timeout. A deferred one took it at its first write, and a
@@ -77,28 +79,51 @@ export const migrations: Record<string, Migration> = eachInOneTransaction({
  */
 function eachInOneTransaction(list: Record<string, Migration>): Record<string, Migration> {
   const inOneTransaction =
-    (step: (db: Kysely<unknown>) => Promise<void>) =>
+    (name: string, direction: 'up' | 'down', step: (db: Kysely<unknown>) => Promise<void>) =>
     (db: Kysely<unknown>): Promise<void> =>
-      db.getExecutor().adapter instanceof SqliteAdapter ? inImmediateTransaction(db, step) : step(db);
+      db.getExecutor().adapter instanceof SqliteAdapter
+        ? inImmediateTransaction(db, name, direction, step)
+        : step(db);
   return Object.fromEntries(
     Object.entries(list).map(([name, { up, down }]) => [
       name,
-      { up: inOneTransaction(up), down: down && inOneTransaction(down) },
+      { up: inOneTransaction(name, 'up', up), down: down && inOneTransaction(name, 'down', down) },
     ]),
   );
 }
 
-/** `step` on one connection, between `begin immediate` and `commit` (rolled back if it fails). */
+/**
+ * SQLite: the migrations whose up has committed and whose down has not, noted in their own
+ * transaction (the migrator's record comes after it). Rows of the migrations that ran before this
+ * table existed are missing, which is harmless: the migrator has their records.
+ */
+const MIGRATIONS_COMMITTED = 'atrium_migrations_committed';
+
+/**
+ * `step` on one connection, between `begin immediate` and `commit` (rolled back if it fails),
+ * with its note in MIGRATIONS_COMMITTED; an up already noted is not run again.
+ */
 function inImmediateTransaction(
   db: Kysely<unknown>,
+  name: string,
+  direction: 'up' | 'down',
   step: (db: Kysely<unknown>) => Promise<void>,
 ): Promise<void> {
   // Raw queries: not seen by plugins (a test's that stops a migration at its nth statement).
-  const run = (connection: Kysely<unknown>, text: string) => connection.executeQuery(CompiledQuery.raw(text));
+  const run = (connection: Kysely<unknown>, text: string, parameters: unknown[] = []) =>
+    connection.executeQuery(CompiledQuery.raw(text, parameters));
   return db.connection().execute(async (connection) => {
     await run(connection, 'begin immediate');
     try {
-      await step(connection);
+      await run(connection, `create table if not exists ${MIGRATIONS_COMMITTED} (name text primary key)`);
+      const noted = await run(connection, `select 1 from ${MIGRATIONS_COMMITTED} where name = ?`, [name]);
+      if (direction === 'down') {
+        await step(connection);
+        await run(connection, `delete from ${MIGRATIONS_COMMITTED} where name = ?`, [name]);
+      } else if (noted.rows.length === 0) {
+        await step(connection);
+        await run(connection, `insert into ${MIGRATIONS_COMMITTED} (name) values (?)`, [name]);
+      }
       await run(connection, 'commit');
     } catch (error) {
       // SQLite may have rolled back already (a full disk): then there is nothing left to end.
