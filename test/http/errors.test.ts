@@ -65,56 +65,39 @@ describe(`HTTP error handling (${engineName})`, () => {
   });
 
   it('answers a wrong content type with 415 unsupported_media_type', async () => {
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/v1/projects',
-      headers: { ...key, 'content-type': 'text/plain' },
-      payload: 'name=x',
-    });
+    /** `payload` sent to `url` as `contentType`, by the workspace owner. */
+    const sendAs = (method: 'POST' | 'PATCH', url: string, contentType: string, payload: string) =>
+      t.app.inject({ method, url, headers: { ...key, 'content-type': contentType }, payload });
+    const res = await sendAs('POST', '/v1/projects', 'text/plain', 'name=x');
     expect(res.statusCode).toBe(415);
     expect(res.json()).toMatchObject({ ...errorShape, code: 'unsupported_media_type' });
     // It says what the route takes: curl's -d without a content type sends a form.
-    const form = await t.app.inject({
-      method: 'POST',
-      url: '/v1/projects',
-      headers: { ...key, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: 'name=x',
-    });
+    const form = await sendAs('POST', '/v1/projects', 'application/x-www-form-urlencoded', 'name=x');
     expect(form.statusCode).toBe(415);
     expect(form.json()).toEqual({
       code: 'unsupported_media_type',
       message: 'Unsupported Media Type: application/x-www-form-urlencoded; this route takes application/json',
       details: { accepted: ['application/json'] },
     });
-    const patch = await t.app.inject({
-      method: 'PATCH',
-      url: '/v1/projects/prj_any',
-      headers: { ...key, 'content-type': 'text/plain' },
-      payload: 'name=x',
-    });
+    const patch = await sendAs('PATCH', '/v1/projects/prj_any', 'text/plain', 'name=x');
     expect(patch.statusCode).toBe(415);
     expect(patch.json().message).toBe(
       'Unsupported Media Type: text/plain; this route takes application/json or application/merge-patch+json',
     );
     // The OpenAI-compatible door says the same, in OpenAI's error shape.
-    const openai = await t.app.inject({
-      method: 'POST',
-      url: '/v1/openai/chat/completions',
-      headers: { ...key, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: 'model=x',
-    });
+    const openai = await sendAs(
+      'POST',
+      '/v1/openai/chat/completions',
+      'application/x-www-form-urlencoded',
+      'model=x',
+    );
     expect(openai.statusCode).toBe(415);
     expect(openai.json().error).toMatchObject({
       code: 'unsupported_media_type',
       message: 'Unsupported Media Type: application/x-www-form-urlencoded; this route takes application/json',
     });
     // A multipart route refusing a JSON body (a type its scope parses) lists what it takes too.
-    const bulk = await t.app.inject({
-      method: 'POST',
-      url: '/v1/workspace/wsp_main/skills/bulk-upload',
-      headers: { ...key, 'content-type': 'application/json' },
-      payload: '{}',
-    });
+    const bulk = await sendAs('POST', '/v1/workspace/wsp_main/skills/bulk-upload', 'application/json', '{}');
     expect(bulk.statusCode).toBe(415);
     expect(bulk.json()).toMatchObject({
       code: 'unsupported_media_type',
