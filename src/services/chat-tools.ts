@@ -121,6 +121,9 @@ export async function buildConversationTools(
     // (ATRIUM_IDLE_TIMEOUT_MS) is longer than that, so a streamed reply silent during the call
     // is not cut, and the provider's idle timeout is paused meanwhile.
     calls: { timeoutMs: deps.config.upstreamTimeoutMs, around: context.idle.pausedDuring },
+    // A server that answers `initialize` after the connect timeout gets as long as a provider
+    // does to answer, for the session it opens to be ended; the reply does not wait for it.
+    lateInitializeMs: deps.config.upstreamTimeoutMs,
   });
   const result: ConversationTools = {
     tools: { ...mcp.tools },

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_PROJECT_MEMORY_LENGTH } from '../../src/limits.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { deferred } from '../helpers/deferred.js';
 import { estimateUsage, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatSetup, DEAD_MCP_URL, userText } from './fixtures.js';
 import { startMcpServer, type TestMcpServer } from './mcp-server.js';
@@ -103,6 +104,36 @@ describe('MCP tools', () => {
       { tool: 'slow', code: 'mcp_timeout', message: `MCP server did not answer within ${MCP_TIMEOUT_MS} ms` },
     ]);
     expect(Date.now() - started).toBeLessThan(MCP_TIMEOUT_MS + 2000);
+  });
+
+  it('answers at the connect timeout, then ends the session of a server that answers initialize later', async () => {
+    const late = deferred();
+    const raw = await startRawMcpServer({
+      tools: [{ name: 'lookup', inputSchema: { type: 'object', properties: {} } }],
+      session: true,
+      gate: () => late.promise,
+    });
+    try {
+      await setTools([{ name: 'slow', url: raw.url }]);
+      const started = Date.now();
+      const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('hi')] });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().warnings).toEqual([
+        {
+          tool: 'slow',
+          code: 'mcp_timeout',
+          message: `MCP server did not answer within ${MCP_TIMEOUT_MS} ms`,
+        },
+      ]);
+      expect(Date.now() - started).toBeLessThan(MCP_TIMEOUT_MS + 2000);
+      // The server answers only once the reply is done, and opens a session then.
+      late.resolve();
+      await expect.poll(() => raw.sessionEnds, { timeout: 5_000 }).toEqual(['raw-1']);
+      expect(raw.requests).toEqual(['initialize', 'DELETE']);
+    } finally {
+      late.resolve();
+      await raw.close();
+    }
   });
 
   it('gives the model the tools of a live MCP server and runs them; a dead one beside it is a warning', async () => {

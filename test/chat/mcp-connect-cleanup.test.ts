@@ -1,6 +1,7 @@
 /**
  * A server that fails or runs out of time while Atrium connects to it leaves nothing open: the
- * client is closed, its session ended (`DELETE`), and no request goes out after the timeout.
+ * client is closed, its session ended (`DELETE`), also one opened by an `initialize` answered
+ * after the timeout, and nothing else goes out after the timeout.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { connectMcpTools } from '../../src/models/tools/mcp.js';
@@ -28,29 +29,100 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The server's one session was ended, once. */
 async function expectSessionEnded(server: RawMcpServer) {
-  await expect.poll(() => server.sessionEnds).toEqual(['raw-1']);
+  await expect.poll(() => server.sessionEnds, { timeout: 5_000 }).toEqual(['raw-1']);
   await sleep(100);
   expect(server.sessionEnds).toEqual(['raw-1']);
 }
 
-async function connect(server: RawMcpServer) {
+async function connect(server: RawMcpServer, options: { lateInitializeMs?: number } = {}) {
   const connected = await connectMcpTools([{ type: 'mcp', name: 'srv', url: server.url }], {
     connectTimeoutMs: TIMEOUT_MS,
     calls: { timeoutMs: 5_000 },
+    ...options,
   });
   await connected.close();
   return connected;
 }
 
-it('sends nothing more when initialize is answered after the connect timeout', async () => {
+it('ends the session a server opens by answering initialize after the connect timeout, and sends nothing else', async () => {
   const late = deferred();
   raw = await startRawMcpServer({ tools: [usable], session: true, gate: () => late.promise });
   const connected = await connect(raw);
   expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
+  // The connect is over (the warning given) before the server answers.
   late.resolve();
-  await sleep(500);
-  // The client that connected late would list the server's tools.
+  await expectSessionEnded(raw);
+  // No client goes on with the late answer (it would send notifications/initialized, tools/list).
+  expect(raw.requests).toEqual(['initialize', 'DELETE']);
+  await expect.poll(() => raw!.openInitializes, { timeout: 5_000 }).toBe(0);
+});
+
+it('sends nothing more when initialize is answered after the connect timeout without a session', async () => {
+  const late = deferred();
+  raw = await startRawMcpServer({ tools: [usable], gate: () => late.promise });
+  const connected = await connect(raw);
+  expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
+  late.resolve();
+  await expect.poll(() => raw!.openInitializes, { timeout: 5_000 }).toBe(0);
+  await sleep(200);
   expect(raw.requests).toEqual(['initialize']);
+});
+
+it('ends the session of a late initialize answer whose body never ends, and closes its connection', async () => {
+  const late = deferred();
+  raw = await startRawMcpServer({
+    tools: [usable],
+    session: true,
+    gate: () => late.promise,
+    initializeAnswer: 'endless-body',
+  });
+  const connected = await connect(raw);
+  expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
+  late.resolve();
+  await expectSessionEnded(raw);
+  await expect.poll(() => raw!.openInitializes, { timeout: 5_000 }).toBe(0);
+});
+
+it('closes the connection of an initialize answer whose body is still coming at the connect timeout, and ends its session', async () => {
+  raw = await startRawMcpServer({ tools: [usable], session: true, initializeAnswer: 'endless-body' });
+  const connected = await connect(raw);
+  expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
+  await expectSessionEnded(raw);
+  // At once: an answer that came in time is not waited on in the background.
+  await expect.poll(() => raw!.openInitializes, { timeout: 2_000 }).toBe(0);
+  expect(raw.requests).toEqual(['initialize', 'DELETE']);
+});
+
+it('ends the session named by a late initialize answer that is an HTTP error', async () => {
+  const late = deferred();
+  raw = await startRawMcpServer({
+    tools: [usable],
+    session: true,
+    gate: () => late.promise,
+    initializeAnswer: 'http-error',
+  });
+  const connected = await connect(raw);
+  expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
+  late.resolve();
+  await expectSessionEnded(raw);
+  expect(raw.requests).toEqual(['initialize', 'DELETE']);
+});
+
+it('waits for a late initialize answer no longer than its bound, then closes the connection', async () => {
+  // The server never answers (until the test is over).
+  raw = await startRawMcpServer({ tools: [usable], session: true, gate: () => release.promise });
+  const started = performance.now();
+  const connected = await connect(raw, { lateInitializeMs: 2_000 });
+  expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
+  // The connect did not wait for the answer, which is still waited for...
+  expect(performance.now() - started).toBeLessThan(TIMEOUT_MS + 1_000);
+  expect(raw.openInitializes).toBe(1);
+  // ...until the bound.
+  await expect.poll(() => raw!.openInitializes, { timeout: 6_000 }).toBe(0);
+  release.resolve();
+  await sleep(200);
+  expect(raw.requests).toEqual(['initialize']);
+  expect(raw.sessionEnds).toEqual([]);
 });
 
 it('ends the session of a server that answered initialize, then ran out of time', async () => {

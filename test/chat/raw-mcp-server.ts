@@ -29,7 +29,9 @@ async function writeAsRead(res: ServerResponse, body: Buffer): Promise<void> {
  * `requests` lists what it was sent (JSON-RPC methods, and `DELETE`), `sessionEnds` the sessions
  * ended by a `DELETE`.
  * `callResult` is what `tools/call` answers; `answerAs` how every answer is sent; `stallCall` a
- * call that is never answered whole. `openCalls` counts the calls whose connection is still open.
+ * call that is never answered whole. `openCalls` counts the calls whose connection is still open,
+ * `openInitializes` the `initialize` requests alike; `initializeAnswer` an `initialize` answered
+ * otherwise than with its result.
  */
 export async function startRawMcpServer(options: {
   tools: RawTool[];
@@ -54,6 +56,11 @@ export async function startRawMcpServer(options: {
   stallCall?: (name: string) => 'no-answer' | 'mid-answer' | undefined;
   /** One JSON body with its length (default), a JSON body of unknown length, or an event stream. */
   answerAs?: 'json' | 'chunked-json' | 'event-stream';
+  /**
+   * `initialize` is answered HTTP 500 (`http-error`), or with its headers and half its body and
+   * then nothing more (`endless-body`); with `session`, either answer opens a session all the same.
+   */
+  initializeAnswer?: 'http-error' | 'endless-body';
 }) {
   let initializes = 0;
   let pages = 0;
@@ -61,6 +68,7 @@ export async function startRawMcpServer(options: {
   /** Answers whose connection the client closed before it had read them whole. */
   let answersCutShort = 0;
   let openCalls = 0;
+  let openInitializes = 0;
   const requests: string[] = [];
   const sessionEnds: string[] = [];
   let sessions = 0;
@@ -87,9 +95,19 @@ export async function startRawMcpServer(options: {
       }
       let result: unknown;
       let stall: 'no-answer' | 'mid-answer' | undefined;
+      if (msg.method === 'initialize') {
+        openInitializes++;
+        res.once('close', () => openInitializes--);
+      }
       if (msg.method === 'initialize' && options.gate) await options.gate(initializes++);
       await options.hold?.(msg.method);
+      if (msg.method === 'initialize' && options.initializeAnswer === 'http-error') {
+        res.writeHead(500, options.session ? { 'mcp-session-id': `raw-${++sessions}` } : {});
+        res.end('overloaded');
+        return;
+      }
       if (msg.method === 'initialize') {
+        if (options.initializeAnswer === 'endless-body') stall = 'mid-answer';
         result = {
           protocolVersion: msg.params?.protocolVersion ?? '2025-06-18',
           capabilities: { tools: {} },
@@ -159,6 +177,9 @@ export async function startRawMcpServer(options: {
     },
     get openCalls() {
       return openCalls;
+    },
+    get openInitializes() {
+      return openInitializes;
     },
     async close() {
       server.closeAllConnections();

@@ -107,6 +107,91 @@ export function mcpTransportFetch(
   };
 }
 
+/** The JSON-RPC method a transport `POST` carries; undefined for anything else. */
+function requestMethod(init: RequestInit | undefined): string | undefined {
+  if (init?.method !== 'POST' || typeof init.body !== 'string') return undefined;
+  try {
+    const method = (JSON.parse(init.body) as { method?: unknown }).method;
+    return typeof method === 'string' ? method : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `fetch(input, init)` whose caller's abort (`init.signal`) before the answer fails the call at
+ * once, as fetch's own would, but not the request: it goes on for `lateMs` more, and `late` gets
+ * the answer should it come in that time (else the request is aborted, which closes its
+ * connection). An abort after the answer came reaches the request (and its body) as before.
+ */
+function fetchOutlivingAbort(
+  fetch: typeof globalThis.fetch,
+  input: Parameters<typeof globalThis.fetch>[0],
+  init: RequestInit & { signal: AbortSignal },
+  lateMs: number,
+  late: (response: Response) => void,
+): Promise<Response> {
+  const { signal } = init;
+  signal.throwIfAborted();
+  const request = new AbortController();
+  let state: 'waiting' | 'answered' | 'abandoned' = 'waiting';
+  let bound: NodeJS.Timeout | undefined;
+  return new Promise<Response>((resolve, reject) => {
+    const onAbort = () => {
+      if (state === 'answered') {
+        request.abort(signal.reason);
+        return;
+      }
+      state = 'abandoned';
+      reject(signal.reason);
+      bound = setTimeout(
+        () => request.abort(new Error(`no answer within ${lateMs} ms after its caller gave up`)),
+        lateMs,
+      );
+      // A process stopping is not held by the wait (the connection is, at most until the bound).
+      bound.unref();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    fetch(input, { ...init, signal: request.signal }).then(
+      (response) => {
+        clearTimeout(bound);
+        if (state === 'abandoned') {
+          late(response);
+          return;
+        }
+        state = 'answered';
+        resolve(response);
+      },
+      (error: unknown) => {
+        clearTimeout(bound);
+        signal.removeEventListener('abort', onAbort);
+        if (state === 'waiting') reject(error);
+      },
+    );
+  });
+}
+
+interface OpenSession {
+  url: string;
+  headers: Headers;
+}
+
+/** The session an answer to a `POST` opens (its `mcp-session-id`), with what ending it takes. */
+function sessionOpenedBy(
+  input: Parameters<typeof globalThis.fetch>[0],
+  init: RequestInit | undefined,
+  response: Response,
+): OpenSession | undefined {
+  const sessionId = response.headers.get('mcp-session-id');
+  if (!sessionId || init?.method !== 'POST') return undefined;
+  // The headers the client sends with every request (the agent's own ones included).
+  const headers = new Headers(init.headers);
+  headers.delete('content-type');
+  headers.delete('accept');
+  headers.set('mcp-session-id', sessionId);
+  return { url: String(input), headers };
+}
+
 /**
  * `fetch` for one MCP client that notes the session its server opens (the `mcp-session-id` of an
  * answer), and `end()`, which ends that session with the `DELETE` a client's close sends, unless
@@ -114,34 +199,55 @@ export function mcpTransportFetch(
  * `initialize` (its `notifications/initialized` still unanswered): @ai-sdk/mcp then closes its
  * transport without the `DELETE` (it skips it once the time is up) and throws, so there is no
  * client to close, and the server would keep the session until it expires it.
+ *
+ * A connect that runs out of time before the `initialize` answer came: @ai-sdk/mcp aborts that
+ * request, which closed its connection, and a server that opened a session when it answered at
+ * last kept it, unknown to Atrium (a slow server piled them up). The `initialize` request now
+ * outlives that abort by up to `lateInitializeMs`: the connect fails at once all the same, and an
+ * answer that comes within that time has its body cancelled (it is read no further, which closes
+ * its connection) and the session it names ended with a `DELETE` (bounded as any `DELETE` is:
+ * mcpTransportFetch). Nothing awaits this: not the reply, not a shutdown.
  */
-export function sessionEnding(fetch: typeof globalThis.fetch): {
+export function sessionEnding(
+  fetch: typeof globalThis.fetch,
+  lateInitializeMs: number,
+): {
   fetch: typeof globalThis.fetch;
   end(): Promise<void>;
 } {
-  let open: { url: string; headers: Headers } | undefined;
+  let open: OpenSession | undefined;
+  const endSession = async ({ url, headers }: OpenSession) => {
+    await fetch(url, { method: 'DELETE', headers, redirect: 'error' })
+      .then((response) => response.body?.cancel())
+      .catch(() => {});
+  };
+  const lateAnswer =
+    (input: Parameters<typeof globalThis.fetch>[0], init: RequestInit) => (response: Response) => {
+      void response.body?.cancel().catch(() => {});
+      const session = sessionOpenedBy(input, init, response);
+      if (session) void endSession(session);
+    };
   return {
     fetch: async (input, init) => {
       if (init?.method === 'DELETE') open = undefined;
-      const response = await fetch(input, init);
-      const sessionId = response.headers.get('mcp-session-id');
-      if (sessionId && init?.method === 'POST') {
-        // The headers the client sends with every request (the agent's own ones included).
-        const headers = new Headers(init.headers);
-        headers.delete('content-type');
-        headers.delete('accept');
-        headers.set('mcp-session-id', sessionId);
-        open = { url: String(input), headers };
-      }
+      const response =
+        init?.signal && requestMethod(init) === 'initialize'
+          ? await fetchOutlivingAbort(
+              fetch,
+              input,
+              { ...init, signal: init.signal },
+              lateInitializeMs,
+              lateAnswer(input, init),
+            )
+          : await fetch(input, init);
+      open = sessionOpenedBy(input, init, response) ?? open;
       return response;
     },
     async end() {
       if (!open) return;
-      const { url, headers } = open;
+      const session = open;
       open = undefined;
-      await fetch(url, { method: 'DELETE', headers, redirect: 'error' })
-        .then((response) => response.body?.cancel())
-        .catch(() => {});
+      await endSession(session);
     },
   };
 }

@@ -228,6 +228,12 @@ export interface McpConnectOptions {
   reach?: McpReach;
   /** How long each tool call may take (mcp-call-limit.ts). */
   calls: McpCallBound;
+  /**
+   * How long after a connect timeout an `initialize` answer is still waited for, in the
+   * background, to end the session it opens (sessionEnding in mcp-fetch.ts); `calls.timeoutMs`
+   * when not given.
+   */
+  lateInitializeMs?: number;
 }
 
 async function connectOne(
@@ -237,7 +243,10 @@ async function connectOne(
   const { connectTimeoutMs: timeoutMs, reach = 'any' } = options;
   if (reach === 'public' && privateAddressProblem(spec.url)) throw new NotPublic();
   const fetch = reach === 'public' ? publicOnlyFetch : globalThis.fetch;
-  const session = sessionEnding(mcpTransportFetch(timeoutMs, fetch));
+  const session = sessionEnding(
+    mcpTransportFetch(timeoutMs, fetch),
+    options.lateInitializeMs ?? options.calls.timeoutMs,
+  );
   let client: McpClient | undefined;
   let timer: NodeJS.Timeout | undefined;
   const setup = (async () => {
