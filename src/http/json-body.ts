@@ -2,10 +2,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../errors.js';
 import { MAX_JSON_CONTAINERS } from '../limits.js';
 import { jsonContainersOver } from './json-containers.js';
+import { type TypedApp, typed } from './typed-app.js';
+
+const MERGE_PATCH_JSON = 'application/merge-patch+json';
 
 /**
  * Registers `contentType` (`application/json`, `application/merge-patch+json`) as a JSON body in
- * `scope`, one parser for all of them: read as bytes; more than MAX_JSON_CONTAINERS objects and
+ * `scope` and the scopes registered in it after, one parser for all of them: read as bytes; more than MAX_JSON_CONTAINERS objects and
  * arrays is a 400 before parsing; decoded strictly (invalid UTF-8 is refused, never stored as
  * U+FFFD); an empty body is no body (common from HTTP clients on POST /sync, DELETE: routes
  * without one accept it, routes that need one still refuse it in validation).
@@ -34,4 +37,29 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
       else parseJson(request, text, done);
     },
   );
+}
+
+/**
+ * Registers PATCH routes whose bodies are JSON merge patches (RFC 7396), which clients may send as
+ * `application/merge-patch+json`, in a scope of their own: the only one parsing that type, so any
+ * other route answers it 415 with the types it does take, as its `details.accepted` says. Each route
+ * must list the type in its schema's `consumes` (PATCH_BODY_TYPES), which the 415 and the OpenAPI
+ * document read: one that does not fails at start.
+ */
+export async function registerMergePatchRoutes(
+  app: TypedApp,
+  routes: (scope: TypedApp) => void,
+): Promise<void> {
+  await app.register(async (scope) => {
+    addJsonBodyParser(scope, MERGE_PATCH_JSON);
+    scope.addHook('onRoute', (route) => {
+      const consumes = (route.schema as { consumes?: string[] } | undefined)?.consumes;
+      if (!consumes?.includes(MERGE_PATCH_JSON)) {
+        throw new Error(
+          `${String(route.method)} ${route.url} parses ${MERGE_PATCH_JSON}: list it in consumes`,
+        );
+      }
+    });
+    routes(typed(scope));
+  });
 }

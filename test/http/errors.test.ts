@@ -11,6 +11,14 @@ afterAll(() => t.close());
 const key = { 'x-service-api-key': KEYS.mainOwner };
 const errorShape = { code: expect.any(String), message: expect.any(String), details: expect.any(Object) };
 
+/** `payload` sent to `url` as `contentType`, by the workspace owner. */
+const sendAs = (
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  url: string,
+  contentType: string,
+  payload: string,
+) => t.app.inject({ method, url, headers: { ...key, 'content-type': contentType }, payload });
+
 describe(`HTTP error handling (${engineName})`, () => {
   it('answers malformed JSON with 400 bad_request', async () => {
     const res = await t.app.inject({
@@ -65,9 +73,6 @@ describe(`HTTP error handling (${engineName})`, () => {
   });
 
   it('answers a wrong content type with 415 unsupported_media_type', async () => {
-    /** `payload` sent to `url` as `contentType`, by the workspace owner. */
-    const sendAs = (method: 'POST' | 'PATCH', url: string, contentType: string, payload: string) =>
-      t.app.inject({ method, url, headers: { ...key, 'content-type': contentType }, payload });
     const res = await sendAs('POST', '/v1/projects', 'text/plain', 'name=x');
     expect(res.statusCode).toBe(415);
     expect(res.json()).toMatchObject({ ...errorShape, code: 'unsupported_media_type' });
@@ -103,6 +108,47 @@ describe(`HTTP error handling (${engineName})`, () => {
       code: 'unsupported_media_type',
       details: { accepted: ['multipart/form-data'] },
     });
+  });
+
+  it('parses application/merge-patch+json on the PATCH routes that list it, and answers it 415 elsewhere', async () => {
+    // The type was parsed on every /v1 route (a create took it) while their 415 left it out.
+    const create = await sendAs('POST', '/v1/projects', 'application/merge-patch+json', '{"name":"Merge"}');
+    expect(create.statusCode).toBe(415);
+    expect(create.json()).toEqual({
+      code: 'unsupported_media_type',
+      message: 'Unsupported Media Type: application/merge-patch+json; this route takes application/json',
+      details: { accepted: ['application/json'] },
+    });
+    const listed = await t.app.inject({ method: 'GET', url: '/v1/projects', headers: key });
+    expect(listed.json().data.projects.map((project: { name: string }) => project.name)).not.toContain(
+      'Merge',
+    );
+    const openai = await sendAs('POST', '/v1/openai/chat/completions', 'application/merge-patch+json', '{}');
+    expect(openai.statusCode).toBe(415);
+    expect(openai.json().error.message).toBe(
+      'Unsupported Media Type: application/merge-patch+json; this route takes application/json',
+    );
+
+    const created = await sendAs('POST', '/v1/projects', 'application/json', '{"name":"Patched"}');
+    expect(created.statusCode).toBe(201);
+    const projectId: string = created.json().data.project.id;
+    const patch = await sendAs(
+      'PATCH',
+      `/v1/projects/${projectId}`,
+      'application/merge-patch+json',
+      '{"description":"merged"}',
+    );
+    expect(patch.statusCode).toBe(200);
+    expect(patch.json().data.project).toMatchObject({ name: 'Patched', description: 'merged' });
+    const agent = await sendAs('PATCH', '/v1/agents/agt_unknown', 'application/merge-patch+json', '{}');
+    expect(agent.statusCode).toBe(404);
+    const chat = await sendAs(
+      'PATCH',
+      '/v1/chats/cht_unknown',
+      'application/merge-patch+json',
+      '{"title":"x"}',
+    );
+    expect(chat.statusCode).toBe(404);
   });
 
   it('answers a JSON body over 1 MB with 413 payload_too_large', async () => {

@@ -1,5 +1,5 @@
 import type { AppDeps } from '../../deps.js';
-import { addJsonBodyParser } from '../json-body.js';
+import { registerMergePatchRoutes } from '../json-body.js';
 import { createAgent, deleteAgent, getAgentDetail, patchAgent } from '../../services/agent-admin.js';
 import { accessWorkspaceInPath } from '../../services/access.js';
 import {
@@ -15,9 +15,6 @@ import type { TypedApp } from '../typed-app.js';
 
 /** Agent create, read, merge-patch and soft delete (management.md). */
 export async function agentAdminRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
-  // PATCH bodies are JSON merge patches (RFC 7396); clients may say so in the content type, and
-  // get the checks of every JSON body.
-  addJsonBodyParser(app, 'application/merge-patch+json');
   app.post(
     '/workspace/:workspaceId/agents',
     {
@@ -59,26 +56,28 @@ export async function agentAdminRoutes(app: TypedApp, deps: AppDeps): Promise<vo
     }),
   );
 
-  app.patch(
-    '/agents/:agentId',
-    {
-      schema: {
-        summary: 'Update an agent',
-        operationId: 'updateAgent',
-        description:
-          'Owner or admin. Merge patch: absent fields stay, `null` clears an optional field. A tool header sent back as `***` keeps its stored value. A title another agent of the workspace has → 409 `conflict`. An agent of the setup file → 409 `managed_by_setup`.',
-        tags: ['agents'],
-        security: API_KEY_SECURITY,
-        params: AgentParams,
-        consumes: PATCH_BODY_TYPES,
-        body: PatchAgentBody,
-        response: { 200: AgentDetailResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+  await registerMergePatchRoutes(app, (scope) => {
+    scope.patch(
+      '/agents/:agentId',
+      {
+        schema: {
+          summary: 'Update an agent',
+          operationId: 'updateAgent',
+          description:
+            'Owner or admin. Merge patch: absent fields stay, `null` clears an optional field. A tool header sent back as `***` keeps its stored value. A title another agent of the workspace has → 409 `conflict`. An agent of the setup file → 409 `managed_by_setup`.',
+          tags: ['agents'],
+          security: API_KEY_SECURITY,
+          params: AgentParams,
+          consumes: PATCH_BODY_TYPES,
+          body: PatchAgentBody,
+          response: { 200: AgentDetailResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+        },
       },
-    },
-    async (request) => ({
-      data: { agent: await patchAgent(deps, request.principal, request.params.agentId, request.body) },
-    }),
-  );
+      async (request) => ({
+        data: { agent: await patchAgent(deps, request.principal, request.params.agentId, request.body) },
+      }),
+    );
+  });
 
   app.delete(
     '/agents/:agentId',

@@ -26,6 +26,7 @@ import {
   PATCH_BODY_TYPES,
   WorkspaceHeader,
 } from '../schemas/common.js';
+import { registerMergePatchRoutes } from '../json-body.js';
 import type { TypedApp } from '../typed-app.js';
 
 const CHAT_PAGE = { defaultLimit: 20, maxLimit: 100 };
@@ -82,27 +83,29 @@ export async function chatsRoutes(app: TypedApp, deps: ChatsDeps): Promise<void>
     }),
   );
 
-  app.patch(
-    '/chats/:chatId',
-    {
-      schema: {
-        summary: 'Rename a chat',
-        operationId: 'renameChat',
-        tags: ['chats'],
-        security: API_KEY_SECURITY,
-        headers: WorkspaceHeader,
-        params: ChatParams,
-        consumes: PATCH_BODY_TYPES,
-        body: RenameChatBody,
-        response: { 200: ChatResponse, ...errorResponses(...COMMON_ERRORS) },
+  await registerMergePatchRoutes(app, (scope) => {
+    scope.patch(
+      '/chats/:chatId',
+      {
+        schema: {
+          summary: 'Rename a chat',
+          operationId: 'renameChat',
+          tags: ['chats'],
+          security: API_KEY_SECURITY,
+          headers: WorkspaceHeader,
+          params: ChatParams,
+          consumes: PATCH_BODY_TYPES,
+          body: RenameChatBody,
+          response: { 200: ChatResponse, ...errorResponses(...COMMON_ERRORS) },
+        },
       },
-    },
-    async (request) => ({
-      data: {
-        chat: await renameChat(deps, await access(request), request.params.chatId, request.body.title),
-      },
-    }),
-  );
+      async (request) => ({
+        data: {
+          chat: await renameChat(deps, await access(request), request.params.chatId, request.body.title),
+        },
+      }),
+    );
+  });
 
   app.delete(
     '/chats/:chatId',

@@ -12,6 +12,7 @@ import {
   WorkspaceHeader,
 } from '../schemas/common.js';
 import { PatchProjectBody, ProjectDetailResponse, ProjectParams } from '../schemas/projects.js';
+import { registerMergePatchRoutes } from '../json-body.js';
 import type { TypedApp } from '../typed-app.js';
 
 /** Project read (with instructions and memory), update and delete (management.md). */
@@ -36,30 +37,36 @@ export async function projectAdminRoutes(app: TypedApp, deps: AppDeps): Promise<
     },
   );
 
-  app.patch(
-    '/projects/:projectId',
-    {
-      schema: {
-        summary: 'Update a project',
-        operationId: 'updateProject',
-        description:
-          'Any key of the workspace. `archived: true` archives, `false` restores. A project of the setup file → 409 `managed_by_setup`.',
-        tags: ['projects'],
-        security: API_KEY_SECURITY,
-        headers: WorkspaceHeader,
-        params: ProjectParams,
-        consumes: PATCH_BODY_TYPES,
-        body: PatchProjectBody,
-        response: { 200: ProjectDetailResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+  await registerMergePatchRoutes(app, (scope) => {
+    scope.patch(
+      '/projects/:projectId',
+      {
+        schema: {
+          summary: 'Update a project',
+          operationId: 'updateProject',
+          description:
+            'Any key of the workspace. `archived: true` archives, `false` restores. A project of the setup file → 409 `managed_by_setup`.',
+          tags: ['projects'],
+          security: API_KEY_SECURITY,
+          headers: WorkspaceHeader,
+          params: ProjectParams,
+          consumes: PATCH_BODY_TYPES,
+          body: PatchProjectBody,
+          response: { 200: ProjectDetailResponse, ...errorResponses(...COMMON_ERRORS, 409) },
+        },
       },
-    },
-    async (request) => {
-      const name = request.body.name === undefined ? undefined : projectName(request.body.name);
-      const access = await accessRequestWorkspace(deps.db, request.principal, requestedWorkspaceId(request));
-      const project = await patchProject(deps, access, request.params.projectId, { ...request.body, name });
-      return { data: { project } };
-    },
-  );
+      async (request) => {
+        const name = request.body.name === undefined ? undefined : projectName(request.body.name);
+        const access = await accessRequestWorkspace(
+          deps.db,
+          request.principal,
+          requestedWorkspaceId(request),
+        );
+        const project = await patchProject(deps, access, request.params.projectId, { ...request.body, name });
+        return { data: { project } };
+      },
+    );
+  });
 
   app.delete(
     '/projects/:projectId',
