@@ -151,6 +151,39 @@ describe(`HTTP error handling (${engineName})`, () => {
     expect(chat.statusCode).toBe(404);
   });
 
+  it('tells a body of another type than JSON sent to a route without a body that the route takes none', async () => {
+    // It said the route takes application/json, as if it wanted a JSON body.
+    const remove = await sendAs('DELETE', '/v1/projects/prj_unknown', 'text/plain', 'hello');
+    expect(remove.statusCode).toBe(415);
+    expect(remove.json()).toEqual({
+      code: 'unsupported_media_type',
+      message:
+        'Unsupported Media Type: text/plain; this route takes no body (an application/json body is ignored)',
+      details: { accepted: ['application/json'] },
+    });
+    const sync = await sendAs(
+      'POST',
+      '/v1/projects/prj_docs/files/sync',
+      'application/merge-patch+json',
+      '{}',
+    );
+    expect(sync.statusCode).toBe(415);
+    expect(sync.json().message).toBe(
+      'Unsupported Media Type: application/merge-patch+json; this route takes no body (an application/json body is ignored)',
+    );
+    // A JSON body there is read and ignored (clients that send JSON on every request).
+    const ignored = await sendAs('DELETE', '/v1/projects/prj_unknown', 'application/json', '{"why":"x"}');
+    expect(ignored.statusCode).toBe(404);
+    // GET never reads a body, of any type.
+    for (const [contentType, payload] of [
+      ['text/plain', 'hello'],
+      ['application/json', '{"name":'],
+    ]) {
+      const read = await sendAs('GET', '/v1/projects', contentType!, payload!);
+      expect(read.statusCode).toBe(200);
+    }
+  });
+
   it('answers a JSON body over 1 MB with 413 payload_too_large', async () => {
     const payload = JSON.stringify({ name: 'x', description: 'd'.repeat(1024 * 1024) });
     const res = await t.app.inject({

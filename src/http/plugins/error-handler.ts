@@ -85,17 +85,23 @@ function withBodyLimit(error: ApiError, request: FastifyRequest): ApiError {
 
 /**
  * Fastify's 415 names no type the route takes (for a form, curl's `-d` without a content type,
- * not even the one sent): it says both, and `details.accepted` lists them. The OpenAI-compatible
+ * not even the one sent): it says both, and `details.accepted` lists them. A route without a body
+ * (DELETE, POST …/sync) says it takes none: it reads a JSON body only to ignore it, for clients
+ * that send JSON on every request, so `accepted` still lists that type. The OpenAI-compatible
  * routes' handler uses it too (their body shows the message only).
  */
 export function withAcceptedTypes(error: ApiError, request: FastifyRequest): ApiError {
   if ((error.cause as FastifyError | undefined)?.code !== 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return error;
-  const consumes = (request.routeOptions?.schema as { consumes?: string[] } | undefined)?.consumes;
-  const accepted = consumes ?? ['application/json'];
+  const schema = request.routeOptions?.schema as { consumes?: string[]; body?: unknown } | undefined;
+  const accepted = schema?.consumes ?? ['application/json'];
+  const takes =
+    schema?.body === undefined
+      ? `no body (an ${accepted.join(' or ')} body is ignored)`
+      : accepted.join(' or ');
   const sent = request.headers['content-type']?.split(';')[0]?.trim().slice(0, 100);
   return new ApiError(
     error.code,
-    `Unsupported Media Type${sent ? `: ${sent}` : ''}; this route takes ${accepted.join(' or ')}`,
+    `Unsupported Media Type${sent ? `: ${sent}` : ''}; this route takes ${takes}`,
     { ...error.details, accepted },
     { cause: error.cause },
   );

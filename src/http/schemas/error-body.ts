@@ -33,7 +33,8 @@ const ErrorDetails = Type.Object(
     ),
     accepted: Type.Optional(
       Type.Array(Type.String(), {
-        description: '`unsupported_media_type`: the body types the route takes',
+        description:
+          '`unsupported_media_type`: the body types the route takes (a route without a body: `application/json`, which it reads and ignores)',
       }),
     ),
     reason: text('`not_found` of a signed download: `version_changed` when the file was replaced'),
@@ -206,6 +207,13 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
       {
         code: 'unsupported_media_type',
         message: 'Unsupported Media Type: text/plain; this route takes application/json',
+        details: { accepted: ['application/json'] },
+      },
+      {
+        name: 'no_body',
+        code: 'unsupported_media_type',
+        message:
+          'Unsupported Media Type: text/plain; this route takes no body (an application/json body is ignored)',
         details: { accepted: ['application/json'] },
       },
     ],
