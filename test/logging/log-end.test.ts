@@ -23,6 +23,21 @@ describe('endLogWrites', () => {
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ msg: 'stopped' });
   });
 
+  it('drops a line logged after the end instead of throwing (a request or a background task finishing late)', async () => {
+    const file = path.join(dir, 'late.log');
+    const destination = pino.destination({ dest: file, sync: false });
+    await new Promise((resolve) => destination.once('ready', resolve));
+    const log = pino(destination);
+    const requestLog = log.child({ reqId: 'req_late' });
+    log.info('stopped');
+    await endLogWrites(log);
+    // SonicBoom threw "SonicBoom destroyed" here: in a response's hook, a crash on the way out.
+    expect(() => requestLog.info('request completed')).not.toThrow();
+    expect(() => log.warn('could not sweep leftovers')).not.toThrow();
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    expect(lines.map((line) => JSON.parse(line).msg)).toEqual(['stopped']);
+  });
+
   it('gives up after its bound when the destination never finishes writing (stdout nobody reads)', async () => {
     const stuck = new Writable({ write: () => undefined }); // never calls back: a write that never ends
     const log = pino(stuck);
