@@ -4,7 +4,7 @@ import { type Config, MIN_SIGNING_SECRET_BYTES } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { newId, systemClock } from './ids.js';
 import { Embedder } from './knowledge/embedder.js';
-import { type Indexer, startIndexer } from './knowledge/indexer.js';
+import { type Indexer, type IndexerDeps, startIndexer } from './knowledge/indexer.js';
 import { KnowledgeVectors } from './knowledge/vectors.js';
 import { ModelRegistry } from './models/registry.js';
 import { type PeriodicTask, runPeriodically, sweepLeftovers } from './leftovers.js';
@@ -17,7 +17,14 @@ import type { StoreLog } from './storage/object-store.js';
  * The only place that listens: config → database → app → listen. SIGTERM and SIGINT stop
  * accepting connections, let in-flight requests finish, then close the database and log "stopped".
  */
-export async function startServer(config: Config, hooks: { onListening?: (url: string) => void } = {}) {
+export async function startServer(
+  config: Config,
+  hooks: {
+    onListening?: (url: string) => void;
+    /** Starts the file indexer in place of `startIndexer` (tests make its stop fail). */
+    startIndexer?: (deps: IndexerDeps) => Indexer;
+  } = {},
+) {
   const database = await openDatabase(config.database);
   await migrateToLatest(database.db);
   // Built before the app, which the sweeps below share it with; it logs through the app's logger.
@@ -33,23 +40,38 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
   }
 
   // Started once listening; shutdown may come before that.
-  const background: { sweeps?: PeriodicTask; indexer?: Indexer; embedder?: Embedder } = {};
+  const background: {
+    sweeps?: PeriodicTask;
+    indexer?: Indexer;
+    embedder?: Embedder;
+    /** The vector search check, with its log line. */
+    vectorCheck?: Promise<void>;
+  } = {};
   let closing: Promise<void> | undefined;
   const shutdown = (signal: string) => {
     closing ??= (async () => {
       const started = performance.now();
       app.log.info({ signal }, 'shutting down: finishing in-flight requests');
-      try {
-        // A sweep in progress finishes before the database closes; no new one starts. Files
-        // being indexed are handed back for another process (or the next start) to index.
-        await Promise.all([
-          background.sweeps?.stop(),
-          background.indexer?.stop(),
-          background.embedder?.stop(),
-          app.close(),
-        ]);
-      } finally {
-        await database.close();
+      // Every part settles before the database closes, even when another has failed: requests in
+      // flight finish (their replies stored), a sweep in progress ends (no new one starts), files
+      // being indexed are handed back for another process (or the next start) to index, and the
+      // vector search check does not run into the closed database.
+      const outcomes = await Promise.allSettled([
+        background.sweeps?.stop(),
+        background.indexer?.stop(),
+        background.embedder?.stop(),
+        background.vectorCheck,
+        app.close(),
+      ]);
+      outcomes.push(...(await Promise.allSettled([database.close()])));
+      const failures = outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome] : []));
+      if (failures.length > 0) {
+        // The first failure fails the shutdown ("shutdown failed", the last line); the others
+        // would be lost without a line of their own.
+        for (const { reason } of failures.slice(1)) {
+          app.log.error({ err: reason }, 'shutdown: another part failed too');
+        }
+        throw failures[0]!.reason;
       }
       // The last line of a clean stop (a failed one logs "shutdown failed" instead), so that a
       // log shows the process ended on its own rather than being killed.
@@ -106,7 +128,7 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
     (error) => app.log.warn({ err: error }, 'could not sweep leftovers of interrupted uploads'),
   );
   // Project files marked for indexing by sync, in this process or any other (docs/knowledge.md).
-  background.indexer = startIndexer({
+  background.indexer = (hooks.startIndexer ?? startIndexer)({
     db: database.db,
     store,
     config: config.indexing,
@@ -121,7 +143,7 @@ export async function startServer(config: Config, hooks: { onListening?: (url: s
       app.log.warn({ err: error, workspaceId }, 'could not embed project chunks; retrying later'),
   });
   background.embedder.start();
-  void vectors.support().then((support) => {
+  background.vectorCheck = vectors.support().then((support) => {
     if (!support.available)
       app.log.info({ reason: support.reason }, 'vector search unavailable: search is lexical');
   });

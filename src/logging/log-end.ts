@@ -29,9 +29,9 @@ function isEndable(stream: unknown): stream is EndableStream {
  * loses it (pino's own exit hook writes only what is not already being written). The bound keeps
  * a stdout nobody reads from holding the exit forever.
  *
- * A line logged once the destination is closed is dropped: work that outlives the shutdown (a
- * request still running when a failed shutdown stopped waiting for the app to close, the
- * vector-support check of server.ts settling late) may still log, and SonicBoom throws
+ * A line logged once the destination is closed is dropped: work that outlives the shutdown
+ * (server.ts waits for requests and its own background work, not for everything a library or
+ * a detached task may still be doing) may still log, and SonicBoom throws
  * "SonicBoom destroyed" on that write, in whatever hook or callback logged it. SonicBoom still
  * writes the lines logged between end() and its close.
  */
