@@ -23,7 +23,7 @@ export interface AppDeps {
   vectors: KnowledgeVectors;
   /** How long an agent's MCP server may take to connect before it becomes a warning. */
   mcpConnectTimeoutMs?: number;
-  /** How file parts' URLs are fetched for models that cannot read them (default: the AI SDK's). */
+  /** How file parts' URLs are fetched for models that cannot read them (defaultFileDownloader). */
   fileDownloader?: FileDownloader;
   /** Extra readiness checks beyond the database (e.g. storage), by name. */
   readinessChecks?: Record<string, () => Promise<void>>;

@@ -1,11 +1,15 @@
+import { createRequire } from 'node:module';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import {
-  createDownload,
-  DownloadError,
-  type Experimental_DownloadFunction as DownloadFunction,
-  type ModelMessage,
-} from 'ai';
+  cancelResponseBody,
+  fetchWithValidatedRedirects,
+  getRuntimeEnvironmentUserAgent,
+  readResponseWithSizeLimit,
+  withUserAgentSuffix,
+} from '@ai-sdk/provider-utils';
+import { DownloadError, type Experimental_DownloadFunction as DownloadFunction, type ModelMessage } from 'ai';
 import { mapConcurrently } from '../concurrency.js';
+import { withBodyCancelledOnAbort } from '../abort-cancels-body.js';
 import { ApiError, errors } from '../errors.js';
 import type { ConversationMessage } from './chat-messages.js';
 import { networkErrorCode } from '../network-errors.js';
@@ -24,21 +28,58 @@ const DOWNLOADS_AT_ONCE = 4;
 type Downloaded = { data: Uint8Array; mediaType: string | undefined };
 
 /**
- * Fetches one file: the AI SDK's download (it refuses private and loopback addresses, follows
- * only validated redirects, stops past the size limit). Tests give their own, as the SDK's
- * cannot reach a local server.
+ * Fetches one file (defaultFileDownloader unless the app is given another): failures are the AI
+ * SDK's DownloadError, as `whyNot` reads them.
  */
 export type FileDownloader = (url: URL, abortSignal: AbortSignal) => Promise<Downloaded>;
 
-const sdkDownload = createDownload({ maxBytes: MAX_FILE_DOWNLOAD_BYTES });
-export const defaultFileDownloader: FileDownloader = (url, abortSignal) => sdkDownload({ url, abortSignal });
+const AI_SDK_VERSION = (createRequire(import.meta.url)('ai/package.json') as { version: string }).version;
 
 /**
- * The download, failing once `signal` aborts, whatever the downloader does. The AI SDK's reads
- * the body without looking at the signal: it relies on fetch's abort, which Node's fetch (undici)
- * passes on through a WeakRef to the Request it made, lost once that has been collected
- * (mcp-fetch.ts). A server that stopped part way through a file then held the chat's request for
- * good; now the deadline holds (the connection to that server stays until it gives up).
+ * The AI SDK's download (`createDownload` of 'ai'), with the same checks, size limit, errors and
+ * user agent, and one change: the abort cancels the body itself, which closes the connection to a
+ * server that stopped part way through a file (abort-cancels-body.ts), rather than relying on
+ * Node's fetch to pass it on. Each hop goes through the SDK's `fetchWithValidatedRedirects`: http
+ * or https only, no HTTPS to HTTP, no `localhost` or `*.internal` name, no private, loopback or
+ * link-local literal, at most 10 redirects. Its own fetch also refuses, when connecting, a name
+ * that resolves to such an address; a `fetch` given here replaces that fetch (and that check),
+ * for tests, which reach a local server that the SDK's would refuse.
+ */
+export function createFileDownloader(
+  options: { maxBytes?: number; fetch?: typeof globalThis.fetch } = {},
+): FileDownloader {
+  const { maxBytes = MAX_FILE_DOWNLOAD_BYTES, fetch } = options;
+  return async (url, abortSignal) => {
+    const urlText = url.href;
+    try {
+      const headers = withUserAgentSuffix({}, `ai-sdk/${AI_SDK_VERSION}`, getRuntimeEnvironmentUserAgent());
+      const response = withBodyCancelledOnAbort(
+        await fetchWithValidatedRedirects({ url: urlText, headers, abortSignal, fetch }),
+        abortSignal,
+      );
+      if (!response.ok) {
+        await cancelResponseBody(response);
+        throw new DownloadError({
+          url: urlText,
+          statusCode: response.status,
+          statusText: response.statusText,
+        });
+      }
+      const data = await readResponseWithSizeLimit({ response, url: urlText, maxBytes });
+      return { data, mediaType: response.headers.get('content-type') ?? undefined };
+    } catch (error) {
+      if (DownloadError.isInstance(error)) throw error;
+      throw new DownloadError({ url: urlText, cause: error });
+    }
+  };
+}
+
+export const defaultFileDownloader: FileDownloader = createFileDownloader();
+
+/**
+ * The download, failing once `signal` aborts, whatever the downloader does: one given to the app
+ * (deps.fileDownloader) may not look at the signal. The default one does, and its abort closes
+ * the connection too (createFileDownloader).
  */
 function untilAborted<T>(download: Promise<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {

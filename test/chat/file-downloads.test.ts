@@ -2,16 +2,23 @@
  * File parts whose URLs Atrium downloads for a model that cannot read URLs itself
  * (src/services/file-downloads.ts): each distinct URL once, a few at a time, within the upstream
  * timeout, only user messages' files; a stored file that no longer answers becomes a note, and
- * no answer quotes a URL's query. The AI SDK's downloader refuses loopback addresses, so these
- * tests give one that fetches from a local file host under a public-looking name.
+ * no answer quotes a URL's query. The AI SDK's checks of a URL's address refuse loopback ones, so
+ * these tests give Atrium's downloader a fetch that reaches a local file host under a
+ * public-looking name instead.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { DownloadError } from 'ai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { ConversationMessage } from '../../src/services/chat-messages.js';
-import { type FileDownloader, prefetchFiles } from '../../src/services/file-downloads.js';
+import {
+  createFileDownloader,
+  defaultFileDownloader,
+  type FileDownloader,
+  prefetchFiles,
+} from '../../src/services/file-downloads.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
@@ -36,11 +43,24 @@ let inFlight = 0;
 let maxInFlight = 0;
 /** Paths the host answers 403 for (an expired signed URL). */
 const expired = new Set<string>();
+/** Connections of `/stalls.png` requests the host still has open. */
+let openStalls = 0;
 
 function answer(req: IncomingMessage, res: ServerResponse) {
   const path = new URL(req.url ?? '/', 'http://x').pathname;
   hits.push(path);
   if (path === '/hang.png') return; // accepts, never answers
+  if (path === '/to-loopback.png') {
+    res.writeHead(302, { location: `${hostOrigin}/a.png` }).end();
+    return;
+  }
+  if (path === '/stalls.png') {
+    // Headers and part of the body, then nothing: never gives up on its own.
+    openStalls++;
+    req.socket.once('close', () => openStalls--);
+    res.writeHead(200, { 'content-type': 'image/png', 'content-length': '1024' }).write(Buffer.alloc(100));
+    return;
+  }
   if (path === '/gone.png' || expired.has(path)) {
     res.writeHead(path === '/gone.png' ? 404 : 403).end();
     return;
@@ -57,28 +77,13 @@ function answer(req: IncomingMessage, res: ServerResponse) {
   }, 50);
 }
 
-/** The SDK's download, in what it checks and throws, for the local host. */
-const localDownloader: FileDownloader = async (url, abortSignal) => {
-  const res = await fetch(url.href.replace(/^https?:\/\/files\.example\.test/, hostOrigin), {
-    signal: abortSignal,
-  });
-  if (!res.ok) {
-    await res.body?.cancel();
-    throw new DownloadError({ url: url.href, statusCode: res.status, statusText: res.statusText });
-  }
-  if (Number(res.headers.get('content-length')) > 32 * MB) {
-    await res.body?.cancel();
-    // The SDK's own words quote the whole URL.
-    throw new DownloadError({
-      url: url.href,
-      message: `Download of ${url.href} exceeded maximum size of ${32 * MB} bytes`,
-    });
-  }
-  return {
-    data: new Uint8Array(await res.arrayBuffer()),
-    mediaType: res.headers.get('content-type') ?? undefined,
-  };
-};
+/**
+ * Atrium's downloader, each hop (checked by the SDK as ever) fetched by Node's fetch, with the
+ * file host's name pointing at the local host.
+ */
+const localDownloader = createFileDownloader({
+  fetch: (input, init) => fetch(String(input).replace(/^https?:\/\/files\.example\.test/, hostOrigin), init),
+});
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
@@ -259,8 +264,8 @@ describe('the 64 MiB a request may download', () => {
   /** 30 MiB per file, no network. */
   const thirtyMiB: FileDownloader = async () => ({ data: new Uint8Array(30 * MB), mediaType: 'image/png' });
 
-  it('keeps its deadline with a downloader that does not (the SDK reads a body without the signal)', async () => {
-    // What the AI SDK's download does once Node's fetch has lost the abort (mcp-fetch.ts): waits.
+  it('keeps its deadline with a downloader that ignores the signal', async () => {
+    // A downloader given to the app that does not look at the signal: it waits.
     const deaf: FileDownloader = () => new Promise(() => {});
     const added = [userWith('u1', ['/a.png'])];
     await expect(
@@ -305,4 +310,71 @@ describe('the 64 MiB a request may download', () => {
       }),
     ).rejects.toMatchObject({ code: 'bad_request' });
   });
+});
+
+describe("the default downloader's address checks", () => {
+  const model = { supportedUrls: {} } as unknown as LanguageModelV3;
+  const withFile = (path: string): ConversationMessage[] => [
+    { id: 'u1', role: 'user', parts: [{ type: 'file', url: `${FILES}${path}`, mediaType: 'image/png' }] },
+  ];
+
+  it('refuses a loopback address', async () => {
+    await expect(
+      defaultFileDownloader(new URL(`${hostOrigin}/a.png`), AbortSignal.timeout(5_000)),
+    ).rejects.toThrow(/not allowed/);
+    expect(hits).toEqual([]);
+  });
+
+  it('refuses a redirect to a loopback address: 400, the address is not allowed', async () => {
+    const added = withFile('/to-loopback.png');
+    await expect(
+      prefetchFiles({ model, conversation: added, added, timeoutMs: 5_000, downloader: localDownloader }),
+    ).rejects.toMatchObject({
+      code: 'bad_request',
+      message: expect.stringContaining('the address is not allowed'),
+    });
+    expect(hits).toEqual(['/to-loopback.png']);
+  });
+});
+
+describe('the default downloader, on a file host that stops part way through a file', () => {
+  // Collections as often as a busy process has them: Node's fetch passes an abort on through a
+  // WeakRef to the Request it made, which it keeps alive only for some requests
+  // (abort-cancels-body.ts); the downloader's abort cancels the body itself.
+  let collecting: NodeJS.Timeout;
+  beforeAll(() => {
+    v8.setFlagsFromString('--expose-gc');
+    const collect = vm.runInNewContext('gc') as () => void;
+    collecting = setInterval(collect, 30);
+  });
+  afterAll(() => clearInterval(collecting));
+  const model = { supportedUrls: {} } as unknown as LanguageModelV3;
+  const added: ConversationMessage[] = [
+    { id: 'u1', role: 'user', parts: [{ type: 'file', url: `${FILES}/stalls.png`, mediaType: 'image/png' }] },
+  ];
+
+  /** Node's fetch with `redirect: 'error'`: it loses its abort once a collection took its Request. */
+  const losesItsAbort = createFileDownloader({
+    fetch: (input, init) =>
+      fetch(String(input).replace(/^https?:\/\/files\.example\.test/, hostOrigin), {
+        ...init,
+        redirect: 'error',
+      }),
+  });
+
+  for (const [name, downloader] of [
+    ["with the SDK's redirect handling", localDownloader],
+    ['with a fetch that loses its abort', losesItsAbort],
+  ] as const) {
+    it(`closes the connection at the deadline (${name})`, async () => {
+      await expect(
+        prefetchFiles({ model, conversation: added, added, timeoutMs: 300, downloader }),
+      ).rejects.toMatchObject({
+        code: 'bad_request',
+        message: expect.stringContaining('no answer within 300 ms'),
+      });
+      expect(hits).toContain('/stalls.png');
+      await vi.waitFor(() => expect(openStalls).toBe(0), { timeout: 3_000 });
+    });
+  }
 });

@@ -1,3 +1,5 @@
+import { withBodyCancelledOnAbort } from '../../abort-cancels-body.js';
+
 /**
  * The most one HTTP response of an MCP server may bring (an `initialize`, a `tools/list` page, a
  * `tools/call` result, an error body, the session's event stream). Four times what a tool result
@@ -23,48 +25,39 @@ function requestId(init: RequestInit | undefined): string | number | undefined {
 }
 
 /**
- * `body`, failing once it has brought more than `maxBytes`. An event stream answering a request
- * ends instead with a JSON-RPC error for that request: the transport reads such a stream in the
- * background and only logs its failure, so the call waiting on it would wait until the reply's
- * idle timeout; the error event fails the call at once, with the reason. (The leading blank lines
- * end an event cut short, which the transport then drops as unparsable.)
+ * What a response body is piped through: it fails once the body has brought more than
+ * `maxBytes`. An event stream answering a request ends instead with a JSON-RPC error for that
+ * request: the transport reads such a stream in the background and only logs its failure, so the
+ * call waiting on it would wait until the reply's idle timeout; the error event fails the call at
+ * once, with the reason. (The leading blank lines end an event cut short, which the transport
+ * then drops as unparsable.)
  */
-function countedBody(
-  body: ReadableStream<Uint8Array>,
+function bodyCounter(
   maxBytes: number,
   eventStreamFor: string | number | undefined,
-  signal: AbortSignal | undefined,
-): ReadableStream<Uint8Array> {
+): TransformStream<Uint8Array, Uint8Array> {
   let received = 0;
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        received += chunk.byteLength;
-        if (received <= maxBytes) {
-          controller.enqueue(chunk);
-          return;
-        }
-        if (eventStreamFor === undefined) {
-          controller.error(new Error(tooLargeMessage(maxBytes)));
-          return;
-        }
-        const error = {
-          jsonrpc: '2.0',
-          id: eventStreamFor,
-          error: { code: -32000, message: tooLargeMessage(maxBytes) },
-        };
-        controller.enqueue(new TextEncoder().encode(`\n\ndata: ${JSON.stringify(error)}\n\n`));
-        // Ends the stream and cancels the server's body: the connection is closed.
-        controller.terminate();
-      },
-    }),
-    // The request's abort cancels the body here, which closes the connection. Node's fetch
-    // (undici) does that too, but only while the Request object it made lives: its abort reaches
-    // the request through a WeakRef, and once the Response has been returned nothing else holds
-    // the Request, so after a garbage collection a call cut off mid-answer kept its connection
-    // open for good. The pipe's listener holds what it needs.
-    { signal },
-  );
+  return new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      received += chunk.byteLength;
+      if (received <= maxBytes) {
+        controller.enqueue(chunk);
+        return;
+      }
+      if (eventStreamFor === undefined) {
+        controller.error(new Error(tooLargeMessage(maxBytes)));
+        return;
+      }
+      const error = {
+        jsonrpc: '2.0',
+        id: eventStreamFor,
+        error: { code: -32000, message: tooLargeMessage(maxBytes) },
+      };
+      controller.enqueue(new TextEncoder().encode(`\n\ndata: ${JSON.stringify(error)}\n\n`));
+      // Ends the stream and cancels the server's body: the connection is closed.
+      controller.terminate();
+    },
+  });
 }
 
 /**
@@ -91,18 +84,12 @@ export function mcpTransportFetch(
       throw new Error(tooLargeMessage(maxBytes));
     }
     const eventStream = response.headers.get('content-type')?.includes('text/event-stream') ?? false;
-    return new Response(
-      countedBody(
-        response.body,
-        maxBytes,
-        eventStream ? requestId(init) : undefined,
-        init?.signal ?? undefined,
-      ),
-      {
-        status: response.status,
-        statusText: response.statusText,
-        headers: response.headers,
-      },
+    // The request's abort (a call's time bound, a stop) cancels the body itself: Node's fetch
+    // loses it after a collection for the transport's `redirect: 'error'` (abort-cancels-body.ts).
+    return withBodyCancelledOnAbort(
+      response,
+      init?.signal ?? undefined,
+      bodyCounter(maxBytes, eventStream ? requestId(init) : undefined),
     );
   };
 }
