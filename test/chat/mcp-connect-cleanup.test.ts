@@ -108,6 +108,31 @@ it('ends the session named by a late initialize answer that is an HTTP error', a
   expect(raw.requests).toEqual(['initialize', 'DELETE']);
 });
 
+it('ends the session named by an initialize answer too large to read', async () => {
+  raw = await startRawMcpServer({ tools: [usable], session: true, initializeAnswer: 'too-large' });
+  const connected = await connect(raw);
+  expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_error' })]);
+  await expectSessionEnded(raw);
+  expect(raw.requests).toEqual(['initialize', 'DELETE']);
+  await expect.poll(() => raw!.openInitializes, { timeout: 2_000 }).toBe(0);
+});
+
+it('ends the session named by a late initialize answer too large to read', async () => {
+  const late = deferred();
+  raw = await startRawMcpServer({
+    tools: [usable],
+    session: true,
+    gate: () => late.promise,
+    initializeAnswer: 'too-large',
+  });
+  const connected = await connect(raw);
+  expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
+  late.resolve();
+  await expectSessionEnded(raw);
+  expect(raw.requests).toEqual(['initialize', 'DELETE']);
+  await expect.poll(() => raw!.openInitializes, { timeout: 2_000 }).toBe(0);
+});
+
 it('waits for a late initialize answer no longer than its bound, then closes the connection', async () => {
   // The server never answers (until the test is over).
   raw = await startRawMcpServer({ tools: [usable], session: true, gate: () => release.promise });

@@ -57,10 +57,11 @@ export async function startRawMcpServer(options: {
   /** One JSON body with its length (default), a JSON body of unknown length, or an event stream. */
   answerAs?: 'json' | 'chunked-json' | 'event-stream';
   /**
-   * `initialize` is answered HTTP 500 (`http-error`), or with its headers and half its body and
-   * then nothing more (`endless-body`); with `session`, either answer opens a session all the same.
+   * `initialize` is answered HTTP 500 (`http-error`), with its headers and half its body and then
+   * nothing more (`endless-body`), or with a `content-length` past MAX_MCP_RESPONSE_BYTES and a
+   * little of that body (`too-large`); with `session`, any of them opens a session all the same.
    */
-  initializeAnswer?: 'http-error' | 'endless-body';
+  initializeAnswer?: 'http-error' | 'endless-body' | 'too-large';
 }) {
   let initializes = 0;
   let pages = 0;
@@ -104,6 +105,15 @@ export async function startRawMcpServer(options: {
       if (msg.method === 'initialize' && options.initializeAnswer === 'http-error') {
         res.writeHead(500, options.session ? { 'mcp-session-id': `raw-${++sessions}` } : {});
         res.end('overloaded');
+        return;
+      }
+      if (msg.method === 'initialize' && options.initializeAnswer === 'too-large') {
+        res.writeHead(200, {
+          ...(options.session ? { 'mcp-session-id': `raw-${++sessions}` } : {}),
+          'content-type': 'application/json',
+          'content-length': 5 * 1024 * 1024,
+        });
+        res.write('{"jsonrpc":"2.0","id":');
         return;
       }
       if (msg.method === 'initialize') {

@@ -13,6 +13,19 @@ function tooLargeMessage(maxBytes: number): string {
   return `The MCP server's response is larger than ${maxBytes} bytes, the most Atrium reads of one response; nothing of it was used`;
 }
 
+/**
+ * A response refused unread for its `content-length`. It keeps the response's headers: an
+ * `initialize` answered so still opened the session its `mcp-session-id` names (sessionEnding).
+ */
+export class McpResponseTooLarge extends Error {
+  constructor(
+    maxBytes: number,
+    readonly headers: Headers,
+  ) {
+    super(tooLargeMessage(maxBytes));
+  }
+}
+
 /** The JSON-RPC id of the request a transport `POST` carries; undefined for anything else. */
 function requestId(init: RequestInit | undefined): string | number | undefined {
   if (init?.method !== 'POST' || typeof init.body !== 'string') return undefined;
@@ -81,7 +94,7 @@ export function mcpTransportFetch(
     if (!response.body) return response;
     if (Number(response.headers.get('content-length') ?? 0) > maxBytes) {
       await response.body.cancel().catch(() => {});
-      throw new Error(tooLargeMessage(maxBytes));
+      throw new McpResponseTooLarge(maxBytes, response.headers);
     }
     const eventStream = response.headers.get('content-type')?.includes('text/event-stream') ?? false;
     // The request's abort (a call's time bound, a stop) cancels the body itself: Node's fetch
@@ -106,24 +119,22 @@ function requestMethod(init: RequestInit | undefined): string | undefined {
 }
 
 /**
- * `fetch(input, init)` whose caller's abort (`init.signal`) before the answer fails the call at
+ * `start(signal)` (a request) whose caller's abort (`signal`) before the answer fails the call at
  * once, as fetch's own would, but not the request: it goes on for `lateMs` more, and `late` gets
  * the answer should it come in that time (else the request is aborted, which closes its
  * connection). An abort after the answer came reaches the request (and its body) as before.
  */
-function fetchOutlivingAbort(
-  fetch: typeof globalThis.fetch,
-  input: Parameters<typeof globalThis.fetch>[0],
-  init: RequestInit & { signal: AbortSignal },
+function outlivingAbort<T>(
+  signal: AbortSignal,
+  start: (signal: AbortSignal) => Promise<T>,
   lateMs: number,
-  late: (response: Response) => void,
-): Promise<Response> {
-  const { signal } = init;
+  late: (answer: T) => void,
+): Promise<T> {
   signal.throwIfAborted();
   const request = new AbortController();
   let state: 'waiting' | 'answered' | 'abandoned' = 'waiting';
   let bound: NodeJS.Timeout | undefined;
-  return new Promise<Response>((resolve, reject) => {
+  return new Promise<T>((resolve, reject) => {
     const onAbort = () => {
       if (state === 'answered') {
         request.abort(signal.reason);
@@ -139,15 +150,15 @@ function fetchOutlivingAbort(
       bound.unref();
     };
     signal.addEventListener('abort', onAbort, { once: true });
-    fetch(input, { ...init, signal: request.signal }).then(
-      (response) => {
+    start(request.signal).then(
+      (answer) => {
         clearTimeout(bound);
         if (state === 'abandoned') {
-          late(response);
+          late(answer);
           return;
         }
         state = 'answered';
-        resolve(response);
+        resolve(answer);
       },
       (error: unknown) => {
         clearTimeout(bound);
@@ -163,13 +174,19 @@ interface OpenSession {
   headers: Headers;
 }
 
+/**
+ * What a `POST` brought: its response, or the refusal of one too large to read, whose headers
+ * may open a session all the same.
+ */
+type Answer = Response | McpResponseTooLarge;
+
 /** The session an answer to a `POST` opens (its `mcp-session-id`), with what ending it takes. */
 function sessionOpenedBy(
   input: Parameters<typeof globalThis.fetch>[0],
   init: RequestInit | undefined,
-  response: Response,
+  answer: Answer,
 ): OpenSession | undefined {
-  const sessionId = response.headers.get('mcp-session-id');
+  const sessionId = answer.headers.get('mcp-session-id');
   if (!sessionId || init?.method !== 'POST') return undefined;
   // The headers the client sends with every request (the agent's own ones included).
   const headers = new Headers(init.headers);
@@ -194,6 +211,9 @@ function sessionOpenedBy(
  * answer that comes within that time has its body cancelled (it is read no further, which closes
  * its connection) and the session it names ended with a `DELETE` (bounded as any `DELETE` is:
  * mcpTransportFetch). Nothing awaits this: not the reply, not a shutdown.
+ *
+ * An answer refused unread for its size (McpResponseTooLarge) names its session as well: the
+ * call fails with it, and the session is ended all the same.
  */
 export function sessionEnding(
   fetch: typeof globalThis.fetch,
@@ -208,27 +228,31 @@ export function sessionEnding(
       .then((response) => response.body?.cancel())
       .catch(() => {});
   };
-  const lateAnswer =
-    (input: Parameters<typeof globalThis.fetch>[0], init: RequestInit) => (response: Response) => {
-      void response.body?.cancel().catch(() => {});
-      const session = sessionOpenedBy(input, init, response);
-      if (session) void endSession(session);
-    };
+  const answer = (input: Parameters<typeof globalThis.fetch>[0], init: RequestInit | undefined) =>
+    fetch(input, init).catch((error: unknown): Answer => {
+      if (error instanceof McpResponseTooLarge) return error;
+      throw error;
+    });
+  const lateAnswer = (input: Parameters<typeof globalThis.fetch>[0], init: RequestInit) => (late: Answer) => {
+    if (late instanceof Response) void late.body?.cancel().catch(() => {});
+    const session = sessionOpenedBy(input, init, late);
+    if (session) void endSession(session);
+  };
   return {
     fetch: async (input, init) => {
       if (init?.method === 'DELETE') open = undefined;
-      const response =
+      const got =
         init?.signal && requestMethod(init) === 'initialize'
-          ? await fetchOutlivingAbort(
-              fetch,
-              input,
-              { ...init, signal: init.signal },
+          ? await outlivingAbort(
+              init.signal,
+              (signal) => answer(input, { ...init, signal }),
               lateInitializeMs,
               lateAnswer(input, init),
             )
-          : await fetch(input, init);
-      open = sessionOpenedBy(input, init, response) ?? open;
-      return response;
+          : await answer(input, init);
+      open = sessionOpenedBy(input, init, got) ?? open;
+      if (got instanceof McpResponseTooLarge) throw got;
+      return got;
     },
     async end() {
       if (!open) return;
