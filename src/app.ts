@@ -59,6 +59,8 @@ import { UsageReservations } from './services/usage-reservations.js';
 import { RunningReplies } from './services/running-replies.js';
 import { createObjectStore } from './storage/index.js';
 import type { ObjectStore } from './storage/object-store.js';
+import { MAX_LATE_MCP_INITIALIZE_WAITS } from './limits.js';
+import { LateAnswerWaits } from './models/tools/mcp-fetch.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -263,6 +265,7 @@ export async function buildApp(
     usageReservations: deps.usageReservations,
     fileDownloader: deps.fileDownloader,
     replies,
+    lateMcpInitializeWaits: new LateAnswerWaits(MAX_LATE_MCP_INITIALIZE_WAITS),
   };
   deps.usageReservations.start();
   // Before the server stops: replies in progress run on for a bounded time, then are stored as

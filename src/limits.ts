@@ -5,6 +5,13 @@
 
 const MB = 1024 * 1024;
 
+/**
+ * MCP `initialize` requests a process keeps open at once after the connect timeout, each for up
+ * to ATRIUM_UPSTREAM_TIMEOUT_MS, to end the session a late answer opens (LateAnswerWaits in
+ * mcp-fetch.ts); past it, one is closed at the timeout.
+ */
+export const MAX_LATE_MCP_INITIALIZE_WAITS = 256;
+
 /** Longest id (agent, project, chat, key, workspace, user) a route accepts. */
 export const MAX_ID_LENGTH = 200;
 

@@ -124,6 +124,7 @@ export async function buildConversationTools(
     // A server that answers `initialize` after the connect timeout gets as long as a provider
     // does to answer, for the session it opens to be ended; the reply does not wait for it.
     lateInitializeMs: deps.config.upstreamTimeoutMs,
+    lateInitializeWaits: deps.lateMcpInitializeWaits,
   });
   const result: ConversationTools = {
     tools: { ...mcp.tools },

@@ -23,6 +23,7 @@ import { buildSystemPrompt } from '../models/context.js';
 import { costUsd, type ModelRegistry, type ResolvedModel } from '../models/registry.js';
 import { renderTemplate, type TemplateValue } from '../models/template.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
+import type { LateAnswerWaits } from '../models/tools/mcp-fetch.js';
 import { sourceDocumentParts } from '../knowledge/citations.js';
 import type { TurnSource } from '../knowledge/retrieval.js';
 import { accessWorkspaceIfAllowed, isManager, type Principal } from './access.js';
@@ -71,6 +72,8 @@ export interface ChatDeps {
   usageReservations?: UsageReservations;
   /** How file parts' URLs are fetched for models that cannot read them (tests give their own). */
   fileDownloader?: FileDownloader;
+  /** The late MCP `initialize` answers the process waits for (chat-tools.ts); no limit when not given. */
+  lateMcpInitializeWaits?: LateAnswerWaits;
 }
 
 export interface UserVariables {

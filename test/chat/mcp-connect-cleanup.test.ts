@@ -4,6 +4,7 @@
  * after the timeout, and nothing else goes out after the timeout.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { LateAnswerWaits } from '../../src/models/tools/mcp-fetch.js';
 import { connectMcpTools } from '../../src/models/tools/mcp.js';
 import { deferred } from '../helpers/deferred.js';
 import { startRawMcpServer } from './raw-mcp-server.js';
@@ -34,7 +35,10 @@ async function expectSessionEnded(server: RawMcpServer) {
   expect(server.sessionEnds).toEqual(['raw-1']);
 }
 
-async function connect(server: RawMcpServer, options: { lateInitializeMs?: number } = {}) {
+async function connect(
+  server: RawMcpServer,
+  options: { lateInitializeMs?: number; lateInitializeWaits?: LateAnswerWaits } = {},
+) {
   const connected = await connectMcpTools([{ type: 'mcp', name: 'srv', url: server.url }], {
     connectTimeoutMs: TIMEOUT_MS,
     calls: { timeoutMs: 5_000 },
@@ -148,6 +152,23 @@ it('waits for a late initialize answer no longer than its bound, then closes the
   await sleep(200);
   expect(raw.requests).toEqual(['initialize']);
   expect(raw.sessionEnds).toEqual([]);
+});
+
+it('keeps no more late initialize requests open than its waits allow: past them, one is closed at the timeout', async () => {
+  // The server never answers (until the test is over): each connect leaves a request behind.
+  raw = await startRawMcpServer({ tools: [usable], session: true, gate: () => release.promise });
+  const waits = new LateAnswerWaits(1);
+  const options = { lateInitializeMs: 3_000, lateInitializeWaits: waits };
+  await connect(raw, options);
+  expect(raw.openInitializes).toBe(1);
+  expect(waits.size).toBe(1);
+  // The one wait is taken: the second connect's request is closed when it gives up, as before.
+  const second = await connect(raw, options);
+  expect(second.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
+  await expect.poll(() => raw!.openInitializes, { timeout: 1_000 }).toBe(1);
+  // The first is closed at its bound, which frees its wait.
+  await expect.poll(() => raw!.openInitializes, { timeout: 6_000 }).toBe(0);
+  expect(waits.size).toBe(0);
 });
 
 it('ends the session of a server that answered initialize, then ran out of time', async () => {

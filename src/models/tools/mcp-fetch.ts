@@ -119,21 +119,57 @@ function requestMethod(init: RequestInit | undefined): string | undefined {
 }
 
 /**
+ * How many requests may be kept open at once, process-wide, after their caller gave up
+ * (outlivingAbort): each holds a connection for up to its bound, so without a limit a slow or
+ * hostile server, asked again on every turn, would hold one more each time. Past the limit, a
+ * request is closed when its caller gives up, as any other is.
+ */
+export class LateAnswerWaits {
+  private open = 0;
+
+  constructor(readonly max: number) {}
+
+  /** How many are held now. */
+  get size(): number {
+    return this.open;
+  }
+
+  /** One wait, with what gives it back (once); undefined when all are held. */
+  take(): (() => void) | undefined {
+    if (this.open >= this.max) return undefined;
+    this.open++;
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      this.open--;
+    };
+  }
+}
+
+/**
  * `start(signal)` (a request) whose caller's abort (`signal`) before the answer fails the call at
  * once, as fetch's own would, but not the request: it goes on for `lateMs` more, and `late` gets
  * the answer should it come in that time (else the request is aborted, which closes its
- * connection). An abort after the answer came reaches the request (and its body) as before.
+ * connection). An abort after the answer came reaches the request (and its body) as before. With
+ * `waits`, the request goes on only while one of them is free; else it is aborted with its caller.
  */
 function outlivingAbort<T>(
   signal: AbortSignal,
   start: (signal: AbortSignal) => Promise<T>,
   lateMs: number,
+  waits: LateAnswerWaits | undefined,
   late: (answer: T) => void,
 ): Promise<T> {
   signal.throwIfAborted();
   const request = new AbortController();
   let state: 'waiting' | 'answered' | 'abandoned' = 'waiting';
   let bound: NodeJS.Timeout | undefined;
+  let giveBack: (() => void) | undefined;
+  const settled = () => {
+    clearTimeout(bound);
+    giveBack?.();
+  };
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => {
       if (state === 'answered') {
@@ -142,6 +178,11 @@ function outlivingAbort<T>(
       }
       state = 'abandoned';
       reject(signal.reason);
+      giveBack = waits ? waits.take() : () => {};
+      if (!giveBack) {
+        request.abort(signal.reason);
+        return;
+      }
       bound = setTimeout(
         () => request.abort(new Error(`no answer within ${lateMs} ms after its caller gave up`)),
         lateMs,
@@ -152,7 +193,7 @@ function outlivingAbort<T>(
     signal.addEventListener('abort', onAbort, { once: true });
     start(request.signal).then(
       (answer) => {
-        clearTimeout(bound);
+        settled();
         if (state === 'abandoned') {
           late(answer);
           return;
@@ -161,7 +202,7 @@ function outlivingAbort<T>(
         resolve(answer);
       },
       (error: unknown) => {
-        clearTimeout(bound);
+        settled();
         signal.removeEventListener('abort', onAbort);
         if (state === 'waiting') reject(error);
       },
@@ -207,7 +248,8 @@ function sessionOpenedBy(
  * A connect that runs out of time before the `initialize` answer came: @ai-sdk/mcp aborts that
  * request, which closed its connection, and a server that opened a session when it answered at
  * last kept it, unknown to Atrium (a slow server piled them up). The `initialize` request now
- * outlives that abort by up to `lateInitializeMs`: the connect fails at once all the same, and an
+ * outlives that abort by up to `lateInitialize.ms` (while one of `lateInitialize.waits` is free:
+ * else it is closed at once, as before): the connect fails at once all the same, and an
  * answer that comes within that time has its body cancelled (it is read no further, which closes
  * its connection) and the session it names ended with a `DELETE` (bounded as any `DELETE` is:
  * mcpTransportFetch). Nothing awaits this: not the reply, not a shutdown.
@@ -217,7 +259,7 @@ function sessionOpenedBy(
  */
 export function sessionEnding(
   fetch: typeof globalThis.fetch,
-  lateInitializeMs: number,
+  lateInitialize: { ms: number; waits?: LateAnswerWaits },
 ): {
   fetch: typeof globalThis.fetch;
   end(): Promise<void>;
@@ -246,7 +288,8 @@ export function sessionEnding(
           ? await outlivingAbort(
               init.signal,
               (signal) => answer(input, { ...init, signal }),
-              lateInitializeMs,
+              lateInitialize.ms,
+              lateInitialize.waits,
               lateAnswer(input, init),
             )
           : await answer(input, init);

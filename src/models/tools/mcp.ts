@@ -3,7 +3,12 @@ import type { ToolSet } from 'ai';
 import { z } from 'zod';
 import { type McpReach, privateAddressProblem, publicOnlyFetch } from './mcp-address.js';
 import { type McpCallBound, withCallTimeLimit } from './mcp-call-limit.js';
-import { MAX_MCP_RESPONSE_BYTES, mcpTransportFetch, sessionEnding } from './mcp-fetch.js';
+import {
+  type LateAnswerWaits,
+  MAX_MCP_RESPONSE_BYTES,
+  mcpTransportFetch,
+  sessionEnding,
+} from './mcp-fetch.js';
 import { withCutResults } from './mcp-output.js';
 import type { ToolWarning } from './warnings.js';
 import { networkErrorCode } from '../../network-errors.js';
@@ -234,6 +239,8 @@ export interface McpConnectOptions {
    * when not given.
    */
   lateInitializeMs?: number;
+  /** How many such waits the process keeps at once (LateAnswerWaits); no limit when not given. */
+  lateInitializeWaits?: LateAnswerWaits;
 }
 
 async function connectOne(
@@ -243,10 +250,10 @@ async function connectOne(
   const { connectTimeoutMs: timeoutMs, reach = 'any' } = options;
   if (reach === 'public' && privateAddressProblem(spec.url)) throw new NotPublic();
   const fetch = reach === 'public' ? publicOnlyFetch : globalThis.fetch;
-  const session = sessionEnding(
-    mcpTransportFetch(timeoutMs, fetch),
-    options.lateInitializeMs ?? options.calls.timeoutMs,
-  );
+  const session = sessionEnding(mcpTransportFetch(timeoutMs, fetch), {
+    ms: options.lateInitializeMs ?? options.calls.timeoutMs,
+    waits: options.lateInitializeWaits,
+  });
   let client: McpClient | undefined;
   let timer: NodeJS.Timeout | undefined;
   const setup = (async () => {
