@@ -435,7 +435,8 @@ async function reconcileProjectFiles(
     ...[...listed.keys()].filter((path) => !registered.has(path)),
   ];
   await mapConcurrently(disputed, 16, async (path) => {
-    const info = await store.head(prefix + path);
+    // With what was listed: a store may confirm an object unchanged since cheaper than it reads it.
+    const info = await store.head(prefix + path, listed.get(path));
     if (info) objects.set(path, info);
     else objects.delete(path);
   });

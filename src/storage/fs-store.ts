@@ -130,6 +130,11 @@ export class FsObjectStore implements ObjectStore {
   private readonly versionsRoot: string;
   private readonly metaRoot: string;
   private readonly tmpRoot: string;
+  /**
+   * The version (`versionName`) of each object this store described, for `head` to tell one
+   * that is still that version from a stat alone. Weak: an answer nobody holds is forgotten.
+   */
+  private readonly versionsDescribed = new WeakMap<ObjectInfo, string>();
 
   constructor(private readonly options: FsObjectStoreOptions) {
     const root = path.resolve(options.root);
@@ -358,7 +363,7 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  private async info(key: string, dataPath: string): Promise<ObjectInfo | null> {
+  private async info(key: string, dataPath: string, listed?: ObjectInfo): Promise<ObjectInfo | null> {
     let stat: BigIntStats;
     try {
       stat = await statFast(dataPath, { bigint: true });
@@ -367,6 +372,11 @@ export class FsObjectStore implements ObjectStore {
       throw error;
     }
     if (!stat.isFile()) return null;
+    // The same size and time to the nanosecond is the same version: a write claims its record's
+    // name from them before its bytes become visible (`versionName`), so its metadata is the same.
+    if (listed?.key === key && this.versionsDescribed.get(listed) === versionName(stat.size, stat.mtimeNs)) {
+      return listed;
+    }
     return this.describe(key, stat);
   }
 
@@ -375,7 +385,7 @@ export class FsObjectStore implements ObjectStore {
     const record = (await this.readVersion(key, stat)) ?? (await this.readLegacySidecar(key, stat));
     const size = Number(stat.size);
     const mtimeMs = Number(stat.mtimeMs);
-    return {
+    const info: ObjectInfo = {
       key,
       size,
       // Objects written behind Atrium's back have no record: size + mtime tell a change.
@@ -383,6 +393,8 @@ export class FsObjectStore implements ObjectStore {
       lastModified: new Date(mtimeMs),
       contentType: record?.contentType,
     };
+    this.versionsDescribed.set(info, versionName(stat.size, stat.mtimeNs));
+    return info;
   }
 
   private async readVersion(key: string, stat: BigIntStats): Promise<Sidecar | undefined> {
@@ -437,8 +449,8 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  head(key: string): Promise<ObjectInfo | null> {
-    return this.info(key, resolveSafePath(this.dataRoot, key));
+  head(key: string, listed?: ObjectInfo): Promise<ObjectInfo | null> {
+    return this.info(key, resolveSafePath(this.dataRoot, key), listed);
   }
 
   async readAll(key: string, maxBytes: number): Promise<Buffer | 'too-large' | null> {

@@ -81,7 +81,13 @@ export interface ObjectStore {
     key: string,
     range?: { start: number; end?: number },
   ): Promise<{ body: Readable; info: ObjectInfo } | null>;
-  head(key: string): Promise<ObjectInfo | null>;
+  /**
+   * What storage knows of the object at `key` now, or null. `listed`: what this store's `list`
+   * (or `head`) gave for the key earlier; while the object is still that version, it may be
+   * answered again without reading the object's metadata (fs: one stat instead of a stat and a
+   * record read). Sync looks again at every new object so.
+   */
+  head(key: string, listed?: ObjectInfo): Promise<ObjectInfo | null>;
   /**
    * The whole object as bytes, for readers that need all of it at once (the indexer): null
    * when there is none, `too-large` when it holds more than `maxBytes` (nothing is read then).

@@ -42,21 +42,21 @@ class GatedListStore {
     return new Proxy(inner, {
       get: (target, property, receiver) => {
         if (property === 'list') return (prefix: string) => this.gatedList(prefix);
-        if (property === 'head') return (key: string) => this.gatedHead(key);
+        if (property === 'head') return (key: string, listed?: ObjectInfo) => this.gatedHead(key, listed);
         const value = Reflect.get(target, property, receiver) as unknown;
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
   }
 
-  private async gatedHead(key: string) {
+  private async gatedHead(key: string, listed?: ObjectInfo) {
     const gate = this.headGate;
     if (gate?.key === key) {
       this.headGate = undefined;
       gate.reached();
       await gate.opened;
     }
-    return this.inner.head(key);
+    return this.inner.head(key, listed);
   }
 
   private async *gatedList(prefix: string): AsyncIterable<ObjectInfo> {

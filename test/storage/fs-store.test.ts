@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import fsPromises from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FsObjectStore } from '../../src/storage/fs-store.js';
+import type { ObjectInfo } from '../../src/storage/object-store.js';
 import { resolveSafePath, UnsafePathError } from '../../src/storage/safe-path.js';
 
 let root: string;
@@ -294,6 +295,39 @@ describe('FsObjectStore versions: an object and its metadata belong to one write
       const head = await store.head(key);
       if (head && write.status === 'fulfilled') expect(head.etag).toBe(write.value.etag);
     }
+  });
+
+  it('a head given what was listed answers it again from one stat while the object is that version, else what is there now', async () => {
+    await store.put('listed/same', Readable.from([Buffer.from('aaaa')]), { contentType: 'text/plain' });
+    await store.put('listed/replaced', Readable.from([Buffer.from('aaaa')]), { contentType: 'text/plain' });
+    await store.put('listed/deleted', Readable.from([Buffer.from('aaaa')]), { contentType: 'text/plain' });
+    const listed = new Map<string, ObjectInfo>();
+    for await (const info of store.list('listed/')) listed.set(info.key, info);
+
+    // The record is not read again: with it gone (as only someone editing the folder could do),
+    // a plain head falls back to the size-mtime etag, a head given the listing does not.
+    const dir = path.join(root, 'versions', 'listed', 'same');
+    for (const record of listFiles(dir)) rmSync(path.join(dir, record));
+    expect(await store.head('listed/same', listed.get('listed/same'))).toBe(listed.get('listed/same'));
+    expect((await store.head('listed/same'))!.etag).not.toBe(listed.get('listed/same')!.etag);
+
+    // Same size, other bytes and type: the new version, never the listed one.
+    const replacement = await store.put('listed/replaced', Readable.from([Buffer.from('bbbb')]), {
+      contentType: 'text/markdown',
+    });
+    expect(await store.head('listed/replaced', listed.get('listed/replaced'))).toMatchObject({
+      etag: replacement.etag,
+      size: 4,
+      contentType: 'text/markdown',
+    });
+    await store.delete('listed/deleted');
+    expect(await store.head('listed/deleted', listed.get('listed/deleted'))).toBeNull();
+    // An answer this store did not give (another key, or built elsewhere) is read afresh.
+    const other = await store.head('listed/replaced', { ...listed.get('listed/replaced')! });
+    expect(other).toMatchObject({ etag: replacement.etag });
+    expect(await store.head('listed/replaced', listed.get('listed/same'))).toMatchObject({
+      etag: replacement.etag,
+    });
   });
 
   it('a sequential write removes the record of the version it replaced', async () => {
