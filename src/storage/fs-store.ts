@@ -83,6 +83,13 @@ const closeFast = promisify(closeCallback);
 const futimesFast = promisify(futimesCallback);
 const fsyncFast = promisify(fsyncCallback);
 
+/** A file `list` found: its key, its path, and the folder of its version records. */
+interface WalkedFile {
+  key: string;
+  file: string;
+  versionDir: string;
+}
+
 /** How many objects `list` looks at at once. */
 const LIST_BATCH = 256;
 
@@ -363,7 +370,13 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  private async info(key: string, dataPath: string, listed?: ObjectInfo): Promise<ObjectInfo | null> {
+  /** `versionDir`: the folder of the key's version records, when `list` has it; `listed`: see `head`. */
+  private async info(
+    key: string,
+    dataPath: string,
+    versionDir?: string,
+    listed?: ObjectInfo,
+  ): Promise<ObjectInfo | null> {
     let stat: BigIntStats;
     try {
       stat = await statFast(dataPath, { bigint: true });
@@ -377,12 +390,17 @@ export class FsObjectStore implements ObjectStore {
     if (listed?.key === key && this.versionsDescribed.get(listed) === versionName(stat.size, stat.mtimeNs)) {
       return listed;
     }
-    return this.describe(key, stat);
+    return this.describe(key, stat, versionDir);
   }
 
   /** What is known of the file at `key` whose stat is `stat` (one version, read once). */
-  private async describe(key: string, stat: BigIntStats): Promise<ObjectInfo> {
-    const record = (await this.readVersion(key, stat)) ?? (await this.readLegacySidecar(key, stat));
+  private async describe(
+    key: string,
+    stat: BigIntStats,
+    versionDir = resolveSafePath(this.versionsRoot, key),
+  ): Promise<ObjectInfo> {
+    const version = path.join(versionDir, versionName(stat.size, stat.mtimeNs));
+    const record = (await this.readSidecar(key, version)) ?? (await this.readLegacySidecar(key, stat));
     const size = Number(stat.size);
     const mtimeMs = Number(stat.mtimeMs);
     const info: ObjectInfo = {
@@ -395,11 +413,6 @@ export class FsObjectStore implements ObjectStore {
     };
     this.versionsDescribed.set(info, versionName(stat.size, stat.mtimeNs));
     return info;
-  }
-
-  private async readVersion(key: string, stat: BigIntStats): Promise<Sidecar | undefined> {
-    const file = path.join(resolveSafePath(this.versionsRoot, key), versionName(stat.size, stat.mtimeNs));
-    return this.readSidecar(key, file);
   }
 
   /** A sidecar of the old layout (`meta/{key}`), valid while size and mtime match. */
@@ -450,7 +463,7 @@ export class FsObjectStore implements ObjectStore {
   }
 
   head(key: string, listed?: ObjectInfo): Promise<ObjectInfo | null> {
-    return this.info(key, resolveSafePath(this.dataRoot, key), listed);
+    return this.info(key, resolveSafePath(this.dataRoot, key), undefined, listed);
   }
 
   async readAll(key: string, maxBytes: number): Promise<Buffer | 'too-large' | null> {
@@ -484,15 +497,18 @@ export class FsObjectStore implements ObjectStore {
     const folder = prefix.endsWith('/') || prefix === '' ? prefix : undefined;
     if (folder === undefined) throw new Error('FsObjectStore.list expects a folder prefix ending in "/"');
     const start = folder === '' ? this.dataRoot : resolveSafePrefix(this.dataRoot, folder);
+    const versions = folder === '' ? this.versionsRoot : resolveSafePrefix(this.versionsRoot, folder);
     // Folders are read first (cheap), then files are looked at in parallel batches across
     // folders: one stat and one record each, so round trips overlap instead of queueing.
-    let batch: { key: string; file: string }[] = [];
+    let batch: WalkedFile[] = [];
     const flush = async () => {
-      const infos = await Promise.all(batch.map(({ key, file }) => this.info(key, file)));
+      const infos = await Promise.all(
+        batch.map(({ key, file, versionDir }) => this.info(key, file, versionDir)),
+      );
       batch = [];
       return infos.filter((info): info is ObjectInfo => info !== null);
     };
-    for await (const entry of this.walk(start, folder)) {
+    for await (const entry of this.walk(start, versions, folder)) {
       batch.push(entry);
       if (batch.length === LIST_BATCH) yield* await flush();
     }
@@ -513,7 +529,12 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  private async *walk(dir: string, keyPrefix: string): AsyncGenerator<{ key: string; file: string }> {
+  /**
+   * The files below `dir` whose keys are safe, with where their version records are (below
+   * `versionsDir`): each path joins a name `isSafeKey` accepted to a folder resolved safely, as
+   * `resolveSafePath` would give it, without resolving the whole key again for every file.
+   */
+  private async *walk(dir: string, versionsDir: string, keyPrefix: string): AsyncGenerator<WalkedFile> {
     let entries: import('node:fs').Dirent[];
     try {
       entries = await fs.readdir(dir, { withFileTypes: true });
@@ -527,11 +548,17 @@ export class FsObjectStore implements ObjectStore {
     // links are, or the first of them would fail every listing of the folders above it.
     for (const entry of entries) {
       const key = `${keyPrefix}${entry.name}`;
-      if (entry.isFile() && isSafeKey(key)) yield { key, file: path.join(dir, entry.name) };
+      if (entry.isFile() && isSafeKey(key)) {
+        yield { key, file: path.join(dir, entry.name), versionDir: path.join(versionsDir, entry.name) };
+      }
     }
     for (const entry of entries) {
       if (entry.isDirectory() && isSafeKey(`${keyPrefix}${entry.name}`)) {
-        yield* this.walk(path.join(dir, entry.name), `${keyPrefix}${entry.name}/`);
+        yield* this.walk(
+          path.join(dir, entry.name),
+          path.join(versionsDir, entry.name),
+          `${keyPrefix}${entry.name}/`,
+        );
       }
     }
   }
