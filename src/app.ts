@@ -47,7 +47,7 @@ import { OpenAIErrorBody } from './http/schemas/openai.js';
 import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.js';
 import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
-import { addJsonBodyParser } from './http/json-body.js';
+import { addJsonBodyParser, ignoreTypeOfEmptyBodies } from './http/json-body.js';
 import { OneLinePerRequest } from './logging/request-log.js';
 import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
@@ -288,6 +288,7 @@ export async function buildApp(
       // API bodies are JSON (multipart where a route adds its own parser): plain text is a 415.
       v1.removeContentTypeParser('text/plain');
       addJsonBodyParser(v1, 'application/json');
+      ignoreTypeOfEmptyBodies(v1);
       registerAuth(v1, deps);
       registerInputGuard(v1);
       await agentRoutes(v1, deps);

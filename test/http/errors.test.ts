@@ -184,6 +184,17 @@ describe(`HTTP error handling (${engineName})`, () => {
     }
   });
 
+  it('takes an empty body of any type on a route without a body', async () => {
+    // HTTP clients that set a content type on every request: it was a 415 with nothing to parse.
+    const remove = await sendAs('DELETE', '/v1/projects/prj_unknown', 'text/plain', '');
+    expect(remove.statusCode).toBe(404);
+    const sync = await sendAs('POST', '/v1/projects/prj_docs/files/sync', 'application/octet-stream', '');
+    expect(sync.statusCode).toBe(200);
+    // A route that takes a body still names the types it takes.
+    const create = await sendAs('POST', '/v1/projects', 'text/plain', '');
+    expect(create.statusCode).toBe(415);
+  });
+
   it('answers a JSON body over 1 MB with 413 payload_too_large', async () => {
     const payload = JSON.stringify({ name: 'x', description: 'd'.repeat(1024 * 1024) });
     const res = await t.app.inject({
