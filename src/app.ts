@@ -82,6 +82,8 @@ function pathOnly(url: string): string {
 const SHUTDOWN_WAIT_MS = 15_000;
 /** How long interrupted replies then get to be stored. */
 const SHUTDOWN_STORE_MS = 5_000;
+/** Fastify's default plugin timeout: the margin left beyond the drain's own bound. */
+const DEFAULT_PLUGIN_TIMEOUT_MS = 10_000;
 
 export interface BuildAppOptions {
   /** Replaces the logger options (benchmarks turn logging off); tests use `logStream` instead. */
@@ -152,7 +154,13 @@ export async function buildApp(
     usageReservations: new UsageReservations(input.db, clock),
   };
   const timeouts = deps.config.http;
+  const shutdownWaitMs = deps.shutdownWaitMs ?? SHUTDOWN_WAIT_MS;
   const app: FastifyInstance = Fastify({
+    // Fastify times every hook of close() with this too, the preClose hook that drains replies
+    // included: at its default (10 s), a reply still running 10 s after SIGTERM failed the
+    // shutdown ("Plugin did not start in time", exit 1) though the drain may take longer. A
+    // plugin that hangs at start is now found after this longer time.
+    pluginTimeout: shutdownWaitMs + SHUTDOWN_STORE_MS + DEFAULT_PLUGIN_TIMEOUT_MS,
     logger: options.logger ?? {
       level: deps.config.logLevel,
       serializers: {
@@ -271,7 +279,7 @@ export async function buildApp(
   // Before the server stops: replies in progress run on for a bounded time, then are stored as
   // interrupted, so shutdown never waits on a hung provider.
   app.addHook('preClose', async () => {
-    await replies.drain(deps.shutdownWaitMs ?? SHUTDOWN_WAIT_MS, SHUTDOWN_STORE_MS);
+    await replies.drain(shutdownWaitMs, SHUTDOWN_STORE_MS);
   });
   app.addHook('onClose', async () => {
     await deps.usageReservations.stop();

@@ -138,3 +138,37 @@ describe.each([
     }
   }, 60_000);
 });
+
+/**
+ * Fastify times each hook of its close, the preClose hook that drains replies included, with its
+ * plugin timeout (10 s by default). The drain's own bound is 15 s plus 5 s to store interrupted
+ * replies: before, a reply still running 10 s after SIGTERM made `close()` reject with
+ * "Plugin did not start in time" (AVV_ERR_READY_TIMEOUT), so `atrium serve` logged
+ * "shutdown failed" and exited with 1 after a drain that had worked.
+ */
+describe('a drain longer than Fastify’s plugin timeout', () => {
+  it('closes without an error when a reply ends 10.5 s into the drain', async () => {
+    const app = await listeningChatApp({ shutdownWaitMs: 15_000 });
+    try {
+      app.upstream.enqueue({ kind: 'held', text: 'one two three four', afterPieces: 2 });
+      const first = await app.post({ agentId: 'agt_plain', stream: true, messages: [userText('go')] });
+      const chatId = first.headers.get('x-chat-id')!;
+      const events = new EventReader(first);
+      await events.until(textDeltas(2));
+
+      const closing = app.t.app.close().then(
+        () => 'closed',
+        (error: unknown) => (error instanceof Error ? error.message : String(error)),
+      );
+      await waitForDrain(app.baseUrl);
+      await new Promise((resolve) => setTimeout(resolve, 10_500));
+      app.upstream.release();
+      await events.all();
+      expect(await closing).toBe('closed');
+      const reply = (await chatRows(app.t.db, chatId)).find((row) => row.role === 'assistant');
+      expect(reply?.finish_reason).toBe('stop');
+    } finally {
+      await app.close().catch(() => undefined);
+    }
+  }, 60_000);
+});
