@@ -169,9 +169,17 @@ export class RunningReplies {
     return gone;
   }
 
-  /** Registers a reply; 503 `service_unavailable` when this process already runs its maximum. */
+  /**
+   * Registers a reply; 503 `service_unavailable` when this process shuts down (a load balancer
+   * sends the retry to another) or already runs its maximum.
+   */
   admit(chatId: string, messageId: string, stop: (reason: StopReason) => void): ReplyTicket {
-    if (this.draining || this.replies.size >= this.options.maxConcurrent) {
+    if (this.draining) {
+      throw new ApiError('service_unavailable', 'This server is shutting down; send the request again', {
+        retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS,
+      });
+    }
+    if (this.replies.size >= this.options.maxConcurrent) {
       throw new ApiError(
         'service_unavailable',
         'Too many replies are being generated right now; try again shortly',

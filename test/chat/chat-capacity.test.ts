@@ -83,14 +83,23 @@ describe('a process draining on shutdown', () => {
     });
     const answers = {
       ready: [ready.status, (await ready.json()).checks?.shutdown],
-      refused: [refused.status, (await refused.json()).code, refused.headers.get('retry-after')],
+      refused: [refused.status, await refused.json(), refused.headers.get('retry-after')],
       stop: [stop.status, await stop.json()],
     };
     await closing;
     await events.all();
     expect(answers).toEqual({
       ready: [503, 'unavailable'],
-      refused: [503, 'service_unavailable', '5'],
+      // Before: "Too many replies are being generated right now", as if the process were full.
+      refused: [
+        503,
+        {
+          code: 'service_unavailable',
+          message: 'This server is shutting down; send the request again',
+          details: { retryAfterSeconds: 5 },
+        },
+        '5',
+      ],
       stop: [200, { data: { stopped: true, messageId: expect.any(String) } }],
     });
     const reply = (await chatRows(draining.t.db, chatId)).find((row) => row.role === 'assistant');

@@ -254,7 +254,7 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
   },
   503: {
     description:
-      'Try again shortly (`service_unavailable`, see `Retry-After`): storage or the database did not answer, or (chat routes) too many replies are in progress on this process',
+      'Try again shortly (`service_unavailable`, see `Retry-After`): storage or the database did not answer, or (chat routes) too many replies are in progress on this process, or it is shutting down',
     examples: [
       {
         code: 'service_unavailable',
@@ -266,6 +266,12 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
         code: 'service_unavailable',
         message: 'Too many replies are being generated right now; try again shortly',
         details: { retryAfterSeconds: 1 },
+      },
+      {
+        name: 'shutting_down',
+        code: 'service_unavailable',
+        message: 'This server is shutting down; send the request again',
+        details: { retryAfterSeconds: 5 },
       },
     ],
   },
