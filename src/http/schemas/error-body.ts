@@ -265,7 +265,7 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
         name: 'too_many_replies',
         code: 'service_unavailable',
         message: 'Too many replies are being generated right now; try again shortly',
-        details: { retryAfterSeconds: 1 },
+        details: { retryAfterSeconds: 5 },
       },
       {
         name: 'shutting_down',
