@@ -5,8 +5,9 @@ import { pingDatabase } from '../../db/database.js';
 import type { TypedApp } from '../typed-app.js';
 
 const Checks = Type.Record(Type.String(), Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]), {
-  description: 'Each dependency checked (`database`, `storage`, `redis` when configured)',
-  examples: [{ database: 'ok', storage: 'ok' }],
+  description:
+    'Each dependency checked (`database`, `storage`, `redis` when configured), and `shutdown` (`unavailable` once the process has begun to shut down)',
+  examples: [{ database: 'ok', storage: 'ok', shutdown: 'ok' }],
 });
 
 const Readiness = (status: 'ready' | 'unavailable', description: string) =>
