@@ -143,7 +143,6 @@ export async function buildApp(
     vectors,
     readinessChecks: {
       storage: () => store.check(),
-      ...(redis ? { redis: async () => void (await redis.ping()) } : {}),
       ...input.readinessChecks,
     },
     rateLimitCounter:

@@ -17,6 +17,19 @@ afterAll(async () => {
 });
 
 describe('Redis configured and down', () => {
+  it('leaves the process ready: /readyz is 200 and says redis is unavailable', async () => {
+    // A Redis every process shares going down must not take them all out of the load balancer
+    // at once: they still serve everything but stop and resume across processes.
+    const response = await fetch(`${app.baseUrl}/readyz`, { signal: AbortSignal.timeout(10_000) });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      status: 'ready',
+      checks: { database: 'ok', storage: 'ok', shutdown: 'ok' },
+      redis: 'unavailable',
+      vectors: expect.any(String),
+    });
+  }, 20_000);
+
   it('a streamed reply still reaches its client and is stored', async () => {
     const response = await fetch(`${app.baseUrl}/v1/chat`, {
       method: 'POST',

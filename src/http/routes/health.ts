@@ -3,10 +3,11 @@ import type { AppDeps } from '../../deps.js';
 import { errorResponses } from '../schemas/common.js';
 import { pingDatabase } from '../../db/database.js';
 import type { TypedApp } from '../typed-app.js';
+import type { FastifyRequest } from 'fastify';
 
 const Checks = Type.Record(Type.String(), Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]), {
   description:
-    'Each dependency checked (`database`, `storage`, `redis` when configured), and `shutdown` (`unavailable` once the process has begun to shut down)',
+    'Each dependency the process cannot serve without (`database`, `storage`), and `shutdown` (`unavailable` once the process has begun to shut down)',
   examples: [{ database: 'ok', storage: 'ok', shutdown: 'ok' }],
 });
 
@@ -19,6 +20,12 @@ const Readiness = (status: 'ready' | 'unavailable', description: string) =>
         description:
           'Whether the database can search vectors (docs/knowledge.md); without, search is lexical and the service is still ready',
       }),
+      redis: Type.Optional(
+        Type.Union([Type.Literal('available'), Type.Literal('unavailable')], {
+          description:
+            'With `REDIS_URL` only: whether Redis answers. Without it the process still serves (stop and resume of replies on other processes answer 503, rate limits go uncounted), so it is not a check: a Redis all processes share going down must not take them all out of the load balancer at once',
+        }),
+      ),
     },
     { description },
   );
@@ -49,7 +56,7 @@ export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> 
         summary: 'Readiness',
         operationId: 'getReadiness',
         description:
-          'Whether the process can serve: the database, object storage and Redis (when configured) answer, and it is not shutting down (`shutdown`).',
+          'Whether the process can serve: the database and object storage answer, and it is not shutting down (`shutdown`). Redis (when configured) is reported in `redis` without deciding it.',
         tags: ['health'],
         security: [],
         response: {
@@ -82,9 +89,25 @@ export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> 
       const vectors = (await deps.vectors.support()).available
         ? ('available' as const)
         : ('unavailable' as const);
+      // Information too: without Redis the process serves all but what crosses processes.
+      const redis = deps.redis ? await redisState(deps.redis, request) : undefined;
+      const body = { checks, vectors, ...(redis ? { redis } : {}) };
       return ready
-        ? reply.code(200).send({ status: 'ready', checks, vectors })
-        : reply.code(503).send({ status: 'unavailable', checks, vectors });
+        ? reply.code(200).send({ status: 'ready', ...body })
+        : reply.code(503).send({ status: 'unavailable', ...body });
     },
   );
+}
+
+async function redisState(
+  redis: NonNullable<AppDeps['redis']>,
+  request: FastifyRequest,
+): Promise<'available' | 'unavailable'> {
+  try {
+    await redis.ping();
+    return 'available';
+  } catch (error) {
+    request.log.warn({ err: error }, 'redis not available');
+    return 'unavailable';
+  }
 }
