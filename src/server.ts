@@ -54,8 +54,9 @@ export async function startServer(
       app.log.info({ signal }, 'shutting down: finishing in-flight requests');
       // Every part settles before the database closes, even when another has failed: requests in
       // flight finish (their replies stored), a sweep in progress ends (no new one starts), files
-      // being indexed are handed back for another process (or the next start) to index, and the
-      // vector search check does not run into the closed database.
+      // being indexed and chunks being embedded (the provider call aborted) are handed back for
+      // another process (or the next start), and the vector search check does not run into the
+      // closed database.
       const outcomes = await Promise.allSettled([
         background.sweeps?.stop(),
         background.indexer?.stop(),

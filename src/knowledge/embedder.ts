@@ -48,6 +48,8 @@ export class Embedder {
   private running: Promise<void> | undefined;
   private stopped = false;
   private wake: (() => void) | undefined;
+  /** Provider calls in flight, aborted by a stop. */
+  private readonly calls = new Set<AbortController>();
 
   constructor(
     private readonly vectors: KnowledgeVectors,
@@ -85,9 +87,14 @@ export class Embedder {
     })();
   }
 
-  /** Stops after the step in progress (a provider call in flight is waited for). */
+  /**
+   * Stops after the step in progress. A provider call in flight is aborted rather than waited
+   * for (it may take up to `requestTimeoutMs`, longer than a supervisor's grace period): its
+   * batch is handed back unembedded, for this process's next start or another process.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const call of this.calls) call.abort(new Error('the embedder stopped'));
     this.wake?.();
     await this.running;
     this.running = undefined;
@@ -155,6 +162,8 @@ export class Embedder {
       return false;
     }
     if (!(await this.claim(workspaceId, model.key, now))) return false;
+    // One per call, not one for the embedder's life: a combined signal stays tied to its inputs.
+    const call = new AbortController();
     try {
       const chunks = await this.nextBatch(workspaceId, model.key);
       if (chunks.length === 0) {
@@ -169,12 +178,19 @@ export class Embedder {
         .executeTakeFirstOrThrow();
       // Embeddings spend the workspace's tokens too: none past its monthly limits.
       await assertWithinWorkspaceLimits(this.db, workspace, now);
-      const embeddings = await this.vectors.embed(
-        workspaceId,
-        model,
-        chunks.map(embeddingInput),
-        AbortSignal.timeout(this.options.requestTimeoutMs),
-      );
+      this.calls.add(call);
+      if (this.stopped) call.abort(new Error('the embedder stopped'));
+      let embeddings: number[][];
+      try {
+        embeddings = await this.vectors.embed(
+          workspaceId,
+          model,
+          chunks.map(embeddingInput),
+          AbortSignal.any([call.signal, AbortSignal.timeout(this.options.requestTimeoutMs)]),
+        );
+      } finally {
+        this.calls.delete(call);
+      }
       if (embeddings.length !== chunks.length) {
         throw new Error(`the provider returned ${embeddings.length} embeddings for ${chunks.length} texts`);
       }
@@ -186,6 +202,13 @@ export class Embedder {
       await this.release(workspaceId, { succeeded: true });
       return true;
     } catch (error) {
+      if (call.signal.aborted) {
+        // Stopped mid-call, which is no fault of the provider: no failure counted, no backoff.
+        // The chunks still lack their vectors (none are stored from a call that did not answer,
+        // nor are its tokens counted), so whoever claims the workspace next embeds them.
+        await this.release(workspaceId, { succeeded: false });
+        return false;
+      }
       await this.recordFailure(workspaceId, model.key, error, now, true);
       this.options.onError?.(error, workspaceId);
       return false;
@@ -248,7 +271,8 @@ export class Embedder {
     return Number(result.numUpdatedRows) > 0;
   }
 
-  private async release(workspaceId: string, outcome: { succeeded: true }): Promise<void> {
+  /** Lets the lease go; a success also ends the backoff and clears the last error. */
+  private async release(workspaceId: string, outcome: { succeeded: boolean }): Promise<void> {
     await this.db
       .updateTable('knowledge_embedding_state')
       .set({
