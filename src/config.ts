@@ -236,7 +236,24 @@ export const DEFAULT_MAX_PROVIDER_RESPONSE_BYTES = 16 * 1024 * 1024;
  */
 export const DEFAULT_MESSAGE_PAGE_BYTES = 16 * 1024 * 1024;
 
+/**
+ * The configuration of `atrium serve`: {@link loadSettings} and the signing secret, which is made
+ * in the data dir when neither the environment nor that dir has one.
+ */
 export function loadConfig(env: Env = process.env): Config {
+  const settings = loadSettings(env);
+  return { ...settings, signingSecret: signingSecret(env, settings.dataDir) };
+}
+
+/** The configuration without the signing secret, for commands that sign no URL. */
+export type Settings = Omit<Config, 'signingSecret'>;
+
+/**
+ * The configuration, the signing secret left out: the commands that sign no URL (migrate, apply,
+ * keys, export, demo) neither read nor make the data dir's secret file. Run with DATABASE_URL
+ * set, they used to leave a ./data/signing-secret in whatever directory they ran in.
+ */
+export function loadSettings(env: Env = process.env): Settings {
   const dataDir = path.resolve(env.ATRIUM_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL;
   let database: DatabaseConfig;
@@ -276,7 +293,6 @@ export function loadConfig(env: Env = process.env): Config {
     database,
     storage,
     publicUrl: publicUrl(env),
-    signingSecret: signingSecret(env, dataDir),
     apiKeyHeader: (env.ATRIUM_API_KEY_HEADER || 'x-service-api-key').toLowerCase(),
     providers: {
       openaiApiKey: env.OPENAI_API_KEY || undefined,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
-import { ConfigError, loadConfig } from '../config.js';
+import { ConfigError, loadConfig, loadSettings } from '../config.js';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../db/database.js';
 import { findApiKeyInfo, revokeApiKey } from '../db/repositories/api-keys.js';
 import { findUser, findWorkspace, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
@@ -38,12 +38,15 @@ class UsageError extends Error {}
 /** A well-formed command naming something that is not there: exit 2, without the usage text. */
 class BadArgument extends Error {}
 
-/** Runs `fn` on the configured database, migrated to the latest schema first unless told not to. */
+/**
+ * Runs `fn` on the configured database, migrated to the latest schema first unless told not to.
+ * Only `serve` signs URLs: the commands that use this never read or make the signing secret.
+ */
 async function withDatabase<T>(
   fn: (database: DatabaseHandle) => Promise<T>,
   { migrateFirst = true } = {},
 ): Promise<T> {
-  const config = loadConfig();
+  const config = loadSettings();
   const database = await openDatabase(config.database);
   try {
     if (migrateFirst) await migrateToLatest(database.db);
@@ -254,7 +257,7 @@ async function keys(args: string[]): Promise<number> {
 }
 
 async function demo(): Promise<number> {
-  const config = loadConfig();
+  const config = loadSettings();
   return withDatabase(async ({ db }) => {
     if (await hasAnyOrganization(db)) {
       console.error('The database is not empty; `atrium demo` only runs on an empty one.');

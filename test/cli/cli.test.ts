@@ -284,11 +284,14 @@ organizations:
       writeFileSync(path.join(dataDir, 'signing-secret'), '');
       process.env.ATRIUM_DATA_DIR = dataDir;
       output.err = [];
-      // Before: served with an empty HMAC key, so anyone could sign URLs for any tenant.
-      expect(await main(['migrate'])).toBe(2);
+      // Before: served with an empty HMAC key, so anyone could sign URLs for any tenant. Refused
+      // before anything is opened or listened on.
+      expect(await main(['serve'])).toBe(2);
       expect(output.err).toEqual([
         `atrium: ${path.join(dataDir, 'signing-secret')} holds no signing secret (it is empty): delete it to have a new one generated (URLs signed before stop working), or set ATRIUM_SIGNING_SECRET`,
       ]);
+      // A command that signs no URL does not read it.
+      expect(await main(['migrate'])).toBe(0);
     } finally {
       process.env.ATRIUM_DATA_DIR = before;
       rmSync(dataDir, { recursive: true, force: true });
@@ -605,5 +608,41 @@ organizations:
 
   it('refuses `demo` on a database that is not empty', async () => {
     expect(await main(['demo'])).toBe(2);
+  });
+});
+
+// Last in the file: on PostgreSQL it runs on the database the tests above set up.
+describe(`commands other than serve (${engineName})`, () => {
+  it('never create the signing-secret file (nor, on PostgreSQL, the data dir): they sign no URL', async () => {
+    const holder = mkdtempSync(path.join(tmpdir(), 'atrium-no-secret-'));
+    const dataDir = path.join(holder, 'data');
+    const secretFile = path.join(dataDir, 'signing-secret');
+    const before = process.env.ATRIUM_DATA_DIR;
+    process.env.ATRIUM_DATA_DIR = dataDir;
+    try {
+      const file = writeSetup('no-secret.yaml', TENANCY_SETUP);
+      const run = async (command: string[], exitCode: number) => {
+        output.out = [];
+        expect(await main(command), command.join(' ')).toBe(exitCode);
+        // Before: each made the data dir's signing-secret (./data/signing-secret by default), even
+        // with DATABASE_URL set.
+        expect(fs.existsSync(secretFile), command.join(' ')).toBe(false);
+      };
+      await run(['migrate'], 0);
+      await run(['apply', file], 0);
+      await run(
+        ['keys', 'create', '--workspace', 'wsp_main', '--user', 'usr_max', '--name', 'no-secret', '--json'],
+        0,
+      );
+      await run(['keys', 'revoke', JSON.parse(output.out.join('')).id], 0);
+      await run(['export', '--workspace', 'wsp_main'], 0);
+      // Refused (the database is not empty), having read the configuration all the same.
+      await run(['demo'], 2);
+      // SQLite keeps its database in the data dir; PostgreSQL needs nothing there.
+      expect(readdirSync(holder)).toEqual(testDatabaseUrl ? [] : ['data']);
+    } finally {
+      process.env.ATRIUM_DATA_DIR = before;
+      rmSync(holder, { recursive: true, force: true });
+    }
   });
 });
