@@ -87,9 +87,34 @@ export function createSignedUrl(origin: string, secret: string, fields: SignedFi
 export const invalid = () =>
   new ApiError('invalid_signature', 'The signed URL is invalid or has been tampered with');
 
+/** The methods a URL signed for `method` takes (a download's GET serves HEAD too), for `Allow`. */
+const ALLOWED: Record<SignedMethod, string[]> = { PUT: ['PUT'], GET: ['GET', 'HEAD'] };
+
+const wrongMethod = (signedFor: SignedMethod) =>
+  new ApiError(
+    'method_not_allowed',
+    signedFor === 'PUT'
+      ? 'This signed URL is for an upload: send the file with PUT'
+      : 'This signed URL is for a download: fetch it with GET',
+    { allow: ALLOWED[signedFor] },
+  );
+
+/** Whether `signature` is the one for `fields`, compared in constant time. */
+function signatureMatches(secret: string, fields: SignedFields, signature: string): boolean {
+  // An upload is signed with its size, a download with its version: without it, no URL of ours.
+  if (fields.method === 'PUT' ? fields.sizeBytes === undefined : fields.etag === undefined) return false;
+  const expected = Buffer.from(sign(secret, fields));
+  const presented = Buffer.from(signature);
+  return presented.length === expected.length && timingSafeEqual(presented, expected);
+}
+
 /**
  * Checks a signed URL's query against the method and storage path of the request. A signature
  * that does not match → 403 invalid_signature; a valid one past its expiry → 403 url_expired.
+ * One that matches the other method (an upload URL sent with GET, a download URL with PUT) is a
+ * URL of ours used the wrong way → 405 method_not_allowed with the method it is for: telling
+ * this apart computes the other method's HMAC, which says nothing to whoever has no URL signed
+ * by this server.
  */
 export function verifySignedUrl(
   secret: string,
@@ -117,11 +142,11 @@ export function verifySignedUrl(
     etag,
     expiresAt: Number(expiresRaw),
   };
-  if (method === 'PUT' && fields.sizeBytes === undefined) throw invalid();
-  if (method === 'GET' && fields.etag === undefined) throw invalid();
-  const expected = Buffer.from(sign(secret, fields));
-  const presented = Buffer.from(signature);
-  if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) throw invalid();
+  if (!signatureMatches(secret, fields, signature)) {
+    const other: SignedMethod = method === 'PUT' ? 'GET' : 'PUT';
+    if (signatureMatches(secret, { ...fields, method: other }, signature)) throw wrongMethod(other);
+    throw invalid();
+  }
   if (now.getTime() >= fields.expiresAt * 1000) {
     throw new ApiError('url_expired', 'The signed URL has expired', {
       expiredAt: new Date(fields.expiresAt * 1000).toISOString(),

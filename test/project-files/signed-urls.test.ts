@@ -335,18 +335,58 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     expect((await put(uploadUrl, 'hello')).statusCode).toBe(200);
   });
 
-  it('does not accept an upload URL for a download, nor the reverse', async () => {
-    const { uploadUrl } = await requestUploadUrl('methods.txt', 5);
+  it('answers an upload URL sent for a download, or the reverse, with 405 and the method it is for', async () => {
+    const { uploadUrl, storagePath } = await requestUploadUrl('methods.txt', 5);
+    // Before: 403 invalid_signature, as if the URL had been tampered with.
+    for (const method of ['GET', 'HEAD'] as const) {
+      const res = await t.app.inject({ method, url: injectable(uploadUrl) });
+      expect(res.statusCode, method).toBe(405);
+      expect(res.headers.allow, method).toBe('PUT');
+      if (method === 'GET') {
+        expect(res.json()).toEqual({
+          code: 'method_not_allowed',
+          message: 'This signed URL is for an upload: send the file with PUT',
+          details: { allow: ['PUT'] },
+        });
+      }
+    }
+    expect(await t.store.head(storagePath)).toBeNull();
     expect((await put(uploadUrl, 'hello')).statusCode).toBe(200);
-    expect((await t.app.inject({ method: 'GET', url: injectable(uploadUrl) })).json().code).toBe(
-      'invalid_signature',
-    );
     await filesApi(t.app).sync();
     const file = (await filesApi(t.app).list())
       .json()
       .data.files.find((f: { name: string }) => f.name === 'methods.txt');
     const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
-    expect((await put(downloadUrl, 'hello')).json().code).toBe('invalid_signature');
+    const wrong = await put(downloadUrl, 'HELLO');
+    expect(wrong.statusCode).toBe(405);
+    expect(wrong.headers.allow).toBe('GET, HEAD');
+    expect(wrong.json()).toEqual({
+      code: 'method_not_allowed',
+      message: 'This signed URL is for a download: fetch it with GET',
+      details: { allow: ['GET', 'HEAD'] },
+    });
+    expect((await t.app.inject({ method: 'GET', url: injectable(downloadUrl) })).body).toBe('hello');
+
+    // Past its expiry, the method is still the first thing wrong.
+    now = new Date(now.getTime() + 5 * 60 * 60 * 1000);
+    expect((await t.app.inject({ method: 'GET', url: injectable(uploadUrl) })).statusCode).toBe(405);
+    expect((await put(downloadUrl, 'HELLO')).statusCode).toBe(405);
+    now = new Date('2026-11-22T10:00:00.000Z');
+
+    // A URL tampered with is tampered with, whatever the method: no signature matches either.
+    for (const [method, url] of [
+      ['GET', uploadUrl],
+      ['PUT', downloadUrl],
+    ] as const) {
+      const tampered = new URL(url);
+      tampered.searchParams.set('signature', flipFirst(tampered.searchParams.get('signature')!));
+      const res =
+        method === 'PUT'
+          ? await put(tampered.toString(), 'HELLO')
+          : await t.app.inject({ method, url: injectable(tampered.toString()) });
+      expect(res.statusCode, method).toBe(403);
+      expect(res.json().code, method).toBe('invalid_signature');
+    }
   });
 
   it('serves downloads with type, length, disposition and ranges, until the URL expires after 4 hours', async () => {

@@ -31,12 +31,17 @@ describe('signed URLs', () => {
     expect(verifySignedUrl('secret', 'PUT', fields.key, queryOf(url), now)).toMatchObject(fields);
   });
 
-  it('refuses another secret, method or key, and expires at the second', () => {
+  it('refuses another secret or key, tells the other method apart, and expires at the second', () => {
     const query = queryOf(createSignedUrl('http://h', 'secret', fields));
     expect(() => verifySignedUrl('other', 'PUT', fields.key, query, now)).toThrow(
       expect.objectContaining({ code: 'invalid_signature' }),
     );
+    // Signed for PUT, sent with GET: the method is wrong, not the URL (before: invalid_signature).
     expect(() => verifySignedUrl('secret', 'GET', fields.key, query, now)).toThrow(
+      expect.objectContaining({ code: 'method_not_allowed', status: 405, details: { allow: ['PUT'] } }),
+    );
+    // Another secret's URL matches neither method.
+    expect(() => verifySignedUrl('other', 'GET', fields.key, query, now)).toThrow(
       expect.objectContaining({ code: 'invalid_signature' }),
     );
     expect(() => verifySignedUrl('secret', 'PUT', 'projects/w/p/other.txt', query, now)).toThrow(

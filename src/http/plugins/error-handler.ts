@@ -111,6 +111,7 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   if (typeof error.details.retryAfterSeconds === 'number') {
     reply.header('retry-after', String(error.details.retryAfterSeconds));
   }
+  if (Array.isArray(error.details.allow)) reply.header('allow', error.details.allow.join(', '));
   // The rest of a body too slow to wait for is not read: the connection cannot serve another request.
   if (error.code === 'request_timeout') reply.header('connection', 'close');
   return reply.code(error.status).type('application/json; charset=utf-8').send({
@@ -176,9 +177,7 @@ export function registerErrorHandling(app: FastifyInstance): { unmatched: Unmatc
       : new ApiError('not_found', `No route ${request.method} ${path}`);
   };
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
-    const error = unmatched(request);
-    if (Array.isArray(error.details.allow)) reply.header('allow', error.details.allow.join(', '));
-    return sendError(reply, error);
+    return sendError(reply, unmatched(request));
   });
   return { unmatched };
 }

@@ -28,7 +28,8 @@ const ErrorDetails = Type.Object(
     storagePath: text('`bad_request`: the storage path that conflicts with another'),
     allow: Type.Optional(
       Type.Array(Type.String(), {
-        description: '`method_not_allowed`: the methods the path takes (also `Allow`)',
+        description:
+          '`method_not_allowed`: the methods the path (or the signed storage URL) takes (also `Allow`)',
       }),
     ),
     accepted: Type.Optional(
@@ -151,7 +152,8 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
     examples: [{ code: 'not_found', message: 'Project not found', details: {} }],
   },
   405: {
-    description: 'Known path, wrong method (`method_not_allowed`); `Allow` lists the methods',
+    description:
+      'Known path, wrong method, or a signed storage URL sent with the method it is not for (`method_not_allowed`); `Allow` lists the methods',
     examples: [
       {
         code: 'method_not_allowed',

@@ -21,7 +21,7 @@ export const SHARED_RESPONSE_HEADERS = {
   'x-ratelimit-limit': headerDoc('Keys with a rate limit: requests allowed per minute', 'integer'),
   'x-ratelimit-remaining': headerDoc('Keys with a rate limit: requests left in this minute', 'integer'),
   'Retry-After': headerDoc('Seconds to wait before trying again', 'integer'),
-  Allow: headerDoc('The methods this path takes, e.g. `GET, HEAD, POST`'),
+  Allow: headerDoc('The methods this path (or signed storage URL) takes, e.g. `GET, HEAD, POST`'),
 } as const;
 
 /** `schema` as a success response with its own description and headers (besides the shared ones). */
