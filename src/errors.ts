@@ -50,6 +50,12 @@ export const errors = {
   badRequest: (message: string, issues?: ValidationIssue[]) =>
     new ApiError('bad_request', message, issues ? { issues } : {}),
   notAuthenticated: (message = 'A valid API key is required') => new ApiError('not_authenticated', message),
+  /** No key at all: says where the server reads one (`ATRIUM_API_KEY_HEADER`, or a bearer token). */
+  missingApiKey: (headerName: string) =>
+    new ApiError(
+      'not_authenticated',
+      `A valid API key is required in the ${headerName} header (or as Authorization: Bearer)`,
+    ),
   unauthorized: (message = 'This API key may not access this resource') =>
     new ApiError('unauthorized', message),
   notFound: (what: string) => new ApiError('not_found', `${what} not found`),

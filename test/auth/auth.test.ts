@@ -18,7 +18,28 @@ describe(`authentication (${engineName})`, () => {
   it('refuses a request without a key with 401 not_authenticated', async () => {
     const res = await agentsOf('wsp_main', {});
     expect(res.statusCode).toBe(401);
-    expect(res.json()).toEqual({ code: 'not_authenticated', message: expect.any(String), details: {} });
+    // Before: "A valid API key is required", naming no header to put it in.
+    expect(res.json()).toEqual({
+      code: 'not_authenticated',
+      message: 'A valid API key is required in the x-service-api-key header (or as Authorization: Bearer)',
+      details: {},
+    });
+  });
+
+  it('names the renamed header (ATRIUM_API_KEY_HEADER) when the key is missing', async () => {
+    const renamed = await createTestApp({
+      setup: TENANCY_SETUP,
+      env: { ATRIUM_API_KEY_HEADER: 'x-atrium-key' },
+    });
+    try {
+      const res = await renamed.app.inject({ method: 'GET', url: '/v1/workspace/wsp_main/agents' });
+      expect([res.statusCode, res.json().message]).toEqual([
+        401,
+        'A valid API key is required in the x-atrium-key header (or as Authorization: Bearer)',
+      ]);
+    } finally {
+      await renamed.close();
+    }
   });
 
   it('refuses an unknown key, a malformed key and an empty bearer token with 401 not_authenticated', async () => {

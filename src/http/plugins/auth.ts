@@ -56,12 +56,9 @@ export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
   const keyCache: KeyRowCache | undefined = apiKeyCache(deps.db);
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request, reply) => {
-    const principal = await authenticateKey(
-      deps.db,
-      presentedKey(request, deps.config.apiKeyHeader),
-      deps.clock(),
-      keyCache,
-    );
+    const key = presentedKey(request, deps.config.apiKeyHeader);
+    if (!key) throw errors.missingApiKey(deps.config.apiKeyHeader);
+    const principal = await authenticateKey(deps.db, key, deps.clock(), keyCache);
     // The headers show the count nearest its limit (an organization key has two, see below).
     let shown: RateLimitState | undefined;
     const count = async (counter: string, limit: number) => {

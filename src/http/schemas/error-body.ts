@@ -112,7 +112,11 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
   401: {
     description: 'Missing or invalid key (`not_authenticated`), or a key not permitted here (`unauthorized`)',
     examples: [
-      { code: 'not_authenticated', message: 'A valid API key is required', details: {} },
+      {
+        code: 'not_authenticated',
+        message: 'A valid API key is required in the x-service-api-key header (or as Authorization: Bearer)',
+        details: {},
+      },
       { code: 'unauthorized', message: 'This API key may not access this resource', details: {} },
     ],
   },
