@@ -255,9 +255,8 @@ export async function buildApp(
   app.decorate('persistence', { idle: () => replies.idle() });
   deps.readinessChecks = {
     ...deps.readinessChecks,
-    shutdown: async () => {
-      if (replies.isDraining) throw new Error('the process is shutting down');
-    },
+    // Expected while draining, and probed every few seconds: no warning per probe.
+    shutdown: async () => (replies.isDraining ? 'unavailable' : undefined),
   };
   // With Redis, the subscription waits for a connection: the service starts without it.
   replies

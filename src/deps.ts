@@ -25,8 +25,12 @@ export interface AppDeps {
   mcpConnectTimeoutMs?: number;
   /** How file parts' URLs are fetched for models that cannot read them (defaultFileDownloader). */
   fileDownloader?: FileDownloader;
-  /** Extra readiness checks beyond the database (e.g. storage), by name. */
-  readinessChecks?: Record<string, () => Promise<void>>;
+  /**
+   * Extra readiness checks beyond the database (e.g. storage), by name. A check resolves when
+   * ready; resolves `'unavailable'` for an expected state worth no warning (shutting down: one
+   * per probe of the drain); rejects on a failure, which `/readyz` logs at warn.
+   */
+  readinessChecks?: Record<string, () => Promise<void | 'unavailable'>>;
   /** The process's Redis connection when REDIS_URL is set (built from config unless given). */
   redis?: RedisClient;
   /** Where per-key request counts are shared: Redis when configured, else the database. */

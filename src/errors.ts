@@ -30,18 +30,27 @@ export interface ValidationIssue {
   message: string;
 }
 
+/**
+ * How a 5xx that is the service working as designed is logged, without a stack (README, "Logs"):
+ * `info` for a refusal nobody need act on (shutting down), `warn` for one an operator may want to
+ * size for (a process at its reply limit). Other 5xx are faults, logged at `error` with the cause.
+ */
+export type RefusalLogLevel = 'info' | 'warn';
+
 export class ApiError extends Error {
   readonly status: number;
+  readonly refusal?: RefusalLogLevel;
 
   constructor(
     readonly code: ErrorCode,
     message: string,
     readonly details: Record<string, unknown> = {},
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; refusal?: RefusalLogLevel },
   ) {
-    super(message, options);
+    super(message, options && 'cause' in options ? { cause: options.cause } : undefined);
     this.name = 'ApiError';
     this.status = ERROR_STATUS[code];
+    this.refusal = options?.refusal;
   }
 }
 

@@ -175,15 +175,19 @@ export class RunningReplies {
    */
   admit(chatId: string, messageId: string, stop: (reason: StopReason) => void): ReplyTicket {
     if (this.draining) {
-      throw new ApiError('service_unavailable', 'This server is shutting down; send the request again', {
-        retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS,
-      });
+      throw new ApiError(
+        'service_unavailable',
+        'This server is shutting down; send the request again',
+        { retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS },
+        { refusal: 'info' },
+      );
     }
     if (this.replies.size >= this.options.maxConcurrent) {
       throw new ApiError(
         'service_unavailable',
         'Too many replies are being generated right now; try again shortly',
         { retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS },
+        { refusal: 'warn' },
       );
     }
     let release!: () => void;

@@ -1,3 +1,4 @@
+import type { DestinationStream } from 'pino';
 import { createTestApp } from '../helpers/app.js';
 import { startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatSetup } from './fixtures.js';
@@ -7,7 +8,11 @@ import { CHAT_KEYS, chatSetup } from './fixtures.js';
  * replies over a real connection need it (limits, shutdown, several replies at once): `post`
  * sends `POST /v1/chat` with the main key.
  */
-export async function listeningChatApp(options: { env?: Record<string, string>; shutdownWaitMs?: number }) {
+export async function listeningChatApp(options: {
+  env?: Record<string, string>;
+  shutdownWaitMs?: number;
+  logStream?: DestinationStream;
+}) {
   const upstream = await startFakeUpstream();
   const t = await createTestApp({ setup: chatSetup(upstream), ...options });
   const baseUrl = await t.app.listen({ port: 0, host: '127.0.0.1' });

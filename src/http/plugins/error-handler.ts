@@ -121,9 +121,15 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   });
 }
 
-/** One log line per failed request: 5xx with their cause (serialized without content), else info. */
+/**
+ * One log line per failed request: 5xx faults at `error` with their cause (serialized without
+ * content); a refusal by design (ApiError.refusal: full, shutting down) at its level without a
+ * stack; client mistakes at info.
+ */
 export function logApiError(log: FastifyBaseLogger, apiError: ApiError, message = 'request failed'): void {
-  if (apiError.status >= 500) {
+  if (apiError.refusal) {
+    log[apiError.refusal]({ code: apiError.code, status: apiError.status }, apiError.message);
+  } else if (apiError.status >= 500) {
     log.error({ err: apiError.cause ?? apiError, code: apiError.code, status: apiError.status }, message);
   } else {
     log.info({ code: apiError.code, status: apiError.status }, apiError.message);

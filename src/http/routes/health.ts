@@ -77,8 +77,12 @@ export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> 
       }
       for (const [name, check] of Object.entries(deps.readinessChecks ?? {})) {
         try {
-          await check();
-          checks[name] = 'ok';
+          if ((await check()) === 'unavailable') {
+            request.log.debug(`${name} not ready`);
+            checks[name] = 'unavailable';
+          } else {
+            checks[name] = 'ok';
+          }
         } catch (error) {
           request.log.warn({ err: error }, `${name} not ready`);
           checks[name] = 'unavailable';

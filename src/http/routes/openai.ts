@@ -9,7 +9,7 @@ import {
   openAIError,
 } from '../../services/openai-chat.js';
 import { getModel, listModels } from '../../services/openai-models.js';
-import { toApiError, type UnmatchedRoute, withAcceptedTypes } from '../plugins/error-handler.js';
+import { logApiError, toApiError, type UnmatchedRoute, withAcceptedTypes } from '../plugins/error-handler.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
 import { API_KEY_SECURITY } from '../schemas/common.js';
 import {
@@ -49,8 +49,7 @@ function header(request: FastifyRequest, name: string): string | undefined {
  */
 export function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, error: unknown) {
   const apiError = withAcceptedTypes(toApiError(error), request);
-  if (apiError.status >= 500) request.log.error({ err: apiError.cause ?? apiError }, 'request failed');
-  else request.log.info({ code: apiError.code, status: apiError.status }, apiError.message);
+  logApiError(request.log, apiError);
   if (typeof apiError.details.retryAfterSeconds === 'number') {
     reply.header('retry-after', String(apiError.details.retryAfterSeconds));
   }
