@@ -61,6 +61,7 @@ import { createObjectStore } from './storage/index.js';
 import type { ObjectStore } from './storage/object-store.js';
 import { MAX_LATE_MCP_INITIALIZE_WAITS } from './limits.js';
 import { LateAnswerWaits } from './models/tools/mcp-fetch.js';
+import { createRedisOutageLog } from './coordination/redis-outage-log.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -204,7 +205,9 @@ export async function buildApp(
   });
 
   // ioredis reconnects by itself; without a listener its errors would go to stderr unformatted.
-  ownRedis?.on('error', (error: unknown) => app.log.warn({ err: error }, 'Redis connection failed'));
+  // One log for the process's three connections: an outage is a line, not three per attempt.
+  const redisOutage = redisModule ? createRedisOutageLog(app.log, () => deps.clock().getTime()) : undefined;
+  if (ownRedis) redisOutage?.watch(ownRedis);
 
   const validators = createValidators();
   const compileBody = compiledOnce((schema) => validators.body.compile(schema as object));
@@ -243,9 +246,7 @@ export async function buildApp(
   const coordination =
     deps.coordination ??
     (deps.config.redis && redisModule
-      ? redisModule.connectRedis(deps.config.redis.url, (error) =>
-          app.log.warn({ err: error }, 'redis connection error'),
-        )
+      ? redisModule.connectRedis(deps.config.redis.url, (connection) => redisOutage?.watch(connection))
       : createMemoryCoordination());
   const replies = new RunningReplies(coordination, {
     maxConcurrent: deps.config.maxConcurrentReplies,

@@ -44,16 +44,17 @@ export async function closeRedis(redis: RedisClient): Promise<void> {
  * expects. Two connections: a subscribed connection can do nothing but receive, so commands go
  * over the other.
  */
-export function connectRedis(url: string, onError: (error: unknown) => void): Coordination {
+export function connectRedis(url: string, watch: (connection: Redis) => void): Coordination {
   // Connects in the background and reconnects by itself: a Redis that is down at start fails
   // only what needs it (stop and resume across processes), never the whole service, and
   // `/readyz` reports it.
   const publisher = new Redis(url, { maxRetriesPerRequest: 1 });
   // Subscriptions wait for the connection however long it takes, and are renewed on reconnect.
   const subscriber = new Redis(url, { maxRetriesPerRequest: null });
-  // Without a listener ioredis would report a lost connection as unhandled.
-  publisher.on('error', onError);
-  subscriber.on('error', onError);
+  // Without an error listener ioredis would report a lost connection as unhandled; the app's one
+  // outage log (redis-outage-log.ts) listens to every connection of the process.
+  watch(publisher);
+  watch(subscriber);
   const listeners = new Map<string, Set<(message: string) => void>>();
   subscriber.on('message', (channel: string, message: string) => {
     for (const listener of listeners.get(channel) ?? []) listener(message);

@@ -355,7 +355,10 @@ async function twoProcessesReadingTogether(
   const memory = backend === 'memory' ? createMemoryCoordination() : undefined;
   const shared = memory
     ? [memory, memory]
-    : [connectRedis(REDIS_URL, () => {}), connectRedis(REDIS_URL, () => {})];
+    : [
+        connectRedis(REDIS_URL, (connection) => connection.on('error', () => {})),
+        connectRedis(REDIS_URL, (connection) => connection.on('error', () => {})),
+      ];
   let reads = 0;
   let bothRead!: () => void;
   const together = new Promise<void>((resolve) => (bothRead = resolve));
