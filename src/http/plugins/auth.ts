@@ -4,6 +4,7 @@ import { apiKeyCache } from '../../auth/key-cache.js';
 import { authenticateKey, type KeyRowCache, type Principal } from '../../services/access.js';
 import { type RateLimitState, RateLimiter, rateLimitedError, rateLimitHeaders } from './rate-limit.js';
 import { errors } from '../../errors.js';
+import { atMostEvery } from '../../logging/at-most-every.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -47,6 +48,9 @@ function sessionMayReach(request: FastifyRequest): boolean {
   return SESSION_ROUTES.some((pattern) => pattern.test(route));
 }
 
+/** How often requests served uncounted (the rate limit's store failing) are logged, at most. */
+const UNCOUNTED_LOG_INTERVAL_MS = 30_000;
+
 /**
  * Authenticates every request of the scope it is registered in, before the body is read, then
  * applies the per-key rate limit.
@@ -54,6 +58,7 @@ function sessionMayReach(request: FastifyRequest): boolean {
 export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
   const limiter = new RateLimiter(deps.rateLimitCounter, () => deps.clock().getTime());
   const keyCache: KeyRowCache | undefined = apiKeyCache(deps.db);
+  const uncountedLog = atMostEvery(UNCOUNTED_LOG_INTERVAL_MS);
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request, reply) => {
     const key = presentedKey(request, deps.config.apiKeyHeader);
@@ -67,7 +72,12 @@ export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
         state = await limiter.hit(counter, limit);
       } catch (error) {
         // The shared counter is unreachable (Redis down): serve uncounted rather than refuse all.
-        request.log.warn({ err: error }, 'rate limit not counted: its store failed');
+        uncountedLog((heldBack) =>
+          request.log.warn(
+            { err: error, ...(heldBack > 0 ? { alsoUncounted: heldBack } : {}) },
+            `rate limit not counted: its store failed (logged at most every ${UNCOUNTED_LOG_INTERVAL_MS / 1000} s)`,
+          ),
+        );
       }
       if (state) {
         if (!shown || state.exceeded || state.remaining < shown.remaining) {

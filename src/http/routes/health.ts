@@ -111,7 +111,8 @@ async function redisState(
     await redis.ping();
     return 'available';
   } catch (error) {
-    request.log.warn({ err: error }, 'redis not available');
+    // The outage itself is logged once for the process (redis-outage-log.ts), not per probe.
+    request.log.debug({ err: error }, 'redis not available');
     return 'unavailable';
   }
 }
