@@ -99,7 +99,12 @@ export async function runAgent(
   if (!outcome.ok) {
     const { error } = outcome;
     if (!record || outcome.unstored) throw error;
-    throw new ApiError(error.code, error.message, { ...error.details, runId }, { cause: error.cause });
+    throw new ApiError(
+      error.code,
+      error.message,
+      { ...error.details, runId },
+      { cause: error.cause, refusal: error.refusal },
+    );
   }
   const run = record as AgentRunTable;
   return {

@@ -139,7 +139,13 @@ export async function completeReply(call: ReplyCall): Promise<ReplyResult> {
         error:
           stopped === 'interrupted'
             ? // Another process (behind the load balancer) or this one restarted can answer it.
-              new ApiError('service_unavailable', INTERRUPTED_MESSAGE, { retryAfterSeconds: 1 })
+              new ApiError(
+                'service_unavailable',
+                INTERRUPTED_MESSAGE,
+                { retryAfterSeconds: 1 },
+                // The shutdown's drain working as designed (docs/operations.md): no stack.
+                { refusal: 'warn' },
+              )
             : new ApiError('conflict', STOPPED_MESSAGE),
       };
     }

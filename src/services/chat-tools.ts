@@ -200,7 +200,7 @@ function subRunFailure(deps: ChatDeps, context: ToolContext, error: unknown): Ap
       'service_unavailable',
       'The server shut down while this run was being generated',
       {},
-      { cause: error },
+      { cause: error, refusal: 'warn' },
     );
   }
   return upstreamFailure(error, context.idle.timedOut, deps.config.upstreamTimeoutMs);

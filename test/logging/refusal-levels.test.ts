@@ -140,3 +140,33 @@ describe('readiness when storage fails', () => {
     ]);
   });
 });
+
+describe('log level of a JSON reply cut short by the shutdown', () => {
+  const log = captureLog();
+  let app: Awaited<ReturnType<typeof listeningChatApp>>;
+  beforeAll(async () => {
+    app = await listeningChatApp({ env: { LOG_LEVEL: 'info' }, shutdownWaitMs: 100, logStream: log.stream });
+  });
+  afterAll(() => app.close());
+
+  it('logs it at warn without a stack: the drain working as designed, not a fault', async () => {
+    app.upstream.enqueue({ kind: 'held', text: 'one two three four', afterPieces: 2 });
+    const reply = fetch(`${app.baseUrl}/v1/chat`, {
+      method: 'POST',
+      headers: { ...app.headers, 'x-request-id': 'cut-by-shutdown' },
+      body: JSON.stringify({ agentId: 'agt_plain', messages: [userText('hello')] }),
+    });
+    await vi.waitFor(() => expect(app.upstream.requests.length).toBeGreaterThan(0), { timeout: 10_000 });
+    const closing = app.t.app.close();
+    const res = await reply;
+    expect(res.status).toBe(503);
+    await res.body?.cancel();
+    await closing;
+    const lines = log.lines.filter(
+      (line) => line.reqId === 'cut-by-shutdown' && line.msg !== 'request completed',
+    );
+    expect(lines.map((line) => ({ level: line.level, msg: line.msg, hasErr: 'err' in line }))).toEqual([
+      { level: WARN, msg: 'The server shut down while this reply was being generated', hasErr: false },
+    ]);
+  }, 30_000);
+});

@@ -161,6 +161,6 @@ function withStoredChatId(error: unknown, conversation: { stored: boolean; chatI
     error.code,
     error.message,
     { ...error.details, chatId: conversation.chatId },
-    { cause: error.cause },
+    { cause: error.cause, refusal: error.refusal },
   );
 }
