@@ -8,9 +8,8 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { collectEvery } from '../helpers/collections.js';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { ConversationMessage } from '../../src/services/chat-messages.js';
 import {
@@ -341,13 +340,7 @@ describe('the default downloader, on a file host that stops part way through a f
   // Collections as often as a busy process has them: Node's fetch passes an abort on through a
   // WeakRef to the Request it made, which it keeps alive only for some requests
   // (abort-cancels-body.ts); the downloader's abort cancels the body itself.
-  let collecting: NodeJS.Timeout;
-  beforeAll(() => {
-    v8.setFlagsFromString('--expose-gc');
-    const collect = vm.runInNewContext('gc') as () => void;
-    collecting = setInterval(collect, 30);
-  });
-  afterAll(() => clearInterval(collecting));
+  collectEvery(30);
   const model = { supportedUrls: {} } as unknown as LanguageModelV3;
   const added: ConversationMessage[] = [
     { id: 'u1', role: 'user', parts: [{ type: 'file', url: `${FILES}/stalls.png`, mediaType: 'image/png' }] },

@@ -6,9 +6,8 @@
  * the model reads), its request is cancelled, and the reply goes on. The provider's idle timeout
  * is paused while a call runs.
  */
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { collectEvery } from '../helpers/collections.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { estimateUsage, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatRows, chatSetup, giveAgentMcpServer, userText } from './fixtures.js';
@@ -83,13 +82,7 @@ describe('an MCP tool call that does not finish within ATRIUM_UPSTREAM_TIMEOUT_M
   // Collections as often as a busy process has them: Node's fetch lost a call's abort once the
   // Request it made for a call answered mid-way was collected (it reaches the request through a
   // WeakRef), and the connection stayed open (mcp-fetch.ts). Without them that was 1 run in 12.
-  let collecting: NodeJS.Timeout;
-  beforeAll(() => {
-    v8.setFlagsFromString('--expose-gc');
-    const collect = vm.runInNewContext('gc') as () => void;
-    collecting = setInterval(collect, 30);
-  });
-  afterAll(() => clearInterval(collecting));
+  collectEvery(30);
 
   for (const tool of ['stuck', 'cut'] as const) {
     for (const stream of [false, true]) {
