@@ -7,7 +7,11 @@ import { findApiKeyInfo, revokeApiKey } from '../db/repositories/api-keys.js';
 import { findUser, findWorkspace, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { newId } from '../ids.js';
 import { startServer } from '../server.js';
-import { insertOrganizationKeyIfNameFree, insertWorkspaceKeyIfNameFree } from '../services/api-key-admin.js';
+import {
+  insertOrganizationKeyIfNameFree,
+  insertWorkspaceKeyIfNameFree,
+  keyExpiry,
+} from '../services/api-key-admin.js';
 import { applySetup } from '../setup/apply.js';
 import { exportText, exportWorkspace } from '../setup/export.js';
 import {
@@ -29,8 +33,8 @@ const USAGE = `Usage: atrium <command>
                                           --adopt takes over objects managed through the API
   export --workspace ID                   print the workspace's API-managed agents and projects
                                           as setup-file YAML
-  keys create --workspace ID --user ID [--name N] [--json]
-  keys create --organization ID --user ID [--name N] [--json]
+  keys create --workspace ID --user ID [--name N] [--expires-at TIME] [--json]
+  keys create --organization ID --user ID [--name N] [--expires-at TIME] [--json]
   keys revoke KEY_ID                      revoke a key
   demo                                    create the demo workspace on an empty database`;
 
@@ -191,6 +195,7 @@ async function keys(args: string[]): Promise<number> {
       organization: { type: 'string' },
       user: { type: 'string' },
       name: { type: 'string' },
+      'expires-at': { type: 'string' },
       json: { type: 'boolean' },
     },
   });
@@ -203,6 +208,12 @@ async function keys(args: string[]): Promise<number> {
     throw new UsageError('--name must be 1–100 characters, not all spaces');
   }
   const kind = values.workspace ? 'workspace' : 'organization';
+  let expiresAt: string | null;
+  try {
+    expiresAt = keyExpiry(values['expires-at'], new Date(), '--expires-at');
+  } catch (error) {
+    throw new BadArgument((error as Error).message);
+  }
   return withDatabase(async ({ db }) => {
     const user = await findUser(db, values.user!);
     let organizationId: string;
@@ -236,7 +247,7 @@ async function keys(args: string[]): Promise<number> {
       userId: user.id,
       keyHash: hashApiKey(key),
       keyPrefix: keyPrefix(key),
-      expiresAt: null,
+      expiresAt,
       createdAt: new Date().toISOString(),
       // Made outside any setup file: a file declaring its name takes it over (and re-keys it)
       // only with --adopt, as for a key made over the API (management.md).

@@ -65,6 +65,27 @@ async function requireMember(db: Db, workspaceId: string, userId: string, path: 
 
 const RANK: Record<Role, number> = { member: 0, admin: 1, owner: 2 };
 
+/**
+ * A new key's expiry (`undefined`: none): in the future and at most a year away, as an ISO time;
+ * else a 400 naming `field` (the API's `body.expiresAt`, the CLI's `--expires-at`).
+ */
+export function keyExpiry(expiresAt: string | undefined, now: Date, field = 'body.expiresAt'): string | null {
+  if (expiresAt === undefined) return null;
+  const at = Date.parse(expiresAt);
+  // The schema's `date-time` (RFC 3339) allows a leap second (`23:59:60`), which Date cannot read.
+  if (Number.isNaN(at)) {
+    throw errors.badRequest(`${field} must be a date and time with seconds up to 59`, [
+      { path: field, message: 'must be a date and time with seconds up to 59 (no leap second)' },
+    ]);
+  }
+  if (at <= now.getTime() || at > now.getTime() + KEY_LIMITS.maxLifetimeMs) {
+    throw errors.badRequest(`${field} must be in the future and at most a year away`, [
+      { path: field, message: 'must be in the future and at most a year away' },
+    ]);
+  }
+  return new Date(at).toISOString();
+}
+
 export async function createWorkspaceApiKey(
   deps: KeyAdminDeps,
   access: WorkspaceAccess,
@@ -78,22 +99,7 @@ export async function createWorkspaceApiKey(
   if (RANK[role] > RANK[access.role!]) {
     throw errors.unauthorized(`An ${access.role} cannot create a key for a user who is ${role} here`);
   }
-  let expiresAt: string | null = null;
-  if (input.expiresAt !== undefined) {
-    const at = Date.parse(input.expiresAt);
-    // The schema's `date-time` (RFC 3339) allows a leap second (`23:59:60`), which Date cannot read.
-    if (Number.isNaN(at)) {
-      throw errors.badRequest('body.expiresAt must be a date and time with seconds up to 59', [
-        { path: 'body.expiresAt', message: 'must be a date and time with seconds up to 59 (no leap second)' },
-      ]);
-    }
-    if (at <= now.getTime() || at > now.getTime() + KEY_LIMITS.maxLifetimeMs) {
-      throw errors.badRequest('body.expiresAt must be in the future and at most a year away', [
-        { path: 'body.expiresAt', message: 'must be in the future and at most a year away' },
-      ]);
-    }
-    expiresAt = new Date(at).toISOString();
-  }
+  const expiresAt = keyExpiry(input.expiresAt, now);
   const key = generateApiKey('workspace');
   const row: ApiKeyInfoRow = {
     id: newId('key'),

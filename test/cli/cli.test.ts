@@ -585,6 +585,50 @@ organizations:
     expect(row.revoked_at).not.toBeNull();
   });
 
+  it('creates a key that expires with --expires-at, under the API rule (in the future, at most a year away)', async () => {
+    const expiresAt = new Date(Date.now() + 7 * 24 * 3600 * 1000).toISOString();
+    const create = (...extra: string[]) =>
+      main(['keys', 'create', '--workspace', 'wsp_main', '--user', 'usr_max', '--json', ...extra]);
+    output.out.length = 0;
+    expect(await create('--name', 'expiring', '--expires-at', expiresAt)).toBe(0);
+    const created = JSON.parse(output.out.join(''));
+    expect(
+      await main([
+        'keys',
+        'create',
+        '--organization',
+        'org_acme',
+        '--user',
+        'usr_olivia',
+        '--name',
+        'org-expiring',
+        '--expires-at',
+        expiresAt,
+      ]),
+    ).toBe(0);
+    output.err.length = 0;
+    for (const bad of [
+      'tomorrow',
+      '2020-01-01T00:00:00Z',
+      new Date(Date.now() + 400 * 24 * 3600 * 1000).toISOString(),
+    ]) {
+      expect(await create('--name', `bad-${bad}`, '--expires-at', bad), bad).toBe(2);
+    }
+    expect(output.err).toEqual([
+      'atrium: --expires-at must be a date and time with seconds up to 59',
+      'atrium: --expires-at must be in the future and at most a year away',
+      'atrium: --expires-at must be in the future and at most a year away',
+    ]);
+    const database = await openDatabase(loadConfig().database);
+    const row = await database.db
+      .selectFrom('api_keys')
+      .select('expires_at')
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
+    await database.close();
+    expect(new Date(row.expires_at!).toISOString()).toBe(expiresAt);
+  });
+
   it('refuses (exit 2) a second live organization key of a name, as for workspace keys', async () => {
     const orgKey = (org: string, user: string, name: string) =>
       main(['keys', 'create', '--organization', org, '--user', user, '--name', name, '--json']);
