@@ -37,18 +37,8 @@ export async function storeTurn(db: Db, turn: Turn): Promise<void> {
   const now = turn.at.toISOString();
   await withConflictRetry(!turn.newChat, () =>
     db.transaction().execute(async (trx) => {
-      if (turn.newChat) await insertChat(trx, { ...turn.newChat, message_count: 0 });
-      // Write before reading: the chat's row lock on PostgreSQL, the write lock on SQLite (a
-      // transaction that reads first cannot take it once another process has committed). A chat
-      // deleted since the request found it (while its tools connected) is gone for this turn too.
-      else if (!(await recordChatMessages(trx, turn.chatId, { added: 0, costUsd: 0, now })))
-        throw errors.notFound('Chat');
-      const storedNow = turn.newChat
-        ? undefined
-        : await listChatMessageIds(trx, turn.workspaceId, turn.chatId);
-      const rows: MessageRow[] = turn.added
-        .filter((message) => !storedNow?.has(message.id))
-        .map((message) => ({
+      const messageRows = (messages: ConversationMessage[]): MessageRow[] =>
+        messages.map((message) => ({
           id: message.id,
           workspace_id: turn.workspaceId,
           role: message.role,
@@ -60,8 +50,27 @@ export async function storeTurn(db: Db, turn: Turn): Promise<void> {
           finish_reason: null,
           created_at: now,
         }));
+      if (turn.newChat) {
+        // A new chat is inserted with its messages counted: no second write to its row.
+        const rows = messageRows(turn.added);
+        await insertChat(trx, {
+          ...turn.newChat,
+          message_count: rows.length,
+          last_message_at: rows.length > 0 ? now : turn.newChat.last_message_at,
+          updated_at: now,
+        });
+        await appendMessages(trx, turn.chatId, rows, 0);
+        return;
+      }
+      // Write before reading: the chat's row lock on PostgreSQL, the write lock on SQLite (a
+      // transaction that reads first cannot take it once another process has committed). A chat
+      // deleted since the request found it (while its tools connected) is gone for this turn too.
+      if (!(await recordChatMessages(trx, turn.chatId, { added: 0, costUsd: 0, now })))
+        throw errors.notFound('Chat');
+      const storedNow = await listChatMessageIds(trx, turn.workspaceId, turn.chatId);
+      const rows = messageRows(turn.added.filter((message) => !storedNow.has(message.id)));
       await recordChatMessages(trx, turn.chatId, { added: rows.length, costUsd: 0, now });
-      await appendMessages(trx, turn.chatId, rows, turn.newChat ? 0 : undefined);
+      await appendMessages(trx, turn.chatId, rows);
     }),
   );
 }

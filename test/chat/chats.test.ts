@@ -139,6 +139,29 @@ describe('leftovers and the turn stored first', () => {
     ]);
   });
 
+  it("counts a new chat's first turn in its row: messageCount and lastMessageAt before any reply is stored", async () => {
+    upstream.enqueue({ kind: 'fail', status: 500 });
+    const failed = await chat({
+      agentId: 'agt_plain',
+      id: 'first-turn-counted',
+      messages: [userText('q1', 'f1'), userText('q2', 'f2')],
+    });
+    expect(failed.statusCode).toBe(502);
+    const row = await t.db
+      .selectFrom('chats')
+      .selectAll()
+      .where('client_id', '=', 'first-turn-counted')
+      .executeTakeFirstOrThrow();
+    const turn = await chatRows(t.db, row.id);
+    expect(turn.map((message) => [message.id, message.position])).toEqual([
+      ['f1', 0],
+      ['f2', 1],
+    ]);
+    // The failed reply stored no message: the count and the last message's time are the turn's.
+    expect(row).toMatchObject({ message_count: 2, last_message_at: row.created_at, spend_usd: 0 });
+    expect(turn[1]!.created_at).toBe(row.created_at);
+  });
+
   it('still refuses a user message with no parts', async () => {
     const res = await chat({ agentId: 'agt_plain', messages: [{ role: 'user', parts: [] }] });
     expect(res.statusCode).toBe(400);
