@@ -105,6 +105,8 @@ export class ModelRegistry {
     db: Db,
     workspace: { id: string; default_model: string | null },
     requested: string | undefined,
+    /** The request's `Principal.dataVersion`: the registry entry may come from memory as of then. */
+    version?: number,
   ): Promise<ResolvedModel> {
     const fallback = workspace.default_model ?? this.builtInDefaultModelId();
     let modelId = fallback;
@@ -116,13 +118,13 @@ export class ModelRegistry {
         throw embeddingModelAsChatModel(requested);
       }
     }
-    return this.resolve(db, modelId);
+    return this.resolve(db, modelId, version);
   }
 
-  async resolve(db: Db, modelId: string): Promise<ResolvedModel> {
+  async resolve(db: Db, modelId: string, version?: number): Promise<ResolvedModel> {
     if (modelId === ECHO_MODEL_ID) return { id: modelId, model: this.echo, pricing: FREE };
     if (modelId === ECHO_EMBEDDING_MODEL_ID) throw embeddingModelAsChatModel(modelId);
-    const row = await findModelWithProvider(db, modelId);
+    const row = await findModelWithProvider(db, modelId, version);
     if (row?.kind === 'embedding') throw embeddingModelAsChatModel(modelId);
     if (row) {
       const pricing = { inputPerMTok: row.inputPerMTok, outputPerMTok: row.outputPerMTok };

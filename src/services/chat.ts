@@ -14,7 +14,7 @@ import { findChat } from '../db/repositories/chats.js';
 import { findWorkspaceWithRole } from '../db/repositories/tenancy.js';
 import { listChatMessagesWithParts } from '../db/repositories/messages.js';
 import { findProject } from '../db/repositories/projects.js';
-import { findUser } from '../db/repositories/tenancy.js';
+import { findUserCached } from '../db/repositories/tenancy.js';
 import type { AgentTable, ChatTable, Database, ProjectTable } from '../db/schema.js';
 import { type ApiError, errors } from '../errors.js';
 import { isDependencyUnavailable } from '../network-errors.js';
@@ -229,6 +229,7 @@ export async function startConversation(
     deps.db,
     workspace,
     request.model ?? agent.model ?? undefined,
+    principal.dataVersion,
   );
   const values = await templateValues(deps.db, principal, agent, orchestrated, request);
   let turn = project ? await projectTurn(deps.db, project, prepared.conversation) : undefined;
@@ -518,7 +519,7 @@ async function storeUserTurn(deps: ChatDeps, input: TurnInput) {
  * key cannot act on is reported missing, so existence does not leak across tenants.
  */
 async function resolveAgent(db: Db, principal: Principal, request: ConversationRequest) {
-  const found = await findAgentWithWorkspace(db, request.agentId);
+  const found = await findAgentWithWorkspace(db, request.agentId, principal.dataVersion);
   const visible =
     found &&
     (!principal.agentIds || principal.agentIds.includes(found.agent.id)) &&
@@ -716,7 +717,7 @@ async function templateValues(
 ): Promise<Record<string, TemplateValue>> {
   // The key owner is read only when a prompt can use it.
   const needsUser = orchestrated.length > 0 || agent.instructions.includes('{{');
-  const owner = needsUser ? await findUser(db, principal.userId) : undefined;
+  const owner = needsUser ? await findUserCached(db, principal.userId, principal.dataVersion) : undefined;
   const given = request.systemVariables?.user;
   return {
     ...request.variables,

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { type Db, dialectOf, type Executor } from '../database.js';
 import { type JsonField, jsonArray } from '../json-page.js';
 import { preparedSelect } from '../prepared.js';
+import { rowCache } from '../row-cache.js';
 import type { AgentTable } from '../schema.js';
 import { caseInsensitiveSortKey, idInCodePointOrder } from '../sort-key.js';
 
@@ -221,8 +222,20 @@ export async function updateAgent(
     .execute();
 }
 
-/** A live agent with its workspace in one query (the hot path of `/chat` and runs). */
-export async function findAgentWithWorkspace(db: Executor, agentId: string) {
+const agentsWithWorkspaces = rowCache<NonNullable<Awaited<ReturnType<typeof readAgentWithWorkspace>>>>([
+  'agents',
+]);
+
+/**
+ * A live agent with its workspace in one query (the hot path of `/chat` and runs), from memory
+ * while neither changed (src/db/row-cache.ts; `version`: the request's `Principal.dataVersion`).
+ * The objects are shared: not to be changed.
+ */
+export function findAgentWithWorkspace(db: Executor, agentId: string, version?: number) {
+  return agentsWithWorkspaces(db, agentId, () => readAgentWithWorkspace(db, agentId), version);
+}
+
+async function readAgentWithWorkspace(db: Executor, agentId: string) {
   const row = await db
     .selectFrom('agents')
     .innerJoin('workspaces', 'workspaces.id', 'agents.workspace_id')

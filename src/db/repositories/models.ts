@@ -1,4 +1,5 @@
 import type { Db } from '../database.js';
+import { rowCache } from '../row-cache.js';
 
 /** A model's kind and prices, as the model list and usage reports show them. */
 export const MODEL_KIND_AND_PRICING = [
@@ -7,8 +8,20 @@ export const MODEL_KIND_AND_PRICING = [
   'models.output_per_mtok as outputPerMTok',
 ] as const;
 
-/** A model of the registry with its provider, or undefined when the id is not defined. */
-export function findModelWithProvider(db: Db, modelId: string) {
+const modelsWithProviders = rowCache<NonNullable<Awaited<ReturnType<typeof readModelWithProvider>>>>([
+  'models',
+  'providers',
+]);
+
+/**
+ * A model of the registry with its provider, or undefined when the id is not defined; from
+ * memory while neither changed (src/db/row-cache.ts). The object is shared: not to be changed.
+ */
+export function findModelWithProvider(db: Db, modelId: string, version?: number) {
+  return modelsWithProviders(db, modelId, () => readModelWithProvider(db, modelId), version);
+}
+
+function readModelWithProvider(db: Db, modelId: string) {
   return db
     .selectFrom('models')
     .leftJoin('providers', 'providers.id', 'models.provider_id')

@@ -1,5 +1,6 @@
 import { retryOnConflict } from '../conflict-retry.js';
 import { type Db, dialectOf } from '../database.js';
+import { rowCache } from '../row-cache.js';
 
 export function findWorkspace(db: Db, workspaceId: string) {
   return db.selectFrom('workspaces').selectAll().where('id', '=', workspaceId).executeTakeFirst();
@@ -119,4 +120,14 @@ export function findOrganizationRoles(db: Db, organizationId: string, userIds: s
 
 export function findUser(db: Db, userId: string) {
   return db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
+}
+
+const users = rowCache<NonNullable<Awaited<ReturnType<typeof findUser>>>>(['users']);
+
+/**
+ * `findUser` from memory while the users did not change (src/db/row-cache.ts; `version`: the
+ * request's `Principal.dataVersion`). The object is shared: not to be changed.
+ */
+export function findUserCached(db: Db, userId: string, version?: number) {
+  return users(db, userId, () => findUser(db, userId), version);
 }
