@@ -48,18 +48,33 @@ async function connect(
   return connected;
 }
 
-it('ends the session a server opens by answering initialize after the connect timeout, and sends nothing else', async () => {
-  const late = deferred();
-  raw = await startRawMcpServer({ tools: [usable], session: true, gate: () => late.promise });
-  const connected = await connect(raw);
-  expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
-  // The connect is over (the warning given) before the server answers.
-  late.resolve();
-  await expectSessionEnded(raw);
-  // No client goes on with the late answer (it would send notifications/initialized, tools/list).
-  expect(raw.requests).toEqual(['initialize', 'DELETE']);
-  await expect.poll(() => raw!.openInitializes, { timeout: 5_000 }).toBe(0);
-});
+// Whatever the late answer is, once it names a session: the session is ended, nothing else is
+// sent (no client goes on with it: no notifications/initialized, no tools/list), and its
+// connection is closed.
+it.each([
+  ['a plain answer', undefined],
+  ['an answer whose body never ends', 'endless-body'],
+  ['an HTTP error', 'http-error'],
+  ['an answer too large to read', 'too-large'],
+] as const)(
+  'ends the session a server opens by answering initialize after the connect timeout (%s), and sends nothing else',
+  async (_name, initializeAnswer) => {
+    const late = deferred();
+    raw = await startRawMcpServer({
+      tools: [usable],
+      session: true,
+      gate: () => late.promise,
+      ...(initializeAnswer ? { initializeAnswer } : {}),
+    });
+    const connected = await connect(raw);
+    expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
+    // The connect is over (the warning given) before the server answers.
+    late.resolve();
+    await expectSessionEnded(raw);
+    expect(raw.requests).toEqual(['initialize', 'DELETE']);
+    await expect.poll(() => raw!.openInitializes, { timeout: 5_000 }).toBe(0);
+  },
+);
 
 it('sends nothing more when initialize is answered after the connect timeout without a session', async () => {
   const late = deferred();
@@ -72,21 +87,6 @@ it('sends nothing more when initialize is answered after the connect timeout wit
   expect(raw.requests).toEqual(['initialize']);
 });
 
-it('ends the session of a late initialize answer whose body never ends, and closes its connection', async () => {
-  const late = deferred();
-  raw = await startRawMcpServer({
-    tools: [usable],
-    session: true,
-    gate: () => late.promise,
-    initializeAnswer: 'endless-body',
-  });
-  const connected = await connect(raw);
-  expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
-  late.resolve();
-  await expectSessionEnded(raw);
-  await expect.poll(() => raw!.openInitializes, { timeout: 5_000 }).toBe(0);
-});
-
 it('closes the connection of an initialize answer whose body is still coming at the connect timeout, and ends its session', async () => {
   raw = await startRawMcpServer({ tools: [usable], session: true, initializeAnswer: 'endless-body' });
   const connected = await connect(raw);
@@ -97,41 +97,10 @@ it('closes the connection of an initialize answer whose body is still coming at 
   expect(raw.requests).toEqual(['initialize', 'DELETE']);
 });
 
-it('ends the session named by a late initialize answer that is an HTTP error', async () => {
-  const late = deferred();
-  raw = await startRawMcpServer({
-    tools: [usable],
-    session: true,
-    gate: () => late.promise,
-    initializeAnswer: 'http-error',
-  });
-  const connected = await connect(raw);
-  expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
-  late.resolve();
-  await expectSessionEnded(raw);
-  expect(raw.requests).toEqual(['initialize', 'DELETE']);
-});
-
 it('ends the session named by an initialize answer too large to read', async () => {
   raw = await startRawMcpServer({ tools: [usable], session: true, initializeAnswer: 'too-large' });
   const connected = await connect(raw);
   expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_error' })]);
-  await expectSessionEnded(raw);
-  expect(raw.requests).toEqual(['initialize', 'DELETE']);
-  await expect.poll(() => raw!.openInitializes, { timeout: 2_000 }).toBe(0);
-});
-
-it('ends the session named by a late initialize answer too large to read', async () => {
-  const late = deferred();
-  raw = await startRawMcpServer({
-    tools: [usable],
-    session: true,
-    gate: () => late.promise,
-    initializeAnswer: 'too-large',
-  });
-  const connected = await connect(raw);
-  expect(connected.warnings).toEqual([expect.objectContaining({ code: 'mcp_timeout' })]);
-  late.resolve();
   await expectSessionEnded(raw);
   expect(raw.requests).toEqual(['initialize', 'DELETE']);
   await expect.poll(() => raw!.openInitializes, { timeout: 2_000 }).toBe(0);
