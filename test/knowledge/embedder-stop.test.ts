@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Embedder } from '../../src/knowledge/embedder.js';
-import type { VectorSupport } from '../../src/knowledge/vector-store.js';
-import { KnowledgeVectors } from '../../src/knowledge/vectors.js';
+import type { KnowledgeVectors } from '../../src/knowledge/vectors.js';
 import { embeddingWords } from '../../src/models/echo-embedding.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import { applyFixture, createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
 import { type FakeEmbeddings, startFakeEmbeddings } from '../helpers/fake-embeddings.js';
+import { StoringVectors, waitUntil } from './embedder-fixtures.js';
 import { addIndexedFile } from './turn-fixtures.js';
 
 const SETUP = (baseURL: string) => `
@@ -25,28 +25,6 @@ organizations:
         projects:
           - { id: prj_es, name: Knowledge }
 `;
-
-/**
- * Storing vectors needs no extension (a blob on SQLite, `real[]` on PostgreSQL); only searching
- * them does. Said available here, the embedder runs on a PostgreSQL without pgvector as well.
- */
-class StoringVectors extends KnowledgeVectors {
-  override support(): Promise<VectorSupport> {
-    return Promise.resolve(
-      engineName === 'sqlite'
-        ? { available: true, engine: 'sqlite' }
-        : { available: true, engine: 'postgres', schema: 'public' },
-    );
-  }
-}
-
-async function waitUntil(done: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe(`stopping the embedder during a provider call (${engineName})`, () => {
   let env: TestEnv;
