@@ -10,6 +10,8 @@ export interface EmbedderOptions {
   processId: string;
   /** How long one provider call may take (the chat providers' upstream timeout). */
   requestTimeoutMs: number;
+  /** How long a claim on a workspace lasts unless renewed; default `EMBEDDING_LEASE_MS`. */
+  leaseMs?: number;
   now?: () => Date;
   /** Chunks per provider call (OpenAI takes up to 2,048 inputs; smaller calls fail smaller). */
   batchSize?: number;
@@ -23,7 +25,16 @@ export interface EmbedderOptions {
   onError?: (error: unknown, workspaceId: string) => void;
 }
 
+/**
+ * A workspace's lease, kept short and renewed every third of it while its batch is under way: a
+ * process killed mid-call (SIGKILL, out of memory, a lost machine) holds the workspace this long
+ * at most, not for a whole provider call (`requestTimeoutMs`, two minutes by default), while a
+ * live process keeps it however long its call takes.
+ */
+export const EMBEDDING_LEASE_MS = 30_000;
+
 const DEFAULTS = {
+  leaseMs: EMBEDDING_LEASE_MS,
   batchSize: 64,
   maxBatchChars: 200_000,
   backoffBaseMs: 5_000,
@@ -35,13 +46,17 @@ const MAX_INPUT_CHARS = 8_000;
 /** Vectors of a former model removed per step: cleanup never holds the database long. */
 const STALE_DELETE_BATCH = 1_000;
 
+/** Why a call is abandoned when a renewal finds another process holding the workspace. */
+const LEASE_LOST = 'the lease on the workspace was lost';
+
 /**
  * Gives chunks their vectors, in the background, apart from indexing: a file is `indexed` (and
  * lexically searchable) once its chunks are in, whatever the embedding provider does. Each
- * workspace with an embedding model is worked on by one process at a time (a lease in
- * `knowledge_embedding_state`, so two processes never pay the provider twice for one chunk);
- * a failed call is retried with exponential backoff, and its error is shown in the index
- * summary until a call succeeds. Vectors of a former model are removed in small batches.
+ * workspace with an embedding model is worked on by one process at a time (a short lease in
+ * `knowledge_embedding_state`, renewed while a batch is under way, so two processes never pay
+ * the provider twice for one chunk); a failed call is retried with exponential backoff, and its
+ * error is shown in the index summary until a call succeeds. Vectors of a former model are
+ * removed in small batches.
  */
 export class Embedder {
   private readonly options: Required<Omit<EmbedderOptions, 'onError'>> & Pick<EmbedderOptions, 'onError'>;
@@ -50,6 +65,8 @@ export class Embedder {
   private wake: (() => void) | undefined;
   /** Provider calls in flight, aborted by a stop. */
   private readonly calls = new Set<AbortController>();
+  /** Lease renewals of the batches under way, cleared by a stop. */
+  private readonly renewals = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly vectors: KnowledgeVectors,
@@ -94,6 +111,8 @@ export class Embedder {
    */
   async stop(): Promise<void> {
     this.stopped = true;
+    for (const renewal of this.renewals) clearInterval(renewal);
+    this.renewals.clear();
     for (const call of this.calls) call.abort(new Error('the embedder stopped'));
     this.wake?.();
     await this.running;
@@ -164,6 +183,7 @@ export class Embedder {
     if (!(await this.claim(workspaceId, model.key, now))) return false;
     // One per call, not one for the embedder's life: a combined signal stays tied to its inputs.
     const call = new AbortController();
+    const stopRenewing = this.renewWhileWorking(workspaceId, call);
     try {
       const chunks = await this.nextBatch(workspaceId, model.key);
       if (chunks.length === 0) {
@@ -194,25 +214,101 @@ export class Embedder {
       if (embeddings.length !== chunks.length) {
         throw new Error(`the provider returned ${embeddings.length} embeddings for ${chunks.length} texts`);
       }
-      await storeVectors(
-        this.db,
+      // A lease lost meanwhile (another process took the workspace) stores nothing: that
+      // process embeds these chunks itself. The answer's tokens were spent all the same.
+      return await this.storeAndRelease(
+        workspaceId,
         model.key,
         chunks.map((chunk, i) => ({ chunk, vector: embeddings[i]! })),
       );
-      await this.release(workspaceId, { succeeded: true });
-      return true;
     } catch (error) {
       if (call.signal.aborted) {
-        // Stopped mid-call, which is no fault of the provider: no failure counted, no backoff.
-        // The chunks still lack their vectors (none are stored from a call that did not answer,
-        // nor are its tokens counted), so whoever claims the workspace next embeds them.
+        // Stopped mid-call, or the lease lost, which is no fault of the provider: no failure
+        // counted, no backoff. The chunks still lack their vectors (none are stored from a call
+        // that did not answer, nor are its tokens counted), so whoever claims the workspace
+        // next embeds them. A lost lease is not ours to let go: the release changes nothing.
         await this.release(workspaceId, { succeeded: false });
         return false;
       }
       await this.recordFailure(workspaceId, model.key, error, now, true);
       this.options.onError?.(error, workspaceId);
       return false;
+    } finally {
+      stopRenewing();
     }
+  }
+
+  /**
+   * Renews the workspace's lease every third of `leaseMs` until the returned function is called
+   * (or the embedder stops). A renewal that finds the lease held by another process (this one
+   * stalled past it) aborts `call`: its answer is abandoned. A renewal that fails (the database
+   * unreachable) is reported and the next one tries again; the store checks the lease anyway.
+   */
+  private renewWhileWorking(workspaceId: string, call: AbortController): () => void {
+    let renewing = false;
+    let ended = false;
+    const renew = async () => {
+      const leaseUntil = new Date(this.options.now().getTime() + this.options.leaseMs).toISOString();
+      const result = await this.db
+        .updateTable('knowledge_embedding_state')
+        .set({ lease_until: leaseUntil })
+        .where('workspace_id', '=', workspaceId)
+        .where('lease_owner', '=', this.options.processId)
+        .executeTakeFirst();
+      if (!ended && Number(result.numUpdatedRows) === 0) call.abort(new Error(LEASE_LOST));
+    };
+    const timer = setInterval(
+      () => {
+        // One renewal at a time: a slow database does not pile them up.
+        if (renewing || ended) return;
+        renewing = true;
+        renew()
+          .catch((error: unknown) => this.options.onError?.(error, workspaceId))
+          .finally(() => {
+            renewing = false;
+          });
+      },
+      Math.max(10, Math.floor(this.options.leaseMs / 3)),
+    );
+    // Renewals are no reason to keep the process running.
+    timer.unref();
+    this.renewals.add(timer);
+    return () => {
+      ended = true;
+      clearInterval(timer);
+      this.renewals.delete(timer);
+    };
+  }
+
+  /**
+   * Stores the batch's vectors and lets the lease go as a success, in one transaction, only
+   * while the lease is still this process's: false (nothing stored) when it was lost. The
+   * lease row is updated first, so on PostgreSQL its row lock keeps another process from
+   * claiming the workspace until the vectors are in.
+   */
+  private async storeAndRelease(
+    workspaceId: string,
+    modelKey: string,
+    items: { chunk: ChunkToEmbed; vector: number[] }[],
+  ): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const released = await trx
+        .updateTable('knowledge_embedding_state')
+        .set({
+          lease_owner: null,
+          lease_until: null,
+          failures: 0,
+          last_error: null,
+          next_attempt_at: null,
+          updated_at: this.options.now().toISOString(),
+        })
+        .where('workspace_id', '=', workspaceId)
+        .where('lease_owner', '=', this.options.processId)
+        .executeTakeFirst();
+      if (Number(released.numUpdatedRows) === 0) return false;
+      await storeVectors(trx, modelKey, items);
+      return true;
+    });
   }
 
   /** Up to `batchSize` chunks lacking a vector, cut to `maxBatchChars` (at least one). */
@@ -239,7 +335,7 @@ export class Embedder {
       .values({ workspace_id: workspaceId, model_key: modelKey, failures: 0, updated_at: at })
       .onConflict((oc) => oc.column('workspace_id').doNothing())
       .execute();
-    const leaseUntil = new Date(now.getTime() + this.options.requestTimeoutMs + 60_000).toISOString();
+    const leaseUntil = new Date(now.getTime() + this.options.leaseMs).toISOString();
     const changed = sql<boolean>`model_key <> ${modelKey}`;
     const result = await this.db
       .updateTable('knowledge_embedding_state')
