@@ -13,9 +13,18 @@ import { projectStoragePrefix } from './services/project-files.js';
 import { createObjectStore, httpOrigin } from './storage/index.js';
 import type { StoreLog } from './storage/object-store.js';
 
+/** What the server takes its stop signals from, and ends with after one: `process` itself. */
+export interface StopSignals {
+  once(signal: 'SIGTERM' | 'SIGINT', listener: () => void): unknown;
+  removeListener(signal: 'SIGTERM' | 'SIGINT', listener: () => void): unknown;
+  exit(code: number): void;
+}
+
 /**
  * The only place that listens: config → database → app → listen. SIGTERM and SIGINT stop
  * accepting connections, let in-flight requests finish, then close the database and log "stopped".
+ * The returned `close()` does the same without ending the process; once a shutdown has ended,
+ * its signal listeners are removed (tests start many servers in one process).
  */
 export async function startServer(
   config: Config,
@@ -23,6 +32,8 @@ export async function startServer(
     onListening?: (url: string) => void;
     /** Starts the file indexer in place of `startIndexer` (tests make its stop fail). */
     startIndexer?: (deps: IndexerDeps) => Indexer;
+    /** In place of `process` (tests signal one server without ending the test run). */
+    signals?: StopSignals;
   } = {},
 ) {
   const database = await openDatabase(config.database);
@@ -39,7 +50,7 @@ export async function startServer(
     );
   }
 
-  // Started once listening; shutdown may come before that.
+  // Started once listening, unless a shutdown has begun by then.
   const background: {
     sweeps?: PeriodicTask;
     indexer?: Indexer;
@@ -47,11 +58,19 @@ export async function startServer(
     /** The vector search check, with its log line. */
     vectorCheck?: Promise<void>;
   } = {};
+  // The listen, settled either way. A signal can come while it is pending: Fastify's close()
+  // then resolves at once, and the listen opens the port all the same once it ends. So the
+  // shutdown first waits for the listen to settle, and startServer, seeing the shutdown begun
+  // once the listen has ended, starts no background work: the shutdown has nothing to miss.
+  let listened: Promise<unknown> = Promise.resolve();
+  const signals = hooks.signals ?? process;
+  const signalListeners: Array<['SIGTERM' | 'SIGINT', () => void]> = [];
   let closing: Promise<void> | undefined;
   const shutdown = (signal: string) => {
     closing ??= (async () => {
       const started = performance.now();
       app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+      await listened;
       // Every part settles before the database closes, even when another has failed: requests in
       // flight finish (their replies stored), a sweep in progress ends (no new one starts), files
       // being indexed and chunks being embedded (the provider call aborted) are handed back for
@@ -77,11 +96,16 @@ export async function startServer(
       // The last line of a clean stop (a failed one logs "shutdown failed" instead), so that a
       // log shows the process ended on its own rather than being killed.
       app.log.info({ signal, shutdownMs: Math.round(performance.now() - started) }, 'stopped');
-    })();
+    })().finally(() => {
+      // Not at its start: a signal during a shutdown begun by close() still ends the process
+      // once that shutdown is over, as before.
+      for (const [signal, listener] of signalListeners) signals.removeListener(signal, listener);
+    });
     return closing;
   };
+  const close = () => shutdown('close');
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
+    const listener = () => {
       shutdown(signal)
         .then(
           () => 0,
@@ -93,20 +117,27 @@ export async function startServer(
         .then(async (code) => {
           // Else exiting could drop the last line ("stopped", or the failure) while it is written.
           await endLogWrites(app.log);
-          process.exit(code);
+          signals.exit(code);
         });
-    });
+    };
+    signalListeners.push([signal, listener]);
+    signals.once(signal, listener);
   }
 
   let address: string;
   try {
-    address = await app.listen({ port: config.port, host: config.host });
+    const listen = app.listen({ port: config.port, host: config.host });
+    listened = listen.catch(() => undefined);
+    address = await listen;
   } catch (error) {
     // A port in use or not allowed: nothing is served, so nothing may stay open either (a
     // process holding its database and timers would look alive to a supervisor).
     await shutdown('listen failed').catch(() => undefined);
     throw error;
   }
+  // A signal came while listening began: the shutdown under way closes the server, and nothing
+  // below may start on the database it closes.
+  if (closing) return { app, address, close };
   // PORT=0 picks a free port: signed URLs name the one really chosen.
   store.setServerOrigin(httpOrigin(config.host, (app.server.address() as AddressInfo).port));
   hooks.onListening?.(address);
@@ -148,5 +179,5 @@ export async function startServer(
     if (!support.available)
       app.log.info({ reason: support.reason }, 'vector search unavailable: search is lexical');
   });
-  return { app, address, close: () => shutdown('close') };
+  return { app, address, close };
 }
