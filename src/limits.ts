@@ -8,7 +8,8 @@ const MB = 1024 * 1024;
 /**
  * MCP `initialize` requests a process keeps open at once after the connect timeout, each for up
  * to ATRIUM_UPSTREAM_TIMEOUT_MS, to end the session a late answer opens (LateAnswerWaits in
- * mcp-fetch.ts); past it, one is closed at the timeout.
+ * mcp-fetch.ts); the `DELETE` ending that session counts as well, until it settles. Past it, a
+ * request is closed at the timeout.
  */
 export const MAX_LATE_MCP_INITIALIZE_WAITS = 256;
 

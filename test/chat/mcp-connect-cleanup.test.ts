@@ -140,6 +140,29 @@ it('keeps no more late initialize requests open than its waits allow: past them,
   expect(waits.size).toBe(0);
 });
 
+it('counts the DELETE a late initialize answer sends against its waits until that DELETE settles', async () => {
+  const late = deferred();
+  raw = await startRawMcpServer({
+    tools: [usable],
+    session: true,
+    gate: () => late.promise,
+    // The DELETE is never answered (until the test is over).
+    hold: (method) => (method === 'DELETE' ? release.promise : undefined),
+  });
+  const waits = new LateAnswerWaits(1);
+  await connect(raw, { lateInitializeMs: 5_000, lateInitializeWaits: waits });
+  expect(waits.size).toBe(1);
+  late.resolve();
+  await expectSessionEnded(raw);
+  // The answer came, its connection is closed, but the DELETE it sent is open: before, the
+  // wait was given back as the answer came, so the DELETEs of late answers were not bounded.
+  await expect.poll(() => raw!.openInitializes, { timeout: 2_000 }).toBe(0);
+  expect(waits.size).toBe(1);
+  // The DELETE's own time limit (the connect timeout) gives the wait back.
+  await expect.poll(() => waits.size, { timeout: TIMEOUT_MS + 2_000 }).toBe(0);
+  expect(raw.requests).toEqual(['initialize', 'DELETE']);
+});
+
 it('ends the session of a server that answered initialize, then ran out of time', async () => {
   raw = await startRawMcpServer({
     tools: [usable],

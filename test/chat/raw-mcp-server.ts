@@ -25,7 +25,7 @@ async function writeAsRead(res: ServerResponse, body: Buffer): Promise<void> {
  * lists whatever tool definitions it is given, valid or not (the SDK's server would refuse to),
  * split into pages of `pageSize` (or as `pages` says) with `nextCursor`. `gate(n)` is awaited
  * before the n-th `initialize` (from 0) is answered: a server that holds a connecting client as
- * long as a test needs; `hold(method)` holds the answer to any message alike.
+ * long as a test needs; `hold(method)` holds the answer to any message alike (`DELETE` too).
  * `requests` lists what it was sent (JSON-RPC methods, and `DELETE`), `sessionEnds` the sessions
  * ended by a `DELETE`.
  * `callResult` is what `tools/call` answers; `answerAs` how every answer is sent; `stallCall` a
@@ -40,7 +40,7 @@ export async function startRawMcpServer(options: {
   pages?: unknown[][];
   /** Each `initialize` answer opens a session (`mcp-session-id: raw-<n>`), ended by a `DELETE`. */
   session?: boolean;
-  /** Awaited before a message of this JSON-RPC method is answered (after `gate`). */
+  /** Awaited before a message of this JSON-RPC method (or a `DELETE`) is answered (after `gate`). */
   hold?: (method: string) => Promise<void> | undefined;
   /** `tools/list` answers a JSON-RPC error. */
   failList?: boolean;
@@ -73,10 +73,11 @@ export async function startRawMcpServer(options: {
   const requests: string[] = [];
   const sessionEnds: string[] = [];
   let sessions = 0;
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer(async (req, res) => {
     if (req.method === 'DELETE' && options.session) {
       requests.push('DELETE');
       sessionEnds.push(String(req.headers['mcp-session-id']));
+      await options.hold?.('DELETE');
       res.writeHead(200).end();
       return;
     }

@@ -120,9 +120,10 @@ function requestMethod(init: RequestInit | undefined): string | undefined {
 
 /**
  * How many requests may be kept open at once, process-wide, after their caller gave up
- * (outlivingAbort): each holds a connection for up to its bound, so without a limit a slow or
- * hostile server, asked again on every turn, would hold one more each time. Past the limit, a
- * request is closed when its caller gives up, as any other is.
+ * (outlivingAbort), each with what its late answer starts (the session's `DELETE`): each holds a
+ * connection for up to its bound, so without a limit a slow or hostile server, asked again on
+ * every turn, would hold one more each time. Past the limit, a request is closed when its caller
+ * gives up, as any other is.
  */
 export class LateAnswerWaits {
   private open = 0;
@@ -152,14 +153,15 @@ export class LateAnswerWaits {
  * once, as fetch's own would, but not the request: it goes on for `lateMs` more, and `late` gets
  * the answer should it come in that time (else the request is aborted, which closes its
  * connection). An abort after the answer came reaches the request (and its body) as before. With
- * `waits`, the request goes on only while one of them is free; else it is aborted with its caller.
+ * `waits`, the request goes on only while one of them is free (else it is aborted with its
+ * caller), and holds it until what `late` does has settled too.
  */
 function outlivingAbort<T>(
   signal: AbortSignal,
   start: (signal: AbortSignal) => Promise<T>,
   lateMs: number,
   waits: LateAnswerWaits | undefined,
-  late: (answer: T) => void,
+  late: (answer: T) => Promise<void>,
 ): Promise<T> {
   signal.throwIfAborted();
   const request = new AbortController();
@@ -169,6 +171,14 @@ function outlivingAbort<T>(
   const settled = () => {
     clearTimeout(bound);
     giveBack?.();
+  };
+  // The wait is held until what the late answer starts has settled too; that is bounded on its
+  // own (the session's `DELETE`: mcpTransportFetch).
+  const lateAnswer = (answer: T) => {
+    clearTimeout(bound);
+    void late(answer)
+      .catch(() => {})
+      .finally(() => giveBack?.());
   };
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => {
@@ -193,11 +203,11 @@ function outlivingAbort<T>(
     signal.addEventListener('abort', onAbort, { once: true });
     start(request.signal).then(
       (answer) => {
-        settled();
         if (state === 'abandoned') {
-          late(answer);
+          lateAnswer(answer);
           return;
         }
+        settled();
         state = 'answered';
         resolve(answer);
       },
@@ -252,7 +262,8 @@ function sessionOpenedBy(
  * else it is closed at once, as before): the connect fails at once all the same, and an
  * answer that comes within that time has its body cancelled (it is read no further, which closes
  * its connection) and the session it names ended with a `DELETE` (bounded as any `DELETE` is:
- * mcpTransportFetch). Nothing awaits this: not the reply, not a shutdown.
+ * mcpTransportFetch), which keeps the wait taken until it settles. Nothing awaits this: not the
+ * reply, not a shutdown.
  *
  * An answer refused unread for its size (McpResponseTooLarge) names its session as well: the
  * call fails with it, and the session is ended all the same.
@@ -275,11 +286,13 @@ export function sessionEnding(
       if (error instanceof McpResponseTooLarge) return error;
       throw error;
     });
-  const lateAnswer = (input: Parameters<typeof globalThis.fetch>[0], init: RequestInit) => (late: Answer) => {
-    if (late instanceof Response) void late.body?.cancel().catch(() => {});
-    const session = sessionOpenedBy(input, init, late);
-    if (session) void endSession(session);
-  };
+  const lateAnswer =
+    (input: Parameters<typeof globalThis.fetch>[0], init: RequestInit) =>
+    async (late: Answer): Promise<void> => {
+      if (late instanceof Response) void late.body?.cancel().catch(() => {});
+      const session = sessionOpenedBy(input, init, late);
+      if (session) await endSession(session);
+    };
   return {
     fetch: async (input, init) => {
       if (init?.method === 'DELETE') open = undefined;
