@@ -572,6 +572,32 @@ describe('errors', () => {
     expect(error).toMatchObject({ status: 402, code: 'usage_limit_exceeded' });
   });
 
+  it('tells the SDK not to retry a provider’s refusal of the request (its 4xx), and leaves its 429 and 5xx to retries', async () => {
+    // A prompt past the model's context window, say: the same request is refused every time.
+    for (const providerStatus of [400, 401, 404, 422]) {
+      upstream.enqueue({ kind: 'fail', status: providerStatus, message: 'context_length_exceeded' });
+      const counting = countingFetch();
+      const error = await client(CHAT_KEYS.main, { maxRetries: 2, fetch: counting.fetch })
+        .chat.completions.create({
+          model: 'agt_plain',
+          messages: [{ role: 'user', content: 'x'.repeat(1000) }],
+        })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.InternalServerError);
+      expect(error).toMatchObject({ status: 502, code: 'upstream_error', type: 'api_error' });
+      expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
+      expect(counting.calls).toBe(1);
+    }
+    for (const providerStatus of [408, 429, 500, 503]) {
+      upstream.enqueue({ kind: 'fail', status: providerStatus });
+      const error = await client()
+        .chat.completions.create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Hi' }] })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({ status: 502, code: 'upstream_error' });
+      expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBeNull();
+    }
+  });
+
   it('surfaces an upstream failure before the reply as 502, and one mid-stream as an error event', async () => {
     upstream.enqueue({ kind: 'fail', status: 500 });
     const failed = await client()

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
+import type { ApiError } from '../../errors.js';
 import { type ChatDeps, startConversation } from '../../services/chat.js';
 import {
   asModelError,
@@ -41,11 +42,31 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
+/** Provider statuses worth retrying: a timeout, a lock, a rate limit. Other 4xx refuse the request itself. */
+const TRANSIENT_PROVIDER_STATUSES = new Set([408, 409, 429]);
+
+/**
+ * Whether the OpenAI SDKs' retry would only meet the same answer: a 402 (a limit the same
+ * request meets again), a 409, which here is never a lock timeout (a reply stopped on purpose,
+ * which a retry would run and charge again), and a 502 relaying the provider's refusal of the
+ * request (a prompt past the model's context window, a bad provider key).
+ */
+function retryIsFutile(error: ApiError): boolean {
+  if (error.status === 402 || error.status === 409) return true;
+  const providerStatus = error.details.providerStatus;
+  return (
+    error.code === 'upstream_error' &&
+    typeof providerStatus === 'number' &&
+    providerStatus >= 400 &&
+    providerStatus < 500 &&
+    !TRANSIENT_PROVIDER_STATUSES.has(providerStatus)
+  );
+}
+
 /**
  * Errors in OpenAI's shape so OpenAI clients surface them. The OpenAI SDKs retry 408, 409, 429
- * and 5xx unless `x-should-retry: false` says otherwise (honoured first). Told not to: a 402
- * (a limit the same request meets again) and a 409, which here is never a lock timeout: a reply
- * stopped on purpose, which a retry would run (and charge) again.
+ * and 5xx unless `x-should-retry: false` says otherwise (honoured first): said where a retry
+ * is futile.
  */
 export function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, error: unknown) {
   const apiError = withAcceptedTypes(toApiError(error), request);
@@ -53,7 +74,7 @@ export function sendOpenAIError(request: FastifyRequest, reply: FastifyReply, er
   if (typeof apiError.details.retryAfterSeconds === 'number') {
     reply.header('retry-after', String(apiError.details.retryAfterSeconds));
   }
-  if (apiError.status === 402 || apiError.status === 409) reply.header('x-should-retry', 'false');
+  if (retryIsFutile(apiError)) reply.header('x-should-retry', 'false');
   if (Array.isArray(apiError.details.allow)) reply.header('allow', apiError.details.allow.join(', '));
   return reply.code(apiError.status).type('application/json; charset=utf-8').send(openAIError(apiError));
 }

@@ -31,7 +31,7 @@ export function openAIErrorResponses(...statuses: number[]) {
     415: 'Wrong request content type',
     429: 'Per-key rate limit; `Retry-After`',
     500: 'Unexpected failure',
-    502: 'The model provider failed',
+    502: 'The model provider failed; `x-should-retry: false` when it refused the request itself (a 4xx other than 408, 409, 429)',
     503: 'Storage or the database did not answer, or (chat completions) too many replies in progress; `Retry-After`',
     504: 'The model provider did not answer in time',
   };
