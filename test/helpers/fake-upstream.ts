@@ -30,6 +30,8 @@ export type ReplyScript =
       usage?: { prompt: number; completion: number };
       /** Sends no usage (a provider that ignores `stream_options.include_usage`). */
       noUsage?: boolean;
+      /** The provider's finish reason (`stop` unless given): `length`, `content_filter`. */
+      finishReason?: string;
       pieces?: string[];
       /** Streams one piece every `intervalMs` (a realistic token rate) instead of all at once. */
       intervalMs?: number;
@@ -180,7 +182,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
 
     if (!body.stream) {
       let message: Record<string, unknown>;
-      let finish = 'stop';
+      let finish = script.kind === 'text' ? (script.finishReason ?? 'stop') : 'stop';
       let completion = 0;
       if (script.kind === 'tool-calls') {
         finish = 'tool_calls';
@@ -303,7 +305,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       ).then(finish, () => undefined);
       return;
     }
-    res.write(chunk(id, model, {}, 'stop'));
+    res.write(chunk(id, model, {}, script.finishReason ?? 'stop'));
     if (script.noUsage) {
       res.end('data: [DONE]\n\n');
       return;

@@ -229,13 +229,35 @@ describe('chat completions', () => {
   });
 
   it('accepts max_completion_tokens and reports finish_reason length', async () => {
-    await client().chat.completions.create({
+    upstream.enqueue({ kind: 'text', text: 'One two three', finishReason: 'length' });
+    const json = await client().chat.completions.create({
       model: 'agt_plain',
       messages: [{ role: 'user', content: 'Hello' }],
       max_completion_tokens: 3,
     });
     expect(upstream.lastRequest().body.max_tokens).toBe(3);
+    expect(json.choices[0]).toMatchObject({ finish_reason: 'length', message: { content: 'One two three' } });
   });
+
+  it.each(['length', 'content_filter'] as const)(
+    'relays the provider’s finish_reason %s, JSON and streamed (the stream helper’s final completion too)',
+    async (finishReason) => {
+      const request = { model: 'agt_plain', messages: [{ role: 'user' as const, content: 'Hello' }] };
+      upstream.enqueue({ kind: 'text', text: 'Cut short', finishReason });
+      const json = await client().chat.completions.create(request);
+      expect(json.choices[0]!.finish_reason).toBe(finishReason);
+      upstream.enqueue({ kind: 'text', text: 'Cut short', finishReason });
+      const chunks = await collect(await client().chat.completions.create({ ...request, stream: true }));
+      const reasons = chunks.map((chunk) => chunk.choices[0]?.finish_reason).filter(Boolean);
+      expect(reasons).toEqual([finishReason]);
+      upstream.enqueue({ kind: 'text', text: 'Cut short', finishReason });
+      const final = await client().chat.completions.stream(request).finalChatCompletion();
+      expect(final.choices[0]).toMatchObject({
+        finish_reason: finishReason,
+        message: { content: 'Cut short' },
+      });
+    },
+  );
 
   it('sends an image part to the model', async () => {
     const png =
