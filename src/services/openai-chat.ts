@@ -417,12 +417,28 @@ export function conversationRequest(body: CompletionRequest, naming: ChatNaming)
   };
 }
 
-/** An unknown agent is OpenAI's unknown model. */
-export function asModelError(error: unknown, model: string): unknown {
-  if (error instanceof ApiError && error.code === 'not_found' && error.message === 'Agent not found') {
-    return modelNotFound(model);
-  }
-  return error;
+/**
+ * A 404 of what the request named, in OpenAI's terms: an unknown agent is OpenAI's unknown model,
+ * and an unknown chat or project names its field in `param` (the conversation machinery's 404s
+ * name no field: `/v1/chat` has no `param`). A chat found by a conversation key names none.
+ */
+export function asRequestError(
+  error: unknown,
+  body: Pick<CompletionRequest, 'model' | 'chat_id' | 'project_id'>,
+  naming: Pick<ChatNaming, 'chatId'>,
+): unknown {
+  if (!(error instanceof ApiError) || error.code !== 'not_found') return error;
+  if (error.message === 'Agent not found') return modelNotFound(body.model);
+  const param =
+    error.message === 'Chat not found' && naming.chatId !== undefined
+      ? body.chat_id !== undefined
+        ? 'chat_id'
+        : 'x-atrium-chat-id'
+      : error.message === 'Project not found' && body.project_id !== undefined
+        ? 'project_id'
+        : undefined;
+  if (param === undefined) return error;
+  return new ApiError(error.code, error.message, { ...error.details, param }, { cause: error.cause });
 }
 
 export function modelNotFound(model: string): ApiError {

@@ -1510,7 +1510,12 @@ describe('storing', () => {
       } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
-    expect(error).toMatchObject({ code: 'not_found' });
+    expect(error).toMatchObject({ code: 'not_found', param: 'chat_id' });
+    const byHeader = await client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-chat-id': 'cht_nope' } })
+      .chat.completions.create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Hi' }] })
+      .catch((e: unknown) => e);
+    expect(byHeader).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(byHeader).toMatchObject({ code: 'not_found', param: 'x-atrium-chat-id' });
 
     const helperChat = await client(CHAT_KEYS.main, {
       defaultHeaders: { 'x-atrium-conversation-key': 'helper' },
@@ -1535,5 +1540,23 @@ describe('storing', () => {
       } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
       .catch((e: unknown) => e);
     expect(otherTenant).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(otherTenant).toMatchObject({ code: 'not_found', param: 'chat_id' });
+  });
+
+  it('names project_id in param when the project is unknown or another workspace’s: 404', async () => {
+    for (const [key, projectId] of [
+      [CHAT_KEYS.main, 'prj_nope'],
+      [CHAT_KEYS.other, 'prj_docs'],
+    ] as const) {
+      const error = await client(key)
+        .chat.completions.create({
+          model: key === CHAT_KEYS.main ? 'agt_plain' : 'agt_other',
+          messages: [{ role: 'user', content: 'Hi' }],
+          project_id: projectId,
+        } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(error).toMatchObject({ status: 404, code: 'not_found', param: 'project_id' });
+    }
   });
 });

@@ -3,7 +3,7 @@ import type { Config } from '../../config.js';
 import type { ApiError } from '../../errors.js';
 import { type ChatDeps, startConversation } from '../../services/chat.js';
 import {
-  asModelError,
+  asRequestError,
   completionChunks,
   completionObject,
   conversationRequest,
@@ -172,11 +172,12 @@ export async function openAIRoutes(
     },
     async (request, reply) => {
       const body = request.body;
-      const input = conversationRequest(body, {
+      const naming = {
         chatId: body.chat_id ?? header(request, 'x-atrium-chat-id'),
         conversationKey: header(request, 'x-atrium-conversation-key'),
         userId: request.principal.userId,
-      });
+      };
+      const input = conversationRequest(body, naming);
       // An OpenAI client cannot resume a reply (useChat can, so /v1/chat runs on): one that leaves
       // a stream has stopped it, and a named chat keeps what the client saw; one that leaves a
       // JSON request (its timeout, a proxy's) can never read the answer, and its retry answers the
@@ -189,7 +190,7 @@ export async function openAIRoutes(
         client.stopReply();
       });
       const conversation = await startConversation(deps, request.principal, input).catch((error: unknown) => {
-        throw asModelError(error, body.model);
+        throw asRequestError(error, body, naming);
       });
       client.stopReply = () => conversation.stop();
       if (client.left) conversation.stop();

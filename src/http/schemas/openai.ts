@@ -24,7 +24,7 @@ export function openAIErrorResponses(...statuses: number[]) {
     400: 'Validation failed or a refused parameter (`bad_request`)',
     401: 'Missing or invalid key',
     402: 'Usage limit or spend cap reached; `x-should-retry: false`',
-    404: 'Unknown or invisible agent (`model_not_found`, `param: "model"`) or chat',
+    404: 'Unknown or invisible agent (`model_not_found`, `param: "model"`), chat (`param: "chat_id"` or `"x-atrium-chat-id"`) or project (`param: "project_id"`)',
     405: 'Known path, wrong method',
     409: 'The reply was stopped before it was done, or a reply of the named chat is still being generated (`conflict`); `x-should-retry: false`',
     413: 'Body over its byte limit',
