@@ -174,12 +174,14 @@ function toolCallsOf(message: OpenAIMessage, path: string): ToolCallIn[] {
 }
 
 /**
- * A tool call's `arguments`, parsed (kept as text when not JSON). JSON inside a string escapes
- * the body's own checks, so they are made here: at most MAX_JSON_CONTAINERS objects and arrays
- * in all the request's arguments (`budget`, counted before parsing), then depth and storable
- * text (input-guard.ts), each a 400 naming the call.
+ * A tool call's `arguments`, parsed (kept as text when not JSON; blank is a call without
+ * arguments, `{}`: a string input is no object, which Anthropic's API refuses). JSON inside a
+ * string escapes the body's own checks, so they are made here: at most MAX_JSON_CONTAINERS
+ * objects and arrays in all the request's arguments (`budget`, counted before parsing), then
+ * depth and storable text (input-guard.ts), each a 400 naming the call.
  */
 function parseArguments(text: string, path: string, budget: { left: number }): unknown {
+  if (text.trim() === '') return {};
   const bytes = Buffer.from(text);
   const containers = countJsonContainers(bytes, budget.left);
   if (containers > budget.left) {

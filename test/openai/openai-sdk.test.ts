@@ -705,6 +705,30 @@ describe('tools', () => {
     ]);
   });
 
+  it('takes a tool call sent back with blank arguments as a call with none ({}), not the JSON string ""', async () => {
+    // A function without parameters; clients that build the history themselves may send ''. A
+    // string input is no object, which Anthropic's API refuses (a 502 on every later turn).
+    for (const blank of ['', '  ']) {
+      await client().chat.completions.create({
+        model: 'agt_plain',
+        messages: [
+          { role: 'user', content: 'What time is it?' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'call_now', type: 'function', function: { name: 'now', arguments: blank } }],
+          },
+          { role: 'tool', tool_call_id: 'call_now', content: '12:00' },
+        ],
+        tools: [{ type: 'function', function: { name: 'now' } }],
+      });
+      const assistant = upstream.lastRequest().body.messages!.find((m) => m.role === 'assistant');
+      expect(assistant?.tool_calls).toEqual([
+        { id: 'call_now', type: 'function', function: { name: 'now', arguments: '{}' } },
+      ]);
+    }
+  });
+
   it('streams a client tool call as delta.tool_calls with finish_reason tool_calls', async () => {
     upstream.enqueue({ kind: 'tool-calls', calls: [{ name: 'get_weather', arguments: { city: 'Oslo' } }] });
     const chunks = await collect(
