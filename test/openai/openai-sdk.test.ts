@@ -519,6 +519,51 @@ describe('errors', () => {
     expect(error).toMatchObject({ code: 'bad_request', param: 'messages' });
   });
 
+  it('says what is wrong with a field that may take several shapes, not only that it is not the first shape', async () => {
+    const refused: Array<[Record<string, unknown>, { param: string; message: string }]> = [
+      // An array, so past the array's limit (it said "must be string").
+      [
+        { stop: ['a', 'b', 'c', 'd', 'e'] },
+        { param: 'stop', message: 'body.stop must NOT have more than 4 items' },
+      ],
+      // Parts, so the part's missing field (it said "messages.0.content must be string").
+      [
+        { messages: [{ role: 'user', content: [{ text: 'Hi' }] }] },
+        {
+          param: 'messages.0.content.0.type',
+          message: "body.messages.0.content.0.type must have required property 'type'",
+        },
+      ],
+      // None of the shapes: all of them (it said "must be equal to constant").
+      [
+        { tool_choice: 'sometimes' },
+        { param: 'tool_choice', message: 'body.tool_choice must be "none", "auto", "required" or object' },
+      ],
+      [{ stop: 5 }, { param: 'stop', message: 'body.stop must be string, array or null' }],
+      [
+        { messages: [{ role: 'function', content: 'Hi' }] },
+        {
+          param: 'messages.0.role',
+          message: 'body.messages.0.role must be "system", "developer", "user", "assistant" or "tool"',
+        },
+      ],
+    ];
+    for (const [extra, expected] of refused) {
+      const error = await client()
+        .chat.completions.create({
+          model: 'agt_plain',
+          messages: [{ role: 'user', content: 'Hi' }],
+          ...extra,
+        } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error).toMatchObject({ code: 'bad_request', param: expected.param });
+      expect((error as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
+        message: expected.message,
+      });
+    }
+  });
+
   it('answers an unknown agent and another workspace’s agent with NotFoundError, param model', async () => {
     for (const [key, model] of [
       [CHAT_KEYS.main, 'agt_nope'],

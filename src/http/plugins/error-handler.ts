@@ -31,9 +31,53 @@ const CLIENT_STATUS_CODES: Record<number, ErrorCode> = {
   415: 'unsupported_media_type',
 };
 
+type SchemaIssue = NonNullable<FastifyError['validation']>[number];
+
+/** A failed `type`, `const` or `enum` at `path`: the value does not have that shape at all. */
+function isShapeMismatch(issue: SchemaIssue, path: string): boolean {
+  return issue.instancePath === path && ['type', 'const', 'enum'].includes(issue.keyword);
+}
+
+/** The shapes a mismatch names: `string`, `"auto"`. */
+function shapesOf(issue: SchemaIssue): string[] {
+  const params = issue.params as {
+    type?: string | string[];
+    allowedValue?: unknown;
+    allowedValues?: unknown[];
+  };
+  if (issue.keyword === 'type') return [params.type ?? []].flat().map(String);
+  if (issue.keyword === 'const') return [JSON.stringify(params.allowedValue)];
+  return (params.allowedValues ?? []).map((value) => JSON.stringify(value));
+}
+
+function listed(items: string[]): string {
+  return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`;
+}
+
+/**
+ * AJV reports a value that fits none of a union's shapes (`anyOf`) as each shape's first failure,
+ * then the `anyOf`'s own: the first alone read "stop must be string" for five stop sequences.
+ * First instead: the failure within the shape the value has (its type matched, something inside
+ * did not), or, when it has none of them, one issue listing every shape it may have.
+ */
+function explainUnion(validation: SchemaIssue[]): SchemaIssue[] {
+  const at = validation.findIndex((issue) => issue.keyword === 'anyOf');
+  if (at <= 0) return validation;
+  const union = validation[at]!;
+  const branches = validation
+    .slice(0, at)
+    .filter((issue) => issue.instancePath.startsWith(union.instancePath));
+  if (branches.length === 0) return validation;
+  const explained = branches.find((issue) => !isShapeMismatch(issue, union.instancePath)) ?? {
+    ...union,
+    message: `must be ${listed([...new Set(branches.flatMap(shapesOf))])}`,
+  };
+  return [explained, ...validation.filter((issue) => issue !== explained)];
+}
+
 function validationIssues(error: FastifyError): ValidationIssue[] {
   const where = error.validationContext === 'querystring' ? 'query' : (error.validationContext ?? 'body');
-  return (error.validation ?? []).map((issue) => {
+  return explainUnion(error.validation ?? []).map((issue) => {
     const segments = issue.instancePath.split('/').filter(Boolean);
     const missing = (issue.params as { missingProperty?: string }).missingProperty;
     if (missing) segments.push(missing);
