@@ -112,9 +112,9 @@ function signatureMatches(secret: string, fields: SignedFields, signature: strin
  * Checks a signed URL's query against the method and storage path of the request. A signature
  * that does not match → 403 invalid_signature; a valid one past its expiry → 403 url_expired.
  * One that matches the other method (an upload URL sent with GET, a download URL with PUT) is a
- * URL of ours used the wrong way → 405 method_not_allowed with the method it is for: telling
- * this apart computes the other method's HMAC, which says nothing to whoever has no URL signed
- * by this server.
+ * URL of ours used the wrong way → 405 method_not_allowed with the method it is for, or, past
+ * its expiry, the same 403 url_expired as with the right method: telling this apart computes the
+ * other method's HMAC, which says nothing to whoever has no URL signed by this server.
  */
 export function verifySignedUrl(
   secret: string,
@@ -144,13 +144,18 @@ export function verifySignedUrl(
   };
   if (!signatureMatches(secret, fields, signature)) {
     const other: SignedMethod = method === 'PUT' ? 'GET' : 'PUT';
-    if (signatureMatches(secret, { ...fields, method: other }, signature)) throw wrongMethod(other);
-    throw invalid();
+    if (!signatureMatches(secret, { ...fields, method: other }, signature)) throw invalid();
+    // Retrying with the right method would only meet the expiry: say that now, not 405.
+    if (hasExpired(fields, now)) throw expired(fields);
+    throw wrongMethod(other);
   }
-  if (now.getTime() >= fields.expiresAt * 1000) {
-    throw new ApiError('url_expired', 'The signed URL has expired', {
-      expiredAt: new Date(fields.expiresAt * 1000).toISOString(),
-    });
-  }
+  if (hasExpired(fields, now)) throw expired(fields);
   return fields;
 }
+
+const hasExpired = (fields: SignedFields, now: Date) => now.getTime() >= fields.expiresAt * 1000;
+
+const expired = (fields: SignedFields) =>
+  new ApiError('url_expired', 'The signed URL has expired', {
+    expiredAt: new Date(fields.expiresAt * 1000).toISOString(),
+  });

@@ -335,7 +335,7 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     expect((await put(uploadUrl, 'hello')).statusCode).toBe(200);
   });
 
-  it('answers an upload URL sent for a download, or the reverse, with 405 and the method it is for', async () => {
+  it('answers an upload URL sent for a download, or the reverse, with 405 and the method it is for while valid, 403 url_expired after', async () => {
     const { uploadUrl, storagePath } = await requestUploadUrl('methods.txt', 5);
     // Before: 403 invalid_signature, as if the URL had been tampered with.
     for (const method of ['GET', 'HEAD'] as const) {
@@ -367,10 +367,31 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     });
     expect((await t.app.inject({ method: 'GET', url: injectable(downloadUrl) })).body).toBe('hello');
 
-    // Past its expiry, the method is still the first thing wrong.
+    // Past its expiry, the right method would not help either: 403 url_expired, the same answer
+    // as with the right method (before: 405, then 403 on the retry).
     now = new Date(now.getTime() + 5 * 60 * 60 * 1000);
-    expect((await t.app.inject({ method: 'GET', url: injectable(uploadUrl) })).statusCode).toBe(405);
-    expect((await put(downloadUrl, 'HELLO')).statusCode).toBe(405);
+    const expiredCases = [
+      [
+        uploadUrl,
+        await t.app.inject({ method: 'GET', url: injectable(uploadUrl) }),
+        await put(uploadUrl, 'hello'),
+      ],
+      [
+        downloadUrl,
+        await put(downloadUrl, 'HELLO'),
+        await t.app.inject({ method: 'GET', url: injectable(downloadUrl) }),
+      ],
+    ] as const;
+    for (const [url, wrongMethod, rightMethod] of expiredCases) {
+      expect(wrongMethod.statusCode, url).toBe(403);
+      expect(wrongMethod.headers.allow, url).toBeUndefined();
+      expect(rightMethod.statusCode, url).toBe(403);
+      expect(wrongMethod.json(), url).toEqual(rightMethod.json());
+      expect(wrongMethod.json().code, url).toBe('url_expired');
+    }
+    const expiredHead = await t.app.inject({ method: 'HEAD', url: injectable(uploadUrl) });
+    expect(expiredHead.statusCode).toBe(403);
+    expect(expiredHead.headers.allow).toBeUndefined();
     now = new Date('2026-11-22T10:00:00.000Z');
 
     // A URL tampered with is tampered with, whatever the method: no signature matches either.

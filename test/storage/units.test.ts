@@ -31,7 +31,7 @@ describe('signed URLs', () => {
     expect(verifySignedUrl('secret', 'PUT', fields.key, queryOf(url), now)).toMatchObject(fields);
   });
 
-  it('refuses another secret or key, tells the other method apart, and expires at the second', () => {
+  it('refuses another secret or key, tells the other method apart while valid, and expires at the second for both methods', () => {
     const query = queryOf(createSignedUrl('http://h', 'secret', fields));
     expect(() => verifySignedUrl('other', 'PUT', fields.key, query, now)).toThrow(
       expect.objectContaining({ code: 'invalid_signature' }),
@@ -50,6 +50,26 @@ describe('signed URLs', () => {
     const atExpiry = new Date(fields.expiresAt * 1000);
     expect(() => verifySignedUrl('secret', 'PUT', fields.key, query, atExpiry)).toThrow(
       expect.objectContaining({ code: 'url_expired', status: 403 }),
+    );
+    // Expired and sent with the other method: the same url_expired, not a 405 whose retry fails.
+    const expired = (method: 'PUT' | 'GET') => {
+      try {
+        verifySignedUrl('secret', method, fields.key, query, atExpiry);
+      } catch (error) {
+        return error;
+      }
+      throw new Error(`${method} was accepted`);
+    };
+    expect(expired('GET')).toMatchObject({ code: 'url_expired', status: 403 });
+    const { code, message, details } = expired('PUT') as { code: string; message: string; details: object };
+    expect(expired('GET')).toMatchObject({ code, message, details });
+    // Just before expiry, the wrong method is still 405.
+    expect(() =>
+      verifySignedUrl('secret', 'GET', fields.key, query, new Date(fields.expiresAt * 1000 - 1)),
+    ).toThrow(expect.objectContaining({ code: 'method_not_allowed', status: 405 }));
+    // A tampered URL past its expiry stays invalid_signature whatever the method.
+    expect(() => verifySignedUrl('other', 'GET', fields.key, query, atExpiry)).toThrow(
+      expect.objectContaining({ code: 'invalid_signature' }),
     );
   });
 

@@ -206,7 +206,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       schema: {
         summary: 'Upload an object through a signed URL (fs storage)',
         description:
-          'The `uploadUrl` of an upload-URL request. Send exactly the declared number of bytes with the declared Content-Type (any other, a missing or a malformed one is 400 with `details.expected` and `details.received`); no API key. A download URL sent with PUT is 405 with `Allow: GET, HEAD`.',
+          'The `uploadUrl` of an upload-URL request. Send exactly the declared number of bytes with the declared Content-Type (any other, a missing or a malformed one is 400 with `details.expected` and `details.received`); no API key. A download URL sent with PUT is 405 with `Allow: GET, HEAD` (403 `url_expired` once it has expired).',
         operationId: 'uploadObject',
         security: [],
         tags: ['storage'],
@@ -274,7 +274,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       schema: {
         summary: 'Download an object through a signed URL (fs storage)',
         description:
-          'The `downloadUrl` of a download-URL request. Supports a single byte `Range`; no API key. An upload URL sent with GET or HEAD is 405 with `Allow: PUT`.',
+          'The `downloadUrl` of a download-URL request. Supports a single byte `Range`; no API key. An upload URL sent with GET or HEAD is 405 with `Allow: PUT` (403 `url_expired` once it has expired).',
         operationId: 'downloadObject',
         security: [],
         tags: ['storage'],

@@ -157,7 +157,7 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
   },
   405: {
     description:
-      'Known path, wrong method, or a signed storage URL sent with the method it is not for (`method_not_allowed`); `Allow` lists the methods',
+      'Known path, wrong method, or a signed storage URL, not yet expired, sent with the method it is not for (`method_not_allowed`); `Allow` lists the methods',
     examples: [
       {
         code: 'method_not_allowed',
