@@ -38,6 +38,27 @@ const USAGE = `Usage: atrium <command>
   keys revoke KEY_ID                      revoke a key
   demo                                    create the demo workspace on an empty database`;
 
+/**
+ * Every error the command prints: each line of it on stderr starts with `atrium: ` (README, "The
+ * `atrium` command and the setup file"), so a script or a log search tells the command's own errors from anything
+ * else on the terminal.
+ */
+function printError(...lines: string[]): void {
+  for (const line of lines) console.error(`atrium: ${line}`);
+}
+
+/**
+ * A runtime failure's message on one line: a Node error can say nothing in `message` (the
+ * AggregateError of a host name whose every address refused) or run over several lines.
+ */
+export function failureMessage(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const inner = error instanceof AggregateError ? error.errors.map((e) => failureMessage(e)) : [];
+  const text =
+    error.message || inner.filter(Boolean).join('; ') || (error as { code?: string }).code || error.name;
+  return text.replace(/\s*\n\s*/g, ' ');
+}
+
 class UsageError extends Error {}
 /** A well-formed command naming something that is not there: exit 2, without the usage text. */
 class BadArgument extends Error {}
@@ -106,13 +127,15 @@ async function apply(args: string[]): Promise<number> {
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    console.error(`${file}: cannot read: ${(error as Error).message}`);
+    printError(`${file}: cannot read: ${(error as Error).message}`);
     return EXIT.usage;
   }
   const parsed = parseSetupText(text, file);
   if (!parsed.ok) {
-    console.error(`${file} is invalid; nothing was applied:`);
-    for (const problem of parsed.problems) console.error(`  ${file}: ${problem.path}: ${problem.message}`);
+    printError(
+      `${file} is invalid; nothing was applied:`,
+      ...parsed.problems.map((problem) => `${file}: ${problem.path}: ${problem.message}`),
+    );
     return EXIT.usage;
   }
   let report: Awaited<ReturnType<typeof applySetup>>;
@@ -122,8 +145,8 @@ async function apply(args: string[]): Promise<number> {
     );
   } catch (error) {
     if (error instanceof MovedObjectError) {
-      console.error(`${file}: nothing was applied: ${error.message}`);
-      console.error(
+      printError(
+        `${file}: nothing was applied: ${error.message}`,
         error.foundBy === 'id'
           ? 'An id names one object wherever it lives: check the id, or leave it out.'
           : 'An email names one user wherever it lives: check the email, or set the user up in its own organization.',
@@ -131,19 +154,20 @@ async function apply(args: string[]): Promise<number> {
       return EXIT.usage;
     }
     if (error instanceof TakenIdentityError) {
-      console.error(`${file}: nothing was applied: ${error.message}`);
-      console.error(error.hint);
+      printError(`${file}: nothing was applied: ${error.message}`, error.hint);
       return EXIT.usage;
     }
     if (error instanceof DuplicateAgentTitlesError) {
-      console.error(`${file}: nothing was applied: agents would share a title in a workspace:`);
-      for (const title of error.titles) console.error(`  ${title}`);
+      printError(
+        `${file}: nothing was applied: agents would share a title in a workspace:`,
+        ...error.titles.map((title) => `  ${title}`),
+      );
       return EXIT.usage;
     }
     if (!(error instanceof ApiManagedObjectsError)) throw error;
-    console.error(`${file}: nothing was applied: these objects are managed through the API:`);
-    for (const object of error.objects) console.error(`  ${object}`);
-    console.error(
+    printError(
+      `${file}: nothing was applied: these objects are managed through the API:`,
+      ...error.objects.map((object) => `  ${object}`),
       'Run again with --adopt to make the file their manager (API writes to them then answer 409).',
     );
     return EXIT.usage;
@@ -271,7 +295,7 @@ async function demo(): Promise<number> {
   const config = loadSettings();
   return withDatabase(async ({ db }) => {
     if (await hasAnyOrganization(db)) {
-      console.error('The database is not empty; `atrium demo` only runs on an empty one.');
+      printError('The database is not empty; `atrium demo` only runs on an empty one.');
       return EXIT.usage;
     }
     const created = await createDemo(db, new Date());
@@ -281,6 +305,11 @@ async function demo(): Promise<number> {
   });
 }
 
+/**
+ * Runs one command and answers its exit code: 0, 2 for bad usage, a bad setting or an invalid
+ * setup file, 1 for a runtime failure (database unreachable, port in use). Every error is printed
+ * here, as `atrium: ` lines; it never rejects.
+ */
 export async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   try {
@@ -307,14 +336,16 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      console.error(`atrium: ${(error as Error).message}\n\n${USAGE}`);
+      printError((error as Error).message);
+      console.error(`\n${USAGE}`);
       return EXIT.usage;
     }
     // A bad setting or a name that is not there: the usage text would not help.
     if (error instanceof BadArgument || error instanceof ConfigError) {
-      console.error(`atrium: ${(error as Error).message}`);
+      printError((error as Error).message);
       return EXIT.usage;
     }
-    throw error;
+    printError(failureMessage(error));
+    return EXIT.failure;
   }
 }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli/main.js';
+import { failureMessage, main } from '../../src/cli/main.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { engineName, testDatabaseUrl } from '../helpers/app.js';
@@ -430,6 +430,64 @@ organizations:
     expect(await main(['frobnicate'])).toBe(2);
   });
 
+  it('prints setup-file errors as lines starting "atrium: ", file and path after it, like its other errors', async () => {
+    // Before: compiler-style `FILE: path: message` lines (and a header) without the prefix.
+    const odd = writeSetup('prefixed.yaml', 'organizations: 5\nbogus: 1\n');
+    output.err = [];
+    expect(await main(['apply', odd])).toBe(2);
+    expect(output.err).toEqual([
+      `atrium: ${odd} is invalid; nothing was applied:`,
+      `atrium: ${odd}: bogus: is not a known field`,
+      `atrium: ${odd}: organizations: must be array`,
+    ]);
+    const missing = path.join(dir, 'missing-prefixed.yaml');
+    output.err = [];
+    expect(await main(['apply', missing])).toBe(2);
+    expect(output.err).toEqual([
+      `atrium: ${missing}: cannot read: ENOENT: no such file or directory, open '${missing}'`,
+    ]);
+    const broken = writeSetup('broken-prefixed.yaml', 'organizations: [unclosed');
+    output.err = [];
+    expect(await main(['apply', broken])).toBe(2);
+    expect(output.err).toHaveLength(2);
+    expect(output.err[0]).toBe(`atrium: ${broken} is invalid; nothing was applied:`);
+    expect(output.err[1]).toContain(`atrium: ${broken}: (file): `);
+    expect(output.err[1]).toMatch(/^atrium: .* is not valid YAML: .* at line 1, column \d+$/);
+  });
+
+  it('prints a bad setting (exit 2) and an unreachable database (exit 1) as one "atrium: " line', async () => {
+    const before = process.env.DATABASE_URL;
+    try {
+      process.env.DATABASE_URL = 'mysql://127.0.0.1/atrium';
+      output.err = [];
+      expect(await main(['migrate'])).toBe(2);
+      expect(output.err).toEqual([
+        'atrium: DATABASE_URL must be a postgres:// URL (unset it to use the embedded SQLite)',
+      ]);
+      // Nothing listens on port 1. Before: main rejected and bin/atrium printed the bare message.
+      process.env.DATABASE_URL = 'postgres://postgres@127.0.0.1:1/atrium';
+      output.err = [];
+      expect(await main(['migrate'])).toBe(1);
+      expect(output.err).toEqual(['atrium: connect ECONNREFUSED 127.0.0.1:1']);
+    } finally {
+      if (before === undefined) delete process.env.DATABASE_URL;
+      else process.env.DATABASE_URL = before;
+    }
+  });
+
+  it('words a runtime failure on one line, even one whose message is empty or runs over lines', () => {
+    const refused = (address: string) =>
+      Object.assign(new Error(`connect ECONNREFUSED ${address}`), { code: 'ECONNREFUSED' });
+    // What Node 20 gives for `localhost` when both ::1 and 127.0.0.1 refuse: an empty message.
+    const both = Object.assign(new AggregateError([refused('::1:1'), refused('127.0.0.1:1')], ''), {
+      code: 'ECONNREFUSED',
+    });
+    expect(failureMessage(both)).toBe('connect ECONNREFUSED ::1:1; connect ECONNREFUSED 127.0.0.1:1');
+    expect(failureMessage(Object.assign(new Error(''), { code: 'EPIPE' }))).toBe('EPIPE');
+    expect(failureMessage(new Error('first\n  second'))).toBe('first second');
+    expect(failureMessage('thrown text')).toBe('thrown text');
+  });
+
   it('reports a file that is not YAML by line and column, without quoting it (it may hold a key)', async () => {
     const secret = 'sk-provider-SECRET-0123456789';
     for (const [name, text, line] of [
@@ -651,7 +709,11 @@ organizations:
   });
 
   it('refuses `demo` on a database that is not empty', async () => {
+    output.err = [];
     expect(await main(['demo'])).toBe(2);
+    expect(output.err).toEqual([
+      'atrium: The database is not empty; `atrium demo` only runs on an empty one.',
+    ]);
   });
 });
 

@@ -118,6 +118,11 @@ describe(`atrium apply and API-managed objects (${engineName})`, () => {
     expect(await main(['apply', file])).toBe(2);
     expect(output.err.join('\n')).toContain(`agent "Made by API" (${agentId})`);
     expect(output.err.join('\n')).toContain('--adopt');
+    expect(output.err).toEqual([
+      `atrium: ${file}: nothing was applied: these objects are managed through the API:`,
+      expect.stringMatching(/^atrium: {3}agent "Made by API" \(/),
+      'atrium: Run again with --adopt to make the file their manager (API writes to them then answer 409).',
+    ]);
     const untouched = (await call('GET', `/v1/agents/${agentId}`)).json().data.agent;
     expect(untouched).toMatchObject({ description: 'api', managedBy: 'api' });
 
@@ -351,8 +356,8 @@ describe(`atrium apply and users (${engineName})`, () => {
     const file = acmeUserFile('moved-user.yaml', '{ name: Gina, email: gina@globex.test }');
     expect(await main(['apply', file])).toBe(2);
     expect(output.err).toEqual([
-      `${file}: nothing was applied: The setup file would move user gina@globex.test (usr_gina) from organization org_globex to org_acme.`,
-      'An email names one user wherever it lives: check the email, or set the user up in its own organization.',
+      `atrium: ${file}: nothing was applied: The setup file would move user gina@globex.test (usr_gina) from organization org_globex to org_acme.`,
+      'atrium: An email names one user wherever it lives: check the email, or set the user up in its own organization.',
     ]);
     expect((await userRow('gina@globex.test')).organization_id).toBe('org_globex');
   });
@@ -365,8 +370,8 @@ describe(`atrium apply and users (${engineName})`, () => {
     // Before: the insert's unique constraint, exit 1.
     expect(await main(['apply', file])).toBe(2);
     expect(output.err).toEqual([
-      `${file}: nothing was applied: The setup file gives user usr_olivia_again the email olivia@acme.test, which user usr_olivia has.`,
-      'An email names one user: name that user by id usr_olivia, or give this one another email.',
+      `atrium: ${file}: nothing was applied: The setup file gives user usr_olivia_again the email olivia@acme.test, which user usr_olivia has.`,
+      'atrium: An email names one user: name that user by id usr_olivia, or give this one another email.',
     ]);
     expect((await userRow('olivia@acme.test')).id).toBe('usr_olivia');
   });
@@ -407,8 +412,8 @@ organizations:
     const file = keyFile('renamed-key.yaml', 'wsp_other', `name: other-owner-renamed, ${plaintext}`);
     expect(await main(['apply', file])).toBe(2);
     expect(output.err).toEqual([
-      `${file}: nothing was applied: The setup file gives key other-owner-renamed the plaintext key that key other-owner (${holder}) has.`,
-      `A plaintext key names one key: name key ${holder} by its id to rename it, or give this one another key.`,
+      `atrium: ${file}: nothing was applied: The setup file gives key other-owner-renamed the plaintext key that key other-owner (${holder}) has.`,
+      `atrium: A plaintext key names one key: name key ${holder} by its id to rename it, or give this one another key.`,
     ]);
     expect(output.err.join('\n')).not.toContain(MKEYS.otherWorkspace);
     // Named by its id, the same key takes the new name.
@@ -458,7 +463,7 @@ organizations:
     // the hash's unique constraint.
     expect(await main(['apply', '--adopt', file])).toBe(2);
     expect(output.err[1]).toBe(
-      `A plaintext key names one key: name key ${live.apiKey.id} by its id to rename it, or give this one another key.`,
+      `atrium: A plaintext key names one key: name key ${live.apiKey.id} by its id to rename it, or give this one another key.`,
     );
     expect(output.err.join('\n')).not.toContain(live.key);
   });

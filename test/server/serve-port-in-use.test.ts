@@ -35,6 +35,8 @@ describe(`atrium serve on a port already in use (${engineName})`, () => {
       const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
       expect(code).toBe(1);
       expect(output).toContain('EADDRINUSE');
+      // One line of the command's own, as its other errors (before: the bare message).
+      expect(output).toMatch(/^atrium: .*EADDRINUSE.*$/m);
     } finally {
       await new Promise<void>((resolve) => holder.close(() => resolve()));
     }
