@@ -5,8 +5,8 @@
  *    ≥ 70% of it). The server writes to a temp file, fsyncs it and renames it into place.
  *  - Peak RSS growth of the server process during the upload (target: < 32 MB), read from
  *    /proc: VmHWM reset before each upload, against VmRSS just before it.
- *  - Sync of a project with 500 files (target: < 250 ms): the first sync (500 added) and a
- *    sync with nothing to change.
+ *  - Sync of a project with 500 files (target: < 250 ms): the first sync (500 added; the median
+ *    of three projects) and a sync with nothing to change.
  */
 import { type ChildProcess, execFile, fork, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -36,6 +36,12 @@ const KEY = 'atr_ws_bench_files_owner_0000000000000000000';
 const FILE_BYTES = 50 * 1024 * 1024;
 const RUNS = 5;
 const SYNC_FILES = 500;
+/**
+ * Projects whose first sync is measured: one sample was too noisy to read (a fresh server's
+ * first sync, with the indexer starting on the 500 new files beside it, moved 168–329 ms
+ * between full runs of the same code); each project's is a first sync all the same.
+ */
+const SYNC_PROJECTS = ['prj_sync', 'prj_sync_2', 'prj_sync_3'];
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 const megabytes = (bytes: number) => (bytes / (1024 * 1024)).toFixed(1);
@@ -190,7 +196,7 @@ export async function run(report: Report) {
           benchOrganization(KEY, {
             projects: [
               { id: 'prj_upload', name: 'Upload' },
-              { id: 'prj_sync', name: 'Sync' },
+              ...SYNC_PROJECTS.map((id, i) => ({ id, name: `Sync ${i + 1}` })),
             ],
           }),
         ],
@@ -280,36 +286,40 @@ export async function run(report: Report) {
         `  per upload, in order: Atrium ${growth.map(megabytes).join(', ')} MB; the bare server ${bareGrowth.map(megabytes).join(', ')} MB`,
       );
 
-      // 500 objects as finished uploads leave them (with their metadata), then sync.
+      // 500 objects as finished uploads leave them (with their metadata), then sync; in each of
+      // the projects, in turn (the indexer works on the files of the ones before meanwhile).
       const store = createObjectStore(config);
-      const prefix = 'projects/wsp_bench/prj_sync/';
-      for (let i = 0; i < SYNC_FILES; i += 50) {
-        await Promise.all(
-          Array.from({ length: 50 }, (_, j) =>
-            store.put(
-              `${prefix}folder-${(i + j) % 10}/file-${i + j}.md`,
-              Readable.from([Buffer.from(`# File ${i + j}\n`)]),
-              {
-                contentType: 'text/markdown',
-              },
+      const firsts: number[] = [];
+      for (const projectId of SYNC_PROJECTS) {
+        const prefix = `projects/wsp_bench/${projectId}/`;
+        for (let i = 0; i < SYNC_FILES; i += 50) {
+          await Promise.all(
+            Array.from({ length: 50 }, (_, j) =>
+              store.put(
+                `${prefix}folder-${(i + j) % 10}/file-${i + j}.md`,
+                Readable.from([Buffer.from(`# File ${i + j}\n`)]),
+                {
+                  contentType: 'text/markdown',
+                },
+              ),
             ),
-          ),
-        );
+          );
+        }
+        const started = performance.now();
+        const first = await api(server.url, 'POST', `/projects/${projectId}/files/sync`);
+        firsts.push(performance.now() - started);
+        if (first.added !== SYNC_FILES) throw new Error(`first sync added ${first.added}`);
       }
-      let started = performance.now();
-      const first = await api(server.url, 'POST', '/projects/prj_sync/files/sync');
-      const firstMs = performance.now() - started;
-      if (first.added !== SYNC_FILES) throw new Error(`first sync added ${first.added}`);
       const again: number[] = [];
       for (let i = 0; i < RUNS; i++) {
-        started = performance.now();
-        const result = await api(server.url, 'POST', '/projects/prj_sync/files/sync');
+        const started = performance.now();
+        const result = await api(server.url, 'POST', `/projects/${SYNC_PROJECTS[0]}/files/sync`);
         again.push(performance.now() - started);
         if (result.added + result.removed + result.updated !== 0)
           throw new Error('second sync changed something');
       }
       report(
-        `sync of a project with ${SYNC_FILES} files: first sync (${SYNC_FILES} added) ${firstMs.toFixed(0)} ms; unchanged re-sync ${median(again).toFixed(0)} ms (median of ${RUNS}; target < 250 ms)`,
+        `sync of a project with ${SYNC_FILES} files: first sync (${SYNC_FILES} added) ${median(firsts).toFixed(0)} ms (median of ${SYNC_PROJECTS.length} projects: ${firsts.map((ms) => ms.toFixed(0)).join(' / ')} ms); unchanged re-sync ${median(again).toFixed(0)} ms (median of ${RUNS}; target < 250 ms)`,
       );
     } finally {
       await server.stop();
