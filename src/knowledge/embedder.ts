@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { renewWhileWorking } from '../lease-renewal.js';
 import type { ResolvedEmbeddingModel } from '../models/registry.js';
 import { assertWithinWorkspaceLimits } from '../services/usage.js';
 import { type ChunkToEmbed, chunksLackingVectors, deleteStaleVectors, storeVectors } from './vector-store.js';
@@ -65,8 +66,8 @@ export class Embedder {
   private wake: (() => void) | undefined;
   /** Provider calls in flight, aborted by a stop. */
   private readonly calls = new Set<AbortController>();
-  /** Lease renewals of the batches under way, cleared by a stop. */
-  private readonly renewals = new Set<NodeJS.Timeout>();
+  /** Lease renewals of the batches under way, ended by a stop. */
+  private readonly renewals = new Set<() => void>();
 
   constructor(
     private readonly vectors: KnowledgeVectors,
@@ -111,7 +112,7 @@ export class Embedder {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const renewal of this.renewals) clearInterval(renewal);
+    for (const endRenewal of this.renewals) endRenewal();
     this.renewals.clear();
     for (const call of this.calls) call.abort(new Error('the embedder stopped'));
     this.wake?.();
@@ -183,7 +184,7 @@ export class Embedder {
     if (!(await this.claim(workspaceId, model.key, now))) return false;
     // One per call, not one for the embedder's life: a combined signal stays tied to its inputs.
     const call = new AbortController();
-    const stopRenewing = this.renewWhileWorking(workspaceId, call);
+    const stopRenewing = this.keepLease(workspaceId, call);
     try {
       const chunks = await this.nextBatch(workspaceId, model.key);
       if (chunks.length === 0) {
@@ -244,39 +245,26 @@ export class Embedder {
    * stalled past it) aborts `call`: its answer is abandoned. A renewal that fails (the database
    * unreachable) is reported and the next one tries again; the store checks the lease anyway.
    */
-  private renewWhileWorking(workspaceId: string, call: AbortController): () => void {
-    let renewing = false;
-    let ended = false;
-    const renew = async () => {
-      const leaseUntil = new Date(this.options.now().getTime() + this.options.leaseMs).toISOString();
-      const result = await this.db
-        .updateTable('knowledge_embedding_state')
-        .set({ lease_until: leaseUntil })
-        .where('workspace_id', '=', workspaceId)
-        .where('lease_owner', '=', this.options.processId)
-        .executeTakeFirst();
-      if (!ended && Number(result.numUpdatedRows) === 0) call.abort(new Error(LEASE_LOST));
-    };
-    const timer = setInterval(
-      () => {
-        // One renewal at a time: a slow database does not pile them up.
-        if (renewing || ended) return;
-        renewing = true;
-        renew()
-          .catch((error: unknown) => this.options.onError?.(error, workspaceId))
-          .finally(() => {
-            renewing = false;
-          });
+  private keepLease(workspaceId: string, call: AbortController): () => void {
+    const stop = renewWhileWorking({
+      everyMs: Math.floor(this.options.leaseMs / 3),
+      renew: async () => {
+        const leaseUntil = new Date(this.options.now().getTime() + this.options.leaseMs).toISOString();
+        const result = await this.db
+          .updateTable('knowledge_embedding_state')
+          .set({ lease_until: leaseUntil })
+          .where('workspace_id', '=', workspaceId)
+          .where('lease_owner', '=', this.options.processId)
+          .executeTakeFirst();
+        return Number(result.numUpdatedRows) > 0;
       },
-      Math.max(10, Math.floor(this.options.leaseMs / 3)),
-    );
-    // Renewals are no reason to keep the process running.
-    timer.unref();
-    this.renewals.add(timer);
+      onLost: () => call.abort(new Error(LEASE_LOST)),
+      onError: (error) => this.options.onError?.(error, workspaceId),
+    });
+    this.renewals.add(stop);
     return () => {
-      ended = true;
-      clearInterval(timer);
-      this.renewals.delete(timer);
+      stop();
+      this.renewals.delete(stop);
     };
   }
 

@@ -50,10 +50,5 @@ export class HeldVectors extends StoringVectors {
   }
 }
 
-export async function waitUntil(done: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** Moved to test/helpers/wait-until.ts; kept here for the embedder tests' imports. */
+export { waitUntil } from '../helpers/wait-until.js';
