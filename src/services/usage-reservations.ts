@@ -1,9 +1,10 @@
-import { sql } from 'kysely';
+import { type Insertable, sql } from 'kysely';
 import { type Db, type Dialect, dialectOf } from '../db/database.js';
 import { findMonthUsage } from '../db/repositories/usage.js';
-import type { WorkspaceTable } from '../db/schema.js';
+import type { UsageReservationTable, WorkspaceTable } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
+import { renewWhileWorking } from '../lease-renewal.js';
 import { costUsd, type Pricing } from '../models/registry.js';
 import { ledgerMonth } from './usage.js';
 import { estimatePromptTokens } from './usage-estimate.js';
@@ -14,9 +15,13 @@ import { estimatePromptTokens } from './usage-estimate.js';
  * are refused until they settle; far from it, the reservation is noise.
  */
 export const RESERVED_OUTPUT_TOKENS = 1024;
-/** A reservation stops counting this long after its process last vouched for it. */
-const RESERVATION_TTL_MS = 5 * 60_000;
-const HEARTBEAT_MS = 60_000;
+/**
+ * A reservation stops counting this long after its process last vouched for it; the process
+ * renews its reservations every third of it while it runs. Kept short: a killed process's
+ * reservations (SIGKILL, out of memory, a lost machine) count against the workspace's limits
+ * this long at most, refusing its requests meanwhile when it is near a limit.
+ */
+export const USAGE_RESERVATION_TTL_MS = 30_000;
 
 export interface UsageEstimate {
   tokens: number;
@@ -56,41 +61,71 @@ type LimitedWorkspace = Pick<
 export class UsageReservations {
   /** Marks this process's reservations, so it can keep them alive while it runs. */
   readonly processId = newId('prc');
-  private readonly held = new Set<string>();
-  private heartbeat: NodeJS.Timeout | undefined;
+  /** The reservations of this process's requests in flight, as inserted. */
+  private readonly held = new Map<string, Insertable<UsageReservationTable>>();
+  private stopRenewing: (() => void) | undefined;
+  private readonly ttlMs: number;
 
   private readonly dialect: Dialect;
 
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    options: { ttlMs?: number } = {},
   ) {
     this.dialect = dialectOf(db);
+    this.ttlMs = options.ttlMs ?? USAGE_RESERVATION_TTL_MS;
   }
 
   /** Keeps this process's reservations from expiring while it runs. */
   start(): void {
-    this.heartbeat ??= setInterval(() => void this.extend(), HEARTBEAT_MS);
-    this.heartbeat.unref();
+    // A failed renewal is tried again a third of the expiry later; two may fail in a row.
+    this.stopRenewing ??= renewWhileWorking({
+      everyMs: Math.floor(this.ttlMs / 3),
+      renew: async () => {
+        await this.extend();
+        return true;
+      },
+    });
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.heartbeat);
-    this.heartbeat = undefined;
+    this.stopRenewing?.();
+    this.stopRenewing = undefined;
   }
 
+  /**
+   * Moves the expiry of this process's reservations on. One found gone (this process stalled,
+   * or the database was out of reach, past its expiry, and another process's admission cleared
+   * it away) is put back: its request still runs, and what it spends must still count.
+   */
   private async extend(): Promise<void> {
     if (this.held.size === 0) return;
-    const expiresAt = new Date(this.clock().getTime() + RESERVATION_TTL_MS).toISOString();
-    await this.db
+    const expiresAt = new Date(this.clock().getTime() + this.ttlMs).toISOString();
+    const ids = [...this.held.keys()];
+    const result = await this.db
       .updateTable('usage_reservations')
       .set({ expires_at: expiresAt })
       .where('process_id', '=', this.processId)
-      .where('id', 'in', [...this.held])
-      .execute()
-      .catch(() => {
-        // Retried at the next beat; the reservations only expire after several missed ones.
-      });
+      .where('id', 'in', ids)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === ids.length) return;
+    const present = new Set(
+      (await this.db.selectFrom('usage_reservations').select('id').where('id', 'in', ids).execute()).map(
+        (row) => row.id,
+      ),
+    );
+    // Not those released meanwhile: they are settled, their usage in the ledger.
+    const missing = ids.flatMap((id) => {
+      const row = this.held.get(id);
+      return row && !present.has(id) ? [{ ...row, expires_at: expiresAt }] : [];
+    });
+    if (missing.length === 0) return;
+    await this.db
+      .insertInto('usage_reservations')
+      .values(missing)
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
   }
 
   /**
@@ -113,25 +148,23 @@ export class UsageReservations {
     const id = newId('rsv');
     const now = this.clock();
     const nowIso = now.toISOString();
+    const reservation = {
+      id,
+      workspace_id: workspace.id,
+      chat_id: chatId ?? null,
+      process_id: this.processId,
+      tokens: estimate.tokens,
+      cost_usd: estimate.costUsd,
+      created_at: nowIso,
+      expires_at: new Date(now.getTime() + this.ttlMs).toISOString(),
+    };
     await this.db.transaction().execute(async (trx) => {
       // One admission per workspace at a time. On SQLite the insert below, as the first
       // statement, takes the database's write lock for the same effect.
       if (this.dialect === 'postgres') {
         await sql`select id from workspaces where id = ${workspace.id} for update`.execute(trx);
       }
-      await trx
-        .insertInto('usage_reservations')
-        .values({
-          id,
-          workspace_id: workspace.id,
-          chat_id: chatId ?? null,
-          process_id: this.processId,
-          tokens: estimate.tokens,
-          cost_usd: estimate.costUsd,
-          created_at: nowIso,
-          expires_at: new Date(now.getTime() + RESERVATION_TTL_MS).toISOString(),
-        })
-        .execute();
+      await trx.insertInto('usage_reservations').values(reservation).execute();
       // Reservations of processes that died stop counting once expired; clear them away.
       await trx
         .deleteFrom('usage_reservations')
@@ -204,7 +237,7 @@ export class UsageReservations {
         }
       }
     });
-    this.held.add(id);
+    this.held.set(id, reservation);
     return {
       release: async () => {
         this.held.delete(id);
