@@ -16,12 +16,14 @@ import {
   insertSkills,
   listVisibleSkillsJson,
   releaseSkillsForReplace,
+  renewSkillsForReplace,
   type SkillRow,
 } from '../db/repositories/skills.js';
 import type { SkillTable, Visibility } from '../db/schema.js';
 import { mapConcurrently } from '../concurrency.js';
 import { errors } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
+import { renewWhileWorking } from '../lease-renewal.js';
 import { deletePrefixOrLog, type ObjectStore, type StoreLog } from '../storage/object-store.js';
 import type { WorkspaceAccess } from './access.js';
 import type { Page } from './paging.js';
@@ -97,6 +99,8 @@ export interface SkillServiceDeps {
   db: Db;
   store: ObjectStore;
   clock: Clock;
+  /** How long a replace upload's hold on its skills lasts unless renewed; default `SKILL_REPLACE_HOLD_MS`. */
+  replaceHoldMs?: number;
 }
 
 /** Skills go in through a workspace key; sharing them needs an admin or owner (decisions.md). */
@@ -207,10 +211,10 @@ export async function bulkUploadSkills(
     const replace = input.mode === 'replace';
     const sorted = await sortOutDuplicates(deps.db, access, ready, replace);
     const { skipped } = sorted;
-    const hold = await holdReplacedSkills(deps, sorted.toCreate, skipped);
+    const { toCreate, hold } = await holdReplacedSkills(deps, sorted.toCreate, skipped);
     let stored: Awaited<ReturnType<typeof storeSkills>>;
     try {
-      stored = await storeSkills(deps, access, input.visibility, hold.toCreate, skipped);
+      stored = await storeSkills(deps, access, input.visibility, toCreate, skipped, hold);
     } finally {
       await hold.release();
     }
@@ -342,46 +346,80 @@ async function sortOutDuplicates(db: Db, access: WorkspaceAccess, ready: ReadySk
   return { toCreate, skipped };
 }
 
-/** How long a replace upload may hold its skills; past it, a process that died frees them. */
-const REPLACE_HOLD_MS = 10 * 60_000;
+/**
+ * How long a replace upload's hold on its skills lasts unless renewed. Kept short and renewed
+ * every third of it while the upload runs: a process killed mid-upload (SIGKILL, out of memory,
+ * a lost machine) keeps other replaces of its skills out this long at most, while a live one
+ * keeps its skills however long its upload takes.
+ */
+export const SKILL_REPLACE_HOLD_MS = 30_000;
+
+const REPLACED_ELSEWHERE =
+  'another upload is replacing this skill right now; upload again once it has finished';
+
+/** What a replace upload holds, and how to let it go. */
+interface ReplaceHold {
+  /** The upload's id in `skill_replacements`; undefined when it replaces nothing. */
+  holder: string | undefined;
+  /** Skills whose hold lapsed and was taken over (or cleared away) while the upload ran. */
+  lost: Set<string>;
+  /** The hold's expiry if renewed now. */
+  holdUntil(): string;
+  /** Stops renewing and frees the skills (a failure to free only makes them wait for the hold to lapse). */
+  release(): Promise<void>;
+}
 
 /**
  * Holds the skills this upload replaces, so that no other replace of one of them runs until this
  * one has removed its stale files: each lists the files its version lacks and removes them, so
  * two at once would mix both versions' files. A skill another upload is replacing right now is
- * skipped. `release` frees them (a failure to free only makes them wait for REPLACE_HOLD_MS).
+ * skipped. The hold is renewed while the upload runs; a skill a renewal finds no longer held
+ * (this process stalled past the hold, and another replace took it) is written no further, and
+ * neither committed nor tidied (see storeSkills).
  */
 async function holdReplacedSkills(
   deps: SkillServiceDeps,
   toCreate: Array<ReadySkill & { replaces?: ReplacedSkill }>,
   skipped: BulkUploadResult['skipped'],
-) {
+): Promise<{ toCreate: typeof toCreate; hold: ReplaceHold }> {
+  const holdMs = deps.replaceHoldMs ?? SKILL_REPLACE_HOLD_MS;
+  const holdUntil = () => new Date(deps.clock().getTime() + holdMs).toISOString();
+  const lost = new Set<string>();
   const replacedIds = toCreate.flatMap(({ replaces }) => (replaces ? [replaces.id] : []));
-  if (replacedIds.length === 0) return { toCreate, release: async () => {} };
+  if (replacedIds.length === 0) {
+    return { toCreate, hold: { holder: undefined, lost, holdUntil, release: async () => {} } };
+  }
   const holder = randomUUID();
-  const now = deps.clock();
-  const release = () => releaseSkillsForReplace(deps.db, holder).catch(() => undefined);
+  const free = () => releaseSkillsForReplace(deps.db, holder).catch(() => undefined);
   const held = await holdSkillsForReplace(
     deps.db,
     replacedIds,
     holder,
-    now.toISOString(),
-    new Date(now.getTime() + REPLACE_HOLD_MS).toISOString(),
+    deps.clock().toISOString(),
+    holdUntil(),
   ).catch(async (error: unknown) => {
     // Skills taken before the failure are not left held until their hold expires.
-    await release();
+    await free();
     throw error;
+  });
+  const stopRenewing = renewWhileWorking({
+    everyMs: Math.floor(holdMs / 3),
+    renew: async () => {
+      const still = await renewSkillsForReplace(deps.db, holder, holdUntil());
+      for (const id of held) if (!still.has(id)) lost.add(id);
+      return still.size > 0;
+    },
   });
   const kept = toCreate.filter((skill) => {
     if (!skill.replaces || held.has(skill.replaces.id)) return true;
-    skipped.push({
-      name: skill.header.name,
-      file: skill.candidate.file,
-      reason: 'another upload is replacing this skill right now; upload again once it has finished',
-    });
+    skipped.push({ name: skill.header.name, file: skill.candidate.file, reason: REPLACED_ELSEWHERE });
     return false;
   });
-  return { toCreate: kept, release };
+  const release = async () => {
+    stopRenewing();
+    await free();
+  };
+  return { toCreate: kept, hold: { holder, lost, holdUntil, release } };
 }
 
 function contentTypeOf(relativePath: string): string {
@@ -395,6 +433,7 @@ async function storeSkills(
   visibility: Visibility,
   toCreate: Array<ReadySkill & { replaces?: ReplacedSkill }>,
   skipped: BulkUploadResult['skipped'],
+  hold: ReplaceHold,
 ) {
   const now = deps.clock().toISOString();
   const rows: SkillRow[] = toCreate.map(({ header, replaces }) => {
@@ -426,10 +465,13 @@ async function storeSkills(
   );
   const replacedIds = new Set(toCreate.flatMap(({ replaces }) => (replaces ? [replaces.id] : [])));
   let inserted: Set<string>;
+  let notHeld: Set<string>;
   try {
     await Promise.all(staleFiles.beforeWrites.map((key) => deps.store.delete(key)));
     await mapConcurrently(writes, STORE_CONCURRENCY, async ({ index, file }) => {
-      const { candidate } = toCreate[index]!;
+      const { candidate, replaces } = toCreate[index]!;
+      // Its hold lost: another replace writes this skill now; this one is not committed.
+      if (replaces && hold.lost.has(replaces.id)) return;
       const prefix = rows[index]!.storage_path;
       // A replaced skill's prefix holds its previous files: never removed wholesale on failure.
       if (!toCreate[index]!.replaces) written.add(prefix);
@@ -451,11 +493,13 @@ async function storeSkills(
         });
       }
     });
-    inserted = await insertSkills(
+    ({ inserted, notHeld } = await insertSkills(
       deps.db,
       rows.filter((row) => !replacedIds.has(row.id)),
-      rows.filter((row) => replacedIds.has(row.id)),
-    );
+      rows.filter((row) => replacedIds.has(row.id) && !hold.lost.has(row.id)),
+      hold.holder === undefined ? undefined : { holder: hold.holder, holdUntil: hold.holdUntil() },
+    ));
+    for (const id of hold.lost) notHeld.add(id);
   } catch (error) {
     await Promise.allSettled([...written].map((prefix) => deps.store.deletePrefix(prefix)));
     throw errors.internal(error);
@@ -464,10 +508,18 @@ async function storeSkills(
   // files or turn the answer into an error. A stale file that stays is an extra file of its
   // skill; the files of a skill that lost its name to another request have no row, and the
   // leftovers sweep removes them (sweepOrphanSkillObjects).
-  await Promise.allSettled(staleFiles.afterCommit.map((key) => deps.store.delete(key)));
+  // A skill no longer held is left alone: its files are the other replace's to tidy.
+  const tidied = staleFiles.afterCommit.filter(
+    ({ skillId }) => inserted.has(skillId) && !hold.lost.has(skillId),
+  );
+  await Promise.allSettled(tidied.map(({ key }) => deps.store.delete(key)));
   const created: Array<BulkUploadResult['created'][number] & { replaced: boolean }> = [];
   for (const [index, row] of rows.entries()) {
-    if (inserted.has(row.id)) {
+    if (notHeld.has(row.id)) {
+      // Its hold lapsed while this upload ran (the process stalled) and another replace took it:
+      // that one's version stands, files and row.
+      skipped.push({ name: row.name, file: toCreate[index]!.candidate.file, reason: REPLACED_ELSEWHERE });
+    } else if (inserted.has(row.id)) {
       created.push({
         id: row.id,
         name: row.name,
@@ -499,7 +551,7 @@ async function staleFilesOfReplaced(
   toCreate: Array<ReadySkill & { replaces?: ReplacedSkill }>,
 ) {
   const beforeWrites: string[] = [];
-  const afterCommit: string[] = [];
+  const afterCommit: Array<{ skillId: string; key: string }> = [];
   for (const { candidate, replaces } of toCreate) {
     if (!replaces) continue;
     const next = new Set(
@@ -510,7 +562,8 @@ async function staleFilesOfReplaced(
       const relative = object.key.slice(replaces.storage_path.length);
       if (next.has(relative)) continue;
       const clashes = nextFolders.has(relative) || folderPaths(relative).some((folder) => next.has(folder));
-      (clashes ? beforeWrites : afterCommit).push(object.key);
+      if (clashes) beforeWrites.push(object.key);
+      else afterCommit.push({ skillId: replaces.id, key: object.key });
     }
   }
   return { beforeWrites, afterCommit };

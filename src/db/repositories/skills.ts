@@ -37,6 +37,11 @@ export async function findExistingSkillIds(db: Executor, ids: string[]): Promise
 /**
  * Inserts the skills in one transaction. A name taken meanwhile (a concurrent upload) is not
  * an error: that row is left out, and the ids of the rows really inserted are returned.
+ * Replaced skills (`mode: replace`) are updated in place, each only while the replace upload
+ * `holder` still holds it (holdSkillsForReplace): its hold is moved on to `holdUntil` in the same
+ * transaction (on PostgreSQL, its row stays locked until commit), so no other replace takes the
+ * skill between this commit and the removal of its stale files. One no longer held is left as it
+ * is and returned in `notHeld`.
  *
  * Each insert locks its (workspace, name) index entry until commit, so two uploads that share
  * names would deadlock on PostgreSQL if they inserted them in different orders: rows go in
@@ -47,16 +52,30 @@ export async function insertSkills(
   db: Db,
   rows: SkillRow[],
   replaced: SkillRow[] = [],
-): Promise<Set<string>> {
-  if (rows.length === 0 && replaced.length === 0) return new Set();
+  hold?: { holder: string; holdUntil: string },
+): Promise<{ inserted: Set<string>; notHeld: Set<string> }> {
+  if (rows.length === 0 && replaced.length === 0) return { inserted: new Set(), notHeld: new Set() };
   const ordered = [...rows].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const orderedReplaced = [...replaced].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return retryOnConflict(() =>
     db.transaction().execute(async (trx) => {
       const inserted = new Set<string>();
+      const notHeld = new Set<string>();
       // Replaced in place (`mode: replace`): same id, name and storage path, the new header; a
       // skill deleted meanwhile is not brought back.
       for (const row of orderedReplaced) {
+        if (hold) {
+          const held = await trx
+            .updateTable('skill_replacements')
+            .set({ expires_at: hold.holdUntil })
+            .where('skill_id', '=', row.id)
+            .where('holder', '=', hold.holder)
+            .executeTakeFirst();
+          if (Number(held.numUpdatedRows) === 0) {
+            notHeld.add(row.id);
+            continue;
+          }
+        }
         const result = await trx
           .updateTable('skills')
           .set({
@@ -78,7 +97,7 @@ export async function insertSkills(
           .executeTakeFirst();
         if (result) inserted.add(result.id);
       }
-      return inserted;
+      return { inserted, notHeld };
     }),
   );
 }
@@ -201,6 +220,20 @@ export async function holdSkillsForReplace(
     if (row) held.add(skillId);
   }
   return held;
+}
+
+/**
+ * Moves on the hold of one replace upload (holdSkillsForReplace) to `expiresAt`: the ids it
+ * still holds (one missing lapsed and was taken over, or cleared away, meanwhile).
+ */
+export async function renewSkillsForReplace(db: Db, holder: string, expiresAt: string): Promise<Set<string>> {
+  const rows = await db
+    .updateTable('skill_replacements')
+    .set({ expires_at: expiresAt })
+    .where('holder', '=', holder)
+    .returning('skill_id')
+    .execute();
+  return new Set(rows.map((row) => row.skill_id));
 }
 
 /** Frees what one replace upload holds (holdSkillsForReplace). */
