@@ -16,6 +16,7 @@ import {
 } from '../db/repositories/knowledge.js';
 import { mapConcurrently } from '../concurrency.js';
 import { type Clock, newId, systemClock } from '../ids.js';
+import { renewWhileWorking } from '../lease-renewal.js';
 import type { ObjectStore } from '../storage/object-store.js';
 import { chunkExtraction } from './chunk.js';
 import { createExtractorPool } from './extract/index.js';
@@ -88,6 +89,14 @@ const FILES_READ_AT_ONCE = 8;
  */
 class IndexFailure extends Error {}
 
+/** The claims of one batch of files, while it is indexed. */
+interface BatchClaims {
+  /** Aborted when a renewal finds the file's claim lost (taken over, the file changed). */
+  lost: Map<ClaimedFile, AbortController>;
+  /** Files whose claim this process ended itself (result stored, failure recorded). */
+  settled: Set<ClaimedFile>;
+}
+
 /** A failure retrying cannot cure (the file is too large): it ends `failed` at once. */
 class PermanentIndexError extends IndexFailure {}
 
@@ -144,15 +153,15 @@ export function startIndexer(deps: IndexerDeps): Indexer {
     return bytes;
   }
 
-  /** Reads and extracts one file: what to store for it. */
-  async function indexFile(file: ClaimedFile): Promise<IndexOutcome | undefined> {
+  /** Reads and extracts one file: what to store for it (nothing once `claimLost` aborts). */
+  async function indexFile(file: ClaimedFile, claimLost: AbortSignal): Promise<IndexOutcome | undefined> {
     const bytes = await readObject(file);
-    if (stopped) return undefined;
+    if (stopped || claimLost.aborted) return undefined;
     const extraction = await extract(
       { bytes, path: file.path, mediaType: file.mime_type },
-      { timeoutMs: config.timeoutMs },
+      { timeoutMs: config.timeoutMs, signal: claimLost },
     );
-    if (stopped) return undefined;
+    if (stopped || claimLost.aborted) return undefined;
     if (extraction.status === 'failed') throw new IndexFailure(extraction.error, { cause: extraction.cause });
     return extraction.status === 'unsupported'
       ? { status: 'unsupported', reason: extraction.reason }
@@ -165,11 +174,15 @@ export function startIndexer(deps: IndexerDeps): Indexer {
         };
   }
 
-  /** Indexes claimed files and stores their outcomes together; failures are recorded one by one. */
-  async function indexFiles(files: ClaimedFile[]): Promise<void> {
+  /**
+   * Indexes claimed files and stores their outcomes together; failures are recorded one by one.
+   * A file whose claim a renewal finds lost is dropped: the process that took it over indexes it.
+   */
+  async function indexFiles(files: ClaimedFile[], claims: BatchClaims): Promise<void> {
     const started = Date.now();
     const outcomes = await mapConcurrently(files, FILES_READ_AT_ONCE, async (file) => {
-      if (stopped) return undefined;
+      const claimLost = claims.lost.get(file)!.signal;
+      if (stopped || claimLost.aborted) return undefined;
       try {
         if (file.index_attempts > config.maxAttempts) {
           // Every earlier claim ended without a word: its process died reading this file.
@@ -179,11 +192,15 @@ export function startIndexer(deps: IndexerDeps): Indexer {
             processId,
             `gave up after ${config.maxAttempts} attempts: indexing stopped each time`,
           );
+          claims.settled.add(file);
           return undefined;
         }
-        return await indexFile(file);
+        return await indexFile(file, claimLost);
       } catch (error) {
-        if (!stopped) await handleFailure(file, error).catch(() => {});
+        if (!stopped && !claimLost.aborted) {
+          await handleFailure(file, error).catch(() => {});
+          claims.settled.add(file);
+        }
         return undefined;
       }
     });
@@ -204,6 +221,8 @@ export function startIndexer(deps: IndexerDeps): Indexer {
       // One result the database refuses must not fail the others of its batch: each alone.
       stored = [];
       for (const result of results) stored.push(await storeAlone(result));
+    } finally {
+      for (const { file } of results) claims.settled.add(file);
     }
     results.forEach(({ file, outcome }, i) =>
       stored[i] === undefined
@@ -255,25 +274,47 @@ export function startIndexer(deps: IndexerDeps): Indexer {
     const first = await claimNextFile(deps.db, claim);
     if (!first) return false;
     const files = [first];
-    for (const file of files) held.add(file);
-    // Renewed while the work lasts, so only a dead process's claim lapses.
-    const heartbeat = setInterval(
-      () => {
-        if (stopped) return;
-        for (const file of files)
-          void renewClaim(deps.db, file, processId, iso(config.leaseMs)).catch(() => {});
+    held.add(first);
+    const claims: BatchClaims = { lost: new Map([[first, new AbortController()]]), settled: new Set() };
+    // Renewed while the work lasts, so only a dead process's claim lapses. A file whose claim a
+    // renewal finds lost (this process stalled past it, or the file changed) is abandoned at
+    // once, its extraction stopped, instead of extracted to the end for nothing.
+    const stopRenewing = renewWhileWorking({
+      everyMs: Math.floor(config.leaseMs / 3),
+      renew: async () => {
+        if (stopped) return true;
+        const leaseUntil = iso(config.leaseMs);
+        const open = files.flatMap((file) => {
+          const lost = claims.lost.get(file)!;
+          return lost.signal.aborted || claims.settled.has(file) ? [] : [{ file, lost }];
+        });
+        const renewed = await Promise.all(
+          open.map(({ file }) => renewClaim(deps.db, file, processId, leaseUntil)),
+        );
+        open.forEach(({ file, lost }, i) => {
+          // A claim settled meanwhile (stored, failed) is no longer there to renew.
+          if (renewed[i] || claims.settled.has(file)) return;
+          deps.log?.info(
+            { fileId: file.id, projectId: file.project_id },
+            'indexing claim lost; file abandoned',
+          );
+          lost.abort();
+        });
+        return open.length === 0 || renewed.some(Boolean);
       },
-      Math.max(50, Math.floor(config.leaseMs / 3)),
-    );
+    });
     try {
       if (first.size_bytes <= BATCH_FILE_BYTES) {
         const more = await claimSmallFiles(deps.db, claim, BATCH_FILES - 1, BATCH_FILE_BYTES);
-        for (const file of more) held.add(file);
+        for (const file of more) {
+          held.add(file);
+          claims.lost.set(file, new AbortController());
+        }
         files.push(...more);
       }
-      await indexFiles(files);
+      await indexFiles(files, claims);
     } finally {
-      clearInterval(heartbeat);
+      stopRenewing();
       // Stopped mid-batch: the files not stored yet go back to `pending` (a no-op for the others).
       if (stopped)
         await Promise.all(files.map((file) => releaseClaim(deps.db, file, processId).catch(() => {})));

@@ -16,6 +16,8 @@ export interface ExtractInput {
 export interface ExtractOptions {
   /** Extraction taking longer than this fails with "extraction timed out after N ms". */
   timeoutMs: number;
+  /** Abandons the extraction (its result no longer wanted): it ends `failed` at once. */
+  signal?: AbortSignal;
 }
 
 /** Formats with an extractor; `format` of an `ok` extraction is one of these. */

@@ -41,14 +41,15 @@ export async function putAndSync(t: TestApp, workspaceId: string, projectId: str
 /** An indexer of the test's app, counting extractions per file path. */
 export function startTestIndexer(
   t: TestApp,
-  options: Partial<IndexingConfig> & Pick<Partial<IndexerDeps>, 'extract' | 'store' | 'log'> = {},
+  options: Partial<IndexingConfig> & Pick<Partial<IndexerDeps>, 'extract' | 'store' | 'log' | 'clock'> = {},
 ): Indexer & { extractions: Map<string, number> } {
   const extractions = new Map<string, number>();
-  const { extract, store, log, ...config } = options;
+  const { extract, store, log, clock, ...config } = options;
   const indexer = startIndexer({
     db: t.env.database.db,
     store: store ?? t.store,
     log,
+    clock,
     config: { ...TEST_INDEXING, ...config },
     storageKey: (file) => projectStoragePrefix(file.workspace_id, file.project_id) + file.path,
     extract: async (input, opts) => {

@@ -34,6 +34,9 @@ export interface ExtractorPool {
  */
 const WORKER_LOAD_TIMEOUT_MS = 60_000;
 
+/** What an extraction abandoned by its caller's signal ends with. */
+const ABANDONED: Extraction = { status: 'failed', error: 'extraction abandoned' };
+
 interface Job {
   request: ExtractRequest;
   timeoutMs: number;
@@ -158,11 +161,33 @@ export function createExtractorPool(options: ExtractorPoolOptions = {}): Extract
     get workersStarted() {
       return started;
     },
-    extract(input, { timeoutMs }) {
+    extract(input, { timeoutMs, signal }) {
       if (closed) return Promise.resolve({ status: 'failed', error: 'extraction is shut down' });
+      if (signal?.aborted) return Promise.resolve(ABANDONED);
       return new Promise<Extraction>((resolve) => {
         const { bytes, path, mediaType } = input;
-        queue.push({ request: { id: nextId++, bytes, path, mediaType, maxChars }, timeoutMs, resolve });
+        const job: Job = {
+          request: { id: nextId++, bytes, path, mediaType, maxChars },
+          timeoutMs,
+          resolve: (extraction) => {
+            signal?.removeEventListener('abort', abandon);
+            resolve(extraction);
+          },
+        };
+        // Waiting: it leaves the queue. Running: its worker is stopped, as on a time-out (a
+        // worker cannot be told to drop a file midway), and a fresh one takes the next file.
+        function abandon() {
+          const waiting = queue.indexOf(job);
+          if (waiting >= 0) {
+            queue.splice(waiting, 1);
+            job.resolve(ABANDONED);
+            return;
+          }
+          const slot = slots.find((s) => s.job === job);
+          if (slot) retire(slot, ABANDONED);
+        }
+        signal?.addEventListener('abort', abandon, { once: true });
+        queue.push(job);
         pump();
       });
     },
