@@ -4,7 +4,7 @@ import { renewWhileWorking } from '../lease-renewal.js';
 import type { ResolvedEmbeddingModel } from '../models/registry.js';
 import { assertWithinWorkspaceLimits } from '../services/usage.js';
 import { type ChunkToEmbed, chunksLackingVectors, deleteStaleVectors, storeVectors } from './vector-store.js';
-import { type KnowledgeVectors, shortError } from './vectors.js';
+import { EmbeddingFailure, embeddingFailureMessage, type KnowledgeVectors } from './vectors.js';
 
 export interface EmbedderOptions {
   /** Names this process in leases. */
@@ -213,7 +213,9 @@ export class Embedder {
         this.calls.delete(call);
       }
       if (embeddings.length !== chunks.length) {
-        throw new Error(`the provider returned ${embeddings.length} embeddings for ${chunks.length} texts`);
+        throw new EmbeddingFailure(
+          `the provider returned ${embeddings.length} embeddings for ${chunks.length} texts`,
+        );
       }
       // A lease lost meanwhile (another process took the workspace) stores nothing: that
       // process embeds these chunks itself. The answer's tokens were spent all the same.
@@ -388,7 +390,7 @@ export class Embedder {
     const values = {
       model_key: modelKey,
       failures,
-      last_error: shortError(error),
+      last_error: embeddingFailureMessage(error, this.options.requestTimeoutMs),
       next_attempt_at: new Date(now.getTime() + wait).toISOString(),
       lease_owner: null,
       lease_until: null,

@@ -1,6 +1,15 @@
-import { embedMany } from 'ai';
+import {
+  APICallError,
+  EmptyResponseBodyError,
+  embedMany,
+  InvalidResponseDataError,
+  JSONParseError,
+  RetryError,
+  TypeValidationError,
+} from 'ai';
 import type { Db } from '../db/database.js';
 import { addDailyUsage, addMonthUsage } from '../db/repositories/usage.js';
+import { ApiError } from '../errors.js';
 import { costUsd, type ModelRegistry, type ResolvedEmbeddingModel } from '../models/registry.js';
 import { assertWithinWorkspaceLimits, ledgerMonth } from '../services/usage.js';
 import { reciprocalRankFusion } from './fusion.js';
@@ -40,6 +49,41 @@ const MAX_ERROR_CHARS = 300;
 export function shortError(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.length > MAX_ERROR_CHARS ? `${message.slice(0, MAX_ERROR_CHARS)}…` : message;
+}
+
+/** A failure of embedding told in Atrium's own words: the index summary shows its message. */
+export class EmbeddingFailure extends Error {}
+
+/** `vectorsError` of a failure that is neither the provider's nor told in Atrium's words. */
+export const INTERNAL_EMBEDDING_FAILURE = 'embedding failed on an internal error; it will be tried again';
+
+/**
+ * What the index summary's `vectorsError` shows of a failed embedding call. Every key of the
+ * workspace reads it, so, as a chat's 502 does, it holds Atrium's words: the provider's HTTP
+ * status but not its message (which may quote the provider key), never a network error's hosts
+ * and ports, nor a database's message. The error itself goes to the service log.
+ */
+export function embeddingFailureMessage(error: unknown, timeoutMs: number): string {
+  if (error instanceof ApiError || error instanceof EmbeddingFailure) return shortError(error);
+  const last = RetryError.isInstance(error) ? error.lastError : error;
+  // The embedder's own aborts (a stop, a lost lease) are no failure: only its time limit is left.
+  if (last instanceof Error && (last.name === 'TimeoutError' || last.name === 'AbortError')) {
+    return `the embedding provider did not answer within ${timeoutMs} ms`;
+  }
+  if (APICallError.isInstance(last)) {
+    if (last.statusCode === undefined) return 'the embedding provider could not be reached';
+    if (last.statusCode >= 400) return `the embedding provider answered HTTP ${last.statusCode}`;
+  }
+  if (
+    APICallError.isInstance(last) ||
+    InvalidResponseDataError.isInstance(last) ||
+    TypeValidationError.isInstance(last) ||
+    JSONParseError.isInstance(last) ||
+    EmptyResponseBodyError.isInstance(last)
+  ) {
+    return 'the embedding provider answered something other than embeddings';
+  }
+  return INTERNAL_EMBEDDING_FAILURE;
 }
 
 /** A chunk as search returns it (the shape of the lexical candidates). */
@@ -185,7 +229,11 @@ export class KnowledgeVectors {
     try {
       model = await this.models.resolveEmbedding(this.db, embeddingModel);
     } catch (error) {
-      return { embeddingModel, vectors: 'building', vectorsError: shortError(error) };
+      return {
+        embeddingModel,
+        vectors: 'building',
+        vectorsError: embeddingFailureMessage(error, this.queryTimeoutMs),
+      };
     }
     const lacking = await countChunksLackingVectors(this.db, projectId, model.key);
     if (lacking === 0) return { embeddingModel, vectors: 'ready', vectorsError: null };

@@ -182,7 +182,7 @@ describe(`embeddings and hybrid search (${engineName})`, () => {
     expect(worked).toBe(false);
     const failing = await vectors.summary('wsp_v', 'prj_v');
     expect(failing.vectors).toBe('building');
-    expect(failing.vectorsError).toMatch(/embedding backend down/);
+    expect(failing.vectorsError).toBe('the embedding provider answered HTTP 500');
     const state = await env.database.db
       .selectFrom('knowledge_embedding_state')
       .selectAll()
