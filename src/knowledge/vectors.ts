@@ -342,11 +342,17 @@ export async function withVectorCandidates<T extends ChunkCandidate>(
   if (!nearest || nearest.length === 0) return lexical;
   const key = (candidate: ChunkCandidate) => `${candidate.file_id}\u0000${candidate.text}`;
   const fused = reciprocalRankFusion<ChunkCandidate>([lexical, nearest], key);
-  return keepLexicalHead(
+  const ordered = keepLexicalHead(
     fused.map(({ item, score }) => ({ ...item, score })),
     lexical.map(key),
     key,
   );
+  // A lexical result kept ahead of its fused place scores as the one it was put before, so
+  // `score` never rises down the list (results are best first, higher is better).
+  for (let i = ordered.length - 2; i >= 0; i--) {
+    if (ordered[i]!.score < ordered[i + 1]!.score) ordered[i]!.score = ordered[i + 1]!.score;
+  }
+  return ordered;
 }
 
 /**
