@@ -213,6 +213,35 @@ describe('extraction in the worker', () => {
     expect(ok(await extract(file)).sections[0].text).toBe('Héllo\nwörld');
   });
 
+  it('reads text that is not UTF-8 as Windows-1252 (Latin-1 and its curly quotes, euro sign)', async () => {
+    // "Café – 10 € “net”" as Excel on Windows exports it: no byte of it is valid UTF-8.
+    const cp1252 = Buffer.from([
+      0x43, 0x61, 0x66, 0xe9, 0x20, 0x96, 0x20, 0x31, 0x30, 0x20, 0x80, 0x20, 0x93, 0x6e, 0x65, 0x74, 0x94,
+    ]);
+    const file = {
+      path: 'prices.csv',
+      mediaType: 'text/csv',
+      bytes: Buffer.concat([Buffer.from('name\n'), cp1252]),
+    };
+    expect(extractedText(ok(await extract(file)))).toContain('Café – 10 € “net”');
+    const notes = {
+      path: 'notes.txt',
+      mediaType: 'text/plain',
+      bytes: Buffer.from([0x64, 0xe9, 0x6a, 0xe0]),
+    };
+    expect(extractedText(ok(await extract(notes)))).toBe('déjà');
+  });
+
+  it('keeps UTF-8 text with a stray invalid byte as UTF-8, the byte replaced', async () => {
+    const bytes = Buffer.concat([
+      Buffer.from('Grüße aus Köln '),
+      Buffer.from([0xff]),
+      Buffer.from(' – schön'),
+    ]);
+    const file = { path: 'notes.txt', mediaType: 'text/plain', bytes };
+    expect(extractedText(ok(await extract(file)))).toBe('Grüße aus Köln \ufffd – schön');
+  });
+
   it('drops NUL characters that appear past the binary sniff', async () => {
     const text = 'a'.repeat(10_000) + '\0tail';
     const extraction = ok(await extract(textFile('notes.txt', text)));
