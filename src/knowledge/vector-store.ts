@@ -26,14 +26,17 @@ function quoteIdent(name: string): string {
 /**
  * Whether this database can search vectors. SQLite: sqlite-vec answered `vec_version()` (it
  * does not load on musl, for one). PostgreSQL: the `vector` extension is installed, or is
- * available and this role may create it.
+ * available and this role may create it. Rejects when the database fails the check itself.
  */
 export async function detectVectorSupport(db: Db): Promise<VectorSupport> {
   if (isSqlite(db)) {
     try {
       await sql`select vec_version() as version`.execute(db);
       return { available: true, engine: 'sqlite' };
-    } catch {
+    } catch (error) {
+      // Only a missing function means the extension did not load; any other error is the
+      // database failing the check, which says nothing of the extension (the caller asks again).
+      if (!/no such function/i.test(error instanceof Error ? error.message : '')) throw error;
       return { available: false, reason: 'the sqlite-vec extension could not be loaded on this platform' };
     }
   }

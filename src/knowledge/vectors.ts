@@ -51,6 +51,9 @@ export function shortError(error: unknown): string {
   return message.length > MAX_ERROR_CHARS ? `${message.slice(0, MAX_ERROR_CHARS)}…` : message;
 }
 
+/** Why vectors are `unavailable` while the database fails the check (its error is not shown). */
+const VECTOR_CHECK_FAILED = 'the database failed the check for vector support; it is checked again';
+
 /** A failure of embedding told in Atrium's own words: the index summary shows its message. */
 export class EmbeddingFailure extends Error {}
 
@@ -120,12 +123,16 @@ export class KnowledgeVectors {
     this.queryCacheMs = options.queryCacheMs ?? DEFAULT_QUERY_CACHE_MS;
   }
 
-  /** Detected once per process (an extension does not come or go while it runs). */
+  /**
+   * Detected once per process (an extension does not come or go while it runs). A database that
+   * failed the check (a connection lost) says nothing of the extension: that answer is not kept,
+   * and the next call checks again, or vectors would stay off until a restart.
+   */
   support(): Promise<VectorSupport> {
-    this.supportPromise ??= detectVectorSupport(this.db).catch((error): VectorSupport => ({
-      available: false,
-      reason: shortError(error),
-    }));
+    this.supportPromise ??= detectVectorSupport(this.db).catch((): VectorSupport => {
+      this.supportPromise = undefined;
+      return { available: false, reason: VECTOR_CHECK_FAILED };
+    });
     return this.supportPromise;
   }
 
