@@ -250,6 +250,29 @@ describe(`indexing project files (${engineName})`, () => {
     expect(await chunkCount()).toBe(1);
   });
 
+  it('fails a file larger than a project file may be at once, without retrying or extracting it', async () => {
+    await putAndSync(t, WS, PROJECT, [textFile('huge.log', 'put in storage past the upload URL')]);
+    // Storage holds more than 50 MB for it (an object put behind the service's back).
+    let reads = 0;
+    const store: ObjectStore = Object.create(t.store, {
+      readAll: {
+        value: async () => {
+          reads++;
+          return 'too-large' as const;
+        },
+      },
+    });
+    const started = indexer({ store });
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect((await statuses())['huge.log']).toEqual({
+      status: 'failed',
+      error: 'the file is larger than 52428800 bytes',
+    });
+    expect(reads).toBe(1);
+    expect(started.extractions.size).toBe(0);
+    expect(await chunkCount()).toBe(0);
+  });
+
   it('drops a NUL from a heading as from the text: the file is indexed', async () => {
     // UTF-16 Markdown: its byte-order mark makes it text, NULs and all.
     const text = '# Release\u0000notes\n\nThe wombat release ships on Tuesday.\n';
