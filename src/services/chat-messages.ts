@@ -27,15 +27,24 @@ const FILE_URL = /^(https?:|data:[^,]*,)/i;
 const DATA_URL = /^data:/i;
 
 /**
- * Leftovers a client may send: an assistant message with no parts is what `useChat` holds after
- * a reply failed before its first token. It is dropped, not refused (spec/chats.md).
+ * What a streamed reply holds before the model's first token: step boundaries, and the parts the
+ * service sends right after `start` (a project chat's `source-document` citations, tool set-up
+ * `data-warnings`; `leadingParts` in chat.ts).
+ */
+const BEFORE_FIRST_TOKEN = new Set(['step-start', 'source-document', 'data-warnings']);
+
+/**
+ * Leftovers a client may send: what `useChat` holds after a reply failed (or was stopped) before
+ * its first token, an assistant message with no parts, or only the parts above (the reply was not
+ * stored, so the client's copy would be stored in its place, a reply with nothing of the model's).
+ * It is dropped, not refused (spec/chats.md).
  */
 export function dropLeftovers(messages: IncomingMessage[]): IncomingMessage[] {
   return messages.filter((message) => !isLeftover(message));
 }
 
 function isLeftover(message: IncomingMessage): boolean {
-  return message.role === 'assistant' && message.parts.length === 0;
+  return message.role === 'assistant' && message.parts.every((part) => BEFORE_FIRST_TOKEN.has(part.type));
 }
 
 /**

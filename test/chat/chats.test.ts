@@ -31,6 +31,28 @@ function assistantText(text: string, id: string) {
   return { id, role: 'assistant' as const, parts: [{ type: 'text', text }] };
 }
 
+/** useChat's own transport on the test app, so the bodies are exactly what useChat posts. */
+function chatTransport(agentId: string) {
+  return new DefaultChatTransport<UIMessage>({
+    api: 'http://atrium.test/v1/chat',
+    headers: { 'x-service-api-key': CHAT_KEYS.main },
+    body: { agentId, stream: true },
+    fetch: (async (input: string | URL, init?: RequestInit) => {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: new URL(String(input)).pathname,
+        headers: init?.headers as Record<string, string>,
+        payload: init?.body as string,
+      });
+      const headers = Object.entries(res.headers).map(([name, value]) => [name, String(value)]);
+      return new Response(new Uint8Array(res.rawPayload), {
+        status: res.statusCode,
+        headers: headers as [string, string][],
+      });
+    }) as typeof fetch,
+  });
+}
+
 describe('the client chat id (useChat sends its own id and the whole history)', () => {
   it('keeps three turns in one chat, found by its clientId', async () => {
     const history: Array<Record<string, unknown>> = [];
@@ -139,6 +161,43 @@ describe('leftovers and the turn stored first', () => {
     ]);
   });
 
+  it('ignores what a client holds of a reply that failed before its first token in a chat with tool warnings: only the parts the service added', async () => {
+    const transport = chatTransport('agt_tools');
+    const message = (id: string, text: string): UIMessage => ({
+      id,
+      role: 'user',
+      parts: [{ type: 'text', text }],
+    });
+    const send = (messages: UIMessage[]) =>
+      transport.sendMessages({
+        chatId: 'warned-leftover',
+        messages,
+        trigger: 'submit-message',
+        messageId: undefined,
+        abortSignal: undefined,
+      });
+    upstream.enqueue({ kind: 'fail', status: 500 });
+    // What useChat holds of the failed reply: the message its chunks built, error and all.
+    let held: UIMessage | undefined;
+    for await (const snapshot of readUIMessageStream({
+      stream: await send([message('w1', 'q1')]),
+      onError: () => undefined,
+    }))
+      held = snapshot;
+    expect(held?.parts.map((part) => part.type)).toEqual(['data-warnings']);
+
+    const next = await send([message('w1', 'q1'), held!, message('w2', 'q2')]);
+    for await (const _ of readUIMessageStream({ stream: next, terminateOnError: true }));
+    expect(upstream.lastRequest().body.messages).toEqual([
+      { role: 'user', content: 'q1' },
+      { role: 'user', content: 'q2' },
+    ]);
+    const stored = (await get('/v1/chats/warned-leftover/messages')).json().data.messages as UIMessage[];
+    expect(stored.map((m) => m.id)).toEqual(['w1', 'w2', expect.any(String)]);
+    expect(stored.map((m) => m.id)).not.toContain(held!.id);
+    expect(stored.at(-1)!.parts.map((part) => part.type)).toEqual(['data-warnings', 'step-start', 'text']);
+  });
+
   it("counts a new chat's first turn in its row: messageCount and lastMessageAt before any reply is stored", async () => {
     upstream.enqueue({ kind: 'fail', status: 500 });
     const failed = await chat({
@@ -237,24 +296,7 @@ describe('regenerate', () => {
 
   it("regenerates a reply that was never stored (failed before its first token) as a new reply to the last user turn, as useChat's regenerate() asks", async () => {
     // useChat's own transport, so the bodies are exactly what regenerate() posts.
-    const transport = new DefaultChatTransport<UIMessage>({
-      api: 'http://atrium.test/v1/chat',
-      headers: { 'x-service-api-key': CHAT_KEYS.main },
-      body: { agentId: 'agt_plain', stream: true },
-      fetch: (async (input: string | URL, init?: RequestInit) => {
-        const res = await t.app.inject({
-          method: 'POST',
-          url: new URL(String(input)).pathname,
-          headers: init?.headers as Record<string, string>,
-          payload: init?.body as string,
-        });
-        const headers = Object.entries(res.headers).map(([name, value]) => [name, String(value)]);
-        return new Response(new Uint8Array(res.rawPayload), {
-          status: res.statusCode,
-          headers: headers as [string, string][],
-        });
-      }) as typeof fetch,
-    });
+    const transport = chatTransport('agt_plain');
     async function replyText(stream: ReadableStream<UIMessageChunk>) {
       let last: UIMessage | undefined;
       for await (const message of readUIMessageStream({ stream, terminateOnError: true })) last = message;

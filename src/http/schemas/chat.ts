@@ -19,7 +19,8 @@ export const ChatMessage = Type.Object(
     role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]),
     parts: Type.Array(Part, {
       maxItems: 1000,
-      description: "At least one part; an assistant message with none (a failed reply's leftover) is ignored",
+      description:
+        'At least one part; an assistant message with none, or only `step-start`, `source-document` and `data-warnings` parts (what a client holds of a reply that failed or was stopped before its first token), is ignored',
     }),
   },
   { additionalProperties: true },
