@@ -25,12 +25,15 @@ export interface Turn {
   chatId: string;
   /** The request's messages not stored yet. */
   added: ConversationMessage[];
+  /** Stored messages this turn replaces (an edited user message and the ones after it). */
+  removes?: string[];
   at: Date;
 }
 
 /**
- * One transaction: the chat (when new) and the request's new messages, so that the chat id the
- * client is told exists at once, and a reply lost to a crash leaves the user's turn stored.
+ * One transaction: the chat (when new) and the request's new messages (in place of the messages
+ * an edit replaces), so that the chat id the client is told exists at once, and a reply lost to
+ * a crash leaves the user's turn stored.
  * What a concurrent turn stored meanwhile is skipped.
  */
 export async function storeTurn(db: Db, turn: Turn): Promise<void> {
@@ -67,10 +70,13 @@ export async function storeTurn(db: Db, turn: Turn): Promise<void> {
       // deleted since the request found it (while its tools connected) is gone for this turn too.
       if (!(await recordChatMessages(trx, turn.chatId, { added: 0, costUsd: 0, now })))
         throw errors.notFound('Chat');
+      const removes = turn.removes ?? [];
+      await deleteChatMessages(trx, turn.chatId, removes);
       const storedNow = await listChatMessageIds(trx, turn.workspaceId, turn.chatId);
       const rows = messageRows(turn.added.filter((message) => !storedNow.has(message.id)));
       await recordChatMessages(trx, turn.chatId, { added: rows.length, costUsd: 0, now });
       await appendMessages(trx, turn.chatId, rows);
+      if (removes.length > 0) await recountChatMessages(trx, turn.chatId);
     }),
   );
 }

@@ -97,6 +97,12 @@ export interface ConversationRequest {
   /** `regenerate-message` replaces `regenerateMessageId` (else the last assistant message). */
   trigger?: 'submit-message' | 'regenerate-message';
   regenerateMessageId?: string;
+  /**
+   * `submit-message` with a `messageId` (`useChat`'s edit, `sendMessage({ text, messageId })`): a
+   * stored user message of that id, and every message after it, are replaced by the request's
+   * message of that id, stored as the user's turn.
+   */
+  editMessageId?: string;
   projectId?: string;
   stream?: boolean;
   temperature?: number;
@@ -217,8 +223,11 @@ export async function startConversation(
   // A regenerate while a reply of the chat runs: that reply is not stored yet, so its user turn
   // would look unanswered and get a second answer beside it (or, without an id, the answer
   // before it would be replaced). The client stops the reply first.
-  if (request.trigger === 'regenerate-message' && chat && (await deps.replies.runningMessageId(chat.id))) {
-    throw errors.conflict('A reply is being generated in this chat: stop it before regenerating', {
+  // An edit likewise: the running reply would be stored after the edited message, as its answer.
+  const rewrites = request.trigger === 'regenerate-message' || request.editMessageId !== undefined;
+  if (rewrites && chat && (await deps.replies.runningMessageId(chat.id))) {
+    const doing = request.trigger === 'regenerate-message' ? 'regenerating' : 'editing a message';
+    throw errors.conflict(`A reply is being generated in this chat: stop it before ${doing}`, {
       chatId: chat.id,
     });
   }
@@ -503,6 +512,7 @@ async function storeUserTurn(deps: ChatDeps, input: TurnInput) {
       newChat,
       chatId: input.chatId,
       added: input.prepared.added,
+      removes: input.prepared.removes,
       at: input.startedAt,
     });
   } catch (error) {
@@ -650,6 +660,8 @@ interface PreparedConversation {
   added: ConversationMessage[];
   /** Stored messages the reply replaces (regenerate). */
   replaces: string[];
+  /** Stored messages the user's turn replaces (an edit), removed as it is stored. */
+  removes: string[];
   /** False when `reconcileHistory` refused the stored history: nothing is stored. */
   storable: boolean;
 }
@@ -698,13 +710,23 @@ async function prepareConversation(
       replaces = stored.slice(target).map((message) => message.id);
     }
   }
+  let kept = new Set(stored.map((message) => message.id));
+  let removes: string[] = [];
+  const edited = request.editMessageId;
+  // An edit names a stored user message the request carries anew; any other id is a new turn's.
+  const target =
+    edited === undefined || !incoming.some((message) => message.id === edited)
+      ? -1
+      : stored.findIndex((message) => message.id === edited && message.role === 'user');
+  if (target >= 0) {
+    history = stored.slice(0, target);
+    removes = stored.slice(target).map((message) => message.id);
+    // The edited message comes from the request; the messages after it are gone, also when resent.
+    kept = new Set([...kept].filter((id) => id !== edited));
+  }
   const reconciled = chat && request.reconcileHistory ? request.reconcileHistory(stored) : incoming;
-  const { conversation, added } = mergeHistory(
-    history,
-    reconciled ?? incoming,
-    new Set(stored.map((message) => message.id)),
-  );
-  return { conversation, added, replaces, storable: reconciled !== undefined };
+  const { conversation, added } = mergeHistory(history, reconciled ?? incoming, kept);
+  return { conversation, added, replaces, removes, storable: reconciled !== undefined };
 }
 
 /** `{{name}}` values: the request's variables and the acting user (else the key's owner). */

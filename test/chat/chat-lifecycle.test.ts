@@ -396,3 +396,34 @@ describe('regenerate while a reply of the chat is still running', () => {
     });
   }
 });
+
+describe('an edited user message while a reply of the chat is still running', () => {
+  // The running reply is stored when it ends, after whatever the edit left: it would read as the
+  // answer to the edited message.
+  it('is refused with 409 and changes nothing', async () => {
+    const id = 'edit-running';
+    await new EventReader(
+      await post({ agentId: 'agt_plain', id, messages: [userText('first', `${id}-u1`)] }),
+    ).all();
+    upstream.enqueue({ kind: 'held', text: 'one two three four', afterPieces: 1 });
+    const running = await post({ agentId: 'agt_plain', id, messages: [userText('second', `${id}-u2`)] });
+    const chatId = running.headers.get('x-chat-id')!;
+    const events = new EventReader(running);
+    await events.until(textDeltas(1));
+    const edit = await post({
+      agentId: 'agt_plain',
+      id,
+      trigger: 'submit-message',
+      messageId: `${id}-u1`,
+      messages: [userText('first, edited', `${id}-u1`)],
+    });
+    expect(edit.status).toBe(409);
+    expect(await edit.json()).toMatchObject({ code: 'conflict', details: { chatId } });
+    upstream.release();
+    await events.all();
+    await t.app.persistence.idle();
+    const rows = await chatRows(t.db, chatId);
+    expect(rows.map((r) => r.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    expect(rows[0]!.parts).toContain('"first"');
+  });
+});

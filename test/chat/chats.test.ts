@@ -5,6 +5,7 @@ import { type FakeUpstream } from '../helpers/fake-upstream.js';
 import * as messages from '../../src/db/repositories/messages.js';
 import { storeReply } from '../../src/services/chat-persist.js';
 import { CHAT_KEYS, chatRows, chatSetup, postChat, useChatApp, userText } from './fixtures.js';
+import { NodeChat } from './node-chat.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
@@ -225,6 +226,53 @@ describe('leftovers and the turn stored first', () => {
     const res = await chat({ agentId: 'agt_plain', messages: [{ role: 'user', parts: [] }] });
     expect(res.statusCode).toBe(400);
     expect(res.json().details.issues[0].path).toBe('body.messages.0.parts');
+  });
+});
+
+describe("editing a user message (useChat's sendMessage({ text, messageId }))", () => {
+  const texts = (messages: UIMessage[]) =>
+    messages.map((m) => [
+      m.id,
+      m.role,
+      m.parts.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join(''),
+    ]);
+
+  it('replaces that message and every message after it; the model sees the history before it and the edit', async () => {
+    const chat = new NodeChat({ id: 'edited-chat', transport: chatTransport('agt_plain') });
+    upstream.enqueue(
+      { kind: 'text', text: 'A1' },
+      { kind: 'text', text: 'A2' },
+      { kind: 'text', text: 'A3' },
+    );
+    await chat.sendMessage({ text: 'first' });
+    await chat.sendMessage({ text: 'second' });
+    await chat.sendMessage({ text: 'third' });
+    const second = chat.messages[2]!;
+    upstream.enqueue({ kind: 'text', text: 'A2, edited' });
+    await chat.sendMessage({ text: 'second, edited', messageId: second.id });
+    expect(chat.status).toBe('ready');
+    expect(upstream.lastRequest().body.messages).toEqual([
+      { role: 'user', content: 'first' },
+      { role: 'assistant', content: 'A1' },
+      { role: 'user', content: 'second, edited' },
+    ]);
+    // What a reload shows is what the page showed.
+    const stored = (await get('/v1/chats/edited-chat/messages')).json().data.messages as UIMessage[];
+    expect(texts(stored)).toEqual(texts(chat.messages));
+    expect(texts(stored).map(([, , text]) => text)).toEqual(['first', 'A1', 'second, edited', 'A2, edited']);
+    expect((await get('/v1/chats/edited-chat')).json().data.chat.messageCount).toBe(4);
+  });
+
+  it('keeps the edit when the reply to it fails, as the page does', async () => {
+    const chat = new NodeChat({ id: 'edited-failed', transport: chatTransport('agt_plain') });
+    upstream.enqueue({ kind: 'text', text: 'A1' });
+    await chat.sendMessage({ text: 'first' });
+    upstream.enqueue({ kind: 'fail', status: 500 });
+    await chat.sendMessage({ text: 'first, edited', messageId: chat.messages[0]!.id });
+    expect(chat.status).toBe('error');
+    const stored = (await get('/v1/chats/edited-failed/messages')).json().data.messages as UIMessage[];
+    expect(texts(stored)).toEqual([[chat.messages[0]!.id, 'user', 'first, edited']]);
+    expect((await get('/v1/chats/edited-failed')).json().data.chat.messageCount).toBe(1);
   });
 });
 

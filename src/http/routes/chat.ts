@@ -37,7 +37,7 @@ export async function chatRoutes(
         summary: 'Create a chat completion',
         operationId: 'chat',
         description:
-          "Runs the agent on the conversation and stores it. The chat and the user's message are stored before the model is called, so the chat id can be read, stopped, resumed and continued at once. With `stream: true` the reply is an AI SDK UI message stream (v1); the chat id is in the `x-chat-id` header and in `messageMetadata.chatId` of the `start` chunk. Accepts what `useChat` / `DefaultChatTransport` send: `id` (the client's chat id), `trigger` and `messageId` (regenerate). Body limit 16 MB.",
+          "Runs the agent on the conversation and stores it. The chat and the user's message are stored before the model is called, so the chat id can be read, stopped, resumed and continued at once. With `stream: true` the reply is an AI SDK UI message stream (v1); the chat id is in the `x-chat-id` header and in `messageMetadata.chatId` of the `start` chunk. Accepts what `useChat` / `DefaultChatTransport` send: `id` (the client's chat id), `trigger` and `messageId` (regenerate, and edit: `submit-message` with the `messageId` of a stored user message replaces it and every message after it). Body limit 16 MB.",
         tags: ['chat'],
         security: API_KEY_SECURITY,
         body: ChatBody,
@@ -50,6 +50,7 @@ export async function chatRoutes(
         ...body,
         clientChatId: body.id,
         regenerateMessageId: body.trigger === 'regenerate-message' ? body.messageId : undefined,
+        editMessageId: body.trigger === 'submit-message' ? body.messageId : undefined,
       });
       // A reply that could not be stored is logged with the request id, whichever the mode.
       void conversation.done.then((outcome) => {

@@ -93,7 +93,7 @@ export const ChatBody = Type.Object(
         minLength: 1,
         maxLength: 200,
         description:
-          "With `regenerate-message`: the assistant message to replace; unknown → 404, except in a chat whose last reply was never stored (the id of that reply's `start` chunk, as `useChat` sends it)",
+          "With `regenerate-message`: the assistant message to replace; unknown → 404, except in a chat whose last reply was never stored (the id of that reply's `start` chunk, as `useChat` sends it). With `submit-message` (`useChat`'s edit, `sendMessage({ text, messageId })`): a stored user message that the request carries anew; it and every message after it are replaced by the request's version. 409 for either while a reply of the chat runs",
       }),
     ),
   },
