@@ -94,6 +94,8 @@ export interface ConversationRequest {
    * `formerClientChatId` (the key's client id before it named its user) is continued.
    */
   conversationKey?: { formerClientChatId: string };
+  /** Stream mode whose stream is shared for resuming (`Conversation.resumable`; `/v1/chat`). */
+  resumable?: boolean;
   /** `regenerate-message` replaces `regenerateMessageId` (else the last assistant message). */
   trigger?: 'submit-message' | 'regenerate-message';
   regenerateMessageId?: string;
@@ -267,7 +269,7 @@ export async function startConversation(
   const ticket =
     storing && chat && request.reconcileHistory
       ? await deps.replies.admitAlone(chatId, messageId, stopReply)
-      : deps.replies.admit(chatId, messageId, stopReply);
+      : deps.replies.admit(chatId, messageId, stopReply, { resumable: request.resumable === true });
   // The limits once more, now counting what requests in flight have reserved, and this
   // request's own reservation until its usage is stored. Before the user's turn is stored: a
   // request refused here (402) stores nothing, like every other refusal.

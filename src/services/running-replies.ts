@@ -25,6 +25,11 @@ export interface ReplyTicket {
 interface LocalReply {
   chatId: string;
   messageId: string;
+  /**
+   * A reply whose stream will be shared for resuming (`admit`'s `resumable`): settles once it is
+   * shared (or its sharing given up), or the reply released (refused while being set up).
+   */
+  shared?: Promise<void>;
   stop(reason: StopReason): void;
   /** Marks the chat active with this reply, for other processes (renewed by a heartbeat). */
   mark(): void;
@@ -173,7 +178,16 @@ export class RunningReplies {
    * Registers a reply; 503 `service_unavailable` when this process shuts down (a load balancer
    * sends the retry to another) or already runs its maximum.
    */
-  admit(chatId: string, messageId: string, stop: (reason: StopReason) => void): ReplyTicket {
+  /**
+   * `resumable`: the reply's stream will be shared (`ReplyTicket.share`) once it is set up; a
+   * resume asked before then waits for it (`resume`).
+   */
+  admit(
+    chatId: string,
+    messageId: string,
+    stop: (reason: StopReason) => void,
+    { resumable = false }: { resumable?: boolean } = {},
+  ): ReplyTicket {
     if (this.draining) {
       throw new ApiError(
         'service_unavailable',
@@ -191,6 +205,7 @@ export class RunningReplies {
       );
     }
     let release!: () => void;
+    let settleShared: () => void = () => undefined;
     const { publisher } = this.coordination;
     const key = this.activeKey(chatId);
     const mark = () => void publisher.set(key, messageId, { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
@@ -212,6 +227,11 @@ export class RunningReplies {
       released: new Promise<void>((resolve) => {
         release = resolve;
       }),
+      shared: resumable
+        ? new Promise<void>((resolve) => {
+            settleShared = resolve;
+          })
+        : undefined,
     };
     this.replies.add(reply);
     this.local.set(chatId, reply);
@@ -273,6 +293,7 @@ export class RunningReplies {
           source = undefined;
           void sse.cancel().catch(() => undefined);
         }
+        settleShared();
       },
       release: () => {
         if (released) return;
@@ -291,6 +312,7 @@ export class RunningReplies {
           await publisher.del(ownerKey);
           await publisher.replace(key, messageId, null);
         })().catch(() => undefined);
+        settleShared();
         release();
       },
     };
@@ -390,6 +412,12 @@ export class RunningReplies {
   async resume(chatId: string): Promise<ReadableStream<string> | null> {
     const messageId = await this.runningMessageId(chatId);
     if (!messageId) return null;
+    // A reply of this process still being set up (files fetched, MCP servers connected) has no
+    // stream yet, though the chat is active: the replay waits for it rather than answering that
+    // nothing runs, and the client would never show the reply. One running in another process
+    // is not waited for (that process alone knows whether its stream will be shared).
+    const local = this.local.get(chatId);
+    if (local?.messageId === messageId && local.shared) await local.shared;
     let replay: ReadableStream<string> | null;
     try {
       replay = (await this.streams.resumeExistingStream(messageId)) ?? null;

@@ -49,6 +49,7 @@ export async function chatRoutes(
       const conversation = await startConversation(deps, request.principal, {
         ...body,
         clientChatId: body.id,
+        resumable: body.stream === true,
         regenerateMessageId: body.trigger === 'regenerate-message' ? body.messageId : undefined,
         editMessageId: body.trigger === 'submit-message' ? body.messageId : undefined,
       });
@@ -130,7 +131,7 @@ export async function chatRoutes(
         summary: 'Resume the reply being generated',
         operationId: 'resumeReply',
         description:
-          "Replays the reply being generated for the chat from its `start` chunk, then its live chunks, then `data: [DONE]` (what `useChat`'s `resume` / `resumeStream()` expect). 204 with no body when no reply is being generated. `chatId` may be the chat's `clientId`.",
+          "Replays the reply being generated for the chat from its `start` chunk, then its live chunks, then `data: [DONE]` (what `useChat`'s `resume` / `resumeStream()` expect). A streamed reply still being set up (files fetched, MCP servers connected) is waited for. 204 with no body when no reply is being generated. `chatId` may be the chat's `clientId`.",
         tags: ['chat'],
         security: API_KEY_SECURITY,
         headers: WorkspaceHeader,
