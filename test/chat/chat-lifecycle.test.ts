@@ -142,6 +142,32 @@ describe('resume', () => {
     expect(await after.text()).toBe('');
   });
 
+  it('answers HEAD with the headers of the replay, at once, without holding a replay open', async () => {
+    upstream.enqueue({ kind: 'held', text: WORDS, afterPieces: 1 });
+    const response = await post({ agentId: 'agt_plain', id: 'head-chat', messages: [userText('go')] });
+    const events = new EventReader(response);
+    await events.until(textDeltas(1));
+    // While the reply runs (it used to answer only when the reply had ended).
+    const head = await t.app.inject({
+      method: 'HEAD',
+      url: '/v1/chat/head-chat/stream',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(head.statusCode).toBe(200);
+    expect(head.headers['content-type']).toBe('text/event-stream');
+    expect(head.headers['x-chat-id']).toBe(response.headers.get('x-chat-id'));
+    expect(head.body).toBe('');
+    upstream.release();
+    await events.all();
+    await t.app.persistence.idle();
+    const after = await t.app.inject({
+      method: 'HEAD',
+      url: '/v1/chat/head-chat/stream',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(after.statusCode).toBe(204);
+  });
+
   it('works with the AI SDK client: DefaultChatTransport.reconnectToStream', async () => {
     upstream.enqueue({ kind: 'held', text: WORDS, afterPieces: 1 });
     const response = await post({ agentId: 'agt_plain', id: 'transport-chat', messages: [userText('go')] });

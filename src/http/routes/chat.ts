@@ -1,3 +1,4 @@
+import { UI_MESSAGE_STREAM_HEADERS } from 'ai';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
 import { type ChatDeps, completeConversation, startConversation } from '../../services/chat.js';
@@ -147,7 +148,15 @@ export async function chatRoutes(
       const access = await accessChats(deps.db, request.principal, requestedWorkspaceId(request));
       const resumed = await resumeReply(deps, access, request.params.chatId);
       if (!resumed) return reply.code(204).send(null);
-      void writeEventStream(reply.raw, resumed.stream, streamHeaders(request, reply, resumed.chatId));
+      const headers = streamHeaders(request, reply, resumed.chatId);
+      if (request.method === 'HEAD') {
+        // Whether there is a reply to resume, and the replay's headers: a HEAD has no body to
+        // wait for, and held the replay (and its connection) open until the reply ended.
+        void resumed.stream.cancel().catch(() => undefined);
+        reply.raw.writeHead(200, { ...headers, ...UI_MESSAGE_STREAM_HEADERS }).end();
+        return;
+      }
+      void writeEventStream(reply.raw, resumed.stream, headers);
     },
   );
 }
