@@ -386,48 +386,39 @@ describe('failures a streaming client must see', () => {
   });
 });
 
-describe('regenerate while a reply of the chat is still running', () => {
+describe('regenerate or edit while a reply of the chat is still running', () => {
   // Its user turn is stored and its reply is not yet: regenerating looked like answering an
-  // unanswered turn, and stored a second answer to it beside the running one.
-  for (const named of [true, false]) {
-    it(`is refused with 409 and stores nothing (${named ? "the running reply's start id" : 'no messageId'})`, async () => {
-      const id = `regen-running-${named}`;
-      await new EventReader(
-        await post({ agentId: 'agt_plain', id, messages: [userText('first', `${id}-u1`)] }),
-      ).all();
-      upstream.enqueue({ kind: 'held', text: 'one two three four', afterPieces: 1 });
-      const running = await post({ agentId: 'agt_plain', id, messages: [userText('second', `${id}-u2`)] });
-      const chatId = running.headers.get('x-chat-id')!;
-      const events = new EventReader(running);
-      await events.until(textDeltas(1));
-      const start = events.chunks.find((c) => c.type === 'start') as { messageId: string };
-      const regen = await post({
-        agentId: 'agt_plain',
-        id,
+  // unanswered turn, and stored a second answer to it beside the running one. An edit of an
+  // earlier user message (useChat's submit-message with that message's id) is refused alike:
+  // the running reply, stored when it ends, would read as the answer to the edited message.
+  type Second = (id: string, startId: string) => Record<string, unknown>;
+  const seconds: Array<[string, Second]> = [
+    [
+      "a regenerate naming the running reply's start id",
+      (id, startId) => ({
         trigger: 'regenerate-message',
-        ...(named ? { messageId: start.messageId } : {}),
+        messageId: startId,
         messages: [userText('first', `${id}-u1`), userText('second', `${id}-u2`)],
-      });
-      expect(regen.status).toBe(409);
-      expect(await regen.json()).toMatchObject({ code: 'conflict', details: { chatId } });
-      upstream.release();
-      await events.all();
-      await t.app.persistence.idle();
-      expect((await chatRows(t.db, chatId)).map((r) => r.role)).toEqual([
-        'user',
-        'assistant',
-        'user',
-        'assistant',
-      ]);
-    });
-  }
-});
-
-describe('an edited user message while a reply of the chat is still running', () => {
-  // The running reply is stored when it ends, after whatever the edit left: it would read as the
-  // answer to the edited message.
-  it('is refused with 409 and changes nothing', async () => {
-    const id = 'edit-running';
+      }),
+    ],
+    [
+      'a regenerate without messageId',
+      (id) => ({
+        trigger: 'regenerate-message',
+        messages: [userText('first', `${id}-u1`), userText('second', `${id}-u2`)],
+      }),
+    ],
+    [
+      'an edit of the first user message',
+      (id) => ({
+        trigger: 'submit-message',
+        messageId: `${id}-u1`,
+        messages: [userText('first, edited', `${id}-u1`)],
+      }),
+    ],
+  ];
+  it.each(seconds)('%s is refused with 409 and changes nothing', async (name, second) => {
+    const id = `running-${name.replace(/[^A-Za-z0-9]+/g, '-')}`;
     await new EventReader(
       await post({ agentId: 'agt_plain', id, messages: [userText('first', `${id}-u1`)] }),
     ).all();
@@ -436,20 +427,16 @@ describe('an edited user message while a reply of the chat is still running', ()
     const chatId = running.headers.get('x-chat-id')!;
     const events = new EventReader(running);
     await events.until(textDeltas(1));
-    const edit = await post({
-      agentId: 'agt_plain',
-      id,
-      trigger: 'submit-message',
-      messageId: `${id}-u1`,
-      messages: [userText('first, edited', `${id}-u1`)],
-    });
-    expect(edit.status).toBe(409);
-    expect(await edit.json()).toMatchObject({ code: 'conflict', details: { chatId } });
+    const start = events.chunks.find((c) => c.type === 'start') as { messageId: string };
+    const refused = await post({ agentId: 'agt_plain', id, ...second(id, start.messageId) });
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toMatchObject({ code: 'conflict', details: { chatId } });
     upstream.release();
     await events.all();
     await t.app.persistence.idle();
     const rows = await chatRows(t.db, chatId);
     expect(rows.map((r) => r.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
     expect(rows[0]!.parts).toContain('"first"');
+    expect(rows[0]!.parts).not.toContain('edited');
   });
 });

@@ -29,6 +29,17 @@ function client(
   return new OpenAI({ apiKey, baseURL, maxRetries: 0, ...options });
 }
 
+/** What the SDK throws for a one-line "Hi" to agt_plain with `extra` fields (the error, not thrown). */
+function refusalOf(extra: Record<string, unknown>): Promise<unknown> {
+  return client()
+    .chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Hi' }],
+      ...extra,
+    } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
+    .catch((e: unknown) => e);
+}
+
 /** A fetch for the SDK that counts its requests: its retries show in `calls`. */
 function countingFetch() {
   const counting = {
@@ -312,13 +323,7 @@ describe('errors', () => {
       ]),
     ];
     for (const [extra, param] of refused) {
-      const error = await client()
-        .chat.completions.create({
-          model: 'agt_plain',
-          messages: [{ role: 'user', content: 'Hi' }],
-          ...extra,
-        } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
-        .catch((e: unknown) => e);
+      const error = await refusalOf(extra);
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
       expect(error).toMatchObject({ status: 400, code: 'bad_request', param, type: 'invalid_request_error' });
     }
@@ -549,13 +554,7 @@ describe('errors', () => {
       ],
     ];
     for (const [extra, expected] of refused) {
-      const error = await client()
-        .chat.completions.create({
-          model: 'agt_plain',
-          messages: [{ role: 'user', content: 'Hi' }],
-          ...extra,
-        } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming)
-        .catch((e: unknown) => e);
+      const error = await refusalOf(extra);
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
       expect(error).toMatchObject({ code: 'bad_request', param: expected.param });
       expect((error as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
