@@ -34,10 +34,21 @@ export interface KeyAdminDeps {
 }
 
 export const KEY_LIMITS = {
-  /** A key made over the API lives at most a year. */
-  maxLifetimeMs: 366 * 24 * 60 * 60 * 1000,
   sessionDefaultSeconds: 3600,
 } as const;
+
+/**
+ * The latest expiry of a key made at `now` (management.md: at most a year away): the same UTC
+ * date and time a year later, or February 28 for a key made on February 29, which the next
+ * year has not. A fixed 366 days let keys made outside a leap year live a day longer.
+ */
+export function latestKeyExpiry(now: Date): number {
+  const latest = new Date(now.getTime());
+  latest.setUTCFullYear(now.getUTCFullYear() + 1);
+  // setUTCFullYear moves February 29 on to March 1: step back to the year's last February day.
+  if (latest.getUTCMonth() !== now.getUTCMonth()) latest.setUTCDate(0);
+  return latest.getTime();
+}
 
 export function keyInfoView(row: ApiKeyInfoRow) {
   return {
@@ -65,20 +76,55 @@ async function requireMember(db: Db, workspaceId: string, userId: string, path: 
 
 const RANK: Record<Role, number> = { member: 0, admin: 1, owner: 2 };
 
+/** The schemas' `date-time` (RFC 3339 section 5.6): a date, a time and an offset. */
+const RFC_3339_DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
+
+/**
+ * Whether `text` is an RFC 3339 date and time that names a real moment: the API's schema checks
+ * this already, the CLI's `--expires-at` not, and Date.parse alone takes more (a date without a
+ * time, one in the machine's time zone, February 30 as March 2).
+ */
+function isDateTime(text: string): boolean {
+  const parts = RFC_3339_DATE_TIME.exec(text);
+  if (!parts) return false;
+  const [year, month, day, hour, minute, second, offsetHours = 0, offsetMinutes = 0] = parts
+    .slice(1)
+    .map((part) => (part === undefined ? undefined : Number(part)));
+  const daysInMonth = new Date(Date.UTC(year!, month!, 0)).getUTCDate();
+  return (
+    month! >= 1 &&
+    month! <= 12 &&
+    day! >= 1 &&
+    day! <= daysInMonth &&
+    hour! <= 23 &&
+    minute! <= 59 &&
+    second! <= 60 &&
+    offsetHours <= 23 &&
+    offsetMinutes <= 59
+  );
+}
+
 /**
  * A new key's expiry (`undefined`: none): in the future and at most a year away, as an ISO time;
  * else a 400 naming `field` (the API's `body.expiresAt`, the CLI's `--expires-at`).
  */
 export function keyExpiry(expiresAt: string | undefined, now: Date, field = 'body.expiresAt'): string | null {
   if (expiresAt === undefined) return null;
+  if (!isDateTime(expiresAt)) {
+    throw errors.badRequest(
+      `${field} must be a date and time with a time zone, such as 2027-01-31T00:00:00Z`,
+      [{ path: field, message: 'must be an RFC 3339 date and time with a time zone' }],
+    );
+  }
   const at = Date.parse(expiresAt);
-  // The schema's `date-time` (RFC 3339) allows a leap second (`23:59:60`), which Date cannot read.
+  // RFC 3339 allows a leap second (`23:59:60`), which Date cannot read.
   if (Number.isNaN(at)) {
     throw errors.badRequest(`${field} must be a date and time with seconds up to 59`, [
       { path: field, message: 'must be a date and time with seconds up to 59 (no leap second)' },
     ]);
   }
-  if (at <= now.getTime() || at > now.getTime() + KEY_LIMITS.maxLifetimeMs) {
+  if (at <= now.getTime() || at > latestKeyExpiry(now)) {
     throw errors.badRequest(`${field} must be in the future and at most a year away`, [
       { path: field, message: 'must be in the future and at most a year away' },
     ]);
@@ -177,7 +223,8 @@ export async function listApiKeys(db: Db, access: WorkspaceAccess) {
  * at most as high as they do there (as for creating one: an admin cannot lock the owner out);
  * an organization key the organization keys of users it outranks nowhere (see
  * mayRevokeOrganizationKey). Revocation is a row update that every process
- * reads on the next request (keys are not cached), so it holds everywhere at once. A key the
+ * reads on the next request (the key cache, src/auth/key-cache.ts, is emptied by it on every
+ * process), so it holds everywhere at once. A key the
  * caller cannot see is missing (404); revoking twice answers the same.
  */
 export async function revokeKey(deps: KeyAdminDeps, principal: Principal, keyId: string) {

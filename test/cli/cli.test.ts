@@ -665,14 +665,26 @@ organizations:
       ]),
     ).toBe(0);
     output.err.length = 0;
+    const nextYear = new Date().getUTCFullYear() + 1;
     for (const bad of [
       'tomorrow',
+      // Date.parse reads these (the second in the machine's time zone); the API's date-time does not.
+      `${nextYear}-01-01`,
+      `Jan 1 ${nextYear} 10:00`,
+      `${nextYear}-02-30T00:00:00Z`,
+      `${nextYear}-06-30T23:59:60Z`,
       '2020-01-01T00:00:00Z',
       new Date(Date.now() + 400 * 24 * 3600 * 1000).toISOString(),
     ]) {
       expect(await create('--name', `bad-${bad}`, '--expires-at', bad), bad).toBe(2);
     }
+    const notADateTime =
+      'atrium: --expires-at must be a date and time with a time zone, such as 2027-01-31T00:00:00Z';
     expect(output.err).toEqual([
+      notADateTime,
+      notADateTime,
+      notADateTime,
+      notADateTime,
       'atrium: --expires-at must be a date and time with seconds up to 59',
       'atrium: --expires-at must be in the future and at most a year away',
       'atrium: --expires-at must be in the future and at most a year away',

@@ -85,6 +85,30 @@ describe(`POST /v1/workspace/{id}/api-keys (${engineName})`, () => {
     expect(JSON.stringify(res.json().details)).toContain(path);
   });
 
+  it('takes an expiry up to the same moment a calendar year away, not a day more (366 days from 2026-11-22 is 2027-11-23)', async () => {
+    const justOver = await createKey({ name: 'year-over', expiresAt: '2027-11-22T10:00:00.001Z' });
+    expect(justOver.statusCode).toBe(400);
+    expect(justOver.json().details.issues[0].path).toBe('body.expiresAt');
+    const dayOver = await createKey({ name: 'year-day-over', expiresAt: '2027-11-23T09:00:00Z' });
+    expect(dayOver.statusCode).toBe(400);
+    const exactly = await createKey({ name: 'year-exact', expiresAt: '2027-11-22T10:00:00Z' });
+    expect(exactly.statusCode).toBe(201);
+    expect(exactly.json().data.apiKey.expiresAt).toBe('2027-11-22T10:00:00.000Z');
+  });
+
+  it('reads a year from February 29 as ending on February 28 (the next year has no February 29)', async () => {
+    const was = now;
+    now = new Date('2028-02-29T12:00:00.000Z');
+    try {
+      expect((await createKey({ name: 'leap-over', expiresAt: '2029-03-01T00:00:00Z' })).statusCode).toBe(
+        400,
+      );
+      expect((await createKey({ name: 'leap-ok', expiresAt: '2029-02-28T12:00:00Z' })).statusCode).toBe(201);
+    } finally {
+      now = was;
+    }
+  });
+
   it('says what is wrong with an expiry on a leap second', async () => {
     const res = await createKey({ name: 'x', expiresAt: '2027-06-30T23:59:60Z' });
     expect(res.json().message).toBe('body.expiresAt must be a date and time with seconds up to 59');

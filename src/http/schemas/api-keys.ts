@@ -31,7 +31,11 @@ export const CreateApiKeyBody = Type.Object({
     }),
   ),
   expiresAt: Type.Optional(
-    Type.String({ format: 'date-time', description: 'In the future, at most a year away' }),
+    Type.String({
+      format: 'date-time',
+      description:
+        'In the future, at most a year away (the same UTC date and time next year; February 28 for a key made on February 29)',
+    }),
   ),
 });
 
