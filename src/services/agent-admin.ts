@@ -134,17 +134,33 @@ async function checkTitle(deps: AgentAdminDeps, workspaceId: string, title: stri
   }
 }
 
+/** Whether `url` is an http or https URL. */
+function isHttpUrl(url: string): boolean {
+  try {
+    const { protocol } = new URL(url);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
 /**
  * An MCP server named by a private, loopback or link-local address is refused at once (400), unless
  * the operator allows such servers: connecting would refuse it anyway (src/models/tools/mcp-address.ts;
  * a name that resolves to such an address is refused when connecting, as a warning).
  */
 function checkToolAddresses(deps: AgentAdminDeps, tools: McpTool[] | null | undefined): void {
-  if (!tools || deps.config.mcpAllowPrivateNetwork) return;
-  tools.forEach((tool, t) => {
+  tools?.forEach((tool, t) => {
+    const path = `body.tools[${t}].url`;
+    // A streamable-HTTP MCP server has an http(s) URL: any other scheme (ftp, data, ws) could
+    // never connect, and was reported as a private address, which it is not.
+    if (!isHttpUrl(tool.url)) {
+      const message = 'must be an http or https URL (a streamable-HTTP MCP server)';
+      throw errors.badRequest(`${path} ${message}`, [{ path, message }]);
+    }
+    if (deps.config.mcpAllowPrivateNetwork) return;
     const problem = privateAddressProblem(tool.url);
     if (!problem) return;
-    const path = `body.tools[${t}].url`;
     const message = `${problem}: an agent made over the API may use only public MCP servers (the operator can allow private ones with ATRIUM_MCP_ALLOW_PRIVATE_NETWORK)`;
     throw errors.badRequest(`${path} ${message}`, [{ path, message }]);
   });

@@ -136,6 +136,30 @@ describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
     expect(JSON.stringify(res.json().details)).toContain(path.split('[')[0]);
   });
 
+  it('answers 400 for an MCP server URL that is not http or https, saying so (not that it is private)', async () => {
+    for (const url of [
+      'ftp://mcp.example.test/',
+      'data:text/plain,hi',
+      'ws://mcp.example.test/',
+      'mailto:a@b.test',
+    ]) {
+      const res = await createAgent({ title: 'Schemes', tools: [{ type: 'mcp', name: 'a', url }] });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json().details.issues, url).toEqual([
+        { path: 'body.tools[0].url', message: 'must be an http or https URL (a streamable-HTTP MCP server)' },
+      ]);
+    }
+    const created = await createAgent({ title: 'Schemes' });
+    expect(created.statusCode).toBe(201);
+    const patched = await call('PATCH', `/v1/agents/${created.json().data.agent.id}`, MKEYS.owner, {
+      tools: [{ type: 'mcp', name: 'a', url: 'ftp://mcp.example.test/' }],
+    });
+    expect(patched.statusCode).toBe(400);
+    expect(patched.json().message).toBe(
+      'body.tools[0].url must be an http or https URL (a streamable-HTTP MCP server)',
+    );
+  });
+
   it('answers 400 for malformed JSON and 413 for an oversized body', async () => {
     const bad = await t.app.inject({
       method: 'POST',
