@@ -1,6 +1,6 @@
 import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
 import type { Db } from '../db/database.js';
-import { liveAgentIdsIn } from '../db/repositories/agents.js';
+import { liveAgentIdsIn, memberVisibleAgentIdsIn } from '../db/repositories/agents.js';
 import {
   type ApiKeyInfoRow,
   findApiKeyInfo,
@@ -278,6 +278,16 @@ export async function createSessionToken(
     if (missing >= 0) {
       throw errors.badRequest(`body.agentIds[${missing}] is not an agent of this workspace`, [
         { path: `body.agentIds[${missing}]`, message: 'must be the id of an agent of the workspace' },
+      ]);
+    }
+    // The token acts as a member, to whom a private agent is 404: it could never reach one.
+    const listed = await memberVisibleAgentIdsIn(deps.db, access.workspaceId, agentIds);
+    const hidden = input.agentIds.findIndex((id) => !listed.has(id));
+    if (hidden >= 0) {
+      const message =
+        'is a private agent, which a session token cannot reach (it acts as a member, whatever the user’s role)';
+      throw errors.badRequest(`body.agentIds[${hidden}] ${message}`, [
+        { path: `body.agentIds[${hidden}]`, message },
       ]);
     }
   }

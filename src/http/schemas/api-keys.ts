@@ -67,7 +67,8 @@ export const CreateSessionTokenBody = Type.Object({
     Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
       minItems: 1,
       maxItems: 100,
-      description: 'Limit the token to these agents of the workspace',
+      description:
+        'Limit the token to these agents of the workspace (not private ones: the token acts as a member)',
     }),
   ),
   expiresInSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 86_400, default: 3600 })),
