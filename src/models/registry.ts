@@ -60,6 +60,16 @@ export function costUsd(pricing: Pricing, inputTokens: number, outputTokens: num
   return (inputTokens * pricing.inputPerMTok + outputTokens * pricing.outputPerMTok) / 1_000_000;
 }
 
+/**
+ * A cost as the API shows it: to the millionth of a cent (1e-8 USD), without the float noise of
+ * prices in cents (`(1 × 0.15 + 2 × 0.6) / 1e6` is 0.0000013499999999999998). Replies, runs,
+ * messages and the usage report show the same figure for the same cost; what is stored and
+ * counted against limits stays unrounded.
+ */
+export function shownUsd(value: number): number {
+  return Math.round(value * 1e8) / 1e8;
+}
+
 function embeddingModelAsChatModel(modelId: string): ApiError {
   return errors.badRequest(`Model "${modelId}" is an embedding model, not a chat model`, [
     { path: 'body.model', message: 'must be a chat model (GET /v1/workspace/{id}/models lists each kind)' },

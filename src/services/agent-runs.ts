@@ -7,6 +7,7 @@ import type { TemplateValue } from '../models/template.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
 import type { Principal } from './access.js';
 import { type ChatDeps, type ConversationOutcome, startConversation, type UserVariables } from './chat.js';
+import { shownUsd } from '../models/registry.js';
 
 export interface AgentRunRequest {
   message: string;
@@ -42,7 +43,7 @@ export interface RunUsage {
 }
 
 export function runUsage(run: Pick<AgentRunTable, 'input_tokens' | 'output_tokens' | 'cost_usd'>): RunUsage {
-  return { inputTokens: run.input_tokens, outputTokens: run.output_tokens, costUsd: run.cost_usd };
+  return { inputTokens: run.input_tokens, outputTokens: run.output_tokens, costUsd: shownUsd(run.cost_usd) };
 }
 
 /**

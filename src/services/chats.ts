@@ -17,6 +17,7 @@ import type { Clock } from '../ids.js';
 import { accessRequestWorkspace, type Principal } from './access.js';
 import { canSeeChat, type ChatViewer, chatViewer } from './chat-visibility.js';
 import type { RunningReplies } from './running-replies.js';
+import { shownUsd } from '../models/registry.js';
 
 export interface ChatsDeps {
   db: Db;
@@ -265,7 +266,7 @@ function messageView(row: MessageTable): MessageView {
             createdAt: row.created_at,
             ...(row.model ? { model: row.model } : {}),
             usage: { inputTokens: Number(row.input_tokens), outputTokens: Number(row.output_tokens) },
-            costUsd: Number(row.cost_usd),
+            costUsd: shownUsd(Number(row.cost_usd)),
             ...(row.finish_reason ? { finishReason: row.finish_reason } : {}),
           }
         : { createdAt: row.created_at },

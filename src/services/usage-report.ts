@@ -2,7 +2,7 @@ import type { Db } from '../db/database.js';
 import { memberVisibleAgentIdsIn } from '../db/repositories/agents.js';
 import { findWorkspace } from '../db/repositories/tenancy.js';
 import { findModelPricing, usageGroups, workspaceModels } from '../db/repositories/usage-report.js';
-import type { ModelRegistry } from '../models/registry.js';
+import { type ModelRegistry, shownUsd } from '../models/registry.js';
 import { isManager, type WorkspaceAccess } from './access.js';
 import { ledgerMonth } from './usage.js';
 
@@ -22,11 +22,8 @@ function add(into: Totals, from: Totals) {
   into.requests += from.requests;
 }
 
-/** Sums of many small costs carry float noise; a report shows them to the millionth of a cent. */
-const roundCost = (totals: Totals): Totals => ({
-  ...totals,
-  costUsd: Math.round(totals.costUsd * 1e8) / 1e8,
-});
+/** Sums of many small costs carry float noise; a report shows them as every cost is shown. */
+const roundCost = (totals: Totals): Totals => ({ ...totals, costUsd: shownUsd(totals.costUsd) });
 
 function grouped<K extends string>(key: K, groups: Map<string, Totals>) {
   return [...groups.entries()]

@@ -5,7 +5,7 @@ import type { UsageReservationTable, WorkspaceTable } from '../db/schema.js';
 import { ApiError } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
 import { renewWhileWorking } from '../lease-renewal.js';
-import { costUsd, type Pricing } from '../models/registry.js';
+import { costUsd, type Pricing, shownUsd } from '../models/registry.js';
 import { ledgerMonth } from './usage.js';
 import { estimatePromptTokens } from './usage-estimate.js';
 
@@ -211,8 +211,8 @@ export class UsageReservations {
             {
               month,
               limitUsd: workspace.monthly_cost_usd,
-              usedUsd: used.costUsd,
-              reservedUsd: reserved.costUsd,
+              usedUsd: shownUsd(used.costUsd),
+              reservedUsd: shownUsd(reserved.costUsd),
             },
           );
         }
@@ -230,8 +230,8 @@ export class UsageReservations {
             {
               chatId,
               capUsd: cap,
-              spentUsd: spent,
-              reservedUsd: reserved.costUsd,
+              spentUsd: shownUsd(spent),
+              reservedUsd: shownUsd(reserved.costUsd),
             },
           );
         }

@@ -2,6 +2,7 @@ import type { Db } from '../db/database.js';
 import { findMonthUsage } from '../db/repositories/usage.js';
 import type { WorkspaceTable } from '../db/schema.js';
 import { ApiError } from '../errors.js';
+import { shownUsd } from '../models/registry.js';
 
 /** The ledger's month of a moment: `YYYY-MM` in UTC. */
 export function ledgerMonth(now: Date): string {
@@ -30,7 +31,7 @@ export async function assertWithinWorkspaceLimits(db: Db, workspace: Limits, now
     throw new ApiError('usage_limit_exceeded', 'The workspace has reached its monthly cost limit', {
       month,
       limitUsd: workspace.monthly_cost_usd,
-      usedUsd: used.costUsd,
+      usedUsd: shownUsd(used.costUsd),
     });
   }
 }
@@ -47,7 +48,7 @@ export function assertWithinChatSpendCap(
     throw new ApiError('spend_cap_exceeded', 'The chat has reached its spend cap', {
       ...(chat ? { chatId: chat.id } : {}),
       capUsd: cap,
-      spentUsd: spent,
+      spentUsd: shownUsd(spent),
     });
   }
 }

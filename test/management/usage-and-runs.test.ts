@@ -58,6 +58,48 @@ describe(`usage in chat and run replies (${engineName})`, () => {
   });
 });
 
+describe(`costs as replies, runs and the report show them (${engineName})`, () => {
+  it('shows a cost without float noise (0.00000135, not 0.0000013499999999999998), the same everywhere', async () => {
+    // A price with cents per million tokens, as most providers list theirs: (1 × 0.15 + 2 × 0.6) / 1e6
+    // is 0.0000013499999999999998 in floating point.
+    const pricing = (input: number, output: number) =>
+      t.env.database.db
+        .updateTable('models')
+        .set({ input_per_mtok: input, output_per_mtok: output })
+        .where('id', '=', 'local/small')
+        .execute();
+    const was = now;
+    now = new Date('2025-06-15T12:00:00.000Z');
+    await pricing(0.15, 0.6);
+    try {
+      const agent = (
+        await call('POST', '/v1/workspace/wsp_main/agents', MKEYS.owner, {
+          title: 'Cents',
+          model: 'local/small',
+        })
+      ).json().data.agent.id as string;
+      upstream.enqueue({ kind: 'text', text: 'ok', usage: { prompt: 1, completion: 2 } });
+      const replied = await chat(MKEYS.owner, agent);
+      expect(replied.json().usage).toEqual({ inputTokens: 1, outputTokens: 2, costUsd: 0.00000135 });
+      const messages = await call('GET', `/v1/chats/${replied.json().chatId}/messages`, MKEYS.owner);
+      const stored = messages.json().data.messages.find((m: { role: string }) => m.role === 'assistant');
+      expect(stored.metadata.costUsd).toBe(0.00000135);
+      upstream.enqueue({ kind: 'text', text: 'ok', usage: { prompt: 1, completion: 2 } });
+      const run = (await call('POST', `/v1/agents/${agent}/runs`, MKEYS.owner, { message: 'go' })).json()
+        .data;
+      expect(run.usage.costUsd).toBe(0.00000135);
+      const readBack = await call('GET', `/v1/agents/${agent}/runs/${run.id}`, MKEYS.owner);
+      expect(readBack.json().data.usage.costUsd).toBe(0.00000135);
+      const report = (await call('GET', '/v1/workspace/wsp_main/usage?month=2025-06', MKEYS.owner)).json()
+        .data;
+      expect(report.costUsd).toBe(0.0000027);
+    } finally {
+      now = was;
+      await pricing(1, 2);
+    }
+  });
+});
+
 describe(`GET /v1/workspace/{id}/usage (${engineName})`, () => {
   it('adds up to the stored messages (runs included) by agent, model and day', async () => {
     now = new Date('2026-11-20T12:00:00.000Z');

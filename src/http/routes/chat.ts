@@ -13,6 +13,7 @@ import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from
 import { LiveEventStream, uiMessageEventText, writeEventStream } from '../ui-message-sse.js';
 import { sourceViews } from '../../knowledge/citations.js';
 import type { TypedApp } from '../typed-app.js';
+import { shownUsd } from '../../models/registry.js';
 
 /** From here the response is the stream; hooks no longer run, so their headers go along. */
 function streamHeaders(request: FastifyRequest, reply: FastifyReply, chatId: string): Record<string, string> {
@@ -76,7 +77,7 @@ export async function chatRoutes(
           usage: {
             inputTokens: outcome.usage.inputTokens,
             outputTokens: outcome.usage.outputTokens,
-            costUsd: outcome.costUsd,
+            costUsd: shownUsd(outcome.costUsd),
           },
           ...(conversation.warnings.length > 0 ? { warnings: conversation.warnings } : {}),
           ...(conversation.sources.length > 0 ? { sources: sourceViews(conversation.sources) } : {}),
