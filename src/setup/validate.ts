@@ -1,4 +1,4 @@
-import Ajv, { type ValidateFunction } from 'ajv';
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
 import { LineCounter, parse as parseYaml, YAMLParseError } from 'yaml';
@@ -223,8 +223,27 @@ function readablePath(pointer: string): string {
   );
 }
 
+/**
+ * An optional field is a union of its shape and `null` (Clearable): a value that fits neither
+ * fails both branches and the union. Where the shape's own failure is there (or that of a field
+ * within the value), the other two ("must be null", "must match a schema in anyOf") only repeat
+ * that the value is wrong.
+ */
+function withoutClearableNoise(errors: ErrorObject[]): ErrorObject[] {
+  const isNoise = (error: ErrorObject) => error.keyword === 'anyOf' || isNullBranch(error);
+  const failures = errors.filter((error) => !isNoise(error)).map((error) => error.instancePath);
+  // Explained by a failure of the value itself or of a field within it (`limits.monthlyTokens`).
+  const explained = (path: string) =>
+    failures.some((failure) => failure === path || failure.startsWith(`${path}/`));
+  return errors.filter((error) => !(isNoise(error) && explained(error.instancePath)));
+}
+
+function isNullBranch(error: ErrorObject): boolean {
+  return error.keyword === 'type' && (error.params as { type?: unknown }).type === 'null';
+}
+
 function shapeProblems(validate: ValidateFunction<SetupFile>): SetupProblem[] {
-  return (validate.errors ?? []).map((error) => {
+  return withoutClearableNoise(validate.errors ?? []).map((error) => {
     const params = error.params as {
       missingProperty?: string;
       additionalProperty?: string;
@@ -356,7 +375,12 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
     // RFC 3339, and so the schema's `date-time`, allows a leap second (`23:59:60`), which no date
     // the service stores can hold: refused here rather than failing halfway through apply.
     const checkExpiry = (value: string | null | undefined, path: string) => {
-      if (typeof value === 'string' && !Number.isFinite(Date.parse(value))) {
+      // Only a leap second: any other unreadable value failed the format, which says so.
+      if (
+        typeof value === 'string' &&
+        /:60(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/.test(value) &&
+        !Number.isFinite(Date.parse(value))
+      ) {
         problems.push({ path, message: 'must be a date and time with seconds up to 59 (no leap second)' });
       }
     };

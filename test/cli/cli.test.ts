@@ -166,6 +166,40 @@ organizations:
     expect(await countRows()).toEqual(before);
   });
 
+  it('says once what is wrong with an optional (clearable) field, without "must be null" or a leap second it does not have', async () => {
+    const file = writeSetup(
+      'clearable.yaml',
+      `
+organizations:
+  - id: org_c
+    name: C
+    users: [{ id: usr_c, name: C, email: c@c.test }]
+    workspaces:
+      - id: wsp_c
+        name: C
+        members: [{ user: usr_c, role: owner }]
+        limits: { monthlyTokens: -1 }
+        apiKeys:
+          - { name: k, user: usr_c, expiresAt: "2027-13-01T00:00:00Z" }
+        projects:
+          - { name: P, color: blue }
+`,
+    );
+    output.err.length = 0;
+    const lines = (await refusedApply(file)).split('\n');
+    const about = (path: string) => lines.filter((line) => line.includes(`: ${path}: `));
+    expect(about('organizations[0].workspaces[0].apiKeys[0].expiresAt')).toEqual([
+      `atrium: ${file}: organizations[0].workspaces[0].apiKeys[0].expiresAt: must match format "date-time"`,
+    ]);
+    expect(about('organizations[0].workspaces[0].projects[0].color')).toEqual([
+      `atrium: ${file}: organizations[0].workspaces[0].projects[0].color: must match pattern "^#[0-9A-Fa-f]{6}$"`,
+    ]);
+    expect(about('organizations[0].workspaces[0].limits.monthlyTokens')).toEqual([
+      `atrium: ${file}: organizations[0].workspaces[0].limits.monthlyTokens: must be >= 0`,
+    ]);
+    expect(lines.join('\n')).not.toMatch(/must be null|anyOf|leap second/);
+  });
+
   it('refuses limits and prices no counter or column can hold (1e22 tokens, .inf) with exit 2, naming each', async () => {
     const file = writeSetup(
       'huge-limits.yaml',
