@@ -343,6 +343,21 @@ describe(`session tokens (${engineName})`, () => {
     expect((await call('POST', '/v1/agents/agt_file/runs', token, { message: 'hi' })).statusCode).toBe(404);
   });
 
+  it('is revoked by the id GET /v1/me shows it (session tokens are not listed), and stops at once', async () => {
+    const { token } = (await createToken({ userId: 'usr_max' })).json().data;
+    const me = await call('GET', '/v1/me', token);
+    const { id, kind } = me.json().data.key;
+    expect(kind).toBe('session');
+    // The token itself reaches only the chat routes, so the app's server revokes it.
+    expect((await call('DELETE', `/v1/api-keys/${id}`, token)).statusCode).toBe(401);
+    expect((await call('DELETE', `/v1/api-keys/${id}`, MKEYS.owner)).json()).toEqual({
+      data: { revoked: true },
+    });
+    const after = await call('GET', '/v1/me', token);
+    expect(after.statusCode).toBe(401);
+    expect(after.json().code).toBe('not_authenticated');
+  });
+
   it('stops working once expired', async () => {
     const { token } = (await createToken({ userId: 'usr_max', expiresInSeconds: 60 })).json().data;
     expect((await call('GET', '/v1/me', token)).statusCode).toBe(200);
