@@ -2,7 +2,8 @@ import type { Db } from '../db/database.js';
 import type { SkillTable } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { deletePrefixOrLog, type ObjectStore, type StoreLog } from '../storage/object-store.js';
-import { accessWorkspaceIfAllowed, isManager, type Principal, requireManager } from './access.js';
+import { accessWorkspaceIfAllowed, type Principal, requireManager } from './access.js';
+import { maySeeSkill } from './skills.js';
 
 export interface SkillAdminDeps {
   db: Db;
@@ -14,16 +15,14 @@ function findSkill(db: Db, skillId: string) {
 }
 
 /**
- * A skill the caller may see: shared ones and its user's own private ones (as the list shows),
- * and for owners and admins every skill of the workspace. Anything else is missing (404).
+ * A skill the caller may see, by the list's rule (maySeeSkill): shared ones and its user's own
+ * private ones, and for owners and admins every skill of the workspace. Anything else is
+ * missing (404).
  */
 async function visibleSkill(deps: SkillAdminDeps, principal: Principal, skillId: string) {
   const skill = await findSkill(deps.db, skillId);
   const access = skill ? await accessWorkspaceIfAllowed(deps.db, principal, skill.workspace_id) : null;
-  if (!skill || !access) throw errors.notFound('Skill');
-  const shared = skill.visibility !== 'private';
-  if (!shared && skill.owner_user_id !== principal.userId && !isManager(access))
-    throw errors.notFound('Skill');
+  if (!skill || !access || !maySeeSkill(access, skill)) throw errors.notFound('Skill');
   return { skill, access };
 }
 

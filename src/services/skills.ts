@@ -25,7 +25,7 @@ import { errors } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
 import { renewWhileWorking } from '../lease-renewal.js';
 import { deletePrefixOrLog, type ObjectStore, type StoreLog } from '../storage/object-store.js';
-import type { WorkspaceAccess } from './access.js';
+import { isManager, type WorkspaceAccess } from './access.js';
 import type { Page } from './paging.js';
 import {
   type ArchiveLimits,
@@ -612,21 +612,41 @@ export async function sweepOrphanSkillObjects(
 }
 
 /**
+ * Whose private skills the caller sees besides the shared ones: its user's own; null for an owner
+ * or admin, who sees every skill of the workspace, as they may replace and delete any (and see
+ * every chat and agent of it). The list and every route that takes a skill id follow this one rule.
+ */
+export function privateSkillsSeenBy(access: WorkspaceAccess): string | null {
+  return isManager(access) ? null : access.principal.userId;
+}
+
+/** Whether the caller may see this skill of its workspace (privateSkillsSeenBy). */
+export function maySeeSkill(
+  access: WorkspaceAccess,
+  skill: Pick<SkillTable, 'visibility' | 'owner_user_id'>,
+): boolean {
+  const privateOf = privateSkillsSeenBy(access);
+  return skill.visibility !== 'private' || privateOf === null || skill.owner_user_id === privateOf;
+}
+
+/**
  * A page of the skills the caller may see: the listing's response body (its UTF-8 bytes), its `data`
  * built by the database (each skill with its front matter `metadata` as JSON); kept while no
  * skill changes (src/db/listing-cache.ts).
  */
 export async function listSkills(db: Db, access: WorkspaceAccess, page: Page): Promise<Buffer> {
   const { workspaceId } = access;
-  const { userId } = access.principal;
+  // Keyed by what the page holds, not by who asks: every owner and admin shares one page, and a
+  // user whose role changes gets the page of the new role at once.
+  const privateOf = privateSkillsSeenBy(access);
   return skillListings(
     db,
-    JSON.stringify([workspaceId, userId, page.limit, page.offset]),
+    JSON.stringify([workspaceId, privateOf, page.limit, page.offset]),
     async () => {
       const { page: skills, total } = await listVisibleSkillsJson(
         db,
         workspaceId,
-        userId,
+        privateOf,
         page.limit,
         page.offset,
       );

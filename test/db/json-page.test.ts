@@ -211,9 +211,9 @@ describe(`listings built as JSON by the database (${engineName})`, () => {
     expect(body.data.agents).toEqual(all.agents.slice(1, 4));
   });
 
-  it('skills: metadata embedded as JSON, private skills of others left out', async () => {
+  it('skills: metadata embedded as JSON; an owner’s list has a member’s private skill too', async () => {
     const body = await get('/v1/workspace/wsp_main/skills?limit=1&offset=0');
-    expect(body.data.pagination).toEqual({ total: 2, limit: 1, offset: 0 });
+    expect(body.data.pagination).toEqual({ total: 3, limit: 1, offset: 0 });
     expect(body.data.skills).toEqual([
       {
         id: 'skl_json_0',
@@ -230,6 +230,7 @@ describe(`listings built as JSON by the database (${engineName})`, () => {
     const second = await get('/v1/workspace/wsp_main/skills?limit=5&offset=1');
     expect(second.data.skills.map((s: { id: string; metadata: object }) => [s.id, s.metadata])).toEqual([
       ['skl_json_1', {}],
+      ['skl_json_2', {}],
     ]);
   });
 

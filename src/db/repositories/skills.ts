@@ -116,55 +116,62 @@ const SKILL_FIELDS: Record<string, JsonField> = {
 };
 
 /**
- * Skills the user may see in the workspace: shared ones (`workspace`, `organization`) and the
- * user's own private ones; by name (case-insensitive: `caseInsensitiveSortKey`), then id, so
+ * Skills a caller may see in the workspace: shared ones (`workspace`, `organization`) and the
+ * private ones of `privateOf`, the caller's user; every skill when `privateOf` is null (an owner
+ * or admin: `privateSkillsSeenBy` in src/services/skills.ts); by name (case-insensitive: `caseInsensitiveSortKey`), then id, so
  * pages are stable, read in that order from the listing index. One page as the listing's JSON
  * array, with how many there are in all.
  */
 export async function listVisibleSkillsJson(
   db: Db,
   workspaceId: string,
-  userId: string,
+  privateOf: string | null,
   limit: number,
   offset: number,
 ): Promise<{ page: string; total: number }> {
-  const [row] = await visibleSkillsPage(db, { workspaceId, userId, limit, offset });
+  const [row] = await visibleSkillsPage(db, { workspaceId, privateOf, limit, offset });
   return { page: row!.page, total: Number(row!.total) };
 }
 
 interface VisibleSkillsPage {
   workspaceId: string;
-  userId: string;
+  privateOf: string | null;
   limit: number;
   offset: number;
 }
 
-const visibleSkillsPage = preparedSelect((db, { workspaceId, userId, limit, offset }: VisibleSkillsPage) => {
-  const base = db
-    .selectFrom('skills')
-    .where('workspace_id', '=', workspaceId)
-    .where((eb) =>
-      eb.or([eb('visibility', 'in', ['workspace', 'organization']), eb('owner_user_id', '=', userId)]),
-    );
-  const rows = base
-    .select([
-      'id',
-      'name',
-      'description',
-      'visibility',
-      'owner_user_id as ownerUserId',
-      'storage_path as storagePath',
-      'metadata',
-      'created_at as createdAt',
-      'updated_at as updatedAt',
-    ])
-    .orderBy('name_sort_key')
-    .orderBy(idInCodePointOrder(db))
-    .limit(limit)
-    .offset(offset);
-  const total = base.select((eb) => eb.fn.countAll<number>().as('total'));
-  return db.selectNoFrom([jsonArray(dialectOf(db), rows, SKILL_FIELDS).as('page'), total.as('total')]);
-});
+const visibleSkillsPage = preparedSelect(
+  (db, { workspaceId, privateOf, limit, offset }: VisibleSkillsPage) => {
+    const workspaceSkills = db.selectFrom('skills').where('workspace_id', '=', workspaceId);
+    const base =
+      privateOf === null
+        ? workspaceSkills
+        : workspaceSkills.where((eb) =>
+            eb.or([
+              eb('visibility', 'in', ['workspace', 'organization']),
+              eb('owner_user_id', '=', privateOf),
+            ]),
+          );
+    const rows = base
+      .select([
+        'id',
+        'name',
+        'description',
+        'visibility',
+        'owner_user_id as ownerUserId',
+        'storage_path as storagePath',
+        'metadata',
+        'created_at as createdAt',
+        'updated_at as updatedAt',
+      ])
+      .orderBy('name_sort_key')
+      .orderBy(idInCodePointOrder(db))
+      .limit(limit)
+      .offset(offset);
+    const total = base.select((eb) => eb.fn.countAll<number>().as('total'));
+    return db.selectNoFrom([jsonArray(dialectOf(db), rows, SKILL_FIELDS).as('page'), total.as('total')]);
+  },
+);
 
 /** Every skill row of a workspace (tests and maintenance). */
 export function listWorkspaceSkills(db: Db, workspaceId: string) {

@@ -17,7 +17,7 @@ export async function skillAdminRoutes(app: TypedApp, deps: AppDeps): Promise<vo
         summary: 'Get a skill',
         operationId: 'getSkill',
         description:
-          'The skill with its stored files. Members see shared skills and their own private ones; owners and admins every skill of the workspace.',
+          'The skill with its stored files. Visible as in the skill list: members see shared skills and their own private ones; owners and admins every skill of the workspace. Any other skill → 404.',
         tags: ['skills'],
         security: API_KEY_SECURITY,
         params: SkillParams,

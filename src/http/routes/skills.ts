@@ -38,7 +38,7 @@ export async function skillRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
         summary: 'List skills',
         operationId: 'listSkills',
         description:
-          'Skills of the workspace the caller may see (shared ones and the caller’s own private ones), by name (case-insensitive), then id. Case-insensitive: each name lower-cased by Unicode’s default rules, then compared code point by code point, the same on every database: `éa` comes before `Éb`, and both after every name that starts with an ASCII letter.',
+          'Skills of the workspace the caller may see: for a member, shared ones and its own private ones; for an owner or admin, every skill (the skills `GET /v1/skills/{skillId}` answers). By name (case-insensitive), then id. Case-insensitive: each name lower-cased by Unicode’s default rules, then compared code point by code point, the same on every database: `éa` comes before `Éb`, and both after every name that starts with an ASCII letter.',
         tags: ['skills'],
         security: API_KEY_SECURITY,
         params: WorkspaceParams,
