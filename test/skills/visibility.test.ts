@@ -117,6 +117,19 @@ describe(`who sees a skill (${engineName})`, () => {
     }
   });
 
+  it('a session token reaches no skill route (401), whatever its user’s role', async () => {
+    const token = await t.app.inject({
+      method: 'POST',
+      url: '/v1/workspace/wsp_vis/session-tokens',
+      headers: { 'x-service-api-key': KEYS.owner },
+      payload: { userId: 'usr_owner' },
+    });
+    const tokenKey = token.json().data.token as string;
+    expect((await call('GET', '/v1/workspace/wsp_vis/skills', tokenKey)).statusCode).toBe(401);
+    expect((await call('GET', `/v1/skills/${ids.shared}`, tokenKey)).statusCode).toBe(401);
+    expect((await call('DELETE', `/v1/skills/${ids.shared}`, tokenKey)).statusCode).toBe(401);
+  });
+
   it('a member’s delete: 401 for a skill it sees (its own included), 404 for one it does not', async () => {
     expect((await call('DELETE', `/v1/skills/${ids['max-private']}`, KEYS.max)).statusCode).toBe(401);
     expect((await call('DELETE', `/v1/skills/${ids.shared}`, KEYS.mia)).statusCode).toBe(401);
