@@ -2,11 +2,11 @@ import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import type { Dialect } from './database.js';
 
 /**
- * How a listed column becomes a JSON value: as it is (text, integer, null), a floating-point
- * number as JavaScript writes it (`number`), a 0/1 integer as a JSON boolean (neither engine
- * stores booleans the same way), or text that holds JSON, embedded.
+ * How a listed column becomes a JSON value: as it is (text, integer, null), a cost in USD as
+ * every other route shows one (`usd`, see usdJsonText), a 0/1 integer as a JSON boolean (neither
+ * engine stores booleans the same way), or text that holds JSON, embedded.
  */
-export type JsonField = 'value' | 'number' | 'boolean' | 'json';
+export type JsonField = 'value' | 'usd' | 'boolean' | 'json';
 
 /**
  * The rows of `rows` as one JSON array text, built by the database in the rows' order: a listing
@@ -35,6 +35,7 @@ export function jsonArray(
     const column = sql.ref(`r.${name}`);
     if (kind === 'boolean') return sql`(${column} <> 0) as ${sql.ref(name)}`;
     if (kind === 'json') return sql`cast(${column} as json) as ${sql.ref(name)}`;
+    if (kind === 'usd') return sql`cast(${usdJsonText(dialect, column)} as json) as ${sql.ref(name)}`;
     return column;
   });
   return sql<string>`(select '[' || coalesce(string_agg(row_to_json(j)::text, ','), '') || ']' from (select ${sql.join(columns)} from (${rows}) as r) as j)`;
@@ -44,11 +45,37 @@ export function jsonArray(
 function sqliteValue(column: RawBuilder<unknown>, kind: JsonField): RawBuilder<unknown> {
   if (kind === 'boolean') return sql`json(case when ${column} then 'true' else 'false' end)`;
   if (kind === 'json') return sql`json(${column})`;
-  // SQLite writes a whole REAL as `0.0` where JSON.stringify (every other route, and PostgreSQL
-  // here) writes `0`: a whole one goes as an integer (one past an integer's range stays a REAL).
-  if (kind === 'number')
-    return sql`case when ${column} = cast(${column} as integer) then cast(${column} as integer) else ${column} end`;
+  if (kind === 'usd') return sql`json(${usdJsonText('sqlite', column)})`;
   return column;
+}
+
+/**
+ * A cost (a non-negative double, USD) as the JSON text `JSON.stringify(shownUsd(cost))` writes,
+ * byte for byte on both engines: what the API shows a cost as everywhere else
+ * (src/models/registry.ts). Neither engine writes a double as JavaScript does (SQLite `2.0e-05`,
+ * PostgreSQL `2e-05`, a numeric `0.00002000`), nor rounds as Math.round does (SQLite's round adds
+ * 0.5 in floating point, PostgreSQL's rounds half to even), so the query does shownUsd's
+ * arithmetic itself: the millionths of a cent `n` are Math.round(cost × 1e8), exactly, as
+ * floor(y) plus one when y − floor(y) ≥ 0.5 (that difference is exact in floating point); and
+ * n × 1e-8 written in decimals, trailing zeros dropped, is the shortest text of the double
+ * n / 1e8 for n below 1e15 (costs below 10 million USD), as JavaScript writes it: fixed from
+ * 1e-6 up, `5e-8` and `1.2e-7` below. test/db/json-page.test.ts checks it against shownUsd.
+ */
+function usdJsonText(dialect: Dialect, cost: RawBuilder<unknown>): RawBuilder<string> {
+  const sqlite = dialect === 'sqlite';
+  const y = sqlite ? sql`(${cost} * 1e8)` : sql`(${cost} * cast(1e8 as double precision))`;
+  // SQLite's cast to integer truncates, which is floor for the non-negative y.
+  const n = sqlite
+    ? sql`(cast(${y} as integer) + (${y} - cast(${y} as integer) >= 0.5))`
+    : sql`cast(floor(${y}) + case when ${y} - floor(${y}) >= 0.5 then 1 else 0 end as bigint)`;
+  const text = (value: RawBuilder<unknown>) => (sqlite ? sql`(${value})` : sql`cast(${value} as text)`);
+  const fraction = sqlite
+    ? sql`substr('0000000' || (${n} % 100000000), -8)`
+    : sql`lpad(cast(${n} % 100000000 as text), 8, '0')`;
+  return sql<string>`case
+    when ${n} < 10 then ${text(n)} || case when ${n} = 0 then '' else 'e-8' end
+    when ${n} < 100 then ${text(sql`${n} / 10`)} || rtrim('.' || ${text(sql`${n} % 10`)}, '.0') || 'e-7'
+    else ${text(sql`${n} / 100000000`)} || rtrim('.' || ${fraction}, '.0') end`;
 }
 
 /**

@@ -80,7 +80,7 @@ function chatView(chat: ChatTable, active: boolean): ChatView {
     messageCount: Number(chat.message_count),
     lastMessageAt: chat.last_message_at,
     active,
-    spendUsd: Number(chat.spend_usd),
+    spendUsd: shownUsd(Number(chat.spend_usd)),
     createdAt: chat.created_at,
     updatedAt: chat.updated_at,
   };

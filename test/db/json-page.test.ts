@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertAgent } from '../../src/db/repositories/agents.js';
 import { recordChatMessages } from '../../src/db/repositories/chats.js';
 import { insertSkills } from '../../src/db/repositories/skills.js';
+import { shownUsd } from '../../src/models/registry.js';
 import { listChats } from '../../src/services/chats.js';
 import { chatViewer } from '../../src/services/chat-visibility.js';
 import { projectFileView } from '../../src/services/project-files.js';
@@ -281,7 +282,8 @@ describe(`listings built as JSON by the database (${engineName})`, () => {
       messageCount: 0,
       lastMessageAt: null,
       active: false,
-      spendUsd: 0.1 + 0.2,
+      // Stored 0.30000000000000004: shown to 1e-8 USD like every cost (shownUsd).
+      spendUsd: 0.3,
       createdAt: at(0),
       updatedAt: at(0),
     });
@@ -358,6 +360,91 @@ describe(`numbers in a listing built by the database (${engineName})`, () => {
       await recordChatMessages(t.db, 'cht_json_spend', { added: 0, costUsd, now: at(9) });
       expect(await listed()).toEqual([written]);
       expect(await spendText('/v1/chats/cht_json_spend')).toEqual([written]);
+    }
+  });
+
+  it('chats: spendUsd is shownUsd of the stored spend, spelled as JSON.stringify, in the listing and the chat alike', async () => {
+    // Costs with float noise, ties at half of 1e-8, spellings JavaScript and the engines write
+    // differently (2.0e-05 and 2e-05 for 0.00002, 1.0e-07 for 1e-7), and a spread of magnitudes.
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed / 2_147_483_648;
+    };
+    const spends = [
+      0,
+      1e-8,
+      4.9e-9,
+      5e-9,
+      1.5e-8,
+      2.5e-8,
+      3.5e-8,
+      0.000000125,
+      5e-8,
+      1e-7,
+      1.2e-7,
+      9.9e-7,
+      9.95e-7,
+      1e-6,
+      (1 * 0.15 + 2 * 0.6) / 1e6,
+      ((1 * 0.15 + 2 * 0.6) / 1e6) * 2,
+      0.00002,
+      0.1 + 0.2,
+      0.0125,
+      1.02,
+      0.999999995,
+      99999.999999995,
+      1234567.89,
+      9999999.99999999,
+      ...Array.from({ length: 120 }, (_, i) => random() * 10 ** ((i % 15) - 8)),
+      ...Array.from({ length: 40 }, (_, i) => (Math.floor(random() * 5000) * 0.15 + i * 0.6) / 1e6),
+    ];
+    await t.db
+      .insertInto('chats')
+      .values(
+        spends.map((spend, i) => ({
+          id: `cht_json_usd_${String(i).padStart(3, '0')}`,
+          workspace_id: 'wsp_main',
+          agent_id: 'agt_json_c',
+          project_id: null,
+          title: 'Cost',
+          spend_usd: spend,
+          client_id: null,
+          created_by: 'usr_olivia',
+          end_user: null,
+          message_count: 0,
+          last_message_at: null,
+          created_at: at(20),
+          updated_at: at(20),
+        })),
+      )
+      .execute();
+    const shown = (body: string) =>
+      new Map([...body.matchAll(/"id":"([^"]*)"[^}]*"spendUsd":([^,}]*)/g)].map((m) => [m[1], m[2]]));
+    const listed = new Map<string, string | undefined>();
+    let cursor: string | null = null;
+    do {
+      const body: string = (
+        await t.app.inject({
+          method: 'GET',
+          url: `/v1/chats?agentId=agt_json_c&limit=100${cursor ? `&cursor=${cursor}` : ''}`,
+          headers,
+        })
+      ).body;
+      for (const [id, text] of shown(body)) listed.set(id!, text);
+      cursor = (JSON.parse(body) as { data: { pagination: { nextCursor: string | null } } }).data.pagination
+        .nextCursor;
+    } while (cursor);
+    const expected = new Map(
+      spends.map((spend, i) => [
+        `cht_json_usd_${String(i).padStart(3, '0')}`,
+        JSON.stringify(shownUsd(spend)),
+      ]),
+    );
+    expect(listed).toEqual(expected);
+    for (const id of ['cht_json_usd_000', 'cht_json_usd_005', 'cht_json_usd_014', 'cht_json_usd_016']) {
+      const res = await t.app.inject({ method: 'GET', url: `/v1/chats/${id}`, headers });
+      expect(shown(res.body).get(id)).toBe(expected.get(id));
     }
   });
 });

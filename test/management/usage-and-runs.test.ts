@@ -100,6 +100,74 @@ describe(`costs as replies, runs and the report show them (${engineName})`, () =
   });
 });
 
+describe(`a chat's spendUsd as the listing, the chat and a 402 show it (${engineName})`, () => {
+  it('is the chat’s spend rounded as every cost (0.0000027, not 2.6999999999999996e-06), spelled as JSON.stringify', async () => {
+    // Two replies of 1 input and 2 output tokens at 0.15/0.60 per million: the stored spend is
+    // 2 × 0.0000013499999999999998 = 0.0000026999999999999996 in floating point.
+    const setPricing = (input: number, output: number) =>
+      t.env.database.db
+        .updateTable('models')
+        .set({ input_per_mtok: input, output_per_mtok: output })
+        .where('id', '=', 'local/small')
+        .execute();
+    const setCap = (cap: number | null) =>
+      t.env.database.db
+        .updateTable('workspaces')
+        .set({ chat_spend_cap_usd: cap })
+        .where('id', '=', 'wsp_main')
+        .execute();
+    const was = now;
+    // A month of its own, so the usage reports tested below do not count these replies.
+    now = new Date('2025-07-15T12:00:00.000Z');
+    await setPricing(0.15, 0.6);
+    // Room for two replies, not three: the third request is refused with the chat's spend.
+    await setCap(0.000002);
+    try {
+      const agent = (
+        await call('POST', '/v1/workspace/wsp_main/agents', MKEYS.owner, {
+          title: 'Spend',
+          model: 'local/small',
+        })
+      ).json().data.agent.id as string;
+      const turn = (chatId?: string) =>
+        call('POST', '/v1/chat', MKEYS.owner, {
+          agentId: agent,
+          ...(chatId && { chatId }),
+          messages: [{ role: 'user', parts: [{ type: 'text', text: 'hi' }] }],
+        });
+      upstream.enqueue({ kind: 'text', text: 'ok', usage: { prompt: 1, completion: 2 } });
+      const chatId = (await turn()).json().chatId as string;
+      upstream.enqueue({ kind: 'text', text: 'ok', usage: { prompt: 1, completion: 2 } });
+      expect((await turn(chatId)).statusCode).toBe(200);
+      const stored = await t.env.database.db
+        .selectFrom('chats')
+        .select('spend_usd')
+        .where('id', '=', chatId)
+        .executeTakeFirstOrThrow();
+      expect(Number(stored.spend_usd)).toBe(0.0000026999999999999996);
+
+      const listed = await call('GET', `/v1/chats?agentId=${agent}`, MKEYS.owner);
+      expect(listed.statusCode).toBe(200);
+      // The bytes, not only the value: the listing's JSON is the database's, SQLite writes reals
+      // as `2.7e-06` and PostgreSQL may write another spelling of the same number.
+      expect(listed.body).toContain('"spendUsd":0.0000027,');
+      const [inList] = listed.json().data.chats;
+      expect(inList.spendUsd).toBe(0.0000027);
+      const read = await call('GET', `/v1/chats/${chatId}`, MKEYS.owner);
+      expect(read.json().data.chat).toEqual(inList);
+      expect(read.body).toContain('"spendUsd":0.0000027,');
+
+      const refused = await turn(chatId);
+      expect(refused.statusCode).toBe(402);
+      expect(refused.json().details).toMatchObject({ chatId, spentUsd: 0.0000027 });
+    } finally {
+      now = was;
+      await setCap(null);
+      await setPricing(1, 2);
+    }
+  });
+});
+
 describe(`GET /v1/workspace/{id}/usage (${engineName})`, () => {
   it('adds up to the stored messages (runs included) by agent, model and day', async () => {
     now = new Date('2026-11-20T12:00:00.000Z');

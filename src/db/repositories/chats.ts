@@ -109,7 +109,7 @@ const CHAT_FIELDS: Record<string, JsonField> = {
   messageCount: 'value',
   lastMessageAt: 'value',
   active: 'boolean',
-  spendUsd: 'number',
+  spendUsd: 'usd',
   createdAt: 'value',
   updatedAt: 'value',
 };
