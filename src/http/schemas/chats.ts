@@ -19,7 +19,10 @@ export const ChatObject = Type.Object(
     messageCount: Type.Integer({ minimum: 0 }),
     lastMessageAt: Type.Union([Timestamp, Type.Null()]),
     active: Type.Boolean({ description: 'True while a reply is being generated' }),
-    spendUsd: Type.Number(),
+    spendUsd: Type.Number({
+      description:
+        'What the chat’s replies cost, to 1e-8 USD as every cost (counted against the spend cap unrounded)',
+    }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   },
@@ -90,7 +93,7 @@ export const StoredMessage = Type.Object({
     createdAt: Timestamp,
     model: Type.Optional(Type.String()),
     usage: Type.Optional(Type.Object({ inputTokens: Type.Integer(), outputTokens: Type.Integer() })),
-    costUsd: Type.Optional(Type.Number()),
+    costUsd: Type.Optional(Type.Number({ description: 'The reply’s cost, to 1e-8 USD' })),
     finishReason: Type.Optional(
       Type.String({ description: '`stop`, `length`, `tool-calls`, `stopped`, `interrupted`, …' }),
     ),
