@@ -33,10 +33,44 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
         done(errors.badRequest('The JSON body is not valid UTF-8'), undefined);
         return;
       }
-      if (text === '') done(null, undefined);
-      else parseJson(request, text, done);
+      if (text === '') {
+        done(null, undefined);
+        return;
+      }
+      parseJson(request, text, (error, value) => {
+        const key = error ? refusedPrototypeKey(text) : null;
+        if (key) {
+          const message = `holds a "${key}" key, which is refused`;
+          done(errors.badRequest(`The JSON body ${message}`, [{ path: 'body', message }]), undefined);
+        } else done(error, value);
+      });
     },
   );
+}
+
+/**
+ * The key that made valid JSON refused (the parser refuses `__proto__` and `constructor.prototype`
+ * keys against prototype poisoning), or null when the text is not JSON at all: only read when the
+ * parser has refused a body, so that the answer says which it was.
+ */
+function refusedPrototypeKey(text: string): string | null {
+  let found: string | null = null;
+  try {
+    JSON.parse(text, (key: string, value: unknown) => {
+      if (key === '__proto__') found ??= '__proto__';
+      else if (
+        key === 'constructor' &&
+        value !== null &&
+        typeof value === 'object' &&
+        Object.hasOwn(value, 'prototype')
+      )
+        found ??= 'constructor.prototype';
+      return value;
+    });
+  } catch {
+    return null;
+  }
+  return found;
 }
 
 /**

@@ -72,6 +72,37 @@ describe(`HTTP error handling (${engineName})`, () => {
     expect(res.json().code).toBe('bad_request');
   });
 
+  it('says a refused __proto__ or constructor.prototype key is refused, not that the JSON is invalid', async () => {
+    const proto = await sendAs(
+      'POST',
+      '/v1/projects',
+      'application/json',
+      '{"a":{"__proto__":{"admin":true}}}',
+    );
+    expect(proto.statusCode).toBe(400);
+    expect(proto.json()).toEqual({
+      code: 'bad_request',
+      message: 'The JSON body holds a "__proto__" key, which is refused',
+      details: { issues: [{ path: 'body', message: 'holds a "__proto__" key, which is refused' }] },
+    });
+    // Spelled with escapes, it is the same key.
+    const escaped = await sendAs('POST', '/v1/projects', 'application/json', '{"\\u005f_proto__":{}}');
+    expect(escaped.json().message).toBe('The JSON body holds a "__proto__" key, which is refused');
+    const ctor = await sendAs(
+      'PATCH',
+      '/v1/projects/prj_docs',
+      'application/merge-patch+json',
+      '{"constructor":{"prototype":{"admin":true}}}',
+    );
+    expect(ctor.statusCode).toBe(400);
+    expect(ctor.json().message).toBe('The JSON body holds a "constructor.prototype" key, which is refused');
+    // A key merely named constructor is fine, and broken JSON still says so.
+    const named = await sendAs('POST', '/v1/projects', 'application/json', '{"name":"x","constructor":1}');
+    expect(named.statusCode).toBe(201);
+    const broken = await sendAs('POST', '/v1/projects', 'application/json', '{"__proto__":');
+    expect(broken.json().message).not.toMatch(/proto/);
+  });
+
   it('answers a wrong content type with 415 unsupported_media_type', async () => {
     const res = await sendAs('POST', '/v1/projects', 'text/plain', 'name=x');
     expect(res.statusCode).toBe(415);
