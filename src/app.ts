@@ -48,6 +48,7 @@ import { ProjectFile, ProjectFileTreeNode } from './http/schemas/project-files.j
 import { Project, ProjectDetail } from './http/schemas/projects.js';
 import { type Clock, newId, systemClock } from './ids.js';
 import { addJsonBodyParser, ignoreTypeOfEmptyBodies } from './http/json-body.js';
+import { refuseContentEncodings } from './http/content-encoding.js';
 import { OneLinePerRequest } from './logging/request-log.js';
 import { serializeErrorForLog } from './logging/error-log.js';
 import { ModelRegistry } from './models/registry.js';
@@ -296,6 +297,7 @@ export async function buildApp(
       v1.removeContentTypeParser('text/plain');
       addJsonBodyParser(v1, 'application/json');
       ignoreTypeOfEmptyBodies(v1);
+      refuseContentEncodings(v1);
       registerAuth(v1, deps);
       registerInputGuard(v1);
       await agentRoutes(v1, deps);

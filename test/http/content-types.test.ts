@@ -66,3 +66,61 @@ describe(`request body types of every operation (${engineName})`, () => {
     expect(checked.length).toBeGreaterThan(15);
   });
 });
+
+describe(`content codings on every operation with a body (${engineName})`, () => {
+  it('answers a body with a Content-Encoding other than identity 415 naming it', async () => {
+    const checked: string[] = [];
+    for (const [path, operations] of Object.entries(paths)) {
+      // The signed storage PUT checks its signature first (test/project-files/signed-urls.test.ts).
+      if (path.startsWith('/storage')) continue;
+      for (const [method, operation] of Object.entries(operations)) {
+        if (!BODY_METHODS.includes(method)) continue;
+        const name = `${method.toUpperCase()} ${path}`;
+        for (const type of Object.keys(operation.requestBody?.content ?? { 'application/json': {} })) {
+          const contentType = type === 'multipart/form-data' ? `${type}; boundary=b` : type;
+          const res = await t.app.inject({
+            method: method.toUpperCase() as 'POST',
+            url: concrete(path),
+            headers: {
+              'x-service-api-key': KEYS.mainOwner,
+              'content-type': contentType,
+              'content-encoding': 'gzip',
+            },
+            payload: sample(type),
+          });
+          expect.soft(res.statusCode, `${name} as ${type}: ${res.body}`).toBe(415);
+          expect.soft(res.body, `${name} as ${type}`).toContain('Content-Encoding gzip is not supported');
+        }
+        checked.push(name);
+      }
+    }
+    expect(checked.length).toBeGreaterThan(15);
+    const identity = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: {
+        'x-service-api-key': KEYS.mainOwner,
+        'content-type': 'application/json',
+        'content-encoding': 'identity',
+      },
+      payload: '{"name":"plain"}',
+    });
+    expect(identity.statusCode).toBe(201);
+    const listed = await t.app.inject({
+      method: 'POST',
+      url: '/v1/projects',
+      headers: {
+        'x-service-api-key': KEYS.mainOwner,
+        'content-type': 'application/json',
+        'content-encoding': 'identity, br',
+      },
+      payload: '{"name":"plain"}',
+    });
+    expect(listed.statusCode).toBe(415);
+    expect(listed.json()).toEqual({
+      code: 'unsupported_media_type',
+      message: 'Content-Encoding br is not supported; send the body unencoded (identity)',
+      details: { contentEncoding: 'identity, br' },
+    });
+  });
+});

@@ -73,6 +73,31 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     expect((await t.store.head(storagePath))?.size).toBe(5);
   });
 
+  it('answers a PUT with a Content-Encoding 415 and stores nothing (the bytes are not the file)', async () => {
+    const { uploadUrl, storagePath } = await requestUploadUrl('gz.txt', 5);
+    const res = await t.app.inject({
+      method: 'PUT',
+      url: injectable(uploadUrl),
+      headers: { 'content-type': 'text/plain', 'content-encoding': 'gzip' },
+      payload: 'hello',
+    });
+    expect(res.statusCode).toBe(415);
+    expect(res.json()).toEqual({
+      code: 'unsupported_media_type',
+      message: 'Content-Encoding gzip is not supported; send the body unencoded (identity)',
+      details: { contentEncoding: 'gzip' },
+    });
+    expect(await t.store.head(storagePath)).toBeNull();
+    // `identity` is no encoding at all.
+    const plain = await t.app.inject({
+      method: 'PUT',
+      url: injectable(uploadUrl),
+      headers: { 'content-type': 'text/plain', 'content-encoding': 'identity' },
+      payload: 'hello',
+    });
+    expect(plain.statusCode).toBe(200);
+  });
+
   it('accepts the declared content type spelled with other case and spacing', async () => {
     const { uploadUrl } = await requestUploadUrl('ct.txt', 2, 'text/plain; charset=utf-8');
     expect((await put(uploadUrl, 'hi', 'Text/Plain;charset=utf-8')).statusCode).toBe(200);

@@ -19,6 +19,7 @@ import { errorResponses } from '../schemas/common.js';
 import { headerDoc, REQUEST_ID_HEADER, withHeaders } from '../schemas/headers.js';
 import { StoredObjectResponse } from '../schemas/project-files.js';
 import type { TypedApp } from '../typed-app.js';
+import { contentEncodingError } from '../content-encoding.js';
 
 const ObjectBytes = Type.Unsafe<Readable>({
   type: 'string',
@@ -206,7 +207,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       schema: {
         summary: 'Upload an object through a signed URL (fs storage)',
         description:
-          'The `uploadUrl` of an upload-URL request. Send exactly the declared number of bytes with the declared Content-Type (any other, a missing or a malformed one is 400 with `details.expected` and `details.received`); no API key. A download URL sent with PUT is 405 with `Allow: GET, HEAD` (403 `url_expired` once it has expired).',
+          'The `uploadUrl` of an upload-URL request. Send exactly the declared number of bytes with the declared Content-Type (any other, a missing or a malformed one is 400 with `details.expected` and `details.received`), unencoded: a `Content-Encoding` other than `identity` is 415 and nothing is stored; no API key. A download URL sent with PUT is 405 with `Allow: GET, HEAD` (403 `url_expired` once it has expired).',
         operationId: 'uploadObject',
         security: [],
         tags: ['storage'],
@@ -216,7 +217,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
           200: withHeaders(StoredObjectResponse, 'Stored', {
             etag: headerDoc('The stored version (quoted)'),
           }),
-          ...errorResponses(400, 403, 404, 405, 408, 413, 500),
+          ...errorResponses(400, 403, 404, 405, 408, 413, 415, 500),
         },
       },
       config: {
@@ -244,6 +245,8 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
           },
         );
       }
+      const encoded = contentEncodingError(request.headers);
+      if (encoded) throw encoded;
       const lengthHeader = request.headers['content-length'];
       if (lengthHeader !== undefined) {
         const length = Number(lengthHeader);

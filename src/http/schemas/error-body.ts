@@ -208,7 +208,8 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
     ],
   },
   415: {
-    description: 'Wrong request content type (`unsupported_media_type`)',
+    description:
+      'Wrong request content type, or a body under a `Content-Encoding` other than `identity` (`unsupported_media_type`)',
     examples: [
       {
         code: 'unsupported_media_type',
@@ -221,6 +222,12 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
         message:
           'Unsupported Media Type: text/plain; this route takes no body (an application/json body is ignored)',
         details: { accepted: ['application/json'] },
+      },
+      {
+        name: 'content_encoding',
+        code: 'unsupported_media_type',
+        message: 'Content-Encoding gzip is not supported; send the body unencoded (identity)',
+        details: { contentEncoding: 'gzip' },
       },
     ],
   },
