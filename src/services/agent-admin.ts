@@ -1,3 +1,4 @@
+import { agentImageProblem, duplicateToolNames } from '../agent-fields.js';
 import type { Db } from '../db/database.js';
 import {
   type AgentRow,
@@ -144,6 +145,16 @@ function isHttpUrl(url: string): boolean {
   }
 }
 
+/** The image and tool names, by the rules the setup file holds them to (src/agent-fields.ts). */
+function checkAgentFields(fields: Pick<AgentFields, 'image' | 'tools'>): void {
+  const imageProblem = typeof fields.image === 'string' ? agentImageProblem(fields.image) : null;
+  if (imageProblem) {
+    throw errors.badRequest(`body.image ${imageProblem}`, [{ path: 'body.image', message: imageProblem }]);
+  }
+  const [duplicate] = duplicateToolNames(fields.tools ?? [], (t) => `body.tools[${t}]`);
+  if (duplicate) throw errors.badRequest(`${duplicate.path} ${duplicate.message}`, [duplicate]);
+}
+
 /**
  * An MCP server named by a private, loopback or link-local address is refused at once (400), unless
  * the operator allows such servers: connecting would refuse it anyway (src/models/tools/mcp-address.ts;
@@ -198,6 +209,7 @@ export async function createAgent(
   input: AgentFields & { title: string },
 ) {
   requireManager(access);
+  checkAgentFields(input);
   checkToolAddresses(deps, input.tools);
   const id = newId('agt');
   const now = isoNow(deps.clock);
@@ -245,6 +257,7 @@ export async function patchAgent(
   patch: AgentFields,
 ) {
   const { access, row } = await writableAgent(deps, principal, agentId);
+  checkAgentFields(patch);
   const changes: Partial<AgentRow> = {};
   if (patch.title !== undefined && patch.title !== row.title) changes.title = patch.title;
   if (patch.description !== undefined) changes.description = patch.description ?? '';

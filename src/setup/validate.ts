@@ -2,6 +2,7 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
 import { LineCounter, parse as parseYaml, YAMLParseError } from 'yaml';
+import { agentImageProblem, duplicateToolNames } from '../agent-fields.js';
 import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
 import { MAX_PROJECT_MEMORY_LENGTH, MAX_RATE_LIMIT_PER_MINUTE, MAX_SETUP_AMOUNT } from '../limits.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
@@ -435,6 +436,12 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
         unique('agent id', agent.id, `${agentPath}.id`);
         unique(`agent title in ${wsPath}`, agent.title, `${agentPath}.title`);
         checkModel(agent.model, `${agentPath}.model`);
+        // The agents API's rules (src/agent-fields.ts).
+        const imageProblem = typeof agent.image === 'string' ? agentImageProblem(agent.image) : null;
+        if (imageProblem) problems.push({ path: `${agentPath}.image`, message: imageProblem });
+        if (Array.isArray(agent.tools)) {
+          problems.push(...duplicateToolNames(agent.tools, (t) => `${agentPath}.tools[${t}]`));
+        }
         agent.orchestration?.agents.forEach((id, i) => {
           if (!agentIds.has(id)) {
             problems.push({

@@ -136,6 +136,57 @@ describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
     expect(JSON.stringify(res.json().details)).toContain(path.split('[')[0]);
   });
 
+  it('takes an https, http or data:image URL as image, or none, and refuses any other scheme at body.image', async () => {
+    const message =
+      'must be an https or http URL, or a data:image/… URL (no other scheme, such as javascript:)';
+    for (const image of [
+      'javascript:alert(1)',
+      'JAVASCRIPT:alert(1)',
+      'vbscript:msgbox(1)',
+      'data:text/html,<script>alert(1)</script>',
+      'ftp://cdn.test/a.png',
+    ]) {
+      const res = await createAgent({ title: 'Pictured', image });
+      expect(res.statusCode, image).toBe(400);
+      expect(res.json(), image).toEqual({
+        code: 'bad_request',
+        message: `body.image ${message}`,
+        details: { issues: [{ path: 'body.image', message }] },
+      });
+    }
+    const created = await createAgent({ title: 'Pictured', image: 'data:image/png;base64,iVBORw0KGgo=' });
+    expect(created.statusCode).toBe(201);
+    const url = `/v1/agents/${created.json().data.agent.id}`;
+    const patched = await call('PATCH', url, MKEYS.owner, { image: 'javascript:alert(1)' });
+    expect(patched.statusCode).toBe(400);
+    expect(patched.json().details.issues).toEqual([{ path: 'body.image', message }]);
+    for (const image of ['http://cdn.test/a.png', '', null]) {
+      expect((await call('PATCH', url, MKEYS.owner, { image })).statusCode, String(image)).toBe(200);
+    }
+    expect((await call('GET', url, MKEYS.owner)).json().data.agent.image).toBe('');
+  });
+
+  it('refuses two tools of one name in one agent with 400 at the second', async () => {
+    const tools = [
+      { type: 'mcp', name: 'crm', url: 'https://a.example.test/' },
+      { type: 'mcp', name: 'docs', url: 'https://b.example.test/' },
+      { type: 'mcp', name: 'crm', url: 'https://c.example.test/' },
+    ];
+    const message = 'is "crm", the name of body.tools[0]: each tool of an agent needs its own name';
+    const res = await createAgent({ title: 'Twice', tools });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      code: 'bad_request',
+      message: `body.tools[2].name ${message}`,
+      details: { issues: [{ path: 'body.tools[2].name', message }] },
+    });
+    const created = await createAgent({ title: 'Twice', tools: tools.slice(0, 2) });
+    expect(created.statusCode).toBe(201);
+    const patched = await call('PATCH', `/v1/agents/${created.json().data.agent.id}`, MKEYS.owner, { tools });
+    expect(patched.statusCode).toBe(400);
+    expect(patched.json().details.issues).toEqual([{ path: 'body.tools[2].name', message }]);
+  });
+
   it('answers 400 for an MCP server URL that is not http or https, saying so (not that it is private)', async () => {
     for (const url of [
       'ftp://mcp.example.test/',

@@ -11,7 +11,12 @@ const VisibilityField = Type.Union([
 const McpTool = Type.Object(
   {
     type: Type.Literal('mcp'),
-    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
+    name: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      pattern: '^[A-Za-z0-9_-]+$',
+      description: "Unique among the agent's tools (a repeated name is a 400 at the later one)",
+    }),
     url: Type.String({
       format: 'uri',
       maxLength: 2000,
@@ -44,7 +49,13 @@ function agentFields(nullable: boolean) {
     Type.Optional(nullable ? Type.Union([schema, Type.Null()]) : schema);
   return {
     description: opt(Type.String({ maxLength: 2000 })),
-    image: opt(Type.String({ format: 'uri', maxLength: 2000 })),
+    image: opt(
+      Type.String({
+        maxLength: 2000,
+        description:
+          'An https or http URL, or a data:image/… URL (any other scheme, such as javascript:, is a 400); "" for none',
+      }),
+    ),
     category: opt(Type.String({ maxLength: 200 })),
     visibility: opt(VisibilityField),
     model: opt(

@@ -1,0 +1,45 @@
+/**
+ * Rules for an agent's fields that the agents API (src/services/agent-admin.ts) and the setup file
+ * (src/setup/validate.ts) both hold: one function each, so the two never accept different agents.
+ */
+
+export const AGENT_IMAGE_RULE =
+  'must be an https or http URL, or a data:image/… URL (no other scheme, such as javascript:)';
+
+/** The scheme itself, so that a browser reading the string finds the same one (no leading space). */
+const ALLOWED_IMAGE_START = /^(https?:\/\/|data:image\/[a-z0-9.+-]+[;,])/i;
+
+/**
+ * Why `image` cannot be an agent's image, or null when it can. A UI puts it in an `src` or `href`,
+ * where a `javascript:` or `vbscript:` URL would run: only web URLs and inline images are taken, and
+ * `""` (no image, what an agent without one shows).
+ */
+export function agentImageProblem(image: string): string | null {
+  if (image === '') return null;
+  if (!ALLOWED_IMAGE_START.test(image) || !URL.canParse(image)) return AGENT_IMAGE_RULE;
+  return null;
+}
+
+/**
+ * Each of an agent's tools needs its own name (it names the tool's functions to the model): one
+ * problem per repeated name, at the later occurrence, naming the first. `toolPath(i)` spells the
+ * path of tool `i` (`body.tools[2]`).
+ */
+export function duplicateToolNames(
+  tools: readonly { name: string }[],
+  toolPath: (index: number) => string,
+): Array<{ path: string; message: string }> {
+  const firstAt = new Map<string, number>();
+  const problems: Array<{ path: string; message: string }> = [];
+  tools.forEach((tool, i) => {
+    const first = firstAt.get(tool.name);
+    if (first === undefined) firstAt.set(tool.name, i);
+    else {
+      problems.push({
+        path: `${toolPath(i)}.name`,
+        message: `is "${tool.name}", the name of ${toolPath(first)}: each tool of an agent needs its own name`,
+      });
+    }
+  });
+  return problems;
+}

@@ -1,0 +1,71 @@
+/**
+ * The setup file holds an agent's image and tools to the rules the agents API holds them to
+ * (test/management/agents-admin.test.ts): one function each, so the two cannot drift apart.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseSetupText } from '../../src/setup/validate.js';
+
+const AGENT_PATH = 'organizations[0].workspaces[0].agents[0]';
+
+/** The problems of a file with one agent holding `fields` (YAML flow mapping entries). */
+function agentProblems(fields: string) {
+  const result = parseSetupText(
+    `
+organizations:
+  - id: org_a
+    name: A
+    workspaces:
+      - id: wsp_a
+        name: A
+        agents:
+          - { title: Helper, ${fields} }
+`,
+    'setup.yaml',
+  );
+  return result.ok ? [] : result.problems;
+}
+
+describe('agent fields of the setup file', () => {
+  it('takes an https or http image, a data:image URL, or none', () => {
+    for (const image of [
+      'https://cdn.test/a.png',
+      'http://cdn.test/a.png',
+      'data:image/png;base64,iVBORw0KGgo=',
+      '',
+    ]) {
+      expect(agentProblems(`image: "${image}"`), image).toEqual([]);
+    }
+    expect(agentProblems('image: null')).toEqual([]);
+  });
+
+  it('refuses an image URL of any other scheme (javascript:, vbscript:, data: not an image)', () => {
+    for (const image of [
+      'javascript:alert(1)',
+      'JavaScript:alert(1)',
+      ' javascript:alert(1)',
+      'vbscript:msgbox(1)',
+      'data:text/html,<script>alert(1)</script>',
+      'ftp://cdn.test/a.png',
+      'not a url',
+    ]) {
+      expect(agentProblems(`image: "${image}"`), image).toEqual([
+        {
+          path: `${AGENT_PATH}.image`,
+          message:
+            'must be an https or http URL, or a data:image/… URL (no other scheme, such as javascript:)',
+        },
+      ]);
+    }
+  });
+
+  it('refuses two tools of one name in one agent, naming the second', () => {
+    const tool = (name: string, host: string) => `{ type: mcp, name: ${name}, url: "https://${host}.test/" }`;
+    expect(agentProblems(`tools: [${tool('crm', 'a')}, ${tool('docs', 'b')}]`)).toEqual([]);
+    expect(agentProblems(`tools: [${tool('crm', 'a')}, ${tool('docs', 'b')}, ${tool('crm', 'c')}]`)).toEqual([
+      {
+        path: `${AGENT_PATH}.tools[2].name`,
+        message: `is "crm", the name of ${AGENT_PATH}.tools[0]: each tool of an agent needs its own name`,
+      },
+    ]);
+  });
+});
