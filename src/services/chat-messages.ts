@@ -113,7 +113,7 @@ export function nothingForTheModel(messages: IncomingMessage[]): ApiError {
   return errors.badRequest(`${path} ${message}`, [{ path, message }]);
 }
 
-const TITLE_MAX = 100;
+export const TITLE_MAX = 100;
 export const UNTITLED_CHAT = 'New chat';
 
 /**

@@ -1,3 +1,4 @@
+import { TITLE_MAX } from './chat-messages.js';
 import { DEFAULT_MESSAGE_PAGE_BYTES } from '../config.js';
 import { type Db, inReadSnapshot } from '../db/database.js';
 import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
@@ -210,6 +211,18 @@ export async function getChat(deps: ChatsDeps, access: ChatsAccess, chatId: stri
   return chatView(chat, await deps.replies.isActive(chat.id));
 }
 
+/**
+ * Why a trimmed title cannot be a chat's title, or null. A title is one line, as the ones made from
+ * the first message are (whitespace collapsed): a newline or tab within it is refused, not stored
+ * for every list to show. The limit counts characters (code points) of what is stored.
+ */
+function renamedTitleProblem(trimmed: string): string | null {
+  if (trimmed.length === 0) return 'must not be blank';
+  if (/\p{Cc}/u.test(trimmed)) return 'must not contain control characters (newlines, tabs)';
+  if ([...trimmed].length > TITLE_MAX) return `must be at most ${TITLE_MAX} characters (after trimming)`;
+  return null;
+}
+
 export async function renameChat(
   deps: ChatsDeps,
   access: ChatsAccess,
@@ -218,11 +231,8 @@ export async function renameChat(
 ): Promise<ChatView> {
   const chat = await visibleChat(deps.db, access, chatId);
   const trimmed = title.trim();
-  if (trimmed.length === 0) {
-    throw errors.badRequest('body.title must not be blank', [
-      { path: 'body.title', message: 'must not be blank' },
-    ]);
-  }
+  const problem = renamedTitleProblem(trimmed);
+  if (problem) throw errors.badRequest(`body.title ${problem}`, [{ path: 'body.title', message: problem }]);
   await renameChatRow(deps.db, chat.id, trimmed, deps.clock().toISOString());
   return getChat(deps, access, chat.id);
 }

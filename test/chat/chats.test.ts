@@ -925,7 +925,7 @@ describe('paging, renaming and deleting', () => {
     expect((await get('/v1/chats?limit=1000', key)).json().data.pagination.limit).toBe(100);
   });
 
-  it('renames a chat (1–100 characters) and deletes it with its messages; a second delete is 404', async () => {
+  it('renames a chat (1–100 characters once trimmed, one line) and deletes it with its messages; a second delete is 404', async () => {
     const { chatId } = (await chat({ agentId: 'agt_plain', messages: [userText('to rename')] })).json();
     const patch = (title: unknown) =>
       t.app.inject({
@@ -939,6 +939,31 @@ describe('paging, renaming and deleting', () => {
     const renamed = await patch('Renamed');
     expect(renamed.statusCode).toBe(200);
     expect(renamed.json().data.chat.title).toBe('Renamed');
+    // The limit is the trimmed title's, and a title is one line of text.
+    const padded = await patch(`  ${'y'.repeat(100)}  `);
+    expect(padded.statusCode).toBe(200);
+    expect(padded.json().data.chat.title).toBe('y'.repeat(100));
+    expect((await patch(`\n Trimmed \n`)).json().data.chat.title).toBe('Trimmed');
+    expect((await patch('😀'.repeat(100))).statusCode).toBe(200);
+    const tooLong = await patch(` ${'z'.repeat(101)} `);
+    expect(tooLong.statusCode).toBe(400);
+    expect(tooLong.json().details.issues).toEqual([
+      { path: 'body.title', message: 'must be at most 100 characters (after trimming)' },
+    ]);
+    for (const title of ['two\nlines', 'a\ttab', 'carriage\rreturn', 'bell\u0007', 'c1\u0085']) {
+      const res = await patch(title);
+      expect(res.statusCode, JSON.stringify(title)).toBe(400);
+      expect(res.json(), JSON.stringify(title)).toEqual({
+        code: 'bad_request',
+        message: 'body.title must not contain control characters (newlines, tabs)',
+        details: {
+          issues: [{ path: 'body.title', message: 'must not contain control characters (newlines, tabs)' }],
+        },
+      });
+    }
+    expect((await patch('   ')).json().details.issues).toEqual([
+      { path: 'body.title', message: 'must not be blank' },
+    ]);
     const del = () =>
       t.app.inject({
         method: 'DELETE',

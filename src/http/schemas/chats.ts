@@ -74,7 +74,14 @@ export const MessageListQuery = Type.Object({
 });
 
 export const RenameChatBody = Type.Object(
-  { title: Type.String({ minLength: 1, maxLength: 100 }) },
+  {
+    // The length is the trimmed title's, so it is checked in renameChat, not here.
+    title: Type.String({
+      minLength: 1,
+      description:
+        'Trimmed, then 1–100 characters; one line: a control character (newline, tab) within it is a 400',
+    }),
+  },
   { additionalProperties: false },
 );
 
