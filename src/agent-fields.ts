@@ -20,6 +20,19 @@ export function agentImageProblem(image: string): string | null {
   return null;
 }
 
+export const TOOL_URL_RULE = 'must be an http or https URL (a streamable-HTTP MCP server)';
+
+/**
+ * Why `url` cannot be an MCP tool's server, or null when it can: a streamable-HTTP MCP server has
+ * an http(s) URL, and any other scheme (ftp, ws, data, mailto) could never connect. Whether its
+ * address may be private is the agents API's own check (the setup file is the operator's).
+ */
+export function toolUrlProblem(url: string): string | null {
+  if (!URL.canParse(url)) return TOOL_URL_RULE;
+  const { protocol } = new URL(url);
+  return protocol === 'http:' || protocol === 'https:' ? null : TOOL_URL_RULE;
+}
+
 /**
  * Each of an agent's tools needs its own name (it names the tool's functions to the model): one
  * problem per repeated name, at the later occurrence, naming the first. `toolPath(i)` spells the

@@ -1,4 +1,4 @@
-import { agentImageProblem, duplicateToolNames } from '../agent-fields.js';
+import { agentImageProblem, duplicateToolNames, toolUrlProblem } from '../agent-fields.js';
 import type { Db } from '../db/database.js';
 import {
   type AgentRow,
@@ -135,16 +135,6 @@ async function checkTitle(deps: AgentAdminDeps, workspaceId: string, title: stri
   }
 }
 
-/** Whether `url` is an http or https URL. */
-function isHttpUrl(url: string): boolean {
-  try {
-    const { protocol } = new URL(url);
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
-}
-
 /** The image and tool names, by the rules the setup file holds them to (src/agent-fields.ts). */
 function checkAgentFields(fields: Pick<AgentFields, 'image' | 'tools'>): void {
   const imageProblem = typeof fields.image === 'string' ? agentImageProblem(fields.image) : null;
@@ -163,12 +153,9 @@ function checkAgentFields(fields: Pick<AgentFields, 'image' | 'tools'>): void {
 function checkToolAddresses(deps: AgentAdminDeps, tools: McpTool[] | null | undefined): void {
   tools?.forEach((tool, t) => {
     const path = `body.tools[${t}].url`;
-    // A streamable-HTTP MCP server has an http(s) URL: any other scheme (ftp, data, ws) could
-    // never connect, and was reported as a private address, which it is not.
-    if (!isHttpUrl(tool.url)) {
-      const message = 'must be an http or https URL (a streamable-HTTP MCP server)';
-      throw errors.badRequest(`${path} ${message}`, [{ path, message }]);
-    }
+    // Any other scheme was reported as a private address, which it is not.
+    const urlProblem = toolUrlProblem(tool.url);
+    if (urlProblem) throw errors.badRequest(`${path} ${urlProblem}`, [{ path, message: urlProblem }]);
     if (deps.config.mcpAllowPrivateNetwork) return;
     const problem = privateAddressProblem(tool.url);
     if (!problem) return;

@@ -2,7 +2,7 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
 import { LineCounter, parse as parseYaml, YAMLParseError } from 'yaml';
-import { agentImageProblem, duplicateToolNames } from '../agent-fields.js';
+import { agentImageProblem, duplicateToolNames, toolUrlProblem } from '../agent-fields.js';
 import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
 import { MAX_PROJECT_MEMORY_LENGTH, MAX_RATE_LIMIT_PER_MINUTE, MAX_SETUP_AMOUNT } from '../limits.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
@@ -440,6 +440,10 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
         const imageProblem = typeof agent.image === 'string' ? agentImageProblem(agent.image) : null;
         if (imageProblem) problems.push({ path: `${agentPath}.image`, message: imageProblem });
         if (Array.isArray(agent.tools)) {
+          agent.tools.forEach((tool, t) => {
+            const urlProblem = toolUrlProblem(tool.url);
+            if (urlProblem) problems.push({ path: `${agentPath}.tools[${t}].url`, message: urlProblem });
+          });
           problems.push(...duplicateToolNames(agent.tools, (t) => `${agentPath}.tools[${t}]`));
         }
         agent.orchestration?.agents.forEach((id, i) => {

@@ -68,4 +68,18 @@ describe('agent fields of the setup file', () => {
       },
     ]);
   });
+
+  it('refuses a tool url that is not http or https, as the agents API does', () => {
+    const tool = (url: string) => `tools: [{ type: mcp, name: crm, url: "${url}" }]`;
+    expect(agentProblems(tool('https://mcp.test/'))).toEqual([]);
+    expect(agentProblems(tool('http://mcp.test/'))).toEqual([]);
+    for (const url of ['ftp://mcp.test/', 'ws://mcp.test/', 'mailto:a@b.test', 'data:,x']) {
+      expect(agentProblems(tool(url)), url).toEqual([
+        {
+          path: `${AGENT_PATH}.tools[0].url`,
+          message: 'must be an http or https URL (a streamable-HTTP MCP server)',
+        },
+      ]);
+    }
+  });
 });
