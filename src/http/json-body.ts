@@ -42,6 +42,12 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
         if (key) {
           const message = `holds a "${key}" key, which is refused`;
           done(errors.badRequest(`The JSON body ${message}`, [{ path: 'body', message }]), undefined);
+        } else if (error && contentType !== 'application/json') {
+          // Fastify's parser names application/json whatever type the body was sent as.
+          done(
+            errors.badRequest(`Body is not valid JSON but content-type is set to '${contentType}'`),
+            undefined,
+          );
         } else done(error, value);
       });
     },

@@ -103,6 +103,22 @@ describe(`HTTP error handling (${engineName})`, () => {
     expect(broken.json().message).not.toMatch(/proto/);
   });
 
+  it('says a body that is not JSON is not, naming the type it was sent as', async () => {
+    const json = await sendAs('POST', '/v1/projects', 'application/json', '{"name":');
+    expect(json.statusCode).toBe(400);
+    expect(json.json()).toMatchObject({
+      code: 'bad_request',
+      message: "Body is not valid JSON but content-type is set to 'application/json'",
+    });
+    // It named application/json for a merge patch too.
+    const patch = await sendAs('PATCH', '/v1/projects/prj_docs', 'application/merge-patch+json', '{"name":');
+    expect(patch.statusCode).toBe(400);
+    expect(patch.json()).toMatchObject({
+      code: 'bad_request',
+      message: "Body is not valid JSON but content-type is set to 'application/merge-patch+json'",
+    });
+  });
+
   it('answers a wrong content type with 415 unsupported_media_type', async () => {
     const res = await sendAs('POST', '/v1/projects', 'text/plain', 'name=x');
     expect(res.statusCode).toBe(415);
