@@ -22,6 +22,7 @@ import * as subAgentUsageRollup from './026-sub-agent-usage-rollup.js';
 import * as knowledgeFtsProjectScope from './027-knowledge-fts-project-scope.js';
 import * as codePointListingIds from './028-code-point-listing-ids.js';
 import * as knowledgeFtsExactStatistics from './029-knowledge-fts-exact-statistics.js';
+import * as agentUnsafeImages from './030-agent-unsafe-images.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -51,6 +52,7 @@ export const migrations: Record<string, Migration> = eachInOneTransaction({
   '027-knowledge-fts-project-scope': knowledgeFtsProjectScope,
   '028-code-point-listing-ids': codePointListingIds,
   '029-knowledge-fts-exact-statistics': knowledgeFtsExactStatistics,
+  '030-agent-unsafe-images': agentUnsafeImages,
 });
 
 /**
