@@ -253,6 +253,8 @@ export async function buildApp(
     maxConcurrent: deps.config.maxConcurrentReplies,
     // resumable-stream adds its own ':' after the prefix.
     keyPrefix: (deps.config.redis?.keyPrefix ?? 'atrium:').replace(/:+$/, ''),
+    // A resume waits this long at most for a reply another process is setting up.
+    setUpWaitMs: deps.config.upstreamTimeoutMs,
   });
   app.decorate('persistence', { idle: () => replies.idle() });
   deps.readinessChecks = {

@@ -72,6 +72,11 @@ export class RunningReplies {
    * from then on (before, other processes trust their markers as they are).
    */
   private listening = false;
+  /**
+   * Resumes of this process waiting for a reply being set up on another process, per reply: each
+   * is woken when that process says the set-up ended (or this one shuts down).
+   */
+  private readonly setUpWaiters = new Map<string, Set<() => void>>();
 
   /** Whether shutdown has begun (readiness answers 503, so a load balancer sends no more). */
   get isDraining(): boolean {
@@ -80,7 +85,16 @@ export class RunningReplies {
 
   constructor(
     private readonly coordination: Coordination,
-    private readonly options: { maxConcurrent: number; keyPrefix: string },
+    private readonly options: {
+      maxConcurrent: number;
+      keyPrefix: string;
+      /**
+       * How long a resume waits for a reply another process is setting up (default 120 s, the
+       * default upstream timeout; the app passes ATRIUM_UPSTREAM_TIMEOUT_MS, which bounds the
+       * slowest step of a set-up, fetching the turn's files).
+       */
+      setUpWaitMs?: number;
+    },
   ) {
     this.streams = createResumableStreamContext({
       keyPrefix: `${options.keyPrefix}:stream`,
@@ -134,6 +148,19 @@ export class RunningReplies {
   /** The process running a reply (its instance id), beside the reply's markers. */
   private ownerKey(messageId: string): string {
     return `${this.options.keyPrefix}:owner:${messageId}`;
+  }
+
+  /**
+   * Set while a streamed reply is being set up (admitted, its stream not shared yet), for a resume
+   * reaching another process: that process waits for it rather than answering that nothing runs.
+   */
+  private setUpKey(messageId: string): string {
+    return `${this.options.keyPrefix}:setting-up:${messageId}`;
+  }
+
+  /** Where a reply's process tells that its set-up ended (its stream shared, or it was refused). */
+  private setUpChannel(messageId: string): string {
+    return `${this.options.keyPrefix}:set-up:${messageId}`;
   }
 
   /** The channel a process listens on while it lives: its connection ending ends the listening. */
@@ -207,6 +234,21 @@ export class RunningReplies {
     let release!: () => void;
     let settleShared: () => void = () => undefined;
     const { publisher } = this.coordination;
+    // Other processes learn that this reply is being set up (a resume reaching them waits for it),
+    // and when that ends. Without shared coordination every resume reaches this process.
+    let settingUp = resumable && this.coordination.shared;
+    const setUpKey = this.setUpKey(messageId);
+    const markSettingUp = () => {
+      if (settingUp) void publisher.set(setUpKey, '1', { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
+    };
+    const endSetUp = () => {
+      if (!settingUp) return;
+      settingUp = false;
+      // In this order on the one connection: a resume that finds the key still set is listening
+      // already, and gets the message.
+      void publisher.del(setUpKey).catch(() => undefined);
+      void publisher.publish(this.setUpChannel(messageId), 'ended').catch(() => undefined);
+    };
     const key = this.activeKey(chatId);
     const mark = () => void publisher.set(key, messageId, { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
     const replyKey = this.replyKey(messageId);
@@ -214,6 +256,7 @@ export class RunningReplies {
     // The reply's own marker holds when it was admitted: which of two turns of a chat is the later.
     const admittedAt = performance.timeOrigin + performance.now();
     const alive = () => {
+      markSettingUp();
       void publisher.set(replyKey, String(admittedAt), { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
       if (this.listening) {
         void publisher.set(ownerKey, this.instanceId, { EX: ACTIVE_TTL_SECONDS }).catch(() => undefined);
@@ -229,14 +272,19 @@ export class RunningReplies {
       }),
       shared: resumable
         ? new Promise<void>((resolve) => {
-            settleShared = resolve;
+            settleShared = () => {
+              resolve();
+              endSetUp();
+            };
           })
         : undefined,
     };
     this.replies.add(reply);
     this.local.set(chatId, reply);
-    mark();
+    // Before the chat's marker, on the same connection: a process that finds the chat's marker
+    // naming this reply finds its set-up marker too.
     alive();
+    mark();
     // The chat's marker names its latest reply: an earlier turn still running must not put its
     // own id back over it (a resume would replay the wrong reply), here or on another process.
     // So a heartbeat renews it when it names this reply, or a reply admitted earlier or no longer
@@ -412,12 +460,16 @@ export class RunningReplies {
   async resume(chatId: string): Promise<ReadableStream<string> | null> {
     const messageId = await this.runningMessageId(chatId);
     if (!messageId) return null;
-    // A reply of this process still being set up (files fetched, MCP servers connected) has no
-    // stream yet, though the chat is active: the replay waits for it rather than answering that
-    // nothing runs, and the client would never show the reply. One running in another process
-    // is not waited for (that process alone knows whether its stream will be shared).
+    // A reply still being set up (files fetched, MCP servers connected) has no stream yet, though
+    // the chat is active: the replay waits for it rather than answering that nothing runs, and the
+    // client would never show the reply. Here, until it is shared or released; on another
+    // process, until that process says so (bounded).
     const local = this.local.get(chatId);
-    if (local?.messageId === messageId && local.shared) await local.shared;
+    if (local?.messageId === messageId) {
+      if (local.shared) await local.shared;
+    } else if (this.coordination.shared) {
+      await this.setUpElsewhere(messageId);
+    }
     let replay: ReadableStream<string> | null;
     try {
       replay = (await this.streams.resumeExistingStream(messageId)) ?? null;
@@ -426,6 +478,72 @@ export class RunningReplies {
       return null;
     }
     return replay && this.followed(chatId, messageId, replay);
+  }
+
+  /**
+   * Waits while the reply is being set up on another process, for at most `setUpWaitMs`: until
+   * that process tells that the set-up ended (its stream shared, or the turn refused), or, as
+   * looked at every SET_UP_CHECK_MS (a message lost to a reconnect), its set-up marker is gone or
+   * its process is (killed), or this process shuts down.
+   */
+  private async setUpElsewhere(messageId: string): Promise<void> {
+    // Most resumes find a reply streaming already: no subscription for them.
+    if (!(await this.settingUpElsewhere(messageId))) return;
+    const deadline = Date.now() + (this.options.setUpWaitMs ?? DEFAULT_SET_UP_WAIT_MS);
+    let wake!: () => void;
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    const listened = this.listenForSetUp(messageId, wake);
+    try {
+      // Listening before looking again: an end told in between is not missed. A subscriber
+      // reconnecting (Redis down) is not waited for longer than a look.
+      await within(listened, SET_UP_CHECK_MS);
+      while (!this.replaysEnded && (await this.settingUpElsewhere(messageId))) {
+        const left = deadline - Date.now();
+        if (left <= 0 || (await within(woken, Math.min(left, SET_UP_CHECK_MS)))) return;
+      }
+    } finally {
+      this.stopListeningForSetUp(messageId, wake);
+    }
+  }
+
+  /** Whether a reply is being set up on a process that is alive; false when Redis does not say. */
+  private async settingUpElsewhere(messageId: string): Promise<boolean> {
+    try {
+      if (typeof (await this.coordination.publisher.get(this.setUpKey(messageId))) !== 'string') return false;
+      return !(await this.goneReplies([messageId])).has(messageId);
+    } catch {
+      return false;
+    }
+  }
+
+  /** One subscription per reply on this process, however many resumes wait for it. */
+  private listenForSetUp(messageId: string, wake: () => void): Promise<void> {
+    const waiters = this.setUpWaiters.get(messageId);
+    if (waiters) {
+      waiters.add(wake);
+      return Promise.resolve();
+    }
+    this.setUpWaiters.set(messageId, new Set([wake]));
+    return Promise.resolve(
+      this.coordination.subscriber.subscribe(this.setUpChannel(messageId), () => {
+        for (const waiter of this.setUpWaiters.get(messageId) ?? []) waiter();
+      }),
+    )
+      .then(() => undefined)
+      .catch(() => undefined);
+  }
+
+  private stopListeningForSetUp(messageId: string, wake: () => void): void {
+    const waiters = this.setUpWaiters.get(messageId);
+    if (!waiters) return;
+    waiters.delete(wake);
+    if (waiters.size > 0) return;
+    this.setUpWaiters.delete(messageId);
+    void Promise.resolve(this.coordination.subscriber.unsubscribe(this.setUpChannel(messageId))).catch(
+      () => undefined,
+    );
   }
 
   /**
@@ -534,6 +652,8 @@ export class RunningReplies {
     // Replays of replies running elsewhere end here; their clients resume through another process.
     this.replaysEnded = true;
     for (const replay of this.replays) if (!own.has(replay.messageId)) replay.end();
+    // Resumes waiting for a reply set up elsewhere stop waiting; their replay ends at once.
+    for (const waiters of this.setUpWaiters.values()) for (const wake of waiters) wake();
   }
 }
 
@@ -555,6 +675,11 @@ function neverRejecting<T extends object>(client: T): T {
     },
   });
 }
+
+/** How long a resume waits for a reply set up on another process, unless told otherwise. */
+const DEFAULT_SET_UP_WAIT_MS = 120_000;
+/** How often such a resume looks again (a message missed, the process killed). */
+const SET_UP_CHECK_MS = 1_000;
 
 /** How long a streamed reply's first byte waits for its resumable copy to be registered. */
 const SHARE_WAIT_MS = 1_000;

@@ -349,7 +349,12 @@ const hasRedis = await redisReachable();
  */
 async function twoProcessesReadingTogether(
   backend: 'memory' | 'Redis',
-  { maxConcurrent = 5, readTogether = true, sentTwice = false } = {},
+  {
+    maxConcurrent = 5,
+    readTogether = true,
+    sentTwice = false,
+    setUpWaitMs = undefined as number | undefined,
+  } = {},
 ) {
   const keyPrefix = `atrium-test-${randomBytes(6).toString('hex')}`;
   const memory = backend === 'memory' ? createMemoryCoordination() : undefined;
@@ -387,7 +392,11 @@ async function twoProcessesReadingTogether(
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     });
-    return new RunningReplies({ ...coordination, publisher } as Coordination, { maxConcurrent, keyPrefix });
+    return new RunningReplies({ ...coordination, publisher } as Coordination, {
+      maxConcurrent,
+      keyPrefix,
+      setUpWaitMs,
+    });
   });
   await Promise.all([a!.start(), b!.start()]);
   return {
@@ -495,3 +504,70 @@ describe.each(['memory', 'Redis'] as const)(
     );
   },
 );
+
+describe.skipIf(!hasRedis)('a resume reaching one process while another sets the reply up (Redis)', () => {
+  it('waits for the set-up no longer than its bound, then answers that nothing runs', async () => {
+    const { a, b, close } = await twoProcessesReadingTogether('Redis', {
+      readTogether: false,
+      setUpWaitMs: 1_500,
+    });
+    try {
+      const ticket = a.admit('chat-s', 'msg-1', () => undefined, { resumable: true });
+      const started = Date.now();
+      // A's set-up never ends (nor is the reply released): B waits for its bound, not for ever.
+      expect(await b.resume('chat-s')).toBeNull();
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      ticket.release();
+    } finally {
+      await close();
+    }
+  });
+
+  it('replays the reply once it starts, from its start', async () => {
+    const { a, b, close } = await twoProcessesReadingTogether('Redis', { readTogether: false });
+    try {
+      const ticket = a.admit('chat-r', 'msg-1', () => undefined, { resumable: true });
+      const resumed = b.resume('chat-r');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const { stream, controller } = source();
+      controller.enqueue('data: start\n\n');
+      await ticket.share(stream);
+      const replay = await resumed;
+      expect(replay).not.toBeNull();
+      controller.enqueue('data: end\n\n');
+      controller.close();
+      expect(await readFor(replay!, 10_000)).toEqual({ text: 'data: start\n\ndata: end\n\n', ended: true });
+      ticket.release();
+    } finally {
+      await close();
+    }
+  });
+
+  it('stops waiting within a second or so when the process setting the reply up is killed', async () => {
+    const keyPrefix = `atrium-test-${randomBytes(6).toString('hex')}`;
+    const [first, second] = [0, 1].map(() =>
+      connectRedis(REDIS_URL, (connection) => connection.on('error', () => {})),
+    );
+    try {
+      const a = new RunningReplies(first!, { maxConcurrent: 5, keyPrefix });
+      const b = new RunningReplies(second!, { maxConcurrent: 5, keyPrefix });
+      await Promise.all([a.start(), b.start()]);
+      a.admit('chat-k', 'msg-1', () => undefined, { resumable: true });
+      const resumed = b.resume('chat-k');
+      const early = await Promise.race([
+        resumed,
+        new Promise((resolve) => setTimeout(() => resolve('waiting'), 500)),
+      ]);
+      expect(early).toBe('waiting');
+      // A is killed: its connections close; its markers live on until their expiry (30 s).
+      await first!.close();
+      const killedAt = Date.now();
+      expect(await resumed).toBeNull();
+      expect(Date.now() - killedAt).toBeLessThan(3_000);
+    } finally {
+      await Promise.all([first!.close(), second!.close()]);
+      await deleteRedisKeys(keyPrefix);
+    }
+  });
+});

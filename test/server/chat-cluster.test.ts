@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatSetup, CHAT_KEYS, userText } from '../chat/fixtures.js';
+import { startRawMcpServer } from '../chat/raw-mcp-server.js';
 import { EventReader, textDeltas } from '../chat/sse-reader.js';
 import { engineName } from '../helpers/app.js';
+import { deferred } from '../helpers/deferred.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { type ServeCluster, startServeCluster } from '../helpers/serve-processes.js';
 
@@ -11,19 +13,35 @@ const REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
 let upstream: FakeUpstream;
 let cluster: ServeCluster;
+/**
+ * The MCP server of `agt_tools`: its `initialize` is answered once `setUp` resolves, so a turn of
+ * that agent is held in its set-up (chat active, no stream yet) as long as a test needs.
+ */
+let mcp: Awaited<ReturnType<typeof startRawMcpServer>>;
+let setUp = { ...deferred(), reached: deferred() };
 beforeAll(async () => {
   upstream = await startFakeUpstream();
+  mcp = await startRawMcpServer({
+    tools: [{ name: 'lookup', inputSchema: { type: 'object' } }],
+    gate: async () => {
+      setUp.reached.resolve();
+      await setUp.promise;
+    },
+  });
+  setUp.resolve();
   cluster = await startServeCluster({
     // The third is killed mid-reply by one test; started with the others, in parallel.
     processes: 3,
-    setup: chatSetup(upstream),
+    setup: chatSetup(upstream, { mcpUrl: mcp.url }),
     env: { REDIS_URL, ATRIUM_REDIS_PREFIX: `atrium-test-${randomBytes(4).toString('hex')}` },
   });
 }, 120_000);
 afterAll(async () => {
   upstream?.release();
+  setUp.resolve();
   await cluster?.close();
   await upstream?.close();
+  await mcp?.close();
 });
 
 const key = { 'x-service-api-key': CHAT_KEYS.main };
@@ -40,6 +58,17 @@ async function startReply(url: string, id: string, afterPieces: number) {
   const events = new EventReader(response);
   await events.until(textDeltas(afterPieces));
   return { chatId: response.headers.get('x-chat-id')!, events };
+}
+
+/** A streamed turn of `agt_tools` (its MCP server answering at once) on the chat `id`. */
+async function startTurn(url: string, id: string, text: string) {
+  const response = await fetch(`${url}/v1/chat`, {
+    method: 'POST',
+    headers: { ...key, 'content-type': 'application/json' },
+    body: JSON.stringify({ agentId: 'agt_tools', stream: true, id, messages: [userText(text)] }),
+  });
+  expect(response.status).toBe(200);
+  return response;
 }
 
 describe(`stop and resume across two atrium serve processes with REDIS_URL (${engineName})`, () => {
@@ -103,6 +132,90 @@ describe(`stop and resume across two atrium serve processes with REDIS_URL (${en
     const after = await fetch(`${b!.url}/v1/chat/${chatId}/stream`, { headers: key });
     expect(after.status).toBe(204);
   });
+});
+
+/**
+ * A turn of `agt_tools` on the chat, sent to `url`, held in its set-up (its MCP server not yet
+ * answering) once this resolves: the chat is active, and no stream exists yet.
+ */
+async function holdSetUp(url: string, chatId: string, text: string) {
+  setUp = { ...deferred(), reached: deferred() };
+  const response = fetch(`${url}/v1/chat`, {
+    method: 'POST',
+    headers: { ...key, 'content-type': 'application/json' },
+    body: JSON.stringify({ agentId: 'agt_tools', stream: true, id: chatId, messages: [userText(text)] }),
+  });
+  // Awaited by the test; a test that fails first must not leave it rejecting unhandled.
+  response.catch(() => undefined);
+  await setUp.reached.promise;
+  return { response };
+}
+
+/** What a promise has become after `ms`: its value, or 'waiting'. */
+function after<T>(promise: Promise<T>, ms: number): Promise<T | 'waiting'> {
+  return Promise.race([
+    promise,
+    new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), ms)),
+  ]);
+}
+
+describe(`resuming through one process a reply another process is setting up (${engineName})`, () => {
+  it('waits for the reply to start and replays it from its start to [DONE]', async () => {
+    const [a, b] = cluster.servers;
+    // The chat exists (a resume of a chat not stored yet is 204): its first turn, to its end.
+    await new EventReader(await startTurn(a!.url, 'setup-cluster', 'first')).all();
+
+    upstream.enqueue({ kind: 'held', text: WORDS, afterPieces: 1 });
+    const { response: running } = await holdSetUp(a!.url, 'setup-cluster', 'second');
+    const chat = await fetch(`${b!.url}/v1/chats/setup-cluster`, { headers: key });
+    expect(((await chat.json()) as { data: { chat: { active: boolean } } }).data.chat.active).toBe(true);
+
+    // What useChat({ resume: true }) asks on a page load at this moment, reaching process B.
+    const resumed = fetch(`${b!.url}/v1/chat/setup-cluster/stream`, { headers: key });
+    // Not answered while A sets the reply up (it was: 204 at once, and the page never showed it)…
+    expect(await after(resumed, 1_000)).toBe('waiting');
+    // …but once the reply starts, from its start.
+    setUp.resolve();
+    let answer = await resumed;
+    // resumable-stream gives the generating process 1 s to answer over Redis, else 204: on a
+    // loaded machine that can pass, and the reply is held, so asking again is what a client does.
+    for (let attempt = 1; answer.status === 204 && attempt < 5; attempt++) {
+      answer = await fetch(`${b!.url}/v1/chat/setup-cluster/stream`, { headers: key });
+    }
+    expect(answer.status).toBe(200);
+    const replay = new EventReader(answer);
+    await replay.until(textDeltas(1));
+    expect(replay.chunks[0]).toMatchObject({
+      type: 'start',
+      messageMetadata: { chatId: expect.any(String) },
+    });
+    upstream.release();
+    await replay.all();
+    expect(replay.text()).toBe(WORDS);
+    expect(replay.done).toBe(true);
+    await new EventReader(await running).all();
+  }, 60_000);
+
+  it('answers 204 once a turn being set up there is refused (its chat deleted meanwhile)', async () => {
+    const [a, b] = cluster.servers;
+    await new EventReader(await startTurn(a!.url, 'setup-cluster-refused', 'first')).all();
+
+    const { response: refused } = await holdSetUp(a!.url, 'setup-cluster-refused', 'second');
+    const resumed = fetch(`${b!.url}/v1/chat/setup-cluster-refused/stream`, { headers: key });
+    expect(await after(resumed, 1_000)).toBe('waiting');
+    // The chat is deleted meanwhile (through B): the turn being set up on A is refused, nothing runs.
+    const deleted = await fetch(`${b!.url}/v1/chats/setup-cluster-refused`, {
+      method: 'DELETE',
+      headers: key,
+    });
+    expect(deleted.status).toBeLessThan(300);
+    setUp.resolve();
+    expect((await refused).status).toBe(404);
+    const refusedAt = Date.now();
+    // Told by A as the turn is released, not at the end of the wait's bound (the upstream timeout).
+    expect((await resumed).status).toBe(204);
+    expect(Date.now() - refusedAt).toBeLessThan(5_000);
+  }, 60_000);
 });
 
 // Last: it kills one process and stops the other.
