@@ -18,6 +18,8 @@ export interface ConversationMessage {
   id: string;
   role: MessageRole;
   parts: Array<{ type: string; [key: string]: unknown }>;
+  /** A stored reply's finish reason (`error`: the provider failed it after some output). */
+  finishReason?: string | null;
 }
 
 const MEDIA_TYPE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*\/[A-Za-z0-9*][A-Za-z0-9!#$&^_.+*-]*(\s*;.*)?$/;

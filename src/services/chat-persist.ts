@@ -117,13 +117,16 @@ export interface ReplyRecord {
 /**
  * One transaction: the reply, the messages it replaces removed, the chat's spend, the month's
  * usage, sub-agent runs and the caller's writes. A chat deleted while its reply ran stays
- * deleted (the reply is dropped); the usage it caused is counted all the same.
+ * deleted (the reply is dropped); the usage it caused is counted all the same. Returns the id
+ * the reply's message is stored under, or undefined when none is.
  */
-export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
+export async function storeReply(db: Db, record: ReplyRecord): Promise<string | undefined> {
   const now = record.finishedAt.toISOString();
   const { message, usage } = record;
+  let storedId: string | undefined;
   await withConflictRetry(true, () =>
     db.transaction().execute(async (trx) => {
+      storedId = undefined;
       const chatExists = await recordChatMessages(trx, record.chatId, {
         added: message ? 1 : 0,
         costUsd: usage.costUsd,
@@ -198,6 +201,7 @@ export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
           copyAt,
         );
         if (record.replaces.length > 0 || copyAt !== undefined) await recountChatMessages(trx, record.chatId);
+        storedId = id;
       }
       if (usage.inputTokens > 0 || usage.outputTokens > 0) {
         await addMonthUsage(trx, record.workspaceId, ledgerMonth(record.finishedAt), usage, now);
@@ -206,6 +210,7 @@ export async function storeReply(db: Db, record: ReplyRecord): Promise<void> {
       await record.extraWrites?.(trx);
     }),
   );
+  return storedId;
 }
 
 function runUsage({ record }: SubAgentRun) {

@@ -35,11 +35,33 @@ export const toolLoopStop = stepCountIs(MAX_STEPS);
 
 /**
  * How a reply ended, before it is stored: its parts, usage and finish reason (`stopped` or
- * `interrupted` when cut short, with the text so far), or the provider's failure.
+ * `interrupted` when cut short, with the text so far), or the provider's failure, with what the
+ * provider had produced before it (`partial`: text streamed, completed tool steps), which is
+ * stored as the reply with `finishReason: "error"`.
  */
 export type ReplyResult =
   | { ok: true; text: string; parts: unknown[]; usage: TokenUsage; finishReason: string }
-  | { ok: false; error: ApiError };
+  | { ok: false; error: ApiError; partial?: PartialReply };
+
+/** The output of a reply that failed after the provider produced some (docs/chat.md). */
+export interface PartialReply {
+  text: string;
+  parts: unknown[];
+}
+
+/**
+ * A failed reply's parts as its partial output, when they hold any: text or reasoning with some
+ * characters, or a tool call. Step boundaries and an empty text part (a failure right after
+ * `text-start`) are not output: nothing the user saw.
+ */
+function partialReply(parts: unknown[]): PartialReply | undefined {
+  const output = parts.some((part) => {
+    const { type, text } = part as { type: string; text?: unknown };
+    if (type === 'text' || type === 'reasoning') return typeof text === 'string' && text.length > 0;
+    return type.startsWith('tool-') || type === 'dynamic-tool';
+  });
+  return output ? { text: replyText(parts), parts } : undefined;
+}
 
 /** What storing the reply came to: the client sees an `error` chunk instead of `finish` when it failed. */
 export interface StoredReply {
@@ -106,19 +128,27 @@ function callSettings(call: ReplyCall, model: LanguageModelV3) {
   };
 }
 
-function failure(call: ReplyCall, error: unknown): ReplyResult {
-  return { ok: false, error: upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs) };
+function failure(call: ReplyCall, error: unknown, parts: unknown[]): ReplyResult {
+  const partial = partialReply(parts);
+  return {
+    ok: false,
+    error: upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs),
+    ...(partial ? { partial } : {}),
+  };
 }
 
 /** JSON mode: one non-streaming model call (per tool step), to its end. */
 export async function completeReply(call: ReplyCall): Promise<ReplyResult> {
   call.idle.touch();
+  /** The steps that finished, kept for a failure in a later one: they are stored as its output. */
+  const finished: GeneratedStep[] = [];
   try {
     const result = await generateText({
       ...callSettings(call, call.usage.wrap(call.model)),
       onStepFinish: (step) => {
         call.idle.touch();
         call.usage.stepFinished(step);
+        finished.push(step);
       },
     });
     if (call.idle.timedOut) throw new Error('upstream timeout');
@@ -149,7 +179,7 @@ export async function completeReply(call: ReplyCall): Promise<ReplyResult> {
             : new ApiError('conflict', STOPPED_MESSAGE),
       };
     }
-    return failure(call, error);
+    return failure(call, error, replyParts(finished));
   }
 }
 
@@ -250,13 +280,15 @@ export function streamReply(
    * short, when a stop (or shutdown) aborted it.
    */
   const ended = async (stopped: StopReason | undefined): Promise<ReplyResult> => {
+    const parts = await kept.parts();
     if (!stopped && (failed !== undefined || aborted || call.idle.timedOut)) {
+      const partial = partialReply(parts);
       return {
         ok: false,
         error: upstreamFailure(failed, call.idle.timedOut || aborted, call.idle.timeoutMs),
+        ...(partial ? { partial } : {}),
       };
     }
-    const parts = await kept.parts();
     return {
       ok: true,
       text: replyText(parts),

@@ -16,7 +16,7 @@ import { listChatMessagesWithParts } from '../db/repositories/messages.js';
 import { findProject } from '../db/repositories/projects.js';
 import { findUserCached } from '../db/repositories/tenancy.js';
 import type { AgentTable, ChatTable, Database, ProjectTable } from '../db/schema.js';
-import { type ApiError, errors } from '../errors.js';
+import { ApiError, errors } from '../errors.js';
 import { isDependencyUnavailable } from '../network-errors.js';
 import { type Clock, newId } from '../ids.js';
 import { buildSystemPrompt } from '../models/context.js';
@@ -116,8 +116,14 @@ export interface ConversationRequest {
    * counts usage but stores no chat and no message.
    */
   store?: boolean;
-  /** Given the stored messages of the named chat: the request's messages to store, or undefined to store nothing. */
-  reconcileHistory?: (stored: ConversationMessage[]) => IncomingMessage[] | undefined;
+  /**
+   * Given the stored messages of the named chat: the request's messages to store, and the stored
+   * messages the client's conversation no longer holds (removed as the turn is stored); or
+   * undefined to store nothing.
+   */
+  reconcileHistory?: (
+    stored: ConversationMessage[],
+  ) => { added: IncomingMessage[]; dropped: string[] } | undefined;
   /** What the model sees instead of the converted conversation (the client resends it whole). */
   modelMessages?: ModelMessage[];
   /** Tools the client runs itself (no `execute`): a call ends the reply with the call. */
@@ -688,6 +694,7 @@ async function prepareConversation(
         id: row.id,
         role: row.role,
         parts: parseParts(row.parts),
+        finishReason: row.finish_reason,
       }))
     : [];
   let history = stored;
@@ -726,8 +733,14 @@ async function prepareConversation(
     // The edited message comes from the request; the messages after it are gone, also when resent.
     kept = new Set([...kept].filter((id) => id !== edited));
   }
-  const reconciled = chat && request.reconcileHistory ? request.reconcileHistory(stored) : incoming;
-  const { conversation, added } = mergeHistory(history, reconciled ?? incoming, kept);
+  const reconciled =
+    chat && request.reconcileHistory ? request.reconcileHistory(stored) : { added: incoming, dropped: [] };
+  if (reconciled && reconciled.dropped.length > 0) {
+    const dropped = new Set(reconciled.dropped);
+    history = history.filter((message) => !dropped.has(message.id));
+    removes = [...removes, ...reconciled.dropped];
+  }
+  const { conversation, added } = mergeHistory(history, reconciled?.added ?? incoming, kept);
   return { conversation, added, replaces, removes, storable: reconciled !== undefined };
 }
 
@@ -817,6 +830,8 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
     // Charged whatever the outcome: the lead model's tokens (estimated where the provider
     // reported none, as for a step cut short) and every sub-agent run's.
     const own = result.ok ? result.usage : input.usage.total();
+    // A reply the provider failed after some output is stored with it, as a stopped one is.
+    const partial = result.ok ? undefined : result.partial;
     const usage: TokenUsage = {
       inputTokens: own.inputTokens + subUsage.inputTokens,
       outputTokens: own.outputTokens + subUsage.outputTokens,
@@ -835,12 +850,13 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
     const finishedAt = deps.clock();
     const settled = outcome;
     try {
-      await storeReply(deps.db, {
+      const storedId = await storeReply(deps.db, {
         workspaceId: input.workspaceId,
         chatId: input.chatId,
         spendChatId: input.spendChatId,
         finishedAt,
-        // A reply cut short before its first part leaves nothing to show, so nothing to store.
+        // A reply cut short before its first part leaves nothing to show, so nothing to store; nor
+        // does one the provider failed before any output.
         message:
           result.ok && (result.parts.length > 0 || !isCutShort(result.finishReason))
             ? {
@@ -849,13 +865,34 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
                 model: input.model.id,
                 finishReason: result.finishReason,
               }
-            : undefined,
+            : partial
+              ? {
+                  id: input.messageId,
+                  parts: [...input.leading, ...partial.parts],
+                  model: input.model.id,
+                  finishReason: 'error',
+                }
+              : undefined,
         usage: { ...usage, costUsd: cost },
         reportAs: { agentId: input.agentId, model: input.model.id },
-        replaces: result.ok ? input.replaces : [],
+        // A failed reply that is stored replaces what it regenerates, as the client shows it.
+        replaces: result.ok || partial ? input.replaces : [],
         subRuns,
         extraWrites: input.extraWrites ? (trx) => input.extraWrites!(trx, settled, finishedAt) : undefined,
       });
+      if (!outcome.ok && storedId !== undefined) {
+        // The failure names the reply it stored (the 502/504 of a JSON reply, an agent run's).
+        const { error } = outcome;
+        outcome = {
+          ...outcome,
+          error: new ApiError(
+            error.code,
+            error.message,
+            { ...error.details, messageId: storedId },
+            { cause: error.cause, refusal: error.refusal },
+          ),
+        };
+      }
     } catch (error) {
       // The database not answering is a 503 the client may retry (docs/api.md), anything else a 500.
       const failure = isDependencyUnavailable(error)

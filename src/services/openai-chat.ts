@@ -356,14 +356,22 @@ function fingerprint(message: { role: string; parts: Part[] }): string {
 /**
  * The prefix rule: the stored conversation must be the start of what the client sent; then the
  * rest is new and stored. Otherwise (the client edited or dropped turns) nothing is stored.
+ * A stored reply the provider failed after some output (`finishReason: "error"`) that the client
+ * does not hold is passed over and dropped: an OpenAI client gets such a reply as an error, and
+ * most go on (or retry) without its text; holding it against them would leave the chat unstored
+ * for good.
  */
 export function reconcileHistory(sent: IncomingMessage[]) {
-  return (stored: ConversationMessage[]): IncomingMessage[] | undefined => {
-    if (stored.length > sent.length) return undefined;
-    for (let i = 0; i < stored.length; i++) {
-      if (fingerprint(stored[i]!) !== fingerprint(sent[i]!)) return undefined;
+  return (stored: ConversationMessage[]): { added: IncomingMessage[]; dropped: string[] } | undefined => {
+    const dropped: string[] = [];
+    let at = 0;
+    for (const message of stored) {
+      const next = sent[at];
+      if (next !== undefined && fingerprint(message) === fingerprint(next)) at++;
+      else if (message.role === 'assistant' && message.finishReason === 'error') dropped.push(message.id);
+      else return undefined;
     }
-    return sent.slice(stored.length);
+    return { added: sent.slice(at), dropped };
   };
 }
 

@@ -183,20 +183,29 @@ describe(`the anthropic provider over HTTP (${engineName})`, () => {
   it.each([
     ['an error event', { kind: 'error-event', text: 'This reply is cut short here', afterPieces: 2 }],
     ['a dropped connection', { kind: 'disconnect', text: 'This reply is cut short here', afterPieces: 2 }],
-  ] as const)('turns %s mid-stream into an error chunk and stores no half reply', async (_what, reply) => {
-    claude.enqueue(reply);
-    const res = await post({ agentId: 'agt_claude', stream: true, messages: [userText('cut it')] });
-    const chunks = await streamedChunks(res);
-    const types = chunks.map((c) => c.type);
-    expect(types[0]).toBe('start');
-    expect(types).toContain('error');
-    expect(chunks.find((c) => c.type === 'error')).toEqual({
-      type: 'error',
-      errorText: 'The model provider failed',
-    });
-    expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'error' });
-    expect(chunks.map((c) => (c.type === 'text-delta' ? c.delta : '')).join('')).toBe('This reply ');
-    const chatId = res.headers.get('x-chat-id')!;
-    expect((await settledRows(chatId)).map((row) => row.role)).toEqual(['user']);
-  });
+  ] as const)(
+    'turns %s mid-stream into an error chunk and stores the text so far as an errored reply',
+    async (_what, reply) => {
+      claude.enqueue(reply);
+      const res = await post({ agentId: 'agt_claude', stream: true, messages: [userText('cut it')] });
+      const chunks = await streamedChunks(res);
+      const types = chunks.map((c) => c.type);
+      expect(types[0]).toBe('start');
+      expect(types).toContain('error');
+      expect(chunks.find((c) => c.type === 'error')).toEqual({
+        type: 'error',
+        errorText: 'The model provider failed',
+      });
+      expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'error' });
+      expect(chunks.map((c) => (c.type === 'text-delta' ? c.delta : '')).join('')).toBe('This reply ');
+      const chatId = res.headers.get('x-chat-id')!;
+      const rows = await settledRows(chatId);
+      expect(rows.map((row) => [row.role, row.finish_reason])).toEqual([
+        ['user', null],
+        ['assistant', 'error'],
+      ]);
+      const parts = JSON.parse(rows[1]!.parts) as Array<{ type: string; text?: string }>;
+      expect(parts.filter((p) => p.type === 'text').map((p) => p.text)).toEqual(['This reply ']);
+    },
+  );
 });

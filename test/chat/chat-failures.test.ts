@@ -101,6 +101,99 @@ describe('provider failures in JSON mode', () => {
     expect((await chatRows(t.db, chatId)).map((r) => r.role)).toEqual(['user']);
   });
 
+  describe('a failure after a completed tool step', () => {
+    const ledger = async () => {
+      const row = await t.db
+        .selectFrom('usage_ledger')
+        .selectAll()
+        .where('workspace_id', '=', 'wsp_main')
+        .executeTakeFirst();
+      return { input: Number(row?.input_tokens ?? 0), output: Number(row?.output_tokens ?? 0) };
+    };
+    const toolStepThenFailure = () =>
+      upstream.enqueue(
+        {
+          kind: 'tool-calls',
+          calls: [{ name: 'remember', arguments: { note: 'Kept before the failure.' } }],
+        },
+        { kind: 'fail', status: 500 },
+      );
+
+    it('stores the steps so far as the assistant message (finishReason error), charged once, and names it in the 502', async () => {
+      const before = await ledger();
+      toolStepThenFailure();
+      const res = await chat({
+        agentId: 'agt_plain',
+        projectId: 'prj_empty',
+        messages: [userText('note it')],
+      });
+      expect(res.statusCode).toBe(502);
+      const body = res.json();
+      expect(body).toEqual({
+        code: 'upstream_error',
+        message: 'The model provider answered HTTP 500',
+        details: {
+          providerStatus: 500,
+          chatId: expect.any(String),
+          messageId: expect.stringMatching(/^msg_/),
+        },
+      });
+      const rows = await chatRows(t.db, body.details.chatId);
+      expect(rows.map((r) => [r.role, r.finish_reason])).toEqual([
+        ['user', null],
+        ['assistant', 'error'],
+      ]);
+      expect(rows[1]!.id).toBe(body.details.messageId);
+      const parts = JSON.parse(rows[1]!.parts) as Array<{ type: string; state?: string; output?: unknown }>;
+      expect(parts.find((p) => p.type === 'tool-remember')).toMatchObject({
+        state: 'output-available',
+        output: { saved: true },
+      });
+      const after = await ledger();
+      expect(rows[1]!.input_tokens).toBeGreaterThan(0);
+      expect({ input: rows[1]!.input_tokens, output: rows[1]!.output_tokens }).toEqual({
+        input: after.input - before.input,
+        output: after.output - before.output,
+      });
+    });
+
+    it('records the agent run as failed as before, its error naming the stored message', async () => {
+      toolStepThenFailure();
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/agents/agt_plain/runs',
+        headers: { 'x-service-api-key': CHAT_KEYS.main },
+        payload: { message: 'note it', projectId: 'prj_empty' },
+      });
+      expect(res.statusCode).toBe(502);
+      const { details } = res.json();
+      expect(details).toEqual({
+        providerStatus: 500,
+        runId: expect.stringMatching(/^run_/),
+        messageId: expect.stringMatching(/^msg_/),
+      });
+      const run = await t.db
+        .selectFrom('agent_runs')
+        .selectAll()
+        .where('id', '=', details.runId)
+        .executeTakeFirstOrThrow();
+      expect(run).toMatchObject({
+        status: 'failed',
+        response: '',
+        error: 'upstream_error: The model provider answered HTTP 500',
+      });
+      const rows = await chatRows(t.db, run.chat_id!);
+      expect(rows.map((r) => [r.id, r.role, r.finish_reason])).toEqual([
+        [expect.any(String), 'user', null],
+        [details.messageId, 'assistant', 'error'],
+      ]);
+      expect({ input: rows[1]!.input_tokens, output: rows[1]!.output_tokens }).toEqual({
+        input: run.input_tokens,
+        output: run.output_tokens,
+      });
+    });
+  });
+
   it('keeps the chat usable after a failure: the next turn sees the kept user message', async () => {
     upstream.enqueue({ kind: 'fail', status: 503 });
     const failed = await chat({ agentId: 'agt_plain', messages: [userText('first try', 'u-a')] });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatSetup, userText } from './fixtures.js';
+import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
 import { EventReader } from './sse-reader.js';
 
 /** A listening app with an upstream of its own and the given idle timeout, for the tests after it. */
@@ -67,6 +67,15 @@ describe('what a reply cut short by the idle timeout is charged', () => {
     upstream.release();
     expect(events.text()).toBe('word '.repeat(30));
     expect(events.chunks.at(-1)).toMatchObject({ type: 'error' });
+    await t.app.persistence.idle();
+    // The text streamed is stored as the reply, errored, carrying what is charged.
+    const rows = await chatRows(t.db, response.headers.get('x-chat-id')!);
+    expect(rows.map((r) => [r.role, r.finish_reason])).toEqual([
+      ['user', null],
+      ['assistant', 'error'],
+    ]);
+    const parts = JSON.parse(rows[1]!.parts) as Array<{ type: string; text?: string }>;
+    expect(parts.filter((p) => p.type === 'text').map((p) => p.text)).toEqual(['word '.repeat(30)]);
 
     const ledger = await t.db
       .selectFrom('usage_ledger')
@@ -81,6 +90,10 @@ describe('what a reply cut short by the idle timeout is charged', () => {
       (Number(ledger.input_tokens) + 2 * Number(ledger.output_tokens)) / 1e6,
       12,
     );
+    expect([rows[1]!.input_tokens, rows[1]!.output_tokens]).toEqual([
+      Number(ledger.input_tokens),
+      Number(ledger.output_tokens),
+    ]);
     const next = await fetch(`${baseUrl}/v1/chat`, {
       method: 'POST',
       headers: limited,

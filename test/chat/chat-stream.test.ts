@@ -216,7 +216,7 @@ describe('POST /v1/chat with stream: true', () => {
     expect(rows.map((r) => r.role)).toEqual(['user']);
   });
 
-  it('charges a reply whose upstream breaks mid-stream its prompt and the output streamed; one refused at once nothing', async () => {
+  it('charges a reply whose upstream breaks mid-stream its prompt and the output streamed, once; one refused at once nothing', async () => {
     const ledger = async () => {
       const row = await t.db
         .selectFrom('usage_ledger')
@@ -225,36 +225,87 @@ describe('POST /v1/chat with stream: true', () => {
         .executeTakeFirst();
       return { inputTokens: Number(row?.input_tokens ?? 0), outputTokens: Number(row?.output_tokens ?? 0) };
     };
+    /** The usage report's rollup for the workspace, all days and agents together. */
+    const reported = async () => {
+      const rows = await t.db
+        .selectFrom('usage_daily')
+        .selectAll()
+        .where('workspace_id', '=', 'wsp_main')
+        .execute();
+      return {
+        inputTokens: rows.reduce((sum, row) => sum + Number(row.input_tokens), 0),
+        outputTokens: rows.reduce((sum, row) => sum + Number(row.output_tokens), 0),
+      };
+    };
     const before = await ledger();
     upstream.enqueue({ kind: 'fail', status: 500 });
     await chunksOf(await post({ agentId: 'agt_plain', stream: true, messages: [userText('fail')] }));
     await t.app.persistence.idle();
     expect(await ledger()).toEqual(before);
 
+    const reportedBefore = await reported();
     upstream.enqueue({ kind: 'disconnect', text: 'this reply will be cut', afterPieces: 2 });
-    const { chunks } = await chunksOf(
-      await post({ agentId: 'agt_plain', stream: true, messages: [userText('x'.repeat(400))] }),
-    );
+    const response = await post({
+      agentId: 'agt_plain',
+      stream: true,
+      messages: [userText('x'.repeat(400))],
+    });
+    const chatId = response.headers.get('x-chat-id')!;
+    const { chunks } = await chunksOf(response);
     expect(chunks.map((c) => (c.type === 'text-delta' ? c.delta : '')).join('')).toBe('this reply ');
     await t.app.persistence.idle();
     const after = await ledger();
+    const charged = {
+      inputTokens: after.inputTokens - before.inputTokens,
+      outputTokens: after.outputTokens - before.outputTokens,
+    };
     // The prompt (400 characters and its JSON) and the 11 characters streamed, at about four
     // characters a token: the provider reported nothing before the stream broke.
-    expect(after.inputTokens - before.inputTokens).toBeGreaterThan(100);
-    expect(after.outputTokens - before.outputTokens).toBe(Math.ceil('this reply '.length / 4));
+    expect(charged.inputTokens).toBeGreaterThan(100);
+    expect(charged.outputTokens).toBe(Math.ceil('this reply '.length / 4));
+    // The stored reply carries what was charged, and the report counts it once.
+    const rows = await chatRows(t.db, chatId);
+    expect(rows[1]).toMatchObject({
+      input_tokens: charged.inputTokens,
+      output_tokens: charged.outputTokens,
+      finish_reason: 'error',
+    });
+    const reportedAfter = await reported();
+    expect({
+      inputTokens: reportedAfter.inputTokens - reportedBefore.inputTokens,
+      outputTokens: reportedAfter.outputTokens - reportedBefore.outputTokens,
+    }).toEqual(charged);
   });
 
-  it('turns an upstream disconnect mid-stream into an error chunk and stores no half reply', async () => {
+  it('stores the text streamed before an upstream disconnect as the assistant message, finishReason error; the client still gets error and finish', async () => {
     upstream.enqueue({ kind: 'disconnect', text: 'this reply will be cut', afterPieces: 2 });
     const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('cut please')] });
     const chatId = response.headers.get('x-chat-id')!;
-    const { chunks } = await chunksOf(response);
+    const { events, chunks } = await chunksOf(response);
     const types = chunks.map((c) => c.type);
     expect(types[0]).toBe('start');
-    expect(types).toContain('error');
+    expect(chunks.find((c) => c.type === 'error')).toEqual({
+      type: 'error',
+      errorText: 'The model provider failed',
+    });
+    expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'error' });
+    expect(events.at(-1)).toBe('[DONE]');
     expect(chunks.map((c) => (c.type === 'text-delta' ? c.delta : '')).join('')).toBe('this reply ');
     await t.app.persistence.idle();
     const rows = await chatRows(t.db, chatId);
-    expect(rows.map((r) => r.role)).toEqual(['user']);
+    expect(rows.map((r) => [r.role, r.finish_reason])).toEqual([
+      ['user', null],
+      ['assistant', 'error'],
+    ]);
+    const start = chunks[0] as Extract<UIMessageChunk, { type: 'start' }>;
+    expect(rows[1]!.id).toBe(start.messageId);
+    const parts = JSON.parse(rows[1]!.parts) as Array<{ type: string; text?: string }>;
+    expect(parts.filter((p) => p.type === 'text').map((p) => p.text)).toEqual(['this reply ']);
+    const chat = await t.app.inject({
+      method: 'GET',
+      url: `/v1/chats/${chatId}`,
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(chat.json().data.chat).toMatchObject({ active: false, messageCount: 2 });
   });
 });

@@ -276,6 +276,70 @@ describe("editing a user message (useChat's sendMessage({ text, messageId }))", 
   });
 });
 
+describe('a reply the provider fails after some text (useChat)', () => {
+  const texts = (messages: UIMessage[]) =>
+    messages.map((m) => [
+      m.id,
+      m.role,
+      m.parts.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join(''),
+    ]);
+
+  it('is stored as the page shows it, with finishReason error, and the next turn gives it to the model', async () => {
+    const chat = new NodeChat({ id: 'failed-midway', transport: chatTransport('agt_plain') });
+    upstream.enqueue({ kind: 'disconnect', text: 'half of an answer', afterPieces: 2 });
+    await chat.sendMessage({ text: 'first' });
+    expect(chat.status).toBe('error');
+    expect(texts(chat.messages).at(-1)).toEqual([expect.any(String), 'assistant', 'half of ']);
+    await t.app.persistence.idle();
+    // A reload shows what the page showed.
+    let stored = (await get('/v1/chats/failed-midway/messages')).json().data.messages as UIMessage[];
+    expect(texts(stored)).toEqual(texts(chat.messages));
+    expect(stored[1]!.metadata).toMatchObject({ model: 'fake-small', finishReason: 'error' });
+    expect((await get('/v1/chats/failed-midway')).json().data.chat).toMatchObject({
+      active: false,
+      messageCount: 2,
+    });
+
+    upstream.enqueue({ kind: 'text', text: 'The rest.' });
+    await chat.sendMessage({ text: 'go on' });
+    expect(chat.status).toBe('ready');
+    expect(upstream.lastRequest().body.messages).toEqual([
+      { role: 'user', content: 'first' },
+      { role: 'assistant', content: 'half of ' },
+      { role: 'user', content: 'go on' },
+    ]);
+    stored = (await get('/v1/chats/failed-midway/messages')).json().data.messages as UIMessage[];
+    expect(texts(stored)).toEqual(texts(chat.messages));
+    expect(texts(stored).map(([, , text]) => text)).toEqual(['first', 'half of ', 'go on', 'The rest.']);
+  });
+
+  it('is replaced by regenerate like any reply', async () => {
+    const chat = new NodeChat({ id: 'failed-regenerated', transport: chatTransport('agt_plain') });
+    upstream.enqueue({ kind: 'disconnect', text: 'half of an answer', afterPieces: 2 });
+    await chat.sendMessage({ text: 'first' });
+    expect(chat.status).toBe('error');
+    const failed = chat.messages.at(-1)!;
+    upstream.enqueue({ kind: 'text', text: 'A whole answer.' });
+    await chat.regenerate({ messageId: failed.id });
+    expect(chat.status).toBe('ready');
+    expect(upstream.lastRequest().body.messages).toEqual([{ role: 'user', content: 'first' }]);
+    const stored = (await get('/v1/chats/failed-regenerated/messages')).json().data.messages as UIMessage[];
+    expect(texts(stored)).toEqual(texts(chat.messages));
+    expect(texts(stored).map(([, , text]) => text)).toEqual(['first', 'A whole answer.']);
+    expect(stored.map((m) => m.id)).not.toContain(failed.id);
+  });
+
+  it('stores nothing of a reply that failed before its first token', async () => {
+    const chat = new NodeChat({ id: 'failed-at-once', transport: chatTransport('agt_plain') });
+    upstream.enqueue({ kind: 'disconnect', text: 'never seen', afterPieces: 0 });
+    await chat.sendMessage({ text: 'first' });
+    expect(chat.status).toBe('error');
+    await t.app.persistence.idle();
+    const stored = (await get('/v1/chats/failed-at-once/messages')).json().data.messages as UIMessage[];
+    expect(texts(stored).map(([, role]) => role)).toEqual(['user']);
+  });
+});
+
 describe('regenerate', () => {
   async function conversation(id: string) {
     const a = await chat({ agentId: 'agt_plain', id, messages: [userText('first', `${id}-u1`)] });
@@ -431,6 +495,23 @@ describe('regenerate', () => {
     });
     expect(failed.statusCode).toBe(502);
     expect(await chatRows(t.db, chatId)).toEqual(before);
+  });
+
+  it('replaces the regenerated reply with a new one that fails after some text, as the page shows it', async () => {
+    const chat = new NodeChat({ id: 'regen-broken', transport: chatTransport('agt_plain') });
+    upstream.enqueue({ kind: 'text', text: 'A first answer.' });
+    await chat.sendMessage({ text: 'first' });
+    upstream.enqueue({ kind: 'disconnect', text: 'half of an answer', afterPieces: 2 });
+    await chat.regenerate();
+    expect(chat.status).toBe('error');
+    await t.app.persistence.idle();
+    const stored = (await get('/v1/chats/regen-broken/messages')).json().data.messages as UIMessage[];
+    expect(stored.map((m) => [m.id, m.role])).toEqual(chat.messages.map((m) => [m.id, m.role]));
+    expect(stored.map((m) => m.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join(''))).toEqual([
+      'first',
+      'half of ',
+    ]);
+    expect(stored[1]!.metadata).toMatchObject({ finishReason: 'error' });
   });
 });
 

@@ -1425,6 +1425,74 @@ describe('storing', () => {
     expect(await storedTexts(chatId)).toEqual(['user: Q1', 'assistant: A.', 'user: Q2']);
   });
 
+  describe('a streamed reply the provider breaks after some text', () => {
+    /** A named chat whose first reply broke after "one two ": what the client saw, and the chat. */
+    async function brokenFirstTurn(key: string) {
+      const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': key } });
+      upstream.enqueue({ kind: 'disconnect', text: 'one two three four', afterPieces: 2 });
+      const { data, response } = await sdk.chat.completions
+        .create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Count' }], stream: true })
+        .withResponse();
+      const chatId = response.headers.get('x-atrium-chat-id')!;
+      const seen: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+      const error = await (async () => {
+        for await (const chunk of data) seen.push(chunk);
+      })().catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'upstream_error' });
+      expect(text(seen)).toBe('one two ');
+      await t.app.persistence.idle();
+      return { sdk, chatId, seen: text(seen) };
+    }
+
+    it('stores what the client saw as an errored reply; a next turn that holds it is stored after it', async () => {
+      const { sdk, chatId, seen } = await brokenFirstTurn('broken-kept');
+      expect(await storedTexts(chatId)).toEqual(['user: Count', 'assistant: one two ']);
+      expect((await chatRows(t.db, chatId))[1]!.finish_reason).toBe('error');
+
+      upstream.enqueue({ kind: 'text', text: 'three.' });
+      const next = await sdk.chat.completions
+        .create({ model: 'agt_plain', messages: conversation('Count', seen, 'Go on') })
+        .withResponse();
+      expect(next.response.headers.get('x-atrium-chat-persisted')).toBeNull();
+      expect(await storedTexts(chatId)).toEqual([
+        'user: Count',
+        'assistant: one two ',
+        'user: Go on',
+        'assistant: three.',
+      ]);
+    });
+
+    it('drops the errored reply when the client goes on without it (a retry, or a next turn): the chat stays stored', async () => {
+      const retried = await brokenFirstTurn('broken-retried');
+      upstream.enqueue({ kind: 'text', text: 'One two three.' });
+      const retry = await retried.sdk.chat.completions
+        .create({ model: 'agt_plain', messages: conversation('Count') })
+        .withResponse();
+      expect(retry.response.headers.get('x-atrium-chat-persisted')).toBeNull();
+      expect(await storedTexts(retried.chatId)).toEqual(['user: Count', 'assistant: One two three.']);
+
+      const dropped = await brokenFirstTurn('broken-dropped');
+      upstream.enqueue({ kind: 'text', text: 'Fine.' });
+      const next = await dropped.sdk.chat.completions
+        .create({
+          model: 'agt_plain',
+          messages: [...conversation('Count'), { role: 'user', content: 'Again?' }],
+        })
+        .withResponse();
+      expect(next.response.headers.get('x-atrium-chat-persisted')).toBeNull();
+      expect(await storedTexts(dropped.chatId)).toEqual(['user: Count', 'user: Again?', 'assistant: Fine.']);
+      expect(
+        (
+          await t.app.inject({
+            method: 'GET',
+            url: `/v1/chats/${dropped.chatId}`,
+            headers: { 'x-service-api-key': CHAT_KEYS.main },
+          })
+        ).json().data.chat.messageCount,
+      ).toBe(3);
+    });
+  });
+
   it('a client that aborts a stream stops the reply: the provider call ends, the named chat keeps what the client saw, charged its estimate', async () => {
     const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': 'aborted' } });
     upstream.enqueue({ kind: 'held', text: 'one two three four five six', afterPieces: 2 });

@@ -21,7 +21,7 @@ export async function listChatMessagesWithParts(
   const select = (parts: RawBuilder<string>) =>
     db
       .selectFrom('messages')
-      .select(['id', 'role', parts.as('parts')])
+      .select(['id', 'role', 'finish_reason', parts.as('parts')])
       .where('chat_id', '=', chatId)
       .where('workspace_id', '=', workspaceId)
       .orderBy('position')

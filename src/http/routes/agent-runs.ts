@@ -13,7 +13,7 @@ export async function agentRunRoutes(app: TypedApp, deps: ChatDeps): Promise<voi
         summary: 'Run an agent',
         operationId: 'runAgent',
         description:
-          'Runs the agent on one message and waits for the reply; creates or continues a chat and records the run. `executionTime` is in milliseconds. A provider failure records the run as `failed` and answers 502/504 with `details.runId`; so does a run stopped before its answer (409 `conflict`) or cut short by a shutdown (503).',
+          'Runs the agent on one message and waits for the reply; creates or continues a chat and records the run. `executionTime` is in milliseconds. A provider failure records the run as `failed` and answers 502/504 with `details.runId` (and `details.messageId` when the chat stored the steps done before it); so does a run stopped before its answer (409 `conflict`) or cut short by a shutdown (503).',
         tags: ['agents'],
         security: API_KEY_SECURITY,
         params: AgentRunParams,

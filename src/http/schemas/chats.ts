@@ -102,7 +102,10 @@ export const StoredMessage = Type.Object({
     usage: Type.Optional(Type.Object({ inputTokens: Type.Integer(), outputTokens: Type.Integer() })),
     costUsd: Type.Optional(Type.Number({ description: 'The reply’s cost, to 1e-8 USD' })),
     finishReason: Type.Optional(
-      Type.String({ description: '`stop`, `length`, `tool-calls`, `stopped`, `interrupted`, …' }),
+      Type.String({
+        description:
+          '`stop`, `length`, `tool-calls`, `stopped`, `interrupted`, `error` (the provider failed the reply after this output), …',
+      }),
     ),
   }),
 });
