@@ -307,5 +307,8 @@ describe('POST /v1/chat with stream: true', () => {
       headers: { 'x-service-api-key': CHAT_KEYS.main },
     });
     expect(chat.json().data.chat).toMatchObject({ active: false, messageCount: 2 });
+    // Nothing runs any more: a resume answers 204, as after any reply.
+    const resume = await fetch(`${baseUrl}/v1/chat/${chatId}/stream`, { headers });
+    expect(resume.status).toBe(204);
   });
 });
