@@ -830,8 +830,10 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
     // Charged whatever the outcome: the lead model's tokens (estimated where the provider
     // reported none, as for a step cut short) and every sub-agent run's.
     const own = result.ok ? result.usage : input.usage.total();
-    // A reply the provider failed after some output is stored with it, as a stopped one is.
-    const partial = result.ok ? undefined : result.partial;
+    // A reply the provider failed after some output is stored with it, as a stopped one is; but
+    // not one that regenerates or follows an edit: spec/chats.md keeps what it would replace when
+    // the new reply fails ("if the new reply fails, nothing is deleted").
+    const partial = result.ok || input.replaces.length > 0 ? undefined : result.partial;
     const usage: TokenUsage = {
       inputTokens: own.inputTokens + subUsage.inputTokens,
       outputTokens: own.outputTokens + subUsage.outputTokens,
@@ -875,8 +877,7 @@ function replyFinisher(deps: ChatDeps, input: FinisherInput) {
               : undefined,
         usage: { ...usage, costUsd: cost },
         reportAs: { agentId: input.agentId, model: input.model.id },
-        // A failed reply that is stored replaces what it regenerates, as the client shows it.
-        replaces: result.ok || partial ? input.replaces : [],
+        replaces: result.ok ? input.replaces : [],
         subRuns,
         extraWrites: input.extraWrites ? (trx) => input.extraWrites!(trx, settled, finishedAt) : undefined,
       });
