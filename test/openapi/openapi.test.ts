@@ -105,6 +105,68 @@ describe('OpenAPI document', () => {
     expect(chat.required).not.toContain('sources');
   });
 
+  it('marks nothing that has a default as required: a client may leave it out', () => {
+    interface Schema {
+      $ref?: string;
+      default?: unknown;
+      required?: string[];
+      properties?: Record<string, Schema>;
+      items?: Schema;
+      additionalProperties?: Schema | boolean;
+      anyOf?: Schema[];
+      oneOf?: Schema[];
+      allOf?: Schema[];
+    }
+    interface Parameter {
+      in: string;
+      name: string;
+      required?: boolean;
+      schema?: Schema;
+    }
+    const resolve = (schema: Schema | undefined): Schema | undefined => {
+      let current = schema;
+      while (current?.$ref) {
+        current = current.$ref
+          .split('/')
+          .slice(1)
+          .reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], doc) as Schema;
+      }
+      return current;
+    };
+    const problems: string[] = [];
+    const seen = new Set<Schema>();
+    const walk = (given: Schema | undefined, where: string): void => {
+      const schema = resolve(given);
+      if (!schema || seen.has(schema)) return;
+      seen.add(schema);
+      for (const name of schema.required ?? []) {
+        if (resolve(schema.properties?.[name])?.default !== undefined) problems.push(`${where}.${name}`);
+      }
+      for (const [name, property] of Object.entries(schema.properties ?? {}))
+        walk(property, `${where}.${name}`);
+      if (schema.items) walk(schema.items, `${where}[]`);
+      if (typeof schema.additionalProperties === 'object') walk(schema.additionalProperties, `${where}{}`);
+      for (const part of [...(schema.anyOf ?? []), ...(schema.oneOf ?? []), ...(schema.allOf ?? [])]) {
+        walk(part, where);
+      }
+    };
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        const where = `${method.toUpperCase()} ${path}`;
+        const parameters = (op as Operation & { parameters?: Parameter[] }).parameters ?? [];
+        for (const parameter of parameters) {
+          if (parameter.required && parameter.schema?.default !== undefined) {
+            problems.push(`${where} ${parameter.in} ${parameter.name}`);
+          }
+        }
+        for (const [type, content] of Object.entries(op.requestBody?.content ?? {})) {
+          walk((content as { schema?: Schema }).schema, `${where} ${type} body`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
   it('documents the three OpenAI-compatible routes', () => {
     type Operation = {
       responses: Record<string, { content: Record<string, unknown> }>;

@@ -8,6 +8,7 @@ import {
   IndexSummaryResponse,
   KnowledgeParams,
   RebuildResponse,
+  SEARCH_LIMIT_DEFAULT,
   SearchQuery,
   SearchResponse,
 } from '../schemas/knowledge.js';
@@ -90,7 +91,8 @@ export async function knowledgeRoutes(app: TypedApp, deps: AppDeps): Promise<voi
     },
     async (request) => {
       const workspaceId = await workspaceOf(request);
-      const results = await searchProjectFiles(deps.db, workspaceId, request.params.projectId, request.query);
+      const { q, limit = SEARCH_LIMIT_DEFAULT } = request.query;
+      const results = await searchProjectFiles(deps.db, workspaceId, request.params.projectId, { q, limit });
       return { data: { results } };
     },
   );

@@ -37,9 +37,20 @@ export const RebuildResponse = envelope(
   'Indexing again has started',
 );
 
+/** Results a search answers when the query names no `limit`. */
+export const SEARCH_LIMIT_DEFAULT = 10;
+
 export const SearchQuery = Type.Object({
   q: Type.String({ minLength: 1, maxLength: 1000, description: 'What to look for, 1–1,000 characters' }),
-  limit: Type.Integer({ minimum: 1, maximum: 50, default: 10, description: 'Results at most, 1–50' }),
+  // Optional: a client may leave it out (the document once marked it required).
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 50,
+      default: SEARCH_LIMIT_DEFAULT,
+      description: `Results at most, 1–50, default ${SEARCH_LIMIT_DEFAULT}`,
+    }),
+  ),
 });
 
 export const SearchResponse = envelope(
