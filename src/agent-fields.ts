@@ -36,7 +36,8 @@ export function toolUrlProblem(url: string): string | null {
 /**
  * Each of an agent's tools needs its own name (it names the tool's functions to the model): one
  * problem per repeated name, at the later occurrence, naming the first. `toolPath(i)` spells the
- * path of tool `i` (`body.tools[2]`).
+ * path of tool `i`: `body.tools.2` in the API (as its schema validation spells paths),
+ * `…tools[2]` in the setup file (as its own problems are spelled).
  */
 export function duplicateToolNames(
   tools: readonly { name: string }[],

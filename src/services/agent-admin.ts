@@ -122,8 +122,8 @@ async function checkOrchestration(
           ? undefined
           : `unknown agent "${id}" (must be an agent of the same workspace)`;
     if (problem) {
-      throw errors.badRequest(`body.orchestration.agents[${i}] ${problem}`, [
-        { path: `body.orchestration.agents[${i}]`, message: problem },
+      throw errors.badRequest(`body.orchestration.agents.${i} ${problem}`, [
+        { path: `body.orchestration.agents.${i}`, message: problem },
       ]);
     }
   });
@@ -141,7 +141,7 @@ function checkAgentFields(fields: Pick<AgentFields, 'image' | 'tools'>): void {
   if (imageProblem) {
     throw errors.badRequest(`body.image ${imageProblem}`, [{ path: 'body.image', message: imageProblem }]);
   }
-  const [duplicate] = duplicateToolNames(fields.tools ?? [], (t) => `body.tools[${t}]`);
+  const [duplicate] = duplicateToolNames(fields.tools ?? [], (t) => `body.tools.${t}`);
   if (duplicate) throw errors.badRequest(`${duplicate.path} ${duplicate.message}`, [duplicate]);
 }
 
@@ -152,7 +152,7 @@ function checkAgentFields(fields: Pick<AgentFields, 'image' | 'tools'>): void {
  */
 function checkToolAddresses(deps: AgentAdminDeps, tools: McpTool[] | null | undefined): void {
   tools?.forEach((tool, t) => {
-    const path = `body.tools[${t}].url`;
+    const path = `body.tools.${t}.url`;
     // Any other scheme was reported as a private address, which it is not.
     const urlProblem = toolUrlProblem(tool.url);
     if (urlProblem) throw errors.badRequest(`${path} ${urlProblem}`, [{ path, message: urlProblem }]);
@@ -179,7 +179,7 @@ function mergeToolHeaders(incoming: McpTool[], stored: McpTool[]): McpTool[] {
         if (value !== MASKED_HEADER_VALUE) return [name, value];
         const kept = same?.headers?.[name];
         if (kept === undefined) {
-          const path = `body.tools[${t}].headers.${name}`;
+          const path = `body.tools.${t}.headers.${name}`;
           const problem = `is "${MASKED_HEADER_VALUE}", which keeps a stored value only for the same tool name and url: send the value`;
           throw errors.badRequest(`${path} ${problem}`, [{ path, message: problem }]);
         }

@@ -276,8 +276,8 @@ export async function createSessionToken(
     const live = await liveAgentIdsIn(deps.db, access.workspaceId, agentIds);
     const missing = input.agentIds.findIndex((id) => !live.has(id));
     if (missing >= 0) {
-      throw errors.badRequest(`body.agentIds[${missing}] is not an agent of this workspace`, [
-        { path: `body.agentIds[${missing}]`, message: 'must be the id of an agent of the workspace' },
+      throw errors.badRequest(`body.agentIds.${missing} is not an agent of this workspace`, [
+        { path: `body.agentIds.${missing}`, message: 'must be the id of an agent of the workspace' },
       ]);
     }
     // The token acts as a member, to whom a private agent is 404: it could never reach one.
@@ -286,8 +286,8 @@ export async function createSessionToken(
     if (hidden >= 0) {
       const message =
         'is a private agent, which a session token cannot reach (it acts as a member, whatever the user’s role)';
-      throw errors.badRequest(`body.agentIds[${hidden}] ${message}`, [
-        { path: `body.agentIds[${hidden}]`, message },
+      throw errors.badRequest(`body.agentIds.${hidden} ${message}`, [
+        { path: `body.agentIds.${hidden}`, message },
       ]);
     }
   }

@@ -76,7 +76,7 @@ describe('MCP servers of agents made over the API (default: public only)', () =>
     ]) {
       const res = await createAgent(t, url);
       expect(res.statusCode, url).toBe(400);
-      expect(res.json().details.issues[0].path).toBe('body.tools[0].url');
+      expect(res.json().details.issues[0].path).toBe('body.tools.0.url');
       expect(res.json().message).toContain('ATRIUM_MCP_ALLOW_PRIVATE_NETWORK');
     }
     const created = await createAgent(t, 'https://mcp.example.test/');

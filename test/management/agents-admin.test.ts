@@ -126,7 +126,7 @@ describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
     [
       'orchestration of another workspace',
       { title: 'x', orchestration: { agents: ['agt_other'] } },
-      'body.orchestration.agents[0]',
+      'body.orchestration.agents.0',
     ],
     ['null title', { title: null }, 'body.title'],
   ])('answers 400 for %s', async (_name, payload, path) => {
@@ -172,19 +172,19 @@ describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
       { type: 'mcp', name: 'docs', url: 'https://b.example.test/' },
       { type: 'mcp', name: 'crm', url: 'https://c.example.test/' },
     ];
-    const message = 'is "crm", the name of body.tools[0]: each tool of an agent needs its own name';
+    const message = 'is "crm", the name of body.tools.0: each tool of an agent needs its own name';
     const res = await createAgent({ title: 'Twice', tools });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({
       code: 'bad_request',
-      message: `body.tools[2].name ${message}`,
-      details: { issues: [{ path: 'body.tools[2].name', message }] },
+      message: `body.tools.2.name ${message}`,
+      details: { issues: [{ path: 'body.tools.2.name', message }] },
     });
     const created = await createAgent({ title: 'Twice', tools: tools.slice(0, 2) });
     expect(created.statusCode).toBe(201);
     const patched = await call('PATCH', `/v1/agents/${created.json().data.agent.id}`, MKEYS.owner, { tools });
     expect(patched.statusCode).toBe(400);
-    expect(patched.json().details.issues).toEqual([{ path: 'body.tools[2].name', message }]);
+    expect(patched.json().details.issues).toEqual([{ path: 'body.tools.2.name', message }]);
   });
 
   it('answers 400 for an MCP server URL that is not http or https, saying so (not that it is private)', async () => {
@@ -197,7 +197,7 @@ describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
       const res = await createAgent({ title: 'Schemes', tools: [{ type: 'mcp', name: 'a', url }] });
       expect(res.statusCode, url).toBe(400);
       expect(res.json().details.issues, url).toEqual([
-        { path: 'body.tools[0].url', message: 'must be an http or https URL (a streamable-HTTP MCP server)' },
+        { path: 'body.tools.0.url', message: 'must be an http or https URL (a streamable-HTTP MCP server)' },
       ]);
     }
     const created = await createAgent({ title: 'Schemes' });
@@ -207,8 +207,22 @@ describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
     });
     expect(patched.statusCode).toBe(400);
     expect(patched.json().message).toBe(
-      'body.tools[0].url must be an http or https URL (a streamable-HTTP MCP server)',
+      'body.tools.0.url must be an http or https URL (a streamable-HTTP MCP server)',
     );
+  });
+
+  it('names a field one way whichever check refuses it: the schema or the rules after it', async () => {
+    // The schema refuses a URL that is no URL; the rules after it refuse an ftp: one. A client
+    // that maps details.issues[].path to its form fields must find both at the same path.
+    for (const url of ['not a url', 'ftp://mcp.example.test/']) {
+      const res = await createAgent({ title: 'Paths', tools: [{ type: 'mcp', name: 'a', url }] });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json().details.issues[0].path, url).toBe('body.tools.0.url');
+    }
+    const orchestrated = await createAgent({ title: 'Paths', orchestration: { agents: ['agt_other'] } });
+    expect(orchestrated.json().details.issues).toEqual([
+      { path: 'body.orchestration.agents.0', message: expect.any(String) },
+    ]);
   });
 
   it('answers 400 for malformed JSON and 413 for an oversized body', async () => {

@@ -375,12 +375,12 @@ describe(`session tokens (${engineName})`, () => {
   it.each([
     ['missing userId', {}, 'body.userId'],
     ['a user who is not a member', { userId: 'usr_nora' }, 'body.userId'],
-    ['an agent of another workspace', { userId: 'usr_max', agentIds: ['agt_other'] }, 'body.agentIds[0]'],
+    ['an agent of another workspace', { userId: 'usr_max', agentIds: ['agt_other'] }, 'body.agentIds.0'],
     // The token acts as a member, to whom a private agent is 404: it could never reach it.
     [
       'a private agent (the token acts as a member)',
       { userId: 'usr_olivia', agentIds: ['agt_listed', 'agt_private'] },
-      'body.agentIds[1]',
+      'body.agentIds.1',
     ],
     ['an empty agent list', { userId: 'usr_max', agentIds: [] }, 'body.agentIds'],
     ['a lifetime under a minute', { userId: 'usr_max', expiresInSeconds: 59 }, 'body.expiresInSeconds'],
