@@ -1044,6 +1044,17 @@ describe('paging, renaming and deleting', () => {
     expect((await patch('   ')).json().details.issues).toEqual([
       { path: 'body.title', message: 'must not be blank' },
     ]);
+    // Unknown fields are ignored, as in every other JSON body of the API (a PATCH of an agent or
+    // a project included); they were a 400 "body must NOT have additional properties" here only.
+    const withExtra = await t.app.inject({
+      method: 'PATCH',
+      url: `/v1/chats/${chatId}`,
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+      payload: { title: 'Pinned', pinned: true },
+    });
+    expect(withExtra.statusCode).toBe(200);
+    expect(withExtra.json().data.chat.title).toBe('Pinned');
+    expect(withExtra.json().data.chat).not.toHaveProperty('pinned');
     const del = () =>
       t.app.inject({
         method: 'DELETE',

@@ -167,6 +167,17 @@ describe('OpenAPI document', () => {
     expect(problems).toEqual([]);
   });
 
+  it('documents no JSON body that refuses unknown fields: the API ignores them (docs/api.md)', () => {
+    const refusing = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).flatMap(([method, op]) => {
+        const schema = op.requestBody?.content['application/json'] as
+          { schema?: { additionalProperties?: unknown } } | undefined;
+        return schema?.schema?.additionalProperties === false ? [`${method.toUpperCase()} ${path}`] : [];
+      }),
+    );
+    expect(refusing).toEqual([]);
+  });
+
   it('documents the three OpenAI-compatible routes', () => {
     type Operation = {
       responses: Record<string, { content: Record<string, unknown> }>;

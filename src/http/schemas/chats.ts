@@ -73,17 +73,14 @@ export const MessageListQuery = Type.Object({
   cursor: Cursor,
 });
 
-export const RenameChatBody = Type.Object(
-  {
-    // The length is the trimmed title's, so it is checked in renameChat, not here.
-    title: Type.String({
-      minLength: 1,
-      description:
-        'Trimmed, then 1–100 characters; one line: a control character (newline, tab) within it is a 400',
-    }),
-  },
-  { additionalProperties: false },
-);
+export const RenameChatBody = Type.Object({
+  // The length is the trimmed title's, so it is checked in renameChat, not here.
+  title: Type.String({
+    minLength: 1,
+    description:
+      'Trimmed, then 1–100 characters; one line: a control character (newline, tab) within it is a 400',
+  }),
+});
 
 export const ChatListResponse = envelope(
   Type.Object({ chats: Type.Array(ChatRef), pagination: CursorPagination }),
