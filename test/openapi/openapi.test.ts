@@ -1,6 +1,7 @@
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp } from '../helpers/app.js';
+import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 
 interface Operation {
   security?: unknown;
@@ -210,6 +211,41 @@ describe('OpenAPI servers', () => {
       expect(document.servers[0]!.variables.host.default).toBe(`localhost:${port}`);
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe('OpenAPI x-workspace-id', () => {
+  it('documents the header on every route where an organization key must send it', async () => {
+    const tenancy = await createTestApp({ setup: TENANCY_SETUP });
+    try {
+      const document = (await tenancy.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json() as {
+        paths: Record<
+          string,
+          Record<string, { requestBody?: unknown; parameters?: { in: string; name: string }[] }>
+        >;
+      };
+      const needing: string[] = [];
+      const undocumented: string[] = [];
+      for (const [path, item] of Object.entries(document.paths)) {
+        for (const [method, op] of Object.entries(item)) {
+          // A body is validated before the handler asks for the workspace: those routes answer 400 first.
+          if (!path.startsWith('/v1/') || op.requestBody) continue;
+          const res = await tenancy.app.inject({
+            method: method.toUpperCase() as 'GET',
+            url: path.replaceAll(/\{[^}]+\}/g, 'x'),
+            headers: { authorization: `Bearer ${KEYS.acmeOrg}` },
+          });
+          if (!res.body.includes('must name a workspace in the x-workspace-id header')) continue;
+          needing.push(`${method.toUpperCase()} ${path}`);
+          const declared = op.parameters?.some((p) => p.in === 'header' && p.name === 'x-workspace-id');
+          if (!declared) undocumented.push(`${method.toUpperCase()} ${path}`);
+        }
+      }
+      expect(needing).toContain('GET /v1/projects');
+      expect(undocumented).toEqual([]);
+    } finally {
+      await tenancy.close();
     }
   });
 });

@@ -12,7 +12,7 @@ import {
 import { getModel, listModels } from '../../services/openai-models.js';
 import { logApiError, toApiError, type UnmatchedRoute, withAcceptedTypes } from '../plugins/error-handler.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
-import { API_KEY_SECURITY } from '../schemas/common.js';
+import { API_KEY_SECURITY, WorkspaceHeader } from '../schemas/common.js';
 import {
   Completion,
   CompletionBody,
@@ -109,6 +109,7 @@ export async function openAIRoutes(
           "The agents the key may use, as OpenAI models: the same set and order as the workspace's agent list. An organization key names the workspace in `x-workspace-id`. Errors have OpenAI's shape.",
         tags: ['openai'],
         security: API_KEY_SECURITY,
+        headers: WorkspaceHeader,
         response: { 200: OpenAIModelList, ...openAIErrorResponses(...LIST_ERRORS) },
       },
     },
@@ -124,6 +125,7 @@ export async function openAIRoutes(
         description: 'One agent as an OpenAI model, or 404 `model_not_found`.',
         tags: ['openai'],
         security: API_KEY_SECURITY,
+        headers: WorkspaceHeader,
         params: OpenAIModelParams,
         response: { 200: OpenAIModel, ...openAIErrorResponses(...LIST_ERRORS) },
       },
