@@ -168,6 +168,15 @@ describe('OpenAPI document', () => {
     expect(problems).toEqual([]);
   });
 
+  it('describes every operation beyond its summary', () => {
+    const bare = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).flatMap(([method, op]) =>
+        (op as { description?: string }).description?.trim() ? [] : [`${method.toUpperCase()} ${path}`],
+      ),
+    );
+    expect(bare).toEqual([]);
+  });
+
   it('documents no JSON body that refuses unknown fields: the API ignores them (docs/api.md)', () => {
     const refusing = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.entries(item).flatMap(([method, op]) => {

@@ -90,6 +90,8 @@ export async function chatsRoutes(app: TypedApp, deps: ChatsDeps): Promise<void>
         schema: {
           summary: 'Rename a chat',
           operationId: 'renameChat',
+          description:
+            "`title` is trimmed, then 1–100 characters on one line (a control character within it is a 400). `chatId` may be the chat's `clientId`. Members rename the chats their user created; owners and admins any chat of the workspace.",
           tags: ['chats'],
           security: API_KEY_SECURITY,
           headers: WorkspaceHeader,

@@ -19,6 +19,8 @@ export async function projectRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       schema: {
         summary: 'Create a project',
         operationId: 'createProject',
+        description:
+          'Any key of the workspace (an organization key names it in `x-workspace-id`). `name` is trimmed, then 1–200 characters; the other fields are optional, with defaults `""` (`description`, `instructions`), `#64748B` (`color`) and `folder` (`icon`). The project is managed by the API (`managedBy: "api"`).',
         tags: ['projects'],
         security: API_KEY_SECURITY,
         headers: WorkspaceHeader,
