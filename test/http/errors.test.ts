@@ -118,6 +118,43 @@ describe(`HTTP error handling (${engineName})`, () => {
     }
   });
 
+  it('says what a value must be where a schema pattern refuses it, not the regular expression', async () => {
+    const json = (method: 'POST' | 'PATCH', url: string, body: unknown) =>
+      sendAs(method, url, 'application/json', JSON.stringify(body));
+    const cases = [
+      [json('POST', '/v1/agents/agt_zeta/runs', { message: '  \n ' }), 'body.message', 'must not be blank'],
+      [json('POST', '/v1/workspace/wsp_main/agents', { title: '   ' }), 'body.title', 'must not be blank'],
+      [json('POST', '/v1/workspace/wsp_main/api-keys', { name: ' ' }), 'body.name', 'must not be blank'],
+      [
+        json('POST', '/v1/projects', { name: 'P', color: 'red' }),
+        'body.color',
+        'must be a color written #RRGGBB',
+      ],
+      [
+        t.app.inject({ method: 'GET', url: '/v1/workspace/wsp_main/usage?month=2026-13', headers: key }),
+        'query.month',
+        'must be a month written YYYY-MM',
+      ],
+      [
+        json('POST', '/v1/workspace/wsp_main/agents', {
+          title: 'Tools',
+          tools: [{ type: 'mcp', name: 'a b', url: 'https://mcp.example.test/' }],
+        }),
+        'body.tools.0.name',
+        'must hold only letters, digits, "_" and "-"',
+      ],
+    ] as const;
+    for (const [answer, path, message] of cases) {
+      const res = await answer;
+      expect(res.statusCode, path).toBe(400);
+      expect(res.json(), path).toEqual({
+        code: 'bad_request',
+        message: `${path} ${message}`,
+        details: { issues: [{ path, message }] },
+      });
+    }
+  });
+
   it('answers a wrong content type with 415 unsupported_media_type', async () => {
     const res = await sendAs('POST', '/v1/projects', 'text/plain', 'name=x');
     expect(res.statusCode).toBe(415);

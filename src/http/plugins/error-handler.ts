@@ -4,6 +4,7 @@ import { ApiError, type ErrorCode, errors, type ValidationIssue } from '../../er
 import { MAX_PATH_PARAM_LENGTH } from '../../limits.js';
 import { bodyTimeoutError } from '../body-deadline.js';
 import { isDependencyUnavailable } from '../../network-errors.js';
+import { patternMessage } from '../schemas/patterns.js';
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
@@ -81,7 +82,8 @@ function validationIssues(error: FastifyError): ValidationIssue[] {
     const segments = issue.instancePath.split('/').filter(Boolean);
     const missing = (issue.params as { missingProperty?: string }).missingProperty;
     if (missing) segments.push(missing);
-    return { path: [where, ...segments].join('.'), message: issue.message ?? 'is invalid' };
+    const patterned = issue.keyword === 'pattern' ? patternMessage(issue.params.pattern) : undefined;
+    return { path: [where, ...segments].join('.'), message: patterned ?? issue.message ?? 'is invalid' };
   });
 }
 

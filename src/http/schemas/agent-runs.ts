@@ -3,6 +3,7 @@ import { MAX_ID_LENGTH } from '../../limits.js';
 import { Sources, SystemVariables, Temperature, TemplateVariables, ToolWarning } from './chat.js';
 import { envelope, Timestamp } from './common.js';
 import { UsageField } from './usage.js';
+import { PATTERNS } from './patterns.js';
 
 export const AgentRunParams = Type.Object({
   agentId: Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH, examples: ['agt_demo_assistant'] }),
@@ -13,7 +14,7 @@ export const AgentRunBody = Type.Object(
     message: Type.String({
       minLength: 1,
       maxLength: 100_000,
-      pattern: '\\S',
+      pattern: PATTERNS.notBlank.pattern,
       description: 'Required, not blank',
     }),
     chatId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),

@@ -1,6 +1,7 @@
 import { type TSchema, Type } from 'typebox';
 import { Agent } from './agents.js';
 import { envelope } from './common.js';
+import { PATTERNS } from './patterns.js';
 
 const VisibilityField = Type.Union([
   Type.Literal('workspace'),
@@ -14,7 +15,7 @@ const McpTool = Type.Object(
     name: Type.String({
       minLength: 1,
       maxLength: 64,
-      pattern: '^[A-Za-z0-9_-]+$',
+      pattern: PATTERNS.token.pattern,
       description: "Unique among the agent's tools (a repeated name is a 400 at the later one)",
     }),
     url: Type.String({
@@ -67,7 +68,12 @@ function agentFields(nullable: boolean) {
   };
 }
 
-const Title = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', description: '1–100 characters' });
+const Title = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  pattern: PATTERNS.notBlank.pattern,
+  description: '1–100 characters',
+});
 
 export const CreateAgentBody = Type.Object({ title: Title, ...agentFields(false) });
 

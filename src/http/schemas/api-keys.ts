@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { ManagedByField } from './agents-admin.js';
 import { envelope, Timestamp } from './common.js';
+import { PATTERNS } from './patterns.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -22,7 +23,7 @@ export const ApiKeyInfo = Type.Object(
 const ApiKeyInfoRef = Type.Unsafe({ $ref: 'ApiKeyInfo#' });
 
 export const CreateApiKeyBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', examples: ['ci'] }),
+  name: Type.String({ minLength: 1, maxLength: 100, pattern: PATTERNS.notBlank.pattern, examples: ['ci'] }),
   userId: Type.Optional(
     Type.String({
       minLength: 1,

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { headerDoc } from './headers.js';
 import { UsageField } from './usage.js';
+import { PATTERNS } from './patterns.js';
 
 const Part = Type.Object(
   {
@@ -77,7 +78,7 @@ export const ChatBody = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 128,
-        pattern: '^[A-Za-z0-9_-]+$',
+        pattern: PATTERNS.token.pattern,
         description:
           "The client's own chat id (`useChat` sends it): without `chatId`, continues the chat it names (by id or `clientId`), else creates a chat with this `clientId`. `oak_` begins the client ids of `/v1/openai` conversation keys: a new chat's `id` may not (400)",
       }),

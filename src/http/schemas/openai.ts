@@ -1,5 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { SystemVariables, TemplateVariables, Temperature } from './chat.js';
+import { PATTERNS } from './patterns.js';
 
 /** OpenAI's error body, used on `/v1/openai` only (spec/openai-compatible.md). */
 export const OpenAIErrorBody = Type.Object(
@@ -88,7 +89,7 @@ const FunctionTool = Type.Object(
     type: Type.Literal('function'),
     function: Type.Object(
       {
-        name: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }),
+        name: Type.String({ pattern: PATTERNS.functionName.pattern }),
         description: Type.Optional(Type.String()),
         parameters: Type.Optional(Type.Object({}, { additionalProperties: true })),
       },

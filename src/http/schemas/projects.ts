@@ -1,6 +1,7 @@
 import { type TSchema, Type } from 'typebox';
 import { MAX_ID_LENGTH, MAX_PROJECT_MEMORY_LENGTH, MAX_PROJECT_NAME_LENGTH } from '../../limits.js';
 import { envelope, Timestamp } from './common.js';
+import { PATTERNS } from './patterns.js';
 
 export const Project = Type.Object(
   {
@@ -28,7 +29,7 @@ export const CreateProjectBody = Type.Object({
   instructions: Type.Optional(
     Type.String({ maxLength: 20000, description: 'Given to the model in project chats; not returned' }),
   ),
-  color: Type.Optional(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$', description: '#RRGGBB' })),
+  color: Type.Optional(Type.String({ pattern: PATTERNS.color.pattern, description: '#RRGGBB' })),
   icon: Type.Optional(Type.String({ maxLength: 64 })),
 });
 
@@ -61,7 +62,7 @@ export const PatchProjectBody = Type.Object(
     memory: resettable(
       Type.String({ maxLength: MAX_PROJECT_MEMORY_LENGTH, description: 'Markdown notes of the project' }),
     ),
-    color: resettable(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$', description: '#RRGGBB' })),
+    color: resettable(Type.String({ pattern: PATTERNS.color.pattern, description: '#RRGGBB' })),
     icon: resettable(Type.String({ maxLength: 64 })),
     archived: Type.Optional(Type.Boolean()),
   },

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { envelope } from './common.js';
+import { PATTERNS } from './patterns.js';
 
 /** The tokens and cost of one reply (`usage` of the chat JSON reply and of a run). */
 export const UsageField = Type.Object(
@@ -24,7 +25,7 @@ const Totals = {
 export const UsageQuery = Type.Object({
   month: Type.Optional(
     Type.String({
-      pattern: '^[0-9]{4}-(0[1-9]|1[0-2])$',
+      pattern: PATTERNS.month.pattern,
       description: 'YYYY-MM (UTC); default the current month',
     }),
   ),

@@ -1,0 +1,21 @@
+/**
+ * The `pattern`s of the route schemas, each with what a refused value is told (the error handler
+ * puts it in place of AJV's "must match pattern", which shows the regular expression).
+ */
+export const PATTERNS = {
+  notBlank: { pattern: '\\S', message: 'must not be blank' },
+  color: { pattern: '^#[0-9A-Fa-f]{6}$', message: 'must be a color written #RRGGBB' },
+  month: { pattern: '^[0-9]{4}-(0[1-9]|1[0-2])$', message: 'must be a month written YYYY-MM' },
+  token: { pattern: '^[A-Za-z0-9_-]+$', message: 'must hold only letters, digits, "_" and "-"' },
+  functionName: {
+    pattern: '^[A-Za-z0-9_-]{1,64}$',
+    message: 'must be 1–64 characters of letters, digits, "_" and "-"',
+  },
+} as const;
+
+const MESSAGES = new Map<string, string>(Object.values(PATTERNS).map((p) => [p.pattern, p.message]));
+
+/** What a value refused by `pattern` must be, or undefined for a pattern not listed here. */
+export function patternMessage(pattern: unknown): string | undefined {
+  return typeof pattern === 'string' ? MESSAGES.get(pattern) : undefined;
+}
