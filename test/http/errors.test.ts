@@ -155,6 +155,21 @@ describe(`HTTP error handling (${engineName})`, () => {
     }
   });
 
+  it('says a missing field is required once, at its path (not "body.name must have required property \'name\'")', async () => {
+    for (const [url, body, path] of [
+      ['/v1/projects', {}, 'body.name'],
+      ['/v1/chat', { agentId: 'agt_zeta', messages: [{ role: 'user' }] }, 'body.messages.0.parts'],
+    ] as const) {
+      const res = await sendAs('POST', url, 'application/json', JSON.stringify(body));
+      expect(res.statusCode, path).toBe(400);
+      expect(res.json(), path).toEqual({
+        code: 'bad_request',
+        message: `${path} is required`,
+        details: { issues: [{ path, message: 'is required' }] },
+      });
+    }
+  });
+
   it('answers a wrong content type with 415 unsupported_media_type', async () => {
     const res = await sendAs('POST', '/v1/projects', 'text/plain', 'name=x');
     expect(res.statusCode).toBe(415);

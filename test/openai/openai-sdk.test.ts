@@ -536,7 +536,7 @@ describe('errors', () => {
         { messages: [{ role: 'user', content: [{ text: 'Hi' }] }] },
         {
           param: 'messages.0.content.0.type',
-          message: "body.messages.0.content.0.type must have required property 'type'",
+          message: 'body.messages.0.content.0.type is required',
         },
       ],
       // None of the shapes: all of them (it said "must be equal to constant").

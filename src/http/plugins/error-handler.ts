@@ -82,8 +82,13 @@ function validationIssues(error: FastifyError): ValidationIssue[] {
     const segments = issue.instancePath.split('/').filter(Boolean);
     const missing = (issue.params as { missingProperty?: string }).missingProperty;
     if (missing) segments.push(missing);
-    const patterned = issue.keyword === 'pattern' ? patternMessage(issue.params.pattern) : undefined;
-    return { path: [where, ...segments].join('.'), message: patterned ?? issue.message ?? 'is invalid' };
+    // The path names a missing field already: AJV's "must have required property 'x'" repeated it.
+    const own = missing
+      ? 'is required'
+      : issue.keyword === 'pattern'
+        ? patternMessage(issue.params.pattern)
+        : undefined;
+    return { path: [where, ...segments].join('.'), message: own ?? issue.message ?? 'is invalid' };
   });
 }
 
