@@ -20,7 +20,7 @@ const MULTIPART = ['multipart/form-data'];
 export interface SpooledUpload {
   parts: UploadedPart[];
   visibility: Visibility | undefined;
-  /** `create` (same-name skills are skipped) or `replace` (they are replaced in place). */
+  /** `create` (same-name skills are skipped) or `replace` (they are replaced, keeping their ids). */
   mode?: SkillUploadMode;
 }
 

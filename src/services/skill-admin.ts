@@ -1,6 +1,5 @@
 import type { Db } from '../db/database.js';
-import type { SkillTable } from '../db/schema.js';
-import { errors } from '../errors.js';
+import { ApiError, errors } from '../errors.js';
 import { deletePrefixOrLog, type ObjectStore, type StoreLog } from '../storage/object-store.js';
 import { accessWorkspaceIfAllowed, type Principal, requireManager } from './access.js';
 import { maySeeSkill } from './skills.js';
@@ -26,29 +25,53 @@ async function visibleSkill(deps: SkillAdminDeps, principal: Principal, skillId:
   return { skill, access };
 }
 
-async function skillFiles(store: ObjectStore, skill: SkillTable) {
+async function skillFiles(store: ObjectStore, storagePath: string) {
   const files: Array<{ path: string; sizeBytes: number }> = [];
-  for await (const object of store.list(skill.storage_path)) {
-    files.push({ path: object.key.slice(skill.storage_path.length), sizeBytes: object.size });
+  for await (const object of store.list(storagePath)) {
+    files.push({ path: object.key.slice(storagePath.length), sizeBytes: object.size });
   }
   return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
+/** Reads of a skill that a replace overtook, before the read gives up (503). */
+const READ_ATTEMPTS = 5;
+
+/**
+ * The skill with its files, all of one version. A replace writes a new folder and then switches
+ * the row to it and removes the previous folder, so a listing of the folder the row named may
+ * have run while that folder was being removed: the row is read again after the listing, and a
+ * read whose folder is no longer the row's starts over with the new row.
+ */
 export async function getSkillDetail(deps: SkillAdminDeps, principal: Principal, skillId: string) {
-  const { skill } = await visibleSkill(deps, principal, skillId);
-  return {
-    id: skill.id,
-    name: skill.name,
-    description: skill.description,
-    visibility: skill.visibility,
-    ownerUserId: skill.owner_user_id,
-    storagePath: skill.storage_path,
-    // The same fields as the skill's list item, which the database builds from these columns.
-    metadata: JSON.parse(skill.metadata) as Record<string, unknown>,
-    files: await skillFiles(deps.store, skill),
-    createdAt: skill.created_at,
-    updatedAt: skill.updated_at,
-  };
+  for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+    const { skill } = await visibleSkill(deps, principal, skillId);
+    const files = await skillFiles(deps.store, skill.storage_path);
+    const now = await deps.db
+      .selectFrom('skills')
+      .select('storage_path')
+      .where('id', '=', skill.id)
+      .executeTakeFirst();
+    if (!now) throw errors.notFound('Skill');
+    if (now.storage_path !== skill.storage_path) continue;
+    return {
+      id: skill.id,
+      name: skill.name,
+      description: skill.description,
+      visibility: skill.visibility,
+      ownerUserId: skill.owner_user_id,
+      storagePath: skill.storage_path,
+      // The same fields as the skill's list item, which the database builds from these columns.
+      metadata: JSON.parse(skill.metadata) as Record<string, unknown>,
+      files,
+      createdAt: skill.created_at,
+      updatedAt: skill.updated_at,
+    };
+  }
+  throw new ApiError(
+    'service_unavailable',
+    'The skill was replaced again and again while it was read; try again shortly',
+    { retryAfterSeconds: 1 },
+  );
 }
 
 /**
@@ -67,7 +90,13 @@ export async function deleteSkill(
   // management.md: write routes need an owner or admin key, and this route's row makes no
   // exception, so not even a member's own upload (a member replaces it by uploading again).
   requireManager(access);
-  await deps.db.deleteFrom('skills').where('id', '=', skill.id).execute();
+  // The folder the row names as it goes: a replace may have switched it since it was read.
+  const deleted = await deps.db
+    .deleteFrom('skills')
+    .where('id', '=', skill.id)
+    .returning('storage_path')
+    .executeTakeFirst();
+  if (!deleted) return;
   const message = `could not remove the files of deleted skill ${skill.id}; the leftovers sweep removes them`;
-  await deletePrefixOrLog(deps.store, skill.storage_path, log, message);
+  await deletePrefixOrLog(deps.store, deleted.storage_path, log, message);
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -9,8 +9,9 @@ import type { Db } from '../db/database.js';
 import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
 import { listingCache } from '../db/listing-cache.js';
 import {
-  findExistingSkillIds,
   findSkillsByName,
+  findSkillsHeldSince,
+  findSkillStoragePaths,
   findTakenSkillNames,
   holdSkillsForReplace,
   insertSkills,
@@ -92,8 +93,8 @@ export interface BulkUploadResult {
   summary: { total: number; created: number; skipped: number; failed: number; updated?: number };
 }
 
-/** A same-name skill that `mode: 'replace'` replaces in place. */
-type ReplacedSkill = Pick<SkillTable, 'id' | 'storage_path' | 'created_at' | 'owner_user_id'>;
+/** A same-name skill that `mode: 'replace'` replaces (same id, a new folder). */
+type ReplacedSkill = Pick<SkillTable, 'id' | 'created_at' | 'owner_user_id'>;
 
 export interface SkillServiceDeps {
   db: Db;
@@ -113,11 +114,26 @@ export function assertMayUploadSkills(access: WorkspaceAccess, visibility?: Visi
   }
 }
 
-/** The storage prefix of a skill's files. */
 /** An upload stores all its files within seconds; an hour without a row means it died. */
 const ORPHAN_GRACE_MS = 60 * 60 * 1000;
 
+/** The folder of a new skill's files: `skills/{workspaceId}/{skillId}/`. */
 export const skillStoragePath = (workspaceId: string, skillId: string) => `skills/${workspaceId}/${skillId}/`;
+
+/**
+ * The folder of the files one replace writes for a skill: `skills/{workspaceId}/{skillId}.{generation}/`,
+ * a new generation for every replace, so that no two replaces (nor a replace and the version it
+ * replaces) ever write into one folder. A sibling of the skill's first folder, never inside it:
+ * a skill id has no `.` (base64url), so neither folder's prefix is a prefix of the other's.
+ */
+export const skillGenerationPath = (workspaceId: string, skillId: string, generation: string) =>
+  `skills/${workspaceId}/${skillId}.${generation}/`;
+
+/** A replace's generation: 72 random bits, in the characters of ids. */
+const newGeneration = () => randomBytes(9).toString('base64url');
+
+/** The skill id a folder of `skills/{workspaceId}/` belongs to (`skl_x` or `skl_x.{generation}`). */
+const skillIdOfFolder = (folder: string) => folder.split('.')[0]!;
 
 type Candidate =
   | { kind: 'zip'; file: string; zip: ZipFile; plan: PlannedZipSkill; fallbackName: string }
@@ -370,12 +386,12 @@ interface ReplaceHold {
 }
 
 /**
- * Holds the skills this upload replaces, so that no other replace of one of them runs until this
- * one has removed its stale files: each lists the files its version lacks and removes them, so
- * two at once would mix both versions' files. A skill another upload is replacing right now is
- * skipped. The hold is renewed while the upload runs; a skill a renewal finds no longer held
- * (this process stalled past the hold, and another replace took it) is written no further, and
- * neither committed nor tidied (see storeSkills).
+ * Holds the skills this upload replaces, so that one replace of a skill runs at a time and the
+ * one that comes meanwhile is told so (skipped) rather than silently undone. Files never mix
+ * either way: each replace writes a folder of its own, and its commit switches the row to it
+ * (storeSkills). The hold is renewed while the upload runs; a skill a renewal finds no longer
+ * held (this process stalled past the hold, and another replace took it) is written no further,
+ * and not committed: its commit checks the hold in the same transaction.
  */
 async function holdReplacedSkills(
   deps: SkillServiceDeps,
@@ -445,15 +461,17 @@ async function storeSkills(
       description: header.description,
       visibility,
       owner_user_id: replaces?.owner_user_id ?? access.principal.userId,
-      storage_path: replaces?.storage_path ?? skillStoragePath(access.workspaceId, id),
+      // A replace writes a folder of its own; its row is switched to it by the commit.
+      storage_path: replaces
+        ? skillGenerationPath(access.workspaceId, id, newGeneration())
+        : skillStoragePath(access.workspaceId, id),
       metadata: JSON.stringify(header.metadata),
       created_at: replaces?.created_at ?? now,
       updated_at: now,
     };
   });
-  // A replaced skill's files that the new version no longer has, removed once its row is updated
-  // (those in the way of a new file, before it is written).
-  const staleFiles = await staleFilesOfReplaced(deps.store, toCreate);
+  // Every folder this upload writes is its own (a new skill's, or a replace's new generation):
+  // nothing else reads or writes it until a commit names it.
   const written = new Set<string>();
   // Every file of every skill, written side by side: each write waits on the disk (fsync) or
   // the network, so overlapping them is what makes a 200-skill upload fast.
@@ -466,15 +484,15 @@ async function storeSkills(
   const replacedIds = new Set(toCreate.flatMap(({ replaces }) => (replaces ? [replaces.id] : [])));
   let inserted: Set<string>;
   let notHeld: Set<string>;
+  let previous: Map<string, string>;
   try {
-    await Promise.all(staleFiles.beforeWrites.map((key) => deps.store.delete(key)));
     await mapConcurrently(writes, STORE_CONCURRENCY, async ({ index, file }) => {
       const { candidate, replaces } = toCreate[index]!;
-      // Its hold lost: another replace writes this skill now; this one is not committed.
+      // Its hold lost: another replace has the skill now; this one is not committed, so the
+      // rest of its files are not worth writing.
       if (replaces && hold.lost.has(replaces.id)) return;
       const prefix = rows[index]!.storage_path;
-      // A replaced skill's prefix holds its previous files: never removed wholesale on failure.
-      if (!toCreate[index]!.replaces) written.add(prefix);
+      written.add(prefix);
       if (candidate.kind === 'zip' && file) {
         const body = (await skillFileStream(candidate.zip, candidate.plan.root, file)) as Readable;
         try {
@@ -493,7 +511,7 @@ async function storeSkills(
         });
       }
     });
-    ({ inserted, notHeld } = await insertSkills(
+    ({ inserted, notHeld, previous } = await insertSkills(
       deps.db,
       rows.filter((row) => !replacedIds.has(row.id)),
       rows.filter((row) => replacedIds.has(row.id) && !hold.lost.has(row.id)),
@@ -501,31 +519,33 @@ async function storeSkills(
     ));
     for (const id of hold.lost) notHeld.add(id);
   } catch (error) {
+    // Only this upload's own folders: a replaced skill's row still names its previous folder,
+    // whole and untouched.
     await Promise.allSettled([...written].map((prefix) => deps.store.deletePrefix(prefix)));
     throw errors.internal(error);
   }
   // Committed: what follows only tidies storage, so a failure here must not take the new skills'
-  // files or turn the answer into an error. A stale file that stays is an extra file of its
-  // skill; the files of a skill that lost its name to another request have no row, and the
-  // leftovers sweep removes them (sweepOrphanSkillObjects).
-  // A skill no longer held is left alone: its files are the other replace's to tidy.
-  const tidied = staleFiles.afterCommit.filter(
-    ({ skillId }) => inserted.has(skillId) && !hold.lost.has(skillId),
-  );
-  await Promise.allSettled(tidied.map(({ key }) => deps.store.delete(key)));
+  // files or turn the answer into an error. A folder that stays is one no row names, and the
+  // leftovers sweep removes it (sweepOrphanSkillObjects): a replaced skill's previous folder,
+  // the folder of a skill that lost its name to another request or its hold to another replace.
+  await Promise.allSettled([...previous.values()].map((prefix) => deps.store.deletePrefix(prefix)));
   const created: Array<BulkUploadResult['created'][number] & { replaced: boolean }> = [];
   for (const [index, row] of rows.entries()) {
-    if (notHeld.has(row.id)) {
-      // Its hold lapsed while this upload ran (the process stalled) and another replace took it:
-      // that one's version stands, files and row.
-      skipped.push({ name: row.name, file: toCreate[index]!.candidate.file, reason: REPLACED_ELSEWHERE });
-    } else if (inserted.has(row.id)) {
+    if (inserted.has(row.id)) {
       created.push({
         id: row.id,
         name: row.name,
         storagePath: row.storage_path,
         replaced: replacedIds.has(row.id),
       });
+      continue;
+    }
+    // Not committed: its folder is this upload's alone, and no row names it.
+    await deps.store.deletePrefix(row.storage_path).catch(() => undefined);
+    if (notHeld.has(row.id)) {
+      // Its hold lapsed while this upload ran (the process stalled) and another replace took it:
+      // that one's version stands, row and folder.
+      skipped.push({ name: row.name, file: toCreate[index]!.candidate.file, reason: REPLACED_ELSEWHERE });
     } else {
       // Another request took the name between our check and our insert.
       skipped.push({
@@ -533,53 +553,21 @@ async function storeSkills(
         file: toCreate[index]!.candidate.file,
         reason: 'a skill with this name already exists in the workspace',
       });
-      await deps.store.deletePrefix(row.storage_path).catch(() => undefined);
     }
   }
   return created;
 }
 
-/** The stored files of the skills being replaced that their new version does not write. */
 /**
- * A replaced skill's files that its new version does not have. Most are removed once the new
- * row is committed (`afterCommit`); those whose path clashes with a new file's (a file `ref`
- * that becomes the folder `ref/`, or the other way round) first (`beforeWrites`), as no store
- * can hold both.
- */
-async function staleFilesOfReplaced(
-  store: ObjectStore,
-  toCreate: Array<ReadySkill & { replaces?: ReplacedSkill }>,
-) {
-  const beforeWrites: string[] = [];
-  const afterCommit: Array<{ skillId: string; key: string }> = [];
-  for (const { candidate, replaces } of toCreate) {
-    if (!replaces) continue;
-    const next = new Set(
-      candidate.kind === 'zip' ? candidate.plan.files.map((file) => file.relativePath) : ['SKILL.md'],
-    );
-    const nextFolders = new Set([...next].flatMap(folderPaths));
-    for await (const object of store.list(replaces.storage_path)) {
-      const relative = object.key.slice(replaces.storage_path.length);
-      if (next.has(relative)) continue;
-      const clashes = nextFolders.has(relative) || folderPaths(relative).some((folder) => next.has(folder));
-      if (clashes) beforeWrites.push(object.key);
-      else afterCommit.push({ skillId: replaces.id, key: object.key });
-    }
-  }
-  return { beforeWrites, afterCommit };
-}
-
-/** The folders a relative path lies in: `a/b/c.md` → `a`, `a/b`. */
-function folderPaths(relativePath: string): string[] {
-  const segments = relativePath.split('/');
-  return segments.slice(0, -1).map((_, i) => segments.slice(0, i + 1).join('/'));
-}
-
-/**
- * Objects of skills that have no row: what a process killed between storing a skill's files
- * and inserting its row leaves behind (any other failure cleans up after itself). Only prefixes
- * untouched for `graceMs` are removed, so an upload still running on another instance keeps
- * its files. Run by the server at start and then periodically (src/leftovers.ts).
+ * Folders of skill files that no skill row names: what a process killed between storing a
+ * skill's files and committing its row leaves behind (a new skill's folder, a replace's new
+ * generation), and what a removal after a commit failed to remove (a replaced skill's previous
+ * folder, a deleted skill's; any other failure cleans up after itself). A folder is
+ * `skills/{workspaceId}/{skillId}/` or `skills/{workspaceId}/{skillId}.{generation}/`; it stays
+ * while its skill's row names it. Only folders untouched for `graceMs` are removed, so an
+ * upload still running on another instance keeps its files, and none of a skill a replace holds
+ * (or held within `graceMs`: one that stalled may yet commit). Run by the server at start and
+ * then periodically (src/leftovers.ts).
  */
 export async function sweepOrphanSkillObjects(
   db: Db,
@@ -590,18 +578,20 @@ export async function sweepOrphanSkillObjects(
 ): Promise<number> {
   const newestWrite = new Map<string, number>();
   for await (const object of store.list('skills/')) {
-    const [, workspaceId, skillId] = object.key.split('/');
-    if (!workspaceId || !skillId) continue;
-    const prefix = skillStoragePath(workspaceId, skillId);
+    const [, workspaceId, folder] = object.key.split('/');
+    if (!workspaceId || !folder) continue;
+    const prefix = `skills/${workspaceId}/${folder}/`;
     newestWrite.set(prefix, Math.max(newestWrite.get(prefix) ?? 0, object.lastModified.getTime()));
   }
   const cutoff = now.getTime() - graceMs;
   const stale = [...newestWrite].filter(([, time]) => time < cutoff).map(([prefix]) => prefix);
-  const existing = await findExistingSkillIds(
-    db,
-    stale.map((prefix) => prefix.split('/')[2]!),
+  const skillOf = (prefix: string) => skillIdOfFolder(prefix.split('/')[2]!);
+  const ids = [...new Set(stale.map(skillOf))];
+  const current = await findSkillStoragePaths(db, ids);
+  const held = await findSkillsHeldSince(db, ids, new Date(cutoff).toISOString());
+  const orphans = stale.filter(
+    (prefix) => current.get(skillOf(prefix)) !== prefix && !held.has(skillOf(prefix)),
   );
-  const orphans = stale.filter((prefix) => !existing.has(prefix.split('/')[2]!));
   let removed = 0;
   for (const prefix of orphans) {
     // As for projects (sweepOrphanProjectObjects): the others are still removed.

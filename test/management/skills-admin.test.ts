@@ -112,6 +112,26 @@ describe(`DELETE /v1/skills/{id} (${engineName})`, () => {
     expect((await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.owner)).statusCode).toBe(404);
   });
 
+  it('removes a replaced skill’s files, in the folder its last replace wrote', async () => {
+    const skill = await uploadSkill('renewed', MKEYS.owner, 'workspace');
+    const replaced = await uploadMode(
+      [
+        { name: 'renewed/SKILL.md', content: skillMd('renewed', 'Version two') },
+        { name: 'renewed/two.txt', content: '2' },
+      ],
+      MKEYS.owner,
+      'replace',
+    );
+    const { storagePath } = replaced.json().data.updated[0];
+    expect(storagePath).not.toBe(skill.storagePath);
+    expect((await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.owner)).statusCode).toBe(200);
+    const left: string[] = [];
+    for await (const object of t.store.list('skills/wsp_main/')) {
+      if (object.key.startsWith(`skills/wsp_main/${skill.id}`)) left.push(object.key);
+    }
+    expect(left).toEqual([]);
+  });
+
   it('answers 200 for a skill deleted though storage kept its files (left to the sweep, not retried into a 404)', async () => {
     const skill = await uploadSkill('stuck', MKEYS.member, 'private');
     const failing = vi
@@ -187,7 +207,14 @@ describe(`bulk upload mode=replace (${engineName})`, () => {
     );
     expect(res.statusCode).toBe(200);
     const data = res.json().data;
-    expect(data.updated).toEqual([{ id, name: 'tool', storagePath: `skills/wsp_main/${id}/` }]);
+    // The new version is in a folder of its own, the row switched to it.
+    expect(data.updated).toEqual([
+      {
+        id,
+        name: 'tool',
+        storagePath: expect.stringMatching(new RegExp(`^skills/wsp_main/${id}\\.[\\w-]{12}/$`)),
+      },
+    ]);
     expect(data.created.map((c: { name: string }) => c.name)).toEqual(['fresh']);
     expect(data.summary).toEqual({ total: 2, created: 1, updated: 1, skipped: 0, failed: 0 });
     // The order the README's example shows: the replace-only fields after a create answer's.
@@ -196,6 +223,13 @@ describe(`bulk upload mode=replace (${engineName})`, () => {
     const detail = (await call('GET', `/v1/skills/${id}`, MKEYS.member)).json().data.skill;
     expect(detail.description).toBe('Version two');
     expect(detail.files.map((f: { path: string }) => f.path)).toEqual(['SKILL.md', 'new.txt']);
+    expect(detail.storagePath).toBe(data.updated[0].storagePath);
+    // The first version's folder is gone with it.
+    const left: string[] = [];
+    for await (const object of t.store.list('skills/wsp_main/')) {
+      if (object.key.startsWith(`skills/wsp_main/${id}`)) left.push(object.key);
+    }
+    expect(left.sort()).toEqual([`${detail.storagePath}SKILL.md`, `${detail.storagePath}new.txt`]);
   });
 
   it('skips another user’s same-name skill for a member, and replaces it for an admin', async () => {

@@ -803,7 +803,7 @@ describe(`bulk skill upload: a storage failure after the commit (${engineName})`
         const real = createObjectStore(config);
         return new Proxy(real, {
           get(target, property, receiver) {
-            if (property === 'delete' && failDeletes) {
+            if ((property === 'delete' || property === 'deletePrefix') && failDeletes) {
               return async () => {
                 throw new Error('storage refused the delete');
               };
@@ -832,7 +832,7 @@ describe(`bulk skill upload: a storage failure after the commit (${engineName})`
           app: flaky,
         },
       );
-      // Deleting alpha's dropped file failed after the commit: the skills are in, with their files.
+      // Deleting alpha's previous folder failed after the commit: the skills are in, with their files.
       expect(status).toBe(200);
       const named = (skills: Array<{ name: string }>) => skills.map((skill) => skill.name);
       expect([named(body.data.created), named(body.data.updated)]).toEqual([['beta'], ['alpha']]);
@@ -841,12 +841,24 @@ describe(`bulk skill upload: a storage failure after the commit (${engineName})`
       for (const row of rows) expect(keys).toContain(`${row.storage_path}SKILL.md`);
       const beta = rows.find((row) => row.name === 'beta')!;
       expect(keys).toContain(`${beta.storage_path}run.py`);
+      // The previous folder stays, named by no row: the leftovers sweep removes it, nothing else.
+      const alpha = rows.find((row) => row.name === 'alpha')!;
+      const previous = `skills/${WS}/${alpha.id}/`;
+      expect(keys.filter((key) => key.startsWith(previous))).toEqual([
+        `${previous}SKILL.md`,
+        `${previous}extra.txt`,
+      ]);
+      failDeletes = false;
+      const inTwoHours = new Date(Date.now() + 2 * 60 * 60 * 1000);
+      const log = { warn: () => undefined };
+      expect(await sweepOrphanSkillObjects(flaky.env.database.db, flaky.store, inTwoHours, log)).toBe(1);
+      expect(await storedKeys(flaky.store)).toEqual(keys.filter((key) => !key.startsWith(previous)));
     } finally {
       await flaky.close();
     }
   });
 
-  it('replaces a skill whose file becomes a folder, and back (the old path removed first)', async () => {
+  it('replaces a skill whose file becomes a folder, and back (each version in a folder of its own)', async () => {
     const version = (description: string, files: Array<[string, string]>) =>
       buildZip([
         { name: 'shape/SKILL.md', content: skillMd('shape', description) },
@@ -857,23 +869,71 @@ describe(`bulk skill upload: a storage failure after the commit (${engineName})`
     expect((await upload([zipPart('v1.zip', await version('v1', [['ref', 'a file']]))])).status).toBe(200);
     const row = async () =>
       (await listWorkspaceSkills(t.env.database.db, WS)).find((r) => r.name === 'shape')!;
-    const { storage_path: prefix } = await row();
-    const files = async () =>
-      (await storedKeys())
-        .filter((key) => key.startsWith(prefix))
-        .map((key) => key.slice(prefix.length))
+    const { id } = await row();
+    const files = async () => {
+      const { storage_path: prefix } = await row();
+      return (await storedKeys())
+        .filter((key) => key.startsWith(`skills/${WS}/${id}`))
+        .map((key) => (key.startsWith(prefix) ? key.slice(prefix.length) : key))
         .sort();
+    };
 
     // Was a 500 with SKILL.md already overwritten and the row still at v1.
     expect((await replace(await version('v2', [['ref/a.md', 'now a folder']]))).status).toBe(200);
     expect((await row()).description).toBe('v2');
     expect(await files()).toEqual(['SKILL.md', 'ref/a.md']);
-    expect(await readObject(`${prefix}ref/a.md`)).toBe('now a folder');
+    expect(await readObject(`${(await row()).storage_path}ref/a.md`)).toBe('now a folder');
 
     expect((await replace(await version('v3', [['ref', 'a file again']]))).status).toBe(200);
     expect((await row()).description).toBe('v3');
     expect(await files()).toEqual(['SKILL.md', 'ref']);
-    expect(await readObject(`${prefix}ref`)).toBe('a file again');
+    expect(await readObject(`${(await row()).storage_path}ref`)).toBe('a file again');
+  });
+
+  it('keeps the previous version whole when a replace fails while writing, and leaves nothing of its own', async () => {
+    let failOn: string | undefined;
+    const failing = await createTestApp({
+      setup: SKILLS_SETUP,
+      store: (config) =>
+        wrapStore(config, (key) => {
+          if (failOn && key.endsWith(failOn)) throw new Error('disk full');
+        }),
+    });
+    try {
+      const version = (description: string, files: Array<[string, string]>) =>
+        buildZip([
+          { name: 'whole/SKILL.md', content: skillMd('whole', description) },
+          ...files.map(([name, content]) => ({ name: `whole/${name}`, content })),
+        ]);
+      expect(
+        (await upload([zipPart('v1.zip', await version('v1', [['a.txt', 'a of v1']]))], { app: failing }))
+          .status,
+      ).toBe(200);
+      const before = await snapshot(failing);
+      failOn = '/b.txt';
+      const { status } = await upload(
+        [
+          { name: 'mode', content: 'replace' },
+          zipPart(
+            'v2.zip',
+            await version('v2', [
+              ['a.txt', 'a of v2'],
+              ['b.txt', 'b of v2'],
+            ]),
+          ),
+        ],
+        { app: failing },
+      );
+      expect(status).toBe(500);
+      // Before, v2's SKILL.md and a.txt had overwritten v1's, under v1's row.
+      expect(await snapshot(failing)).toEqual(before);
+      const [row] = await listWorkspaceSkills(failing.env.database.db, WS);
+      expect(row!.description).toBe('v1');
+      expect(await readObject(`${row!.storage_path}SKILL.md`, failing.store)).toBe(skillMd('whole', 'v1'));
+      expect(await readObject(`${row!.storage_path}a.txt`, failing.store)).toBe('a of v1');
+    } finally {
+      await failing.close();
+    }
   });
 });
 
@@ -902,8 +962,8 @@ describe(`bulk skill upload: two replaces of one skill at once (${engineName})`,
       expect((await upload([zipPart('v1.zip', await version('v1', ['shared.txt']))], { app })).status).toBe(
         200,
       );
-      const [row] = (await listWorkspaceSkills(app.env.database.db, WS)).filter((r) => r.name === 'twice');
-      const prefix = row!.storage_path;
+      const prefix = async () =>
+        (await listWorkspaceSkills(app.env.database.db, WS)).find((r) => r.name === 'twice')!.storage_path;
 
       let release!: () => void;
       holdWrites = new Promise((resolve) => (release = resolve));
@@ -924,13 +984,16 @@ describe(`bulk skill upload: two replaces of one skill at once (${engineName})`,
       const v2 = await second;
       expect(v2.status).toBe(200);
       expect(v2.body.data.updated.map((skill: { name: string }) => skill.name)).toEqual(['twice']);
-      const files = async () =>
-        (await storedKeys(app.store))
-          .filter((key) => key.startsWith(prefix))
-          .map((key) => key.slice(prefix.length));
+      // Every object of the workspace is in the skill's one folder: nothing of v1 or v3 is left.
+      const files = async () => {
+        const current = await prefix();
+        return (await storedKeys(app.store)).map((key) =>
+          key.startsWith(current) ? key.slice(current.length) : key,
+        );
+      };
       // Before, v3 listed v1's files, wrote its own and removed v2's: a mix of versions.
       expect(await files()).toEqual(['SKILL.md', 'only-in-v2.txt', 'shared.txt']);
-      expect(await readObject(`${prefix}shared.txt`, app.store)).toBe('shared.txt of v2');
+      expect(await readObject(`${await prefix()}shared.txt`, app.store)).toBe('shared.txt of v2');
 
       // Once v2 has finished, the skill is free again.
       const fourth = await replace(await version('v4', ['only-in-v4.txt']));

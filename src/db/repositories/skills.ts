@@ -26,22 +26,43 @@ export async function findTakenSkillNames(
   return new Set(rows.map((row) => row.name));
 }
 
-/** Which of `ids` have a skill row (any workspace): the rest are objects without a record. */
-export async function findExistingSkillIds(db: Executor, ids: string[]): Promise<Set<string>> {
+/**
+ * The folder each of `ids` keeps its files in now (`storage_path`), for the skills that have a
+ * row (any workspace): every other folder of a skill is one no reader reaches.
+ */
+export async function findSkillStoragePaths(db: Executor, ids: string[]): Promise<Map<string, string>> {
   const rows = await selectInChunks(ids, (chunk) =>
-    db.selectFrom('skills').select('id').where('id', 'in', chunk).execute(),
+    db.selectFrom('skills').select(['id', 'storage_path']).where('id', 'in', chunk).execute(),
   );
-  return new Set(rows.map((row) => row.id));
+  return new Map(rows.map((row) => [row.id, row.storage_path]));
+}
+
+/**
+ * Which of `ids` a replace upload holds now or held until less than `sinceMs` before `now`
+ * (holdSkillsForReplace): a folder such an upload is writing may not be complete yet.
+ */
+export async function findSkillsHeldSince(db: Executor, ids: string[], since: string): Promise<Set<string>> {
+  const rows = await selectInChunks(ids, (chunk) =>
+    db
+      .selectFrom('skill_replacements')
+      .select('skill_id')
+      .where('skill_id', 'in', chunk)
+      .where('expires_at', '>', since)
+      .execute(),
+  );
+  return new Set(rows.map((row) => row.skill_id));
 }
 
 /**
  * Inserts the skills in one transaction. A name taken meanwhile (a concurrent upload) is not
  * an error: that row is left out, and the ids of the rows really inserted are returned.
- * Replaced skills (`mode: replace`) are updated in place, each only while the replace upload
- * `holder` still holds it (holdSkillsForReplace): its hold is moved on to `holdUntil` in the same
- * transaction (on PostgreSQL, its row stays locked until commit), so no other replace takes the
- * skill between this commit and the removal of its stale files. One no longer held is left as it
- * is and returned in `notHeld`.
+ * Replaced skills (`mode: replace`) keep their id and row, which is switched to the new
+ * version's header and folder (`storage_path`, a folder of that replace's own), each only while
+ * the replace upload `holder` still holds it (holdSkillsForReplace): its hold is moved on to
+ * `holdUntil` in the same transaction (on PostgreSQL, its row stays locked until commit), so no
+ * other replace commits the skill at the same time. One no longer held is left as it is and
+ * returned in `notHeld`. `previous` has, for each replaced skill committed, the folder its row
+ * named until this commit: no reader is sent there any more, and the caller removes it.
  *
  * Each insert locks its (workspace, name) index entry until commit, so two uploads that share
  * names would deadlock on PostgreSQL if they inserted them in different orders: rows go in
@@ -53,16 +74,19 @@ export async function insertSkills(
   rows: SkillRow[],
   replaced: SkillRow[] = [],
   hold?: { holder: string; holdUntil: string },
-): Promise<{ inserted: Set<string>; notHeld: Set<string> }> {
-  if (rows.length === 0 && replaced.length === 0) return { inserted: new Set(), notHeld: new Set() };
+): Promise<{ inserted: Set<string>; notHeld: Set<string>; previous: Map<string, string> }> {
+  if (rows.length === 0 && replaced.length === 0) {
+    return { inserted: new Set(), notHeld: new Set(), previous: new Map() };
+  }
   const ordered = [...rows].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const orderedReplaced = [...replaced].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return retryOnConflict(() =>
     db.transaction().execute(async (trx) => {
       const inserted = new Set<string>();
       const notHeld = new Set<string>();
-      // Replaced in place (`mode: replace`): same id, name and storage path, the new header; a
-      // skill deleted meanwhile is not brought back.
+      const previous = new Map<string, string>();
+      // Replaced (`mode: replace`): same id and name, the new header and folder; a skill deleted
+      // meanwhile is not brought back.
       for (const row of orderedReplaced) {
         if (hold) {
           const held = await trx
@@ -76,17 +100,29 @@ export async function insertSkills(
             continue;
           }
         }
+        // Read under the hold, so it is the folder this commit leaves (another replace may
+        // have moved the row on between this upload's first look and its hold).
+        const before = await trx
+          .selectFrom('skills')
+          .select('storage_path')
+          .where('id', '=', row.id)
+          .executeTakeFirst();
+        if (!before) continue;
         const result = await trx
           .updateTable('skills')
           .set({
             description: row.description,
             visibility: row.visibility,
             metadata: row.metadata,
+            storage_path: row.storage_path,
             updated_at: row.updated_at,
           })
           .where('id', '=', row.id)
           .executeTakeFirst();
-        if (Number(result.numUpdatedRows) > 0) inserted.add(row.id);
+        if (Number(result.numUpdatedRows) > 0) {
+          inserted.add(row.id);
+          if (before.storage_path !== row.storage_path) previous.set(row.id, before.storage_path);
+        }
       }
       for (const row of ordered) {
         const result = await trx
@@ -97,7 +133,7 @@ export async function insertSkills(
           .executeTakeFirst();
         if (result) inserted.add(result.id);
       }
-      return { inserted, notHeld };
+      return { inserted, notHeld, previous };
     }),
   );
 }
@@ -188,12 +224,12 @@ export async function findSkillsByName(db: Executor, workspaceId: string, names:
   const rows = await selectInChunks(names, (chunk) =>
     db
       .selectFrom('skills')
-      .select(['id', 'name', 'storage_path', 'created_at', 'owner_user_id'])
+      .select(['id', 'name', 'created_at', 'owner_user_id'])
       .where('workspace_id', '=', workspaceId)
       .where('name', 'in', chunk)
       .execute(),
   );
-  const found = new Map<string, Pick<SkillTable, 'id' | 'storage_path' | 'created_at' | 'owner_user_id'>>();
+  const found = new Map<string, Pick<SkillTable, 'id' | 'created_at' | 'owner_user_id'>>();
   for (const { name, ...row } of rows) found.set(name, row);
   return found;
 }

@@ -15,7 +15,8 @@ export const Skill = Type.Object(
     visibility: Visibility,
     ownerUserId: Type.String({ description: 'The user whose key uploaded the skill' }),
     storagePath: Type.String({
-      description: 'Where the skill’s files are stored: `skills/{workspaceId}/{skillId}/`',
+      description:
+        'Where the skill’s files are stored: `skills/{workspaceId}/{skillId}/`, and after a replace a folder of that replace’s own, `skills/{workspaceId}/{skillId}.{generation}/`',
     }),
     metadata: Type.Object(
       {},
@@ -74,7 +75,7 @@ export const BulkUploadForm = Type.Object({
     Type.Union([Type.Literal('create'), Type.Literal('replace')], {
       default: 'create',
       description:
-        '`create`: same-name skills are skipped. `replace`: a same-name skill (its uploader’s, or any for an owner or admin) is replaced in place, keeping its id, and listed in `updated`',
+        '`create`: same-name skills are skipped. `replace`: a same-name skill (its uploader’s, or any for an owner or admin) is replaced, keeping its id (its new files in a folder of their own: `storagePath` changes), and listed in `updated`',
     }),
   ),
 });
@@ -95,7 +96,8 @@ export const BulkUploadResult = envelope(
     created: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), storagePath: Type.String() })),
     updated: Type.Optional(
       Type.Array(Type.Object({ id: Type.String(), name: Type.String(), storagePath: Type.String() }), {
-        description: 'With `mode=replace` only: same-name skills replaced in place (ids kept)',
+        description:
+          'With `mode=replace` only: same-name skills replaced (ids kept; `storagePath` is the new version’s folder)',
       }),
     ),
     skipped: Type.Array(Type.Object({ name: Type.String(), reason: Type.String(), file: Type.String() })),
