@@ -2,6 +2,7 @@ import type { Db } from '../db/database.js';
 import { ApiError, errors } from '../errors.js';
 import { deletePrefixOrLog, type ObjectStore, type StoreLog } from '../storage/object-store.js';
 import { accessWorkspaceIfAllowed, type Principal, requireManager } from './access.js';
+import { isInVersionFolder, skillStoragePath } from './skill-storage.js';
 import { maySeeSkill } from './skills.js';
 
 export interface SkillAdminDeps {
@@ -25,10 +26,17 @@ async function visibleSkill(deps: SkillAdminDeps, principal: Principal, skillId:
   return { skill, access };
 }
 
-async function skillFiles(store: ObjectStore, storagePath: string) {
+/**
+ * The files of the version in `current`, the folder the skill's row names. When that is the
+ * skill's folder itself (never replaced), the version folders inside it are not its files: a
+ * replace's still being written (or one that crashed), which no reader is shown.
+ */
+async function skillFiles(store: ObjectStore, current: string, root: string) {
   const files: Array<{ path: string; sizeBytes: number }> = [];
-  for await (const object of store.list(storagePath)) {
-    files.push({ path: object.key.slice(storagePath.length), sizeBytes: object.size });
+  for await (const object of store.list(current)) {
+    const path = object.key.slice(current.length);
+    if (current === root && isInVersionFolder(path)) continue;
+    files.push({ path, sizeBytes: object.size });
   }
   return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
@@ -37,15 +45,17 @@ async function skillFiles(store: ObjectStore, storagePath: string) {
 const READ_ATTEMPTS = 5;
 
 /**
- * The skill with its files, all of one version. A replace writes a new folder and then switches
- * the row to it and removes the previous folder, so a listing of the folder the row named may
- * have run while that folder was being removed: the row is read again after the listing, and a
- * read whose folder is no longer the row's starts over with the new row.
+ * The skill with its files, all of one version. A replace writes a new version folder inside the
+ * skill's folder, then switches the row to it and removes the previous version, so a listing of
+ * the folder the row named may have run while that version was being removed: the row is read
+ * again after the listing, and a read whose folder is no longer the row's starts over with the
+ * new row. Its `storagePath` is the skill's folder, whatever version it is at.
  */
 export async function getSkillDetail(deps: SkillAdminDeps, principal: Principal, skillId: string) {
   for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
     const { skill } = await visibleSkill(deps, principal, skillId);
-    const files = await skillFiles(deps.store, skill.storage_path);
+    const root = skillStoragePath(skill.workspace_id, skill.id);
+    const files = await skillFiles(deps.store, skill.storage_path, root);
     const now = await deps.db
       .selectFrom('skills')
       .select('storage_path')
@@ -59,7 +69,7 @@ export async function getSkillDetail(deps: SkillAdminDeps, principal: Principal,
       description: skill.description,
       visibility: skill.visibility,
       ownerUserId: skill.owner_user_id,
-      storagePath: skill.storage_path,
+      storagePath: root,
       // The same fields as the skill's list item, which the database builds from these columns.
       metadata: JSON.parse(skill.metadata) as Record<string, unknown>,
       files,
@@ -90,13 +100,10 @@ export async function deleteSkill(
   // management.md: write routes need an owner or admin key, and this route's row makes no
   // exception, so not even a member's own upload (a member replaces it by uploading again).
   requireManager(access);
-  // The folder the row names as it goes: a replace may have switched it since it was read.
-  const deleted = await deps.db
-    .deleteFrom('skills')
-    .where('id', '=', skill.id)
-    .returning('storage_path')
-    .executeTakeFirst();
-  if (!deleted) return;
+  const deleted = await deps.db.deleteFrom('skills').where('id', '=', skill.id).executeTakeFirst();
+  if (Number(deleted.numDeletedRows) === 0) return;
+  // The skill's whole folder: every version of it (the current one, a previous one not yet
+  // removed, a replace's still being written) is inside.
   const message = `could not remove the files of deleted skill ${skill.id}; the leftovers sweep removes them`;
-  await deletePrefixOrLog(deps.store, deleted.storage_path, log, message);
+  await deletePrefixOrLog(deps.store, skillStoragePath(skill.workspace_id, skill.id), log, message);
 }

@@ -1,6 +1,7 @@
 import { pipeline } from 'node:stream/promises';
 import { Writable, type Readable } from 'node:stream';
 import { pathFault, type PathFault } from '../path-names.js';
+import { reservedPathProblem } from './skill-storage.js';
 import {
   ArchiveProblem,
   contentProblem,
@@ -173,9 +174,11 @@ function groupEntries(entries: NamedEntry[], limits: ArchiveLimits): Omit<Archiv
   const { usable, refused } = sortOutEntries(entries);
   const roots = skillRoots(usable);
   const skills = collectSkills(roots, usable);
-  // Too many files, then a path conflict, is the skill's first problem; a refused entry inside
-  // it comes after.
-  for (const skill of skills) skill.problem = tooManyFiles(skill, limits) ?? pathConflict(skill);
+  // Too many files, then a path conflict, then a reserved path is the skill's first problem; a
+  // refused entry inside it comes after.
+  for (const skill of skills) {
+    skill.problem = tooManyFiles(skill, limits) ?? pathConflict(skill) ?? reservedPath(skill);
+  }
   const looseProblems = chargeRefusedEntries(refused, skills);
   const missing = directoriesWithoutSkillMd(usable, roots).map(missingSkill);
   if (skills.length === 0 && missing.length === 0 && looseProblems.length === 0) {
@@ -299,6 +302,19 @@ function pathConflict(skill: PlannedZipSkill): Problem | null {
         message: `${skill.root}${path} is both a file and a directory in the archive`,
       };
     }
+  }
+  return null;
+}
+
+/**
+ * A file whose path in the skill begins with a version folder's name (`.atrium-version-…/`):
+ * that name is where replaces store a skill's versions, inside its folder (src/services/skill-storage.ts),
+ * and reads of the skill leave such folders out, so the file could never be read back.
+ */
+function reservedPath(skill: PlannedZipSkill): Problem | null {
+  for (const { relativePath } of skill.files) {
+    const reason = reservedPathProblem(relativePath);
+    if (reason) return { code: 'reserved_path', message: `${skill.root}${reason}` };
   }
   return null;
 }

@@ -41,6 +41,7 @@ import {
 } from './skill-archive.js';
 import { ArchiveProblem } from '../zip-reader.js';
 import { isProblem, parseSkillMarkdown, type SkillHeader } from './skill-markdown.js';
+import { isInVersionFolder, skillStoragePath, skillVersionPath } from './skill-storage.js';
 
 export const SKILL_PAGE = { defaultLimit: 20, maxLimit: 100 } as const;
 
@@ -93,7 +94,7 @@ export interface BulkUploadResult {
   summary: { total: number; created: number; skipped: number; failed: number; updated?: number };
 }
 
-/** A same-name skill that `mode: 'replace'` replaces (same id, a new folder). */
+/** A same-name skill that `mode: 'replace'` replaces (same id, a new version folder). */
 type ReplacedSkill = Pick<SkillTable, 'id' | 'created_at' | 'owner_user_id'>;
 
 export interface SkillServiceDeps {
@@ -117,23 +118,8 @@ export function assertMayUploadSkills(access: WorkspaceAccess, visibility?: Visi
 /** An upload stores all its files within seconds; an hour without a row means it died. */
 const ORPHAN_GRACE_MS = 60 * 60 * 1000;
 
-/** The folder of a new skill's files: `skills/{workspaceId}/{skillId}/`. */
-export const skillStoragePath = (workspaceId: string, skillId: string) => `skills/${workspaceId}/${skillId}/`;
-
-/**
- * The folder of the files one replace writes for a skill: `skills/{workspaceId}/{skillId}.{generation}/`,
- * a new generation for every replace, so that no two replaces (nor a replace and the version it
- * replaces) ever write into one folder. A sibling of the skill's first folder, never inside it:
- * a skill id has no `.` (base64url), so neither folder's prefix is a prefix of the other's.
- */
-export const skillGenerationPath = (workspaceId: string, skillId: string, generation: string) =>
-  `skills/${workspaceId}/${skillId}.${generation}/`;
-
 /** A replace's generation: 72 random bits, in the characters of ids. */
 const newGeneration = () => randomBytes(9).toString('base64url');
-
-/** The skill id a folder of `skills/{workspaceId}/` belongs to (`skl_x` or `skl_x.{generation}`). */
-const skillIdOfFolder = (folder: string) => folder.split('.')[0]!;
 
 type Candidate =
   | { kind: 'zip'; file: string; zip: ZipFile; plan: PlannedZipSkill; fallbackName: string }
@@ -461,16 +447,17 @@ async function storeSkills(
       description: header.description,
       visibility,
       owner_user_id: replaces?.owner_user_id ?? access.principal.userId,
-      // A replace writes a folder of its own; its row is switched to it by the commit.
+      // A new skill's files go in its folder itself; a replace writes a version folder of its
+      // own inside it, which its commit switches the row to.
       storage_path: replaces
-        ? skillGenerationPath(access.workspaceId, id, newGeneration())
+        ? skillVersionPath(access.workspaceId, id, newGeneration())
         : skillStoragePath(access.workspaceId, id),
       metadata: JSON.stringify(header.metadata),
       created_at: replaces?.created_at ?? now,
       updated_at: now,
     };
   });
-  // Every folder this upload writes is its own (a new skill's, or a replace's new generation):
+  // Every folder this upload writes is its own (a new skill's, or a replace's new version folder):
   // nothing else reads or writes it until a commit names it.
   const written = new Set<string>();
   // Every file of every skill, written side by side: each write waits on the disk (fsync) or
@@ -525,17 +512,19 @@ async function storeSkills(
     throw errors.internal(error);
   }
   // Committed: what follows only tidies storage, so a failure here must not take the new skills'
-  // files or turn the answer into an error. A folder that stays is one no row names, and the
-  // leftovers sweep removes it (sweepOrphanSkillObjects): a replaced skill's previous folder,
+  // files or turn the answer into an error. What stays is not the folder any row names, and the
+  // leftovers sweep removes it (sweepOrphanSkillObjects): a replaced skill's previous version,
   // the folder of a skill that lost its name to another request or its hold to another replace.
-  await Promise.allSettled([...previous.values()].map((prefix) => deps.store.deletePrefix(prefix)));
+  await Promise.allSettled(
+    [...previous].map(([id, prefix]) => removePreviousVersion(deps.store, access.workspaceId, id, prefix)),
+  );
   const created: Array<BulkUploadResult['created'][number] & { replaced: boolean }> = [];
   for (const [index, row] of rows.entries()) {
     if (inserted.has(row.id)) {
       created.push({
         id: row.id,
         name: row.name,
-        storagePath: row.storage_path,
+        storagePath: skillStoragePath(row.workspace_id, row.id),
         replaced: replacedIds.has(row.id),
       });
       continue;
@@ -559,15 +548,55 @@ async function storeSkills(
 }
 
 /**
- * Folders of skill files that no skill row names: what a process killed between storing a
- * skill's files and committing its row leaves behind (a new skill's folder, a replace's new
- * generation), and what a removal after a commit failed to remove (a replaced skill's previous
- * folder, a deleted skill's; any other failure cleans up after itself). A folder is
- * `skills/{workspaceId}/{skillId}/` or `skills/{workspaceId}/{skillId}.{generation}/`; it stays
- * while its skill's row names it. Only folders untouched for `graceMs` are removed, so an
- * upload still running on another instance keeps its files, and none of a skill a replace holds
- * (or held within `graceMs`: one that stalled may yet commit). Run by the server at start and
- * then periodically (src/leftovers.ts).
+ * Removes the version of a skill that a replace's commit left: its version folder, or, when it
+ * was the skill's folder itself (a skill created and never replaced since), the files there
+ * outside every version folder: the new version's folder is inside it, and any other version
+ * folder there (a replace that crashed) is the sweep's to judge. Runs while the replace still
+ * holds the skill, so no other replace is writing meanwhile.
+ */
+async function removePreviousVersion(
+  store: ObjectStore,
+  workspaceId: string,
+  skillId: string,
+  previous: string,
+) {
+  const root = skillStoragePath(workspaceId, skillId);
+  if (previous !== root) {
+    await store.deletePrefix(previous);
+    return;
+  }
+  const stale: string[] = [];
+  for await (const object of store.list(root)) {
+    if (!isInVersionFolder(object.key.slice(root.length))) stale.push(object.key);
+  }
+  const results = await Promise.allSettled(stale.map((key) => store.delete(key)));
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+/** What the sweep finds of one skill's folder: its version folders and its loose files. */
+interface StoredSkill {
+  root: string;
+  /** Each version folder (`{root}.atrium-version-{generation}/`), with its newest write. */
+  versions: Map<string, number>;
+  /** The files outside every version folder, with when each was written. */
+  loose: Array<{ key: string; time: number }>;
+  /** The newest write of all. */
+  newest: number;
+}
+
+/**
+ * What no skill row reaches of the skills' storage: what a process killed between storing a
+ * skill's files and committing its row leaves behind (a new skill's folder, a replace's version
+ * folder), and what a removal after a commit failed to remove (a replaced skill's previous
+ * version, a deleted skill's folder; any other failure cleans up after itself). Of a skill with
+ * no row, its whole folder `skills/{workspaceId}/{skillId}/`; of one with a row, the version
+ * folders inside its folder other than the one its row names and, when that is a version
+ * folder, the files outside it. Only what is untouched for `graceMs` is removed, so an upload
+ * still running on another instance keeps its files, and no version folder of a skill a replace
+ * holds (or held within `graceMs`: one that stalled may yet commit). Run by the server at start
+ * and then periodically (src/leftovers.ts). Returns how many folders (a skill's loose files
+ * counting as one) it removed.
  */
 export async function sweepOrphanSkillObjects(
   db: Db,
@@ -576,27 +605,58 @@ export async function sweepOrphanSkillObjects(
   log: StoreLog,
   graceMs = ORPHAN_GRACE_MS,
 ): Promise<number> {
-  const newestWrite = new Map<string, number>();
+  const found = new Map<string, StoredSkill>();
   for await (const object of store.list('skills/')) {
-    const [, workspaceId, folder] = object.key.split('/');
-    if (!workspaceId || !folder) continue;
-    const prefix = `skills/${workspaceId}/${folder}/`;
-    newestWrite.set(prefix, Math.max(newestWrite.get(prefix) ?? 0, object.lastModified.getTime()));
+    const [, workspaceId, skillId, first, ...rest] = object.key.split('/');
+    if (!workspaceId || !skillId || first === undefined) continue;
+    const root = skillStoragePath(workspaceId, skillId);
+    let skill = found.get(root);
+    if (!skill) found.set(root, (skill = { root, versions: new Map(), loose: [], newest: 0 }));
+    const time = object.lastModified.getTime();
+    skill.newest = Math.max(skill.newest, time);
+    if (isInVersionFolder(first) && rest.length > 0) {
+      const folder = `${root}${first}/`;
+      skill.versions.set(folder, Math.max(skill.versions.get(folder) ?? 0, time));
+    } else {
+      skill.loose.push({ key: object.key, time });
+    }
   }
   const cutoff = now.getTime() - graceMs;
-  const stale = [...newestWrite].filter(([, time]) => time < cutoff).map(([prefix]) => prefix);
-  const skillOf = (prefix: string) => skillIdOfFolder(prefix.split('/')[2]!);
-  const ids = [...new Set(stale.map(skillOf))];
+  const idOf = (root: string) => root.split('/')[2]!;
+  const ids = [...new Set([...found.keys()].map(idOf))];
   const current = await findSkillStoragePaths(db, ids);
   const held = await findSkillsHeldSince(db, ids, new Date(cutoff).toISOString());
-  const orphans = stale.filter(
-    (prefix) => current.get(skillOf(prefix)) !== prefix && !held.has(skillOf(prefix)),
-  );
+  const message = 'could not remove the files of a skill without a record; the next sweep tries again';
   let removed = 0;
-  for (const prefix of orphans) {
-    // As for projects (sweepOrphanProjectObjects): the others are still removed.
-    const message = 'could not remove the files of a skill without a record; the next sweep tries again';
-    if (await deletePrefixOrLog(store, prefix, log, message)) removed++;
+  for (const skill of found.values()) {
+    const id = idOf(skill.root);
+    const named = current.get(id);
+    if (named === undefined) {
+      // No row: the whole folder, once nothing in it is recent. As for projects
+      // (sweepOrphanProjectObjects): a failure is logged, and the others are still removed.
+      const old = skill.newest < cutoff && !held.has(id);
+      if (old && (await deletePrefixOrLog(store, skill.root, log, message))) {
+        removed++;
+      }
+      continue;
+    }
+    // A skill a replace holds, or held within the grace, keeps its version folders: one that
+    // stalled may still commit its own.
+    if (!held.has(id)) {
+      for (const [folder, time] of skill.versions) {
+        if (folder === named || time >= cutoff) continue;
+        if (await deletePrefixOrLog(store, folder, log, message)) removed++;
+      }
+    }
+    // The loose files are the current version while the row names the skill's folder itself;
+    // otherwise a previous version that was not removed after its replace's commit.
+    if (named === skill.root) continue;
+    const old = skill.loose.filter(({ time }) => time < cutoff);
+    if (old.length === 0) continue;
+    const results = await Promise.allSettled(old.map(({ key }) => store.delete(key)));
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed) log.warn({ err: failed.reason, storagePrefix: skill.root }, message);
+    else removed++;
   }
   return removed;
 }

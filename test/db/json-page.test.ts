@@ -115,7 +115,8 @@ beforeAll(async () => {
       description: tricky,
       visibility: i === 2 ? ('private' as const) : ('workspace' as const),
       owner_user_id: i === 2 ? 'usr_max' : 'usr_olivia',
-      storage_path: `skills/wsp_main/skl_json_${i}`,
+      // A replaced skill's row names its version folder; the list shows the skill's folder.
+      storage_path: `skills/wsp_main/skl_json_${i}/.atrium-version-g${i}/`,
       metadata: JSON.stringify(i === 0 ? { license: 'MIT', nested: { list: [1, 2.5, null, true] } } : {}),
       created_at: at(i),
       updated_at: at(i),
@@ -222,7 +223,7 @@ describe(`listings built as JSON by the database (${engineName})`, () => {
         description: tricky,
         visibility: 'workspace',
         ownerUserId: 'usr_olivia',
-        storagePath: 'skills/wsp_main/skl_json_0',
+        storagePath: 'skills/wsp_main/skl_json_0/',
         metadata: { license: 'MIT', nested: { list: [1, 2.5, null, true] } },
         createdAt: at(0),
         updatedAt: at(0),

@@ -134,10 +134,14 @@ async function consistencyProblems(): Promise<string[]> {
   await sweepOrphanSkillObjects(db, store, new Date(Date.now() + 2 * 60 * 60 * 1000), {
     warn: (_details, message) => problems.push(message),
   });
+  // Each object left is in the folder of its skill's current version (a version folder inside
+  // a never-replaced skill's folder is not).
   const skillPrefixes = new Set(skills.map((skill) => skill.storage_path));
   for (const key of await objectKeys('skills/')) {
-    const prefix = key.split('/').slice(0, 3).join('/') + '/';
-    if (!skillPrefixes.has(prefix)) problems.push(`skill object no sweep explains: ${key}`);
+    const root = key.split('/').slice(0, 3).join('/') + '/';
+    const first = key.slice(root.length).split('/')[0]!;
+    const version = first.startsWith('.atrium-version-') ? `${root}${first}/` : root;
+    if (!skillPrefixes.has(version)) problems.push(`skill object no sweep explains: ${key}`);
   }
 
   // Project files: every row has its object, of the recorded size; a sync then accounts for

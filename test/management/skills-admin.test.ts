@@ -112,7 +112,7 @@ describe(`DELETE /v1/skills/{id} (${engineName})`, () => {
     expect((await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.owner)).statusCode).toBe(404);
   });
 
-  it('removes a replaced skill’s files, in the folder its last replace wrote', async () => {
+  it('removes a replaced skill’s files: its whole folder, the version its last replace wrote inside it too', async () => {
     const skill = await uploadSkill('renewed', MKEYS.owner, 'workspace');
     const replaced = await uploadMode(
       [
@@ -123,7 +123,10 @@ describe(`DELETE /v1/skills/{id} (${engineName})`, () => {
       'replace',
     );
     const { storagePath } = replaced.json().data.updated[0];
-    expect(storagePath).not.toBe(skill.storagePath);
+    expect(storagePath).toBe(skill.storagePath);
+    const stored: string[] = [];
+    for await (const object of t.store.list(storagePath)) stored.push(object.key);
+    expect(stored.every((key) => key.startsWith(`${storagePath}.atrium-version-`))).toBe(true);
     expect((await call('DELETE', `/v1/skills/${skill.id}`, MKEYS.owner)).statusCode).toBe(200);
     const left: string[] = [];
     for await (const object of t.store.list('skills/wsp_main/')) {
@@ -207,14 +210,9 @@ describe(`bulk upload mode=replace (${engineName})`, () => {
     );
     expect(res.statusCode).toBe(200);
     const data = res.json().data;
-    // The new version is in a folder of its own, the row switched to it.
-    expect(data.updated).toEqual([
-      {
-        id,
-        name: 'tool',
-        storagePath: expect.stringMatching(new RegExp(`^skills/wsp_main/${id}\\.[\\w-]{12}/$`)),
-      },
-    ]);
+    // storagePath is the skill's folder still (decisions.md); the new version is in a version
+    // folder of its own inside it, which the row switched to.
+    expect(data.updated).toEqual([{ id, name: 'tool', storagePath: `skills/wsp_main/${id}/` }]);
     expect(data.created.map((c: { name: string }) => c.name)).toEqual(['fresh']);
     expect(data.summary).toEqual({ total: 2, created: 1, updated: 1, skipped: 0, failed: 0 });
     // The order the README's example shows: the replace-only fields after a create answer's.
@@ -223,13 +221,19 @@ describe(`bulk upload mode=replace (${engineName})`, () => {
     const detail = (await call('GET', `/v1/skills/${id}`, MKEYS.member)).json().data.skill;
     expect(detail.description).toBe('Version two');
     expect(detail.files.map((f: { path: string }) => f.path)).toEqual(['SKILL.md', 'new.txt']);
-    expect(detail.storagePath).toBe(data.updated[0].storagePath);
-    // The first version's folder is gone with it.
+    expect(detail.storagePath).toBe(`skills/wsp_main/${id}/`);
+    const listed = (await call('GET', '/v1/workspace/wsp_main/skills', MKEYS.member)).json().data.skills;
+    expect(listed.find((skill: { id: string }) => skill.id === id).storagePath).toBe(
+      `skills/wsp_main/${id}/`,
+    );
+    // The first version's files are gone; the new version's are in its version folder.
+    const [row] = await t.env.database.db.selectFrom('skills').selectAll().where('id', '=', id).execute();
+    expect(row!.storage_path).toMatch(new RegExp(`^skills/wsp_main/${id}/\\.atrium-version-[\\w-]{12}/$`));
     const left: string[] = [];
     for await (const object of t.store.list('skills/wsp_main/')) {
       if (object.key.startsWith(`skills/wsp_main/${id}`)) left.push(object.key);
     }
-    expect(left.sort()).toEqual([`${detail.storagePath}SKILL.md`, `${detail.storagePath}new.txt`]);
+    expect(left.sort()).toEqual([`${row!.storage_path}SKILL.md`, `${row!.storage_path}new.txt`]);
   });
 
   it('skips another user’s same-name skill for a member, and replaces it for an admin', async () => {

@@ -384,6 +384,46 @@ describe(`bulk skill upload (${engineName})`, () => {
     await expectNoOrphans();
   });
 
+  it('refuses a skill with a file in a folder named like a version folder (.atrium-version-…), keeping the others', async () => {
+    const zip = await buildZip([
+      { name: 'plain/SKILL.md', content: skillMd('plain', 'Fine') },
+      // A skill's first-level names beginning so are where replaces store its versions.
+      { name: 'sneaky/SKILL.md', content: skillMd('sneaky', 'Reserved folder') },
+      { name: 'sneaky/.atrium-version-x/SKILL.md.txt', content: 'hidden' },
+      { name: 'loose/SKILL.md', content: skillMd('loose', 'Reserved file name') },
+      { name: 'loose/.atrium-version-notes', content: 'a file, not a folder' },
+      // Deeper in the skill, the name is an ordinary one.
+      { name: 'deep/SKILL.md', content: skillMd('deep', 'Fine too') },
+      { name: 'deep/docs/.atrium-version-1/a.txt', content: 'kept' },
+    ]);
+    const { status, body } = await upload([zipPart('reserved.zip', zip)]);
+    expect(status).toBe(207);
+    expect(body.data.summary).toEqual({ total: 4, created: 2, skipped: 0, failed: 2 });
+    expect(
+      body.data.errors.sort((a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : 1)),
+    ).toEqual([
+      {
+        file: 'reserved.zip',
+        name: 'loose',
+        code: 'reserved_path',
+        message:
+          'loose/.atrium-version-notes: a first folder (or file) name beginning with ".atrium-version-" is reserved for Atrium\'s storage of skill versions',
+      },
+      {
+        file: 'reserved.zip',
+        name: 'sneaky',
+        code: 'reserved_path',
+        message:
+          'sneaky/.atrium-version-x: a first folder (or file) name beginning with ".atrium-version-" is reserved for Atrium\'s storage of skill versions',
+      },
+    ]);
+    expect((await names()).filter((name) => ['deep', 'loose', 'plain', 'sneaky'].includes(name))).toEqual([
+      'deep',
+      'plain',
+    ]);
+    await expectNoOrphans();
+  });
+
   it('refuses a symbolic link entry as an errors item', async () => {
     const zip = await buildZip([
       { name: 'linked/SKILL.md', content: skillMd('linked', 'Has a link') },
@@ -841,18 +881,30 @@ describe(`bulk skill upload: a storage failure after the commit (${engineName})`
       for (const row of rows) expect(keys).toContain(`${row.storage_path}SKILL.md`);
       const beta = rows.find((row) => row.name === 'beta')!;
       expect(keys).toContain(`${beta.storage_path}run.py`);
-      // The previous folder stays, named by no row: the leftovers sweep removes it, nothing else.
+      // The previous version (v1's files, in the skill's folder itself) stays beside the new
+      // version's folder inside it: the leftovers sweep removes it, nothing else.
       const alpha = rows.find((row) => row.name === 'alpha')!;
-      const previous = `skills/${WS}/${alpha.id}/`;
-      expect(keys.filter((key) => key.startsWith(previous))).toEqual([
-        `${previous}SKILL.md`,
-        `${previous}extra.txt`,
-      ]);
+      const folder = `skills/${WS}/${alpha.id}/`;
+      expect(alpha.storage_path.startsWith(`${folder}.atrium-version-`)).toBe(true);
+      const previous = [`${folder}SKILL.md`, `${folder}extra.txt`];
+      expect(keys.filter((key) => key.startsWith(folder)).sort()).toEqual(
+        [...previous, `${alpha.storage_path}SKILL.md`].sort(),
+      );
+      const read = await flaky.app.inject({
+        method: 'GET',
+        url: `/v1/skills/${alpha.id}`,
+        headers: { 'x-service-api-key': SKILL_KEYS.owner },
+      });
+      // A reader gets v2 alone, in the skill's folder.
+      expect(read.json().data.skill).toMatchObject({ storagePath: folder, files: [{ path: 'SKILL.md' }] });
+      expect(read.json().data.skill.files).toHaveLength(1);
       failDeletes = false;
-      const inTwoHours = new Date(Date.now() + 2 * 60 * 60 * 1000);
       const log = { warn: () => undefined };
+      // Not before they are an hour old.
+      expect(await sweepOrphanSkillObjects(flaky.env.database.db, flaky.store, new Date(), log)).toBe(0);
+      const inTwoHours = new Date(Date.now() + 2 * 60 * 60 * 1000);
       expect(await sweepOrphanSkillObjects(flaky.env.database.db, flaky.store, inTwoHours, log)).toBe(1);
-      expect(await storedKeys(flaky.store)).toEqual(keys.filter((key) => !key.startsWith(previous)));
+      expect(await storedKeys(flaky.store)).toEqual(keys.filter((key) => !previous.includes(key)));
     } finally {
       await flaky.close();
     }

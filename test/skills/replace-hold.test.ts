@@ -122,10 +122,15 @@ describe.each(STORES)(
     const skill = async () =>
       (await listWorkspaceSkills(env.database.db, WS)).find((row) => row.name === 'twice')!;
     const hold = () => env.database.db.selectFrom('skill_replacements').selectAll().executeTakeFirstOrThrow();
+    /** The skill's folder, its `storagePath` in the API whatever version it is at. */
+    const root = async () => `skills/${WS}/${(await skill()).id}/`;
+    /** The files of the version the row names (in the skill's folder, leaving out version folders). */
     async function files(): Promise<Record<string, string>> {
       const prefix = (await skill()).storage_path;
+      const inRoot = prefix === (await root());
       const found: Record<string, string> = {};
       for await (const object of store.list(prefix)) {
+        if (inRoot && object.key.slice(prefix.length).startsWith('.atrium-version-')) continue;
         const body = await store.get(object.key);
         const chunks: Buffer[] = [];
         for await (const chunk of body!.body) chunks.push(chunk as Buffer);
@@ -267,11 +272,14 @@ describe.each(STORES)(
         expect((await skill()).description).toBe('v3');
         expect(await files()).toEqual(v3);
         expect((await detail()).files).toEqual(sizes(v3));
-        // Nothing of v1 or of the loser is left anywhere in storage: only v3's folder.
+        // Nothing of v1 or of the loser is left anywhere in storage: only v3's version folder,
+        // inside the skill's folder.
         const all: string[] = [];
         for await (const object of store.list(`skills/${WS}/`)) all.push(object.key);
         const prefix = (await skill()).storage_path;
+        expect(prefix).toMatch(new RegExp(`^${await root()}\\.atrium-version-[\\w-]{12}/$`));
         expect(all.filter((key) => !key.startsWith(prefix))).toEqual([]);
+        expect((await detail()).storagePath).toBe(await root());
       });
     }
 
@@ -327,7 +335,7 @@ describe.each(STORES)(
       const v2 = { 'SKILL.md': skillMd('twice', 'v2, a longer description'), 'new.txt': 'new of v2' };
       expect(read.files).toEqual(sizes(v2));
       expect(read.description).toBe('v2, a longer description');
-      expect(read.storagePath).toBe((await skill()).storage_path);
+      expect(read.storagePath).toBe(await root());
     });
 
     it('a replace still writing keeps its folder from the sweep, however old its files look', async () => {
@@ -339,7 +347,9 @@ describe.each(STORES)(
       const replacing = version(process(), 'v2', { 'new.txt': 'new of v2', 'more.txt': 'more of v2' });
       await write.reached;
       const written = (name: string) =>
-        stored.some((key) => key.endsWith(`/${name}`) && !key.startsWith(`skills/${WS}/${id}/`));
+        stored.some(
+          (key) => key.endsWith(`/${name}`) && key.startsWith(`skills/${WS}/${id}/.atrium-version-`),
+        );
       await waitUntil(() => written('SKILL.md') && written('more.txt'), "v2's first files written");
       expect(
         await sweepOrphanSkillObjects(env.database.db, store, new Date(at), { warn: () => undefined }),
@@ -356,7 +366,7 @@ describe.each(STORES)(
     it('the folder of a replace that crashed before its commit is swept once old; the current one stays', async () => {
       const { id } = await skill();
       // A replace wrote its folder and the process died before its commit (no row points there).
-      const crashed = `skills/${WS}/${id}.crashed/`;
+      const crashed = `skills/${WS}/${id}/.atrium-version-crashed/`;
       await store.put(`${crashed}SKILL.md`, Readable.from([Buffer.from(skillMd('twice', 'v9'))]), {
         contentType: 'text/markdown',
       });
@@ -371,6 +381,43 @@ describe.each(STORES)(
       for await (const object of store.list(`skills/${WS}/`)) left.push(object.key);
       expect(left.sort()).toEqual([`${current}SKILL.md`, `${current}new.txt`]);
       expect(await files()).toEqual({ 'SKILL.md': skillMd('twice', 'v2'), 'new.txt': 'new of v2' });
+    });
+
+    it('a crashed replace of a never-replaced skill: its version folder is not read as the skill’s, and is swept', async () => {
+      const { id, storage_path: current } = await skill();
+      expect(current).toBe(await root());
+      // The row names the skill's folder itself; the crashed replace's folder lies inside it.
+      const crashed = `${current}.atrium-version-crashed/`;
+      await store.put(`${crashed}SKILL.md`, Readable.from([Buffer.from(skillMd('twice', 'v9'))]), {
+        contentType: 'text/markdown',
+      });
+      const v1 = { 'SKILL.md': skillMd('twice', 'v1'), 'old.txt': 'old of v1' };
+      expect((await detail()).files).toEqual(sizes(v1));
+      const log = { warn: () => undefined };
+      expect(await sweepOrphanSkillObjects(env.database.db, store, new Date(), log)).toBe(0);
+      const inTwoHours = new Date(Date.now() + 2 * 60 * 60 * 1000);
+      expect(await sweepOrphanSkillObjects(env.database.db, store, inTwoHours, log)).toBe(1);
+      const left: string[] = [];
+      for await (const object of store.list(`skills/${WS}/`)) left.push(object.key);
+      expect(left.sort()).toEqual([`skills/${WS}/${id}/SKILL.md`, `skills/${WS}/${id}/old.txt`]);
+      expect(await files()).toEqual(v1);
+    });
+
+    it('storagePath stays the skill’s folder across replaces; each version is written inside it', async () => {
+      const { id } = await skill();
+      const folder = `skills/${WS}/${id}/`;
+      expect((await detail()).storagePath).toBe(folder);
+      for (const description of ['v2', 'v3']) {
+        const result = await version(process(), description, { [`${description}.txt`]: description });
+        expect(result.updated).toEqual([{ id, name: 'twice', storagePath: folder }]);
+        expect((await skill()).storage_path).toMatch(new RegExp(`^${folder}\\.atrium-version-[\\w-]{12}/$`));
+        expect((await detail()).storagePath).toBe(folder);
+        // Every object of the skill is inside its folder, and only the current version is left.
+        const all: string[] = [];
+        for await (const object of store.list(`skills/${WS}/`)) all.push(object.key);
+        const current = (await skill()).storage_path;
+        expect(all.sort()).toEqual([`${current}SKILL.md`, `${current}${description}.txt`]);
+      }
     });
   },
 );

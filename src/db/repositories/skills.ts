@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { retryOnConflict } from '../conflict-retry.js';
 import { type Db, dialectOf, type Executor } from '../database.js';
 import { selectInChunks } from '../in-chunks.js';
@@ -28,7 +29,7 @@ export async function findTakenSkillNames(
 
 /**
  * The folder each of `ids` keeps its files in now (`storage_path`), for the skills that have a
- * row (any workspace): every other folder of a skill is one no reader reaches.
+ * row (any workspace): no reader reaches any other version of a skill.
  */
 export async function findSkillStoragePaths(db: Executor, ids: string[]): Promise<Map<string, string>> {
   const rows = await selectInChunks(ids, (chunk) =>
@@ -57,7 +58,7 @@ export async function findSkillsHeldSince(db: Executor, ids: string[], since: st
  * Inserts the skills in one transaction. A name taken meanwhile (a concurrent upload) is not
  * an error: that row is left out, and the ids of the rows really inserted are returned.
  * Replaced skills (`mode: replace`) keep their id and row, which is switched to the new
- * version's header and folder (`storage_path`, a folder of that replace's own), each only while
+ * version's header and folder (`storage_path`, the version folder that replace wrote), each only while
  * the replace upload `holder` still holds it (holdSkillsForReplace): its hold is moved on to
  * `holdUntil` in the same transaction (on PostgreSQL, its row stays locked until commit), so no
  * other replace commits the skill at the same time. One no longer held is left as it is and
@@ -195,7 +196,11 @@ const visibleSkillsPage = preparedSelect(
         'description',
         'visibility',
         'owner_user_id as ownerUserId',
-        'storage_path as storagePath',
+        // skillStoragePath (src/services/skill-storage.ts): the skill's folder, not the version
+        // folder `storage_path` may name.
+        sql<string>`'skills/' || ${sql.ref('workspace_id')} || '/' || ${sql.ref('id')} || '/'`.as(
+          'storagePath',
+        ),
         'metadata',
         'created_at as createdAt',
         'updated_at as updatedAt',
