@@ -16,7 +16,7 @@ export const Skill = Type.Object(
     ownerUserId: Type.String({ description: 'The user whose key uploaded the skill' }),
     storagePath: Type.String({
       description:
-        'Where the skill’s files are stored: `skills/{workspaceId}/{skillId}/`, and after a replace a folder of that replace’s own, `skills/{workspaceId}/{skillId}.{generation}/`',
+        'Where the skill’s files are stored: `skills/{workspaceId}/{skillId}/`, whatever version it is at (a replace writes its version in a folder of its own inside it, `.atrium-version-{generation}/`, a name reserved in skills’ paths)',
     }),
     metadata: Type.Object(
       {},
@@ -75,7 +75,7 @@ export const BulkUploadForm = Type.Object({
     Type.Union([Type.Literal('create'), Type.Literal('replace')], {
       default: 'create',
       description:
-        '`create`: same-name skills are skipped. `replace`: a same-name skill (its uploader’s, or any for an owner or admin) is replaced, keeping its id (its new files in a folder of their own: `storagePath` changes), and listed in `updated`',
+        '`create`: same-name skills are skipped. `replace`: a same-name skill (its uploader’s, or any for an owner or admin) is replaced, keeping its id and `storagePath` (its new files in a version folder of their own inside it), and listed in `updated`',
     }),
   ),
 });
@@ -96,8 +96,7 @@ export const BulkUploadResult = envelope(
     created: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), storagePath: Type.String() })),
     updated: Type.Optional(
       Type.Array(Type.Object({ id: Type.String(), name: Type.String(), storagePath: Type.String() }), {
-        description:
-          'With `mode=replace` only: same-name skills replaced (ids kept; `storagePath` is the new version’s folder)',
+        description: 'With `mode=replace` only: same-name skills replaced (ids and `storagePath` kept)',
       }),
     ),
     skipped: Type.Array(Type.Object({ name: Type.String(), reason: Type.String(), file: Type.String() })),
