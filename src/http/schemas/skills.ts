@@ -37,7 +37,8 @@ export const SkillDetail = Type.Object(
   {
     ...Skill.properties,
     files: Type.Array(Type.Object({ path: Type.String(), sizeBytes: Type.Integer() }), {
-      description: 'The stored files, paths relative to `storagePath`, by path',
+      description:
+        'The stored files of the current version, by path: each its path in the skill (as uploaded; a replaced skill’s files are in its version folder under `storagePath`)',
     }),
   },
   { title: 'SkillDetail' },
