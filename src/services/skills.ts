@@ -624,8 +624,11 @@ export async function sweepOrphanSkillObjects(
   const cutoff = now.getTime() - graceMs;
   const idOf = (root: string) => root.split('/')[2]!;
   const ids = [...new Set([...found.keys()].map(idOf))];
-  const current = await findSkillStoragePaths(db, ids);
+  // The holds first: a replace that commits (and lets its hold go) after the rows are read
+  // held its skill when the holds were, so its version folder, which the rows do not name yet,
+  // is kept. Read the other way round, that folder would be neither named nor held.
   const held = await findSkillsHeldSince(db, ids, new Date(cutoff).toISOString());
+  const current = await findSkillStoragePaths(db, ids);
   const message = 'could not remove the files of a skill without a record; the next sweep tries again';
   let removed = 0;
   for (const skill of found.values()) {

@@ -42,6 +42,34 @@ const OWNER: WorkspaceAccess = {
   defaultModel: null,
 };
 
+/**
+ * `db`, whose first query selecting from `table` runs `after` once its rows are read, before its
+ * caller gets them (another request's work landing between two of the caller's queries).
+ */
+function withHook<T extends object>(db: T, table: string, after: () => Promise<void>): T {
+  const wrap = <U extends object>(target: U, hooked: boolean): U =>
+    new Proxy(target, {
+      get(object, property, receiver) {
+        const value = Reflect.get(object, property, receiver) as unknown;
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          const result = (value as (...a: unknown[]) => unknown).apply(object, args);
+          if (property === 'execute' && hooked) {
+            return (result as Promise<unknown>).then(async (rows) => {
+              await after();
+              return rows;
+            });
+          }
+          const hooks = hooked || (property === 'selectFrom' && args[0] === table);
+          return result !== null && typeof result === 'object' && !(result instanceof Promise)
+            ? wrap(result, hooks)
+            : result;
+        };
+      },
+    });
+  return wrap(db, false);
+}
+
 /** The stores a replace's folders must work on: local files, and S3 (on s3rver). */
 const STORES = ['fs', 's3'] as const;
 
@@ -356,6 +384,46 @@ describe.each(STORES)(
       ).toBe(0);
       write.release();
       expect(names((await replacing).updated)).toEqual(['twice']);
+      expect(await files()).toEqual({
+        'SKILL.md': skillMd('twice', 'v2'),
+        'new.txt': 'new of v2',
+        'more.txt': 'more of v2',
+      });
+    });
+
+    it('a replace committing while the sweep reads the skills keeps its version folder', async () => {
+      const { id } = await skill();
+      // The sweep runs two hours on (the replace's files look old), while the replace still holds
+      // the skill; the replace commits, removes v1 and lets its hold go right after the sweep
+      // has read which folder the row names.
+      at = Date.now() + 2 * 60 * 60 * 1000;
+      stored = [];
+      const write = holdNextPut('/new.txt');
+      const replacing = version(process(), 'v2', { 'new.txt': 'new of v2', 'more.txt': 'more of v2' });
+      await write.reached;
+      const written = (name: string) =>
+        stored.some(
+          (key) => key.endsWith(`/${name}`) && key.startsWith(`skills/${WS}/${id}/.atrium-version-`),
+        );
+      await waitUntil(() => written('SKILL.md') && written('more.txt'), "v2's first files written");
+      let committed = false;
+      const afterSkillsRead = async () => {
+        if (committed) return;
+        committed = true;
+        write.release();
+        expect(names((await replacing).updated)).toEqual(['twice']);
+      };
+      expect(
+        await sweepOrphanSkillObjects(
+          withHook(env.database.db, 'skills', afterSkillsRead),
+          store,
+          new Date(at),
+          {
+            warn: () => undefined,
+          },
+        ),
+      ).toBe(0);
+      expect(committed).toBe(true);
       expect(await files()).toEqual({
         'SKILL.md': skillMd('twice', 'v2'),
         'new.txt': 'new of v2',
