@@ -274,6 +274,22 @@ describe("editing a user message (useChat's sendMessage({ text, messageId }))", 
     expect(texts(stored)).toEqual([[chat.messages[0]!.id, 'user', 'first, edited']]);
     expect((await get('/v1/chats/edited-failed')).json().data.chat.messageCount).toBe(1);
   });
+
+  it('stores the reply to an edit that fails after some text, with finishReason error, as the page shows it', async () => {
+    const chat = new NodeChat({ id: 'edited-half', transport: chatTransport('agt_plain') });
+    upstream.enqueue({ kind: 'text', text: 'A1' });
+    await chat.sendMessage({ text: 'first' });
+    upstream.enqueue({ kind: 'disconnect', text: 'half of an answer', afterPieces: 2 });
+    await chat.sendMessage({ text: 'first, edited', messageId: chat.messages[0]!.id });
+    expect(chat.status).toBe('error');
+    await t.app.persistence.idle();
+    // The edit replaced A1 as its turn was stored, before the model was called: the reply to it
+    // is a new turn's, stored as any reply that fails after some output.
+    const stored = (await get('/v1/chats/edited-half/messages')).json().data.messages as UIMessage[];
+    expect(texts(stored)).toEqual(texts(chat.messages));
+    expect(texts(stored).map(([, , text]) => text)).toEqual(['first, edited', 'half of ']);
+    expect(stored[1]!.metadata).toMatchObject({ finishReason: 'error' });
+  });
 });
 
 describe('a reply the provider fails after some text (useChat)', () => {
