@@ -250,6 +250,12 @@ describe.each(STORES)(
       const write = holdNextPut('/new.txt');
       const owner = version(process({ replaceHoldMs: 300 }), 'v2', { 'new.txt': 'new of v2' });
       await write.reached;
+      // The owner's files are written side by side: its SKILL.md must be stored before the next
+      // SKILL.md put is held, or that put would be the owner's, not the other's.
+      await waitUntil(
+        async () => stored.some((key) => key.includes('/.atrium-version-') && key.endsWith('/SKILL.md')),
+        "the owner's SKILL.md stored",
+      );
 
       // Another process whose clock is a minute on sees the hold lapsed (as after a stall).
       const otherWrite = holdNextPut('/SKILL.md');
