@@ -372,9 +372,12 @@ describe.each(STORES)(
       expect(read.storagePath).toBe(await root());
     });
 
-    it('a replace still writing keeps its folder from the sweep, however old its files look', async () => {
+    /**
+     * A replace of v2 two hours on (its files look old to a sweep run then), held at its new.txt
+     * once its SKILL.md and more.txt are written in its version folder: it still holds the skill.
+     */
+    async function replaceHeldAtNewTxt() {
       const { id } = await skill();
-      // The sweep runs two hours on (its files look old), while the replace still holds the skill.
       at = Date.now() + 2 * 60 * 60 * 1000;
       stored = [];
       const write = holdNextPut('/new.txt');
@@ -385,33 +388,28 @@ describe.each(STORES)(
           (key) => key.endsWith(`/${name}`) && key.startsWith(`skills/${WS}/${id}/.atrium-version-`),
         );
       await waitUntil(() => written('SKILL.md') && written('more.txt'), "v2's first files written");
+      return { write, replacing };
+    }
+    const v2Files = () => ({
+      'SKILL.md': skillMd('twice', 'v2'),
+      'new.txt': 'new of v2',
+      'more.txt': 'more of v2',
+    });
+
+    it('a replace still writing keeps its folder from the sweep, however old its files look', async () => {
+      const { write, replacing } = await replaceHeldAtNewTxt();
       expect(
         await sweepOrphanSkillObjects(env.database.db, store, new Date(at), { warn: () => undefined }),
       ).toBe(0);
       write.release();
       expect(names((await replacing).updated)).toEqual(['twice']);
-      expect(await files()).toEqual({
-        'SKILL.md': skillMd('twice', 'v2'),
-        'new.txt': 'new of v2',
-        'more.txt': 'more of v2',
-      });
+      expect(await files()).toEqual(v2Files());
     });
 
     it('a replace committing while the sweep reads the skills keeps its version folder', async () => {
-      const { id } = await skill();
-      // The sweep runs two hours on (the replace's files look old), while the replace still holds
-      // the skill; the replace commits, removes v1 and lets its hold go right after the sweep
-      // has read which folder the row names.
-      at = Date.now() + 2 * 60 * 60 * 1000;
-      stored = [];
-      const write = holdNextPut('/new.txt');
-      const replacing = version(process(), 'v2', { 'new.txt': 'new of v2', 'more.txt': 'more of v2' });
-      await write.reached;
-      const written = (name: string) =>
-        stored.some(
-          (key) => key.endsWith(`/${name}`) && key.startsWith(`skills/${WS}/${id}/.atrium-version-`),
-        );
-      await waitUntil(() => written('SKILL.md') && written('more.txt'), "v2's first files written");
+      // The replace commits, removes v1 and lets its hold go right after the sweep has read
+      // which folder the row names.
+      const { write, replacing } = await replaceHeldAtNewTxt();
       let committed = false;
       const afterSkillsRead = async () => {
         if (committed) return;
@@ -419,22 +417,17 @@ describe.each(STORES)(
         write.release();
         expect(names((await replacing).updated)).toEqual(['twice']);
       };
+      const log = { warn: () => undefined };
       expect(
         await sweepOrphanSkillObjects(
           withHook(env.database.db, 'skills', afterSkillsRead),
           store,
           new Date(at),
-          {
-            warn: () => undefined,
-          },
+          log,
         ),
       ).toBe(0);
       expect(committed).toBe(true);
-      expect(await files()).toEqual({
-        'SKILL.md': skillMd('twice', 'v2'),
-        'new.txt': 'new of v2',
-        'more.txt': 'more of v2',
-      });
+      expect(await files()).toEqual(v2Files());
     });
 
     it('the folder of a replace that crashed before its commit is swept once old; the current one stays', async () => {
