@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { upstreamFailure } from '../../src/services/upstream-failure.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatRows, chatSetup, countRows, userText } from './fixtures.js';
+import { CHAT_KEYS, chatRows, chatSetup, countRows, ledgerTokens, userText } from './fixtures.js';
 
 // Long enough that a loaded CI machine never times out a healthy upstream; the stall test waits it out.
 const TIMEOUT_MS = 2000;
@@ -102,14 +102,7 @@ describe('provider failures in JSON mode', () => {
   });
 
   describe('a failure after a completed tool step', () => {
-    const ledger = async () => {
-      const row = await t.db
-        .selectFrom('usage_ledger')
-        .selectAll()
-        .where('workspace_id', '=', 'wsp_main')
-        .executeTakeFirst();
-      return { input: Number(row?.input_tokens ?? 0), output: Number(row?.output_tokens ?? 0) };
-    };
+    const ledger = () => ledgerTokens(t.db);
     const toolStepThenFailure = () =>
       upstream.enqueue(
         {
@@ -152,8 +145,8 @@ describe('provider failures in JSON mode', () => {
       const after = await ledger();
       expect(rows[1]!.input_tokens).toBeGreaterThan(0);
       expect({ input: rows[1]!.input_tokens, output: rows[1]!.output_tokens }).toEqual({
-        input: after.input - before.input,
-        output: after.output - before.output,
+        input: after.inputTokens - before.inputTokens,
+        output: after.outputTokens - before.outputTokens,
       });
     });
 

@@ -10,7 +10,7 @@ import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
-import { CHAT_KEYS, chatRows, chatSetup, userText } from './fixtures.js';
+import { CHAT_KEYS, chatRows, chatSetup, ledgerTokens, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
@@ -217,14 +217,7 @@ describe('POST /v1/chat with stream: true', () => {
   });
 
   it('charges a reply whose upstream breaks mid-stream its prompt and the output streamed, once; one refused at once nothing', async () => {
-    const ledger = async () => {
-      const row = await t.db
-        .selectFrom('usage_ledger')
-        .selectAll()
-        .where('workspace_id', '=', 'wsp_main')
-        .executeTakeFirst();
-      return { inputTokens: Number(row?.input_tokens ?? 0), outputTokens: Number(row?.output_tokens ?? 0) };
-    };
+    const ledger = () => ledgerTokens(t.db);
     /** The usage report's rollup for the workspace, all days and agents together. */
     const reported = async () => {
       const rows = await t.db

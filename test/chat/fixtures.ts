@@ -121,6 +121,16 @@ export async function chatRows(db: Db, chatId: string) {
   return db.selectFrom('messages').selectAll().where('chat_id', '=', chatId).orderBy('position').execute();
 }
 
+/** The month's usage ledger of a workspace (`wsp_main` unless named): tokens charged so far. */
+export async function ledgerTokens(db: Db, workspaceId = 'wsp_main') {
+  const row = await db
+    .selectFrom('usage_ledger')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .executeTakeFirst();
+  return { inputTokens: Number(row?.input_tokens ?? 0), outputTokens: Number(row?.output_tokens ?? 0) };
+}
+
 export async function countRows(db: Db) {
   const [chats, messages, runs, ledger] = await Promise.all([
     db

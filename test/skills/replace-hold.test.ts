@@ -430,6 +430,20 @@ describe.each(STORES)(
       expect(await files()).toEqual(v2Files());
     });
 
+    /**
+     * A sweep now removes nothing (a crashed replace's folder is new), one two hours on removes that
+     * one folder: the keys left in the workspace's skills folder, sorted.
+     */
+    async function sweptOnceOld(): Promise<string[]> {
+      const log = { warn: () => undefined };
+      expect(await sweepOrphanSkillObjects(env.database.db, store, new Date(), log)).toBe(0);
+      const inTwoHours = new Date(Date.now() + 2 * 60 * 60 * 1000);
+      expect(await sweepOrphanSkillObjects(env.database.db, store, inTwoHours, log)).toBe(1);
+      const left: string[] = [];
+      for await (const object of store.list(`skills/${WS}/`)) left.push(object.key);
+      return left.sort();
+    }
+
     it('the folder of a replace that crashed before its commit is swept once old; the current one stays', async () => {
       const { id } = await skill();
       // A replace wrote its folder and the process died before its commit (no row points there).
@@ -440,13 +454,7 @@ describe.each(STORES)(
       expect(names((await version(process(), 'v2', { 'new.txt': 'new of v2' })).updated)).toEqual(['twice']);
       const current = (await skill()).storage_path;
       expect(current).not.toBe(crashed);
-      const log = { warn: () => undefined };
-      expect(await sweepOrphanSkillObjects(env.database.db, store, new Date(), log)).toBe(0);
-      const inTwoHours = new Date(Date.now() + 2 * 60 * 60 * 1000);
-      expect(await sweepOrphanSkillObjects(env.database.db, store, inTwoHours, log)).toBe(1);
-      const left: string[] = [];
-      for await (const object of store.list(`skills/${WS}/`)) left.push(object.key);
-      expect(left.sort()).toEqual([`${current}SKILL.md`, `${current}new.txt`]);
+      expect(await sweptOnceOld()).toEqual([`${current}SKILL.md`, `${current}new.txt`]);
       expect(await files()).toEqual({ 'SKILL.md': skillMd('twice', 'v2'), 'new.txt': 'new of v2' });
     });
 
@@ -460,13 +468,7 @@ describe.each(STORES)(
       });
       const v1 = { 'SKILL.md': skillMd('twice', 'v1'), 'old.txt': 'old of v1' };
       expect((await detail()).files).toEqual(sizes(v1));
-      const log = { warn: () => undefined };
-      expect(await sweepOrphanSkillObjects(env.database.db, store, new Date(), log)).toBe(0);
-      const inTwoHours = new Date(Date.now() + 2 * 60 * 60 * 1000);
-      expect(await sweepOrphanSkillObjects(env.database.db, store, inTwoHours, log)).toBe(1);
-      const left: string[] = [];
-      for await (const object of store.list(`skills/${WS}/`)) left.push(object.key);
-      expect(left.sort()).toEqual([`skills/${WS}/${id}/SKILL.md`, `skills/${WS}/${id}/old.txt`]);
+      expect(await sweptOnceOld()).toEqual([`skills/${WS}/${id}/SKILL.md`, `skills/${WS}/${id}/old.txt`]);
       expect(await files()).toEqual(v1);
     });
 
