@@ -64,50 +64,25 @@ export class SqliteChangeSignals implements KyselyPlugin, ChangeSignals {
     this.listeners.add(listener);
   }
 
-  /** The read that requests received since the last one wait for (undefined: none pending). */
-  private pendingRead: Promise<number> | undefined;
-
   /**
-   * SQLite's data_version, read once for every request that asks before the read runs. In WAL
-   * mode each read is a read transaction (two file locks, the largest part of a cached listing's
-   * cost), so the read waits for the end of the current poll phase (setImmediate): every request
-   * the process received in that phase then shares it. It stays exact: the read runs after each
-   * of those requests arrived, so it sees every commit made before any of them was sent.
+   * SQLite's data_version, read on the connection every query uses once no transaction holds it
+   * (inside another request's open transaction it could show that transaction's older snapshot):
+   * directly when the connection is free, as it is for nearly every request, else through Kysely,
+   * which waits for the transaction to end. Run past the plugins: it writes nothing. Each reading
+   * is a read transaction (two file locks in WAL mode): the exact caches share one per poll
+   * phase (ExactCache.readVersion).
    */
-  externalVersion(db: Kysely<unknown>): Promise<number> {
-    this.pendingRead ??= new Promise<number>((resolve, reject) => {
-      afterPollPhase(() => {
-        // Cleared before reading: a request asking from here on needs a read that follows it.
-        this.pendingRead = undefined;
-        readDataVersion(db).then(resolve, reject);
-      });
-    });
-    return this.pendingRead;
+  async externalVersion(db: Kysely<unknown>): Promise<number> {
+    const direct = directSqliteStatement(db as never, DATA_VERSION);
+    // Plucked: the number alone, no row object per request.
+    if (direct) return direct.pluck().get() as number;
+    const result = await db
+      .getExecutor()
+      .provideConnection((connection) =>
+        connection.executeQuery<{ data_version: number }>(CompiledQuery.raw(DATA_VERSION)),
+      );
+    return result.rows[0]!.data_version;
   }
-}
-
-/**
- * The check phase's own scheduler, taken when the module loads: tests that fake timers replace
- * the global one, and no request could then be authenticated.
- */
-const afterPollPhase = globalThis.setImmediate;
-
-/**
- * Read on the connection every query uses once no transaction holds it (inside another request's
- * open transaction it could show that transaction's older snapshot): directly when the connection
- * is free, as it is for nearly every read, else through Kysely, which waits for the transaction to
- * end. Run past the plugins: it writes nothing.
- */
-async function readDataVersion(db: Kysely<unknown>): Promise<number> {
-  const direct = directSqliteStatement(db as never, DATA_VERSION);
-  // Plucked: the number alone, no row object.
-  if (direct) return direct.pluck().get() as number;
-  const result = await db
-    .getExecutor()
-    .provideConnection((connection) =>
-      connection.executeQuery<{ data_version: number }>(CompiledQuery.raw(DATA_VERSION)),
-    );
-  return result.rows[0]!.data_version;
 }
 
 const DATA_VERSION = 'pragma data_version';

@@ -21,6 +21,15 @@ export interface ExactCacheLimits {
  *   writer returns only once every process answering from memory has seen its change; a process
  *   keeps nothing while it cannot take part (src/db/pg-change-signals.ts).
  */
+/** The version reading the callers of this poll phase share, per database (readVersion). */
+const pollPhaseReadings = new WeakMap<ChangeSignals, Promise<number>>();
+
+/**
+ * The check phase's scheduler, taken when the module loads: tests that fake timers replace the
+ * global one, and no request could then be authenticated.
+ */
+const afterPollPhase = globalThis.setImmediate;
+
 export class ExactCache<Value> {
   private readonly values = new Map<string, Value>();
   private weight = 0;
@@ -50,12 +59,28 @@ export class ExactCache<Value> {
   }
 
   /**
-   * The database's version now (SQLite: PRAGMA data_version; PostgreSQL: the lease's).
+   * The database's version (SQLite: PRAGMA data_version; PostgreSQL: the lease's), read at the
+   * end of the current poll phase of the event loop, one reading for every caller until then.
    * Authentication reads it once per request and hands it to the request's later lookups
-   * (`get`'s `version`), instead of each lookup reading it again.
+   * (`get`'s `version`), instead of each lookup reading it again. Exact: the reading follows the
+   * arrival of every request that uses it, so it shows every commit made before any of them was
+   * sent. Shared because on SQLite each reading is a read transaction (two file locks in WAL
+   * mode, the largest part of a cached listing's cost); and the requests of one poll phase then
+   * go on together, their responses leaving back to back (issue 16, BENCHMARKS.md).
    */
   readVersion(): Promise<number> {
-    return this.signals.externalVersion(this.db as never);
+    let reading = pollPhaseReadings.get(this.signals);
+    if (!reading) {
+      reading = new Promise<number>((resolve, reject) => {
+        afterPollPhase(() => {
+          // Dropped before reading: a caller from here on needs a reading that follows it.
+          pollPhaseReadings.delete(this.signals);
+          this.signals.externalVersion(this.db as never).then(resolve, reject);
+        });
+      });
+      pollPhaseReadings.set(this.signals, reading);
+    }
+    return reading;
   }
 
   /**
