@@ -9,18 +9,6 @@ export interface ExactCacheLimits {
   weigh?: (value: unknown) => number;
 }
 
-/**
- * Values read from the database kept in memory, exact on both engines (issue 16): the cache is
- * emptied by every write to the tables its values are read from, and no lookup returns what the
- * database would no longer answer, on any process. A value read while the data changed is not
- * kept. How the writes are told (ChangeSignals):
- * - SQLite: this process's writes through Kysely, before and after they run, and before each
- *   lookup PRAGMA data_version, which changes whenever another connection (another
- *   `atrium serve`, `atrium keys revoke`) has committed;
- * - PostgreSQL: this process's writes once committed, other processes' by LISTEN/NOTIFY, and a
- *   writer returns only once every process answering from memory has seen its change; a process
- *   keeps nothing while it cannot take part (src/db/pg-change-signals.ts).
- */
 /** The version reading the callers of this poll phase share, per database (readVersion). */
 const pollPhaseReadings = new WeakMap<ChangeSignals, Promise<number>>();
 
@@ -30,6 +18,18 @@ const pollPhaseReadings = new WeakMap<ChangeSignals, Promise<number>>();
  */
 const afterPollPhase = globalThis.setImmediate;
 
+/**
+ * Values read from the database kept in memory, exact on both engines (issue 16): the cache is
+ * emptied by every write to the tables its values are read from, and no lookup returns what the
+ * database would no longer answer, on any process. A value read while the data changed is not
+ * kept. How the writes are told (ChangeSignals):
+ * - SQLite: this process's writes through Kysely, before and after they run, and PRAGMA
+ *   data_version (read after the requests that use it arrived, see readVersion), which changes
+ *   whenever another connection (another `atrium serve`, `atrium keys revoke`) has committed;
+ * - PostgreSQL: this process's writes once committed, other processes' by LISTEN/NOTIFY, and a
+ *   writer returns only once every process answering from memory has seen its change; a process
+ *   keeps nothing while it cannot take part (src/db/pg-change-signals.ts).
+ */
 export class ExactCache<Value> {
   private readonly values = new Map<string, Value>();
   private weight = 0;

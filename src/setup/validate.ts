@@ -4,6 +4,7 @@ import { type Static, type TSchema, Type } from 'typebox';
 import { LineCounter, parse as parseYaml, YAMLParseError } from 'yaml';
 import { agentImageProblem, duplicateToolNames, toolUrlProblem } from '../agent-fields.js';
 import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
+import { PATTERNS, patternMessage } from '../http/schemas/patterns.js';
 import { MAX_PROJECT_MEMORY_LENGTH, MAX_RATE_LIMIT_PER_MINUTE, MAX_SETUP_AMOUNT } from '../limits.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
 import { ECHO_EMBEDDING_MODEL_ID } from '../models/echo-embedding.js';
@@ -42,7 +43,7 @@ const ApiKeySpec = Type.Object(
 const ToolSpec = Type.Object(
   {
     type: Type.Literal('mcp'),
-    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' }),
+    name: Type.String({ minLength: 1, maxLength: 64, pattern: PATTERNS.token.pattern }),
     url: Type.String({ format: 'uri' }),
     headers: Type.Optional(Type.Record(Type.String(), Type.String())),
   },
@@ -76,7 +77,7 @@ const ProjectSpec = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 200 }),
     description: Clearable(Text(2000)),
     instructions: Clearable(Text(20_000)),
-    color: Clearable(Type.String({ pattern: '^#[0-9A-Fa-f]{6}$' })),
+    color: Clearable(Type.String({ pattern: PATTERNS.color.pattern })),
     icon: Clearable(Text(64)),
     memory: Clearable(Text(MAX_PROJECT_MEMORY_LENGTH)),
     archived: Type.Optional(Type.Boolean()),
@@ -159,7 +160,7 @@ export const SetupFileSchema = Type.Object(
             ]),
             baseURL: Clearable(Type.String({ format: 'uri' })),
             apiKey: Clearable(Type.String({ minLength: 1 })),
-            apiKeyEnv: Clearable(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
+            apiKeyEnv: Clearable(Type.String({ pattern: PATTERNS.envName.pattern })),
           },
           { additionalProperties: false },
         ),
@@ -254,7 +255,7 @@ function shapeProblems(validate: ValidateFunction<SetupFile>): SetupProblem[] {
     let message =
       params.pattern === ID_PATTERN
         ? 'must be letters, digits and _ . : - only (no "/"), and not "." or ".."'
-        : (error.message ?? 'is invalid');
+        : (patternMessage(params.pattern) ?? error.message ?? 'is invalid');
     if (params.missingProperty) path = readablePath(`${error.instancePath}/${params.missingProperty}`);
     if (params.additionalProperty) {
       // A field name is a word, as every field of the file is: anything else is the file's text

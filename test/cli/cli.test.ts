@@ -192,7 +192,7 @@ organizations:
       `atrium: ${file}: organizations[0].workspaces[0].apiKeys[0].expiresAt: must match format "date-time"`,
     ]);
     expect(about('organizations[0].workspaces[0].projects[0].color')).toEqual([
-      `atrium: ${file}: organizations[0].workspaces[0].projects[0].color: must match pattern "^#[0-9A-Fa-f]{6}$"`,
+      `atrium: ${file}: organizations[0].workspaces[0].projects[0].color: must be a color written #RRGGBB`,
     ]);
     expect(about('organizations[0].workspaces[0].limits.monthlyTokens')).toEqual([
       `atrium: ${file}: organizations[0].workspaces[0].limits.monthlyTokens: must be >= 0`,

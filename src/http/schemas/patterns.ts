@@ -1,12 +1,17 @@
 /**
- * The `pattern`s of the route schemas, each with what a refused value is told (the error handler
- * puts it in place of AJV's "must match pattern", which shows the regular expression).
+ * The `pattern`s of the route schemas and the setup file, each with what a refused value is told
+ * (the error handler and the setup file's checks put it in place of AJV's "must match pattern",
+ * which shows the regular expression).
  */
 export const PATTERNS = {
   notBlank: { pattern: '\\S', message: 'must not be blank' },
   color: { pattern: '^#[0-9A-Fa-f]{6}$', message: 'must be a color written #RRGGBB' },
   month: { pattern: '^[0-9]{4}-(0[1-9]|1[0-2])$', message: 'must be a month written YYYY-MM' },
   token: { pattern: '^[A-Za-z0-9_-]+$', message: 'must hold only letters, digits, "_" and "-"' },
+  envName: {
+    pattern: '^[A-Za-z_][A-Za-z0-9_]*$',
+    message: 'must be an environment variable name: letters, digits and "_", not starting with a digit',
+  },
   functionName: {
     pattern: '^[A-Za-z0-9_-]{1,64}$',
     message: 'must be 1–64 characters of letters, digits, "_" and "-"',
