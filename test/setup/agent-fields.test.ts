@@ -3,26 +3,13 @@
  * (test/management/agents-admin.test.ts): one function each, so the two cannot drift apart.
  */
 import { describe, expect, it } from 'vitest';
-import { parseSetupText } from '../../src/setup/validate.js';
+import { oneWorkspaceFile, setupProblems } from './setup-files.js';
 
 const AGENT_PATH = 'organizations[0].workspaces[0].agents[0]';
 
 /** The problems of a file with one agent holding `fields` (YAML flow mapping entries). */
 function agentProblems(fields: string) {
-  const result = parseSetupText(
-    `
-organizations:
-  - id: org_a
-    name: A
-    workspaces:
-      - id: wsp_a
-        name: A
-        agents:
-          - { title: Helper, ${fields} }
-`,
-    'setup.yaml',
-  );
-  return result.ok ? [] : result.problems;
+  return setupProblems(oneWorkspaceFile(`        agents:\n          - { title: Helper, ${fields} }`));
 }
 
 describe('agent fields of the setup file', () => {

@@ -3,29 +3,20 @@
  * (src/http/schemas/patterns.ts), never the regular expression.
  */
 import { describe, expect, it } from 'vitest';
-import { parseSetupText } from '../../src/setup/validate.js';
-
-function problems(text: string) {
-  const result = parseSetupText(text, 'setup.yaml');
-  return result.ok ? [] : result.problems;
-}
+import { oneWorkspaceFile, setupProblems } from './setup-files.js';
 
 describe('pattern messages of the setup file', () => {
   it('says what a colour, a tool name and a key variable must be', () => {
-    const found = problems(`
-providers:
-  - { id: local, type: openai-compatible, baseURL: "http://localhost:1/v1", apiKeyEnv: "1BAD" }
-organizations:
-  - id: org_a
-    name: A
-    workspaces:
-      - id: wsp_a
-        name: A
-        projects:
+    const found = setupProblems(
+      oneWorkspaceFile(
+        `        projects:
           - { name: P, color: blue }
         agents:
-          - { title: Helper, tools: [{ type: mcp, name: "has space", url: "https://mcp.test/" }] }
-`);
+          - { title: Helper, tools: [{ type: mcp, name: "has space", url: "https://mcp.test/" }] }`,
+        `providers:
+  - { id: local, type: openai-compatible, baseURL: "http://localhost:1/v1", apiKeyEnv: "1BAD" }`,
+      ),
+    );
     expect(found).toEqual(
       expect.arrayContaining([
         {
