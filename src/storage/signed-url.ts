@@ -36,6 +36,9 @@ const PARAM = {
   signature: 'signature',
 } as const;
 
+/** The query's only names: one more is an edited URL, as with S3's presigned URLs, which sign the whole query. */
+const SIGNED_PARAMS = new Set<string>(Object.values(PARAM));
+
 function deriveKey(secret: string): Buffer {
   // A key of its own, so the secret could sign other things later without cross-use.
   return createHmac('sha256', secret).update('atrium storage url v1').digest();
@@ -123,6 +126,7 @@ export function verifySignedUrl(
   query: Record<string, unknown>,
   now: Date,
 ): SignedFields {
+  if (Object.keys(query).some((name) => !SIGNED_PARAMS.has(name))) throw invalid();
   const text = (name: string) => (typeof query[name] === 'string' ? (query[name] as string) : undefined);
   const contentType = text(PARAM.contentType);
   const expiresRaw = text(PARAM.expiresAt);
