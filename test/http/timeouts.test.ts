@@ -102,6 +102,26 @@ describe(`request timeouts (${engineName})`, () => {
     expect(JSON.parse(response.body).code).toBe('request_timeout');
   });
 
+  // OpenAI clients read the document to know what a route answers: the 408 is one of its errors.
+  it('cuts a slow chat completion body with 408 in OpenAI’s shape, as the document declares', async () => {
+    const client = new RawClient(port);
+    const size = 10_000;
+    client.send(
+      `POST /v1/openai/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEYS.mainOwner}\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`,
+    );
+    const sent = await trickleBody(client, size);
+    const response = await client.closed;
+    expect(sent).toBeLessThan(size);
+    expect(response.status).toBe(408);
+    expect(JSON.parse(response.body)).toMatchObject({ error: { code: 'request_timeout' } });
+    const doc = (await (await fetch(`${server.address}/v1/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, { content?: unknown }> }>>;
+    };
+    expect(doc.paths['/v1/openai/chat/completions']!.post!.responses['408']?.content).toEqual({
+      'application/json': { schema: { $ref: '#/components/schemas/OpenAIError' } },
+    });
+  });
+
   it('closes a connection whose headers trickle in, answering 408 in the error body', async () => {
     const client = new RawClient(port);
     const head = `GET /healthz HTTP/1.1\r\nHost: x\r\nx-padding: ${'p'.repeat(400)}\r\n\r\n`;

@@ -168,7 +168,7 @@ export async function openAIRoutes(
               'text/event-stream': { schema: CompletionStream },
             },
           },
-          ...openAIErrorResponses(400, 401, 402, 404, 405, 413, 415, 409, 429, 500, 502, 503, 504),
+          ...openAIErrorResponses(400, 401, 402, 404, 405, 408, 409, 413, 415, 429, 500, 502, 503, 504),
         },
       },
     },

@@ -27,6 +27,7 @@ export function openAIErrorResponses(...statuses: number[]) {
     402: 'Usage limit or spend cap reached; `x-should-retry: false`',
     404: 'Unknown or invisible agent (`model_not_found`, `param: "model"`), chat (`param: "chat_id"` or `"x-atrium-chat-id"`) or project (`param: "project_id"`)',
     405: 'Known path, wrong method',
+    408: 'The body arrived too slowly (`request_timeout`)',
     409: 'The reply was stopped before it was done, or a reply of the named chat is still being generated (`conflict`); `x-should-retry: false`',
     413: 'Body over its byte limit',
     415: 'Wrong request content type',
