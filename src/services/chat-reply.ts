@@ -15,6 +15,7 @@ import type { StopReason } from './running-replies.js';
 import type { ChatMessageMetadata, TokenUsage } from './chat.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
 import { cpuTurn } from './cpu-turns.js';
+import { forceToolChoiceOnFirstCall } from './forced-tool-choice.js';
 import { DirectText } from './direct-text.js';
 import { KeptChunks } from './kept-chunks.js';
 import type { ReplyUsage } from './reply-usage.js';
@@ -103,28 +104,20 @@ export interface ReplyCall {
 /** `model`: the call's model, wrapped to count its usage (and, streaming, to pass text on direct). */
 function callSettings(call: ReplyCall, model: LanguageModelV3) {
   const hasTools = Object.keys(call.tools).length > 0;
+  const { toolChoice, ...options } = call.options ?? {};
   return {
-    model,
+    model: toolChoice === undefined ? model : forceToolChoiceOnFirstCall(model, toolChoice),
     system: call.system,
     messages: call.messages,
     // The API accepts system messages from the caller (decisions.md: role `system`).
     allowSystemInMessages: true,
     temperature: call.temperature,
-    ...call.options,
+    ...options,
     maxRetries: 0,
     abortSignal: call.abortSignal,
     ...(call.download ? { experimental_download: call.download } : {}),
     ...(hasTools ? { tools: call.tools } : {}),
     stopWhen: toolLoopStop,
-    // A client's forced tool choice (`required`, a named function) is for the reply's first model
-    // call: forced on every step of the tool loop, the model could never answer in text, and
-    // each of the steps would be paid for.
-    ...(hasTools && call.options?.toolChoice !== undefined
-      ? {
-          prepareStep: ({ stepNumber }: { stepNumber: number }) =>
-            stepNumber === 0 ? undefined : { toolChoice: 'auto' as const },
-        }
-      : {}),
   };
 }
 

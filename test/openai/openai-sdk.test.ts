@@ -975,6 +975,42 @@ describe('tools', () => {
     expect(upstream.requests.map((request) => request.body.tool_choice)).toEqual(['required', 'auto']);
   });
 
+  // A model may answer in text despite a forced choice (atrium/echo always does, as do many
+  // OpenAI-compatible servers): the AI SDK's generateText threw on it, a 502 the SDKs retried,
+  // where the same request streamed was answered.
+  it('answers a model that ignores a forced tool choice with its text, in JSON as streamed', async () => {
+    const forced = [
+      'required' as const,
+      { type: 'function' as const, function: { name: weatherTool.function.name } },
+    ];
+    for (const toolChoice of forced) {
+      upstream.enqueue(
+        { kind: 'text', text: 'No tool for that.' },
+        { kind: 'text', text: 'No tool for that.' },
+      );
+      const request = {
+        model: 'agt_plain',
+        messages: [{ role: 'user' as const, content: 'Weather in Rome?' }],
+        tools: [weatherTool],
+        tool_choice: toolChoice,
+      };
+      const json = await client().chat.completions.create(request);
+      expect(json.choices[0]).toMatchObject({
+        finish_reason: 'stop',
+        message: { content: 'No tool for that.' },
+      });
+      const chunks = await collect(await client().chat.completions.create({ ...request, stream: true }));
+      expect(text(chunks)).toBe('No tool for that.');
+    }
+    const echo = await client().chat.completions.create({
+      model: 'agt_echo',
+      messages: [{ role: 'user', content: 'Weather in Rome?' }],
+      tools: [weatherTool],
+      tool_choice: 'required',
+    });
+    expect(echo.choices[0]!.message.content).toContain('You said: "Weather in Rome?"');
+  });
+
   it('runs an orchestrating agent’s sub-agent inside Atrium: never a tool_call, usage included', async () => {
     upstream.enqueue(
       { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Summarize the plan' } }] },
