@@ -201,6 +201,20 @@ describe('OpenAPI document', () => {
     expect(create.requestBody.content['application/json'].schema.required).toEqual(['model', 'messages']);
   });
 
+  // The OpenAI SDKs honour it before their own retry rules (docs/openai.md, Errors): a client
+  // generated from the document must know the header is there.
+  it('documents x-should-retry on the OpenAI-compatible errors that send it (402, 409, 502)', () => {
+    const create = doc.paths['/v1/openai/chat/completions']!.post! as unknown as {
+      responses: Record<string, { headers?: Record<string, unknown> }>;
+    };
+    for (const status of ['402', '409', '502']) {
+      expect(create.responses[status]?.headers?.['x-should-retry'], status).toEqual({
+        $ref: '#/components/headers/x-should-retry',
+      });
+    }
+    expect(create.responses['400']?.headers).not.toHaveProperty('x-should-retry');
+  });
+
   it('serves a docs page', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/docs/' });
     expect(res.statusCode).toBe(200);

@@ -46,8 +46,9 @@ const headerRef = (name: keyof typeof SHARED_RESPONSE_HEADERS) => ({
 });
 
 /**
- * Headers that plugins add (request id, rate limit, Retry-After, Allow) are not in any route's
- * schema; they are documented here once and referenced from every response that carries them.
+ * Headers that plugins and error handlers add (request id, rate limit, Retry-After, Allow,
+ * x-should-retry) are not in any route's schema; they are documented here once and referenced
+ * from every response that carries them.
  * Error responses get examples with the codes of their status.
  */
 function completeResponses(document: Document): Document {
@@ -75,6 +76,10 @@ function completeResponses(document: Document): Document {
         // Both error handlers set these from the error (`retryAfterSeconds`, `allow`).
         if (status === '429' || status === '503') response.headers['Retry-After'] = headerRef('Retry-After');
         if (status === '405') response.headers.Allow = headerRef('Allow');
+        // sendOpenAIError says where a retry is futile (routes/openai.ts, retryIsFutile).
+        if (body === ERROR_BODIES[1] && ['402', '409', '502'].includes(status)) {
+          response.headers['x-should-retry'] = headerRef('x-should-retry');
+        }
         const examples = errorExamples(Number(status));
         if (body === ERROR_BODIES[0] && examples) json.examples = examples;
       }

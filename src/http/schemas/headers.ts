@@ -22,6 +22,9 @@ export const SHARED_RESPONSE_HEADERS = {
   'x-ratelimit-remaining': headerDoc('Keys with a rate limit: requests left in this minute', 'integer'),
   'Retry-After': headerDoc('Seconds to wait before trying again', 'integer'),
   Allow: headerDoc('The methods this path (or signed storage URL) takes, e.g. `GET, HEAD, POST`'),
+  'x-should-retry': headerDoc(
+    '`false` where a retry would meet the same answer (OpenAI-compatible routes: a 402, a 409, a 502 relaying the provider refusing the request itself); the OpenAI SDKs honour it',
+  ),
 } as const;
 
 /** `schema` as a success response with its own description and headers (besides the shared ones). */
