@@ -282,6 +282,11 @@ export async function buildApp(
   // interrupted, so shutdown never waits on a hung provider.
   app.addHook('preClose', async () => {
     await replies.drain(shutdownWaitMs, SHUTDOWN_STORE_MS);
+    // Fastify now closes the connections idle at this moment and waits for the others. One whose
+    // request is still in flight (an upload) would stay open once answered for the whole
+    // keep-alive timeout (72 s by default), and the shutdown with it: from here on a connection
+    // closes as soon as it is idle. Node reads this when each answer ends.
+    app.server.keepAliveTimeout = 1;
   });
   app.addHook('onClose', async () => {
     await deps.usageReservations.stop();

@@ -1,10 +1,14 @@
 import { EventEmitter } from 'node:events';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Indexer, type IndexerDeps, startIndexer } from '../../src/knowledge/indexer.js';
 import { startServer, type StopSignals } from '../../src/server.js';
 import { applyFixture, createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+import { waitUntil } from '../helpers/wait-until.js';
 
 let env: TestEnv;
 let server: Awaited<ReturnType<typeof startServer>>;
@@ -38,6 +42,8 @@ describe(`startServer (${engineName})`, () => {
     expect(put.status).toBe(200);
   });
 });
+
+const objectsDir = (...parts: string[]) => path.join(env.config.dataDir, 'objects', ...parts);
 
 /** Signals for one server: `emit('SIGTERM')` stops it as the process's would; exits are noted. */
 class TestSignals extends EventEmitter implements StopSignals {
@@ -89,4 +95,57 @@ describe(`startServer and its stop signals (${engineName})`, () => {
     await expect(startServer({ ...env.config, port })).rejects.toThrow(/EADDRINUSE/);
     expect(counts()).toEqual(before);
   });
+
+  it('exits soon after answering a request that was in flight at SIGTERM, on a kept-alive connection', async () => {
+    const signals = new TestSignals();
+    const stopping = await startServer(env.config, { signals });
+    const size = 64 * 1024;
+    const asked = await fetch(`${stopping.address}/v1/projects/prj_docs/files/upload`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': KEYS.mainOwner, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        filename: 'in-flight.bin',
+        contentType: 'application/octet-stream',
+        sizeBytes: size,
+      }),
+    });
+    const { uploadUrl, storagePath } = (await asked.json()).data as {
+      uploadUrl: string;
+      storagePath: string;
+    };
+    // A client that keeps its connections open as long as the server lets it (a load balancer).
+    const agent = new http.Agent({ keepAlive: true, timeout: 120_000 });
+    try {
+      const request = http.request(uploadUrl, {
+        agent,
+        method: 'PUT',
+        headers: { 'content-type': 'application/octet-stream', 'content-length': size },
+      });
+      const status = new Promise<number>((resolve, reject) => {
+        request.on('response', (response) => {
+          response.resume();
+          resolve(response.statusCode!);
+        });
+        request.on('error', reject);
+      });
+      request.write(Buffer.alloc(size / 2, 1));
+      await waitUntil(
+        () => existsSync(objectsDir('tmp')) && readdirSync(objectsDir('tmp')).length > 0,
+        'the upload to begin',
+      );
+      signals.emit('SIGTERM');
+      // No reply to drain: the server stops listening at once, the upload still under way.
+      await waitUntil(() => !stopping.app.server.listening, 'the server to stop listening');
+      request.end(Buffer.alloc(size / 2, 2));
+      expect(await status).toBe(200);
+      const answered = Date.now();
+      // Before: the connection, idle once answered, stayed open for the keep-alive timeout
+      // (ATRIUM_KEEP_ALIVE_TIMEOUT_MS, 72 s), and the shutdown waited for it.
+      await expect.poll(() => signals.exits, { timeout: 10_000 }).toEqual([0]);
+      expect(Date.now() - answered).toBeLessThan(10_000);
+      expect(statSync(objectsDir('data', storagePath)).size).toBe(size);
+    } finally {
+      agent.destroy();
+    }
+  }, 30_000);
 });
