@@ -356,6 +356,19 @@ export class FsObjectStore implements ObjectStore {
       } catch (error) {
         // A concurrent delete may prune the folder between mkdir and rename: try again.
         if (isCode(error, 'ENOENT') && attempt < 8) continue;
+        // An empty folder at the path is no object's: a process killed between a write's mkdir
+        // and its rename, or between a delete's removal of a folder's last file and the pruning,
+        // leaves one, and nothing lists or sweeps it. rmdir removes only an empty one.
+        if (
+          isCode(error, 'EISDIR') &&
+          attempt < 8 &&
+          (await fs.rmdir(to).then(
+            () => true,
+            () => false,
+          ))
+        ) {
+          continue;
+        }
         if (isCode(error, 'ENOTDIR', 'EISDIR', 'EEXIST', 'ENOTEMPTY')) throw pathConflict(key, error);
         if (isCode(error, 'ENAMETOOLONG')) {
           throw new ApiError(

@@ -140,6 +140,23 @@ describe('FsObjectStore', () => {
     });
   });
 
+  it('writes a file over a folder a killed write or delete left empty, but never over one that holds anything', async () => {
+    // A process killed between making a write's folders and renaming its file into them, or
+    // between a delete's removal of a folder's last file and its pruning of the folder, leaves
+    // the folder empty (seen with SIGKILL). Before, a file at that path was refused for ever as
+    // a clash with a folder that nothing lists.
+    await fsPromises.mkdir(path.join(root, 'data', 'emptied', 'docs'), { recursive: true });
+    await store.put('emptied/docs', Readable.from([Buffer.from('a file')]), { contentType: 'text/plain' });
+    expect(await text((await store.get('emptied/docs'))!.body)).toBe('a file');
+
+    await store.put('emptied/full/a.txt', Readable.from([Buffer.from('x')]), { contentType: 'text/plain' });
+    await expect(
+      store.put('emptied/full', Readable.from([Buffer.from('y')]), { contentType: 'text/plain' }),
+    ).rejects.toMatchObject({ code: 'bad_request' });
+    expect(await keys('emptied/')).toEqual(['emptied/docs', 'emptied/full/a.txt']);
+    await store.deletePrefix('emptied/');
+  });
+
   it('sweeps temp files left over by a crashed write, keeping recent ones', async () => {
     const { utimesSync, writeFileSync, mkdirSync } = await import('node:fs');
     const tmp = path.join(root, 'tmp');
