@@ -507,8 +507,16 @@ async function storeSkills(
     for (const id of hold.lost) notHeld.add(id);
   } catch (error) {
     // Only this upload's own folders: a replaced skill's row still names its previous folder,
-    // whole and untouched.
-    await Promise.allSettled([...written].map((prefix) => deps.store.deletePrefix(prefix)));
+    // whole and untouched. And only those no row names: a commit whose answer was lost (the
+    // connection cut as it committed) may have gone through. When the rows cannot be read
+    // either, none is removed here: the leftovers sweep removes what no row names.
+    const named = await findSkillStoragePaths(
+      deps.db,
+      rows.map((row) => row.id),
+    ).catch(() => undefined);
+    const folders = new Set(named?.values());
+    const unnamed = named ? [...written].filter((prefix) => !folders.has(prefix)) : [];
+    await Promise.allSettled(unnamed.map((prefix) => deps.store.deletePrefix(prefix)));
     throw errors.internal(error);
   }
   // Committed: what follows only tidies storage, so a failure here must not take the new skills'

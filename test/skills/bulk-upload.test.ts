@@ -1,17 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
+import type { Db } from '../../src/db/database.js';
 import {
   holdSkillsForReplace,
   listWorkspaceSkills,
   releaseSkillsForReplace,
 } from '../../src/db/repositories/skills.js';
 import { SKILL_FRONT_MATTER_MAX, SKILL_METADATA_MAX } from '../../src/services/skill-markdown.js';
-import { sweepOrphanSkillObjects } from '../../src/services/skills.js';
+import type { WorkspaceAccess } from '../../src/services/access.js';
+import { bulkUploadSkills, sweepOrphanSkillObjects } from '../../src/services/skills.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
@@ -831,6 +834,95 @@ describe(`bulk skill upload: failures leave nothing behind (${engineName})`, () 
         await sql`DROP FUNCTION skills_fail()`.execute(db);
       }
     }
+  });
+});
+
+/**
+ * `db`, whose first transaction commits and then fails as a connection cut while COMMIT was
+ * answered does: the writes are in, the caller is told they failed.
+ */
+function commitAnswerLost(db: Db): Db {
+  let lost = false;
+  return new Proxy(db, {
+    get(target, property, receiver) {
+      if (property !== 'transaction') {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      }
+      return () => ({
+        execute: async <T>(work: (trx: Db) => Promise<T>): Promise<T> => {
+          const result = await target.transaction().execute(work);
+          if (lost) return result;
+          lost = true;
+          throw new Error('Connection terminated unexpectedly');
+        },
+      });
+    },
+  });
+}
+
+describe(`bulk skill upload: a commit whose answer was lost (${engineName})`, () => {
+  it('keeps the files of every skill the commit wrote, created or replaced', async () => {
+    const access: WorkspaceAccess = {
+      principal: {
+        keyId: 'key_owner',
+        kind: 'workspace',
+        organizationId: 'org_acme',
+        workspaceId: WS,
+        userId: 'usr_owner',
+        rateLimitPerMinute: null,
+        ownWorkspace: null,
+        agentIds: null,
+      },
+      workspaceId: WS,
+      organizationId: 'org_acme',
+      role: 'owner',
+      defaultModel: null,
+    };
+    let parts = 0;
+    const part = async (files: Array<{ name: string; content: string }>) => {
+      const zip = await buildZip(files);
+      const file = path.join(t.env.root, `lost-commit-${parts++}.zip`);
+      await writeFile(file, zip);
+      return { filename: 'skills.zip', contentType: 'application/zip', path: file, size: zip.length };
+    };
+    const deps = (db: Db) => ({ db, store: t.store, clock: () => new Date() });
+    const created = await bulkUploadSkills(deps(t.db), access, {
+      parts: [await part([{ name: 'lost-replaced/SKILL.md', content: skillMd('lost-replaced', 'v1') }])],
+      visibility: 'workspace',
+    });
+    expect(created.summary.created).toBe(1);
+
+    // Storage and the commit went through; only the commit's answer was lost (500).
+    await expect(
+      bulkUploadSkills(deps(commitAnswerLost(t.db)), access, {
+        parts: [
+          await part([
+            { name: 'lost-replaced/SKILL.md', content: skillMd('lost-replaced', 'v2') },
+            { name: 'lost-created/SKILL.md', content: skillMd('lost-created', 'new') },
+          ]),
+        ],
+        visibility: 'workspace',
+        mode: 'replace',
+      }),
+    ).rejects.toMatchObject({ code: 'internal_error' });
+
+    // Before: the folders the commit had just named were deleted as the request's own leftovers:
+    // a new skill without its files, and a replaced one whose row named a folder that was gone.
+    const rows = (await listWorkspaceSkills(t.db, WS)).filter((row) => row.name.startsWith('lost-'));
+    expect(rows.map((row) => [row.name, row.description]).sort()).toEqual([
+      ['lost-created', 'new'],
+      ['lost-replaced', 'v2'],
+    ]);
+    for (const row of rows) expect(await t.store.head(`${row.storage_path}SKILL.md`)).not.toBeNull();
+    // The replaced skill's previous version, which the failed request did not remove, is the
+    // leftovers sweep's: afterwards only the version the row names is stored.
+    const inTwoHours = new Date(Date.now() + 2 * 60 * 60 * 1000);
+    expect(await sweepOrphanSkillObjects(t.db, t.store, inTwoHours, { warn: () => {} })).toBe(1);
+    const replaced = rows.find((row) => row.name === 'lost-replaced')!;
+    expect((await storedKeys()).filter((key) => key.startsWith(`skills/${WS}/${replaced.id}/`))).toEqual([
+      `${replaced.storage_path}SKILL.md`,
+    ]);
   });
 });
 
