@@ -356,6 +356,7 @@ async function sortOutDuplicates(db: Db, access: WorkspaceAccess, ready: ReadySk
  */
 export const SKILL_REPLACE_HOLD_MS = 30_000;
 
+const DELETED_MEANWHILE = 'the skill was deleted while this upload replaced it; upload it again to create it';
 const REPLACED_ELSEWHERE =
   'another upload is replacing this skill right now; upload again once it has finished';
 
@@ -543,6 +544,10 @@ async function storeSkills(
       // Its hold lapsed while this upload ran (the process stalled) and another replace took it:
       // that one's version stands, row and folder.
       skipped.push({ name: row.name, file: toCreate[index]!.candidate.file, reason: REPLACED_ELSEWHERE });
+    } else if (replacedIds.has(row.id)) {
+      // Held, yet no row to update: the skill was deleted while this upload wrote (a delete
+      // does not wait for a replace, and a replace does not bring a deleted skill back).
+      skipped.push({ name: row.name, file: toCreate[index]!.candidate.file, reason: DELETED_MEANWHILE });
     } else {
       // Another request took the name between our check and our insert.
       skipped.push({

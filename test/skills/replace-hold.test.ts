@@ -317,6 +317,29 @@ describe.each(STORES)(
       });
     }
 
+    it('a replace whose skill is deleted while it writes skips it as deleted, not as a name taken', async () => {
+      const write = holdNextPut('/new.txt');
+      const replacing = version(process(), 'v2', { 'new.txt': 'new of v2' });
+      await write.reached;
+      // DELETE /v1/skills/{id} removes the row first (skill-admin.ts).
+      await env.database.db
+        .deleteFrom('skills')
+        .where('id', '=', (await skill()).id)
+        .execute();
+      write.release();
+      const result = await replacing;
+      expect(result.updated ?? []).toEqual([]);
+      // Before, it said "a skill with this name already exists in the workspace": none does.
+      expect(result.skipped).toEqual([
+        {
+          name: 'twice',
+          file: 'twice.zip',
+          reason: 'the skill was deleted while this upload replaced it; upload it again to create it',
+        },
+      ]);
+      expect(await listWorkspaceSkills(env.database.db, WS)).toEqual([]);
+    });
+
     it('a reader sees the previous version whole while a replace writes, then the new one whole', async () => {
       const v1 = { 'SKILL.md': skillMd('twice', 'v1'), 'old.txt': 'old of v1' };
       stored = [];
