@@ -25,6 +25,15 @@ async function requestUploadUrl(filename: string, sizeBytes: number, contentType
   return res.json().data as { uploadUrl: string; storagePath: string };
 }
 
+/** Syncs the project, then a download URL of its file named `name`. */
+async function syncedDownloadUrl(name: string): Promise<string> {
+  await filesApi(t.app).sync();
+  const file = (await filesApi(t.app).list())
+    .json()
+    .data.files.find((f: { name: string }) => f.name === name);
+  return (await filesApi(t.app).download(file.id)).json().data.downloadUrl;
+}
+
 const put = (url: string, body: string | Buffer, contentType = 'text/plain') =>
   t.app.inject({
     method: 'PUT',
@@ -313,11 +322,7 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     expect(await t.store.head(storagePath)).toBeNull();
 
     expect((await put(uploadUrl, 'hello')).statusCode).toBe(200);
-    await filesApi(t.app).sync();
-    const file = (await filesApi(t.app).list())
-      .json()
-      .data.files.find((f: { name: string }) => f.name === 'added.txt');
-    const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
+    const downloadUrl = await syncedDownloadUrl('added.txt');
     const added = new URL(downloadUrl);
     added.searchParams.append('cache', 'bust');
     const res = await t.app.inject({ method: 'GET', url: injectable(added.toString()) });
@@ -405,11 +410,7 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     }
     expect(await t.store.head(storagePath)).toBeNull();
     expect((await put(uploadUrl, 'hello')).statusCode).toBe(200);
-    await filesApi(t.app).sync();
-    const file = (await filesApi(t.app).list())
-      .json()
-      .data.files.find((f: { name: string }) => f.name === 'methods.txt');
-    const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
+    const downloadUrl = await syncedDownloadUrl('methods.txt');
     const wrong = await put(downloadUrl, 'HELLO');
     expect(wrong.statusCode).toBe(405);
     expect(wrong.headers.allow).toBe('GET, HEAD');
@@ -466,11 +467,7 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
   it('serves downloads with type, length, disposition and ranges, until the URL expires after 4 hours', async () => {
     const { uploadUrl } = await requestUploadUrl('range.txt', 10);
     expect((await put(uploadUrl, '0123456789')).statusCode).toBe(200);
-    await filesApi(t.app).sync();
-    const file = (await filesApi(t.app).list())
-      .json()
-      .data.files.find((f: { name: string }) => f.name === 'range.txt');
-    const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
+    const downloadUrl = await syncedDownloadUrl('range.txt');
     const get = (range?: string) =>
       t.app.inject({ method: 'GET', url: injectable(downloadUrl), headers: range ? { range } : {} });
 
@@ -540,11 +537,7 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
   it('refuses a download URL with a tampered filename or type', async () => {
     const { uploadUrl } = await requestUploadUrl('dl.txt', 2);
     await put(uploadUrl, 'hi');
-    await filesApi(t.app).sync();
-    const file = (await filesApi(t.app).list())
-      .json()
-      .data.files.find((f: { name: string }) => f.name === 'dl.txt');
-    const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
+    const downloadUrl = await syncedDownloadUrl('dl.txt');
     for (const [param, value] of [
       ['filename', 'evil.html'],
       ['contentType', 'text/html'],
@@ -589,11 +582,7 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
   it('stops serving a download URL once the file is replaced in place, and refuses a tampered version', async () => {
     const { uploadUrl } = await requestUploadUrl('replaced.txt', 3);
     expect((await put(uploadUrl, 'one')).statusCode).toBe(200);
-    await filesApi(t.app).sync();
-    const file = (await filesApi(t.app).list())
-      .json()
-      .data.files.find((f: { name: string }) => f.name === 'replaced.txt');
-    const { downloadUrl } = (await filesApi(t.app).download(file.id)).json().data;
+    const downloadUrl = await syncedDownloadUrl('replaced.txt');
 
     const tampered = new URL(downloadUrl);
     tampered.searchParams.set('version', 'another');

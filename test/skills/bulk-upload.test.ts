@@ -13,12 +13,11 @@ import {
   releaseSkillsForReplace,
 } from '../../src/db/repositories/skills.js';
 import { SKILL_FRONT_MATTER_MAX, SKILL_METADATA_MAX } from '../../src/services/skill-markdown.js';
-import type { WorkspaceAccess } from '../../src/services/access.js';
 import { bulkUploadSkills, sweepOrphanSkillObjects } from '../../src/services/skills.js';
 import { createObjectStore } from '../../src/storage/index.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
-import { bulkUploadRequest, SKILL_KEYS, SKILLS_SETUP } from './fixtures.js';
+import { bulkUploadRequest, SKILL_KEYS, SKILLS_OWNER, SKILLS_SETUP } from './fixtures.js';
 import {
   buildZip,
   type MultipartPart,
@@ -863,22 +862,7 @@ function commitAnswerLost(db: Db): Db {
 
 describe(`bulk skill upload: a commit whose answer was lost (${engineName})`, () => {
   it('keeps the files of every skill the commit wrote, created or replaced', async () => {
-    const access: WorkspaceAccess = {
-      principal: {
-        keyId: 'key_owner',
-        kind: 'workspace',
-        organizationId: 'org_acme',
-        workspaceId: WS,
-        userId: 'usr_owner',
-        rateLimitPerMinute: null,
-        ownWorkspace: null,
-        agentIds: null,
-      },
-      workspaceId: WS,
-      organizationId: 'org_acme',
-      role: 'owner',
-      defaultModel: null,
-    };
+    const access = SKILLS_OWNER;
     let parts = 0;
     const part = async (files: Array<{ name: string; content: string }>) => {
       const zip = await buildZip(files);

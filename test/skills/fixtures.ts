@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type { WorkspaceAccess } from '../../src/services/access.js';
 
 /** Keys (plaintext, ≥ 32 characters) and the setup fixture of the skills tests. */
 export const SKILL_KEYS = {
@@ -8,6 +9,24 @@ export const SKILL_KEYS = {
   other: 'atr_ws_skills_other_ws_0000000000000000000000',
   org: 'atr_org_skills_acme_00000000000000000000000000',
 } as const;
+
+/** The workspace of SKILLS_SETUP's owner key, as the route resolves it (for calls to the service). */
+export const SKILLS_OWNER: WorkspaceAccess = {
+  principal: {
+    keyId: 'key_owner',
+    kind: 'workspace',
+    organizationId: 'org_acme',
+    workspaceId: 'wsp_skills',
+    userId: 'usr_owner',
+    rateLimitPerMinute: null,
+    ownWorkspace: null,
+    agentIds: null,
+  },
+  workspaceId: 'wsp_skills',
+  organizationId: 'org_acme',
+  role: 'owner',
+  defaultModel: null,
+};
 
 export const SKILLS_SETUP = `
 organizations:

@@ -4,7 +4,6 @@ import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listWorkspaceSkills } from '../../src/db/repositories/skills.js';
 import { systemClock } from '../../src/ids.js';
-import type { WorkspaceAccess } from '../../src/services/access.js';
 import { getSkillDetail } from '../../src/services/skill-admin.js';
 import {
   type BulkUploadResult,
@@ -18,29 +17,14 @@ import { S3ObjectStore } from '../../src/storage/s3-store.js';
 import { applyFixture, createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
 import { waitUntil } from '../helpers/wait-until.js';
 import { startS3rver } from '../project-files/s3rver.js';
-import { SKILLS_SETUP } from './fixtures.js';
+import { SKILLS_OWNER, SKILLS_SETUP } from './fixtures.js';
 import { buildZip, skillMd } from './zip-builder.js';
 
 const WS = 'wsp_skills';
 const BEING_REPLACED = 'another upload is replacing this skill right now; upload again once it has finished';
 
 /** The owner's workspace key, as the route resolves it. */
-const OWNER: WorkspaceAccess = {
-  principal: {
-    keyId: 'key_owner',
-    kind: 'workspace',
-    organizationId: 'org_acme',
-    workspaceId: WS,
-    userId: 'usr_owner',
-    rateLimitPerMinute: null,
-    ownWorkspace: null,
-    agentIds: null,
-  },
-  workspaceId: WS,
-  organizationId: 'org_acme',
-  role: 'owner',
-  defaultModel: null,
-};
+const OWNER = SKILLS_OWNER;
 
 /**
  * `db`, whose first query selecting from `table` runs `after` once its rows are read, before its
