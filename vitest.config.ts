@@ -4,7 +4,10 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 20_000,
-    hookTimeout: 30_000,
+    // Hooks start and stop `atrium serve` processes and create and drop PostgreSQL databases;
+    // DROP DATABASE waits for a checkpoint, which on a disk busy with other suites took over 30 s
+    // (a CI run failed in a suite's cleanup, every test of it passed).
+    hookTimeout: 120_000,
     pool: 'forks',
     // Three test files at once on the 2-core CI machine: with two, a third of its CPU sat idle
     // (files wait on child processes, timers and the disk), and CI took 31 minutes on a slow day.

@@ -2,44 +2,29 @@ import { randomBytes } from 'node:crypto';
 import fs, { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { failureMessage, main } from '../../src/cli/main.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { engineName, testDatabaseUrl } from '../helpers/app.js';
+import { createOwnDatabase } from '../helpers/own-database.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 
 let dir: string;
-let databaseName: string | undefined;
+let ownDatabase: Awaited<ReturnType<typeof createOwnDatabase>>;
 const output = { out: [] as string[], err: [] as string[] };
-
-async function adminQuery(sql: string) {
-  const client = new pg.Client({ connectionString: testDatabaseUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'atrium-cli-'));
   process.env.ATRIUM_DATA_DIR = dir;
   process.env.LOG_LEVEL = 'silent';
-  if (testDatabaseUrl) {
-    // The CLI reads DATABASE_URL like any operator's shell: give it a database of its own.
-    databaseName = `atrium_cli_${randomBytes(4).toString('hex')}`;
-    await adminQuery(`CREATE DATABASE ${databaseName}`);
-    const url = new URL(testDatabaseUrl);
-    url.pathname = `/${databaseName}`;
-    process.env.DATABASE_URL = url.toString();
-  }
+  // The CLI reads DATABASE_URL like any operator's shell: give it a database of its own.
+  ownDatabase = await createOwnDatabase('atrium_cli');
+  if (ownDatabase) process.env.DATABASE_URL = ownDatabase.url;
 });
 afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
-  if (databaseName) await adminQuery(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
+  await ownDatabase?.drop();
 });
 beforeEach(() => {
   output.out = [];

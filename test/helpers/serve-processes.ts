@@ -1,16 +1,14 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { migrateToLatest, openDatabase } from '../../src/db/database.js';
 import { applySetup } from '../../src/setup/apply.js';
 import { parseSetupText } from '../../src/setup/validate.js';
-import { testDatabaseUrl } from './app.js';
+import { createOwnDatabase } from './own-database.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = path.join(ROOT, 'test/helpers/atrium-cli.ts');
@@ -130,18 +128,8 @@ export async function startServeCluster(
   options: { processes?: number; setup?: string; env?: Record<string, string> } = {},
 ): Promise<ServeCluster> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-serve-'));
-  let databaseUrl: string | undefined;
-  let databaseName: string | undefined;
-  if (testDatabaseUrl) {
-    databaseName = `atrium_serve_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: testDatabaseUrl });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${databaseName}`);
-    await admin.end();
-    const url = new URL(testDatabaseUrl);
-    url.pathname = `/${databaseName}`;
-    databaseUrl = url.toString();
-  }
+  const ownDatabase = await createOwnDatabase('atrium_serve');
+  const databaseUrl = ownDatabase?.url;
   const env: Record<string, string> = {
     ATRIUM_DATA_DIR: dataDir,
     ATRIUM_SIGNING_SECRET: 'serve-cluster-signing-secret-of-32-bytes',
@@ -176,12 +164,7 @@ export async function startServeCluster(
     },
     async close() {
       await Promise.all(servers.map((server) => server.stop('SIGKILL')));
-      if (databaseName && testDatabaseUrl) {
-        const admin = new pg.Client({ connectionString: testDatabaseUrl });
-        await admin.connect();
-        await admin.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
-        await admin.end();
-      }
+      await ownDatabase?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -1,32 +1,21 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { buildApp } from '../../src/app.js';
 import { main } from '../../src/cli/main.js';
 import { loadConfig } from '../../src/config.js';
 import { type DatabaseHandle, openDatabase } from '../../src/db/database.js';
-import { engineName, testDatabaseUrl } from '../helpers/app.js';
+import { engineName } from '../helpers/app.js';
+import { createOwnDatabase } from '../helpers/own-database.js';
 import { MANAGEMENT_SETUP, MKEYS } from './fixtures.js';
 
 let dir: string;
-let databaseName: string | undefined;
+let ownDatabase: Awaited<ReturnType<typeof createOwnDatabase>>;
 let database: DatabaseHandle;
 let app: Awaited<ReturnType<typeof buildApp>>;
 const output = { out: [] as string[], err: [] as string[] };
-
-async function adminQuery(sql: string) {
-  const client = new pg.Client({ connectionString: testDatabaseUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 function writeFile(name: string, text: string) {
   const file = path.join(dir, name);
@@ -46,14 +35,9 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'atrium-ownership-'));
   process.env.ATRIUM_DATA_DIR = dir;
   process.env.LOG_LEVEL = 'silent';
-  if (testDatabaseUrl) {
-    // The CLI reads DATABASE_URL like an operator's shell: a database of its own.
-    databaseName = `atrium_own_${randomBytes(4).toString('hex')}`;
-    await adminQuery(`CREATE DATABASE ${databaseName}`);
-    const url = new URL(testDatabaseUrl);
-    url.pathname = `/${databaseName}`;
-    process.env.DATABASE_URL = url.toString();
-  }
+  // The CLI reads DATABASE_URL like an operator's shell: a database of its own.
+  ownDatabase = await createOwnDatabase('atrium_own');
+  if (ownDatabase) process.env.DATABASE_URL = ownDatabase.url;
   vi.spyOn(console, 'log').mockImplementation(() => {});
   expect(await main(['apply', writeFile('setup.yaml', MANAGEMENT_SETUP)])).toBe(0);
   const config = loadConfig();
@@ -65,7 +49,7 @@ afterAll(async () => {
   await app?.close();
   await database?.close();
   rmSync(dir, { recursive: true, force: true });
-  if (databaseName) await adminQuery(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
+  await ownDatabase?.drop();
 });
 beforeEach(() => {
   output.out = [];
