@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { findIndexedText, type ProjectScope } from '../db/repositories/knowledge-turns.js';
 import type { ProjectFileReads, ReadResult } from '../models/tools/project-files.js';
+import { isStorableText } from '../text.js';
 import { searchPassages } from './retrieval.js';
 
 /**
@@ -20,11 +21,12 @@ export function projectFileReads(db: Db, scope: ProjectScope): ProjectFileReads 
       }));
     },
     async read(file, offset, length): Promise<ReadResult> {
-      const found = await findIndexedText(
-        db,
-        scope,
-        file.fileId !== undefined ? { fileId: file.fileId } : { path: file.path ?? '' },
-      );
+      const name = file.fileId ?? file.path ?? '';
+      // The model's input passed no check of the API: a NUL or a lone surrogate names no file
+      // (PostgreSQL would answer a NUL with its own error, shown in the tool's output).
+      const found = isStorableText(name)
+        ? await findIndexedText(db, scope, file.fileId !== undefined ? { fileId: name } : { path: name })
+        : undefined;
       if (!found) throw new Error('No such file in this project');
       if (found.text === null) {
         throw new Error(

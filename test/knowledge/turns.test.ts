@@ -425,6 +425,15 @@ describe('project file tools', () => {
     expect(JSON.stringify(parts)).not.toContain('ultramarine');
   });
 
+  it('answers a path or id no file can have (NUL, lone surrogate) as no such file, on both engines', async () => {
+    const parts = await toolTurn([
+      { name: 'readProjectFile', arguments: { path: 'ops/runbook.md\u0000' } },
+      { name: 'readProjectFile', arguments: { fileId: `${ids.runbook}\u0000` } },
+      { name: 'readProjectFile', arguments: { path: 'ops/\ud800runbook.md' } },
+    ]);
+    expect(parts.map((part) => part.errorText)).toEqual(Array(3).fill('No such file in this project'));
+  });
+
   it('finds nothing of another tenant when searching', async () => {
     const [part] = await toolTurn([
       { name: 'searchProjectFiles', arguments: { query: 'ultramarine secret' } },
