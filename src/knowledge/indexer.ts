@@ -54,7 +54,7 @@ export interface IndexerDeps {
 }
 
 export interface Indexer {
-  /** This process's id in claims. */
+  /** This process's id in claims (with a loop number after a dot when it indexes several files at once). */
   readonly processId: string;
   /** Looks for work now instead of at the next poll. */
   wake(): void;
@@ -91,6 +91,8 @@ class IndexFailure extends Error {}
 
 /** The claims of one batch of files, while it is indexed. */
 interface BatchClaims {
+  /** Whom the claims are under: the loop of this process that took them (see `loops`). */
+  claimant: string;
   /** Aborted when a renewal finds the file's claim lost (taken over, the file changed). */
   lost: Map<ClaimedFile, AbortController>;
   /** Files whose claim this process ended itself (result stored, failure recorded). */
@@ -129,7 +131,8 @@ export function startIndexer(deps: IndexerDeps): Indexer {
     wakeSignal = new Promise<void>((resolve) => (wakeUp = resolve));
   };
   signals.on('work', wake);
-  const held = new Set<ClaimedFile>();
+  /** Files being indexed, with the claimant (loop) that holds each. */
+  const held = new Map<ClaimedFile, string>();
   const iso = (offsetMs = 0) => new Date(clock().getTime() + offsetMs).toISOString();
 
   async function readObject(file: ClaimedFile): Promise<Buffer> {
@@ -189,7 +192,7 @@ export function startIndexer(deps: IndexerDeps): Indexer {
           await failClaim(
             deps.db,
             file,
-            processId,
+            claims.claimant,
             `gave up after ${config.maxAttempts} attempts: indexing stopped each time`,
           );
           claims.settled.add(file);
@@ -198,7 +201,7 @@ export function startIndexer(deps: IndexerDeps): Indexer {
         return await indexFile(file, claimLost);
       } catch (error) {
         if (!stopped && !claimLost.aborted) {
-          await handleFailure(file, error).catch(() => {});
+          await handleFailure(file, error, claims.claimant).catch(() => {});
           claims.settled.add(file);
         }
         return undefined;
@@ -210,17 +213,17 @@ export function startIndexer(deps: IndexerDeps): Indexer {
     // Per result: stored, dropped (the file changed meanwhile), or undefined (failed, recorded).
     let stored: Array<boolean | undefined>;
     try {
-      stored = await storeIndexOutcomes(deps.db, results, processId, iso());
+      stored = await storeIndexOutcomes(deps.db, results, claims.claimant, iso());
     } catch (error) {
       if (stopped) return;
       // A database that did not answer would not answer each file alone either.
       if (results.length === 1 || isDependencyUnavailable(error)) {
-        for (const { file } of results) await handleFailure(file, error).catch(() => {});
+        for (const { file } of results) await handleFailure(file, error, claims.claimant).catch(() => {});
         return;
       }
       // One result the database refuses must not fail the others of its batch: each alone.
       stored = [];
-      for (const result of results) stored.push(await storeAlone(result));
+      for (const result of results) stored.push(await storeAlone(result, claims.claimant));
     } finally {
       for (const { file } of results) claims.settled.add(file);
     }
@@ -242,19 +245,19 @@ export function startIndexer(deps: IndexerDeps): Indexer {
   }
 
   /** Stores one file's result; a failure is recorded against that file alone (undefined). */
-  async function storeAlone(result: {
-    file: ClaimedFile;
-    outcome: IndexOutcome;
-  }): Promise<boolean | undefined> {
+  async function storeAlone(
+    result: { file: ClaimedFile; outcome: IndexOutcome },
+    claimant: string,
+  ): Promise<boolean | undefined> {
     try {
-      return (await storeIndexOutcomes(deps.db, [result], processId, iso()))[0];
+      return (await storeIndexOutcomes(deps.db, [result], claimant, iso()))[0];
     } catch (error) {
-      if (!stopped) await handleFailure(result.file, error).catch(() => {});
+      if (!stopped) await handleFailure(result.file, error, claimant).catch(() => {});
       return undefined;
     }
   }
 
-  async function handleFailure(file: ClaimedFile, error: unknown): Promise<void> {
+  async function handleFailure(file: ClaimedFile, error: unknown, claimant: string): Promise<void> {
     const final = error instanceof PermanentIndexError || file.index_attempts >= config.maxAttempts;
     const retryAt = final ? null : iso(config.retryMs * 2 ** (file.index_attempts - 1));
     // `err`: the service log's serializer writes the error's type, message, code and causes,
@@ -265,17 +268,21 @@ export function startIndexer(deps: IndexerDeps): Indexer {
     );
     const shown =
       error instanceof IndexFailure ? error.message : INTERNAL_FAILURE[final ? 'final' : 'retrying'];
-    await recordIndexFailure(deps.db, file, processId, { error: shown, retryAt });
+    await recordIndexFailure(deps.db, file, claimant, { error: shown, retryAt });
   }
 
   /** Claims and indexes files (several small ones at once); false when there was nothing to claim. */
-  async function workOnce(): Promise<boolean> {
-    const claim = { processId, now: iso(), leaseUntil: iso(config.leaseMs) };
+  async function workOnce(claimant: string): Promise<boolean> {
+    const claim = { processId: claimant, now: iso(), leaseUntil: iso(config.leaseMs) };
     const first = await claimNextFile(deps.db, claim);
     if (!first) return false;
     const files = [first];
-    held.add(first);
-    const claims: BatchClaims = { lost: new Map([[first, new AbortController()]]), settled: new Set() };
+    held.set(first, claimant);
+    const claims: BatchClaims = {
+      claimant,
+      lost: new Map([[first, new AbortController()]]),
+      settled: new Set(),
+    };
     // Renewed while the work lasts, so only a dead process's claim lapses. A file whose claim a
     // renewal finds lost (this process stalled past it, or the file changed) is abandoned at
     // once, its extraction stopped, instead of extracted to the end for nothing.
@@ -289,7 +296,7 @@ export function startIndexer(deps: IndexerDeps): Indexer {
           return lost.signal.aborted || claims.settled.has(file) ? [] : [{ file, lost }];
         });
         const renewed = await Promise.all(
-          open.map(({ file }) => renewClaim(deps.db, file, processId, leaseUntil)),
+          open.map(({ file }) => renewClaim(deps.db, file, claimant, leaseUntil)),
         );
         open.forEach(({ file, lost }, i) => {
           // A claim settled meanwhile (stored, failed) is no longer there to renew.
@@ -307,7 +314,7 @@ export function startIndexer(deps: IndexerDeps): Indexer {
       if (first.size_bytes <= BATCH_FILE_BYTES) {
         const more = await claimSmallFiles(deps.db, claim, BATCH_FILES - 1, BATCH_FILE_BYTES);
         for (const file of more) {
-          held.add(file);
+          held.set(file, claimant);
           claims.lost.set(file, new AbortController());
         }
         files.push(...more);
@@ -317,17 +324,17 @@ export function startIndexer(deps: IndexerDeps): Indexer {
       stopRenewing();
       // Stopped mid-batch: the files not stored yet go back to `pending` (a no-op for the others).
       if (stopped)
-        await Promise.all(files.map((file) => releaseClaim(deps.db, file, processId).catch(() => {})));
+        await Promise.all(files.map((file) => releaseClaim(deps.db, file, claimant).catch(() => {})));
       for (const file of files) held.delete(file);
     }
     return true;
   }
 
-  async function workLoop(): Promise<void> {
+  async function workLoop(claimant: string): Promise<void> {
     while (!stopped) {
       let found = false;
       try {
-        found = await workOnce();
+        found = await workOnce(claimant);
       } catch (error) {
         if (!stopped) deps.log?.warn({ err: error }, 'the indexer could not claim work');
       }
@@ -341,7 +348,13 @@ export function startIndexer(deps: IndexerDeps): Indexer {
     }
   }
 
-  const loops = Array.from({ length: config.concurrency }, () => workLoop());
+  // Each loop claims under its own name: under one name for the process, a loop could take a file
+  // again (re-marked while another loop extracted it: a rebuild, or on S3 the same bytes stored
+  // with another media type, which keeps its etag) and the other loop's stale result, finding
+  // the claim still "held", was stored over the new one.
+  const loops = Array.from({ length: config.concurrency }, (_, i) =>
+    workLoop(config.concurrency === 1 ? processId : `${processId}.${i + 1}`),
+  );
   const done = Promise.all(loops);
 
   return {
@@ -354,7 +367,9 @@ export function startIndexer(deps: IndexerDeps): Indexer {
       wake();
       // An extraction in progress may take up to its time limit: hand its file back instead.
       await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 2_000))]);
-      await Promise.all([...held].map((file) => releaseClaim(deps.db, file, processId).catch(() => {})));
+      await Promise.all(
+        [...held].map(([file, claimant]) => releaseClaim(deps.db, file, claimant).catch(() => {})),
+      );
       await pool?.close();
       await done;
     },

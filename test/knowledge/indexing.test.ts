@@ -2,12 +2,13 @@ import { sql } from 'kysely';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { claimNextFile, isSqliteDb, readIndexedText } from '../../src/db/repositories/knowledge.js';
-import { createExtractorPool } from '../../src/knowledge/extract/index.js';
+import { createExtractorPool, extractFile } from '../../src/knowledge/extract/index.js';
 import { INTERNAL_FAILURE, waitForIndexIdle } from '../../src/knowledge/indexer.js';
 import { searchProject } from '../../src/knowledge/search.js';
 import type { Extraction } from '../../src/knowledge/types.js';
 import { systemClock } from '../../src/ids.js';
 import { deleteProjectFile, projectStoragePrefix } from '../../src/services/project-files.js';
+import { updateProjectFileContent } from '../../src/db/repositories/project-files.js';
 import { rebuildProjectIndex } from '../../src/services/knowledge.js';
 import type { ObjectStore } from '../../src/storage/object-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
@@ -175,6 +176,59 @@ describe(`indexing project files (${engineName})`, () => {
     expect((await search('persimmon')).map((hit) => hit.path)).toEqual(['plan.txt']);
     expect(started.extractions.get('plan.txt')).toBe(2);
     expect((await statuses())['plan.txt']?.status).toBe('indexed');
+  });
+
+  it('drops a result for a media type changed while it was extracted, though another loop of the process took the file again', async () => {
+    // Two loops of one process (ATRIUM_INDEX_CONCURRENCY=2). On S3 the same bytes stored again
+    // with another type keep their etag (the MD5 of the bytes): sync records the new type under
+    // the same etag (done here as it does there), and the second loop claims the file while the
+    // first still extracts it as the old type.
+    const asText = gatedExtractor();
+    const asMarkdown = gatedExtractor();
+    let firstResult!: () => void;
+    const firstStoredOrDropped = new Promise<void>((resolve) => (firstResult = resolve));
+    const started = indexer({
+      concurrency: 2,
+      extract: async (input, options) => {
+        await (input.mediaType === MEDIA.text ? asText : asMarkdown).extract(input);
+        return extractFile(input, options);
+      },
+      log: {
+        info: (fields, message) =>
+          fields.stored !== undefined || message.includes('claim lost') ? firstResult() : undefined,
+        warn: () => {},
+      },
+    });
+    const bytes = '# Tamarind\n\nThe tamarind grove is watered on Mondays.';
+    await putAndSync(t, WS, PROJECT, [textFile('grove', bytes, MEDIA.text)]);
+    await asText.started;
+    const row = await db()
+      .selectFrom('project_files')
+      .selectAll()
+      .where('path', '=', 'grove')
+      .executeTakeFirstOrThrow();
+    const now = new Date().toISOString();
+    expect(
+      await updateProjectFileContent(db(), row, {
+        etag: row.etag,
+        size_bytes: row.size_bytes,
+        mime_type: MEDIA.markdown,
+        object_modified_at: now,
+        updated_at: now,
+        synced_at: now,
+      }),
+    ).toBe(true);
+    started.wake();
+    await asMarkdown.started;
+    // The first loop's result (of the old type) is stored, dropped or abandoned before the second ends.
+    asText.release();
+    await firstStoredOrDropped;
+    asMarkdown.release();
+    await waitForIndexIdle(db(), { projectId: PROJECT });
+    expect(started.extractions.get('grove')).toBe(2);
+    const [hit] = await search('tamarind');
+    expect(hit).toMatchObject({ path: 'grove', heading: 'Tamarind' });
+    expect((await readIndexedText(db(), { projectId: PROJECT, fileId: row.id }))?.format).toBe('markdown');
   });
 
   it('removes a deleted file from search with its record', async () => {
