@@ -35,8 +35,8 @@ export function projectFileReads(db: Db, scope: ProjectScope): ProjectFileReads 
             : `${found.path} has no text to read (${found.indexStatus})`,
         );
       }
-      const text = found.text.slice(offset, offset + length);
-      const end = offset + text.length;
+      const end = windowEnd(found.text, offset, length);
+      const text = found.text.slice(offset, end);
       return {
         fileId: found.id,
         path: found.path,
@@ -47,4 +47,17 @@ export function projectFileReads(db: Db, scope: ProjectScope): ProjectFileReads 
       };
     },
   };
+}
+
+/**
+ * Where a window of `length` code units from `offset` ends, never between the two halves of a
+ * character beyond the BMP (an emoji, a math letter of a PDF): a lone half is no character for
+ * the model, and the next window would start with the other. Such a window ends before the pair,
+ * or, when the pair is all it holds, after it.
+ */
+function windowEnd(text: string, offset: number, length: number): number {
+  const end = Math.min(offset + length, text.length);
+  const last = text.charCodeAt(end - 1);
+  if (end <= offset || end >= text.length || last < 0xd800 || last > 0xdbff) return end;
+  return end - 1 > offset ? end - 1 : end + 1;
 }
