@@ -120,7 +120,9 @@ export const UNTITLED_CHAT = 'New chat';
 
 /**
  * A chat's title: the first user message's text, whitespace collapsed, at most 100 characters,
- * cut at a word boundary (a single word longer than that is cut hard).
+ * cut at a word boundary (a single word longer than that is cut hard). Characters are code
+ * points, as a rename counts them: cut by UTF-16 units, a title could end in half an emoji,
+ * which the database stores as U+FFFD.
  */
 export function chatTitle(messages: ReadonlyArray<ConversationMessage | IncomingMessage>): string {
   const firstUser = messages.find((message) => message.role === 'user');
@@ -131,9 +133,10 @@ export function chatTitle(messages: ReadonlyArray<ConversationMessage | Incoming
     .replace(/\s+/g, ' ')
     .trim();
   if (text.length === 0) return UNTITLED_CHAT;
-  if (text.length <= TITLE_MAX) return text;
-  if (text[TITLE_MAX] === ' ') return text.slice(0, TITLE_MAX);
-  const cut = text.slice(0, TITLE_MAX);
+  const chars = [...text];
+  if (chars.length <= TITLE_MAX) return text;
+  const cut = chars.slice(0, TITLE_MAX).join('');
+  if (chars[TITLE_MAX] === ' ') return cut;
   const lastSpace = cut.lastIndexOf(' ');
   return lastSpace > 0 ? cut.slice(0, lastSpace) : cut;
 }

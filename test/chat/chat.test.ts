@@ -208,6 +208,24 @@ describe('chat title', () => {
       .executeTakeFirstOrThrow();
     expect(row.title).toBe('x'.repeat(100));
   });
+
+  it('counts characters as code points, as a rename does, and never cuts an emoji in half', async () => {
+    const titleOf = async (text: string) => {
+      const res = await chat({ agentId: 'agt_plain', messages: [userText(text)] });
+      const row = await t.db
+        .selectFrom('chats')
+        .select('title')
+        .where('id', '=', res.json().chatId)
+        .executeTakeFirstOrThrow();
+      return row.title;
+    };
+    // 100 emoji are 200 UTF-16 units: a cut by units kept 50 of them.
+    expect(await titleOf('😀'.repeat(120))).toBe('😀'.repeat(100));
+    // Cut by units, the 100th unit was the first half of an emoji: stored as U+FFFD (one on
+    // PostgreSQL, three on SQLite).
+    expect(await titleOf(`a${'😀'.repeat(120)}`)).toBe(`a${'😀'.repeat(99)}`);
+    expect(await titleOf(`${'😀'.repeat(99)} more words`)).toBe('😀'.repeat(99));
+  });
 });
 
 describe('continuing a chat', () => {
