@@ -119,10 +119,10 @@ export const TITLE_MAX = 100;
 export const UNTITLED_CHAT = 'New chat';
 
 /**
- * A chat's title: the first user message's text, whitespace collapsed, at most 100 characters,
- * cut at a word boundary (a single word longer than that is cut hard). Characters are code
- * points, as a rename counts them: cut by UTF-16 units, a title could end in half an emoji,
- * which the database stores as U+FFFD.
+ * A chat's title: the first user message's text, whitespace and control characters collapsed to
+ * a space, at most 100 characters, cut at a word boundary (a single word longer than that is cut
+ * hard). Characters are code points, as a rename counts them: cut by UTF-16 units, a title
+ * could end in half an emoji, which the database stores as U+FFFD.
  */
 export function chatTitle(messages: ReadonlyArray<ConversationMessage | IncomingMessage>): string {
   const firstUser = messages.find((message) => message.role === 'user');
@@ -130,7 +130,9 @@ export function chatTitle(messages: ReadonlyArray<ConversationMessage | Incoming
     .filter((part) => part.type === 'text' && typeof part.text === 'string')
     .map((part) => part.text as string)
     .join(' ')
-    .replace(/\s+/g, ' ')
+    // Control characters too (U+0085 NEL, ESC, …, which `\s` leaves): a title is one line, and
+    // a rename refuses them (renamedTitleProblem in chats.ts).
+    .replace(/[\s\p{Cc}]+/gu, ' ')
     .trim();
   if (text.length === 0) return UNTITLED_CHAT;
   const chars = [...text];

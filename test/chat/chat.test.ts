@@ -226,6 +226,27 @@ describe('chat title', () => {
     expect(await titleOf(`a${'😀'.repeat(120)}`)).toBe(`a${'😀'.repeat(99)}`);
     expect(await titleOf(`${'😀'.repeat(99)} more words`)).toBe('😀'.repeat(99));
   });
+
+  it('makes a title of one line: control characters count as whitespace, as a rename refuses them', async () => {
+    const res = await chat({
+      agentId: 'agt_plain',
+      messages: [userText('first\u0085second\u001b[31mred\u0007 \u009fend')],
+    });
+    const row = await t.db
+      .selectFrom('chats')
+      .select('title')
+      .where('id', '=', res.json().chatId)
+      .executeTakeFirstOrThrow();
+    expect(row.title).toBe('first second [31mred end');
+    // The title the chat was given is one a rename would take.
+    const renamed = await t.app.inject({
+      method: 'PATCH',
+      url: `/v1/chats/${res.json().chatId}`,
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+      payload: { title: row.title },
+    });
+    expect(renamed.statusCode).toBe(200);
+  });
 });
 
 describe('continuing a chat', () => {
