@@ -151,6 +151,13 @@ const cases: Array<[string, unknown, string]> = [
     'body.systemVariables.user.name',
   ],
   [
+    // The chat list's `user` filter takes at most 200 characters: a longer end user was stored,
+    // and its chats could not be listed by it (400).
+    'systemVariables.user.id longer than 200 characters',
+    { ...valid, systemVariables: { user: { id: 'u'.repeat(201) } } },
+    'body.systemVariables.user.id',
+  ],
+  [
     'systemVariables with an unknown field',
     { ...valid, systemVariables: { team: 'x' } },
     'body.systemVariables',

@@ -975,6 +975,17 @@ describe('visibility by role and tenant', () => {
     expect(await ids(CHAT_KEYS.main, '&projectId=prj_nope')).toEqual([]);
     expect((await get(`/v1/chats/${memberChat}`)).json().data.chat.user).toBe('ext-42');
   });
+
+  it('finds the chats of an end user named with the longest id a chat takes (200 characters)', async () => {
+    const user = 'u'.repeat(200);
+    const res = await chat({
+      agentId: 'agt_plain',
+      systemVariables: { user: { id: user } },
+      messages: [userText('hi')],
+    });
+    expect(res.statusCode).toBe(200);
+    expect(await ids(CHAT_KEYS.main, `&user=${user}`)).toEqual([res.json().chatId]);
+  });
 });
 
 describe('paging, renaming and deleting', () => {

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { headerDoc } from './headers.js';
 import { UsageField } from './usage.js';
 import { PATTERNS } from './patterns.js';
+import { MAX_ID_LENGTH } from '../../limits.js';
 
 const Part = Type.Object(
   {
@@ -38,7 +39,14 @@ export const SystemVariables = Type.Object(
     user: Type.Optional(
       Type.Object(
         {
-          id: Type.Optional(Type.String()),
+          // The chat list's `user` filter (and /v1/openai's `user`) takes at most this many: a
+          // longer end user would be stored on chats no filter can find.
+          id: Type.Optional(
+            Type.String({
+              maxLength: MAX_ID_LENGTH,
+              description: "The end user: the chat's `user`, the chat list's `user` filter",
+            }),
+          ),
           name: Type.Optional(Type.String()),
           email: Type.Optional(Type.String()),
         },
