@@ -38,5 +38,15 @@ export function newId(prefix: IdPrefix): string {
 
 /** Timestamps are ISO 8601 UTC with milliseconds; stored as that same text in both databases. */
 export type Clock = () => Date;
+
+/**
+ * A timestamp in the one form a Clock's times are stored in (`Date#toISOString`). Cursors hold
+ * such times, compared as text: any other text would answer some page rather than a 400.
+ */
+export function isStoredTimestamp(value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  const time = new Date(value);
+  return !Number.isNaN(time.getTime()) && time.toISOString() === value;
+}
 export const systemClock: Clock = () => new Date();
 export const isoNow = (clock: Clock): string => clock().toISOString();

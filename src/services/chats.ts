@@ -14,7 +14,7 @@ import { listingCache } from '../db/listing-cache.js';
 import type { ChatTable, MessageTable } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { isStorableText } from '../text.js';
-import type { Clock } from '../ids.js';
+import { type Clock, isStoredTimestamp } from '../ids.js';
 import { accessRequestWorkspace, type Principal } from './access.js';
 import { canSeeChat, type ChatViewer, chatViewer } from './chat-visibility.js';
 import type { RunningReplies } from './running-replies.js';
@@ -139,7 +139,7 @@ export async function listChats(
   request: ChatListRequest,
 ): Promise<Buffer> {
   const after = request.cursor
-    ? decodeCursor(request.cursor, (v) => v.length === 2 && v.every(isStorableText))
+    ? decodeCursor(request.cursor, (v) => v.length === 2 && isStoredTimestamp(v[0]) && isStorableText(v[1]))
     : undefined;
   const answer = await listChatsJson(
     deps.db,

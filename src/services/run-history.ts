@@ -4,6 +4,7 @@ import { findLiveAgent } from '../db/repositories/agents.js';
 import type { AgentRunTable } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { isStorableText } from '../text.js';
+import { isStoredTimestamp } from '../ids.js';
 import { accessAgentWorkspace, isManager, type Principal } from './access.js';
 import { type AgentRunView, runUsage } from './agent-runs.js';
 
@@ -33,7 +34,12 @@ export function encodeRunCursor(run: { created_at: string; id: string }): string
 export function decodeRunCursor(cursor: string): { createdAt: string; id: string } {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2 && value.every(isStorableText)) {
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      isStoredTimestamp(value[0]) &&
+      isStorableText(value[1])
+    ) {
       return { createdAt: value[0] as string, id: value[1] as string };
     }
   } catch {

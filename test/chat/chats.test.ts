@@ -1023,6 +1023,10 @@ describe('paging, renaming and deleting', () => {
     expect(
       await refused(`/v1/chats?cursor=${cursorOf(['2026-11-22T10:00:00.000Z\u0000', 'cht_x'])}`),
     ).toEqual(badCursor);
+    // Nor a time no chat was ever updated at: compared as text, it answered some page.
+    for (const updatedAt of ['next week', 'x', '2026-11-22', '2026-11-22T10:00:00Z']) {
+      expect(await refused(`/v1/chats?cursor=${cursorOf([updatedAt, 'cht_x'])}`)).toEqual(badCursor);
+    }
     for (const position of [2 ** 31, 1e21, -1, 1.5]) {
       expect(await refused(`/v1/chats/${created[0]}/messages?cursor=${cursorOf([position])}`)).toEqual(
         badCursor,

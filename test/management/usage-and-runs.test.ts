@@ -435,13 +435,16 @@ describe(`GET /v1/agents/{id}/runs (${engineName})`, () => {
     expect(mine.map((r: { id: string }) => r.id)).toEqual([ids[1]]);
   });
 
-  it('answers a cursor holding text no database stores (NUL) with 400, on both engines', async () => {
-    const cursor = Buffer.from(JSON.stringify(['\u0000', 'run_x'])).toString('base64url');
-    const res = await call('GET', `/v1/agents/agt_listed/runs?cursor=${cursor}`, MKEYS.owner);
-    expect({ status: res.statusCode, path: res.json().details?.issues?.[0]?.path }).toEqual({
-      status: 400,
-      path: 'query.cursor',
-    });
+  it('answers a cursor holding text no database stores (NUL), or a time no run was made at, with 400, on both engines', async () => {
+    // Compared as text, a time that is not one answered some page.
+    for (const createdAt of ['\u0000', 'next week', '2026-11-22']) {
+      const cursor = Buffer.from(JSON.stringify([createdAt, 'run_x'])).toString('base64url');
+      const res = await call('GET', `/v1/agents/agt_listed/runs?cursor=${cursor}`, MKEYS.owner);
+      expect({ status: res.statusCode, path: res.json().details?.issues?.[0]?.path }).toEqual({
+        status: 400,
+        path: 'query.cursor',
+      });
+    }
   });
 
   it('looks a run up in the shape POST answered', async () => {
