@@ -119,6 +119,15 @@ export const TITLE_MAX = 100;
 export const UNTITLED_CHAT = 'New chat';
 
 /**
+ * A title with nothing to see: whitespace and invisible format characters (zero-width space,
+ * word joiner, direction marks: `\p{Cf}`, which `trim` and `\s` leave) alone. Such a title is an
+ * empty line in every list.
+ */
+export function isBlankTitle(text: string): boolean {
+  return text.replace(/[\s\p{Cf}]+/gu, '').length === 0;
+}
+
+/**
  * A chat's title: the first user message's text, whitespace and control characters collapsed to
  * a space, at most 100 characters, cut at a word boundary (a single word longer than that is cut
  * hard). Characters are code points, as a rename counts them: cut by UTF-16 units, a title
@@ -134,7 +143,7 @@ export function chatTitle(messages: ReadonlyArray<ConversationMessage | Incoming
     // a rename refuses them (renamedTitleProblem in chats.ts).
     .replace(/[\s\p{Cc}]+/gu, ' ')
     .trim();
-  if (text.length === 0) return UNTITLED_CHAT;
+  if (isBlankTitle(text)) return UNTITLED_CHAT;
   const chars = [...text];
   if (chars.length <= TITLE_MAX) return text;
   const cut = chars.slice(0, TITLE_MAX).join('');

@@ -1,4 +1,4 @@
-import { TITLE_MAX } from './chat-messages.js';
+import { isBlankTitle, TITLE_MAX } from './chat-messages.js';
 import { DEFAULT_MESSAGE_PAGE_BYTES } from '../config.js';
 import { type Db, inReadSnapshot } from '../db/database.js';
 import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
@@ -217,7 +217,7 @@ export async function getChat(deps: ChatsDeps, access: ChatsAccess, chatId: stri
  * for every list to show. The limit counts characters (code points) of what is stored.
  */
 function renamedTitleProblem(trimmed: string): string | null {
-  if (trimmed.length === 0) return 'must not be blank';
+  if (isBlankTitle(trimmed)) return 'must not be blank';
   if (/\p{Cc}/u.test(trimmed)) return 'must not contain control characters (newlines, tabs)';
   if ([...trimmed].length > TITLE_MAX) return `must be at most ${TITLE_MAX} characters (after trimming)`;
   return null;

@@ -227,6 +227,16 @@ describe('chat title', () => {
     expect(await titleOf(`${'😀'.repeat(99)} more words`)).toBe('😀'.repeat(99));
   });
 
+  it('titles a first message of invisible format characters alone (zero-width spaces) New chat', async () => {
+    const res = await chat({ agentId: 'agt_plain', messages: [userText('\u200b \u2060\u200b')] });
+    const row = await t.db
+      .selectFrom('chats')
+      .select('title')
+      .where('id', '=', res.json().chatId)
+      .executeTakeFirstOrThrow();
+    expect(row.title).toBe('New chat');
+  });
+
   it('makes a title of one line: control characters count as whitespace, as a rename refuses them', async () => {
     const res = await chat({
       agentId: 'agt_plain',

@@ -1075,6 +1075,15 @@ describe('paging, renaming and deleting', () => {
     expect((await patch('   ')).json().details.issues).toEqual([
       { path: 'body.title', message: 'must not be blank' },
     ]);
+    // Invisible format characters alone (zero-width space, word joiner, a direction mark) are
+    // as blank: such a title showed as an empty line in every list.
+    for (const title of ['\u200b', ' \u200b\u2060 ', '\u200e\u200f']) {
+      expect((await patch(title)).json().details?.issues, JSON.stringify(title)).toEqual([
+        { path: 'body.title', message: 'must not be blank' },
+      ]);
+    }
+    // Such characters within a visible title stay (a ZWJ joins an emoji sequence).
+    expect((await patch('👩\u200d💻 notes')).json().data.chat.title).toBe('👩\u200d💻 notes');
     // Unknown fields are ignored, as in every other JSON body of the API (a PATCH of an agent or
     // a project included); they were a 400 "body must NOT have additional properties" here only.
     const withExtra = await t.app.inject({
