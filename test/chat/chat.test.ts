@@ -160,19 +160,21 @@ describe('POST /v1/chat (JSON) on the provider path', () => {
 });
 
 describe('chat title', () => {
+  const storedTitle = async (chatId: string) =>
+    (await t.db.selectFrom('chats').select('title').where('id', '=', chatId).executeTakeFirstOrThrow()).title;
+  /** The title a chat is given whose first message is `text`. */
+  const titleOf = async (text: string) =>
+    storedTitle((await chat({ agentId: 'agt_plain', messages: [userText(text)] })).json().chatId);
+
   it('collapses whitespace and cuts at a word boundary at most 100 characters long', async () => {
     const words = Array.from({ length: 30 }, (_, i) => `word${i}`).join('  \n ');
     const res = await chat({ agentId: 'agt_plain', messages: [userText(words)] });
-    const row = await t.db
-      .selectFrom('chats')
-      .select('title')
-      .where('id', '=', res.json().chatId)
-      .executeTakeFirstOrThrow();
+    const title = await storedTitle(res.json().chatId);
     const collapsed = words.replace(/\s+/g, ' ');
-    expect(row.title.length).toBeLessThanOrEqual(100);
-    expect(collapsed.startsWith(row.title)).toBe(true);
-    expect(collapsed[row.title.length]).toBe(' ');
-    expect(row.title).toBe(
+    expect(title.length).toBeLessThanOrEqual(100);
+    expect(collapsed.startsWith(title)).toBe(true);
+    expect(collapsed[title.length]).toBe(' ');
+    expect(title).toBe(
       'word0 word1 word2 word3 word4 word5 word6 word7 word8 word9 word10 word11 word12 word13 word14',
     );
   });
@@ -191,34 +193,17 @@ describe('chat title', () => {
         },
       ],
     });
-    const row = await t.db
-      .selectFrom('chats')
-      .select('title')
-      .where('id', '=', res.json().chatId)
-      .executeTakeFirstOrThrow();
-    expect(row.title).toBe('Plan the launch');
+    const title = await storedTitle(res.json().chatId);
+    expect(title).toBe('Plan the launch');
   });
 
   it('cuts a single word longer than 100 characters hard', async () => {
     const res = await chat({ agentId: 'agt_plain', messages: [userText('x'.repeat(150))] });
-    const row = await t.db
-      .selectFrom('chats')
-      .select('title')
-      .where('id', '=', res.json().chatId)
-      .executeTakeFirstOrThrow();
-    expect(row.title).toBe('x'.repeat(100));
+    const title = await storedTitle(res.json().chatId);
+    expect(title).toBe('x'.repeat(100));
   });
 
   it('counts characters as code points, as a rename does, and never cuts an emoji in half', async () => {
-    const titleOf = async (text: string) => {
-      const res = await chat({ agentId: 'agt_plain', messages: [userText(text)] });
-      const row = await t.db
-        .selectFrom('chats')
-        .select('title')
-        .where('id', '=', res.json().chatId)
-        .executeTakeFirstOrThrow();
-      return row.title;
-    };
     // 100 emoji are 200 UTF-16 units: a cut by units kept 50 of them.
     expect(await titleOf('😀'.repeat(120))).toBe('😀'.repeat(100));
     // Cut by units, the 100th unit was the first half of an emoji: stored as U+FFFD (one on
@@ -229,12 +214,8 @@ describe('chat title', () => {
 
   it('titles a first message of invisible format characters alone (zero-width spaces) New chat', async () => {
     const res = await chat({ agentId: 'agt_plain', messages: [userText('\u200b \u2060\u200b')] });
-    const row = await t.db
-      .selectFrom('chats')
-      .select('title')
-      .where('id', '=', res.json().chatId)
-      .executeTakeFirstOrThrow();
-    expect(row.title).toBe('New chat');
+    const title = await storedTitle(res.json().chatId);
+    expect(title).toBe('New chat');
   });
 
   it('makes a title of one line: control characters count as whitespace, as a rename refuses them', async () => {
@@ -242,18 +223,14 @@ describe('chat title', () => {
       agentId: 'agt_plain',
       messages: [userText('first\u0085second\u001b[31mred\u0007 \u009fend')],
     });
-    const row = await t.db
-      .selectFrom('chats')
-      .select('title')
-      .where('id', '=', res.json().chatId)
-      .executeTakeFirstOrThrow();
-    expect(row.title).toBe('first second [31mred end');
+    const title = await storedTitle(res.json().chatId);
+    expect(title).toBe('first second [31mred end');
     // The title the chat was given is one a rename would take.
     const renamed = await t.app.inject({
       method: 'PATCH',
       url: `/v1/chats/${res.json().chatId}`,
       headers: { 'x-service-api-key': CHAT_KEYS.main },
-      payload: { title: row.title },
+      payload: { title: title },
     });
     expect(renamed.statusCode).toBe(200);
   });
