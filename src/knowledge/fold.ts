@@ -22,14 +22,21 @@ export function searchableText(text: string): string {
   // Lower-cased here, not by the engines: PostgreSQL lower-cases by the database's locale
   // (nothing beyond ASCII under `C`) and keeps a final sigma (`ΟΔΟΣ` → `οδοσ`, where JavaScript
   // writes `οδος`); SQLite's tokenizer folds both. Migration 022 wrote the chunks of before again.
-  return foldAccents(spacedCjkWords(text).toLowerCase())
+  return foldAccents(spacedWords(text).toLowerCase())
     .replaceAll('ς', 'σ')
     .replace(/[^\p{L}\p{N}]+/gu, ' ');
 }
 
-/** Runs of Chinese characters and Japanese kana: written without spaces between words. */
-const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\u30FC]+/gu;
-const cjkWords = new Intl.Segmenter('zh', { granularity: 'word' });
+/** Chinese characters and Japanese kana: written without spaces between words. */
+const CJK_LETTERS = String.raw`\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\u30FC`;
+/** Thai, Lao, Khmer and Myanmar (Burmese) script: written without spaces between words too. */
+const SOUTHEAST_ASIAN_LETTERS = String.raw`\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}`;
+const CJK_RUN = new RegExp(`[${CJK_LETTERS}]+`, 'gu');
+const SOUTHEAST_ASIAN_RUN = new RegExp(`[${SOUTHEAST_ASIAN_LETTERS}]+`, 'gu');
+/** One class, not two: `東京ภาษา` must be split between its scripts as well. */
+const UNSPACED_RUN = new RegExp(`[${CJK_LETTERS}${SOUTHEAST_ASIAN_LETTERS}]+`, 'gu');
+// ICU picks the dictionary by script, not by this locale: Thai or Khmer is split the same under `zh`.
+const dictionaryWords = new Intl.Segmenter('zh', { granularity: 'word' });
 
 /** Whether text holds Chinese or Japanese that {@link searchableText} splits into words. */
 export function hasCjkText(text: string): boolean {
@@ -37,16 +44,26 @@ export function hasCjkText(text: string): boolean {
   return CJK_RUN.test(text);
 }
 
+/** Whether text holds Thai, Lao, Khmer or Burmese that {@link searchableText} splits into words. */
+export function hasSoutheastAsianText(text: string): boolean {
+  SOUTHEAST_ASIAN_RUN.lastIndex = 0;
+  return SOUTHEAST_ASIAN_RUN.test(text);
+}
+
 /**
- * Chinese and Japanese text with a space between its words. Neither engine's tokenizer splits
- * an unspaced run (SQLite's `unicode61` and PostgreSQL's parser keep it as one token up to the
- * next punctuation), so a word inside a sentence was never found. ICU's dictionary word break
- * (`Intl.Segmenter`, built into Node) splits `本项目的发布日期是明天` as `本 项目 的 发布 日期 是
- * 明天`, and the query `发布日期` as `发布 日期`: chunks and queries go through this one function.
- * Before folding: the dictionary knows the written forms (`ガ`, not `カ` and a combining mark).
+ * Chinese, Japanese, Thai, Lao, Khmer and Burmese text with a space between its words. Neither
+ * engine's tokenizer splits an unspaced run (SQLite's `unicode61` and PostgreSQL's parser keep it
+ * as one token up to the next space or punctuation), so a word inside a sentence was never found.
+ * ICU's dictionary word break (`Intl.Segmenter`, built into Node) splits `本项目的发布日期是明天`
+ * as `本 项目 的 发布 日期 是 明天` and `ภาษาไทยเป็นภาษาที่สวยงาม` as `ภาษา ไทย เป็น ภาษา ที่
+ * สวยงาม`, and a query the same way: chunks and queries go through this one function. Before
+ * folding: the dictionaries know the written forms (`ガ`, not `カ` and a combining mark; Thai
+ * with its vowel signs, which folding removes).
  */
-function spacedCjkWords(text: string): string {
-  return text.replace(CJK_RUN, (run) => Array.from(cjkWords.segment(run), (part) => part.segment).join(' '));
+function spacedWords(text: string): string {
+  return text.replace(UNSPACED_RUN, (run) =>
+    Array.from(dictionaryWords.segment(run), (part) => part.segment).join(' '),
+  );
 }
 
 /**

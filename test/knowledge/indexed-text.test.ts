@@ -21,6 +21,10 @@ beforeAll(async () => {
     textFile('fullwidth.txt', 'Ｂａｃｋｕｐｓ ｒｕｎ ｏｎ ＰｏｓｔｇｒｅＳＱＬ nightly.'),
     textFile('zh.txt', '本项目的发布日期是明天。我的猫很可爱。'),
     textFile('ja.txt', '東京タワーへ行きました。'),
+    textFile('th.txt', 'ภาษาไทยเป็นภาษาที่สวยงาม'),
+    textFile('lo.txt', 'ພາສາລາວເປັນພາສາທີ່ສວຍງາມ'),
+    textFile('km.txt', 'ភាសាខ្មែរគឺជាភាសាដ៏ស្រស់ស្អាត'),
+    textFile('my.txt', 'မြန်မာဘာသာစကားသည်လှပသည်'),
   ]);
   stopIndexer = await indexPending(t);
 }, 90_000);
@@ -78,6 +82,15 @@ describe(`indexed text and search keep what files say (${engineName})`, () => {
     expect(await search('猫')).toContain('zh.txt');
     expect(await search('東京タワー')).toContain('ja.txt');
     expect(await search('明日')).not.toContain('zh.txt');
+  });
+
+  it('finds a Thai, Lao, Khmer or Burmese word inside an unspaced sentence', async () => {
+    // Before: a run up to its space or punctuation was one word, found by the whole run only.
+    expect(await search('สวยงาม')).toEqual(['th.txt']);
+    expect(await search('ไทย')).toEqual(['th.txt']);
+    expect(await search('ສວຍງາມ')).toEqual(['lo.txt']);
+    expect(await search('ស្រស់ស្អាត')).toEqual(['km.txt']);
+    expect(await search('လှပ')).toEqual(['my.txt']);
   });
 
   it('finds ligature and full-width text by the plain word, and the plain text by those forms', async () => {

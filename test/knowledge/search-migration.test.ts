@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/db/database.js';
+import { sqliteProjectToken } from '../../src/db/repositories/knowledge.js';
 import { queryTerms, searchProject } from '../../src/knowledge/search.js';
 import { createTestApp, engineName, migrateTestDatabaseTo } from '../helpers/app.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
@@ -20,6 +21,7 @@ beforeAll(async () => {
     textFile('ligature.txt', 'The ﬁrewall rules are reviewed every quarter.'),
     textFile('zh.txt', '本项目的发布日期是明天。'),
     textFile('el.txt', 'Ο οδηγός εγκατάστασης εξηγεί τα βήματα.'),
+    textFile('th.txt', 'ภาษาไทยเป็นภาษาที่สวยงาม'),
   ]);
   const stopIndexer = await indexPending(t);
   await stopIndexer();
@@ -115,5 +117,30 @@ describe(`migrating words PostgreSQL lower-cased itself (${engineName})`, () => 
     expect(await found('εγκατάστασης')).toEqual(['el.txt']);
     expect(await found('ΟΔΗΓΟΣ')).toEqual(['el.txt']);
     expect(await found('发布日期')).toEqual(['zh.txt']);
+  });
+});
+
+describe(`migrating Thai, Lao, Khmer and Burmese chunks indexed unsplit (${engineName})`, () => {
+  it('splits their words (031), so a word inside a sentence is found', async () => {
+    await migrateTo('030-agent-unsafe-images');
+    // The index as it was written before: the run folded but not split into words.
+    const db = t.env.database.db;
+    for (const chunk of await chunksOf('th.txt')) {
+      if (t.env.database.dialect === 'sqlite') {
+        await sql`delete from knowledge_chunks_fts where rowid = ${chunk.id}`.execute(db);
+        await sql`insert into knowledge_chunks_fts (rowid, heading, text, scope)
+          values (${chunk.id}, '', ${foldedOnly(chunk.text)}, ${sqliteProjectToken('prj_docs')})`.execute(db);
+      } else {
+        await sql`update knowledge_chunks set tsv = to_tsvector('simple', ${foldedOnly(chunk.text)}) where id = ${chunk.id}`.execute(
+          db,
+        );
+      }
+    }
+    expect(await found('สวยงาม')).toEqual([]);
+    await migrateToLatest(db, t.env.database.schema);
+    expect(await found('สวยงาม')).toEqual(['th.txt']);
+    expect(await found('ภาษาไทยเป็นภาษาที่สวยงาม')).toEqual(['th.txt']);
+    expect(await found('发布日期')).toEqual(['zh.txt']);
+    expect(await found('firewall')).toEqual(['ligature.txt']);
   });
 });

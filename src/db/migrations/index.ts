@@ -23,6 +23,7 @@ import * as knowledgeFtsProjectScope from './027-knowledge-fts-project-scope.js'
 import * as codePointListingIds from './028-code-point-listing-ids.js';
 import * as knowledgeFtsExactStatistics from './029-knowledge-fts-exact-statistics.js';
 import * as agentUnsafeImages from './030-agent-unsafe-images.js';
+import * as knowledgeSoutheastAsianWords from './031-knowledge-southeast-asian-words.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -53,6 +54,7 @@ export const migrations: Record<string, Migration> = eachInOneTransaction({
   '028-code-point-listing-ids': codePointListingIds,
   '029-knowledge-fts-exact-statistics': knowledgeFtsExactStatistics,
   '030-agent-unsafe-images': agentUnsafeImages,
+  '031-knowledge-southeast-asian-words': knowledgeSoutheastAsianWords,
 });
 
 /**
