@@ -418,6 +418,7 @@ export function conversationRequest(body: CompletionRequest, naming: ChatNaming)
     stream: body.stream,
     temperature: body.temperature,
     variables: body.variables,
+    // An empty `user`, which OpenAI takes, names no end user (the chat list cannot filter by "").
     systemVariables: body.system_variables ?? (body.user ? { user: { id: body.user } } : undefined),
     store: named,
     reconcileHistory: reconcileHistory(stored),

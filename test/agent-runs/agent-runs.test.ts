@@ -203,6 +203,7 @@ describe('POST /v1/agents/:agentId/runs', () => {
     ['chatId a number', { message: 'hi', chatId: 5 }],
     ['variables with an array value', { message: 'hi', variables: { a: [1] } }],
     ['systemVariables.user.email a number', { message: 'hi', systemVariables: { user: { email: 1 } } }],
+    ['systemVariables.user.id empty', { message: 'hi', systemVariables: { user: { id: '' } } }],
   ])('400 when %s, with nothing stored', async (_name, body) => {
     const before = await countRows(t.db);
     const res = await run('agt_plain', body);

@@ -158,6 +158,13 @@ const cases: Array<[string, unknown, string]> = [
     'body.systemVariables.user.id',
   ],
   [
+    // The chat list's `user` filter takes at least 1 character: an empty end user was stored as
+    // "", and its chats could not be listed by it (400).
+    'systemVariables.user.id empty',
+    { ...valid, systemVariables: { user: { id: '' } } },
+    'body.systemVariables.user.id',
+  ],
+  [
     'systemVariables with an unknown field',
     { ...valid, systemVariables: { team: 'x' } },
     'body.systemVariables',

@@ -1095,6 +1095,25 @@ describe('storing', () => {
     });
   }
 
+  it('takes an empty `user` as none (OpenAI takes it), and refuses an empty system_variables.user.id (400)', async () => {
+    // The chat list's `user` filter takes 1–200 characters: an end user stored as "" could never
+    // be found by it. The OpenAI field is left out when empty, so no such chat is made.
+    const { response } = await client(CHAT_KEYS.main, {
+      defaultHeaders: { 'x-atrium-conversation-key': 'empty-user' },
+    })
+      .chat.completions.create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Hi' }], user: '' })
+      .withResponse();
+    const chatId = response.headers.get('x-atrium-chat-id')!;
+    const chat = await fetch(`${baseURL.replace('/openai', '')}/chats/${chatId}`, {
+      headers: { authorization: `Bearer ${CHAT_KEYS.main}` },
+    });
+    expect((await chat.json()).data.chat.user).toBeNull();
+
+    const error = await refusalOf({ system_variables: { user: { id: '' } } });
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ code: 'bad_request', param: 'system_variables.user.id' });
+  });
+
   it('stores one chat per conversation key over several turns, without duplicated messages', async () => {
     const { sdk, chatId } = await firstKeyedTurn('thread 42 / ü', 'First question', 'First answer.');
     expect(chatId).toMatch(/^cht_/);

@@ -39,10 +39,11 @@ export const SystemVariables = Type.Object(
     user: Type.Optional(
       Type.Object(
         {
-          // The chat list's `user` filter (and /v1/openai's `user`) takes at most this many: a
-          // longer end user would be stored on chats no filter can find.
+          // The chat list's `user` filter takes 1 to this many characters (/v1/openai's `user` at
+          // most this many): an empty or longer end user would be stored on chats no filter can find.
           id: Type.Optional(
             Type.String({
+              minLength: 1,
               maxLength: MAX_ID_LENGTH,
               description: "The end user: the chat's `user`, the chat list's `user` filter",
             }),
