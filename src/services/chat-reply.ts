@@ -156,23 +156,28 @@ export async function completeReply(call: ReplyCall): Promise<ReplyResult> {
     const stopped = call.stopReason();
     // A stopped JSON reply has nothing to show: the client is told why it gets no answer (as a
     // streaming client is told of a shutdown), nothing is stored, what it used is paid for.
-    if (stopped && !call.idle.timedOut) {
-      return {
-        ok: false,
-        error:
-          stopped === 'interrupted'
-            ? // Another process (behind the load balancer) or this one restarted can answer it.
-              new ApiError(
-                'service_unavailable',
-                INTERRUPTED_MESSAGE,
-                { retryAfterSeconds: 1 },
-                // The shutdown's drain working as designed (docs/operations.md): no stack.
-                { refusal: 'warn' },
-              )
-            : new ApiError('conflict', STOPPED_MESSAGE),
-      };
-    }
+    if (stopped && !call.idle.timedOut) return { ok: false, error: stoppedError(stopped) };
     return failure(call, error, replyParts(finished));
+  }
+}
+
+/** What a JSON reply cut short by `reason` answers. */
+function stoppedError(reason: StopReason): ApiError {
+  switch (reason) {
+    case 'interrupted':
+      // Another process (behind the load balancer) or this one restarted can answer it.
+      return new ApiError(
+        'service_unavailable',
+        INTERRUPTED_MESSAGE,
+        { retryAfterSeconds: 1 },
+        // The shutdown's drain working as designed (docs/operations.md): no stack.
+        { refusal: 'warn' },
+      );
+    case 'deleted':
+      // What any later request about the chat gets: there is no chat to go on with.
+      return new ApiError('not_found', CHAT_DELETED_MESSAGE);
+    case 'stopped':
+      return new ApiError('conflict', STOPPED_MESSAGE);
   }
 }
 
@@ -191,6 +196,7 @@ export interface StreamReplyOptions {
 /** Messages a client is shown for how a reply ended without a normal finish. */
 const INTERRUPTED_MESSAGE = 'The server shut down while this reply was being generated';
 const STOPPED_MESSAGE = 'The reply was stopped before it was done';
+const CHAT_DELETED_MESSAGE = 'Chat not found: it was deleted while this reply was being generated';
 const NOT_STORED_MESSAGE = 'The reply could not be stored';
 
 /**
@@ -287,7 +293,8 @@ export function streamReply(
       text: replyText(parts),
       parts,
       usage: call.usage.total(),
-      finishReason: stopped ?? finishReason,
+      // A deleted chat's reply ends as a stopped one (nothing of it is stored: its chat is gone).
+      finishReason: stopped === 'deleted' ? 'stopped' : (stopped ?? finishReason),
     };
   };
 
@@ -320,7 +327,8 @@ export function streamReply(
       return errorSent ? undefined : { type: 'error', errorText: NOT_STORED_MESSAGE };
     }
     if (stopped === 'interrupted') return { type: 'error', errorText: INTERRUPTED_MESSAGE };
-    if (stopped === 'stopped') {
+    // spec/chats.md: a stop, or a DELETE of the chat, ends a streamed reply with `finish`.
+    if (stopped === 'stopped' || stopped === 'deleted') {
       return {
         type: 'finish',
         messageMetadata: { chatId: options.chatId, model: options.modelId, finishReason: 'stopped' },

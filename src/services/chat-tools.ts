@@ -187,7 +187,7 @@ async function subAgentToolSet(deps: ChatDeps, context: ToolContext, result: Con
  */
 function subRunFailure(deps: ChatDeps, context: ToolContext, error: unknown): ApiError {
   const stopped = context.idle.timedOut ? undefined : context.stopReason();
-  if (stopped === 'stopped') {
+  if (stopped === 'stopped' || stopped === 'deleted') {
     return new ApiError(
       'conflict',
       'The lead reply was stopped before this run was done',

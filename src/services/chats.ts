@@ -240,7 +240,7 @@ export async function renameChat(
 /** Stops a reply in progress, then deletes the chat and its messages. */
 export async function deleteChat(deps: ChatsDeps, access: ChatsAccess, chatId: string): Promise<void> {
   const chat = await visibleChat(deps.db, access, chatId);
-  await deps.replies.stop(chat.id);
+  await deps.replies.stop(chat.id, 'deleted');
   if (!(await deleteChatRow(deps.db, access.workspaceId, chat.id))) throw errors.notFound('Chat');
 }
 

@@ -3,8 +3,11 @@ import { createResumableStreamContext, type ResumableStreamContext } from 'resum
 import type { Coordination } from '../coordination/coordination.js';
 import { ApiError } from '../errors.js';
 
-/** Why a reply was cut short: a stop (the user's, or a deleted chat), or the process shutting down. */
-export type StopReason = 'stopped' | 'interrupted';
+/**
+ * Why a reply was cut short: the user's stop, its chat deleted (a stop whose chat is gone: a JSON
+ * reply answers 404, not a 409 naming that chat), or the process shutting down.
+ */
+export type StopReason = 'stopped' | 'deleted' | 'interrupted';
 
 /** How long a running reply's marker outlives its last heartbeat (a crashed process's replies). */
 const ACTIVE_TTL_SECONDS = 30;

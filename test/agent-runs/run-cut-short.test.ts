@@ -60,6 +60,25 @@ it('answers 409 for a run stopped before its answer, and records it failed', asy
   });
 });
 
+it('answers 404 for a run whose chat is deleted before its answer (no chat to go on with), and records it failed', async () => {
+  const pending = startRun();
+  await upstream.waitForRequests(1);
+  const chat = await t.db.selectFrom('chats').select('id').executeTakeFirstOrThrow();
+  const del = await t.app.inject({
+    method: 'DELETE',
+    url: `/v1/chats/${chat.id}`,
+    headers: { 'x-service-api-key': CHAT_KEYS.main },
+  });
+  expect(del.statusCode).toBe(200);
+  const res = await pending;
+  expect(res.statusCode, res.body).toBe(404);
+  expect(res.json()).toMatchObject({ code: 'not_found', details: { runId: expect.stringMatching(/^run_/) } });
+  expect(await recorded()).toEqual({
+    runs: [{ status: 'failed', error: expect.stringContaining('not_found'), response: '' }],
+    replies: 0,
+  });
+});
+
 it('answers 503 for a run the shutdown cut short, and records it failed', async () => {
   const pending = startRun();
   await upstream.waitForRequests(1);

@@ -201,11 +201,64 @@ describe('delete during a reply', () => {
     });
     expect(del.status).toBe(200);
     await events.all();
+    // A stop, as spec/chats.md has a DELETE stop the reply: `finish` and `[DONE]`, nothing stored.
+    expect(events.chunks.at(-1)).toMatchObject({
+      type: 'finish',
+      messageMetadata: { finishReason: 'stopped' },
+    });
     expect(events.done).toBe(true);
     await t.app.inject({ method: 'GET', url: '/healthz' });
     expect(await chatRows(t.db, chatId)).toEqual([]);
     expect(await t.db.selectFrom('chats').select('id').where('id', '=', chatId).execute()).toEqual([]);
     upstream.release();
+  });
+
+  /** A JSON reply held by the upstream, on a new chat of client id `id`. */
+  async function heldJsonReply(id: string) {
+    upstream.enqueue({ kind: 'stall' });
+    const pending = post({ stream: false, agentId: 'agt_plain', id, messages: [userText('bye')] });
+    await upstream.waitForRequests(1);
+    return { pending };
+  }
+
+  it('answers a JSON reply whose chat is deleted while it runs with 404 not_found, naming no chat', async () => {
+    const { pending } = await heldJsonReply('deleted-json');
+    const del = await fetch(`${baseUrl}/v1/chats/deleted-json`, {
+      method: 'DELETE',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(del.status).toBe(200);
+    const res = await pending;
+    // It was a 409 `conflict` with `details.chatId` of the deleted chat: a client retrying on that
+    // chat got 404. The answer is the one any later request about the chat gets.
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({
+      code: 'not_found',
+      message: 'Chat not found: it was deleted while this reply was being generated',
+      details: {},
+    });
+    const later = await fetch(`${baseUrl}/v1/chats/deleted-json`, { headers });
+    expect(later.status).toBe(404);
+  });
+
+  it('still answers a JSON reply stopped (its chat kept) with 409 naming the chat, which goes on', async () => {
+    const { pending } = await heldJsonReply('stopped-json');
+    const stop = await fetch(`${baseUrl}/v1/chat/stopped-json/stop`, {
+      method: 'POST',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect((await stop.json()).data.stopped).toBe(true);
+    const res = await pending;
+    expect(res.status).toBe(409);
+    const { code, details } = await res.json();
+    expect(code).toBe('conflict');
+    const retry = await post({
+      stream: false,
+      agentId: 'agt_plain',
+      chatId: details.chatId,
+      messages: [userText('again')],
+    });
+    expect(retry.status).toBe(200);
   });
 });
 

@@ -1480,6 +1480,24 @@ describe('storing', () => {
     expect(await storedTexts(chatId)).toEqual(['user: Q1', 'assistant: A.', 'user: Q2']);
   });
 
+  it('a named chat’s JSON reply whose chat is deleted while it runs is a 404 NotFoundError, not a 409 on a gone chat', async () => {
+    const { sdk, chatId } = await firstKeyedTurn('delete-json', 'Q1', 'A.');
+    upstream.requests.length = 0;
+    upstream.enqueue({ kind: 'stall' });
+    const pending = sdk.chat.completions
+      .create({ model: 'agt_plain', messages: conversation('Q1', 'A.', 'Q2') })
+      .catch((e: unknown) => e);
+    await upstream.waitForRequests(1);
+    const del = await fetch(`${baseURL.replace('/openai', '')}/chats/${chatId}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${CHAT_KEYS.main}` },
+    });
+    expect(del.status).toBe(200);
+    const error = await pending;
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(error).toMatchObject({ status: 404, code: 'not_found' });
+  });
+
   describe('a streamed reply the provider breaks after some text', () => {
     /** A named chat whose first reply broke after "one two ": what the client saw, and the chat. */
     async function brokenFirstTurn(key: string) {

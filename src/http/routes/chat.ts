@@ -165,10 +165,10 @@ export async function chatRoutes(
 /**
  * A failed JSON reply whose user turn is stored says which chat holds it (`details.chatId`), so
  * the client can retry on that chat instead of starting another one, as a run's failure gives
- * `details.runId`.
+ * `details.runId`. Not a 404: the chat was deleted while the reply ran, there is none to retry on.
  */
 function withStoredChatId(error: unknown, conversation: { stored: boolean; chatId: string }): unknown {
-  if (!(error instanceof ApiError) || !conversation.stored) return error;
+  if (!(error instanceof ApiError) || !conversation.stored || error.code === 'not_found') return error;
   return new ApiError(
     error.code,
     error.message,
