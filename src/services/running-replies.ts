@@ -119,13 +119,16 @@ export class RunningReplies {
       }),
       this.coordination.subscriber.subscribe(this.stopChannel, (message) => {
         try {
-          const { chatId, messageId, reason } = JSON.parse(message) as {
+          const { chatId, messageId, reason, deleted } = JSON.parse(message) as {
             chatId: string;
             messageId: string;
             reason: StopReason;
+            deleted?: boolean;
           };
           for (const reply of this.replies) {
-            if (reply.chatId === chatId && reply.messageId === messageId) reply.stop(reason);
+            if (reply.chatId === chatId && reply.messageId === messageId) {
+              reply.stop(deleted ? 'deleted' : reason);
+            }
           }
         } catch {
           // Not ours to read; ignore.
@@ -454,7 +457,13 @@ export class RunningReplies {
     if (!messageId) return { stopped: false, messageId: null };
     await this.coordination.publisher.publish(
       this.stopChannel,
-      JSON.stringify({ chatId, messageId, reason }),
+      // A deletion travels as a stop with a flag, not as a reason of its own: a process of an
+      // older version (a rolling deploy) then still ends that reply as a stop.
+      JSON.stringify(
+        reason === 'deleted'
+          ? { chatId, messageId, reason: 'stopped', deleted: true }
+          : { chatId, messageId, reason },
+      ),
     );
     return { stopped: true, messageId };
   }

@@ -571,3 +571,32 @@ describe.skipIf(!hasRedis)('a resume reaching one process while another sets the
     }
   });
 });
+
+describe('a stop published to the process running the reply', () => {
+  it('says a deletion as a stop with a flag, so a process of an older version still ends the reply as a stop', async () => {
+    const coordination = createMemoryCoordination();
+    const options = { maxConcurrent: 5, keyPrefix: 'replays' };
+    const a = new RunningReplies(coordination, options);
+    const b = new RunningReplies(coordination, options);
+    const published: string[] = [];
+    await coordination.subscriber.subscribe('replays:stop', (message) => published.push(message));
+    const reasons: string[] = [];
+    const src = source();
+    const ticket = a.admit('chat-del', 'msg-1', (reason) => reasons.push(reason));
+    await ticket.share(src.stream);
+    await a.start();
+    await b.start();
+
+    expect(await b.stop('chat-del', 'deleted')).toEqual({ stopped: true, messageId: 'msg-1' });
+    await vi.waitFor(() => expect(reasons).toEqual(['deleted']));
+    // What an older process reads: `reason` alone.
+    expect(published.map((message) => (JSON.parse(message) as { reason: string }).reason)).toEqual([
+      'stopped',
+    ]);
+
+    await b.stop('chat-del');
+    await vi.waitFor(() => expect(reasons).toEqual(['deleted', 'stopped']));
+    src.controller.close();
+    ticket.release();
+  });
+});
