@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { directoriesChanged, syncDirectorySync } from './storage/directory-sync.js';
 import { hasErrorCode } from './storage/fs-errors.js';
 
 /**
@@ -28,14 +29,7 @@ export function readOrCreateSecretFile(file: string): string {
   // The name too must reach the disk: lost in a power cut, it would have the next start
   // generate another secret, and every URL signed before would fail. So must the names of the
   // directories made for it, up to the one that was there.
-  syncDirectory(dir);
-  if (created !== undefined) {
-    const holder = path.dirname(path.resolve(created));
-    for (let made = path.resolve(dir); made !== holder && made !== path.dirname(made);) {
-      made = path.dirname(made);
-      syncDirectory(made);
-    }
-  }
+  for (const changed of directoriesChanged(dir, created)) syncDirectorySync(changed);
   const secret = readSecretFile(file);
   if (secret === undefined) throw new Error(`${file} was removed while it was being made`);
   return secret;
@@ -123,26 +117,4 @@ function changedWithin(file: string, ms: number): boolean {
 /** Blocks the thread: the configuration is read synchronously, once, at start. */
 function sleep(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-/**
- * fsyncs a directory, so that the names linked or created in it last. Some platforms cannot
- * (Windows refuses to open a directory, some file systems to fsync one): there it is skipped.
- */
-function syncDirectory(dir: string): void {
-  const unsupported = ['EISDIR', 'EINVAL', 'EPERM', 'ENOTSUP'];
-  let fd: number;
-  try {
-    fd = fs.openSync(dir, 'r');
-  } catch (error) {
-    if (hasErrorCode(error, ...unsupported)) return;
-    throw error;
-  }
-  try {
-    fs.fsyncSync(fd);
-  } catch (error) {
-    if (!hasErrorCode(error, ...unsupported)) throw error;
-  } finally {
-    fs.closeSync(fd);
-  }
 }

@@ -25,6 +25,7 @@ import type {
   SignedUploadOptions,
   StoreLog,
 } from './object-store.js';
+import { directoriesChanged, syncDirectory } from './directory-sync.js';
 import { hasErrorCode as isCode, unlessMissing } from './fs-errors.js';
 import { copyInto, meterFor } from './streams.js';
 import { FlushBehind } from './flush-behind.js';
@@ -154,9 +155,10 @@ export class FsObjectStore implements ObjectStore {
   /**
    * The bytes go to a temp file, which gets a modification time of its own and is flushed to
    * disk; then the version's metadata record is claimed (`versionName`); then one rename makes
-   * the bytes visible, and with them that record. Concurrent writes to one key each land whole,
-   * the last rename wins, and whoever reads the key gets the metadata of the write whose bytes
-   * it holds. A crash before the rename leaves a temp file and maybe a record nobody reads, both
+   * the bytes visible, and with them that record; then the folders the rename (and the mkdir
+   * before it) changed are flushed, so the new name survives a power cut. Concurrent writes to
+   * one key each land whole, the last rename wins, and whoever reads the key gets the metadata
+   * of the write whose bytes it holds. A crash before the rename leaves a temp file and maybe a record nobody reads, both
    * swept later; never a torn object or a record beside other bytes.
    */
   async put(key: string, body: Readable, options: PutOptions): Promise<ObjectInfo> {
@@ -233,10 +235,20 @@ export class FsObjectStore implements ObjectStore {
         }
       }
       const replaced = await statOrUndefined(dataPath);
-      await this.moveIntoPlace(key, tmpData, dataPath);
+      const created = await this.moveIntoPlace(key, tmpData, dataPath);
       moved = true;
       const ours = claimed;
       claimed = undefined;
+      // An fsync of the file does not keep its new name (ext4, xfs): without this, a power cut
+      // after the caller was told the object is stored could lose it. A folder gone meanwhile
+      // went with a concurrent delete of the key, and took the name with it.
+      if (options.durable !== false) {
+        await Promise.all(
+          directoriesChanged(path.dirname(dataPath), created).map((dir) =>
+            unlessMissing(syncDirectory(dir), undefined),
+          ),
+        );
+      }
       await this.dropOtherVersions(key, versionDir, ours, replaced);
       return {
         key,
@@ -347,12 +359,16 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  private async moveIntoPlace(key: string, from: string, to: string): Promise<void> {
+  /** Returns the first folder it made for `to` (the highest), if it made any. */
+  private async moveIntoPlace(key: string, from: string, to: string): Promise<string | undefined> {
+    let created: string | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
-        await fs.mkdir(path.dirname(to), { recursive: true });
+        const made = await fs.mkdir(path.dirname(to), { recursive: true });
+        // A retry after a concurrent prune may make folders above those of an earlier attempt.
+        if (made !== undefined && (created === undefined || made.length < created.length)) created = made;
         await fs.rename(from, to);
-        return;
+        return created;
       } catch (error) {
         // A concurrent delete may prune the folder between mkdir and rename: try again.
         if (isCode(error, 'ENOENT') && attempt < 8) continue;
