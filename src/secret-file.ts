@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { makeDirectorySync } from './make-directory.js';
 import { directoriesChanged, syncDirectorySync } from './storage/directory-sync.js';
 import { hasErrorCode } from './storage/fs-errors.js';
 
@@ -23,7 +24,7 @@ export function readOrCreateSecretFile(file: string): string {
   if (found !== undefined) return found;
   const dir = path.dirname(file);
   // The first directory this made, when the data dir did not exist yet.
-  const created = fs.mkdirSync(dir, { recursive: true });
+  const created = makeDirectorySync(dir);
   const text = `${randomBytes(32).toString('base64url')}\n`;
   if (!linkIntoPlace(file, text)) createExclusively(file, text);
   // The name too must reach the disk: lost in a power cut, it would have the next start

@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import {
@@ -19,6 +18,7 @@ import { migrations } from './migrations/index.js';
 import { PgChangeSignals, SignalledPostgresDialect } from './pg-change-signals.js';
 import { PreparingClient } from './pg-statements.js';
 import type { Database } from './schema.js';
+import { makeDirectorySync } from '../make-directory.js';
 
 export type Db = Kysely<Database>;
 /** What a repository function runs on: the database or a transaction. */
@@ -144,7 +144,7 @@ function loadVectorExtension(sqlite: SQLite.Database): void {
 
 export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHandle> {
   if (config.kind === 'sqlite') {
-    mkdirSync(path.dirname(config.file), { recursive: true });
+    makeDirectorySync(path.dirname(config.file));
     const sqlite = new SQLite(config.file);
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('foreign_keys = ON');

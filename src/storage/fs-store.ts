@@ -31,6 +31,7 @@ import { copyInto, meterFor } from './streams.js';
 import { FlushBehind } from './flush-behind.js';
 import { isSafeKey, keySegments, resolveSafePath, resolveSafePrefix } from './safe-path.js';
 import { createSignedUrl } from './signed-url.js';
+import { makeDirectory } from '../make-directory.js';
 
 export interface FsObjectStoreOptions {
   /**
@@ -663,7 +664,7 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async check(): Promise<void> {
-    await fs.mkdir(this.dataRoot, { recursive: true });
+    await makeDirectory(this.dataRoot);
     await fs.access(this.dataRoot, fs.constants.W_OK);
   }
 }
