@@ -52,8 +52,55 @@ export interface AgentFields {
   orchestration?: { agents: string[] } | null;
 }
 
-/** Header values may be secrets (an authorization header): they are never shown. */
+/** What reads show for a secret: a header value (an authorization header), a url's password or query value. */
 export const MASKED_HEADER_VALUE = '***';
+
+/**
+ * The tool's url as read: many MCP servers take their credential in the URL (`?api_key=…`,
+ * `user:secret@host`), so the password and each query value are shown as `"***"`; the scheme,
+ * host, user name, path, parameter names and fragment stay, as do empty values and parameters
+ * without one (nothing secret). The query is rewritten pair by pair on `URL#search` rather than
+ * re-serialized by URLSearchParams, which would respell names (`a%20b` as `a+b`) and give `flag`
+ * an `=`: what is shown must be what the reader recognizes and sends back. A url with nothing
+ * to hide is shown exactly as stored.
+ */
+function maskedToolUrl(url: string): string {
+  // Both write paths refuse a url that does not parse; should one be stored anyway, hide it all.
+  if (!URL.canParse(url)) return MASKED_HEADER_VALUE;
+  const parsed = new URL(url);
+  const pairs = queryPairs(parsed);
+  const hidesValue = pairs.some((pair) => pair.value);
+  if (parsed.password === '' && !hidesValue) return url;
+  if (parsed.password !== '') parsed.password = MASKED_HEADER_VALUE;
+  if (hidesValue) {
+    parsed.search = pairs
+      .map(({ spelled, name, value }) => (value ? `${name}=${MASKED_HEADER_VALUE}` : spelled))
+      .join('&');
+  }
+  return parsed.href;
+}
+
+/** The query's `name=value` pairs as the URL spells them (split as URLSearchParams splits them). */
+function queryPairs(url: URL): Array<{ spelled: string; name: string; value: string | undefined }> {
+  return url.search
+    .slice(1)
+    .split('&')
+    .map((spelled) => {
+      const eq = spelled.indexOf('=');
+      return eq === -1
+        ? { spelled, name: spelled, value: undefined }
+        : { spelled, name: spelled.slice(0, eq), value: spelled.slice(eq + 1) };
+    });
+}
+
+/** Whether a url sent to us holds `"***"` where `maskedToolUrl` puts it: a url as read. */
+function hasMaskedPart(url: string): boolean {
+  const parsed = new URL(url);
+  return (
+    parsed.password === MASKED_HEADER_VALUE ||
+    queryPairs(parsed).some((pair) => pair.value === MASKED_HEADER_VALUE)
+  );
+}
 
 function storedTools(row: AgentRow): McpTool[] {
   return JSON.parse(row.tools) as McpTool[];
@@ -65,6 +112,7 @@ export function agentDetailView(row: AgentRow, runsOn: string) {
     instructions: row.instructions,
     tools: storedTools(row).map((tool) => ({
       ...tool,
+      url: maskedToolUrl(tool.url),
       ...(tool.headers && {
         headers: Object.fromEntries(Object.keys(tool.headers).map((name) => [name, MASKED_HEADER_VALUE])),
       }),
@@ -165,6 +213,23 @@ function checkToolAddresses(deps: AgentAdminDeps, tools: McpTool[] | null | unde
 }
 
 /**
+ * A tool sent back with its url as read (maskedToolUrl) keeps the stored url of the tool of that
+ * name, so a read-modify-write does not overwrite the secret with the mask. A masked url that is
+ * no stored tool's of that name, at another host or with a value changed, would hand the secret
+ * to a server its sender chose (400); a new agent has nothing stored for the mask to stand for.
+ */
+function keepStoredToolUrls(incoming: McpTool[], stored: McpTool[]): McpTool[] {
+  return incoming.map((tool, t) => {
+    const same = stored.find((s) => s.name === tool.name && maskedToolUrl(s.url) === tool.url);
+    if (same) return { ...tool, url: same.url };
+    if (!hasMaskedPart(tool.url)) return tool;
+    const path = `body.tools.${t}.url`;
+    const problem = `has "${MASKED_HEADER_VALUE}" where the url as read hides a secret, which keeps the stored url only for a tool of the same name whose url reads so: send the full url`;
+    throw errors.badRequest(`${path} ${problem}`, [{ path, message: problem }]);
+  });
+}
+
+/**
  * Tools sent back as read (`"***"` for each header value) keep the stored values of those
  * headers, so a read-modify-write does not overwrite secrets with the mask. Only for the same
  * tool at the same URL: a masked value sent with another URL would send a secret its sender
@@ -198,6 +263,8 @@ export async function createAgent(
   requireManager(access);
   checkAgentFields(input);
   checkToolAddresses(deps, input.tools);
+  // Nothing is stored yet: a url as read (masked) is refused.
+  const tools = input.tools && keepStoredToolUrls(input.tools, []);
   const id = newId('agt');
   const now = isoNow(deps.clock);
   const row: AgentRow = {
@@ -210,7 +277,7 @@ export async function createAgent(
     visibility: input.visibility ?? 'workspace',
     model: input.model ?? null,
     instructions: input.instructions ?? '',
-    tools: JSON.stringify(input.tools ?? []),
+    tools: JSON.stringify(tools ?? []),
     orchestration: input.orchestration ? JSON.stringify(input.orchestration) : null,
     deleted_at: null,
     created_at: now,
@@ -258,7 +325,11 @@ export async function patchAgent(
   }
   if (patch.tools !== undefined) {
     checkToolAddresses(deps, patch.tools);
-    changes.tools = JSON.stringify(patch.tools ? mergeToolHeaders(patch.tools, storedTools(row)) : []);
+    const stored = storedTools(row);
+    // Urls first: the headers' merge compares the stored url with the one sent, un-masked.
+    changes.tools = JSON.stringify(
+      patch.tools ? mergeToolHeaders(keepStoredToolUrls(patch.tools, stored), stored) : [],
+    );
   }
   if (patch.orchestration !== undefined) {
     if (patch.orchestration)

@@ -381,6 +381,105 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
     });
   });
 
+  // Many MCP servers take their credential in the URL (`?api_key=…`, `user:secret@host`): a
+  // reader of the agent sees it masked, as header values are, and sends it back masked.
+  const SECRET_URL = 'https://svc:s3cret@mcp.example.test/sse?api_key=abc123&a%20b=c+d&flag&empty=';
+  const MASKED_URL = 'https://svc:***@mcp.example.test/sse?api_key=***&a%20b=***&flag&empty=';
+  const storedTools = async (id: string) =>
+    JSON.parse(
+      (
+        await t.env.database.db
+          .selectFrom('agents')
+          .select('tools')
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow()
+      ).tools,
+    );
+
+  it('shows an MCP url’s password and query values as *** to admins and members, and a url without them as stored', async () => {
+    const created = await createAgent({
+      title: 'Url secrets',
+      tools: [
+        { type: 'mcp', name: 'crm', url: SECRET_URL },
+        { type: 'mcp', name: 'plain', url: 'https://user@mcp.example.test/plain#part' },
+        { type: 'mcp', name: 'bare', url: 'https://mcp.example.test' },
+      ],
+    });
+    expect(created.statusCode).toBe(201);
+    const id = created.json().data.agent.id;
+    const shown = [MASKED_URL, 'https://user@mcp.example.test/plain#part', 'https://mcp.example.test'];
+    expect(created.json().data.agent.tools.map((tool: { url: string }) => tool.url)).toEqual(shown);
+    for (const key of [MKEYS.owner, MKEYS.admin, MKEYS.member]) {
+      const read = await call('GET', `/v1/agents/${id}`, key);
+      expect(read.json().data.agent.tools.map((tool: { url: string }) => tool.url)).toEqual(shown);
+      expect(read.body).not.toContain('s3cret');
+      expect(read.body).not.toContain('abc123');
+    }
+    expect((await storedTools(id))[0].url).toBe(SECRET_URL);
+  });
+
+  it('keeps the stored url and headers of a tool sent back as read, under the same name', async () => {
+    const id = (
+      await createAgent({
+        title: 'Url round trip',
+        tools: [{ type: 'mcp', name: 'crm', url: SECRET_URL, headers: { authorization: 'Bearer keep' } }],
+      })
+    ).json().data.agent.id;
+    const read = (await call('GET', `/v1/agents/${id}`, MKEYS.admin)).json().data.agent;
+    const res = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+      description: 'changed',
+      tools: read.tools,
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.agent.tools).toEqual(read.tools);
+    expect(await storedTools(id)).toEqual([
+      { type: 'mcp', name: 'crm', url: SECRET_URL, headers: { authorization: 'Bearer keep' } },
+    ]);
+    // A new url replaces the stored one, secrets and all.
+    const replaced = 'https://mcp.example.test/sse?api_key=new';
+    const moved = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+      tools: [{ type: 'mcp', name: 'crm', url: replaced }],
+    });
+    expect(moved.statusCode).toBe(200);
+    expect((await storedTools(id))[0].url).toBe(replaced);
+  });
+
+  it('refuses a masked url that is no stored tool’s of that name with 400 at its url, and changes nothing', async () => {
+    const id = (
+      await createAgent({
+        title: 'Url masked elsewhere',
+        tools: [{ type: 'mcp', name: 'crm', url: SECRET_URL }],
+      })
+    ).json().data.agent.id;
+    const message =
+      'has "***" where the url as read hides a secret, which keeps the stored url only for a tool of the same name whose url reads so: send the full url';
+    // Under another name, at another host or with one value changed, the mask would hand the
+    // stored secret to a server or tool of the sender's choosing.
+    for (const tool of [
+      { type: 'mcp', name: 'other', url: MASKED_URL },
+      { type: 'mcp', name: 'crm', url: 'https://attacker.example/sse?api_key=***&a%20b=***&flag&empty=' },
+      { type: 'mcp', name: 'crm', url: 'https://svc:***@mcp.example.test/sse?api_key=***' },
+    ]) {
+      const res = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+        tools: [{ type: 'mcp', name: 'plain', url: 'https://mcp.example.test/' }, tool],
+      });
+      expect(res.statusCode, tool.url).toBe(400);
+      expect(res.json(), tool.url).toEqual({
+        code: 'bad_request',
+        message: `body.tools.1.url ${message}`,
+        details: { issues: [{ path: 'body.tools.1.url', message }] },
+      });
+    }
+    expect((await storedTools(id))[0].url).toBe(SECRET_URL);
+    // A new agent has no stored url for the mask to stand for.
+    const copied = await createAgent({
+      title: 'Url copy',
+      tools: [{ type: 'mcp', name: 'crm', url: MASKED_URL }],
+    });
+    expect(copied.statusCode).toBe(400);
+    expect(copied.json().details.issues).toEqual([{ path: 'body.tools.0.url', message }]);
+  });
+
   it('lists a renamed agent by its new title, case-insensitively', async () => {
     const first = (await createAgent({ title: 'Öa' })).json().data.agent;
     expect((await createAgent({ title: 'öb' })).statusCode).toBe(201);

@@ -44,7 +44,7 @@ export async function agentAdminRoutes(app: TypedApp, deps: AppDeps): Promise<vo
         summary: 'Get an agent',
         operationId: 'getAgent',
         description:
-          'The list fields plus instructions, tools (header values shown as `***`), orchestration and managedBy. Members see listed agents only.',
+          "The list fields plus instructions, tools (header values, and a url's password and query values, shown as `***`), orchestration and managedBy. Members see listed agents only.",
         tags: ['agents'],
         security: API_KEY_SECURITY,
         params: AgentParams,
@@ -64,7 +64,7 @@ export async function agentAdminRoutes(app: TypedApp, deps: AppDeps): Promise<vo
           summary: 'Update an agent',
           operationId: 'updateAgent',
           description:
-            'Owner or admin. Merge patch: absent fields stay, `null` clears an optional field. A tool header sent back as `***` keeps its stored value. A title another agent of the workspace has → 409 `conflict`. An agent of the setup file → 409 `managed_by_setup`.',
+            'Owner or admin. Merge patch: absent fields stay, `null` clears an optional field. A tool url or header sent back as `***` (as read) keeps its stored value. A title another agent of the workspace has → 409 `conflict`. An agent of the setup file → 409 `managed_by_setup`.',
           tags: ['agents'],
           security: API_KEY_SECURITY,
           params: AgentParams,

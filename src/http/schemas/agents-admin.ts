@@ -22,7 +22,7 @@ const McpTool = Type.Object(
       format: 'uri',
       maxLength: 2000,
       description:
-        'The streamable-HTTP MCP server, an http or https URL (any other scheme is a 400). Must be public: a private, loopback or link-local address is a 400 (and a name resolving to one an `mcp_not_allowed` warning), unless the operator sets ATRIUM_MCP_ALLOW_PRIVATE_NETWORK=true',
+        'The streamable-HTTP MCP server, an http or https URL (any other scheme is a 400). Must be public: a private, loopback or link-local address is a 400 (and a name resolving to one an `mcp_not_allowed` warning), unless the operator sets ATRIUM_MCP_ALLOW_PRIVATE_NETWORK=true. When read, its password and each query value are shown as "***" (an empty value or a parameter without one as stored); sent back so under the same tool name, it keeps the stored url, and a url holding "***" that is no stored tool\'s of that name as read is a 400',
     }),
     headers: Type.Optional(
       Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 8000 }), {
