@@ -263,8 +263,8 @@ export async function createAgent(
   requireManager(access);
   checkAgentFields(input);
   checkToolAddresses(deps, input.tools);
-  // Nothing is stored yet: a url as read (masked) is refused.
-  const tools = input.tools && keepStoredToolUrls(input.tools, []);
+  // Nothing is stored yet: a url or header value as read (masked) is refused.
+  const tools = input.tools && mergeToolHeaders(keepStoredToolUrls(input.tools, []), []);
   const id = newId('agt');
   const now = isoNow(deps.clock);
   const row: AgentRow = {

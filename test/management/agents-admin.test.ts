@@ -480,6 +480,24 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
     expect(copied.json().details.issues).toEqual([{ path: 'body.tools.0.url', message }]);
   });
 
+  it('refuses a masked header value on create: nothing is stored for it to stand for', async () => {
+    // Before: an agent read and posted as a new one stored the literal "***" as its credential.
+    const copied = await createAgent({
+      title: 'Header copy',
+      tools: [
+        { type: 'mcp', name: 'crm', url: 'https://mcp.example.test/', headers: { authorization: '***' } },
+      ],
+    });
+    expect(copied.statusCode).toBe(400);
+    const message =
+      'is "***", which keeps a stored value only for the same tool name and url: send the value';
+    expect(copied.json()).toEqual({
+      code: 'bad_request',
+      message: `body.tools.0.headers.authorization ${message}`,
+      details: { issues: [{ path: 'body.tools.0.headers.authorization', message }] },
+    });
+  });
+
   it('lists a renamed agent by its new title, case-insensitively', async () => {
     const first = (await createAgent({ title: 'Öa' })).json().data.agent;
     expect((await createAgent({ title: 'öb' })).statusCode).toBe(201);
