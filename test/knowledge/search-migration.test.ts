@@ -76,25 +76,36 @@ const foldedOnly = (text: string) =>
     .replace(/\p{M}+/gu, '')
     .replace(/[^\p{L}\p{N}]+/gu, ' ');
 
+/**
+ * Rewrites a file's index as code before a split migration wrote it: each chunk's text folded but
+ * not split into words. `sqliteScope`: the FTS table has the `scope` column (027 and after).
+ */
+async function indexUnsplit(path: string, sqliteScope?: string) {
+  const db = t.env.database.db;
+  for (const chunk of await chunksOf(path)) {
+    const words = foldedOnly(chunk.text);
+    if (t.env.database.dialect === 'sqlite') {
+      await sql`delete from knowledge_chunks_fts where rowid = ${chunk.id}`.execute(db);
+      await (
+        sqliteScope === undefined
+          ? sql`insert into knowledge_chunks_fts (rowid, heading, text) values (${chunk.id}, '', ${words})`
+          : sql`insert into knowledge_chunks_fts (rowid, heading, text, scope)
+            values (${chunk.id}, '', ${words}, ${sqliteScope})`
+      ).execute(db);
+    } else {
+      await sql`update knowledge_chunks set tsv = to_tsvector('simple', ${words}) where id = ${chunk.id}`.execute(
+        db,
+      );
+    }
+  }
+}
+
 describe(`migrating Chinese and Japanese chunks indexed unsplit (${engineName})`, () => {
   it('splits their words (021), so a word inside a sentence is found', async () => {
     await migrateTo('020-project-file-object-times');
-    // The index as it was written before: the run folded but not split into words.
-    const db = t.env.database.db;
-    for (const chunk of await chunksOf('zh.txt')) {
-      if (t.env.database.dialect === 'sqlite') {
-        await sql`delete from knowledge_chunks_fts where rowid = ${chunk.id}`.execute(db);
-        await sql`insert into knowledge_chunks_fts (rowid, heading, text) values (${chunk.id}, '', ${foldedOnly(chunk.text)})`.execute(
-          db,
-        );
-      } else {
-        await sql`update knowledge_chunks set tsv = to_tsvector('simple', ${foldedOnly(chunk.text)}) where id = ${chunk.id}`.execute(
-          db,
-        );
-      }
-    }
+    await indexUnsplit('zh.txt');
     expect(await foundBefore026('发布日期')).toEqual([]);
-    await migrateToLatest(db, t.env.database.schema);
+    await migrateToLatest(t.env.database.db, t.env.database.schema);
     expect(await found('发布日期')).toEqual(['zh.txt']);
     expect(await found('firewall')).toEqual(['ligature.txt']);
   });
@@ -123,21 +134,9 @@ describe(`migrating words PostgreSQL lower-cased itself (${engineName})`, () => 
 describe(`migrating Thai, Lao, Khmer and Burmese chunks indexed unsplit (${engineName})`, () => {
   it('splits their words (031), so a word inside a sentence is found', async () => {
     await migrateTo('030-agent-unsafe-images');
-    // The index as it was written before: the run folded but not split into words.
-    const db = t.env.database.db;
-    for (const chunk of await chunksOf('th.txt')) {
-      if (t.env.database.dialect === 'sqlite') {
-        await sql`delete from knowledge_chunks_fts where rowid = ${chunk.id}`.execute(db);
-        await sql`insert into knowledge_chunks_fts (rowid, heading, text, scope)
-          values (${chunk.id}, '', ${foldedOnly(chunk.text)}, ${sqliteProjectToken('prj_docs')})`.execute(db);
-      } else {
-        await sql`update knowledge_chunks set tsv = to_tsvector('simple', ${foldedOnly(chunk.text)}) where id = ${chunk.id}`.execute(
-          db,
-        );
-      }
-    }
+    await indexUnsplit('th.txt', sqliteProjectToken('prj_docs'));
     expect(await found('สวยงาม')).toEqual([]);
-    await migrateToLatest(db, t.env.database.schema);
+    await migrateToLatest(t.env.database.db, t.env.database.schema);
     expect(await found('สวยงาม')).toEqual(['th.txt']);
     expect(await found('ภาษาไทยเป็นภาษาที่สวยงาม')).toEqual(['th.txt']);
     expect(await found('发布日期')).toEqual(['zh.txt']);
