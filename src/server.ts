@@ -66,10 +66,12 @@ export async function startServer(
   const signals = hooks.signals ?? process;
   const signalListeners: Array<['SIGTERM' | 'SIGINT', () => void]> = [];
   let closing: Promise<void> | undefined;
-  const shutdown = (signal: string) => {
+  // `quietly`: after a failed listen nothing was served, so the shutdown's lines ("finishing
+  // in-flight requests", "stopped") would only mislead beside the command's own error line.
+  const shutdown = (signal: string, { quietly = false } = {}) => {
     closing ??= (async () => {
       const started = performance.now();
-      app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+      if (!quietly) app.log.info({ signal }, 'shutting down: finishing in-flight requests');
       await listened;
       // Every part settles before the database closes, even when another has failed: requests in
       // flight finish (their replies stored), a sweep in progress ends (no new one starts), files
@@ -95,7 +97,7 @@ export async function startServer(
       }
       // The last line of a clean stop (a failed one logs "shutdown failed" instead), so that a
       // log shows the process ended on its own rather than being killed.
-      app.log.info({ signal, shutdownMs: Math.round(performance.now() - started) }, 'stopped');
+      if (!quietly) app.log.info({ signal, shutdownMs: Math.round(performance.now() - started) }, 'stopped');
     })().finally(() => {
       // Not at its start: a signal during a shutdown begun by close() still ends the process
       // once that shutdown is over, as before.
@@ -132,7 +134,7 @@ export async function startServer(
   } catch (error) {
     // A port in use or not allowed: nothing is served, so nothing may stay open either (a
     // process holding its database and timers would look alive to a supervisor).
-    await shutdown('listen failed').catch(() => undefined);
+    await shutdown('listen failed', { quietly: true }).catch(() => undefined);
     throw error;
   }
   // A signal came while listening began: the shutdown under way closes the server, and nothing

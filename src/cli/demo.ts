@@ -69,9 +69,11 @@ export async function demoKeyHint(db: Db, dataDir?: string): Promise<string | un
   return [
     '',
     `Demo workspace: ${DEMO_WORKSPACE_ID} (its key was shown once, at the first start). To make a new key:`,
+    // No --name: a key name must be unique among live keys, and this line is printed at every
+    // start; the default name (`workspace-key-` and the id's end) never collides.
     // With the server's data dir when it was given one: without it, the command would open (and
     // create) ./data, where the demo workspace is not.
-    `  ${dataDir ? `ATRIUM_DATA_DIR=${shellQuoted(dataDir)} ` : ''}./bin/atrium keys create --workspace ${DEMO_WORKSPACE_ID} --user ${DEMO_OWNER_ID} --name demo`,
+    `  ${dataDir ? `ATRIUM_DATA_DIR=${shellQuoted(dataDir)} ` : ''}./bin/atrium keys create --workspace ${DEMO_WORKSPACE_ID} --user ${DEMO_OWNER_ID}`,
     '',
   ].join('\n');
 }

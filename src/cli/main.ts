@@ -97,15 +97,35 @@ async function serve(): Promise<number> {
       await database.close();
     }
   }
-  await startServer(config, {
-    onListening: (address) => {
-      const base = config.publicUrl ?? address.replace('://127.0.0.1', '://localhost');
-      console.log(`Atrium listening on ${address} (docs: ${base}/docs)`);
-      if (demo?.key) console.log(demoInstructions(base, demo.key, config.apiKeyHeader));
-      else if (keyHint) console.log(keyHint);
-    },
-  });
+  try {
+    await startServer(config, {
+      onListening: (address) => {
+        const base = config.publicUrl ?? address.replace('://127.0.0.1', '://localhost');
+        console.log(`Atrium listening on ${address} (docs: ${base}/docs)`);
+        if (demo?.key) console.log(demoInstructions(base, demo.key, config.apiKeyHeader));
+        else if (keyHint) console.log(keyHint);
+      },
+    });
+  } catch (error) {
+    const hint = listenFailureHint(error, config.port);
+    if (!hint) throw error;
+    printError(failureMessage(error), hint);
+    return EXIT.failure;
+  }
   return new Promise<number>(() => {}); // serves until a signal ends the process
+}
+
+/** What to do when the port cannot be had: a newcomer's second `npm start` meets the first one. */
+function listenFailureHint(error: unknown, port: number): string | undefined {
+  const other = port === 3001 ? 3002 : 3001;
+  switch ((error as { code?: string }).code) {
+    case 'EADDRINUSE':
+      return `another process is listening on port ${port}: stop it, or start on another port (PORT=${other} npm start, or PORT=${other} ./bin/atrium serve)`;
+    case 'EACCES':
+      return `this user may not listen on port ${port}: pick one from 1024 up (PORT=${other})`;
+    default:
+      return undefined;
+  }
 }
 
 async function migrate(): Promise<number> {

@@ -39,7 +39,7 @@ describe('npm start on the embedded database (sqlite)', () => {
 
     const second = await serve();
     // With the data dir the server was given: pasted elsewhere, the command finds the same data.
-    const command = `ATRIUM_DATA_DIR=${dataDir} ./bin/atrium keys create --workspace wsp_demo --user usr_demo_owner --name demo`;
+    const command = `ATRIUM_DATA_DIR=${dataDir} ./bin/atrium keys create --workspace wsp_demo --user usr_demo_owner`;
     await vi.waitFor(() => expect(second.output()).toContain(command), { timeout: 10_000 });
     expect(second.output()).not.toContain('API key (shown once');
     expect(second.output()).not.toContain(firstKey);
@@ -56,5 +56,14 @@ describe('npm start on the embedded database (sqlite)', () => {
     const newKey = /(atr_ws_\S+)/.exec(stdout)![1]!;
     expect(newKey).not.toBe(firstKey);
     expect((await agents(second, newKey)).status).toBe(200);
+    // Printed at every start, so it works every time (with `--name demo` the second run was
+    // refused: the name was taken).
+    const again = await runAtriumCli(
+      { ATRIUM_SIGNING_SECRET: env.ATRIUM_SIGNING_SECRET, ATRIUM_DATA_DIR: dataDir },
+      args,
+    );
+    const thirdKey = /(atr_ws_\S+)/.exec(again.stdout)![1]!;
+    expect(thirdKey).not.toBe(newKey);
+    expect((await agents(second, thirdKey)).status).toBe(200);
   }, 360_000);
 });

@@ -37,6 +37,12 @@ describe(`atrium serve on a port already in use (${engineName})`, () => {
       expect(output).toContain('EADDRINUSE');
       // One line of the command's own, as its other errors (before: the bare message).
       expect(output).toMatch(/^atrium: .*EADDRINUSE.*$/m);
+      // What to do about it, and no shutdown lines for a server that never served.
+      expect(output).toContain(
+        `atrium: another process is listening on port ${port}: stop it, or start on another port`,
+      );
+      expect(output).not.toContain('shutting down');
+      expect(output).not.toContain('"stopped"');
     } finally {
       await new Promise<void>((resolve) => holder.close(() => resolve()));
     }
