@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { commitOnOtherConnection, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream } from '../helpers/fake-upstream.js';
-import { postChat, useChatApp, userText } from './fixtures.js';
+import { postChat, UPSTREAM_KEY, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
 let t: TestApp;
@@ -52,6 +52,17 @@ describe('the agent, the key owner and the model a reply reads (kept in memory b
       db.updateTable('models').set({ provider_model: 'small-3' }).where('id', '=', 'fake-small').execute(),
     );
     expect((await reply()).model).toBe('small-3');
+
+    // The provider's key and address are read with the model: rotating the key on another
+    // connection (`atrium apply` beside a running server) reaches the next reply too.
+    const bearer = () => upstream.requests.at(-1)?.headers.authorization;
+    await reply();
+    expect(bearer()).toBe(`Bearer ${UPSTREAM_KEY}`);
+    await commitOnOtherConnection(t.env, (db) =>
+      db.updateTable('providers').set({ api_key: 'rotated-provider-key' }).where('id', '=', 'fake').execute(),
+    );
+    await reply();
+    expect(bearer()).toBe('Bearer rotated-provider-key');
 
     await commitOnOtherConnection(t.env, (db) =>
       db

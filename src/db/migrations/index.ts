@@ -24,6 +24,7 @@ import * as codePointListingIds from './028-code-point-listing-ids.js';
 import * as knowledgeFtsExactStatistics from './029-knowledge-fts-exact-statistics.js';
 import * as agentUnsafeImages from './030-agent-unsafe-images.js';
 import * as knowledgeSoutheastAsianWords from './031-knowledge-southeast-asian-words.js';
+import * as providerChangeNotices from './032-provider-change-notices.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -55,6 +56,7 @@ export const migrations: Record<string, Migration> = eachInOneTransaction({
   '029-knowledge-fts-exact-statistics': knowledgeFtsExactStatistics,
   '030-agent-unsafe-images': agentUnsafeImages,
   '031-knowledge-southeast-asian-words': knowledgeSoutheastAsianWords,
+  '032-provider-change-notices': providerChangeNotices,
 });
 
 /**
