@@ -59,11 +59,16 @@ export const errors = {
   badRequest: (message: string, issues?: ValidationIssue[]) =>
     new ApiError('bad_request', message, issues ? { issues } : {}),
   notAuthenticated: (message = 'A valid API key is required') => new ApiError('not_authenticated', message),
-  /** No key at all: says where the server reads one (`ATRIUM_API_KEY_HEADER`, or a bearer token). */
-  missingApiKey: (headerName: string) =>
+  /**
+   * No key at all: says where the server reads one (`ATRIUM_API_KEY_HEADER`, or a bearer token);
+   * `authorizationWithoutBearer`: an Authorization header came without the `Bearer ` scheme.
+   */
+  missingApiKey: (headerName: string, authorizationWithoutBearer = false) =>
     new ApiError(
       'not_authenticated',
-      `A valid API key is required in the ${headerName} header (or as Authorization: Bearer)`,
+      authorizationWithoutBearer
+        ? `The Authorization header must be "Bearer " followed by the API key (the Bearer scheme is missing); or send the key alone in the ${headerName} header`
+        : `A valid API key is required in the ${headerName} header (or as Authorization: Bearer)`,
     ),
   unauthorized: (message = 'This API key may not access this resource') =>
     new ApiError('unauthorized', message),

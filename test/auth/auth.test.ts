@@ -26,6 +26,25 @@ describe(`authentication (${engineName})`, () => {
     });
   });
 
+  it('says the Bearer scheme is missing when a key comes alone in Authorization, without echoing it', async () => {
+    for (const authorization of [KEYS.mainOwner, `Basic ${KEYS.mainOwner}`, `Token ${KEYS.mainOwner}`]) {
+      const res = await agentsOf('wsp_main', { authorization });
+      expect(res.statusCode).toBe(401);
+      expect(res.json()).toEqual({
+        code: 'not_authenticated',
+        message:
+          'The Authorization header must be "Bearer " followed by the API key (the Bearer scheme is missing); or send the key alone in the x-service-api-key header',
+        details: {},
+      });
+      expect(res.body).not.toContain(KEYS.mainOwner);
+    }
+    // An empty bearer token is still "no key".
+    const empty = await agentsOf('wsp_main', { authorization: 'Bearer ' });
+    expect(empty.json().message).toBe(
+      'A valid API key is required in the x-service-api-key header (or as Authorization: Bearer)',
+    );
+  });
+
   it('names the renamed header (ATRIUM_API_KEY_HEADER) when the key is missing', async () => {
     const renamed = await createTestApp({
       setup: TENANCY_SETUP,

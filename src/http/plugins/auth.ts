@@ -23,6 +23,15 @@ function presentedKey(request: FastifyRequest, headerName: string): string | und
 }
 
 /**
+ * An Authorization header holding something other than a bearer token: most often a key pasted
+ * without `Bearer `, which deserves its own hint (the header's value is never echoed).
+ */
+function withoutScheme(request: FastifyRequest): boolean {
+  const authorization = request.headers.authorization?.trim();
+  return Boolean(authorization) && !/^bearer(\s|$)/i.test(authorization!);
+}
+
+/**
  * The routes a session token reaches (management.md): chats, runs, the agent list and `/me`.
  * Matched on the route pattern, so chat routes added later under these paths are covered.
  */
@@ -62,7 +71,7 @@ export function registerAuth(app: FastifyInstance, deps: AppDeps): void {
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', async (request, reply) => {
     const key = presentedKey(request, deps.config.apiKeyHeader);
-    if (!key) throw errors.missingApiKey(deps.config.apiKeyHeader);
+    if (!key) throw errors.missingApiKey(deps.config.apiKeyHeader, withoutScheme(request));
     const principal = await authenticateKey(deps.db, key, deps.clock(), keyCache);
     // The headers show the count nearest its limit (an organization key has two, see below).
     let shown: RateLimitState | undefined;
