@@ -59,3 +59,14 @@ export function megabytes(bytes: number): string {
  * process busy for seconds parsing and checking it, then again on every later turn of its chat.
  */
 export const MAX_JSON_CONTAINERS = 100_000;
+
+/** An MCP tool's url as stored by the agents API (the setup file sets no limit: it is the operator's). */
+export const MAX_MCP_URL_LENGTH = 2000;
+
+/**
+ * An MCP tool's url as the agents API takes it: a url as read is longer than the one stored
+ * (`a=1` reads `a=***`), and a read-modify-write sends it back, so the body takes up to this and
+ * MAX_MCP_URL_LENGTH holds for the url stored once the mask is resolved. A stored url of 2000
+ * characters reads at most about 3,400 (`=1&` per three characters reads `=***&`), well under it.
+ */
+export const MAX_MCP_URL_AS_READ_LENGTH = 8000;

@@ -13,6 +13,7 @@ import { withWorkspaceLocked } from '../db/repositories/tenancy.js';
 import type { Visibility } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
+import { MAX_MCP_URL_LENGTH } from '../limits.js';
 import type { ModelRegistry } from '../models/registry.js';
 import { privateAddressProblem } from '../models/tools/mcp-address.js';
 import type { Config } from '../config.js';
@@ -57,12 +58,13 @@ export const MASKED_HEADER_VALUE = '***';
 
 /**
  * The tool's url as read: many MCP servers take their credential in the URL (`?api_key=…`,
- * `user:secret@host`), so the password and each query value are shown as `"***"`; the scheme,
- * host, user name, path, parameter names and fragment stay, as do empty values and parameters
- * without one (nothing secret). The query is rewritten pair by pair on `URL#search` rather than
- * re-serialized by URLSearchParams, which would respell names (`a%20b` as `a+b`) and give `flag`
- * an `=`: what is shown must be what the reader recognizes and sends back. A url with nothing
- * to hide is shown exactly as stored.
+ * `user:secret@host`, `token@host`), so the password and each query value are shown as `"***"`,
+ * and so is a user name without a password: there it is the credential (`https://ghp_…@host/`).
+ * A user name with a password is shown, as are the scheme, host, path, parameter names and
+ * fragment, empty values and parameters without one (nothing secret). The query is rewritten pair
+ * by pair on `URL#search` rather than re-serialized by URLSearchParams, which would respell names
+ * (`a%20b` as `a+b`) and give `flag` an `=`: what is shown must be what the reader recognizes and
+ * sends back. A url with nothing to hide is shown exactly as stored.
  */
 function maskedToolUrl(url: string): string {
   // Both write paths refuse a url that does not parse; should one be stored anyway, hide it all.
@@ -70,8 +72,10 @@ function maskedToolUrl(url: string): string {
   const parsed = new URL(url);
   const pairs = queryPairs(parsed);
   const hidesValue = pairs.some((pair) => pair.value);
-  if (parsed.password === '' && !hidesValue) return url;
+  const secretUserName = parsed.username !== '' && parsed.password === '';
+  if (parsed.password === '' && !secretUserName && !hidesValue) return url;
   if (parsed.password !== '') parsed.password = MASKED_HEADER_VALUE;
+  if (secretUserName) parsed.username = MASKED_HEADER_VALUE;
   if (hidesValue) {
     parsed.search = pairs
       .map(({ spelled, name, value }) => (value ? `${name}=${MASKED_HEADER_VALUE}` : spelled))
@@ -93,10 +97,16 @@ function queryPairs(url: URL): Array<{ spelled: string; name: string; value: str
     });
 }
 
-/** Whether a url sent to us holds `"***"` where `maskedToolUrl` puts it: a url as read. */
+/**
+ * Whether a url sent to us holds `"***"` where `maskedToolUrl` puts it: a url as read. A user name
+ * `***` counts with a password too, so the rule is one: `***` as user name, password or query
+ * value. URL parsing keeps percent-escapes as spelled, so a literal `***` sent as `%2A%2A%2A`
+ * is no mask and is stored.
+ */
 function hasMaskedPart(url: string): boolean {
   const parsed = new URL(url);
   return (
+    parsed.username === MASKED_HEADER_VALUE ||
     parsed.password === MASKED_HEADER_VALUE ||
     queryPairs(parsed).some((pair) => pair.value === MASKED_HEADER_VALUE)
   );
@@ -217,16 +227,34 @@ function checkToolAddresses(deps: AgentAdminDeps, tools: McpTool[] | null | unde
  * name, so a read-modify-write does not overwrite the secret with the mask. A masked url that is
  * no stored tool's of that name, at another host or with a value changed, would hand the secret
  * to a server its sender chose (400); a new agent has nothing stored for the mask to stand for.
+ * The url so resolved is the one held to the stored length (checkStoredUrlLength).
  */
 function keepStoredToolUrls(incoming: McpTool[], stored: McpTool[]): McpTool[] {
   return incoming.map((tool, t) => {
     const same = stored.find((s) => s.name === tool.name && maskedToolUrl(s.url) === tool.url);
-    if (same) return { ...tool, url: same.url };
-    if (!hasMaskedPart(tool.url)) return tool;
-    const path = `body.tools.${t}.url`;
-    const problem = `has "${MASKED_HEADER_VALUE}" where the url as read hides a secret, which keeps the stored url only for a tool of the same name whose url reads so: send the full url`;
-    throw errors.badRequest(`${path} ${problem}`, [{ path, message: problem }]);
+    const url = same ? same.url : unmaskedUrl(tool.url, t);
+    checkStoredUrlLength(url, t);
+    return { ...tool, url };
   });
+}
+
+/** A url that no stored one stands behind: refused when it holds the mask, else taken as sent. */
+function unmaskedUrl(url: string, t: number): string {
+  if (!hasMaskedPart(url)) return url;
+  const path = `body.tools.${t}.url`;
+  const problem = `has "${MASKED_HEADER_VALUE}" where the url as read hides a secret, which keeps the stored url only for a tool of the same name whose url reads so: send the full url`;
+  throw errors.badRequest(`${path} ${problem}`, [{ path, message: problem }]);
+}
+
+/**
+ * The schema takes a url up to MAX_MCP_URL_AS_READ_LENGTH, since a url as read is longer than the
+ * one it stands for; the limit of what is stored holds here, once the mask is resolved.
+ */
+function checkStoredUrlLength(url: string, t: number): void {
+  if (url.length <= MAX_MCP_URL_LENGTH) return;
+  const path = `body.tools.${t}.url`;
+  const problem = `is longer than the ${MAX_MCP_URL_LENGTH} characters stored for a tool url (its masked parts counted as stored): send a shorter url`;
+  throw errors.badRequest(`${path} ${problem}`, [{ path, message: problem }]);
 }
 
 /**

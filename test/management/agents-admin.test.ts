@@ -401,13 +401,13 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
       title: 'Url secrets',
       tools: [
         { type: 'mcp', name: 'crm', url: SECRET_URL },
-        { type: 'mcp', name: 'plain', url: 'https://user@mcp.example.test/plain#part' },
+        { type: 'mcp', name: 'plain', url: 'https://mcp.example.test/plain#part' },
         { type: 'mcp', name: 'bare', url: 'https://mcp.example.test' },
       ],
     });
     expect(created.statusCode).toBe(201);
     const id = created.json().data.agent.id;
-    const shown = [MASKED_URL, 'https://user@mcp.example.test/plain#part', 'https://mcp.example.test'];
+    const shown = [MASKED_URL, 'https://mcp.example.test/plain#part', 'https://mcp.example.test'];
     expect(created.json().data.agent.tools.map((tool: { url: string }) => tool.url)).toEqual(shown);
     for (const key of [MKEYS.owner, MKEYS.admin, MKEYS.member]) {
       const read = await call('GET', `/v1/agents/${id}`, key);
@@ -496,6 +496,164 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
       message: `body.tools.0.headers.authorization ${message}`,
       details: { issues: [{ path: 'body.tools.0.headers.authorization', message }] },
     });
+  });
+
+  // Token-in-userinfo servers (`https://ghp_…@host/mcp`) take the credential as the user name.
+  const TOKEN_URL = 'https://ghp_secrettoken@mcp.example.test/mcp';
+  const MASKED_TOKEN_URL = 'https://***@mcp.example.test/mcp';
+  const MASKED_URL_PROBLEM =
+    'has "***" where the url as read hides a secret, which keeps the stored url only for a tool of the same name whose url reads so: send the full url';
+
+  it('shows a url’s user name without a password as ***, and keeps one that has a password', async () => {
+    const created = await createAgent({
+      title: 'Url user names',
+      tools: [
+        { type: 'mcp', name: 'token', url: TOKEN_URL },
+        { type: 'mcp', name: 'blank', url: 'https://user:@mcp.example.test/plain#part' },
+        { type: 'mcp', name: 'pair', url: 'https://svc:s3cret@mcp.example.test/' },
+      ],
+    });
+    expect(created.statusCode).toBe(201);
+    const shown = [
+      MASKED_TOKEN_URL,
+      'https://***@mcp.example.test/plain#part',
+      'https://svc:***@mcp.example.test/',
+    ];
+    expect(created.json().data.agent.tools.map((tool: { url: string }) => tool.url)).toEqual(shown);
+    for (const key of [MKEYS.admin, MKEYS.member]) {
+      const read = await call('GET', `/v1/agents/${created.json().data.agent.id}`, key);
+      expect(read.json().data.agent.tools.map((tool: { url: string }) => tool.url)).toEqual(shown);
+      expect(read.body).not.toContain('ghp_secrettoken');
+    }
+  });
+
+  it('keeps the stored url of a tool whose user name is sent back as ***, and refuses it elsewhere', async () => {
+    const id = (
+      await createAgent({
+        title: 'Url token round trip',
+        tools: [{ type: 'mcp', name: 'gh', url: TOKEN_URL }],
+      })
+    ).json().data.agent.id;
+    const read = (await call('GET', `/v1/agents/${id}`, MKEYS.admin)).json().data.agent;
+    const res = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, { tools: read.tools });
+    expect(res.statusCode).toBe(200);
+    expect((await storedTools(id))[0].url).toBe(TOKEN_URL);
+    // Under another name or at another host the mask would hand the token to a tool or server of
+    // the sender's choosing; a new agent has no token for it to stand for.
+    for (const tool of [
+      { type: 'mcp', name: 'other', url: MASKED_TOKEN_URL },
+      { type: 'mcp', name: 'gh', url: 'https://***@attacker.example/mcp' },
+      { type: 'mcp', name: 'gh', url: 'https://***:pw@mcp.example.test/mcp' },
+    ]) {
+      const refused = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, { tools: [tool] });
+      expect(refused.statusCode, tool.url).toBe(400);
+      expect(refused.json(), tool.url).toEqual({
+        code: 'bad_request',
+        message: `body.tools.0.url ${MASKED_URL_PROBLEM}`,
+        details: { issues: [{ path: 'body.tools.0.url', message: MASKED_URL_PROBLEM }] },
+      });
+    }
+    expect((await storedTools(id))[0].url).toBe(TOKEN_URL);
+    const copied = await createAgent({
+      title: 'Url token copy',
+      tools: [{ type: 'mcp', name: 'gh', url: MASKED_TOKEN_URL }],
+    });
+    expect(copied.statusCode).toBe(400);
+    expect(copied.json().details.issues).toEqual([{ path: 'body.tools.0.url', message: MASKED_URL_PROBLEM }]);
+  });
+
+  it('stores a literal *** user name sent percent-encoded, and shows it masked like any other', async () => {
+    // URL parsing keeps %2A%2A%2A as spelled (it does not decode userinfo), so it is no mask.
+    const literal = 'https://%2A%2A%2A@mcp.example.test/mcp';
+    const created = await createAgent({
+      title: 'Url literal stars',
+      tools: [{ type: 'mcp', name: 'stars', url: literal }],
+    });
+    expect(created.statusCode).toBe(201);
+    const id = created.json().data.agent.id;
+    expect((await storedTools(id))[0].url).toBe(literal);
+    expect(created.json().data.agent.tools[0].url).toBe(MASKED_TOKEN_URL);
+    const read = (await call('GET', `/v1/agents/${id}`, MKEYS.admin)).json().data.agent;
+    expect((await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, { tools: read.tools })).statusCode).toBe(
+      200,
+    );
+    expect((await storedTools(id))[0].url).toBe(literal);
+    // On PATCH too, at a new host: stored as sent.
+    const moved = 'https://%2A%2A%2A@other.example.test/mcp';
+    const res = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+      tools: [{ type: 'mcp', name: 'stars', url: moved }],
+    });
+    expect(res.statusCode).toBe(200);
+    expect((await storedTools(id))[0].url).toBe(moved);
+  });
+
+  /** An MCP url of exactly `length` characters whose every query value is one character. */
+  const urlOfLength = (length: number) => {
+    const base = 'https://mcp.example.test/mcp?';
+    const pairs = Math.floor((length - base.length) / 4);
+    const url = `${base}${Array.from({ length: pairs }, () => 'k=1').join('&')}&`;
+    return url.padEnd(length, 'x');
+  };
+  const URL_TOO_LONG =
+    'is longer than the 2000 characters stored for a tool url (its masked parts counted as stored): send a shorter url';
+
+  it('takes back a url as read that is longer than its stored url of 2000 characters', async () => {
+    const stored = urlOfLength(2000);
+    expect(stored).toHaveLength(2000);
+    const created = await createAgent({
+      title: 'Url near limit',
+      tools: [{ type: 'mcp', name: 'long', url: stored }],
+    });
+    expect(created.statusCode).toBe(201);
+    const id = created.json().data.agent.id;
+    const read = (await call('GET', `/v1/agents/${id}`, MKEYS.admin)).json().data.agent;
+    // Each `k=1` reads `k=***`: the url as read is longer than the stored one.
+    expect(read.tools[0].url.length).toBeGreaterThan(2000);
+    const res = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+      description: 'rw',
+      tools: read.tools,
+    });
+    expect(res.statusCode).toBe(200);
+    expect((await storedTools(id))[0].url).toBe(stored);
+  });
+
+  it('refuses a url that would be stored longer than 2000 characters, and one sent longer than 8000, at its url', async () => {
+    const id = (await createAgent({ title: 'Url over limit' })).json().data.agent.id;
+    const over = urlOfLength(2001);
+    const created = await createAgent({
+      title: 'Url over limit on create',
+      tools: [{ type: 'mcp', name: 'long', url: over }],
+    });
+    const patched = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+      tools: [
+        { type: 'mcp', name: 'ok', url: 'https://mcp.example.test/' },
+        { type: 'mcp', name: 'long', url: over },
+      ],
+    });
+    for (const [res, path] of [
+      [created, 'body.tools.0.url'],
+      [patched, 'body.tools.1.url'],
+    ] as const) {
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({
+        code: 'bad_request',
+        message: `${path} ${URL_TOO_LONG}`,
+        details: { issues: [{ path, message: URL_TOO_LONG }] },
+      });
+    }
+    expect(await storedTools(id)).toEqual([]);
+    // Past 8000 characters even a url as read is refused, by the schema.
+    const huge = [{ type: 'mcp', name: 'huge', url: urlOfLength(8001) }];
+    for (const res of [
+      await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, { tools: huge }),
+      await createAgent({ title: 'Url huge', tools: huge }),
+    ]) {
+      expect(res.statusCode).toBe(400);
+      expect(res.json().details.issues).toContainEqual({
+        path: 'body.tools.0.url',
+        message: 'must NOT have more than 8000 characters',
+      });
+    }
   });
 
   it('lists a renamed agent by its new title, case-insensitively', async () => {

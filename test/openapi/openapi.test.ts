@@ -188,6 +188,28 @@ describe('OpenAPI document', () => {
     expect(refusing).toEqual([]);
   });
 
+  it('documents an MCP tool url as taken up to 8000 characters (a url as read is longer than stored) and read without a cap', () => {
+    interface UrlSchema {
+      maxLength?: number;
+    }
+    interface ToolsSchema {
+      properties: { tools: { items: { properties: { url: UrlSchema } } } };
+    }
+    const bodyOf = (path: string, method: 'post' | 'patch') =>
+      (doc.paths[path]?.[method]?.requestBody?.content['application/json'] as { schema: ToolsSchema }).schema;
+    for (const body of [
+      bodyOf('/v1/workspace/{workspaceId}/agents', 'post'),
+      bodyOf('/v1/agents/{agentId}', 'patch'),
+    ]) {
+      const tools = body.properties.tools as unknown as { anyOf?: ToolsSchema['properties']['tools'][] };
+      // PATCH wraps each field in anyOf [field, null].
+      const url = (tools.anyOf?.[0] ?? body.properties.tools).items.properties.url;
+      expect(url.maxLength).toBe(8000);
+    }
+    const detail = doc.components.schemas.AgentDetail as ToolsSchema;
+    expect(detail.properties.tools.items.properties.url.maxLength).toBeUndefined();
+  });
+
   it('documents the three OpenAI-compatible routes', () => {
     type Operation = {
       responses: Record<string, { content: Record<string, unknown> }>;

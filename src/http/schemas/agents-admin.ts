@@ -1,7 +1,8 @@
-import { type TSchema, Type } from 'typebox';
+import { type TSchema, type TString, Type } from 'typebox';
 import { Agent } from './agents.js';
 import { envelope } from './common.js';
 import { PATTERNS } from './patterns.js';
+import { MAX_MCP_URL_AS_READ_LENGTH, MAX_MCP_URL_LENGTH } from '../../limits.js';
 
 const VisibilityField = Type.Union([
   Type.Literal('workspace'),
@@ -9,30 +10,40 @@ const VisibilityField = Type.Union([
   Type.Literal('private'),
 ]);
 
-const McpTool = Type.Object(
-  {
-    type: Type.Literal('mcp'),
-    name: Type.String({
-      minLength: 1,
-      maxLength: 64,
-      pattern: PATTERNS.token.pattern,
-      description: "Unique among the agent's tools (a repeated name is a 400 at the later one)",
-    }),
-    url: Type.String({
-      format: 'uri',
-      maxLength: 2000,
-      description:
-        'The streamable-HTTP MCP server, an http or https URL (any other scheme is a 400). Must be public: a private, loopback or link-local address is a 400 (and a name resolving to one an `mcp_not_allowed` warning), unless the operator sets ATRIUM_MCP_ALLOW_PRIVATE_NETWORK=true. When read, its password and each query value are shown as "***" (an empty value or a parameter without one as stored); sent back so under the same tool name, it keeps the stored url, and a url holding "***" that is no stored tool\'s of that name as read is a 400',
-    }),
-    headers: Type.Optional(
-      Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 8000 }), {
-        maxProperties: 20,
-        description: 'Sent to the MCP server; values are shown as "***" when read',
+const MCP_URL_RULES =
+  'The streamable-HTTP MCP server, an http or https URL (any other scheme is a 400). Must be public: a private, loopback or link-local address is a 400 (and a name resolving to one an `mcp_not_allowed` warning), unless the operator sets ATRIUM_MCP_ALLOW_PRIVATE_NETWORK=true. When read, its password and each query value are shown as "***" (an empty value or a parameter without one as stored), and so is a user name without a password (it is the credential)';
+
+/** The tool's url as a body takes it: a url as read, longer than the stored one, is taken back. */
+const McpToolUrl = Type.String({
+  format: 'uri',
+  maxLength: MAX_MCP_URL_AS_READ_LENGTH,
+  description: `${MCP_URL_RULES}; sent back so under the same tool name, it keeps the stored url, and a url holding "***" that is no stored tool's of that name as read is a 400. At most ${MAX_MCP_URL_AS_READ_LENGTH} characters as sent (a url as read is longer than the one stored) and ${MAX_MCP_URL_LENGTH} as stored, once a url as read is resolved to the stored one (a 400 at the url past either)`,
+});
+
+/** The tool's url as read: masked, so longer than stored; a setup-file url has no limit. */
+const McpToolUrlAsRead = Type.String({ format: 'uri', description: MCP_URL_RULES });
+
+function mcpTool(url: TString) {
+  return Type.Object(
+    {
+      type: Type.Literal('mcp'),
+      name: Type.String({
+        minLength: 1,
+        maxLength: 64,
+        pattern: PATTERNS.token.pattern,
+        description: "Unique among the agent's tools (a repeated name is a 400 at the later one)",
       }),
-    ),
-  },
-  { additionalProperties: false },
-);
+      url,
+      headers: Type.Optional(
+        Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 8000 }), {
+          maxProperties: 20,
+          description: 'Sent to the MCP server; values are shown as "***" when read',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  );
+}
 
 const Orchestration = Type.Object(
   {
@@ -63,7 +74,7 @@ function agentFields(nullable: boolean) {
       Type.String({ minLength: 1, maxLength: 200, description: 'Must be enabled in the workspace' }),
     ),
     instructions: opt(Type.String({ maxLength: 40_000 })),
-    tools: opt(Type.Array(McpTool, { maxItems: 20 })),
+    tools: opt(Type.Array(mcpTool(McpToolUrl), { maxItems: 20 })),
     orchestration: opt(Orchestration),
   };
 }
@@ -94,7 +105,7 @@ export const AgentDetail = Type.Object(
   {
     ...Agent.properties,
     instructions: Type.String(),
-    tools: Type.Array(McpTool),
+    tools: Type.Array(mcpTool(McpToolUrlAsRead)),
     orchestration: Type.Union([Orchestration, Type.Null()]),
     managedBy: ManagedByField,
   },
