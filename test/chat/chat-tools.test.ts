@@ -71,7 +71,10 @@ function post(url: string, payload: Record<string, unknown>, app = t) {
   return app.app.inject({ method: 'POST', url, headers: { 'x-service-api-key': CHAT_KEYS.main }, payload });
 }
 
-async function setTools(tools: Array<{ name: string; url: string }>, app = t) {
+async function setTools(
+  tools: Array<{ name: string; url: string; headers?: Record<string, string> }>,
+  app = t,
+) {
   await app.db
     .updateTable('agents')
     .set({ tools: JSON.stringify(tools.map((tool) => ({ type: 'mcp', ...tool }))) })
@@ -155,6 +158,35 @@ describe('MCP tools', () => {
     expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual(['live_lookup']);
     const toolMessage = upstream.requests[1]!.body.messages?.find((m) => m.role === 'tool');
     expect(JSON.stringify(toolMessage?.content)).toContain('definition of atrium');
+  });
+
+  it('sends credentials in the url as Authorization: Basic (fetch refuses such a url); a set Authorization header wins', async () => {
+    const withUser = (userinfo: string) => mcp.url.replace('http://', `http://${userinfo}@`);
+    const basic = (text: string) => `Basic ${Buffer.from(text).toString('base64')}`;
+    const cases: Array<[{ url: string; headers?: Record<string, string> }, string]> = [
+      [{ url: withUser('svc:p%40ss%20word') }, basic('svc:p@ss word')],
+      [{ url: withUser('ghp_token') }, basic('ghp_token:')],
+      [{ url: withUser('svc:secret'), headers: { Authorization: 'Bearer own' } }, 'Bearer own'],
+    ];
+    for (const [tool, expected] of cases) {
+      mcp.authorizations.length = 0;
+      mcp.calls.length = 0;
+      upstream.requests.length = 0;
+      await setTools([{ name: 'live', ...tool }]);
+      upstream.enqueue(
+        { kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'atrium' } }] },
+        { kind: 'text', text: 'An atrium is a hall.' },
+      );
+      const res = await post('/v1/chat', {
+        agentId: 'agt_tools',
+        messages: [userText('what is an atrium?')],
+      });
+      // Before: the warning mcp_unreachable, and no tool.
+      expect([res.statusCode, res.json().warnings]).toEqual([200, undefined]);
+      expect(mcp.calls).toEqual([{ term: 'atrium' }]);
+      expect(mcp.authorizations.length).toBeGreaterThan(0);
+      expect(new Set(mcp.authorizations)).toEqual(new Set([expected]));
+    }
   });
 
   it('skips only the tools whose inputSchema is not an object schema, with a warning naming each', async () => {

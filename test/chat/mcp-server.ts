@@ -8,6 +8,8 @@ export interface TestMcpServer {
   url: string;
   /** Inputs the `lookup` tool was called with. */
   calls: Array<{ term: string }>;
+  /** The Authorization header of each request taken (undefined when none was sent). */
+  authorizations: Array<string | undefined>;
   /** Requests taken and never answered (`stall`, and the held `DELETE`s). */
   readonly stalledRequests: number;
   close(): Promise<void>;
@@ -23,10 +25,12 @@ export async function startMcpServer(
   mode: 'ok' | 'fail' | 'stall' | 'sessions-hold-close' = 'ok',
 ): Promise<TestMcpServer & { sessionEnds: number }> {
   const calls: Array<{ term: string }> = [];
+  const authorizations: Array<string | undefined> = [];
   const stalled: ServerResponse[] = [];
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   let sessionEnds = 0;
   const server: Server = createServer(async (req, res) => {
+    authorizations.push(req.headers.authorization);
     if (mode === 'fail') {
       res.writeHead(500).end('broken');
       return;
@@ -70,6 +74,7 @@ export async function startMcpServer(
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     calls,
+    authorizations,
     get sessionEnds() {
       return sessionEnds;
     },

@@ -243,6 +243,43 @@ export interface McpConnectOptions {
   lateInitializeWaits?: LateAnswerWaits;
 }
 
+/** The url parser leaves a user name's escapes encoded; a stray `%` is kept as it is. */
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The server's url and headers as sent: credentials in the url (`https://user:secret@host`, or
+ * a token as the user name) become `Authorization: Basic`, as curl and browsers send them;
+ * `fetch` refuses a url holding credentials outright, so such a tool could never connect. An
+ * Authorization header the agent sets wins, and the url's credentials are then dropped.
+ */
+export function credentialsAsHeader(
+  spec: Pick<McpToolSpec, 'url' | 'headers'>,
+): Pick<McpToolSpec, 'url' | 'headers'> {
+  const asStored = { url: spec.url, headers: spec.headers };
+  if (!URL.canParse(spec.url)) return asStored;
+  const url = new URL(spec.url);
+  if (url.username === '' && url.password === '') return asStored;
+  const basic = Buffer.from(
+    `${percentDecoded(url.username)}:${percentDecoded(url.password)}`,
+    'utf8',
+  ).toString('base64');
+  url.username = '';
+  url.password = '';
+  const hasAuthorization = Object.keys(spec.headers ?? {}).some(
+    (name) => name.toLowerCase() === 'authorization',
+  );
+  return {
+    url: url.href,
+    headers: hasAuthorization ? spec.headers : { ...spec.headers, authorization: `Basic ${basic}` },
+  };
+}
+
 async function connectOne(
   spec: McpToolSpec,
   options: McpConnectOptions,
@@ -260,8 +297,7 @@ async function connectOne(
     client = await createMCPClient({
       transport: {
         type: 'http',
-        url: spec.url,
-        headers: spec.headers,
+        ...credentialsAsHeader(spec),
         redirect: 'error',
         fetch: session.fetch,
       },
