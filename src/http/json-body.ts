@@ -42,16 +42,44 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
         if (key) {
           const message = `holds a "${key}" key, which is refused`;
           done(errors.badRequest(`The JSON body ${message}`, [{ path: 'body', message }]), undefined);
-        } else if (error && contentType !== 'application/json') {
-          // Fastify's parser names application/json whatever type the body was sent as.
+        } else if (error) {
+          // Fastify's parser names application/json whatever type the body was sent as, and
+          // says nothing of what is wrong or where.
+          const what = whatIsWrong(text);
           done(
-            errors.badRequest(`Body is not valid JSON but content-type is set to '${contentType}'`),
+            errors.badRequest(`Body is not valid JSON but content-type is set to '${contentType}': ${what}`, [
+              { path: 'body', message: what },
+            ]),
             undefined,
           );
-        } else done(error, value);
+        } else done(null, value);
       });
     },
   );
+}
+
+/**
+ * What JSON.parse says is wrong with `text`, and where as a line and column (1-based) when it
+ * says: V8's own message gives a character position, or quotes the text instead (never echoed:
+ * a body can be long, and is the client's data).
+ */
+function whatIsWrong(text: string): string {
+  let message: string;
+  try {
+    JSON.parse(text);
+    return 'not valid JSON';
+  } catch (error) {
+    message = (error as Error).message;
+  }
+  const reason = message
+    .replace(/, ".*" is not valid JSON$/s, '')
+    .replace(/ in JSON at position \d+.*$/s, '');
+  const position = / at position (\d+)/.exec(message);
+  if (!position) return reason;
+  const before = text.slice(0, Number(position[1]));
+  const line = before.split('\n').length;
+  const column = before.length - before.lastIndexOf('\n');
+  return `${reason} at line ${line}, column ${column}`;
 }
 
 /**

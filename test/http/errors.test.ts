@@ -113,8 +113,28 @@ describe(`HTTP error handling (${engineName})`, () => {
       expect(res.statusCode, type).toBe(400);
       expect(res.json()).toMatchObject({
         code: 'bad_request',
-        message: `Body is not valid JSON but content-type is set to '${type}'`,
+        message: `Body is not valid JSON but content-type is set to '${type}': Unexpected end of JSON input`,
       });
+    }
+  });
+
+  it('says what is wrong with a body that is not JSON, and where, without echoing it', async () => {
+    const cases = [
+      ['{"name":"X",}', 'Expected double-quoted property name at line 1, column 13'],
+      ['{\n  "name": "X"\n  "a": 1\n}', "Expected ',' or '}' after property value at line 3, column 3"],
+      ["{'name':'X'}", "Expected property name or '}' at line 1, column 2"],
+      ['{"name":"secret-text",}x', 'Expected double-quoted property name at line 1, column 23'],
+      ['nope-secret', "Unexpected token 'o'"],
+    ];
+    for (const [body, where] of cases) {
+      const res = await sendAs('POST', '/v1/projects', 'application/json', body!);
+      expect(res.statusCode, body).toBe(400);
+      expect(res.json(), body).toEqual({
+        code: 'bad_request',
+        message: `Body is not valid JSON but content-type is set to 'application/json': ${where}`,
+        details: { issues: [{ path: 'body', message: where }] },
+      });
+      expect(res.body).not.toContain('secret');
     }
   });
 
