@@ -32,6 +32,7 @@ import { FlushBehind } from './flush-behind.js';
 import { isSafeKey, keySegments, resolveSafePath, resolveSafePrefix } from './safe-path.js';
 import { createSignedUrl } from './signed-url.js';
 import { makeDirectory } from '../make-directory.js';
+import { writeSmallFile } from './small-file.js';
 
 export interface FsObjectStoreOptions {
   /**
@@ -119,6 +120,16 @@ function parseSidecar(text: string): Sidecar | undefined {
   }
 }
 
+/**
+ * Waits for every step, then throws the first failure: a step still running when the write gives
+ * up could recreate a temp file after the cleanup removed it.
+ */
+async function allOrFirstError(steps: (Promise<unknown> | undefined)[]): Promise<void> {
+  const outcomes = await Promise.allSettled(steps);
+  const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
 function pathConflict(key: string, cause: unknown): ApiError {
   return new ApiError(
     'bad_request',
@@ -155,12 +166,13 @@ export class FsObjectStore implements ObjectStore {
 
   /**
    * The bytes go to a temp file, which gets a modification time of its own and is flushed to
-   * disk; then the version's metadata record is claimed (`versionName`); then one rename makes
-   * the bytes visible, and with them that record; then the folders the rename (and the mkdir
-   * before it) changed are flushed, so the new name survives a power cut. Concurrent writes to
-   * one key each land whole, the last rename wins, and whoever reads the key gets the metadata
-   * of the write whose bytes it holds. A crash before the rename leaves a temp file and maybe a record nobody reads, both
-   * swept later; never a torn object or a record beside other bytes.
+   * disk, and the version's metadata record to another, flushed meanwhile; then the record is
+   * claimed (`versionName`); then one rename makes the bytes visible, and with them that record;
+   * then the folders the rename (and the mkdir before it) changed are flushed, so the new name
+   * survives a power cut. Concurrent writes to one key each land whole, the last rename wins, and
+   * whoever reads the key gets the metadata of the write whose bytes it holds. A crash before the
+   * rename leaves a temp file and maybe a record nobody reads, both swept later; never a torn
+   * object or a record beside other bytes.
    */
   async put(key: string, body: Readable, options: PutOptions): Promise<ObjectInfo> {
     const dataPath = resolveSafePath(this.dataRoot, key);
@@ -169,6 +181,16 @@ export class FsObjectStore implements ObjectStore {
     const tmpData = path.join(this.tmpRoot, `${tmpName}.data`);
     const tmpRecord = path.join(this.tmpRoot, `${tmpName}.version`);
     const meter = meterFor(options);
+    const durable = options.durable !== false;
+    // A fresh version id per write, not a content hash: hashing cost a third of upload
+    // throughput, and any write is a change worth reporting (S3 multipart ETags behave alike).
+    const etag = randomBytes(16).toString('hex');
+    const recordOf = (stat: BigIntStats): Sidecar => ({
+      contentType: options.contentType,
+      etag,
+      size: Number(stat.size),
+      mtimeMs: Number(stat.mtimeMs),
+    });
     let claimed: string | undefined;
     let moved = false;
     try {
@@ -178,7 +200,7 @@ export class FsObjectStore implements ObjectStore {
       const fd = await this.createTemp(tmpData);
       const sink = createWriteStream('', { fd, autoClose: false, highWaterMark: 1024 * 1024 });
       try {
-        const flushing = options.durable !== false ? new FlushBehind(tmpData, meter) : undefined;
+        const flushing = durable ? new FlushBehind(tmpData, meter) : undefined;
         try {
           await copyInto(body, meter, sink);
         } finally {
@@ -191,10 +213,14 @@ export class FsObjectStore implements ObjectStore {
         }
         const time = versionTime(0);
         await futimesFast(fd, time, time);
-        // On disk, with that time, before it becomes visible: a crash after the rename never
-        // shows a torn file.
-        if (options.durable !== false) await fsyncFast(fd);
+        // The stat (size and time) is all the record needs, so the record reaches the disk while
+        // the bytes do: the data on disk with that time before it becomes visible (a crash after
+        // the rename never shows a torn file), the record so that it is not empty or half-written.
         stat = await fstatFast(fd, { bigint: true });
+        await allOrFirstError([
+          durable ? fsyncFast(fd) : undefined,
+          writeSmallFile(tmpRecord, JSON.stringify(recordOf(stat)), durable),
+        ]);
       } finally {
         // Ending the stream closes the descriptor, once a write in flight has ended (never
         // before: the number could be another file's by then); before the file is removed, or a
@@ -204,23 +230,15 @@ export class FsObjectStore implements ObjectStore {
         // Not `once(sink, 'close')`: it rejects on the close's own error, emitted before 'close'.
         if (!sink.closed) await new Promise<void>((resolve) => sink.once('close', () => resolve()));
       }
-      // A fresh version id per write, not a content hash: hashing cost a third of upload
-      // throughput, and any write is a change worth reporting (S3 multipart ETags behave alike).
-      const etag = randomBytes(16).toString('hex');
       for (let attempt = 1; ; attempt++) {
-        const record: Sidecar = {
-          contentType: options.contentType,
-          etag,
-          size: Number(stat.size),
-          mtimeMs: Number(stat.mtimeMs),
-        };
-        await fs.writeFile(tmpRecord, JSON.stringify(record), { mode: 0o600 });
         const target = path.join(versionDir, versionName(stat.size, stat.mtimeNs));
         try {
           await fs.mkdir(versionDir, { recursive: true }).catch((error: unknown) => {
             throw isCode(error, 'ENOTDIR', 'EEXIST') ? pathConflict(key, error) : error;
           });
           // link, not rename: it fails when the name is taken, so no two writes share a record.
+          // Its folders are not fsynced (that cost bulk uploads a third): a link lost in a power
+          // cut leaves an object without a record, read with a `size-mtime` etag (docs/files.md).
           await fs.link(tmpRecord, target);
           claimed = target;
           break;
@@ -229,10 +247,12 @@ export class FsObjectStore implements ObjectStore {
           // between mkdir and link: make it again.
           if (isCode(error, 'ENOENT') && attempt < 8) continue;
           if (!isCode(error, 'EEXIST') || attempt >= 8) throw error;
-          // Another version has this time (or the file system keeps coarse times): another one.
+          // Another version has this time (or the file system keeps coarse times): another one,
+          // which the record holds too.
           const time = versionTime(attempt);
           await fs.utimes(tmpData, time, time);
           stat = await fs.stat(tmpData, { bigint: true });
+          await writeSmallFile(tmpRecord, JSON.stringify(recordOf(stat)), durable);
         }
       }
       const replaced = await statOrUndefined(dataPath);

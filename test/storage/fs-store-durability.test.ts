@@ -31,21 +31,29 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const failure = (code: string) => Object.assign(new Error(`${code}: failed`), { code });
 const { open, fsync } = fs;
-const { rename } = fsPromises;
+const { link, rename } = fsPromises;
+
+/** A version record's temp file (`tmp/*.version`), before `link` gives it its name. */
+const isRecordTemp = (target: unknown) => typeof target === 'string' && target.endsWith('.version');
 
 /**
  * Writes `key` and returns what happened to the folders under `data/`, in order: the rename
- * into place, and each folder fsynced. `failDirectory` makes opening or fsyncing a folder fail;
- * `afterRename` runs between the rename and what follows it.
+ * into place, and each folder fsynced; and, in `records`, to the version record: each fsync of
+ * its temp file (with the `mtimeMs` it held then) and each `link` that named it.
+ * `failDirectory` makes opening or fsyncing a folder fail; `afterRename` runs between the rename
+ * and what follows it; `failLinks` links fail with EEXIST first (another write took the name).
  */
 async function put(
   key: string,
   options: Partial<PutOptions> = {},
   failDirectory?: { where: 'open' | 'fsync'; code: string },
   afterRename?: () => Promise<void>,
+  failLinks = 0,
 ) {
   const steps: string[] = [];
+  const records: string[] = [];
   const folders = new Map<number, string>();
+  const recordTemps = new Map<number, string>();
   const isFolder = (target: unknown) =>
     typeof target === 'string' && fs.statSync(target, { throwIfNoEntry: false })?.isDirectory() === true;
   vi.spyOn(fsPromises, 'rename').mockImplementation(async (from, to) => {
@@ -61,12 +69,30 @@ async function put(
       flags,
       ...rest.slice(0, -1),
       (error: Error | null, fd?: number) => {
-        if (fd !== undefined && isFolder(target)) folders.set(fd, String(target));
+        if (fd !== undefined) {
+          // A number closed is given again: forget what it was.
+          folders.delete(fd);
+          recordTemps.delete(fd);
+          if (isFolder(target)) folders.set(fd, String(target));
+          if (isRecordTemp(target)) recordTemps.set(fd, String(target));
+        }
         callback(error, fd);
       },
     );
   }) as typeof fs.open);
+  vi.spyOn(fsPromises, 'link').mockImplementation(async (from, to) => {
+    const name = path.basename(String(to));
+    if (failLinks-- > 0) {
+      records.push(`link ${name} taken`);
+      throw failure('EEXIST');
+    }
+    records.push(`link ${name}`);
+    await link(from, to);
+  });
   vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, callback: (error: Error | null) => void) => {
+    const record = recordTemps.get(fd);
+    if (record !== undefined)
+      records.push(`fsync record ${JSON.parse(fs.readFileSync(record, 'utf8')).mtimeMs}`);
     const folder = folders.get(fd);
     if (folder === undefined) return fsync(fd, callback);
     steps.push(`fsync ${path.relative(data, folder) || 'data'}`);
@@ -78,7 +104,7 @@ async function put(
     ...options,
   });
   vi.restoreAllMocks();
-  return { steps, info };
+  return { steps, records, info };
 }
 
 describe('a durable write to the fs store', () => {
@@ -130,5 +156,49 @@ describe('a durable write to the fs store', () => {
     // `data` holds the name of the first folder the write made, and is still there.
     expect(steps).toEqual(['rename to pruned/only/a.txt', 'fsync data']);
     expect(await store.head('pruned/only/a.txt')).toBeNull();
+  });
+});
+
+/** The name a version record of `info` has, from the data file's stat (`versionName`). */
+function recordName(key: string) {
+  const stat = fs.statSync(path.join(data, key), { bigint: true });
+  return `${stat.size}-${stat.mtimeNs}.json`;
+}
+
+describe("a durable write's version record", () => {
+  it('is fsynced, with its final content, before the link that names it', async () => {
+    const { records, info } = await put('record/a.txt');
+    // Before: written with a plain writeFile and never fsynced; a power cut could leave the
+    // object with an empty or half-written record.
+    expect(records).toEqual([
+      `fsync record ${info.lastModified.getTime()}`,
+      `link ${recordName('record/a.txt')}`,
+    ]);
+  });
+
+  it('is written again and fsynced again when its name was taken, with the new time', async () => {
+    const { records, info } = await put('record/retried.txt', {}, undefined, undefined, 2);
+    const mtimeMs = info.lastModified.getTime();
+    expect(records).toHaveLength(6);
+    expect(records.slice(0, 4)).toEqual([
+      expect.stringMatching(/^fsync record \d+$/),
+      expect.stringMatching(/^link .* taken$/),
+      expect.stringMatching(/^fsync record \d+$/),
+      expect.stringMatching(/^link .* taken$/),
+    ]);
+    expect(records.slice(4)).toEqual([`fsync record ${mtimeMs}`, `link ${recordName('record/retried.txt')}`]);
+    const stored = JSON.parse(
+      fs.readFileSync(
+        path.join(root, 'versions', 'record/retried.txt', recordName('record/retried.txt')),
+        'utf8',
+      ),
+    );
+    expect(stored).toEqual({ contentType: 'text/plain', etag: info.etag, size: 5, mtimeMs });
+    expect((await store.head('record/retried.txt'))?.etag).toBe(info.etag);
+  });
+
+  it('is not fsynced when durable is false', async () => {
+    const { records } = await put('record/quick.txt', { durable: false });
+    expect(records).toEqual([`link ${recordName('record/quick.txt')}`]);
   });
 });
