@@ -396,25 +396,38 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
       ).tools,
     );
 
-  it('shows an MCP url’s password and query values as *** to admins and members, and a url without them as stored', async () => {
+  /**
+   * Creates an agent `title` with MCP tools at `urls` and checks that create and every key's read show
+   * them as `shown`, never holding any of `hidden`; answers the agent's id.
+   */
+  async function expectToolUrlsShown(
+    title: string,
+    urls: string[],
+    shown: string[],
+    hidden: string[],
+  ): Promise<string> {
     const created = await createAgent({
-      title: 'Url secrets',
-      tools: [
-        { type: 'mcp', name: 'crm', url: SECRET_URL },
-        { type: 'mcp', name: 'plain', url: 'https://mcp.example.test/plain#part' },
-        { type: 'mcp', name: 'bare', url: 'https://mcp.example.test' },
-      ],
+      title,
+      tools: urls.map((url, i) => ({ type: 'mcp', name: `tool${i}`, url })),
     });
     expect(created.statusCode).toBe(201);
-    const id = created.json().data.agent.id;
-    const shown = [MASKED_URL, 'https://mcp.example.test/plain#part', 'https://mcp.example.test'];
+    const id = created.json().data.agent.id as string;
     expect(created.json().data.agent.tools.map((tool: { url: string }) => tool.url)).toEqual(shown);
     for (const key of [MKEYS.owner, MKEYS.admin, MKEYS.member]) {
       const read = await call('GET', `/v1/agents/${id}`, key);
       expect(read.json().data.agent.tools.map((tool: { url: string }) => tool.url)).toEqual(shown);
-      expect(read.body).not.toContain('s3cret');
-      expect(read.body).not.toContain('abc123');
+      for (const secret of hidden) expect(read.body).not.toContain(secret);
     }
+    return id;
+  }
+
+  it('shows an MCP url’s password and query values as *** to admins and members, and a url without them as stored', async () => {
+    const id = await expectToolUrlsShown(
+      'Url secrets',
+      [SECRET_URL, 'https://mcp.example.test/plain#part', 'https://mcp.example.test'],
+      [MASKED_URL, 'https://mcp.example.test/plain#part', 'https://mcp.example.test'],
+      ['s3cret', 'abc123'],
+    );
     expect((await storedTools(id))[0].url).toBe(SECRET_URL);
   });
 
@@ -505,26 +518,12 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
     'has "***" where the url as read hides a secret, which keeps the stored url only for a tool of the same name whose url reads so: send the full url';
 
   it('shows a url’s user name without a password as ***, and keeps one that has a password', async () => {
-    const created = await createAgent({
-      title: 'Url user names',
-      tools: [
-        { type: 'mcp', name: 'token', url: TOKEN_URL },
-        { type: 'mcp', name: 'blank', url: 'https://user:@mcp.example.test/plain#part' },
-        { type: 'mcp', name: 'pair', url: 'https://svc:s3cret@mcp.example.test/' },
-      ],
-    });
-    expect(created.statusCode).toBe(201);
-    const shown = [
-      MASKED_TOKEN_URL,
-      'https://***@mcp.example.test/plain#part',
-      'https://svc:***@mcp.example.test/',
-    ];
-    expect(created.json().data.agent.tools.map((tool: { url: string }) => tool.url)).toEqual(shown);
-    for (const key of [MKEYS.admin, MKEYS.member]) {
-      const read = await call('GET', `/v1/agents/${created.json().data.agent.id}`, key);
-      expect(read.json().data.agent.tools.map((tool: { url: string }) => tool.url)).toEqual(shown);
-      expect(read.body).not.toContain('ghp_secrettoken');
-    }
+    await expectToolUrlsShown(
+      'Url user names',
+      [TOKEN_URL, 'https://user:@mcp.example.test/plain#part', 'https://svc:s3cret@mcp.example.test/'],
+      [MASKED_TOKEN_URL, 'https://***@mcp.example.test/plain#part', 'https://svc:***@mcp.example.test/'],
+      ['ghp_secrettoken', 's3cret'],
+    );
   });
 
   it('keeps the stored url of a tool whose user name is sent back as ***, and refuses it elsewhere', async () => {
