@@ -20,6 +20,7 @@ import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
 import { createClientErrorHandler, registerHostCheck } from './http/plugins/protocol-errors.js';
 import { registerRequestTimeouts } from './http/plugins/request-timeouts.js';
+import { registerRefusedBodyDrain } from './http/refused-body.js';
 import { requestIdFrom } from './http/request-id.js';
 import { compiledOnce, sharedSerializerBuilder } from './http/shared-compilers.js';
 import { agentRunRoutes } from './http/routes/agent-runs.js';
@@ -222,6 +223,7 @@ export async function buildApp(
     done(null, payload);
   });
 
+  registerRefusedBodyDrain(app);
   const { unmatched } = registerErrorHandling(app);
   registerHostCheck(app);
   registerRequestTimeouts(app, timeouts);

@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { applyFixture, createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
@@ -34,6 +36,8 @@ afterAll(async () => {
   await app?.close();
   await env?.close();
 });
+
+const execFileAsync = promisify(execFile);
 
 const errorBody = (code: string) => ({ code, message: expect.any(String), details: expect.any(Object) });
 
@@ -102,6 +106,50 @@ describe(`HTTP protocol errors in the error body (${engineName})`, () => {
     expect(((await valid.json()) as { data: { project: { name: string } } }).data.project.name).toBe(
       'café ☕',
     );
+  });
+
+  it('answers a body far over its limit with 413 to a client that writes it whole before reading, not a reset', async () => {
+    // fetch in a process of its own, as a real client: in this one, the server's reads and the
+    // client's writes take turns on one event loop and the reset never shows. 24 MiB is more than
+    // the kernel's socket buffers take in while the answer is on its way, and past the 1 MiB JSON
+    // limit, the 16 MiB chat limit, and OpenAI's route (its own error shape); the last is chunked,
+    // so the server learns the size only while reading.
+    const client = `
+      const bytes = 24 * 1024 * 1024;
+      const chunked = () => {
+        let sent = 0;
+        return new ReadableStream({
+          pull(c) { if (sent >= bytes) return c.close(); sent += 65536; c.enqueue(new Uint8Array(65536).fill(97)); },
+        });
+      };
+      const results = [];
+      for (const [route, body] of [
+        ['/v1/projects', new Uint8Array(bytes).fill(97)],
+        ['/v1/chat', new Uint8Array(bytes).fill(97)],
+        ['/v1/openai/chat/completions', new Uint8Array(bytes).fill(97)],
+        ['/v1/projects', chunked()],
+      ]) {
+        try {
+          const res = await fetch(process.env.ORIGIN + route, {
+            method: 'POST', body, duplex: 'half',
+            headers: { 'x-service-api-key': process.env.KEY, 'content-type': 'application/json' },
+          });
+          const json = await res.json();
+          results.push(route + ' ' + res.status + ' ' + (json.code ?? json.error.code));
+        } catch (error) {
+          results.push(route + ' ' + (error.cause?.code ?? error.message));
+        }
+      }
+      console.log(JSON.stringify(results));`;
+    const { stdout } = await execFileAsync(process.execPath, ['--input-type=module', '-e', client], {
+      env: { ...process.env, ORIGIN: origin, KEY: KEYS.mainOwner },
+    });
+    expect(JSON.parse(stdout)).toEqual([
+      '/v1/projects 413 payload_too_large',
+      '/v1/chat 413 payload_too_large',
+      '/v1/openai/chat/completions 413 payload_too_large',
+      '/v1/projects 413 payload_too_large',
+    ]);
   });
 
   it('echoes a well-formed x-request-id and replaces an over-long or unsafe one', async () => {

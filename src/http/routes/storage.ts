@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { ApiError, errors } from '../../errors.js';
@@ -12,7 +12,6 @@ import {
   STORAGE_ROUTE_PREFIX,
   verifySignedUrl,
 } from '../../storage/signed-url.js';
-import { bodyTimeoutError } from '../body-deadline.js';
 import { MAX_FILE_BYTES } from '../../limits.js';
 import type { SwaggerTransform } from '@fastify/swagger';
 import { errorResponses } from '../schemas/common.js';
@@ -152,31 +151,6 @@ async function takeContentType(request: FastifyRequest): Promise<void> {
   delete request.raw.headers['content-type'];
 }
 
-/** How much of a refused upload's remaining body is read and discarded so the client sees the answer. */
-const DRAIN_LIMIT = 8 * 1024 * 1024;
-
-/**
- * A PUT answered before its body was read (wrong type, too long, bad signature). A client still
- * writing would see a broken pipe instead of our answer if we closed at once, so a little of
- * the rest is read and thrown away; past DRAIN_LIMIT the connection is closed.
- */
-function drainOrClose(request: FastifyRequest, reply: FastifyReply): void {
-  const raw = request.raw;
-  // A body too slow to wait for (request-timeouts.ts) is not drained either.
-  if (bodyTimeoutError(raw)) return;
-  const declared = Number(raw.headers['content-length']);
-  if (Number.isFinite(declared) && declared > DRAIN_LIMIT) {
-    reply.header('connection', 'close');
-    return;
-  }
-  let drained = 0;
-  raw.on('data', (chunk: Buffer) => {
-    drained += chunk.length;
-    if (drained > DRAIN_LIMIT) raw.socket?.destroy();
-  });
-  raw.resume();
-}
-
 /**
  * The URLs the fs backend signs, served without an API key (the signature is the credential):
  * `PUT` streams an upload into storage, `GET` serves a download with Range support. Registered
@@ -191,11 +165,6 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
   app.addHook('preValidation', async (request: FastifyRequest) => {
     const query = request.query as Record<string, unknown>;
     if (Object.values(query).some(Array.isArray)) throw invalidSignature();
-  });
-
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload) => {
-    if (request.method === 'PUT' && !request.raw.complete) drainOrClose(request, reply);
-    return payload;
   });
 
   app.put(
