@@ -138,18 +138,48 @@ export function chatTitle(messages: ReadonlyArray<ConversationMessage | Incoming
   const text = (firstUser?.parts ?? [])
     .filter((part) => part.type === 'text' && typeof part.text === 'string')
     .map((part) => part.text as string)
-    .join(' ')
-    // Control characters too (U+0085 NEL, ESC, …, which `\s` leaves): a title is one line, and
-    // a rename refuses them (renamedTitleProblem in chats.ts).
-    .replace(/[\s\p{Cc}]+/gu, ' ')
-    .trim();
-  if (isBlankTitle(text)) return UNTITLED_CHAT;
-  const chars = [...text];
-  if (chars.length <= TITLE_MAX) return text;
+    .join(' ');
+  if (!VISIBLE_CHARACTER.test(text)) return UNTITLED_CHAT;
+  // One code point past the limit tells a cut inside a word from one at a space.
+  const chars = [...collapsedStart(text, TITLE_MAX + 1)];
+  if (chars.length <= TITLE_MAX) return chars.join('');
   const cut = chars.slice(0, TITLE_MAX).join('');
   if (chars[TITLE_MAX] === ' ') return cut;
   const lastSpace = cut.lastIndexOf(' ');
   return lastSpace > 0 ? cut.slice(0, lastSpace) : cut;
+}
+
+/** What a title shows: not whitespace, a control character (made a space) or a format character. */
+const VISIBLE_CHARACTER = /[^\s\p{Cc}\p{Cf}]/u;
+
+/**
+ * The first `count` code points of `text` trimmed, each run of whitespace and control characters
+ * (U+0085 NEL, ESC, …, which `\s` leaves) one space: a title is one line, and a rename refuses
+ * them (renamedTitleProblem in chats.ts). Only the start is read: a first message may be 16 MiB,
+ * and splitting all of it into characters held the process's only thread for seconds.
+ */
+function collapsedStart(text: string, count: number): string {
+  const spaces = /[\s\p{Cc}]+/uy;
+  let start = '';
+  let taken = 0;
+  let at = 0;
+  while (at < text.length && taken < count) {
+    spaces.lastIndex = at;
+    if (spaces.test(text)) {
+      at = spaces.lastIndex;
+      // Neither leading nor trailing: something visible comes before and after.
+      if (taken > 0 && at < text.length) {
+        start += ' ';
+        taken += 1;
+      }
+      continue;
+    }
+    const char = String.fromCodePoint(text.codePointAt(at) as number);
+    start += char;
+    taken += 1;
+    at += char.length;
+  }
+  return start;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { type TestApp } from '../helpers/app.js';
 import { DEFAULT_UPSTREAM_TEXT, type FakeUpstream } from '../helpers/fake-upstream.js';
+import { chatTitle } from '../../src/services/chat-messages.js';
 import { CHAT_KEYS, chatRows, UPSTREAM_KEY, useChatApp, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
@@ -233,6 +234,30 @@ describe('chat title', () => {
       payload: { title: title },
     });
     expect(renamed.statusCode).toBe(200);
+  });
+});
+
+describe('chat title of a long first message', () => {
+  const titleFrom = (text: string) => chatTitle([{ role: 'user', parts: [{ type: 'text', text }] }]);
+
+  it('is made from the start of the text: a 15 MB message (within the chat body limit) takes no time', () => {
+    // It split the whole text into one string per character: 7 s of this process's only thread
+    // for 3 million words, every other request waiting.
+    const texts = ['word '.repeat(3_000_000), 'x'.repeat(16_000_000), `${' \n'.repeat(5_000_000)}late start`];
+    const started = performance.now();
+    const titles = texts.map(titleFrom);
+    // About 0.1 s here, at most a few tenths on a busy machine; it was 5–7 s.
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(titles).toEqual([`${'word '.repeat(19)}word`, 'x'.repeat(100), 'late start']);
+  });
+
+  it('collapses whitespace and control characters the same way past a long run of them', () => {
+    expect(titleFrom(`a${' \t\u0085'.repeat(1000)}b  `)).toBe('a b');
+    expect(titleFrom(`${'\u200b'.repeat(120)} words`)).toBe('\u200b'.repeat(100));
+    expect(titleFrom('\u200b \u2060\u0007'.repeat(1000))).toBe('New chat');
+    expect(titleFrom(`${'ab '.repeat(33)}c`)).toBe(`${'ab '.repeat(33)}c`);
+    expect(titleFrom(`${'ab '.repeat(33)}cd`)).toBe(`${'ab '.repeat(32)}ab`);
+    expect(titleFrom(`${'x'.repeat(99)}\ud800tail`)).toBe(`${'x'.repeat(99)}\ud800`);
   });
 });
 
