@@ -139,9 +139,12 @@ export function chatTitle(messages: ReadonlyArray<ConversationMessage | Incoming
     .filter((part) => part.type === 'text' && typeof part.text === 'string')
     .map((part) => part.text as string)
     .join(' ');
-  if (!VISIBLE_CHARACTER.test(text)) return UNTITLED_CHAT;
   // One code point past the limit tells a cut inside a word from one at a space.
-  const chars = [...collapsedStart(text, TITLE_MAX + 1)];
+  const start = collapsedStart(text, TITLE_MAX + 1);
+  // The whole text is looked through only when its start shows nothing (one scan, not two, of
+  // a long blank run before the words).
+  if (!VISIBLE_CHARACTER.test(start) && !VISIBLE_CHARACTER.test(text)) return UNTITLED_CHAT;
+  const chars = [...start];
   if (chars.length <= TITLE_MAX) return chars.join('');
   const cut = chars.slice(0, TITLE_MAX).join('');
   if (chars[TITLE_MAX] === ' ') return cut;

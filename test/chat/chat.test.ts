@@ -240,15 +240,12 @@ describe('chat title', () => {
 describe('chat title of a long first message', () => {
   const titleFrom = (text: string) => chatTitle([{ role: 'user', parts: [{ type: 'text', text }] }]);
 
-  it('is made from the start of the text: a 15 MB message (within the chat body limit) takes no time', () => {
+  it('is made from the start of a 15 MB message (within the chat body limit) as from a short one', () => {
     // It split the whole text into one string per character: 7 s of this process's only thread
-    // for 3 million words, every other request waiting.
+    // for 3 million words, every other request waiting. What it costs now is measured by
+    // bench/chat-title.bench.ts (against parsing the same body), not timed here.
     const texts = ['word '.repeat(3_000_000), 'x'.repeat(16_000_000), `${' \n'.repeat(5_000_000)}late start`];
-    const started = performance.now();
-    const titles = texts.map(titleFrom);
-    // About 0.1 s here, at most a few tenths on a busy machine; it was 5–7 s.
-    expect(performance.now() - started).toBeLessThan(2000);
-    expect(titles).toEqual([`${'word '.repeat(19)}word`, 'x'.repeat(100), 'late start']);
+    expect(texts.map(titleFrom)).toEqual([`${'word '.repeat(19)}word`, 'x'.repeat(100), 'late start']);
   });
 
   it('collapses whitespace and control characters the same way past a long run of them', () => {
