@@ -1,11 +1,11 @@
 import type { Db } from '../db/database.js';
-import { ExactCache } from '../db/exact-cache.js';
+import { ExactCache, readByCaches } from '../db/exact-cache.js';
 
 /**
  * What an authenticated key may do is read from these tables (the key, its workspace, its
  * user's membership; users and organizations cascade their deletes into them).
  */
-const ACCESS_TABLES = ['api_keys', 'workspaces', 'workspace_members', 'users', 'organizations'];
+const ACCESS_TABLES = readByCaches(['api_keys', 'workspaces', 'workspace_members', 'users', 'organizations']);
 
 /**
  * Authenticated key rows kept in memory, exactly (src/db/exact-cache.ts): a key revoked over the

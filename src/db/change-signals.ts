@@ -23,6 +23,11 @@ export type WrittenTables = ReadonlySet<string> | 'unknown';
 export interface ChangeSignals {
   onWrite(listener: (tables: WrittenTables) => void): void;
   externalVersion(db: Kysely<unknown>): Promise<number>;
+  /**
+   * Whether other processes' writes to every one of `tables` are told: a cache of tables that
+   * are not must read the database on every lookup.
+   */
+  tellsChangesTo(tables: readonly string[]): boolean;
 }
 
 /**
@@ -62,6 +67,11 @@ export class SqliteChangeSignals implements KyselyPlugin, ChangeSignals {
 
   onWrite(listener: (tables: WrittenTables) => void): void {
     this.listeners.add(listener);
+  }
+
+  /** data_version changes with another connection's commit to any table. */
+  tellsChangesTo(): boolean {
+    return true;
   }
 
   /**

@@ -9,6 +9,24 @@ export interface ExactCacheLimits {
   weigh?: (value: unknown) => number;
 }
 
+/** Every table an exact cache reads from (tablesReadByCaches). */
+const cachedTables = new Set<string>();
+
+/**
+ * Notes that caches read from `tables`, and returns them. The caches of this codebase call it
+ * when their module loads, so the list is whole once the app is built: a test checks that each
+ * of these tables has its change trigger on PostgreSQL.
+ */
+export function readByCaches(tables: readonly string[]): readonly string[] {
+  for (const table of tables) cachedTables.add(table);
+  return tables;
+}
+
+/** The tables exact caches read from: each must tell every process of its changes. */
+export function tablesReadByCaches(): ReadonlySet<string> {
+  return cachedTables;
+}
+
 /** The version reading the callers of this poll phase share, per database (readVersion). */
 const pollPhaseReadings = new WeakMap<ChangeSignals, Promise<number>>();
 
@@ -96,6 +114,12 @@ export class ExactCache<Value> {
     version?: number,
   ): Promise<Value | undefined> {
     version ??= await this.readVersion();
+    // A table whose changes are not told (PostgreSQL: no trigger): nothing is kept, and nothing
+    // kept before is answered later, when it may be told again, for changes made meanwhile.
+    if (!this.signals.tellsChangesTo(this.tables)) {
+      this.clear();
+      return load();
+    }
     if (version !== this.version) {
       this.clear();
       this.version = version;

@@ -1,5 +1,5 @@
 import type { Db } from './database.js';
-import { ExactCache } from './exact-cache.js';
+import { ExactCache, readByCaches } from './exact-cache.js';
 
 /** What a listing keeps: its response body's bytes, or its page with what else the statement returned. */
 type ListingAnswer = Buffer | { page: string };
@@ -9,18 +9,19 @@ type ListingAnswer = Buffer | { page: string };
  * while nothing it reads from changed is answered without reading, on every process, and any
  * write to its tables (here, in another process, by the CLI) makes the next read go to the
  * database (issue 16). A page is kept per exact arguments, `key`. Reads inside a transaction go
- * to the database. `tables` are those the listing reads and those
+ * to the database. `listed` are the tables the listing reads and those
  * whose deletes cascade into them (foreign keys change rows without a write naming them);
  * workspaces and organizations, which cascade into every listed row, are always added.
  */
-export function listingCache<Answer extends ListingAnswer = Buffer>(tables: readonly string[]) {
+export function listingCache<Answer extends ListingAnswer = Buffer>(listed: readonly string[]) {
+  const tables = readByCaches([...listed, ...OWNERS]);
   const caches = new WeakMap<Db, ExactCache<Answer> | null>();
   /** `version`: the data_version the request read at authentication (ExactCache.get). */
   return async (db: Db, key: string, load: () => Promise<Answer>, version?: number): Promise<Answer> => {
     if (db.isTransaction) return load();
     let cache = caches.get(db);
     if (cache === undefined) {
-      cache = ExactCache.for<Answer>(db, [...tables, ...OWNERS], LIMITS) ?? null;
+      cache = ExactCache.for<Answer>(db, tables, LIMITS) ?? null;
       caches.set(db, cache);
     }
     return cache ? ((await cache.get(key, load, version)) ?? load()) : load();

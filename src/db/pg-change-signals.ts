@@ -83,6 +83,15 @@ export class PgChangeSignals implements ChangeSignals {
     this.listeners.add(listener);
   }
 
+  /**
+   * Whether each of `tables` has the change trigger (as last read, at most 10 s ago): a table
+   * without it (`providers` before migration 032, a trigger dropped by hand, a cache added
+   * without its migration) notifies nobody, so a cache reading it must not answer from memory.
+   */
+  tellsChangesTo(tables: readonly string[]): boolean {
+    return tables.every((table) => this.notifying.has(table));
+  }
+
   /** The lease's version while it holds; otherwise a new number on every call. */
   async externalVersion(): Promise<number> {
     if (!this.leasing) this.startLease();

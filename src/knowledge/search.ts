@@ -223,14 +223,21 @@ async function projectTermStats(
 
 /**
  * A term cached as past the budget would stay dropped from queries for up to the cache's minute
- * after its chunks were deleted or replaced: the caches are forgotten at every write of chunks
- * the database reports (this process's; on PostgreSQL, other processes' too).
+ * after its chunks were deleted or replaced: the caches are forgotten at every write this process
+ * makes to the chunks or to a table whose deletes cascade into them (deleting a file or a project
+ * removes its chunks by the foreign key, with no write naming them). Other processes' writes are
+ * not told: `knowledge_chunks` has no change trigger (its writes make no writer wait, see
+ * src/db/pg-change-signals.ts), and on SQLite nothing here reads data_version; there the counts
+ * are at most the cache's minute old.
  */
 function forgetOnChunkWrites(db: Db): void {
   changeSignalsOf(db as never)?.onWrite((tables) => {
-    if (tables === 'unknown' || tables.has('knowledge_chunks')) forgetSearchStatistics(db);
+    if (tables === 'unknown' || CHUNK_SOURCES.some((table) => tables.has(table))) forgetSearchStatistics(db);
   });
 }
+
+/** The chunks, and the tables whose deletes cascade into them. */
+const CHUNK_SOURCES = ['knowledge_chunks', 'project_files', 'projects', 'workspaces', 'organizations'];
 
 /** Forgets the cached counts (benchmarks and tests that load chunks mid-run). */
 export function forgetSearchStatistics(db: Db): void {

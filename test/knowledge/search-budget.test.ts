@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deleteProjectFileRow } from '../../src/db/repositories/project-files.js';
 import { forgetSearchStatistics, searchProject } from '../../src/knowledge/search.js';
 import { createTestApp, engineName, type TestApp } from '../helpers/app.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
@@ -63,5 +64,25 @@ describe(`search's rank budget (${engineName})`, () => {
     await db.deleteFrom('knowledge_chunks').where('file_id', '=', big).execute();
     await db.deleteFrom('project_files').where('id', '=', big).execute();
     expect(await paths('wombat platypus')).toEqual(['old.md', 'rare.md']);
+  }, 60_000);
+
+  // As the API deletes a file (or a project): the record alone, its chunks going with it by the
+  // foreign key, with no write that names the chunks.
+  it('searches a word again at once when the file that made it common is deleted, its chunks with it', async () => {
+    const db = t.env.database.db;
+    const P = { workspaceId: 'wsp_main', projectId: 'prj_2019' };
+    const paths = async (query: string) =>
+      (await searchProject(db, { ...P, query, limit: 5 })).map((hit) => hit.path).sort();
+    await addIndexedFile(db, { ...P, path: 'den.md', text: 'x', chunks: [{ text: 'numbat termite den' }] });
+    await addIndexedFile(db, { ...P, path: 'claws.md', text: 'x', chunks: [{ text: 'echidna claws' }] });
+    const big = await addIndexedFile(db, {
+      ...P,
+      path: 'numbats.md',
+      text: 'x',
+      chunks: Array.from({ length: NEW_MATCHES }, (_, i) => ({ text: `numbat line ${i}` })),
+    });
+    expect(await paths('numbat echidna')).toEqual(['claws.md']);
+    expect(await deleteProjectFileRow(db, P.workspaceId, P.projectId, big)).toBe(true);
+    expect(await paths('numbat echidna')).toEqual(['claws.md', 'den.md']);
   }, 60_000);
 });
