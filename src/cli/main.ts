@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, loadSettings } from '../config.js';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../db/database.js';
 import { findApiKeyInfo, revokeApiKey } from '../db/repositories/api-keys.js';
 import { findUser, findWorkspace, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
+import { PATTERNS } from '../http/schemas/patterns.js';
 import { newId } from '../ids.js';
 import { startServer } from '../server.js';
 import {
@@ -246,10 +247,15 @@ async function keys(args: string[]): Promise<number> {
   if (!values.user || Boolean(values.workspace) === Boolean(values.organization)) {
     throw new UsageError('keys create needs --user and exactly one of --workspace or --organization');
   }
-  // The API's rule for a key's name (1–100 characters, not all spaces), so a key made here can be
+  // The API's rule for a key's name (1–100 characters on one line, one that shows), so a key made here can be
   // listed and managed like any other.
-  if (values.name !== undefined && ([...values.name].length > 100 || !/\S/.test(values.name))) {
-    throw new UsageError('--name must be 1–100 characters, not all spaces');
+  if (
+    values.name !== undefined &&
+    ([...values.name].length > 100 || !new RegExp(PATTERNS.oneLineName.pattern, 'u').test(values.name))
+  ) {
+    throw new UsageError(
+      '--name must be 1–100 characters on one line (no control characters such as newlines or tabs), at least one of which shows',
+    );
   }
   const kind = values.workspace ? 'workspace' : 'organization';
   let expiresAt: string | null;

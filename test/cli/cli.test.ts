@@ -635,10 +635,10 @@ organizations:
     // A user of the organization who is not a member of the workspace: such a key would never work.
     expect(await main(['keys', 'create', '--workspace', 'wsp_other', '--user', 'usr_max'])).toBe(2);
     expect(await main(['keys', 'create', '--workspace', 'wsp_main'])).toBe(2);
-    // The API's rules for a name: 1–100 characters, not all spaces, one live key of a name.
+    // The API's rules for a name: 1–100 characters on one line, one that shows, one live key of a name.
     const withName = (name: string) =>
       main(['keys', 'create', '--workspace', 'wsp_main', '--user', 'usr_max', '--name', name]);
-    for (const name of ['', '   ', 'n'.repeat(101)])
+    for (const name of ['', '   ', 'n'.repeat(101), 'a\nb', 'tab\there', '\u200b'])
       expect(await withName(name), JSON.stringify(name)).toBe(2);
     output.err.length = 0;
     expect(await withName('cli')).toBe(2);

@@ -139,12 +139,21 @@ describe(`HTTP error handling (${engineName})`, () => {
   });
 
   it('says what a value must be where a schema pattern refuses it, not the regular expression', async () => {
+    // Key names and agent titles are shown in lists and logs: one line, something that shows
+    // (before, "a\r\nb", a tab, ESC and an invisible U+200B alone were stored).
+    const ONE_LINE_NAME = 'must show a character and hold no control characters (newlines, tabs)';
     const json = (method: 'POST' | 'PATCH', url: string, body: unknown) =>
       sendAs(method, url, 'application/json', JSON.stringify(body));
     const cases = [
       [json('POST', '/v1/agents/agt_zeta/runs', { message: '  \n ' }), 'body.message', 'must not be blank'],
-      [json('POST', '/v1/workspace/wsp_main/agents', { title: '   ' }), 'body.title', 'must not be blank'],
-      [json('POST', '/v1/workspace/wsp_main/api-keys', { name: ' ' }), 'body.name', 'must not be blank'],
+      ...['   ', '\u200b', 'a\r\nb', 'Tab\there', '\u001b[31mred'].flatMap((name) => [
+        [
+          json('POST', '/v1/workspace/wsp_main/agents', { title: name }),
+          'body.title',
+          ONE_LINE_NAME,
+        ] as const,
+        [json('POST', '/v1/workspace/wsp_main/api-keys', { name }), 'body.name', ONE_LINE_NAME] as const,
+      ]),
       [
         json('POST', '/v1/projects', { name: 'P', color: 'red' }),
         'body.color',

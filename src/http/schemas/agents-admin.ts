@@ -82,8 +82,8 @@ function agentFields(nullable: boolean) {
 const Title = Type.String({
   minLength: 1,
   maxLength: 100,
-  pattern: PATTERNS.notBlank.pattern,
-  description: '1–100 characters',
+  pattern: PATTERNS.oneLineName.pattern,
+  description: '1–100 characters on one line (a control character is a 400), at least one of which shows',
 });
 
 export const CreateAgentBody = Type.Object({ title: Title, ...agentFields(false) });

@@ -23,7 +23,13 @@ export const ApiKeyInfo = Type.Object(
 const ApiKeyInfoRef = Type.Unsafe({ $ref: 'ApiKeyInfo#' });
 
 export const CreateApiKeyBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 100, pattern: PATTERNS.notBlank.pattern, examples: ['ci'] }),
+  name: Type.String({
+    minLength: 1,
+    maxLength: 100,
+    pattern: PATTERNS.oneLineName.pattern,
+    description: '1–100 characters on one line, at least one of which shows',
+    examples: ['ci'],
+  }),
   userId: Type.Optional(
     Type.String({
       minLength: 1,

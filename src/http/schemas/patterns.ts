@@ -5,6 +5,16 @@
  */
 export const PATTERNS = {
   notBlank: { pattern: '\\S', message: 'must not be blank' },
+  /**
+   * A name shown in lists and logs: one line (no control character: newline, tab, ESC) with at
+   * least one character that shows (not only spaces or invisible format characters such as
+   * U+200B). Written to run in one pass (the lookahead, then a class and its complement): a
+   * pattern that backtracks would be quadratic on a long value before its length is checked.
+   */
+  oneLineName: {
+    pattern: '^(?=[^\\p{Cc}]*$)[\\s\\p{Cf}]*[^\\s\\p{Cf}]',
+    message: 'must show a character and hold no control characters (newlines, tabs)',
+  },
   color: { pattern: '^#[0-9A-Fa-f]{6}$', message: 'must be a color written #RRGGBB' },
   month: { pattern: '^[0-9]{4}-(0[1-9]|1[0-2])$', message: 'must be a month written YYYY-MM' },
   token: { pattern: '^[A-Za-z0-9_-]+$', message: 'must hold only letters, digits, "_" and "-"' },
