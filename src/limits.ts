@@ -60,6 +60,12 @@ export function megabytes(bytes: number): string {
  */
 export const MAX_JSON_CONTAINERS = 100_000;
 
+/**
+ * Template variables in one request (`variables` of /v1/chat, runs and /v1/openai): far above
+ * what instructions use; a 12 MB `variables` of a million names held a process for 12 s.
+ */
+export const MAX_TEMPLATE_VARIABLES = 1000;
+
 /** An MCP tool's url as stored by the agents API (the setup file sets no limit: it is the operator's). */
 export const MAX_MCP_URL_LENGTH = 2000;
 

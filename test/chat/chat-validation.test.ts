@@ -1,3 +1,4 @@
+import { MAX_TEMPLATE_VARIABLES } from '../../src/limits.js';
 import { describe, expect, it } from 'vitest';
 import { type TestApp } from '../helpers/app.js';
 import { type FakeUpstream } from '../helpers/fake-upstream.js';
@@ -141,6 +142,17 @@ const cases: Array<[string, unknown, string]> = [
   ['variables with an object value', { ...valid, variables: { a: { b: 1 } } }, 'body.variables.a'],
   ['variables with a null value', { ...valid, variables: { a: null } }, 'body.variables.a'],
   [
+    // A 12 MB `variables` of a million names held the process for 12 s.
+    'more variables than MAX_TEMPLATE_VARIABLES',
+    {
+      ...valid,
+      variables: Object.fromEntries(
+        Array.from({ length: MAX_TEMPLATE_VARIABLES + 1 }, (_, i) => [`v${i}`, i]),
+      ),
+    },
+    'body.variables',
+  ],
+  [
     'systemVariables.user not an object',
     { ...valid, systemVariables: { user: 'me' } },
     'body.systemVariables.user',
@@ -182,6 +194,13 @@ describe('POST /v1/chat body validation', () => {
     expect(error.details.issues.map((issue: { path: string }) => issue.path)).toContain(path);
     expect(await countRows(t.db)).toEqual(before);
     expect(upstream.requests.length).toBe(requests);
+  });
+
+  it(`takes ${MAX_TEMPLATE_VARIABLES} variables, the most a request may have`, async () => {
+    const variables = Object.fromEntries(
+      Array.from({ length: MAX_TEMPLATE_VARIABLES }, (_, i) => [`v${i}`, i]),
+    );
+    expect((await chat({ ...valid, variables })).statusCode).toBe(200);
   });
 
   it('400 for malformed JSON, never 500', async () => {

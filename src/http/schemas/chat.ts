@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { headerDoc } from './headers.js';
 import { UsageField } from './usage.js';
 import { PATTERNS } from './patterns.js';
-import { MAX_ID_LENGTH } from '../../limits.js';
+import { MAX_ID_LENGTH, MAX_TEMPLATE_VARIABLES } from '../../limits.js';
 
 const Part = Type.Object(
   {
@@ -31,7 +31,10 @@ export const ChatMessage = Type.Object(
 export const TemplateVariables = Type.Record(
   Type.String(),
   Type.Union([Type.String(), Type.Number(), Type.Boolean()]),
-  { description: 'Values for `{{name}}` placeholders in the agent instructions' },
+  {
+    maxProperties: MAX_TEMPLATE_VARIABLES,
+    description: `Values for \`{{name}}\` placeholders in the agent instructions; at most ${MAX_TEMPLATE_VARIABLES}`,
+  },
 );
 
 export const SystemVariables = Type.Object(
