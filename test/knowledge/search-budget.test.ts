@@ -32,6 +32,29 @@ afterAll(async () => {
   await t?.close();
 });
 
+/**
+ * Three indexed files of project `P`: `word`'s one chunk, `rare`'s one chunk, and `common`, whose
+ * NEW_MATCHES chunks make `common.word` a word past the rank budget; answers `common`'s file id.
+ */
+async function wordMadeCommon(
+  db: Parameters<typeof addIndexedFile>[0],
+  P: { workspaceId: string; projectId: string },
+  files: {
+    word: { path: string; text: string };
+    rare: { path: string; text: string };
+    common: { path: string; word: string };
+  },
+) {
+  await addIndexedFile(db, { ...P, path: files.word.path, text: 'x', chunks: [{ text: files.word.text }] });
+  await addIndexedFile(db, { ...P, path: files.rare.path, text: 'x', chunks: [{ text: files.rare.text }] });
+  return addIndexedFile(db, {
+    ...P,
+    path: files.common.path,
+    text: 'x',
+    chunks: Array.from({ length: NEW_MATCHES }, (_, i) => ({ text: `${files.common.word} line ${i}` })),
+  });
+}
+
 /** docs/knowledge.md, "Search": a word in more chunks than the budget is ranked on its newest matches. */
 describe(`search's rank budget (${engineName})`, () => {
   it('ranks only the newest matches of a word past the budget, whether or not ANALYZE has seen it', async () => {
@@ -40,25 +63,19 @@ describe(`search's rank budget (${engineName})`, () => {
     expect(hits.map((hit) => hit.path)).toEqual(['new.md', 'new.md', 'new.md']);
   });
 
+  /** The project the deletion cases write to, and the paths a query finds in it. */
+  const P = { workspaceId: 'wsp_main', projectId: 'prj_2019' };
+  const paths = async (query: string) =>
+    (await searchProject(t.env.database.db, { ...P, query, limit: 5 })).map((hit) => hit.path).sort();
+
   // A count past the budget is cached for a minute: deleting the chunks must not leave the word
   // dropped from queries meanwhile, with its remaining matches.
   it('searches a word again at once when the chunks that made it common are deleted', async () => {
     const db = t.env.database.db;
-    const P = { workspaceId: 'wsp_main', projectId: 'prj_2019' };
-    const paths = async (query: string) =>
-      (await searchProject(db, { ...P, query, limit: 5 })).map((hit) => hit.path).sort();
-    await addIndexedFile(db, {
-      ...P,
-      path: 'old.md',
-      text: 'x',
-      chunks: [{ text: 'wombat burrow diagram' }],
-    });
-    await addIndexedFile(db, { ...P, path: 'rare.md', text: 'x', chunks: [{ text: 'platypus venom' }] });
-    const big = await addIndexedFile(db, {
-      ...P,
-      path: 'big.md',
-      text: 'x',
-      chunks: Array.from({ length: NEW_MATCHES }, (_, i) => ({ text: `wombat line ${i}` })),
+    const big = await wordMadeCommon(db, P, {
+      word: { path: 'old.md', text: 'wombat burrow diagram' },
+      rare: { path: 'rare.md', text: 'platypus venom' },
+      common: { path: 'big.md', word: 'wombat' },
     });
     expect(await paths('wombat platypus')).toEqual(['rare.md']);
     await db.deleteFrom('knowledge_chunks').where('file_id', '=', big).execute();
@@ -70,16 +87,10 @@ describe(`search's rank budget (${engineName})`, () => {
   // foreign key, with no write that names the chunks.
   it('searches a word again at once when the file that made it common is deleted, its chunks with it', async () => {
     const db = t.env.database.db;
-    const P = { workspaceId: 'wsp_main', projectId: 'prj_2019' };
-    const paths = async (query: string) =>
-      (await searchProject(db, { ...P, query, limit: 5 })).map((hit) => hit.path).sort();
-    await addIndexedFile(db, { ...P, path: 'den.md', text: 'x', chunks: [{ text: 'numbat termite den' }] });
-    await addIndexedFile(db, { ...P, path: 'claws.md', text: 'x', chunks: [{ text: 'echidna claws' }] });
-    const big = await addIndexedFile(db, {
-      ...P,
-      path: 'numbats.md',
-      text: 'x',
-      chunks: Array.from({ length: NEW_MATCHES }, (_, i) => ({ text: `numbat line ${i}` })),
+    const big = await wordMadeCommon(db, P, {
+      word: { path: 'den.md', text: 'numbat termite den' },
+      rare: { path: 'claws.md', text: 'echidna claws' },
+      common: { path: 'numbats.md', word: 'numbat' },
     });
     expect(await paths('numbat echidna')).toEqual(['claws.md']);
     expect(await deleteProjectFileRow(db, P.workspaceId, P.projectId, big)).toBe(true);

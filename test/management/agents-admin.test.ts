@@ -421,6 +421,13 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
     return id;
   }
 
+  /** Creates an agent `title` with the one MCP `tool`; answers its id. */
+  async function agentWithTool(title: string, tool: Record<string, unknown>): Promise<string> {
+    const created = await createAgent({ title, tools: [tool] });
+    expect(created.statusCode).toBe(201);
+    return created.json().data.agent.id as string;
+  }
+
   it('shows an MCP url’s password and query values as *** to admins and members, and a url without them as stored', async () => {
     const id = await expectToolUrlsShown(
       'Url secrets',
@@ -432,12 +439,12 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
   });
 
   it('keeps the stored url and headers of a tool sent back as read, under the same name', async () => {
-    const id = (
-      await createAgent({
-        title: 'Url round trip',
-        tools: [{ type: 'mcp', name: 'crm', url: SECRET_URL, headers: { authorization: 'Bearer keep' } }],
-      })
-    ).json().data.agent.id;
+    const id = await agentWithTool('Url round trip', {
+      type: 'mcp',
+      name: 'crm',
+      url: SECRET_URL,
+      headers: { authorization: 'Bearer keep' },
+    });
     const read = (await call('GET', `/v1/agents/${id}`, MKEYS.admin)).json().data.agent;
     const res = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
       description: 'changed',
@@ -458,12 +465,7 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
   });
 
   it('refuses a masked url that is no stored tool’s of that name with 400 at its url, and changes nothing', async () => {
-    const id = (
-      await createAgent({
-        title: 'Url masked elsewhere',
-        tools: [{ type: 'mcp', name: 'crm', url: SECRET_URL }],
-      })
-    ).json().data.agent.id;
+    const id = await agentWithTool('Url masked elsewhere', { type: 'mcp', name: 'crm', url: SECRET_URL });
     const message =
       'has "***" where the url as read hides a secret, which keeps the stored url only for a tool of the same name whose url reads so: send the full url';
     // Under another name, at another host or with one value changed, the mask would hand the
@@ -527,12 +529,7 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
   });
 
   it('keeps the stored url of a tool whose user name is sent back as ***, and refuses it elsewhere', async () => {
-    const id = (
-      await createAgent({
-        title: 'Url token round trip',
-        tools: [{ type: 'mcp', name: 'gh', url: TOKEN_URL }],
-      })
-    ).json().data.agent.id;
+    const id = await agentWithTool('Url token round trip', { type: 'mcp', name: 'gh', url: TOKEN_URL });
     const read = (await call('GET', `/v1/agents/${id}`, MKEYS.admin)).json().data.agent;
     const res = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, { tools: read.tools });
     expect(res.statusCode).toBe(200);
