@@ -7,6 +7,19 @@ import { type TypedApp, typed } from './typed-app.js';
 const MERGE_PATCH_JSON = 'application/merge-patch+json';
 
 /**
+ * JSON between systems is UTF-8 (RFC 8259 §8.1): a body declared in another charset is refused
+ * by name rather than decoded as UTF-8 and answered "not valid JSON" (a UTF-16 body) or stored
+ * wrong. No charset, or a name of UTF-8, is UTF-8.
+ */
+const UTF8_NAMES = new Set(['utf-8', 'utf8']);
+const CHARSET_PARAMETER = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i;
+
+function declaredCharset(contentType: string | undefined): string | undefined {
+  const match = contentType === undefined ? null : CHARSET_PARAMETER.exec(contentType);
+  return match ? (match[1] ?? match[2]) : undefined;
+}
+
+/**
  * Registers `contentType` (`application/json`, `application/merge-patch+json`) as a JSON body in
  * `scope` and the scopes registered in it after, one parser for all of them: read as bytes; more than MAX_JSON_CONTAINERS objects and
  * arrays is a 400 before parsing; decoded strictly (invalid UTF-8 is refused, never stored as
@@ -21,6 +34,16 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
     contentType,
     { parseAs: 'buffer' },
     (request: FastifyRequest, body: Buffer | string, done: (error: Error | null, body?: unknown) => void) => {
+      const charset = declaredCharset(request.headers['content-type']);
+      if (charset !== undefined && !UTF8_NAMES.has(charset.toLowerCase())) {
+        done(
+          errors.unsupportedMediaType(`The JSON body must be UTF-8 (RFC 8259), not charset=${charset}`, [
+            `${contentType}; charset=utf-8`,
+          ]),
+          undefined,
+        );
+        return;
+      }
       if (jsonContainersOver(body as Buffer, MAX_JSON_CONTAINERS)) {
         const message = `holds more than ${MAX_JSON_CONTAINERS} objects and arrays`;
         done(errors.badRequest(`The JSON body ${message}`, [{ path: 'body', message }]), undefined);

@@ -108,6 +108,35 @@ describe(`HTTP protocol errors in the error body (${engineName})`, () => {
     );
   });
 
+  it('answers a JSON body declared in another charset than UTF-8 with 415 naming it, and takes charset=utf-8', async () => {
+    const post = (contentType: string, body: Uint8Array<ArrayBuffer>) =>
+      fetch(`${origin}/v1/projects`, {
+        method: 'POST',
+        headers: { 'x-service-api-key': KEYS.mainOwner, 'content-type': contentType },
+        body,
+      });
+    // A real UTF-16 body (with its byte order mark), as a Windows client may send one.
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('{"name":"Plans"}', 'utf16le')]);
+    for (const contentType of ['application/json; charset=utf-16', 'application/json;charset="UTF-16LE"']) {
+      const res = await post(contentType, utf16);
+      expect(res.status, contentType).toBe(415);
+      expect(await res.json()).toEqual({
+        ...errorBody('unsupported_media_type'),
+        message: expect.stringMatching(/^The JSON body must be UTF-8 \(RFC 8259\), not charset=utf-16/i),
+        details: { accepted: ['application/json; charset=utf-8'] },
+      });
+    }
+    const latin1 = await post(
+      'application/json; charset=iso-8859-1',
+      Buffer.from('{"name":"caf\xe9"}', 'latin1'),
+    );
+    expect(latin1.status).toBe(415);
+    for (const contentType of ['application/json; charset=utf-8', 'application/json; charset="UTF8"']) {
+      const ok = await post(contentType, Buffer.from('{"name":"café"}'));
+      expect(ok.status, contentType).toBe(201);
+    }
+  });
+
   it('answers a body far over its limit with 413 to a client that writes it whole before reading, not a reset', async () => {
     // fetch in a process of its own, as a real client: in this one, the server's reads and the
     // client's writes take turns on one event loop and the reset never shows. 24 MiB is more than

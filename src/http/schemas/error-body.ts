@@ -209,7 +209,7 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
   },
   415: {
     description:
-      'Wrong request content type, or a body under a `Content-Encoding` other than `identity` (`unsupported_media_type`)',
+      'Wrong request content type, a JSON body declared in a charset other than UTF-8, or a body under a `Content-Encoding` other than `identity` (`unsupported_media_type`)',
     examples: [
       {
         code: 'unsupported_media_type',
@@ -222,6 +222,12 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
         message:
           'Unsupported Media Type: text/plain; this route takes no body (an application/json body is ignored)',
         details: { accepted: ['application/json'] },
+      },
+      {
+        name: 'charset',
+        code: 'unsupported_media_type',
+        message: 'The JSON body must be UTF-8 (RFC 8259), not charset=utf-16',
+        details: { accepted: ['application/json; charset=utf-8'] },
       },
       {
         name: 'content_encoding',
