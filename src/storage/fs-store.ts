@@ -74,6 +74,9 @@ const versionName = (size: bigint | number, mtimeNs: bigint) => `${size}-${mtime
 /** Records of writes that never became visible (a crash) are removed after this long. */
 const STALE_VERSION_MS = 10 * 60 * 1000;
 
+/** How many damaged records a store remembers having reported; past it the oldest is forgotten. */
+const WARNED_RECORDS_KEPT = 1000;
+
 // The callback forms are about twice as fast as node:fs/promises for many small reads (the
 // promise readFile reads in several round trips); listing a project reads one stat and one
 // sidecar per object, so this is most of what sync costs.
@@ -109,6 +112,15 @@ const floatMtimeMs = (stat: BigIntStats) =>
  * never ask for the same record name (and when they do, the loser of the `link` asks again).
  */
 const versionTime = (attempt: number) => Math.floor(Date.now() / 1000) - attempt + Math.random();
+
+/**
+ * A record file's path and state (inode, size, mtime): another write of it changes them. Undefined
+ * when its stat fails: the read it serves must not fail for the sake of a log line.
+ */
+async function recordIdentity(file: string): Promise<string | undefined> {
+  const stat = await statFast(file, { bigint: true }).catch(() => undefined);
+  return stat && `${file}\0${stat.ino}-${stat.size}-${stat.mtimeNs}`;
+}
 
 /** A sidecar's fields, or undefined when the text is not one (logged by the caller). */
 function parseSidecar(text: string): Sidecar | undefined {
@@ -155,6 +167,8 @@ export class FsObjectStore implements ObjectStore {
    * that is still that version from a stat alone. Weak: an answer nobody holds is forgotten.
    */
   private readonly versionsDescribed = new WeakMap<ObjectInfo, string>();
+  /** Damaged records already reported (`recordIdentity`), oldest first. */
+  private readonly warnedRecords = new Set<string>();
 
   constructor(private readonly options: FsObjectStoreOptions) {
     const root = path.resolve(options.root);
@@ -325,8 +339,8 @@ export class FsObjectStore implements ObjectStore {
 
   /**
    * Temp files older than `olderThanMs` belong to writes that can no longer finish (a process
-   * that crashed mid-upload), and so do version records whose bytes never became visible;
-   * younger ones may be writes in flight on another process.
+   * that crashed mid-upload), and so do version records whose bytes never became visible, and
+   * empty version folders; younger ones may be writes in flight on another process.
    */
   async sweepStaleTemp(olderThanMs = 60 * 60 * 1000, now = this.options.clock()): Promise<number> {
     let removed = 0;
@@ -343,7 +357,11 @@ export class FsObjectStore implements ObjectStore {
     return removed + (await this.sweepOrphanVersions(this.versionsRoot, '', cutoff));
   }
 
-  /** Version records older than `cutoff` that are not the record of the file now at their key. */
+  /**
+   * Version records older than `cutoff` that are not the record of the file now at their key,
+   * then the folder itself (never `versions/`) when it held nothing to begin with (see
+   * `removeEmptyVersionFolder`).
+   */
   private async sweepOrphanVersions(dir: string, key: string, cutoff: number): Promise<number> {
     let removed = 0;
     const entries = await unlessMissing(fs.readdir(dir, { withFileTypes: true }), []);
@@ -366,7 +384,28 @@ export class FsObjectStore implements ObjectStore {
       const childKey = key === '' ? entry.name : `${key}/${entry.name}`;
       removed += await this.sweepOrphanVersions(path.join(dir, entry.name), childKey, cutoff);
     }
+    if (entries.length === 0 && key !== '' && (await this.removeEmptyVersionFolder(dir, cutoff))) removed++;
     return removed;
+  }
+
+  /**
+   * A folder of `versions/` that is empty (a power cut kept the folder a write made but lost the
+   * name of its record; a crash between a delete's removals) and unchanged since `cutoff`. A
+   * younger one may be a write's, made just before it links its record in: kept. One emptied by
+   * this sweep is young too, and goes at a later sweep. A write that finds its old folder gone
+   * between its mkdir and its link makes it again (`put`), and rmdir never removes a folder that
+   * a link has filled meanwhile.
+   */
+  private async removeEmptyVersionFolder(dir: string, cutoff: number): Promise<boolean> {
+    const stat = await statOrUndefined(dir);
+    if (!stat?.isDirectory() || Number(stat.mtimeMs) >= cutoff) return false;
+    try {
+      await fs.rmdir(dir);
+      return true;
+    } catch (error) {
+      if (isCode(error, 'ENOENT', 'ENOTEMPTY', 'EEXIST')) return false;
+      throw error;
+    }
   }
 
   /** A new temp file's descriptor, open for writing; `tmp/` is made again when it is missing. */
@@ -482,9 +521,25 @@ export class FsObjectStore implements ObjectStore {
     const text = await unlessMissing(readFileFast(file, 'utf8'), undefined);
     if (text === undefined) return undefined;
     const sidecar = parseSidecar(text);
-    if (!sidecar)
-      this.options.log?.warn({ storagePath: key, file }, 'ignoring an unreadable object metadata record');
+    if (!sidecar) await this.warnUnreadable(key, file);
     return sidecar;
+  }
+
+  /**
+   * Reports a damaged record once per process and state of it (`recordIdentity`): it is read
+   * on every read of its object until the object is written again, and a busy download would
+   * flood the log. Changed and still damaged, it is reported again.
+   */
+  private async warnUnreadable(key: string, file: string): Promise<void> {
+    const identity = await recordIdentity(file);
+    if (identity !== undefined) {
+      if (this.warnedRecords.has(identity)) return;
+      this.warnedRecords.add(identity);
+      if (this.warnedRecords.size > WARNED_RECORDS_KEPT) {
+        this.warnedRecords.delete(this.warnedRecords.values().next().value as string);
+      }
+    }
+    this.options.log?.warn({ storagePath: key, file }, 'ignoring an unreadable object metadata record');
   }
 
   async get(key: string, range?: { start: number; end?: number }) {

@@ -452,6 +452,68 @@ describe('FsObjectStore versions: an object and its metadata belong to one write
     ]);
   });
 
+  it('warns once per damaged record however often the object is read, and again when the record changes still damaged', async () => {
+    const { writeFileSync } = await import('node:fs');
+    await store.put('corrupt-busy/x', Readable.from([Buffer.from('x')]), { contentType: 'text/plain' });
+    const dir = path.join(root, 'versions', 'corrupt-busy', 'x');
+    const file = path.join(dir, listFiles(dir)[0]!);
+    writeFileSync(file, '\0\0\0\0');
+    warnings.length = 0;
+    // A busy download: every get, head and listing reads the record again.
+    for (let read = 0; read < 5; read++) {
+      await text((await store.get('corrupt-busy/x'))!.body);
+      expect(await store.head('corrupt-busy/x')).toMatchObject({ contentType: undefined });
+      expect(await keys('corrupt-busy/')).toEqual(['corrupt-busy/x']);
+    }
+    const warning = {
+      details: { storagePath: 'corrupt-busy/x', file },
+      message: 'ignoring an unreadable object metadata record',
+    };
+    expect(warnings).toEqual([warning]);
+    // Damaged another way (another size): a new fault, reported once more.
+    writeFileSync(file, '{"etag": ');
+    await store.head('corrupt-busy/x');
+    await store.head('corrupt-busy/x');
+    expect(warnings).toEqual([warning, warning]);
+  });
+
+  it('sweeps an empty version folder a lost record left, once it is as old as the sweep asks, and no other', async () => {
+    const { mkdirSync, utimesSync, existsSync } = await import('node:fs');
+    const own = mkdtempSync(path.join(tmpdir(), 'atrium-fs-store-folders-'));
+    try {
+      const folders = new FsObjectStore({
+        root: own,
+        signingSecret: 's',
+        clock: () => new Date(),
+        fallbackOrigin: 'http://127.0.0.1:1',
+      });
+      await folders.put('lost/x', Readable.from([Buffer.from('x')]), { contentType: 'text/plain' });
+      await folders.put('kept/y', Readable.from([Buffer.from('y')]), { contentType: 'text/plain' });
+      // A power cut lost x's record but not its folder; a write that just made its folder for
+      // `fresh/z` has not linked its record in yet.
+      const lost = path.join(own, 'versions', 'lost', 'x');
+      rmSync(path.join(lost, listFiles(lost)[0]!));
+      const fresh = path.join(own, 'versions', 'fresh', 'z');
+      mkdirSync(fresh, { recursive: true });
+      const kept = path.join(own, 'versions', 'kept', 'y');
+      const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
+      for (const dir of [lost, kept]) utimesSync(dir, old, old);
+      utimesSync(path.join(kept, listFiles(kept)[0]!), old, old);
+
+      expect(await folders.sweepStaleTemp()).toBe(1);
+      expect(existsSync(lost)).toBe(false);
+      expect(existsSync(fresh)).toBe(true);
+      expect(listFiles(kept)).toHaveLength(1);
+      expect(await folders.head('kept/y')).toMatchObject({ contentType: 'text/plain' });
+      // The object is still read (without its record) and a new write gets a record again.
+      expect(await folders.head('lost/x')).toMatchObject({ size: 1, contentType: undefined });
+      await folders.put('lost/x', Readable.from([Buffer.from('x2')]), { contentType: 'text/plain' });
+      expect(await folders.head('lost/x')).toMatchObject({ size: 2, contentType: 'text/plain' });
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
+  });
+
   it('the temp sweep fails on a file system fault instead of reporting nothing to sweep', async () => {
     const emfile = Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
     const readdir = vi.spyOn(fsPromises, 'readdir').mockRejectedValueOnce(emfile);
