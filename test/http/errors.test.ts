@@ -199,6 +199,24 @@ describe(`HTTP error handling (${engineName})`, () => {
     }
   });
 
+  it('says what a value fitting none of a union must be in one issue, without each branch failing', async () => {
+    // Before, the issues went on with "must be equal to constant" for each literal and "must
+    // match a schema in anyOf".
+    const chat = { agentId: 'agt_zeta', messages: [{ role: 'user', parts: [{ type: 'text', text: 'Hi' }] }] };
+    for (const [body, path, message] of [
+      [{ ...chat, trigger: 'x' }, 'body.trigger', 'must be "submit-message" or "regenerate-message"'],
+      [{ ...chat, variables: { a: {} } }, 'body.variables.a', 'must be string, number or boolean'],
+    ] as const) {
+      const res = await sendAs('POST', '/v1/chat', 'application/json', JSON.stringify(body));
+      expect(res.statusCode, path).toBe(400);
+      expect(res.json(), path).toEqual({
+        code: 'bad_request',
+        message: `${path} ${message}`,
+        details: { issues: [{ path, message }] },
+      });
+    }
+  });
+
   it('answers a wrong content type with 415 unsupported_media_type', async () => {
     const res = await sendAs('POST', '/v1/projects', 'text/plain', 'name=x');
     expect(res.statusCode).toBe(415);

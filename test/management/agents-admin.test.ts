@@ -320,6 +320,37 @@ describe(`GET /v1/agents/{id} (${engineName})`, () => {
 });
 
 describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
+  // Every field of a PATCH may be null (clear): a value that is neither failed the null branch too,
+  // and the issues said "must be null" and "must match a schema in anyOf" beside the real problem.
+  it('says only what is wrong with a value sent for a clearable field, at its path, without the null branch', async () => {
+    const url = `/v1/agents/${(await createAgent({ title: 'Clearable' })).json().data.agent.id}`;
+    const cases = [
+      [{ tools: [{ type: 'mcp', url: 5 }] }, 'body.tools.0.name', 'is required'],
+      [{ tools: [{ type: 'mcp', name: 'a', url: 5 }] }, 'body.tools.0.url', 'must be string'],
+      [
+        { tools: [{ type: 'mcp', name: 'a', url: 'not a url' }] },
+        'body.tools.0.url',
+        'must match format "uri"',
+      ],
+      [{ tools: ['x'] }, 'body.tools.0', 'must be object'],
+      [{ tools: 'x' }, 'body.tools', 'must be array or null'],
+      [{ orchestration: { agents: [5] } }, 'body.orchestration.agents.0', 'must be string'],
+      [{ description: 5 }, 'body.description', 'must be string or null'],
+      // A union of literals inside the nullable one: its shapes once (not "string" for each literal).
+      [{ visibility: 5 }, 'body.visibility', 'must be "workspace", "organization", "private" or null'],
+      [{ visibility: 'x' }, 'body.visibility', 'must be "workspace", "organization", "private" or null'],
+    ] as const;
+    for (const [body, path, message] of cases) {
+      const res = await call('PATCH', url, MKEYS.owner, body);
+      expect(res.statusCode, JSON.stringify(body)).toBe(400);
+      expect(res.json(), JSON.stringify(body)).toEqual({
+        code: 'bad_request',
+        message: `${path} ${message}`,
+        details: { issues: [{ path, message }] },
+      });
+    }
+  });
+
   it('merge-patches: absent fields stay, null clears, masked headers keep their value', async () => {
     const created = (
       await createAgent({

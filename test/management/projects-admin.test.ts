@@ -149,6 +149,23 @@ describe(`PATCH /v1/projects/{id} (${engineName})`, () => {
     expect(JSON.stringify(res.json().details)).toContain(path);
   });
 
+  it('says only what is wrong with a value sent for a resettable field, without its null branch', async () => {
+    const project = await createProject('Clean issues');
+    for (const [body, path, message] of [
+      [{ color: 'red' }, 'body.color', 'must be a color written #RRGGBB'],
+      [{ memory: 'm'.repeat(100_001) }, 'body.memory', 'must NOT have more than 100000 characters'],
+      [{ icon: ['star'] }, 'body.icon', 'must be string or null'],
+    ] as const) {
+      const res = await call('PATCH', `/v1/projects/${project.id}`, MKEYS.member, body);
+      expect(res.statusCode, path).toBe(400);
+      expect(res.json(), path).toEqual({
+        code: 'bad_request',
+        message: `${path} ${message}`,
+        details: { issues: [{ path, message }] },
+      });
+    }
+  });
+
   it('answers 400 for archived=maybe in the list query', async () => {
     expect((await call('GET', '/v1/projects?archived=maybe', MKEYS.member)).statusCode).toBe(400);
   });
