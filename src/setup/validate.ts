@@ -1,4 +1,4 @@
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import Ajv, { type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
 import { LineCounter, parse as parseYaml, YAMLParseError } from 'yaml';
@@ -8,6 +8,7 @@ import { PATTERNS, patternMessage } from '../http/schemas/patterns.js';
 import { MAX_PROJECT_MEMORY_LENGTH, MAX_RATE_LIMIT_PER_MINUTE, MAX_SETUP_AMOUNT } from '../limits.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
 import { ECHO_EMBEDDING_MODEL_ID } from '../models/echo-embedding.js';
+import { explainUnions } from '../validation-unions.js';
 
 /** A model of the built-in providers, served by id without a definition in the file. */
 const BUILT_IN_CHAT_MODEL = /^(openai|anthropic)\/\S+$/;
@@ -225,27 +226,8 @@ function readablePath(pointer: string): string {
   );
 }
 
-/**
- * An optional field is a union of its shape and `null` (Clearable): a value that fits neither
- * fails both branches and the union. Where the shape's own failure is there (or that of a field
- * within the value), the other two ("must be null", "must match a schema in anyOf") only repeat
- * that the value is wrong.
- */
-function withoutClearableNoise(errors: ErrorObject[]): ErrorObject[] {
-  const isNoise = (error: ErrorObject) => error.keyword === 'anyOf' || isNullBranch(error);
-  const failures = errors.filter((error) => !isNoise(error)).map((error) => error.instancePath);
-  // Explained by a failure of the value itself or of a field within it (`limits.monthlyTokens`).
-  const explained = (path: string) =>
-    failures.some((failure) => failure === path || failure.startsWith(`${path}/`));
-  return errors.filter((error) => !(isNoise(error) && explained(error.instancePath)));
-}
-
-function isNullBranch(error: ErrorObject): boolean {
-  return error.keyword === 'type' && (error.params as { type?: unknown }).type === 'null';
-}
-
 function shapeProblems(validate: ValidateFunction<SetupFile>): SetupProblem[] {
-  return withoutClearableNoise(validate.errors ?? []).map((error) => {
+  return explainUnions(validate.errors ?? []).map((error) => {
     const params = error.params as {
       missingProperty?: string;
       additionalProperty?: string;

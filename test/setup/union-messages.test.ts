@@ -1,0 +1,71 @@
+/**
+ * A setup-file value fitting none of a field's shapes (fixed choices, or a clearable field's
+ * shape and `null`) is told once what it must be, in the API's words
+ * (test/management/agents-admin.test.ts): one function explains both, so they cannot drift apart.
+ */
+import { describe, expect, it } from 'vitest';
+import { oneWorkspaceFile, setupProblems } from './setup-files.js';
+
+const WORKSPACE_PATH = 'organizations[0].workspaces[0]';
+
+/** The problems at `path` of a file whose workspace holds `workspace` (YAML lines, indented), after `top`. */
+function problemsAt(path: string, workspace: string, top = '') {
+  return setupProblems(oneWorkspaceFile(workspace, top)).filter((problem) => problem.path === path);
+}
+
+describe('fields of several shapes in the setup file', () => {
+  it('names every choice once for a value that is none of them, without a line per choice', () => {
+    // Before: "must be equal to constant" three times, then "must match a schema in anyOf".
+    for (const role of ['boss', '5']) {
+      expect(
+        problemsAt(`${WORKSPACE_PATH}.members[0].role`, `        members: [{ user: u, role: ${role} }]`),
+        role,
+      ).toEqual([
+        { path: `${WORKSPACE_PATH}.members[0].role`, message: 'must be "owner", "admin" or "member"' },
+      ]);
+    }
+    expect(problemsAt('providers[0].type', '', 'providers:\n  - { id: p, type: azure }')).toEqual([
+      { path: 'providers[0].type', message: 'must be "openai", "anthropic" or "openai-compatible"' },
+    ]);
+    expect(
+      problemsAt('models[0].kind', '', 'models:\n  - { id: m, provider: openai, model: x, kind: image }'),
+    ).toEqual([{ path: 'models[0].kind', message: 'must be "chat" or "embedding"' }]);
+  });
+
+  it('says what a clearable field must be, choices included, beside null', () => {
+    const agent = (fields: string) => `        agents:\n          - { title: Helper, ${fields} }`;
+    const agentPath = `${WORKSPACE_PATH}.agents[0]`;
+    for (const [fields, field, message] of [
+      ['visibility: everyone', 'visibility', 'must be "workspace", "organization", "private" or null'],
+      ['visibility: 5', 'visibility', 'must be "workspace", "organization", "private" or null'],
+      ['tools: x', 'tools', 'must be array or null'],
+      ['description: [a]', 'description', 'must be string or null'],
+    ] as const) {
+      expect(problemsAt(`${agentPath}.${field}`, agent(fields)), fields).toEqual([
+        { path: `${agentPath}.${field}`, message },
+      ]);
+    }
+  });
+
+  it('reports the problem inside a value of an object or list branch, not the other branches', () => {
+    const agent = (fields: string) => `        agents:\n          - { title: Helper, ${fields} }`;
+    const agentPath = `${WORKSPACE_PATH}.agents[0]`;
+    for (const [workspace, path, message] of [
+      ['        limits: { monthlyTokens: -1 }', `${WORKSPACE_PATH}.limits.monthlyTokens`, 'must be >= 0'],
+      [
+        '        limits: { rateLimitPerMinute: x }',
+        `${WORKSPACE_PATH}.limits.rateLimitPerMinute`,
+        'must be integer or null',
+      ],
+      [
+        agent('tools: [{ type: mcp, url: "https://a.test/" }]'),
+        `${agentPath}.tools[0].name`,
+        "must have required property 'name'",
+      ],
+      [agent('orchestration: { agents: x }'), `${agentPath}.orchestration.agents`, 'must be array'],
+    ] as const) {
+      const found = setupProblems(oneWorkspaceFile(workspace));
+      expect(found, workspace).toEqual([{ path, message }]);
+    }
+  });
+});
