@@ -1,10 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../errors.js';
 import { MAX_JSON_CONTAINERS } from '../limits.js';
-import { jsonContainersOver } from './json-containers.js';
+import { isPlainJsonWithin, jsonContainersOver } from './json-containers.js';
+import { MAX_INPUT_DEPTH, markPlainBody } from './plugins/input-guard.js';
 import { type TypedApp, typed } from './typed-app.js';
 
 const MERGE_PATCH_JSON = 'application/merge-patch+json';
+
+/** Below this, walking the parsed body (the input guard) costs microseconds: no scan of its text. */
+const PLAIN_SCAN_MIN_BYTES = 64 * 1024;
 
 /**
  * JSON between systems is UTF-8 (RFC 8259 §8.1): a body declared in another charset is refused
@@ -75,7 +79,18 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
             ]),
             undefined,
           );
-        } else done(null, value);
+        } else {
+          // A large body's text can vouch for it, so the input guard need not walk it.
+          if (
+            (body as Buffer).length >= PLAIN_SCAN_MIN_BYTES &&
+            typeof value === 'object' &&
+            value !== null &&
+            isPlainJsonWithin(body as Buffer, MAX_INPUT_DEPTH)
+          ) {
+            markPlainBody(value);
+          }
+          done(null, value);
+        }
       });
     },
   );

@@ -2,6 +2,9 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const OPEN_BRACE = 0x7b;
 const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACE = 0x7d;
+const CLOSE_BRACKET = 0x5d;
+const ESCAPED_CODE_UNIT = Buffer.from('\\u');
 
 /**
  * Whether a JSON text holds more than `limit` objects and arrays: its `{` and `[` outside
@@ -37,4 +40,57 @@ export function countJsonContainers(bytes: Buffer, limit: number): number {
     }
   }
   return count;
+}
+
+/**
+ * Whether a JSON text that parsed can hold nothing the input guard refuses (plugins/input-guard.ts),
+ * read on its bytes: no `\u` escape (in text decoded strictly as UTF-8, an escape is the only way
+ * to write a NUL or an unpaired surrogate) and no object or array nested deeper than `maxDepth`
+ * (the guard's own count: the body itself is at depth 1 here). Walking a parsed body of a million
+ * keys took as long as parsing it; this takes a few milliseconds. Strings are skipped as in
+ * countJsonContainers. An escaped backslash before a `u` also reads as an escape: the guard then
+ * walks the body, which is only slower.
+ */
+export function isPlainJsonWithin(bytes: Buffer, maxDepth: number): boolean {
+  if (bytes.includes(ESCAPED_CODE_UNIT)) return false;
+  let depth = 0;
+  let i = 0;
+  while (i < bytes.length) {
+    const byte = bytes[i];
+    if (byte === QUOTE) {
+      i = endOfString(bytes, i);
+      if (i === -1) return false;
+    } else {
+      if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
+        if (++depth > maxDepth) return false;
+      } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) depth--;
+      i++;
+    }
+  }
+  return true;
+}
+
+/** Bytes of a string read one by one before `indexOf` takes over: most keys are short. */
+const SHORT_STRING = 32;
+
+/**
+ * The index after the string opening at `start`, or -1 when it does not end. A call of `indexOf`
+ * per string cost more than the string's bytes in a body of a million short keys, so the first
+ * bytes are read here.
+ */
+function endOfString(bytes: Buffer, start: number): number {
+  const stop = Math.min(bytes.length, start + SHORT_STRING);
+  for (let i = start + 1; i < stop; i++) {
+    const byte = bytes[i];
+    if (byte === QUOTE) return i + 1;
+    if (byte === BACKSLASH) i++;
+  }
+  let end = start;
+  for (;;) {
+    end = bytes.indexOf(QUOTE, end + 1);
+    if (end === -1) return -1;
+    let backslashes = 0;
+    while (bytes[end - 1 - backslashes] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return end + 1;
+  }
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jsonContainersOver } from '../../src/http/json-containers.js';
+import { isPlainJsonWithin, jsonContainersOver } from '../../src/http/json-containers.js';
 import { findUnstorableInput, MAX_INPUT_DEPTH } from '../../src/http/plugins/input-guard.js';
 import { MAX_JSON_CONTAINERS } from '../../src/limits.js';
 import { createTestApp, engineName } from '../helpers/app.js';
@@ -112,6 +112,55 @@ describe(`input no database can store (${engineName})`, () => {
     const res = await post('/v1/projects', { name: 'Café 東京 🚀' });
     expect(res.statusCode).toBe(201);
     expect(res.json().data.project.name).toBe('Café 東京 🚀');
+  });
+
+  // Over 64 KiB, the body's text vouches for it and the guard does not walk it: what the text
+  // cannot vouch for must still be refused, and what only looks like an escape accepted.
+  const padding = 'p'.repeat(70_000);
+  it.each([
+    [
+      'a NUL escaped in a key, deep in a large body',
+      `{"name":"ok","a":{"b":[{"c\\u0000":1}]},"pad":"${padding}"}`,
+      'has a key that contains a NUL character',
+    ],
+    [
+      'an unpaired surrogate escaped in a large body',
+      `{"name":"ok","a":["\\udc00"],"pad":"${padding}"}`,
+      'body.a.0 contains an unpaired UTF-16 surrogate',
+    ],
+    [
+      'a large body nested one level too deep',
+      `{"name":"ok","deep":${nestedJson(MAX_INPUT_DEPTH)},"pad":"${padding}"}`,
+      `is nested more than ${MAX_INPUT_DEPTH} levels deep`,
+    ],
+  ])('refuses %s', async (_what, payload, message) => {
+    const res = await post('/v1/projects', payload);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 'bad_request', message: expect.stringContaining(message) });
+  });
+
+  it('accepts a large body as deep as allowed, or holding an escaped backslash before a u', async () => {
+    const deepest = await post(
+      '/v1/projects',
+      `{"name":"deep","deep":${nestedJson(MAX_INPUT_DEPTH - 1)},"pad":"${padding}"}`,
+    );
+    expect(deepest.statusCode).toBe(201);
+    const backslash = await post(
+      '/v1/projects',
+      `{"name":"C:\\\\users","description":"\\\\u0000 is text here","pad":"${padding}"}`,
+    );
+    expect(backslash.statusCode).toBe(201);
+    expect(backslash.json().data.project.description).toBe('\\u0000 is text here');
+  });
+
+  it('reads on the bytes whether a parsed text can hold anything the guard refuses', () => {
+    const plain = (text: string) => isPlainJsonWithin(Buffer.from(text), 3);
+    expect(plain('{"a":[{"b":"c"}],"d":"[[[[{{{{"}')).toBe(true);
+    expect(plain('[[[["x"]]]]')).toBe(false);
+    expect(plain('[[["x"]],[["y"]]]')).toBe(true);
+    expect(plain('{"a":"\\u0041"}')).toBe(false);
+    expect(plain('{"a":"\\\\"}')).toBe(true);
+    expect(plain('{"a\\"b":{"c":["\\"[[["]}}')).toBe(true);
   });
 
   it('walks bodies without recursion and reports the first problem path', () => {

@@ -5,6 +5,16 @@ import { unstorableTextReason } from '../../text.js';
 /** Deeper than any request of the API needs; deep enough input overflows the stack of JSON.stringify. */
 export const MAX_INPUT_DEPTH = 64;
 
+/**
+ * Parsed bodies whose text showed they hold nothing to refuse (json-containers.ts,
+ * isPlainJsonWithin), marked by the JSON body parser: the guard does not walk them.
+ */
+const plainBodies = new WeakSet<object>();
+
+export function markPlainBody(body: object): void {
+  plainBodies.add(body);
+}
+
 /** The first string (value or key) that cannot be stored, or nesting past the limit. */
 export function findUnstorableInput(root: unknown, rootPath: string): ValidationIssue | null {
   // Iterative: the input this guards against is exactly the one that would overflow recursion.
@@ -61,7 +71,10 @@ export function registerInputGuard(scope: FastifyInstance): void {
         return;
       }
     }
-    const issue = findUnstorableInput(request.query, 'query') ?? findUnstorableInput(request.body, 'body');
+    const { body } = request;
+    const plain = typeof body === 'object' && body !== null && plainBodies.has(body);
+    const issue =
+      findUnstorableInput(request.query, 'query') ?? (plain ? null : findUnstorableInput(body, 'body'));
     done(issue ? errors.badRequest(`${issue.path} ${issue.message}`, [issue]) : undefined);
   });
 }
