@@ -5,7 +5,7 @@ import { ConfigError, loadConfig, loadSettings } from '../config.js';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../db/database.js';
 import { findApiKeyInfo, revokeApiKey } from '../db/repositories/api-keys.js';
 import { findUser, findWorkspace, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
-import { PATTERNS } from '../http/schemas/patterns.js';
+import { matchesPattern } from '../http/schemas/patterns.js';
 import { newId } from '../ids.js';
 import { startServer } from '../server.js';
 import {
@@ -251,10 +251,10 @@ async function keys(args: string[]): Promise<number> {
   // listed and managed like any other.
   if (
     values.name !== undefined &&
-    ([...values.name].length > 100 || !new RegExp(PATTERNS.oneLineName.pattern, 'u').test(values.name))
+    ([...values.name].length > 100 || !matchesPattern('oneLineName', values.name))
   ) {
     throw new UsageError(
-      '--name must be 1–100 characters on one line (no control characters such as newlines or tabs), at least one of which shows',
+      '--name must be 1–100 characters on one line (no control characters such as newlines or tabs, no line separators), at least one of which shows (not only spaces, marks or invisible characters)',
     );
   }
   const kind = values.workspace ? 'workspace' : 'organization';

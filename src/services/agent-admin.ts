@@ -12,6 +12,7 @@ import { enabledModelIds } from '../db/repositories/models.js';
 import { withWorkspaceLocked } from '../db/repositories/tenancy.js';
 import type { Visibility } from '../db/schema.js';
 import { errors } from '../errors.js';
+import { matchesPattern, PATTERNS } from '../http/schemas/patterns.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import { MAX_MCP_URL_LENGTH } from '../limits.js';
 import type { ModelRegistry } from '../models/registry.js';
@@ -332,6 +333,17 @@ async function writableAgent(deps: AgentAdminDeps, principal: Principal, agentId
   return found;
 }
 
+/**
+ * A PATCH's title meets the rule a new agent's does (the create schema's pattern), unless it is the
+ * stored title sent back: one stored before the rule (with a tab, say) is kept, so that a client
+ * that reads an agent and writes it back with another field changed is not refused.
+ */
+function checkChangedTitle(title: string | undefined, stored: string): void {
+  if (title === undefined || title === stored || matchesPattern('oneLineName', title)) return;
+  const { message } = PATTERNS.oneLineName;
+  throw errors.badRequest(`body.title ${message}`, [{ path: 'body.title', message }]);
+}
+
 export async function patchAgent(
   deps: AgentAdminDeps,
   principal: Principal,
@@ -339,6 +351,7 @@ export async function patchAgent(
   patch: AgentFields,
 ) {
   const { access, row } = await writableAgent(deps, principal, agentId);
+  checkChangedTitle(patch.title, row.title);
   checkAgentFields(patch);
   const changes: Partial<AgentRow> = {};
   if (patch.title !== undefined && patch.title !== row.title) changes.title = patch.title;

@@ -30,10 +30,16 @@ const Text = (maxLength: number) => Type.String({ maxLength });
  */
 const Clearable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
 
+/**
+ * A key's name or an agent's title: the API's rule (1–100 characters on one line, one that
+ * shows), so that what a file declares can be read, listed and sent back over the API.
+ */
+const OneLineName = Type.String({ minLength: 1, maxLength: 100, pattern: PATTERNS.oneLineName.pattern });
+
 const ApiKeySpec = Type.Object(
   {
     id: Type.Optional(Id),
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: OneLineName,
     user: Type.String({ minLength: 1, description: 'User id or email' }),
     key: Type.Optional(Type.String({ minLength: MIN_KEY_LENGTH, maxLength: 512 })),
     expiresAt: Clearable(Type.String({ format: 'date-time' })),
@@ -54,7 +60,7 @@ const ToolSpec = Type.Object(
 const AgentSpec = Type.Object(
   {
     id: Type.Optional(Id),
-    title: Type.String({ minLength: 1, maxLength: 200 }),
+    title: OneLineName,
     description: Clearable(Text(2000)),
     image: Clearable(Text(2000)),
     category: Clearable(Text(200)),

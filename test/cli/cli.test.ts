@@ -641,7 +641,17 @@ organizations:
     // The API's rules for a name: 1–100 characters on one line, one that shows, one live key of a name.
     const withName = (name: string) =>
       main(['keys', 'create', '--workspace', 'wsp_main', '--user', 'usr_max', '--name', name]);
-    for (const name of ['', '   ', 'n'.repeat(101), 'a\nb', 'tab\there', '\u200b'])
+    for (const name of [
+      '',
+      '   ',
+      'n'.repeat(101),
+      'a\nb',
+      'tab\there',
+      '\u200b',
+      'a\u2028b',
+      '\u3164',
+      '\u034f',
+    ])
       expect(await withName(name), JSON.stringify(name)).toBe(2);
     output.err.length = 0;
     expect(await withName('cli')).toBe(2);

@@ -140,13 +140,28 @@ describe(`HTTP error handling (${engineName})`, () => {
 
   it('says what a value must be where a schema pattern refuses it, not the regular expression', async () => {
     // Key names and agent titles are shown in lists and logs: one line, something that shows
-    // (before, "a\r\nb", a tab, ESC and an invisible U+200B alone were stored).
-    const ONE_LINE_NAME = 'must show a character and hold no control characters (newlines, tabs)';
+    // (before, "a\r\nb", a tab, ESC and an invisible U+200B alone were stored; then line and
+    // paragraph separators, blank fillers such as U+3164 and U+2800, and marks alone still were).
+    const ONE_LINE_NAME =
+      'must show a character and be one line: no control characters (newlines, tabs) or line separators (U+2028, U+2029)';
     const json = (method: 'POST' | 'PATCH', url: string, body: unknown) =>
       sendAs(method, url, 'application/json', JSON.stringify(body));
     const cases = [
       [json('POST', '/v1/agents/agt_zeta/runs', { message: '  \n ' }), 'body.message', 'must not be blank'],
-      ...['   ', '\u200b', 'a\r\nb', 'Tab\there', '\u001b[31mred'].flatMap((name) => [
+      ...[
+        '   ',
+        '\u200b',
+        'a\r\nb',
+        'Tab\there',
+        '\u001b[31mred',
+        'line\u2028break',
+        'para\u2029break',
+        '\u3164',
+        '\u2800',
+        '\u034f',
+        ' \u0301 ',
+        '\u115f\u1160\uffa0\ufe0f',
+      ].flatMap((name) => [
         [
           json('POST', '/v1/workspace/wsp_main/agents', { title: name }),
           'body.title',

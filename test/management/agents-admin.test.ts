@@ -412,6 +412,36 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
     });
   });
 
+  it('keeps a title stored before the one-line rule when a PATCH sends it back unchanged, and refuses a new one breaking the rule', async () => {
+    const id = (await createAgent({ title: 'Legacy' })).json().data.agent.id as string;
+    // As stored before titles had to be one line with a character that shows.
+    const legacy = 'Legacy\tagent';
+    await t.env.database.db.updateTable('agents').set({ title: legacy }).where('id', '=', id).execute();
+    const read = (await call('GET', `/v1/agents/${id}`, MKEYS.owner)).json().data.agent;
+    const { id: _id, managedBy: _managedBy, createdAt: _createdAt, updatedAt: _updatedAt, ...fields } = read;
+    const written = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+      ...fields,
+      description: 'rewritten',
+    });
+    expect(written.statusCode).toBe(200);
+    expect(written.json().data.agent).toMatchObject({ title: legacy, description: 'rewritten' });
+    const message =
+      'must show a character and be one line: no control characters (newlines, tabs) or line separators (U+2028, U+2029)';
+    for (const title of ['Legacy\tagent ', 'Other\tagent', 'a\u2028b', '\u3164', '\u0301']) {
+      const res = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, { title });
+      expect(res.statusCode, JSON.stringify(title)).toBe(400);
+      expect(res.json(), JSON.stringify(title)).toEqual({
+        code: 'bad_request',
+        message: `body.title ${message}`,
+        details: { issues: [{ path: 'body.title', message }] },
+      });
+    }
+    const renamed = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+      title: 'Legacy re\u0301sume\u0301',
+    });
+    expect(renamed.json().data.agent.title).toBe('Legacy re\u0301sume\u0301');
+  });
+
   // Many MCP servers take their credential in the URL (`?api_key=…`, `user:secret@host`): a
   // reader of the agent sees it masked, as header values are, and sends it back masked.
   const SECRET_URL = 'https://svc:s3cret@mcp.example.test/sse?api_key=abc123&a%20b=c+d&flag&empty=';

@@ -109,6 +109,15 @@ describe(`POST /v1/workspace/{id}/api-keys (${engineName})`, () => {
     }
   });
 
+  it('takes a name whose marks and fillers sit beside a character that shows (e + U+0301, a U+FE0F emoji)', async () => {
+    // The refused ones (only marks, only blank fillers, a line separator) are in test/http/errors.test.ts.
+    for (const name of ['caf\u0065\u0301', '\u0301lead', '\u2764\ufe0f keys', '\u3164 hangul \u2800']) {
+      const res = await createKey({ name });
+      expect(res.statusCode, JSON.stringify(name)).toBe(201);
+      expect(res.json().data.apiKey.name).toBe(name);
+    }
+  });
+
   it('says what is wrong with an expiry on a leap second', async () => {
     const res = await createKey({ name: 'x', expiresAt: '2027-06-30T23:59:60Z' });
     expect(res.json().message).toBe('body.expiresAt must be a date and time with seconds up to 59');

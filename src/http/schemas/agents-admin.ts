@@ -79,17 +79,30 @@ function agentFields(nullable: boolean) {
   };
 }
 
+const TITLE_RULE =
+  '1–100 characters on one line (a control character or a line separator is a 400), at least one of which shows (not only spaces, marks or invisible characters)';
+
 const Title = Type.String({
   minLength: 1,
   maxLength: 100,
   pattern: PATTERNS.oneLineName.pattern,
-  description: '1–100 characters on one line (a control character is a 400), at least one of which shows',
+  description: TITLE_RULE,
+});
+
+/**
+ * Without the pattern: the service checks a changed title against it, and keeps one sent back as
+ * stored (a title stored before the rule must not make a read-modify-write a 400).
+ */
+const PatchTitle = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  description: `${TITLE_RULE}; the agent's title sent back unchanged is kept as it is`,
 });
 
 export const CreateAgentBody = Type.Object({ title: Title, ...agentFields(false) });
 
 export const PatchAgentBody = Type.Object(
-  { title: Type.Optional(Title), ...agentFields(true) },
+  { title: Type.Optional(PatchTitle), ...agentFields(true) },
   { description: 'JSON merge patch: absent fields stay, null clears an optional field' },
 );
 

@@ -6,14 +6,19 @@
 export const PATTERNS = {
   notBlank: { pattern: '\\S', message: 'must not be blank' },
   /**
-   * A name shown in lists and logs: one line (no control character: newline, tab, ESC) with at
-   * least one character that shows (not only spaces or invisible format characters such as
-   * U+200B). Written to run in one pass (the lookahead, then a class and its complement): a
-   * pattern that backtracks would be quadratic on a long value before its length is checked.
+   * A name shown in lists and logs: one line (no control character such as a newline, tab or ESC,
+   * and no line or paragraph separator U+2028/U+2029) with at least one character that shows: not
+   * only spaces, invisible format characters (U+200B), marks (U+0301 alone; after a letter they
+   * are fine) or the blank fillers that render as nothing (Hangul U+115F, U+1160, U+3164, U+FFA0
+   * and the empty braille cell U+2800). Written to run in one pass (the lookahead, then a class
+   * and its complement): a pattern that backtracks would be quadratic on a long value before its
+   * length is checked.
    */
   oneLineName: {
-    pattern: '^(?=[^\\p{Cc}]*$)[\\s\\p{Cf}]*[^\\s\\p{Cf}]',
-    message: 'must show a character and hold no control characters (newlines, tabs)',
+    pattern:
+      '^(?=[^\\p{Cc}\\p{Zl}\\p{Zp}]*$)[\\s\\p{Cf}\\p{M}\\u115F\\u1160\\u3164\\uFFA0\\u2800]*[^\\s\\p{Cf}\\p{M}\\u115F\\u1160\\u3164\\uFFA0\\u2800]',
+    message:
+      'must show a character and be one line: no control characters (newlines, tabs) or line separators (U+2028, U+2029)',
   },
   color: { pattern: '^#[0-9A-Fa-f]{6}$', message: 'must be a color written #RRGGBB' },
   month: { pattern: '^[0-9]{4}-(0[1-9]|1[0-2])$', message: 'must be a month written YYYY-MM' },
@@ -27,6 +32,19 @@ export const PATTERNS = {
     message: 'must be 1–64 characters of letters, digits, "_" and "-"',
   },
 } as const;
+
+const compiled = new Map<string, RegExp>();
+
+/**
+ * Whether `value` matches a pattern of PATTERNS as the schemas test it: AJV compiles a `pattern`
+ * with the `u` flag, without which `\p{…}` is no Unicode property.
+ */
+export function matchesPattern(name: keyof typeof PATTERNS, value: string): boolean {
+  const { pattern } = PATTERNS[name];
+  let regExp = compiled.get(pattern);
+  if (!regExp) compiled.set(pattern, (regExp = new RegExp(pattern, 'u')));
+  return regExp.test(value);
+}
 
 const MESSAGES = new Map<string, string>(Object.values(PATTERNS).map((p) => [p.pattern, p.message]));
 
