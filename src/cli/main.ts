@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { generateApiKey, hashApiKey, keyPrefix } from '../auth/api-keys.js';
-import { ConfigError, loadConfig, loadSettings } from '../config.js';
+import { type Config, ConfigError, loadConfig, loadSettings } from '../config.js';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../db/database.js';
 import { findApiKeyInfo, revokeApiKey } from '../db/repositories/api-keys.js';
 import { findUser, findWorkspace, findWorkspaceWithRole } from '../db/repositories/tenancy.js';
@@ -84,27 +84,11 @@ async function withDatabase<T>(
 
 async function serve(): Promise<number> {
   const config = loadConfig();
-  let demo: Awaited<ReturnType<typeof createDemo>> | undefined;
-  let keyHint: string | undefined;
-  // A new user's first `npm start` on the embedded database gets a working key at once; a later
-  // start says how to make another.
-  if (config.database.kind === 'sqlite') {
-    const database = await openDatabase(config.database);
-    try {
-      await migrateToLatest(database.db);
-      if (!(await hasAnyOrganization(database.db))) demo = await createDemo(database.db, new Date());
-      else keyHint = await demoKeyHint(database.db, process.env.ATRIUM_DATA_DIR ? config.dataDir : undefined);
-    } finally {
-      await database.close();
-    }
-  }
+  let server: Awaited<ReturnType<typeof startServer>>;
   try {
-    await startServer(config, {
+    server = await startServer(config, {
       onListening: (address) => {
-        const base = config.publicUrl ?? address.replace('://127.0.0.1', '://localhost');
-        console.log(`Atrium listening on ${address} (docs: ${base}/docs)`);
-        if (demo?.key) console.log(demoInstructions(base, demo.key, config.apiKeyHeader));
-        else if (keyHint) console.log(keyHint);
+        console.log(`Atrium listening on ${address} (docs: ${docsBase(config, address)}/docs)`);
       },
     });
   } catch (error) {
@@ -113,17 +97,57 @@ async function serve(): Promise<number> {
     printError(failureMessage(error), hint);
     return EXIT.failure;
   }
+  // A new user's first `npm start` on the embedded database gets a working key at once; a later
+  // start says how to make another.
+  if (config.database.kind === 'sqlite') {
+    const lines = await demoLines(config, docsBase(config, server.address));
+    if (lines) console.log(lines);
+  }
   return new Promise<number>(() => {}); // serves until a signal ends the process
 }
 
+/** The URL the start's lines name: a browser on this machine finds 127.0.0.1 as `localhost`. */
+function docsBase(config: Config, address: string): string {
+  return config.publicUrl ?? address.replace('://127.0.0.1', '://localhost');
+}
+
+/**
+ * The demo's key when this start made the demo, else how to make a key for it. Made only once the
+ * server listens: made before, a start whose port was taken exited without printing the key, and
+ * every later start said it "was shown once". (Rolling the demo back after a failed listen was the
+ * other way, but a process starting meanwhile could find the demo and say its key was shown
+ * before it went.) Two starts at once stay apart as before: createDemo is one transaction on
+ * fixed ids, so one makes the demo and its key; the other fails its start as before (a locked
+ * SQLite file; a duplicate id on PostgreSQL, where only `atrium demo` makes it) or finds the
+ * demo complete, makes no key and prints how to make one.
+ */
+async function demoLines(config: Config, base: string): Promise<string | undefined> {
+  const database = await openDatabase(config.database);
+  try {
+    if (!(await hasAnyOrganization(database.db))) {
+      const demo = await createDemo(database.db, new Date());
+      if (demo.key) return demoInstructions(base, demo.key, config.apiKeyHeader);
+    }
+    return await demoKeyHint(database.db, process.env.ATRIUM_DATA_DIR ? config.dataDir : undefined);
+  } finally {
+    await database.close();
+  }
+}
+
 /** What to do when the port cannot be had: a newcomer's second `npm start` meets the first one. */
-function listenFailureHint(error: unknown, port: number): string | undefined {
-  const other = port === 3001 ? 3002 : 3001;
+export function listenFailureHint(error: unknown, port: number): string | undefined {
+  // Not checked to be free: the hint only has to name a port other than the one refused.
+  const next = port < 65535 ? port + 1 : port - 1;
+  const onPort = (other: number) => `PORT=${other} npm start, or PORT=${other} ./bin/atrium serve`;
   switch ((error as { code?: string }).code) {
     case 'EADDRINUSE':
-      return `another process is listening on port ${port}: stop it, or start on another port (PORT=${other} npm start, or PORT=${other} ./bin/atrium serve)`;
+      return `another process is listening on port ${port}: stop it, or start on another port (${onPort(next)})`;
     case 'EACCES':
-      return `this user may not listen on port ${port}: pick one from 1024 up (PORT=${other})`;
+      // Below 1024 the usual cause is the privileged ports; from 1024 up it is something else
+      // (a reserved range, a security policy), which another port may avoid all the same.
+      return port < 1024
+        ? `this user may not listen on port ${port}: pick one from 1024 up (${onPort(3001)})`
+        : `the system refused port ${port} to this user: start on another port (${onPort(next)})`;
     default:
       return undefined;
   }

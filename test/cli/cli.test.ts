@@ -3,7 +3,7 @@ import fs, { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { failureMessage, main } from '../../src/cli/main.js';
+import { failureMessage, listenFailureHint, main } from '../../src/cli/main.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { engineName, testDatabaseUrl } from '../helpers/app.js';
@@ -508,6 +508,24 @@ organizations:
     expect(failureMessage(Object.assign(new Error(''), { code: 'EPIPE' }))).toBe('EPIPE');
     expect(failureMessage(new Error('first\n  second'))).toBe('first second');
     expect(failureMessage('thrown text')).toBe('thrown text');
+  });
+
+  it('suggests the port after the one in use, and the 1024 rule only for a port under 1024', () => {
+    const failed = (code: string) => Object.assign(new Error(code), { code });
+    // It said PORT=3001 whatever the port was (a newcomer on 3001 itself was told 3002).
+    expect(listenFailureHint(failed('EADDRINUSE'), 8080)).toBe(
+      'another process is listening on port 8080: stop it, or start on another port (PORT=8081 npm start, or PORT=8081 ./bin/atrium serve)',
+    );
+    expect(listenFailureHint(failed('EACCES'), 80)).toBe(
+      'this user may not listen on port 80: pick one from 1024 up (PORT=3001 npm start, or PORT=3001 ./bin/atrium serve)',
+    );
+    // Refused above 1024 (a reserved range, a security policy): "pick one from 1024 up" misled.
+    const refused = listenFailureHint(failed('EACCES'), 8080)!;
+    expect(refused).toBe(
+      'the system refused port 8080 to this user: start on another port (PORT=8081 npm start, or PORT=8081 ./bin/atrium serve)',
+    );
+    expect(listenFailureHint(failed('EADDRINUSE'), 65535)).toContain('(PORT=65534 npm start');
+    expect(listenFailureHint(failed('ENOTFOUND'), 8080)).toBeUndefined();
   });
 
   it('reports a file that is not YAML by line and column, without quoting it (it may hold a key)', async () => {

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -13,13 +14,14 @@ const env = {
   LOG_LEVEL: 'warn',
 };
 const running: ServeProcess[] = [];
+const dataDirs = [dataDir];
 afterAll(async () => {
   await Promise.all(running.map((server) => server.stop('SIGKILL')));
-  rmSync(dataDir, { recursive: true, force: true });
+  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
 });
 
-async function serve(): Promise<ServeProcess> {
-  const server = await startServeProcess(env);
+async function serve(extraEnv: Record<string, string> = {}): Promise<ServeProcess> {
+  const server = await startServeProcess({ ...env, ...extraEnv });
   running.push(server);
   return server;
 }
@@ -65,5 +67,40 @@ describe('npm start on the embedded database (sqlite)', () => {
     const thirdKey = /(atr_ws_\S+)/.exec(again.stdout)![1]!;
     expect(thirdKey).not.toBe(newKey);
     expect((await agents(second, thirdKey)).status).toBe(200);
+  }, 360_000);
+
+  it('shows the key on the start that serves it, not on an earlier one that found its port taken', async () => {
+    const freshDir = mkdtempSync(path.join(tmpdir(), 'atrium-first-start-'));
+    dataDirs.push(freshDir);
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const { port } = holder.address() as AddressInfo;
+    let refused: { code?: number; stdout?: string; stderr?: string };
+    try {
+      refused = await runAtriumCli(
+        { ...env, ATRIUM_DATA_DIR: freshDir, PORT: String(port), HOST: '127.0.0.1' },
+        ['serve'],
+      ).then(
+        () => ({ code: 0 }),
+        (error: { code?: number; stdout?: string; stderr?: string }) => error,
+      );
+    } finally {
+      await new Promise<void>((resolve) => holder.close(() => resolve()));
+    }
+    expect(refused.code).toBe(1);
+    const refusedOutput = `${refused.stdout}${refused.stderr}`;
+    // It made the demo and its key, then could not serve: the key was never seen, and the next
+    // start said it "was shown once, at the first start".
+    expect(refusedOutput).not.toContain('atr_ws_');
+    // The port after the one taken (it said PORT=3001 whatever the port was).
+    expect(refusedOutput).toContain(`start on another port (PORT=${port + 1} npm start`);
+
+    const server = await serve({ ATRIUM_DATA_DIR: freshDir });
+    await vi.waitFor(() => expect(server.output()).toContain('API key (shown once, keep it):'), {
+      timeout: 10_000,
+    });
+    expect(server.output()).not.toContain('its key was shown once');
+    const key = /API key \(shown once, keep it\): (atr_ws_\S+)/.exec(server.output())![1]!;
+    expect((await agents(server, key)).status).toBe(200);
   }, 360_000);
 });
