@@ -100,8 +100,14 @@ async function serve(): Promise<number> {
   // A new user's first `npm start` on the embedded database gets a working key at once; a later
   // start says how to make another.
   if (config.database.kind === 'sqlite') {
-    const lines = await demoLines(config, docsBase(config, server.address));
-    if (lines) console.log(lines);
+    // The server is up and stays up: a demo it could not make (another start making it at the
+    // same moment held the database) costs the newcomer's key line, not the service.
+    try {
+      const lines = await demoLines(config, docsBase(config, server.address));
+      if (lines) console.log(lines);
+    } catch (error) {
+      printError(`the demo workspace was not made: ${failureMessage(error)}`);
+    }
   }
   return new Promise<number>(() => {}); // serves until a signal ends the process
 }
@@ -117,9 +123,8 @@ function docsBase(config: Config, address: string): string {
  * every later start said it "was shown once". (Rolling the demo back after a failed listen was the
  * other way, but a process starting meanwhile could find the demo and say its key was shown
  * before it went.) Two starts at once stay apart as before: createDemo is one transaction on
- * fixed ids, so one makes the demo and its key; the other fails its start as before (a locked
- * SQLite file; a duplicate id on PostgreSQL, where only `atrium demo` makes it) or finds the
- * demo complete, makes no key and prints how to make one.
+ * fixed ids, so one makes the demo and its key; the other says it made none (a locked SQLite
+ * file) and serves on, or finds the demo complete, makes no key and prints how to make one.
  */
 async function demoLines(config: Config, base: string): Promise<string | undefined> {
   const database = await openDatabase(config.database);
