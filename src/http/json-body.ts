@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../errors.js';
 import { MAX_JSON_CONTAINERS } from '../limits.js';
 import { isPlainJsonWithin, jsonContainersOver } from './json-containers.js';
+import { whatIsWrongWithJson } from './json-syntax.js';
 import { MAX_INPUT_DEPTH, markPlainBody } from './plugins/input-guard.js';
 import { type TypedApp, typed } from './typed-app.js';
 
@@ -18,9 +19,16 @@ const PLAIN_SCAN_MIN_BYTES = 64 * 1024;
 const UTF8_NAMES = new Set(['utf-8', 'utf8']);
 const CHARSET_PARAMETER = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i;
 
+/** Of a charset name answered (and logged): the client's text, which may be of any length. */
+const MAX_CHARSET_SHOWN = 40;
+
 function declaredCharset(contentType: string | undefined): string | undefined {
   const match = contentType === undefined ? null : CHARSET_PARAMETER.exec(contentType);
   return match ? (match[1] ?? match[2]) : undefined;
+}
+
+function shownCharset(charset: string): string {
+  return charset.length > MAX_CHARSET_SHOWN ? `${charset.slice(0, MAX_CHARSET_SHOWN - 1)}…` : charset;
 }
 
 /**
@@ -41,9 +49,10 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
       const charset = declaredCharset(request.headers['content-type']);
       if (charset !== undefined && !UTF8_NAMES.has(charset.toLowerCase())) {
         done(
-          errors.unsupportedMediaType(`The JSON body must be UTF-8 (RFC 8259), not charset=${charset}`, [
-            `${contentType}; charset=utf-8`,
-          ]),
+          errors.unsupportedMediaType(
+            `The JSON body must be UTF-8 (RFC 8259), not charset=${shownCharset(charset)}`,
+            [`${contentType}; charset=utf-8`],
+          ),
           undefined,
         );
         return;
@@ -72,7 +81,7 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
         } else if (error) {
           // Fastify's parser names application/json whatever type the body was sent as, and
           // says nothing of what is wrong or where.
-          const what = whatIsWrong(text);
+          const what = whatIsWrongWithJson(text);
           done(
             errors.badRequest(`Body is not valid JSON but content-type is set to '${contentType}': ${what}`, [
               { path: 'body', message: what },
@@ -94,30 +103,6 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
       });
     },
   );
-}
-
-/**
- * What JSON.parse says is wrong with `text`, and where as a line and column (1-based) when it
- * says: V8's own message gives a character position, or quotes the text instead (never echoed:
- * a body can be long, and is the client's data).
- */
-function whatIsWrong(text: string): string {
-  let message: string;
-  try {
-    JSON.parse(text);
-    return 'not valid JSON';
-  } catch (error) {
-    message = (error as Error).message;
-  }
-  const reason = message
-    .replace(/, ".*" is not valid JSON$/s, '')
-    .replace(/ in JSON at position \d+.*$/s, '');
-  const position = / at position (\d+)/.exec(message);
-  if (!position) return reason;
-  const before = text.slice(0, Number(position[1]));
-  const line = before.split('\n').length;
-  const column = before.length - before.lastIndexOf('\n');
-  return `${reason} at line ${line}, column ${column}`;
 }
 
 /**
