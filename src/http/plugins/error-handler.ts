@@ -69,7 +69,8 @@ export function toApiError(error: unknown): ApiError {
     (fastifyError?.code && FASTIFY_ERROR_CODES[fastifyError.code]) ||
     (fastifyError?.statusCode && CLIENT_STATUS_CODES[fastifyError.statusCode]);
   if (mapped) {
-    // Fastify's own messages for these are safe and useful ("Body is too large", "Unexpected token…").
+    // Fastify's own messages for these are fixed texts, safe and useful ("Body is too large"); a JSON
+    // body's syntax is explained by our own parser (json-syntax.ts), never in V8's words.
     return new ApiError(mapped, fastifyError.message, {}, { cause: error });
   }
   if (fastifyError instanceof SyntaxError) {
