@@ -40,12 +40,14 @@ export function toolUrlProblem(url: string): string | null {
  * `…tools[2]` in the setup file (as its own problems are spelled).
  */
 export function duplicateToolNames(
-  tools: readonly { name: string }[],
+  tools: readonly { name?: string }[],
   toolPath: (index: number) => string,
 ): Array<{ path: string; message: string }> {
   const firstAt = new Map<string, number>();
   const problems: Array<{ path: string; message: string }> = [];
   tools.forEach((tool, i) => {
+    // A setup file's tool may have no name: its shape problems say so.
+    if (tool.name === undefined) return;
     const first = firstAt.get(tool.name);
     if (first === undefined) firstAt.set(tool.name, i);
     else {

@@ -10,14 +10,17 @@ export type SchemaIssue = Pick<ErrorObject, 'instancePath' | 'schemaPath' | 'key
 type ShapesParams = { shapes?: string[] };
 
 /**
- * A failed `type`, `const` or `enum` at `path`, or an explained union of such: the value does not
- * have that shape at all.
+ * A failed `type`, `const` or `enum`, or an explained union of such: the value does not have that
+ * shape at all.
  */
-function isShapeMismatch(issue: SchemaIssue, path: string): boolean {
+export function isWrongShape(issue: SchemaIssue): boolean {
   return (
-    issue.instancePath === path &&
-    (['type', 'const', 'enum'].includes(issue.keyword) || (issue.params as ShapesParams).shapes !== undefined)
+    ['type', 'const', 'enum'].includes(issue.keyword) || (issue.params as ShapesParams).shapes !== undefined
   );
+}
+
+function isShapeMismatch(issue: SchemaIssue, path: string): boolean {
+  return issue.instancePath === path && isWrongShape(issue);
 }
 
 /** The shapes a mismatch names: `string`, `"auto"`. */
@@ -73,10 +76,32 @@ function explainUnion<T extends SchemaIssue>(union: T, inside: T[]): T[] {
   return [{ ...union, params: { shapes }, message: `must be ${listed(shapes)}` }];
 }
 
+/** `#/properties/type/const` → `#/properties/type`: the schema a keyword belongs to. */
+function schemaOf(issue: SchemaIssue): string {
+  return issue.schemaPath.slice(0, issue.schemaPath.lastIndexOf('/'));
+}
+
 /**
- * Each failed union's issues explained (explainUnion). AJV reports a union within another
- * (`visibility`: three literals, or null) before the one holding it, so the inner one is
- * explained first and the outer one lists its shapes.
+ * A field of one fixed value (a tool's `type: mcp`) fails as AJV's "must be equal to constant",
+ * which names no value (an `enum`'s message names none of its values either), after "must be string" for a value of another type when AJV reports every
+ * failure (the setup file's): one issue naming the value, `must be "mcp"`, as a union of values
+ * names them all.
+ */
+function nameFixedValues<T extends SchemaIssue>(issues: T[]): T[] {
+  const fixed = issues.filter((issue) => issue.keyword === 'const' || issue.keyword === 'enum');
+  const sameSchema = (issue: T) =>
+    fixed.some((value) => value.instancePath === issue.instancePath && schemaOf(value) === schemaOf(issue));
+  return issues.flatMap((issue) => {
+    if (fixed.includes(issue)) return [{ ...issue, message: `must be ${listed(shapesOf(issue))}` }];
+    return issue.keyword === 'type' && sameSchema(issue) ? [] : [issue];
+  });
+}
+
+/**
+ * Each failed union's issues explained (explainUnion), and each fixed value named
+ * (nameFixedValues). AJV reports a union within another (`visibility`: three literals, or null)
+ * before the one holding it, so the inner one is explained first and the outer one lists its
+ * shapes.
  */
 export function explainUnions<T extends SchemaIssue>(validation: T[]): T[] {
   let issues = validation;
@@ -86,5 +111,5 @@ export function explainUnions<T extends SchemaIssue>(validation: T[]): T[] {
     const explained = explainUnion(union, inside);
     issues = issues.flatMap((issue) => (issue === union ? explained : inside.includes(issue) ? [] : [issue]));
   }
-  return issues;
+  return nameFixedValues(issues);
 }

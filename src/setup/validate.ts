@@ -1,4 +1,4 @@
-import Ajv, { type ValidateFunction } from 'ajv';
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
 import { LineCounter, parse as parseYaml, YAMLParseError } from 'yaml';
@@ -8,7 +8,7 @@ import { PATTERNS, patternMessage } from '../http/schemas/patterns.js';
 import { MAX_PROJECT_MEMORY_LENGTH, MAX_RATE_LIMIT_PER_MINUTE, MAX_SETUP_AMOUNT } from '../limits.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
 import { ECHO_EMBEDDING_MODEL_ID } from '../models/echo-embedding.js';
-import { explainUnions } from '../validation-unions.js';
+import { explainUnions, isWrongShape } from '../validation-unions.js';
 
 /** A model of the built-in providers, served by id without a definition in the file. */
 const BUILT_IN_CHAT_MODEL = /^(openai|anthropic)\/\S+$/;
@@ -232,8 +232,8 @@ function readablePath(pointer: string): string {
   );
 }
 
-function shapeProblems(validate: ValidateFunction<SetupFile>): SetupProblem[] {
-  return explainUnions(validate.errors ?? []).map((error) => {
+function shapeProblems(issues: ErrorObject[]): SetupProblem[] {
+  return issues.map((error) => {
     const params = error.params as {
       missingProperty?: string;
       additionalProperty?: string;
@@ -244,7 +244,11 @@ function shapeProblems(validate: ValidateFunction<SetupFile>): SetupProblem[] {
       params.pattern === ID_PATTERN
         ? 'must be letters, digits and _ . : - only (no "/"), and not "." or ".."'
         : (patternMessage(params.pattern) ?? error.message ?? 'is invalid');
-    if (params.missingProperty) path = readablePath(`${error.instancePath}/${params.missingProperty}`);
+    if (params.missingProperty) {
+      // The API's words (error-handler.ts): the path names the field, which AJV's message repeated.
+      path = readablePath(`${error.instancePath}/${params.missingProperty}`);
+      message = 'is required';
+    }
     if (params.additionalProperty) {
       // A field name is a word, as every field of the file is: anything else is the file's text
       // (`key:"atr_…"` without its space is one unknown field), which may hold a key.
@@ -258,8 +262,50 @@ function shapeProblems(validate: ValidateFunction<SetupFile>): SetupProblem[] {
   });
 }
 
+/**
+ * The file as the reference checks read it: a value has its field's type, but any field may be
+ * missing (a file of the wrong shape, whose shape problems say so) and a list may have holes.
+ */
+type Readable<T> = T extends readonly (infer Item)[]
+  ? Readable<Item>[]
+  : T extends object
+    ? { [K in keyof T]?: Readable<T[K]> }
+    : T;
+
+/** `a~1b` → `a/b`: a segment of a JSON pointer, such as AJV's instancePath. */
+function pointerSegments(pointer: string): string[] {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+}
+
+/**
+ * A copy of `document` without the values of the wrong type (a string for a list, `5` for a URL,
+ * a value that is none of a field's choices), which the shape check reports: the reference checks then
+ * neither check them again nor throw on a part they cannot read (which lost every other part's
+ * problems). `delete` leaves a hole in a list, which forEach and map skip, so the other items keep
+ * their index and their path. A value of the right type that fails a rule of it (a pattern, a
+ * length) stays: an id that breaks its pattern still defines what refers to it.
+ */
+function withoutWrongTypes(document: object, issues: ErrorObject[]): Readable<SetupFile> {
+  const copy = structuredClone(document) as Record<string, unknown>;
+  for (const issue of issues.filter(isWrongShape)) {
+    const segments = pointerSegments(issue.instancePath);
+    const last = segments.pop();
+    const parent = segments.reduce<unknown>(
+      (value, segment) => (value as Record<string, unknown>)?.[segment],
+      copy,
+    );
+    if (last !== undefined && typeof parent === 'object' && parent !== null) {
+      delete (parent as Record<string, unknown>)[last];
+    }
+  }
+  return copy as Readable<SetupFile>;
+}
+
 /** Checks that every reference in the file points at something the file (or Atrium) defines. */
-function referenceProblems(setup: SetupFile): SetupProblem[] {
+function referenceProblems(setup: Readable<SetupFile>): SetupProblem[] {
   const problems: SetupProblem[] = [];
   const seen = new Map<string, string>();
   const unique = (kind: string, value: string | undefined, path: string) => {
@@ -270,10 +316,11 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
     else seen.set(key, path);
   };
 
-  const providerTypes = new Map<string, string>(BUILT_IN_PROVIDERS.map((id) => [id, id]));
+  // A provider whose type is none of the choices is still one: its models' provider is known.
+  const providerTypes = new Map<string, string | undefined>(BUILT_IN_PROVIDERS.map((id) => [id, id]));
   setup.providers?.forEach((provider, i) => {
     unique('provider id', provider.id, `providers[${i}].id`);
-    providerTypes.set(provider.id, provider.type);
+    if (provider.id !== undefined) providerTypes.set(provider.id, provider.type);
     if (provider.type === 'openai-compatible' && !provider.baseURL) {
       problems.push({
         path: `providers[${i}].baseURL`,
@@ -288,11 +335,11 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
   ]);
   setup.models?.forEach((model, i) => {
     unique('model id', model.id, `models[${i}].id`);
-    modelKinds.set(model.id, model.kind ?? 'chat');
-    const providerType = providerTypes.get(model.provider);
-    if (!providerType) {
+    if (model.id !== undefined) modelKinds.set(model.id, model.kind ?? 'chat');
+    if (model.provider === undefined) return;
+    if (!providerTypes.has(model.provider)) {
       problems.push({ path: `models[${i}].provider`, message: `unknown provider "${model.provider}"` });
-    } else if (model.kind === 'embedding' && providerType === 'anthropic') {
+    } else if (model.kind === 'embedding' && providerTypes.get(model.provider) === 'anthropic') {
       problems.push({ path: `models[${i}].kind`, message: 'Anthropic providers offer no embedding models' });
     }
   });
@@ -323,7 +370,8 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
    * them without an id, would be found as one stored object, which each apply then rewrites.
    */
   const named = new Map<string, { path: string; withoutId: boolean }>();
-  const uniqueName = (kind: string, name: string, id: string | undefined, path: string) => {
+  const uniqueName = (kind: string, name: string | undefined, id: string | undefined, path: string) => {
+    if (name === undefined) return;
     const key = `${kind}:${name}`;
     const first = named.get(key);
     if (!first) {
@@ -353,13 +401,15 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
     /** A user named by id or email, as one name: members and keys may name the same user either way. */
     const sameUser = new Map<string, string>();
     org.users?.forEach((user, u) => {
+      const email = user.email?.toLowerCase();
       unique('user id', user.id, `${orgPath}.users[${u}].id`);
-      unique('user email', user.email.toLowerCase(), `${orgPath}.users[${u}].email`);
-      if (user.id) users.add(user.id);
-      users.add(user.email.toLowerCase());
-      const name = user.id ?? user.email.toLowerCase();
-      if (user.id) sameUser.set(user.id, name);
-      sameUser.set(user.email.toLowerCase(), name);
+      unique('user email', email, `${orgPath}.users[${u}].email`);
+      const name = user.id || email;
+      for (const known of [user.id, email]) {
+        if (!known || !name) continue;
+        users.add(known);
+        sameUser.set(known, name);
+      }
     });
     const userName = (user: string) => sameUser.get(user) ?? sameUser.get(user.toLowerCase()) ?? user;
     // RFC 3339, and so the schema's `date-time`, allows a leap second (`23:59:60`), which no date
@@ -374,7 +424,8 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
         problems.push({ path, message: 'must be a date and time with seconds up to 59 (no leap second)' });
       }
     };
-    const checkUser = (user: string, path: string) => {
+    const checkUser = (user: string | undefined, path: string) => {
+      if (user === undefined) return;
       if (!users.has(user) && !users.has(user.toLowerCase())) {
         problems.push({ path, message: `unknown user "${user}" (not among ${orgPath}.users)` });
       }
@@ -399,6 +450,7 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
       }
       const members = new Set<string>();
       workspace.members?.forEach((member, m) => {
+        if (member.user === undefined) return;
         checkUser(member.user, `${wsPath}.members[${m}].user`);
         if (members.has(userName(member.user))) {
           problems.push({ path: `${wsPath}.members[${m}].user`, message: 'is listed twice' });
@@ -412,7 +464,7 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
         checkExpiry(key.expiresAt, `${wsPath}.apiKeys[${k}].expiresAt`);
         uniqueKey(key.key, `${wsPath}.apiKeys[${k}].key`);
         // A key acts with its user's role in the workspace: a user who is none has none.
-        if (workspace.members && !members.has(userName(key.user))) {
+        if (workspace.members && key.user !== undefined && !members.has(userName(key.user))) {
           problems.push({
             path: `${wsPath}.apiKeys[${k}].user`,
             message: `"${key.user}" is not a member of this workspace (a workspace key's user must be)`,
@@ -430,12 +482,12 @@ function referenceProblems(setup: SetupFile): SetupProblem[] {
         if (imageProblem) problems.push({ path: `${agentPath}.image`, message: imageProblem });
         if (Array.isArray(agent.tools)) {
           agent.tools.forEach((tool, t) => {
-            const urlProblem = toolUrlProblem(tool.url);
+            const urlProblem = tool.url === undefined ? null : toolUrlProblem(tool.url);
             if (urlProblem) problems.push({ path: `${agentPath}.tools[${t}].url`, message: urlProblem });
           });
           problems.push(...duplicateToolNames(agent.tools, (t) => `${agentPath}.tools[${t}]`));
         }
-        agent.orchestration?.agents.forEach((id, i) => {
+        agent.orchestration?.agents?.forEach((id, i) => {
           if (!agentIds.has(id)) {
             problems.push({
               path: `${agentPath}.orchestration.agents[${i}]`,
@@ -487,20 +539,22 @@ export function parseSetupText(text: string, fileName: string): ParseResult {
       ],
     };
   }
-  if (typeof document !== 'object' || Array.isArray(document)) {
+  if (typeof document !== 'object' || document === null || Array.isArray(document)) {
     return { ok: false, problems: [{ path: '(root)', message: 'must be a mapping (object)' }] };
   }
   const validate = shapeValidator();
   if (!validate(document)) {
     // Every problem at once, as operations.md asks: the cross-references too, as far as a file
-    // of the wrong shape lets them be checked.
-    let references: SetupProblem[] = [];
-    try {
-      references = referenceProblems(document as SetupFile);
-    } catch {
-      // A part too malformed to follow: its shape problems already say why.
-    }
-    return { ok: false, problems: [...shapeProblems(validate), ...references] };
+    // of the wrong shape lets them be checked. A value the shape check reports is reported by it
+    // alone (a URL that is no URI is not also "not an http URL"), as the API checks nothing more
+    // of a body that failed its schema.
+    const issues = explainUnions(validate.errors ?? []);
+    const shape = shapeProblems(issues);
+    const reported = new Set(shape.map((problem) => problem.path));
+    const references = referenceProblems(withoutWrongTypes(document, issues)).filter(
+      (problem) => !reported.has(problem.path),
+    );
+    return { ok: false, problems: [...shape, ...references] };
   }
   const problems = referenceProblems(document);
   return problems.length > 0 ? { ok: false, problems } : { ok: true, setup: document };

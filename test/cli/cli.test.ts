@@ -108,6 +108,7 @@ organizations:
         members: [{ user: usr_ghost, role: owner }, { user: usr_a, role: king }]
         agents:
           - { title: Lead, orchestration: { agents: [agt_missing] } }
+          - { title: Tooled, tools: [{ type: sse, url: 5 }] }
         projects:
           - { name: P, color: blue }
 `,
@@ -122,6 +123,13 @@ organizations:
       `atrium: ${file}: organizations[0].workspaces[0].members[1].role: must be "owner", "admin" or "member"`,
     ]);
     expect(text).toContain('organizations[0].workspaces[0].projects[0].color');
+    // Each problem of the tool once, in the API's words: not "must have required property 'name'",
+    // "must be equal to constant", nor a URL check of a url that is not a string.
+    expect(text.split('\n').filter((line) => line.includes('agents[1].tools[0]'))).toEqual(
+      ['tools[0].name: is required', 'tools[0].type: must be "mcp"', 'tools[0].url: must be string'].map(
+        (problem) => `atrium: ${file}: organizations[0].workspaces[0].agents[1].${problem}`,
+      ),
+    );
     // Reference problems are listed in the same run as the shape problems, not after a fix.
     expect(text).toContain('organizations[0].workspaces[0].models[0]: unknown model "nope"');
     expect(text).toContain('organizations[0].workspaces[0].members[0].user: unknown user "usr_ghost"');

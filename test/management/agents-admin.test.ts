@@ -326,6 +326,8 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
     const url = `/v1/agents/${(await createAgent({ title: 'Clearable' })).json().data.agent.id}`;
     const cases = [
       [{ tools: [{ type: 'mcp', url: 5 }] }, 'body.tools.0.name', 'is required'],
+      // The one value it takes, not "must be equal to constant".
+      [{ tools: [{ type: 'sse', name: 'a', url: 'https://a.test/' }] }, 'body.tools.0.type', 'must be "mcp"'],
       [{ tools: [{ type: 'mcp', name: 'a', url: 5 }] }, 'body.tools.0.url', 'must be string'],
       [
         { tools: [{ type: 'mcp', name: 'a', url: 'not a url' }] },

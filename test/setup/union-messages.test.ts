@@ -32,6 +32,30 @@ describe('fields of several shapes in the setup file', () => {
     ).toEqual([{ path: 'models[0].kind', message: 'must be "chat" or "embedding"' }]);
   });
 
+  it('names the one value a fixed field takes, once, for a value of another text or type', () => {
+    // Before: "must be equal to constant", and "must be string" beside it for a number.
+    const toolPath = `${WORKSPACE_PATH}.agents[0].tools[0]`;
+    for (const type of ['foo', '5', 'null']) {
+      expect(
+        problemsAt(
+          `${toolPath}.type`,
+          `        agents:\n          - { title: Helper, tools: [{ type: ${type}, name: a, url: "https://a.test/" }] }`,
+        ),
+        type,
+      ).toEqual([{ path: `${toolPath}.type`, message: 'must be "mcp"' }]);
+    }
+  });
+
+  it('says a missing field is required, at its path, in the API’s words', () => {
+    // Before: "must have required property 'name'" at the path that names it already.
+    expect(setupProblems(oneWorkspaceFile('        projects:\n          - { color: "#112233" }'))).toEqual([
+      { path: `${WORKSPACE_PATH}.projects[0].name`, message: 'is required' },
+    ]);
+    expect(setupProblems('providers:\n  - { type: openai }')).toEqual([
+      { path: 'providers[0].id', message: 'is required' },
+    ]);
+  });
+
   it('says what a clearable field must be, choices included, beside null', () => {
     const agent = (fields: string) => `        agents:\n          - { title: Helper, ${fields} }`;
     const agentPath = `${WORKSPACE_PATH}.agents[0]`;
@@ -60,7 +84,8 @@ describe('fields of several shapes in the setup file', () => {
       [
         agent('tools: [{ type: mcp, url: "https://a.test/" }]'),
         `${agentPath}.tools[0].name`,
-        "must have required property 'name'",
+        // The API's words (test/http/errors.test.ts): the path names the field already.
+        'is required',
       ],
       [agent('orchestration: { agents: x }'), `${agentPath}.orchestration.agents`, 'must be array'],
     ] as const) {
