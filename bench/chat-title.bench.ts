@@ -8,17 +8,14 @@
  * it took 13–40 ms on one host and 630–1,550 ms on another for the same bytes, too unsteady to
  * measure against.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
 import { migrateToLatest, openDatabase } from '../src/db/database.js';
 import { chatTitle } from '../src/services/chat-messages.js';
 import { applySetup } from '../src/setup/apply.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import type { Report } from './run.js';
-import { benchSetup } from './support/bench-setup.js';
+import { benchDataDir, benchSetup } from './support/bench-setup.js';
 
 const KEY = 'atr_ws_bench_title_key_000000000000000000000';
 const MESSAGES: Array<[string, string]> = [
@@ -41,12 +38,7 @@ async function medianMs(rounds: number, work: () => unknown): Promise<number> {
 
 export async function run(report: Report): Promise<void> {
   const upstream = await startFakeUpstream();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-title-'));
-  const config = loadConfig({
-    ATRIUM_DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
-  });
+  const { dataDir, config } = benchDataDir('title');
   const database = await openDatabase(config.database);
   await migrateToLatest(database.db);
   const agents = [{ id: 'agt_bench', title: 'Bench', instructions: 'You help.' }];

@@ -16,7 +16,14 @@ import { applySetup } from '../src/setup/apply.js';
 import type { SetupFile } from '../src/setup/validate.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import type { Report } from './run.js';
-import { benchSetup, interleavedRounds, loadAverage, percentile, timeEach } from './support/bench-setup.js';
+import {
+  benchDataDir,
+  benchSetup,
+  interleavedRounds,
+  loadAverage,
+  percentile,
+  timeEach,
+} from './support/bench-setup.js';
 import {
   type ConcurrentRun,
   concurrentStreams,
@@ -158,12 +165,7 @@ export async function run(report: Report) {
     }
     return;
   }
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-chat-'));
-  const config = loadConfig({
-    ATRIUM_DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
-  });
+  const { dataDir, config } = benchDataDir('chat');
   const database = await openDatabase(config.database);
   await migrateToLatest(database.db);
   await applySetup(database.db, setup(upstream.baseURL), { now: new Date() });

@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
 import { type DatabaseHandle, migrateToLatest, openDatabase } from '../src/db/database.js';
 import { retrieveForTurn } from '../src/knowledge/retrieval.js';
 import { applySetup } from '../src/setup/apply.js';
@@ -19,7 +18,14 @@ import type { SetupFile } from '../src/setup/validate.js';
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js';
 import { addIndexedFile } from '../test/knowledge/turn-fixtures.js';
 import type { Report } from './run.js';
-import { benchSetup, interleavedRounds, loadAverage, percentile, timeEach } from './support/bench-setup.js';
+import {
+  benchDataDir,
+  benchSetup,
+  interleavedRounds,
+  loadAverage,
+  percentile,
+  timeEach,
+} from './support/bench-setup.js';
 
 const KEY = 'atr_ws_bench_turn_key_00000000000000000000000';
 const FILES = 400;
@@ -79,12 +85,7 @@ const QUESTIONS = {
 
 async function measure(report: Report, engine: string, database: DatabaseHandle) {
   const upstream = await startFakeUpstream();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-turn-'));
-  const config = loadConfig({
-    ATRIUM_DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
-  });
+  const { dataDir, config } = benchDataDir('turn');
   await applySetup(database.db, setup(upstream.baseURL), { now: new Date() });
   const started = performance.now();
   for (let f = 0; f < FILES; f++) {

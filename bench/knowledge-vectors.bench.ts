@@ -5,10 +5,7 @@
  * embeddings are warmed first, so the figure is the database side of a search (a provider's
  * embedding call, paid once per new question, comes on top). In process, no HTTP.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { loadConfig } from '../src/config.js';
+import { rmSync } from 'node:fs';
 import { migrateToLatest, openDatabase } from '../src/db/database.js';
 import { insertChunks } from '../src/db/repositories/knowledge.js';
 import { Embedder } from '../src/knowledge/embedder.js';
@@ -17,6 +14,7 @@ import { attachKnowledgeVectors, KnowledgeVectors } from '../src/knowledge/vecto
 import { ModelRegistry } from '../src/models/registry.js';
 import { applySetup } from '../src/setup/apply.js';
 import type { Report } from './run.js';
+import { benchDataDir } from './support/bench-setup.js';
 
 const CHUNKS = Number(process.env.BENCH_VECTOR_CHUNKS ?? 10_000);
 const FILES = 200;
@@ -50,12 +48,7 @@ async function timeQueries(run: (query: string) => Promise<unknown>, queries: st
 }
 
 export async function run(report: Report): Promise<void> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'atrium-bench-vectors-'));
-  const config = loadConfig({
-    ATRIUM_DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
-  });
+  const { dataDir, config } = benchDataDir('vectors');
   const database = await openDatabase(config.database);
   try {
     await migrateToLatest(database.db);

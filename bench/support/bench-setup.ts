@@ -1,4 +1,7 @@
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { type Config, loadConfig } from '../../src/config.js';
 import type { SetupFile, WorkspaceSetup } from '../../src/setup/validate.js';
 
 /**
@@ -105,4 +108,15 @@ export async function interleavedRounds(
     afterRound();
   }
   return samples.map((sorted) => sorted.sort((a, b) => a - b));
+}
+
+/** A fresh data directory under the system's temp dir, and the config of a quiet app on it. */
+export function benchDataDir(prefix: string): { dataDir: string; config: Config } {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), `atrium-bench-${prefix}-`));
+  const config = loadConfig({
+    ATRIUM_DATA_DIR: dataDir,
+    LOG_LEVEL: 'silent',
+    ATRIUM_SIGNING_SECRET: 'bench-signing-secret-of-at-least-32-bytes',
+  });
+  return { dataDir, config };
 }
