@@ -22,15 +22,31 @@ export function agentImageProblem(image: string): string | null {
 
 export const TOOL_URL_RULE = 'must be an http or https URL (a streamable-HTTP MCP server)';
 
+export const TOOL_URL_USER_NAME_RULE =
+  'has a user name holding ":" once percent-decoded, which Basic authentication cannot send (its first ":" ends the user name): put the credential in an Authorization header instead';
+
+/** The url parser leaves userinfo's escapes encoded; a stray `%` is kept as it is. */
+export function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
 /**
  * Why `url` cannot be an MCP tool's server, or null when it can: a streamable-HTTP MCP server has
- * an http(s) URL, and any other scheme (ftp, ws, data, mailto) could never connect. Whether its
- * address may be private is the agents API's own check (the setup file is the operator's).
+ * an http(s) URL, and any other scheme (ftp, ws, data, mailto) could never connect. Its userinfo is
+ * sent as `Authorization: Basic` (src/models/tools/mcp.ts), which splits user name from password
+ * at the first colon (RFC 7617): a user name holding one (`a%3Ab`) would reach the server cut in
+ * two. Whether its address may be private is the agents API's own check (the setup file is the
+ * operator's).
  */
 export function toolUrlProblem(url: string): string | null {
   if (!URL.canParse(url)) return TOOL_URL_RULE;
-  const { protocol } = new URL(url);
-  return protocol === 'http:' || protocol === 'https:' ? null : TOOL_URL_RULE;
+  const { protocol, username } = new URL(url);
+  if (protocol !== 'http:' && protocol !== 'https:') return TOOL_URL_RULE;
+  return percentDecoded(username).includes(':') ? TOOL_URL_USER_NAME_RULE : null;
 }
 
 /**

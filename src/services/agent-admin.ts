@@ -59,13 +59,15 @@ export const MASKED_HEADER_VALUE = '***';
 
 /**
  * The tool's url as read: many MCP servers take their credential in the URL (`?api_key=…`,
- * `user:secret@host`, `token@host`), so the password and each query value are shown as `"***"`,
- * and so is a user name without a password: there it is the credential (`https://ghp_…@host/`).
- * A user name with a password is shown, as are the scheme, host, path, parameter names and
- * fragment, empty values and parameters without one (nothing secret). The query is rewritten pair
- * by pair on `URL#search` rather than re-serialized by URLSearchParams, which would respell names
- * (`a%20b` as `a+b`) and give `flag` an `=`: what is shown must be what the reader recognizes and
- * sends back. A url with nothing to hide is shown exactly as stored.
+ * `user:secret@host`, `token@host`), so each query value is shown as `"***"`, and so is the whole
+ * userinfo: `***:***@` with a password, `***@` without. The user name is no safer than the
+ * password: GitHub's documented form puts the token there (`https://ghp_…:x-oauth-basic@host`),
+ * others a fixed word beside it (`https://oauth2:TOKEN@host`), and which is which cannot be told.
+ * The scheme, host, path, parameter names and fragment are shown, and so are empty values and
+ * parameters without one (nothing secret). The query is rewritten pair by pair on `URL#search`
+ * rather than re-serialized by URLSearchParams, which would respell names (`a%20b` as `a+b`) and
+ * give `flag` an `=`: what is shown must be what the reader recognizes and sends back. A url with
+ * nothing to hide is shown exactly as stored.
  */
 function maskedToolUrl(url: string): string {
   // Both write paths refuse a url that does not parse; should one be stored anyway, hide it all.
@@ -73,10 +75,12 @@ function maskedToolUrl(url: string): string {
   const parsed = new URL(url);
   const pairs = queryPairs(parsed);
   const hidesValue = pairs.some((pair) => pair.value);
-  const secretUserName = parsed.username !== '' && parsed.password === '';
-  if (parsed.password === '' && !secretUserName && !hidesValue) return url;
-  if (parsed.password !== '') parsed.password = MASKED_HEADER_VALUE;
-  if (secretUserName) parsed.username = MASKED_HEADER_VALUE;
+  const hasUserinfo = parsed.username !== '' || parsed.password !== '';
+  if (!hasUserinfo && !hidesValue) return url;
+  if (hasUserinfo) {
+    parsed.username = MASKED_HEADER_VALUE;
+    if (parsed.password !== '') parsed.password = MASKED_HEADER_VALUE;
+  }
   if (hidesValue) {
     parsed.search = pairs
       .map(({ spelled, name, value }) => (value ? `${name}=${MASKED_HEADER_VALUE}` : spelled))
@@ -99,10 +103,10 @@ function queryPairs(url: URL): Array<{ spelled: string; name: string; value: str
 }
 
 /**
- * Whether a url sent to us holds `"***"` where `maskedToolUrl` puts it: a url as read. A user name
- * `***` counts with a password too, so the rule is one: `***` as user name, password or query
- * value. URL parsing keeps percent-escapes as spelled, so a literal `***` sent as `%2A%2A%2A`
- * is no mask and is stored.
+ * Whether a url sent to us holds `"***"` where `maskedToolUrl` puts it: a url as read. Either half
+ * of the userinfo counts alone (`***:pw`, `alice:***`), so that half a mask beside a real value
+ * is refused rather than stored as a literal credential. URL parsing keeps percent-escapes as
+ * spelled, so a literal `***` sent as `%2A%2A%2A` is no mask and is stored.
  */
 function hasMaskedPart(url: string): boolean {
   const parsed = new URL(url);

@@ -112,7 +112,7 @@ export function exportText(setup: SetupFile, workspaceId: string): string {
     `# atrium export --workspace ${workspaceId}`,
     `# ${workspace?.agents?.length ?? 0} API-managed agent(s) and ${workspace?.projects?.length ?? 0} project(s).`,
     '# Move them into the workspace entry of your setup file, then run `atrium apply --adopt FILE`',
-    '# once: the file becomes their manager. Tool headers are exported as stored (secrets included).',
+    '# once: the file becomes their manager. Tool urls and headers are exported as stored (secrets included).',
   ];
   return `${header.join('\n')}\n${stringify(setup)}`;
 }

@@ -447,7 +447,7 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
   // Many MCP servers take their credential in the URL (`?api_key=…`, `user:secret@host`): a
   // reader of the agent sees it masked, as header values are, and sends it back masked.
   const SECRET_URL = 'https://svc:s3cret@mcp.example.test/sse?api_key=abc123&a%20b=c+d&flag&empty=';
-  const MASKED_URL = 'https://svc:***@mcp.example.test/sse?api_key=***&a%20b=***&flag&empty=';
+  const MASKED_URL = 'https://***:***@mcp.example.test/sse?api_key=***&a%20b=***&flag&empty=';
   const storedTools = async (id: string) =>
     JSON.parse(
       (
@@ -536,7 +536,7 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
     for (const tool of [
       { type: 'mcp', name: 'other', url: MASKED_URL },
       { type: 'mcp', name: 'crm', url: 'https://attacker.example/sse?api_key=***&a%20b=***&flag&empty=' },
-      { type: 'mcp', name: 'crm', url: 'https://svc:***@mcp.example.test/sse?api_key=***' },
+      { type: 'mcp', name: 'crm', url: 'https://***:***@mcp.example.test/sse?api_key=***' },
     ]) {
       const res = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
         tools: [{ type: 'mcp', name: 'plain', url: 'https://mcp.example.test/' }, tool],
@@ -582,13 +582,117 @@ describe(`PATCH and DELETE /v1/agents/{id} (${engineName})`, () => {
   const MASKED_URL_PROBLEM =
     'has "***" where the url as read hides a secret, which keeps the stored url only for a tool of the same name whose url reads so: send the full url';
 
-  it('shows a url’s user name without a password as ***, and keeps one that has a password', async () => {
+  it('shows a url’s whole userinfo as ***, the user name with a password or without one', async () => {
+    // GitHub's documented form puts the token in the user name, beside a password that is none.
     await expectToolUrlsShown(
       'Url user names',
-      [TOKEN_URL, 'https://user:@mcp.example.test/plain#part', 'https://svc:s3cret@mcp.example.test/'],
-      [MASKED_TOKEN_URL, 'https://***@mcp.example.test/plain#part', 'https://svc:***@mcp.example.test/'],
-      ['ghp_secrettoken', 's3cret'],
+      [
+        TOKEN_URL,
+        'https://user:@mcp.example.test/plain#part',
+        'https://svc:s3cret@mcp.example.test/',
+        'https://ghp_tokenasuser:x-oauth-basic@mcp.example.test/mcp',
+        'https://oauth2:glpat-tokenaspassword@mcp.example.test/mcp',
+        'https://:onlypassword@mcp.example.test/mcp',
+      ],
+      [
+        MASKED_TOKEN_URL,
+        'https://***@mcp.example.test/plain#part',
+        'https://***:***@mcp.example.test/',
+        'https://***:***@mcp.example.test/mcp',
+        'https://***:***@mcp.example.test/mcp',
+        'https://***:***@mcp.example.test/mcp',
+      ],
+      [
+        'ghp_secrettoken',
+        's3cret',
+        'ghp_tokenasuser',
+        'x-oauth-basic',
+        'glpat-tokenaspassword',
+        'onlypassword',
+        'svc',
+      ],
     );
+  });
+
+  it('keeps a stored user name and password sent back as ***:***, and takes new real ones in their place', async () => {
+    const stored = 'https://ghp_tokenasuser:x-oauth-basic@mcp.example.test/mcp';
+    const id = await agentWithTool('Url userinfo round trip', {
+      type: 'mcp',
+      name: 'gh',
+      url: stored,
+      headers: { 'x-extra': 'kept' },
+    });
+    const read = (await call('GET', `/v1/agents/${id}`, MKEYS.admin)).json().data.agent;
+    expect(read.tools[0].url).toBe('https://***:***@mcp.example.test/mcp');
+    const res = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+      description: 'rw',
+      tools: read.tools,
+    });
+    expect(res.statusCode).toBe(200);
+    expect(await storedTools(id)).toEqual([
+      { type: 'mcp', name: 'gh', url: stored, headers: { 'x-extra': 'kept' } },
+    ]);
+    // Half masked is no url as read: the stored credentials are kept only for the whole mask.
+    for (const url of [
+      'https://ghp_tokenasuser:***@mcp.example.test/mcp',
+      'https://***:x-oauth-basic@mcp.example.test/mcp',
+      'https://***@mcp.example.test/mcp',
+    ]) {
+      const refused = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+        tools: [{ type: 'mcp', name: 'gh', url }],
+      });
+      expect(refused.statusCode, url).toBe(400);
+      expect(refused.json().details.issues, url).toEqual([
+        { path: 'body.tools.0.url', message: MASKED_URL_PROBLEM },
+      ]);
+    }
+    expect((await storedTools(id))[0].url).toBe(stored);
+    const rotated = 'https://ghp_rotated:x-oauth-basic@mcp.example.test/mcp';
+    const replaced = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+      tools: [{ type: 'mcp', name: 'gh', url: rotated }],
+    });
+    expect(replaced.statusCode).toBe(200);
+    expect(replaced.json().data.agent.tools[0].url).toBe('https://***:***@mcp.example.test/mcp');
+    expect((await storedTools(id))[0].url).toBe(rotated);
+  });
+
+  it('refuses a url whose user name holds a colon, which Basic authentication cannot send, at its url', async () => {
+    const message =
+      'has a user name holding ":" once percent-decoded, which Basic authentication cannot send (its first ":" ends the user name): put the credential in an Authorization header instead';
+    const id = await agentWithTool('Url colon user', { type: 'mcp', name: 'ok', url: TOKEN_URL });
+    for (const [i, url] of [
+      'https://a%3Ab:pw@mcp.example.test/mcp',
+      'https://tok%3aen@mcp.example.test/mcp',
+    ].entries()) {
+      const created = await createAgent({ title: `Colon ${i}`, tools: [{ type: 'mcp', name: 'c', url }] });
+      const patched = await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+        tools: [
+          { type: 'mcp', name: 'ok', url: MASKED_TOKEN_URL },
+          { type: 'mcp', name: 'c', url },
+        ],
+      });
+      for (const [res, path] of [
+        [created, 'body.tools.0.url'],
+        [patched, 'body.tools.1.url'],
+      ] as const) {
+        expect(res.statusCode, url).toBe(400);
+        expect(res.json(), url).toEqual({
+          code: 'bad_request',
+          message: `${path} ${message}`,
+          details: { issues: [{ path, message }] },
+        });
+      }
+    }
+    expect(await storedTools(id)).toEqual([{ type: 'mcp', name: 'ok', url: TOKEN_URL }]);
+    // A colon in the password is sent as it is: Basic splits at the first one only.
+    const inPassword = 'https://user:pa%3Ass:word@mcp.example.test/mcp';
+    expect(
+      (
+        await call('PATCH', `/v1/agents/${id}`, MKEYS.admin, {
+          tools: [{ type: 'mcp', name: 'c', url: inPassword }],
+        })
+      ).statusCode,
+    ).toBe(200);
   });
 
   it('keeps the stored url of a tool whose user name is sent back as ***, and refuses it elsewhere', async () => {

@@ -69,4 +69,19 @@ describe('agent fields of the setup file', () => {
       ]);
     }
   });
+
+  it('refuses a tool url whose user name holds a colon, as the agents API does', () => {
+    const tool = (url: string) => `tools: [{ type: mcp, name: crm, url: "${url}" }]`;
+    // A colon in the password is sent as it is: Basic authentication splits at the first one only.
+    expect(agentProblems(tool('https://user:pa%3Ass:word@mcp.test/'))).toEqual([]);
+    for (const url of ['https://a%3Ab:pw@mcp.test/', 'https://tok%3aen@mcp.test/']) {
+      expect(agentProblems(tool(url)), url).toEqual([
+        {
+          path: `${AGENT_PATH}.tools[0].url`,
+          message:
+            'has a user name holding ":" once percent-decoded, which Basic authentication cannot send (its first ":" ends the user name): put the credential in an Authorization header instead',
+        },
+      ]);
+    }
+  });
 });

@@ -44,7 +44,7 @@ export async function agentAdminRoutes(app: TypedApp, deps: AppDeps): Promise<vo
         summary: 'Get an agent',
         operationId: 'getAgent',
         description:
-          "The list fields plus instructions, tools (header values, and a url's password, query values and a user name without a password, shown as `***`), orchestration and managedBy. Members see listed agents only.",
+          "The list fields plus instructions, tools (header values, and a url's user name, password and query values, shown as `***`), orchestration and managedBy. Members see listed agents only.",
         tags: ['agents'],
         security: API_KEY_SECURITY,
         params: AgentParams,

@@ -11,7 +11,7 @@ const VisibilityField = Type.Union([
 ]);
 
 const MCP_URL_RULES =
-  'The streamable-HTTP MCP server, an http or https URL (any other scheme is a 400). Must be public: a private, loopback or link-local address is a 400 (and a name resolving to one an `mcp_not_allowed` warning), unless the operator sets ATRIUM_MCP_ALLOW_PRIVATE_NETWORK=true. When read, its password and each query value are shown as "***" (an empty value or a parameter without one as stored), and so is a user name without a password (it is the credential)';
+  'The streamable-HTTP MCP server, an http or https URL (any other scheme is a 400). Must be public: a private, loopback or link-local address is a 400 (and a name resolving to one an `mcp_not_allowed` warning), unless the operator sets ATRIUM_MCP_ALLOW_PRIVATE_NETWORK=true. When read, its userinfo is shown as "***:***" (with a password) or "***" (a user name alone), and each query value as "***" (an empty value or a parameter without one as stored). A user name holding ":" once percent-decoded (a%3Ab) cannot be sent as Basic authentication and is a 400';
 
 /** The tool's url as a body takes it: a url as read, longer than the stored one, is taken back. */
 const McpToolUrl = Type.String({

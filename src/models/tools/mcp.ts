@@ -12,6 +12,7 @@ import {
 import { withCutResults } from './mcp-output.js';
 import type { ToolWarning } from './warnings.js';
 import { networkErrorCode } from '../../network-errors.js';
+import { percentDecoded } from '../../agent-fields.js';
 
 export interface McpToolSpec {
   type: 'mcp';
@@ -241,15 +242,6 @@ export interface McpConnectOptions {
   lateInitializeMs?: number;
   /** How many such waits the process keeps at once (LateAnswerWaits); no limit when not given. */
   lateInitializeWaits?: LateAnswerWaits;
-}
-
-/** The url parser leaves a user name's escapes encoded; a stray `%` is kept as it is. */
-function percentDecoded(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }
 
 /**
