@@ -3,6 +3,37 @@
  * (src/setup/validate.ts) both hold: one function each, so the two never accept different agents.
  */
 
+/** What reads show for a secret: a header value (an authorization header), a url's password or query value. */
+export const MASKED_HEADER_VALUE = '***';
+
+/** The query's `name=value` pairs as the URL spells them (split as URLSearchParams splits them). */
+export function queryPairs(url: URL): Array<{ spelled: string; name: string; value: string | undefined }> {
+  return url.search
+    .slice(1)
+    .split('&')
+    .map((spelled) => {
+      const eq = spelled.indexOf('=');
+      return eq === -1
+        ? { spelled, name: spelled, value: undefined }
+        : { spelled, name: spelled.slice(0, eq), value: spelled.slice(eq + 1) };
+    });
+}
+
+/**
+ * Whether a url sent to us holds `"***"` where a read puts it (`maskedToolUrl`, services/agent-admin.ts): a url as read. Either half
+ * of the userinfo counts alone (`***:pw`, `alice:***`), so that half a mask beside a real value
+ * is refused rather than stored as a literal credential. URL parsing keeps percent-escapes as
+ * spelled, so a literal `***` sent as `%2A%2A%2A` is no mask and is stored.
+ */
+export function hasMaskedPart(url: string): boolean {
+  const parsed = new URL(url);
+  return (
+    parsed.username === MASKED_HEADER_VALUE ||
+    parsed.password === MASKED_HEADER_VALUE ||
+    queryPairs(parsed).some((pair) => pair.value === MASKED_HEADER_VALUE)
+  );
+}
+
 export const AGENT_IMAGE_RULE =
   'must be an https or http URL, or a data:image/… URL (no other scheme, such as javascript:)';
 

@@ -1,4 +1,11 @@
-import { agentImageProblem, duplicateToolNames, toolUrlProblem } from '../agent-fields.js';
+import {
+  agentImageProblem,
+  duplicateToolNames,
+  hasMaskedPart,
+  MASKED_HEADER_VALUE,
+  queryPairs,
+  toolUrlProblem,
+} from '../agent-fields.js';
 import type { Db } from '../db/database.js';
 import {
   type AgentRow,
@@ -54,9 +61,6 @@ export interface AgentFields {
   orchestration?: { agents: string[] } | null;
 }
 
-/** What reads show for a secret: a header value (an authorization header), a url's password or query value. */
-export const MASKED_HEADER_VALUE = '***';
-
 /**
  * The tool's url as read: many MCP servers take their credential in the URL (`?api_key=…`,
  * `user:secret@host`, `token@host`), so each query value is shown as `"***"`, and so is the whole
@@ -87,34 +91,6 @@ function maskedToolUrl(url: string): string {
       .join('&');
   }
   return parsed.href;
-}
-
-/** The query's `name=value` pairs as the URL spells them (split as URLSearchParams splits them). */
-function queryPairs(url: URL): Array<{ spelled: string; name: string; value: string | undefined }> {
-  return url.search
-    .slice(1)
-    .split('&')
-    .map((spelled) => {
-      const eq = spelled.indexOf('=');
-      return eq === -1
-        ? { spelled, name: spelled, value: undefined }
-        : { spelled, name: spelled.slice(0, eq), value: spelled.slice(eq + 1) };
-    });
-}
-
-/**
- * Whether a url sent to us holds `"***"` where `maskedToolUrl` puts it: a url as read. Either half
- * of the userinfo counts alone (`***:pw`, `alice:***`), so that half a mask beside a real value
- * is refused rather than stored as a literal credential. URL parsing keeps percent-escapes as
- * spelled, so a literal `***` sent as `%2A%2A%2A` is no mask and is stored.
- */
-function hasMaskedPart(url: string): boolean {
-  const parsed = new URL(url);
-  return (
-    parsed.username === MASKED_HEADER_VALUE ||
-    parsed.password === MASKED_HEADER_VALUE ||
-    queryPairs(parsed).some((pair) => pair.value === MASKED_HEADER_VALUE)
-  );
 }
 
 function storedTools(row: AgentRow): McpTool[] {

@@ -2,13 +2,24 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
 import { LineCounter, parse as parseYaml, YAMLParseError } from 'yaml';
-import { agentImageProblem, duplicateToolNames, toolUrlProblem } from '../agent-fields.js';
+import {
+  agentImageProblem,
+  duplicateToolNames,
+  hasMaskedPart,
+  MASKED_HEADER_VALUE,
+  toolUrlProblem,
+} from '../agent-fields.js';
+
 import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
 import { PATTERNS, patternMessage } from '../http/schemas/patterns.js';
 import { MAX_PROJECT_MEMORY_LENGTH, MAX_RATE_LIMIT_PER_MINUTE, MAX_SETUP_AMOUNT } from '../limits.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
 import { ECHO_EMBEDDING_MODEL_ID } from '../models/echo-embedding.js';
 import { explainUnions, isWrongShape } from '../validation-unions.js';
+
+/** A tool credential written as reads of the agent mask it (agent-fields.ts). */
+const MASKED_CREDENTIAL =
+  'holds "***" where a read of the agent masks a credential: write the credential itself (the setup file is not a read to send back)';
 
 /** A model of the built-in providers, served by id without a definition in the file. */
 const BUILT_IN_CHAT_MODEL = /^(openai|anthropic)\/\S+$/;
@@ -484,6 +495,18 @@ function referenceProblems(setup: Readable<SetupFile>): SetupProblem[] {
           agent.tools.forEach((tool, t) => {
             const urlProblem = tool.url === undefined ? null : toolUrlProblem(tool.url);
             if (urlProblem) problems.push({ path: `${agentPath}.tools[${t}].url`, message: urlProblem });
+            // A url or header pasted from a read of the agent: apply would store "***" as the secret.
+            else if (tool.url !== undefined && hasMaskedPart(tool.url)) {
+              problems.push({ path: `${agentPath}.tools[${t}].url`, message: MASKED_CREDENTIAL });
+            }
+            for (const [name, value] of Object.entries(tool.headers ?? {})) {
+              if (value === MASKED_HEADER_VALUE) {
+                problems.push({
+                  path: `${agentPath}.tools[${t}].headers.${name}`,
+                  message: MASKED_CREDENTIAL,
+                });
+              }
+            }
           });
           problems.push(...duplicateToolNames(agent.tools, (t) => `${agentPath}.tools[${t}]`));
         }

@@ -84,4 +84,20 @@ describe('agent fields of the setup file', () => {
       ]);
     }
   });
+
+  it('refuses a credential written as the API masks it ("***"), which would be stored as the secret', () => {
+    const MASKED =
+      'holds "***" where a read of the agent masks a credential: write the credential itself (the setup file is not a read to send back)';
+    const tool = (fields: string) => `tools: [{ type: mcp, name: crm, ${fields} }]`;
+    for (const url of ['https://***:***@mcp.test/', 'https://***@mcp.test/', 'https://mcp.test/?key=***']) {
+      expect(agentProblems(tool(`url: "${url}"`)), url).toEqual([
+        { path: `${AGENT_PATH}.tools[0].url`, message: MASKED },
+      ]);
+    }
+    expect(agentProblems(tool('url: "https://mcp.test/", headers: { Authorization: "***" }'))).toEqual([
+      { path: `${AGENT_PATH}.tools[0].headers.Authorization`, message: MASKED },
+    ]);
+    // A literal *** spelled with percent-escapes is a value like any other, as the API takes it.
+    expect(agentProblems(tool('url: "https://mcp.test/?key=%2A%2A%2A"'))).toEqual([]);
+  });
 });
