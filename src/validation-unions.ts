@@ -106,7 +106,13 @@ function nameFixedValues<T extends SchemaIssue>(issues: T[]): T[] {
 export function explainUnions<T extends SchemaIssue>(validation: T[]): T[] {
   let issues = validation;
   for (const union of validation.filter(isFailedUnion)) {
-    const inside = issues.filter((issue) => issue.schemaPath.startsWith(`${union.schemaPath}/`));
+    // Every item of a list shares one schema path: the instance path keeps items apart.
+    const inside = issues.filter(
+      (issue) =>
+        issue.schemaPath.startsWith(`${union.schemaPath}/`) &&
+        (issue.instancePath === union.instancePath ||
+          issue.instancePath.startsWith(`${union.instancePath}/`)),
+    );
     if (inside.length === 0) continue;
     const explained = explainUnion(union, inside);
     issues = issues.flatMap((issue) => (issue === union ? explained : inside.includes(issue) ? [] : [issue]));

@@ -1,3 +1,4 @@
+import { parse as parseContentType } from 'content-type';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../errors.js';
 import { MAX_JSON_CONTAINERS } from '../limits.js';
@@ -14,17 +15,25 @@ const PLAIN_SCAN_MIN_BYTES = 64 * 1024;
 /**
  * JSON between systems is UTF-8 (RFC 8259 §8.1): a body declared in another charset is refused
  * by name rather than decoded as UTF-8 and answered "not valid JSON" (a UTF-16 body) or stored
- * wrong. No charset, or a name of UTF-8, is UTF-8.
+ * wrong. No charset, a name of UTF-8, or US-ASCII (UTF-8's first 128 characters) is UTF-8.
  */
-const UTF8_NAMES = new Set(['utf-8', 'utf8']);
-const CHARSET_PARAMETER = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i;
+const UTF8_NAMES = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii']);
 
 /** Of a charset name answered (and logged): the client's text, which may be of any length. */
 const MAX_CHARSET_SHOWN = 40;
 
+/**
+ * The `charset` parameter of a content type (`content-type`'s parser, RFC 9110 parameters: a
+ * `charset=` inside another parameter's quoted value is none). A parameter list that does not
+ * parse counts as none, as every content type's parameters did before the charset was read.
+ */
 function declaredCharset(contentType: string | undefined): string | undefined {
-  const match = contentType === undefined ? null : CHARSET_PARAMETER.exec(contentType);
-  return match ? (match[1] ?? match[2]) : undefined;
+  if (contentType === undefined) return undefined;
+  try {
+    return parseContentType(contentType).parameters.charset;
+  } catch {
+    return undefined;
+  }
 }
 
 function shownCharset(charset: string): string {

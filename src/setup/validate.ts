@@ -574,11 +574,24 @@ export function parseSetupText(text: string, fileName: string): ParseResult {
     const issues = explainUnions(validate.errors ?? []);
     const shape = shapeProblems(issues);
     const reported = new Set(shape.map((problem) => problem.path));
-    const references = referenceProblems(withoutWrongTypes(document, issues)).filter(
-      (problem) => !reported.has(problem.path),
-    );
-    return { ok: false, problems: [...shape, ...references] };
+    return { ok: false, problems: [...shape, ...referencesBeside(document, issues, reported)] };
   }
   const problems = referenceProblems(document);
   return problems.length > 0 ? { ok: false, problems } : { ok: true, setup: document };
+}
+
+/**
+ * The cross-reference problems of a file that failed its shape check, at paths the shape check
+ * did not report, read on the file without its values of the wrong type. Should a value still
+ * be of a shape the checks cannot follow, the shape problems stand alone: an invalid file is
+ * listed (exit 2), never answered with a crash of the checks.
+ */
+function referencesBeside(document: object, issues: ErrorObject[], reported: Set<string>): SetupProblem[] {
+  try {
+    return referenceProblems(withoutWrongTypes(document, issues)).filter(
+      (problem) => !reported.has(problem.path),
+    );
+  } catch {
+    return [];
+  }
 }

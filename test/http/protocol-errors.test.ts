@@ -137,7 +137,15 @@ describe(`HTTP protocol errors in the error body (${engineName})`, () => {
     expect(((await long.json()) as { message: string }).message).toBe(
       `The JSON body must be UTF-8 (RFC 8259), not charset=${'x'.repeat(39)}…`,
     );
-    for (const contentType of ['application/json; charset=utf-8', 'application/json; charset="UTF8"']) {
+    // US-ASCII is UTF-8's first 128 characters; a `charset=` inside another parameter's quoted
+    // value is no charset; a parameter list that does not parse is read as none (as before).
+    for (const contentType of [
+      'application/json; charset=utf-8',
+      'application/json; charset="UTF8"',
+      'application/json; charset=us-ascii',
+      'application/json; foo="x;charset=utf-16"',
+      'application/json; charset="utf-16',
+    ]) {
       const ok = await post(contentType, Buffer.from('{"name":"café"}'));
       expect(ok.status, contentType).toBe(201);
     }

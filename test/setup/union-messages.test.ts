@@ -93,4 +93,31 @@ describe('fields of several shapes in the setup file', () => {
       expect(found, workspace).toEqual([{ path, message }]);
     }
   });
+
+  it('explains each item of a list on its own: the union of one item takes no problem of another', () => {
+    // Every item of a list shares one schema path: the first item's union took in (and dropped)
+    // the problems of the others, or left them as "must match a schema in anyOf".
+    const roles = setupProblems(
+      oneWorkspaceFile('        members: [{ user: u, role: boss }, { user: v, role: king }]'),
+    ).filter((problem) => problem.path.endsWith('.role'));
+    expect(roles).toEqual([
+      { path: `${WORKSPACE_PATH}.members[0].role`, message: 'must be "owner", "admin" or "member"' },
+      { path: `${WORKSPACE_PATH}.members[1].role`, message: 'must be "owner", "admin" or "member"' },
+    ]);
+  });
+
+  it('lists the problems of a file whose agents are each malformed in their own way, never throwing', () => {
+    for (const agents of [
+      ['{ title: A, orchestration: 5 }', '{ title: B, orchestration: { agents: x } }'],
+      ['{ title: A, tools: 5 }', '{ title: B, tools: [ null ] }'],
+      ['{ title: A, description: 5 }', `{ title: B, description: "${'x'.repeat(2001)}" }`],
+    ]) {
+      const problems = setupProblems(
+        oneWorkspaceFile(`        agents:\n${agents.map((agent) => `          - ${agent}`).join('\n')}`),
+      );
+      expect(problems.length, agents.join(' ')).toBeGreaterThanOrEqual(2);
+      expect(problems.map((problem) => problem.path).join(' ')).toContain('agents[1]');
+      expect(problems.map((problem) => problem.message)).not.toContain('must match a schema in anyOf');
+    }
+  });
 });
