@@ -14,7 +14,7 @@ import {
   keyExpiry,
 } from '../services/api-key-admin.js';
 import { applySetup } from '../setup/apply.js';
-import { exportText, exportWorkspace } from '../setup/export.js';
+import { exportText, exportWarnings, exportWorkspace } from '../setup/export.js';
 import {
   ApiManagedObjectsError,
   DuplicateAgentTitlesError,
@@ -244,6 +244,7 @@ async function exportCommand(args: string[]): Promise<number> {
   const setup = await withDatabase((database) => exportWorkspace(database.db, workspaceId));
   if (!setup) throw new BadArgument(`No workspace ${workspaceId}`);
   console.log(exportText(setup, workspaceId).trimEnd());
+  printError(...exportWarnings(setup).map((warning) => `warning: ${warning}`));
   return EXIT.ok;
 }
 

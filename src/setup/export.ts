@@ -2,7 +2,8 @@ import type { Kysely } from 'kysely';
 import { stringify } from 'yaml';
 import type { Database } from '../db/schema.js';
 import { PROJECT_DEFAULTS } from '../services/projects.js';
-import type { AgentSetup, ProjectSetup, SetupFile } from './validate.js';
+import { matchesPattern } from '../http/schemas/patterns.js';
+import { type AgentSetup, MAX_ONE_LINE_NAME, type ProjectSetup, type SetupFile } from './validate.js';
 
 /** Leaves out what equals the setup file's default, so the export reads like a hand-written file. */
 function withoutDefaults<T extends Record<string, unknown>>(value: T, defaults: Partial<T>): T {
@@ -115,4 +116,21 @@ export function exportText(setup: SetupFile, workspaceId: string): string {
     '# once: the file becomes their manager. Tool urls and headers are exported as stored (secrets included).',
   ];
   return `${header.join('\n')}\n${stringify(setup)}`;
+}
+
+/**
+ * What `apply` would refuse in an export: an agent title stored before the rule for names (a
+ * tab, more than 100 characters, only marks) is exported as stored, and the operator is told
+ * to edit it, rather than meet it as a problem of the file later.
+ */
+export function exportWarnings(setup: SetupFile): string[] {
+  const agents = setup.organizations?.[0]?.workspaces?.[0]?.agents ?? [];
+  return agents.flatMap((agent) => {
+    const title = agent.title ?? '';
+    if ([...title].length <= MAX_ONE_LINE_NAME && matchesPattern('oneLineName', title)) return [];
+    const shown = JSON.stringify(title.length > 60 ? `${title.slice(0, 59)}…` : title);
+    return [
+      `agent ${agent.id}: its title ${shown} breaks the setup file's rule for names (at most ${MAX_ONE_LINE_NAME} characters, one line, a character that shows): edit it in the file before \`atrium apply\``,
+    ];
+  });
 }

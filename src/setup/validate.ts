@@ -45,7 +45,13 @@ const Clearable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([sc
  * A key's name or an agent's title: the API's rule (1–100 characters on one line, one that
  * shows), so that what a file declares can be read, listed and sent back over the API.
  */
-const OneLineName = Type.String({ minLength: 1, maxLength: 100, pattern: PATTERNS.oneLineName.pattern });
+/** Characters of a key name or agent title, as the API allows. */
+export const MAX_ONE_LINE_NAME = 100;
+const OneLineName = Type.String({
+  minLength: 1,
+  maxLength: MAX_ONE_LINE_NAME,
+  pattern: PATTERNS.oneLineName.pattern,
+});
 
 const ApiKeySpec = Type.Object(
   {

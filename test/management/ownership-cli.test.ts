@@ -515,4 +515,20 @@ describe(`atrium export (${engineName})`, () => {
     expect(await main(['export', '--workspace', 'wsp_nope'])).toBe(2);
     expect(output.err).toEqual(['atrium: No workspace wsp_nope']);
   });
+
+  it('warns on stderr of a stored title apply would refuse, and exports it as stored', async () => {
+    // Titles stored before today's rule (a tab, 150 characters): the file takes neither.
+    const agent = (await call('POST', '/v1/workspace/wsp_main/agents', { title: 'Legacy title' })).json().data
+      .agent;
+    await database.db
+      .updateTable('agents')
+      .set({ title: 'Legacy\ttitle' })
+      .where('id', '=', agent.id)
+      .execute();
+    expect(await main(['export', '--workspace', 'wsp_main'])).toBe(0);
+    expect(output.err).toEqual([
+      `atrium: warning: agent ${agent.id}: its title "Legacy\\ttitle" breaks the setup file's rule for names (at most 100 characters, one line, a character that shows): edit it in the file before \`atrium apply\``,
+    ]);
+    expect(output.out.join('\n')).toContain('title: Legacy\ttitle');
+  });
 });
