@@ -17,6 +17,7 @@ import type { IdleTimeout } from './chat-idle-timeout.js';
 import { cpuTurn } from './cpu-turns.js';
 import { forceToolChoiceOnFirstCall } from './forced-tool-choice.js';
 import { DirectText } from './direct-text.js';
+import { plainTurnChunks } from './plain-turn.js';
 import { KeptChunks } from './kept-chunks.js';
 import type { ReplyUsage } from './reply-usage.js';
 import type { ChunkSink } from '../http/ui-message-sse.js';
@@ -99,6 +100,14 @@ export interface ReplyCall {
   usage: ReplyUsage;
   /** How the model call gets the files it cannot read from their URL (file-downloads.ts). */
   download?: Experimental_DownloadFunction;
+}
+
+/**
+ * A turn whose reply needs no tool loop: no tools offered, no tool choice. Its chunks are made
+ * from the model's stream (plain-turn.ts) rather than through `streamText`.
+ */
+function isPlainTurn(call: ReplyCall): boolean {
+  return call.options?.toolChoice === undefined && Object.keys(call.tools).length === 0;
 }
 
 /** `model`: the call's model, wrapped to count its usage (and, streaming, to pass text on direct). */
@@ -191,6 +200,11 @@ export interface StreamReplyOptions {
   extraUsage: TokenUsage;
   /** Called once when the model's stream has ended, before the UI stream closes; stores the reply. */
   onEnd(result: ReplyResult): Promise<StoredReply>;
+  /**
+   * `sdk`: through `streamText` even when the turn offers no tools (the tests comparing the two
+   * paths); by default such a turn's chunks are made from the model's stream (plain-turn.ts).
+   */
+  pipeline?: 'sdk';
 }
 
 /** Messages a client is shown for how a reply ended without a normal finish. */
@@ -228,16 +242,51 @@ export function streamReply(
     call.usage.streamed(chunk);
     sink.chunk(chunk);
   }, call.idle.touch);
-  /** The model call, as UI message chunks (the SDK's, before `handOn`). */
-  const modelChunks = () => {
+  const startMetadata = () => ({ chatId: options.chatId });
+  const finishMetadata = (reason: string) => {
+    finishReason = reason;
+    // Every step has finished: its usage as reported, or its estimate where none was.
+    const usage = call.usage.total();
+    return {
+      chatId: options.chatId,
+      model: options.modelId,
+      finishReason,
+      usage: {
+        inputTokens: usage.inputTokens + options.extraUsage.inputTokens,
+        outputTokens: usage.outputTokens + options.extraUsage.outputTokens,
+      },
+    };
+  };
+  const onStreamError = (error: unknown) => {
+    failed ??= error;
+    streamErrors.add(error);
+  };
+  // The stream's own failures are the provider's (502/504 text); any other error reaching here
+  // is a tool's (an unknown tool, bad input, a failed call): its own words, as JSON mode stores
+  // them (replyParts).
+  const errorText = (error: unknown) =>
+    streamErrors.has(error) || call.idle.timedOut
+      ? upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs).message
+      : toolErrorText(error);
+  /** The model call, as UI message chunks (before `handOn`). */
+  const modelChunks = (): AsyncIterable<UIMessageChunk<ChatMessageMetadata>> => {
+    const model = call.usage.wrap(direct.wrap(call.model));
+    if (options.pipeline !== 'sdk' && isPlainTurn(call)) {
+      return plainTurnChunks(call, model, {
+        messageId: options.messageId,
+        startMetadata,
+        finishMetadata,
+        errorText,
+        onStreamError,
+        onChunk: call.idle.touch,
+        onStepFinish: (step) => call.usage.stepFinished(step),
+      });
+    }
     const result = streamText({
-      ...callSettings(call, call.usage.wrap(direct.wrap(call.model))),
+      ...callSettings(call, model),
       onChunk: call.idle.touch,
       onStepFinish: (step) => call.usage.stepFinished(step),
-      onError: ({ error }) => {
-        failed ??= error;
-        streamErrors.add(error);
-      },
+      onError: ({ error }) => onStreamError(error),
     });
     return result.toUIMessageStream<UIMessage<ChatMessageMetadata>>({
       // With no `onFinish`, this only makes `start` carry the message id.
@@ -246,30 +295,11 @@ export function streamReply(
       sendReasoning: false,
       sendSources: true,
       messageMetadata: ({ part }) => {
-        if (part.type === 'start') return { chatId: options.chatId };
-        if (part.type === 'finish') {
-          finishReason = part.finishReason;
-          // Every step has finished: its usage as reported, or its estimate where none was.
-          const usage = call.usage.total();
-          return {
-            chatId: options.chatId,
-            model: options.modelId,
-            finishReason,
-            usage: {
-              inputTokens: usage.inputTokens + options.extraUsage.inputTokens,
-              outputTokens: usage.outputTokens + options.extraUsage.outputTokens,
-            },
-          };
-        }
+        if (part.type === 'start') return startMetadata();
+        if (part.type === 'finish') return finishMetadata(part.finishReason);
         return undefined;
       },
-      // The stream's own failures are the provider's (502/504 text); any other error reaching
-      // here is a tool's (an unknown tool, bad input, a failed call): its own words, as JSON mode
-      // stores them (replyParts).
-      onError: (error) =>
-        streamErrors.has(error) || call.idle.timedOut
-          ? upstreamFailure(error, call.idle.timedOut, call.idle.timeoutMs).message
-          : toolErrorText(error),
+      onError: errorText,
     });
   };
 
@@ -347,12 +377,7 @@ export function streamReply(
       // Setting the model call up is the heaviest part of a reply that no running stream waits
       // for: it takes its turn (cpu-turns.ts).
       await cpuTurn();
-      const reader = modelChunks().getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        handOn(value);
-      }
+      for await (const chunk of modelChunks()) handOn(chunk);
       const last = await lastChunk();
       if (last) sink.chunk(last);
     } catch (error) {

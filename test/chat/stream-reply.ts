@@ -1,7 +1,7 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { ToolSet, UIMessageChunk } from 'ai';
 import { IdleTimeout } from '../../src/services/chat-idle-timeout.js';
-import { type ReplyResult, streamReply } from '../../src/services/chat-reply.js';
+import { type ReplyCall, type ReplyResult, streamReply } from '../../src/services/chat-reply.js';
 import type { StopReason } from '../../src/services/running-replies.js';
 import { ReplyUsage } from '../../src/services/reply-usage.js';
 
@@ -13,10 +13,22 @@ import { ReplyUsage } from '../../src/services/reply-usage.js';
 export async function replyOf(
   model: LanguageModelV3,
   tools: ToolSet = {},
-  options: { stopWhileStoring?: StopReason } = {},
+  options: {
+    stopWhileStoring?: StopReason;
+    /** `sdk`: through `streamText` even when no tools are offered (chat-reply.ts). */
+    pipeline?: 'sdk';
+    /** The turn's call, as a chat would make it (defaults: no system, "Hi", temperature 0). */
+    call?: Partial<Pick<ReplyCall, 'system' | 'messages' | 'temperature' | 'options'>>;
+    /** Stops the reply (as `POST …/stop` does) once the client has read this many chunks. */
+    stopAfterChunks?: number;
+    /** The upstream idle timeout, aborting the reply as a chat's does (default 60 s). */
+    idleTimeoutMs?: number;
+  } = {},
 ): Promise<{ chunks: UIMessageChunk[]; stored: ReplyResult }> {
-  const idle = new IdleTimeout(60_000, () => undefined);
   const abort = new AbortController();
+  const idle = new IdleTimeout(options.idleTimeoutMs ?? 60_000, () =>
+    abort.abort(new Error('upstream timeout')),
+  );
   let stopReason: StopReason | undefined;
   let stored: ReplyResult | undefined;
   const chunks: UIMessageChunk[] = [];
@@ -27,6 +39,7 @@ export async function replyOf(
         system: undefined,
         messages: [{ role: 'user', content: 'Hi' }],
         temperature: 0,
+        ...options.call,
         tools,
         abortSignal: abort.signal,
         idle,
@@ -39,6 +52,7 @@ export async function replyOf(
         modelId: 'mock',
         leading: [],
         extraUsage: { inputTokens: 0, outputTokens: 0 },
+        ...(options.pipeline ? { pipeline: options.pipeline } : {}),
         onEnd: async (result) => {
           idle.clear();
           stored = result;
@@ -49,7 +63,17 @@ export async function replyOf(
           return { stored: true };
         },
       },
-      { chunk: (value) => chunks.push(value), end: resolve, fail: reject },
+      {
+        chunk: (value) => {
+          chunks.push(value);
+          if (chunks.length === options.stopAfterChunks) {
+            stopReason = 'stopped';
+            abort.abort(new Error('reply stopped'));
+          }
+        },
+        end: resolve,
+        fail: reject,
+      },
     );
   });
   return { chunks, stored: stored! };
