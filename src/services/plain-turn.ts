@@ -1,4 +1,9 @@
-import type { LanguageModelV3, LanguageModelV3StreamPart, SharedV3ProviderMetadata } from '@ai-sdk/provider';
+import type {
+  LanguageModelV3,
+  LanguageModelV3StreamPart,
+  SharedV3ProviderMetadata,
+  SharedV3Warning,
+} from '@ai-sdk/provider';
 import {
   createIdGenerator,
   getErrorMessage,
@@ -22,6 +27,7 @@ import {
 } from 'ai/internal';
 import type { ChatMessageMetadata } from './chat.js';
 import type { CallOptions } from './chat-reply.js';
+import { logWarnings } from './sdk-warnings.js';
 
 type Chunk = UIMessageChunk<ChatMessageMetadata>;
 
@@ -50,7 +56,7 @@ export interface PlainTurnHooks {
   /** A model step ended (streamText's `onStepFinish`). */
   onStepFinish(step: {
     finishReason: string;
-    usage: { inputTokens: number | undefined; outputTokens: number | undefined };
+    usage: StepUsage;
     content: ReadonlyArray<{ type: string; text?: string; input?: unknown }>;
   }): void;
 }
@@ -71,7 +77,12 @@ const MAX_STEPS = 8;
  * `toUIMessageStream` maps them with `sendReasoning: false` and `sendSources: true`, and a
  * failure, an abort or a stream without a finish ends as the SDK ends it. A tool call the model
  * makes up (none was offered) is answered as the SDK answers it: a tool error, and another step
- * in which the model reads it, up to the same number of steps.
+ * in which the model reads it, up to the same number of steps. The provider's warnings are
+ * logged at each step's end, as `streamText` logs them (sdk-warnings.ts).
+ *
+ * Parts only a request with tools or provider options gets (a provider-executed call or its
+ * result, a tool approval request) are not mirrored: Atrium sends a plain turn's providers
+ * neither.
  */
 export async function* plainTurnChunks(
   call: PlainTurnCall,
@@ -83,9 +94,10 @@ export async function* plainTurnChunks(
     type: 'abort',
     ...(signal.reason !== undefined ? { reason: getErrorMessage(signal.reason) } : {}),
   });
-  yield { type: 'start', messageMetadata: hooks.startMetadata(), messageId: hooks.messageId };
   const { toolChoice: _toolChoice, ...options } = call.options ?? {};
+  // Settings the SDK refuses make `streamText` throw before its stream has a chunk.
   const settings = prepareCallSettings({ temperature: call.temperature, ...options });
+  yield { type: 'start', messageMetadata: hooks.startMetadata(), messageId: hooks.messageId };
   /** Text and reasoning part ids already used in the reply (the SDK renames a repeated one). */
   const textIds = new Set<string>();
   const reasoningIds = new Set<string>();
@@ -149,7 +161,11 @@ export async function* plainTurnChunks(
         }
         if (read.done) break;
         const part = read.value;
-        if (part.type === 'stream-start') continue;
+        if (part.type === 'stream-start') {
+          // The SDK's step keeps the warnings of a `stream-start` that comes first.
+          if (!started) turn.warnings = part.warnings;
+          continue;
+        }
         // As the SDK's step does: any part but the first, `stream-start`, begins the step.
         if (!started) {
           started = true;
@@ -179,6 +195,7 @@ export async function* plainTurnChunks(
       return;
     }
     hooks.onStepFinish({ finishReason: turn.finishReason, usage: turn.usage, content: turn.content });
+    logWarnings(turn.warnings, model);
     yield { type: 'finish-step' };
     if (turn.madeUpCalls === 0 || step >= MAX_STEPS) {
       yield {
@@ -203,6 +220,8 @@ const NOTIFIED_PARTS = new Set([
   'tool-input-delta',
 ]);
 
+type StepUsage = { inputTokens: number | undefined; outputTokens: number | undefined };
+
 /** What a step produced, in the shape of the SDK's step content (for the next step's prompt). */
 type StepContent =
   | { type: 'text' | 'reasoning'; text: string; providerMetadata: SharedV3ProviderMetadata | undefined }
@@ -217,33 +236,60 @@ type StepContent =
       error: string;
     };
 
+/** Text or reasoning content, as the SDK's step content holds it. */
+type PartContent = Extract<StepContent, { type: 'text' | 'reasoning' }>;
+
+/** A step's open text (or reasoning) parts, tracked as the SDK tracks them. */
+class OpenParts {
+  /** The UI id of each open part, by the provider's id (the SDK's step renames a repeated id). */
+  readonly uiIds = new Map<string, string>();
+  /** Each open part's content, by UI id (what the SDK's event processor adds deltas to). */
+  readonly content = new Map<string, PartContent>();
+
+  constructor(
+    /** The UI ids used in the reply so far, text and reasoning apart. */
+    readonly used: Set<string>,
+  ) {}
+}
+
+type TextChunk = Extract<Chunk, { type: 'text-start' | 'text-delta' | 'text-end' }>;
+
 /** One model step: its parts mapped to UI chunks, and what the step produced. */
 class StepState {
-  finishReason = 'other';
-  usage: { inputTokens: number | undefined; outputTokens: number | undefined } = {
-    inputTokens: undefined,
-    outputTokens: undefined,
-  };
-  /** A `finish` or `error` part came. */
-  ended = false;
+  /** The step's `finish` part: it ends the step whatever came after it (the SDK hands it on last). */
+  private finish: { reason: string; usage: StepUsage } | undefined;
+  /** An `error` part came. */
+  private failed = false;
   /** A part that is output came (the SDK's `isOutputChunkType`). */
   output = false;
+  /** The provider's warnings about the call (its `stream-start`). */
+  warnings: SharedV3Warning[] = [];
   readonly content: StepContent[] = [];
-  /** The open text and reasoning parts, by the provider's id: their UI id and content. */
-  private readonly open = new Map<
-    string,
-    { id: string; content: StepContent & { type: 'text' | 'reasoning' } }
-  >();
+  private readonly text: OpenParts;
+  private readonly reasoning: OpenParts;
   /**
-   * The step's first text part, and the provider metadata its deltas carry: the last a delta of
-   * it brought (the SDK's text output stage keeps it for the part's later deltas).
+   * The step's first text chunk's part, and the provider metadata its deltas carry: the last a
+   * delta of it brought (the SDK's text output stage keeps it for the part's later deltas).
    */
   private firstText: { id: string; metadata: SharedV3ProviderMetadata | undefined } | undefined;
 
-  constructor(
-    private readonly textIds: Set<string>,
-    private readonly reasoningIds: Set<string>,
-  ) {}
+  constructor(textIds: Set<string>, reasoningIds: Set<string>) {
+    this.text = new OpenParts(textIds);
+    this.reasoning = new OpenParts(reasoningIds);
+  }
+
+  /** A `finish` or `error` part came. */
+  get ended(): boolean {
+    return this.finish !== undefined || this.failed;
+  }
+
+  get finishReason(): string {
+    return this.finish?.reason ?? (this.failed ? 'error' : 'other');
+  }
+
+  get usage(): StepUsage {
+    return this.finish?.usage ?? { inputTokens: undefined, outputTokens: undefined };
+  }
 
   /** Tool calls the model made up, each answered with its error. */
   get madeUpCalls(): number {
@@ -259,49 +305,58 @@ class StepState {
     ) {
       this.output = true;
     }
-    const meta = (providerMetadata: SharedV3ProviderMetadata | undefined) =>
-      providerMetadata != null ? { providerMetadata } : {};
     switch (part.type) {
       case 'text-start':
       case 'reasoning-start': {
         const type = part.type === 'text-start' ? 'text' : 'reasoning';
-        const id = reserve(type === 'text' ? this.textIds : this.reasoningIds, part.id);
-        const content = { type, text: '', providerMetadata: part.providerMetadata } as const;
+        const parts = this[type];
+        const id = reserve(parts.used, part.id);
+        parts.uiIds.set(part.id, id);
+        const content: PartContent = { type, text: '', providerMetadata: part.providerMetadata };
         this.content.push(content);
-        this.open.set(`${type}:${part.id}`, { id, content });
-        if (type === 'text') {
-          this.firstText ??= { id, metadata: undefined };
-          yield { type: 'text-start', id, ...meta(part.providerMetadata) };
-        }
+        parts.content.set(id, content);
+        if (type === 'text')
+          yield this.textOutput({ type: 'text-start', id, ...meta(part.providerMetadata) });
         return;
       }
       case 'text-delta':
       case 'reasoning-delta': {
         const type = part.type === 'text-delta' ? 'text' : 'reasoning';
-        const open = this.open.get(`${type}:${part.id}`);
-        if (open) {
-          open.content.text += part.delta;
-          open.content.providerMetadata = part.providerMetadata ?? open.content.providerMetadata;
+        // The SDK's step drops an empty text delta that brings no metadata before anything sees it.
+        if (type === 'text' && part.delta.length === 0 && part.providerMetadata == null) return;
+        const parts = this[type];
+        const id = parts.uiIds.get(part.id) ?? part.id;
+        if (type === 'text') {
+          yield this.textOutput({
+            type: 'text-delta',
+            id,
+            delta: part.delta,
+            ...meta(part.providerMetadata),
+          });
         }
-        if (type === 'text' && (part.delta.length > 0 || part.providerMetadata != null)) {
-          const id = open?.id ?? part.id;
-          let metadata = part.providerMetadata;
-          if (this.firstText?.id === id)
-            metadata = this.firstText.metadata = metadata ?? this.firstText.metadata;
-          yield { type: 'text-delta', id, delta: part.delta, ...meta(metadata) };
+        const content = parts.content.get(id);
+        if (!content) {
+          yield partNotFound(type, id, hooks);
+          return;
         }
-        if (!open) yield* this.partNotFound(type, part.id, hooks);
+        content.text += part.delta;
+        content.providerMetadata = part.providerMetadata ?? content.providerMetadata;
         return;
       }
       case 'text-end':
       case 'reasoning-end': {
         const type = part.type === 'text-end' ? 'text' : 'reasoning';
-        const open = this.open.get(`${type}:${part.id}`);
-        if (open) open.content.providerMetadata = part.providerMetadata ?? open.content.providerMetadata;
-        this.open.delete(`${type}:${part.id}`);
-        if (type === 'text')
-          yield { type: 'text-end', id: open?.id ?? part.id, ...meta(part.providerMetadata) };
-        if (!open) yield* this.partNotFound(type, part.id, hooks);
+        const parts = this[type];
+        const id = parts.uiIds.get(part.id) ?? part.id;
+        parts.uiIds.delete(part.id);
+        if (type === 'text') yield this.textOutput({ type: 'text-end', id, ...meta(part.providerMetadata) });
+        const content = parts.content.get(id);
+        if (!content) {
+          yield partNotFound(type, id, hooks);
+          return;
+        }
+        content.providerMetadata = part.providerMetadata ?? content.providerMetadata;
+        parts.content.delete(id);
         return;
       }
       case 'source':
@@ -345,6 +400,7 @@ class StepState {
           type: 'tool-input-start',
           toolCallId: part.id,
           toolName: part.toolName,
+          ...(part.inputEncoding != null ? { inputEncoding: part.inputEncoding } : {}),
           ...(part.providerExecuted != null ? { providerExecuted: part.providerExecuted } : {}),
           ...meta(part.providerMetadata),
           dynamic: part.dynamic ?? false,
@@ -386,13 +442,10 @@ class StepState {
         return;
       }
       case 'finish':
-        this.ended = true;
-        this.finishReason = part.finishReason.unified;
-        this.usage = asLanguageModelUsage(part.usage);
+        this.finish = { reason: part.finishReason.unified, usage: asLanguageModelUsage(part.usage) };
         return;
       case 'error':
-        this.ended = true;
-        this.finishReason = 'error';
+        this.failed = true;
         yield { type: 'error', errorText: hooks.errorText(part.error) };
         return;
       default:
@@ -402,9 +455,15 @@ class StepState {
     }
   }
 
-  /** A delta or end of a part that never started: the SDK's error chunk after it. */
-  private *partNotFound(type: string, id: string, hooks: PlainTurnHooks): Generator<Chunk> {
-    yield { type: 'error', errorText: hooks.errorText(`${type} part ${id} not found`) };
+  /**
+   * A text chunk through the SDK's text output stage: the step's first text chunk names the part
+   * whose later deltas carry the provider metadata an earlier delta of it brought.
+   */
+  private textOutput(chunk: TextChunk): TextChunk {
+    this.firstText ??= { id: chunk.id, metadata: undefined };
+    if (chunk.type !== 'text-delta' || chunk.id !== this.firstText.id) return chunk;
+    const metadata = (this.firstText.metadata = chunk.providerMetadata ?? this.firstText.metadata);
+    return { type: 'text-delta', id: chunk.id, delta: chunk.delta, ...meta(metadata) };
   }
 
   /** The step as the next step's prompt has it: its assistant message and its calls' errors. */
@@ -440,6 +499,16 @@ class StepState {
       { role: 'tool', content: errors },
     ];
   }
+}
+
+/** A chunk's `providerMetadata`, present only when the part had some (as the SDK sends it). */
+function meta(providerMetadata: SharedV3ProviderMetadata | undefined) {
+  return providerMetadata != null ? { providerMetadata } : {};
+}
+
+/** A delta or end of a part that is not open: the SDK's error chunk after it. */
+function partNotFound(type: string, id: string, hooks: PlainTurnHooks): Chunk {
+  return { type: 'error', errorText: hooks.errorText(`${type} part ${id} not found`) };
 }
 
 /** A tool call's input text as the SDK keeps it: parsed when it is JSON, else as it came. */

@@ -19,10 +19,17 @@ export async function replyOf(
     pipeline?: 'sdk';
     /** The turn's call, as a chat would make it (defaults: no system, "Hi", temperature 0). */
     call?: Partial<Pick<ReplyCall, 'system' | 'messages' | 'temperature' | 'options'>>;
-    /** Stops the reply (as `POST …/stop` does) once the client has read this many chunks. */
+    /** Stops the reply (as `POST …/stop` does) once the client has read this many chunks (0: before it starts). */
     stopAfterChunks?: number;
+    /**
+     * The stop lands in a later turn of the event loop (as a stop request, a shutdown or the idle
+     * timer does), not while the client's chunk is being handed on.
+     */
+    stopLater?: boolean;
     /** The upstream idle timeout, aborting the reply as a chat's does (default 60 s). */
     idleTimeoutMs?: number;
+    /** Where the chunks a client reads are kept (also when the reply's stream fails). */
+    chunks?: UIMessageChunk[];
   } = {},
 ): Promise<{ chunks: UIMessageChunk[]; stored: ReplyResult }> {
   const abort = new AbortController();
@@ -31,7 +38,12 @@ export async function replyOf(
   );
   let stopReason: StopReason | undefined;
   let stored: ReplyResult | undefined;
-  const chunks: UIMessageChunk[] = [];
+  const chunks: UIMessageChunk[] = options.chunks ?? [];
+  const stop = () => {
+    stopReason = 'stopped';
+    abort.abort(new Error('reply stopped'));
+  };
+  if (options.stopAfterChunks === 0) stop();
   await new Promise<void>((resolve, reject) => {
     streamReply(
       {
@@ -67,8 +79,8 @@ export async function replyOf(
         chunk: (value) => {
           chunks.push(value);
           if (chunks.length === options.stopAfterChunks) {
-            stopReason = 'stopped';
-            abort.abort(new Error('reply stopped'));
+            if (options.stopLater) setImmediate(stop);
+            else stop();
           }
         },
         end: resolve,
