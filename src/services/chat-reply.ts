@@ -18,13 +18,11 @@ import { cpuTurn } from './cpu-turns.js';
 import { forceToolChoiceOnFirstCall } from './forced-tool-choice.js';
 import { DirectText } from './direct-text.js';
 import { plainTurnChunks } from './plain-turn.js';
+import { MAX_STEPS } from './reply-steps.js';
 import { KeptChunks } from './kept-chunks.js';
 import type { ReplyUsage } from './reply-usage.js';
 import type { ChunkSink } from '../http/ui-message-sse.js';
 import { upstreamFailure } from './upstream-failure.js';
-
-/** Steps of the tool loop (model call, tool calls, model call…) one request may take. */
-const MAX_STEPS = 8;
 
 /**
  * When a reply's tool loop stops, with tools offered or not. The AI SDK answers a call of a tool

@@ -27,6 +27,7 @@ import {
 } from 'ai/internal';
 import type { ChatMessageMetadata } from './chat.js';
 import type { CallOptions } from './chat-reply.js';
+import { MAX_STEPS } from './reply-steps.js';
 import { logWarnings } from './sdk-warnings.js';
 
 type Chunk = UIMessageChunk<ChatMessageMetadata>;
@@ -60,9 +61,6 @@ export interface PlainTurnHooks {
     content: ReadonlyArray<{ type: string; text?: string; input?: unknown }>;
   }): void;
 }
-
-/** Steps of the loop a made-up tool call starts (chat-reply.ts `toolLoopStop`). */
-const MAX_STEPS = 8;
 
 /**
  * The UI message chunks of a turn that offers the model no tools, made from the model's stream
