@@ -37,6 +37,15 @@ type Step =
   | { throws: Error }
   | { answersNever: true };
 
+/**
+ * A part comes a millisecond later, in the check phase of the event loop: after any stop a client
+ * made on reading the chunk before (a stop lands in a later turn, queued with `setImmediate`),
+ * even when a busy loop lets the timer expire at once. With the timer alone, a loaded machine let
+ * the next part through before the stop on one path and not the other.
+ */
+const partDelay = (ms: number | null | undefined) =>
+  new Promise<void>((resolve) => setTimeout(() => setImmediate(resolve), ms ?? 0));
+
 function scripted(steps: Step[], settings: { supportedUrls?: () => Promise<Record<string, RegExp[]>> } = {}) {
   let n = 0;
   return new MockLanguageModelV3({
@@ -52,7 +61,15 @@ function scripted(steps: Step[], settings: { supportedUrls?: () => Promise<Recor
         });
         throw new DOMException('This operation was aborted', 'AbortError');
       }
-      if (Array.isArray(step)) return { stream: simulateReadableStream({ chunks: step, chunkDelayInMs: 1 }) };
+      if (Array.isArray(step)) {
+        return {
+          stream: simulateReadableStream({
+            chunks: step,
+            chunkDelayInMs: 1,
+            _internal: { delay: partDelay },
+          }),
+        };
+      }
       if ('together' in step) {
         const stream = new ReadableStream<LanguageModelV3StreamPart>({
           start(controller) {
