@@ -1,10 +1,27 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { ErrorObject } from 'ajv';
 
 /**
  * What explaining a union needs of an AJV error: the API's (Fastify's validation errors) and the
- * setup file's (AJV's own) both have it.
+ * setup file's (AJV's own) both have it. `schema`, `parentSchema` and `data` come with AJV's
+ * `verbose` option, which both validators set (app.ts, setup/validate.ts): without them a fixed
+ * value stopped at its type, and a union of objects, are explained as AJV reports them.
  */
-export type SchemaIssue = Pick<ErrorObject, 'instancePath' | 'schemaPath' | 'keyword' | 'params' | 'message'>;
+export type SchemaIssue = Pick<
+  ErrorObject,
+  'instancePath' | 'schemaPath' | 'keyword' | 'params' | 'message' | 'schema' | 'parentSchema' | 'data'
+>;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The values a schema of fixed values takes (`const`, `enum`), or undefined for any other schema. */
+function fixedValues(schema: unknown): unknown[] | undefined {
+  if (!isObject(schema)) return undefined;
+  if ('const' in schema) return [schema.const];
+  return Array.isArray(schema.enum) ? schema.enum : undefined;
+}
 
 /** The params of a union explainUnion has explained: the shapes its value may have. */
 type ShapesParams = { shapes?: string[] };
@@ -69,11 +86,70 @@ function explainUnion<T extends SchemaIssue>(union: T, inside: T[]): T[] {
     const branch = issue.schemaPath.slice(union.schemaPath.length + 1).split('/')[0]!;
     branches.set(branch, [...(branches.get(branch) ?? []), issue]);
   }
+  const chosen = explainByDiscriminator(union, branches);
+  if (chosen) return chosen;
   const mismatches = (branch: T[]) => branch.filter((issue) => isShapeMismatch(issue, union.instancePath));
   const fitting = [...branches.values()].find((branch) => mismatches(branch).length === 0);
   if (fitting) return fitting;
   const shapes = [...new Set([...branches.values()].flatMap((branch) => branchShapes(mismatches(branch))))];
   return [{ ...union, params: { shapes }, message: `must be ${listed(shapes)}` }];
+}
+
+/** `a/b` → `a~1b`: a name as a segment of a JSON pointer, such as AJV's instancePath. */
+function pointerSegment(name: string): string {
+  return name.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+/**
+ * An object sent for a union of objects told apart by a field of fixed values (`tool_choice`'s
+ * `{type: "function", function}` beside its strings) is explained by that field: the branch it
+ * selects, whose problem is the value's; a missing field as required; any other value of it as
+ * the values it may take, `type must be "function"`. Without this the first branch of the
+ * value's type spoke for it: `{type: "fn"}` was told "function is required", a problem of a
+ * branch it never chose. The field is the first that every object branch fixes. Needs AJV's
+ * `verbose` issues (the union's value and its branches); undefined when the union is not of
+ * that kind.
+ */
+function explainByDiscriminator<T extends SchemaIssue>(
+  union: T,
+  branches: Map<string, T[]>,
+): T[] | undefined {
+  const value: unknown = union.data;
+  if (!isObject(value) || !Array.isArray(union.schema)) return undefined;
+  const objects = (union.schema as unknown[]).flatMap((schema, index) =>
+    isObject(schema) && schema.type === 'object' && isObject(schema.properties)
+      ? [{ index, properties: schema.properties, required: [schema.required ?? []].flat() }]
+      : [],
+  );
+  const first = objects[0];
+  if (!first) return undefined;
+  const field = Object.keys(first.properties).find((name) =>
+    objects.every(({ properties }) => fixedValues(properties[name]) !== undefined),
+  );
+  if (field === undefined) return undefined;
+  if (value[field] === undefined) {
+    if (!objects.every(({ required }) => required.includes(field))) return undefined;
+    const missing = { missingProperty: field };
+    return [
+      { ...union, keyword: 'required', params: missing, message: `must have required property '${field}'` },
+    ];
+  }
+  const valuesOf = (properties: Record<string, unknown>) => fixedValues(properties[field]) ?? [];
+  const selected = objects.find(({ properties }) =>
+    valuesOf(properties).some((fixed) => isDeepStrictEqual(fixed, value[field])),
+  );
+  if (selected) return branches.get(String(selected.index));
+  const allowedValues = [...new Set(objects.flatMap(({ properties }) => valuesOf(properties)))];
+  return [
+    {
+      ...union,
+      instancePath: `${union.instancePath}/${pointerSegment(field)}`,
+      schemaPath: `${union.schemaPath}/${first.index}/properties/${pointerSegment(field)}/enum`,
+      keyword: 'enum',
+      params: { allowedValues },
+      message: `must be ${listed(allowedValues.map((fixed) => JSON.stringify(fixed)))}`,
+    },
+  ];
 }
 
 /** `#/properties/type/const` → `#/properties/type`: the schema a keyword belongs to. */
@@ -83,9 +159,11 @@ function schemaOf(issue: SchemaIssue): string {
 
 /**
  * A field of one fixed value (a tool's `type: mcp`) fails as AJV's "must be equal to constant",
- * which names no value (an `enum`'s message names none of its values either), after "must be string" for a value of another type when AJV reports every
- * failure (the setup file's): one issue naming the value, `must be "mcp"`, as a union of values
- * names them all.
+ * which names no value (an `enum`'s message names none of its values either), after "must be
+ * string" for a value of another type when AJV reports every failure (the setup file's): one
+ * issue naming the value, `must be "mcp"`, as a union of values names them all. The API's AJV
+ * stops at a value's first failure, its type: that "must be string" names the values its schema
+ * fixes too.
  */
 function nameFixedValues<T extends SchemaIssue>(issues: T[]): T[] {
   const fixed = issues.filter((issue) => issue.keyword === 'const' || issue.keyword === 'enum');
@@ -93,7 +171,12 @@ function nameFixedValues<T extends SchemaIssue>(issues: T[]): T[] {
     fixed.some((value) => value.instancePath === issue.instancePath && schemaOf(value) === schemaOf(issue));
   return issues.flatMap((issue) => {
     if (fixed.includes(issue)) return [{ ...issue, message: `must be ${listed(shapesOf(issue))}` }];
-    return issue.keyword === 'type' && sameSchema(issue) ? [] : [issue];
+    if (issue.keyword !== 'type') return [issue];
+    if (sameSchema(issue)) return [];
+    const values = fixedValues(issue.parentSchema);
+    return values
+      ? [{ ...issue, message: `must be ${listed(values.map((value) => JSON.stringify(value)))}` }]
+      : [issue];
   });
 }
 

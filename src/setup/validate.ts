@@ -231,8 +231,9 @@ let validateShape: ValidateFunction<SetupFile> | undefined;
 
 /** Compiled on first use: most starts of `atrium serve` read no setup file. */
 function shapeValidator(): ValidateFunction<SetupFile> {
+  // `verbose`: each problem's schema and value, explained as the API's are (validation-unions.ts).
   validateShape ??= addFormats
-    .default(new Ajv.default({ allErrors: true, strict: false }))
+    .default(new Ajv.default({ allErrors: true, verbose: true, strict: false }))
     .compile<SetupFile>(SetupFileSchema);
   return validateShape;
 }

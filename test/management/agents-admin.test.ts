@@ -211,6 +211,28 @@ describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
     );
   });
 
+  it('names the type a tool takes for a type of another kind, as the setup file does, on create and patch', async () => {
+    // The API stops at a body's first problem, AJV's "must be string" for `type: 5`; the setup
+    // file, which sees every problem, says `must be "mcp"` (test/setup/union-messages.test.ts).
+    const created = await createAgent({ title: 'Typed tools' });
+    expect(created.statusCode).toBe(201);
+    const url = `/v1/agents/${created.json().data.agent.id}`;
+    for (const type of [5, null, true, ['mcp'], { mcp: true }, 'sse']) {
+      const tools = [{ type, name: 'a', url: 'https://a.test/' }];
+      for (const res of [
+        await createAgent({ title: 'Typed tools 2', tools }),
+        await call('PATCH', url, MKEYS.owner, { tools }),
+      ]) {
+        expect(res.statusCode, JSON.stringify(type)).toBe(400);
+        expect(res.json(), JSON.stringify(type)).toEqual({
+          code: 'bad_request',
+          message: 'body.tools.0.type must be "mcp"',
+          details: { issues: [{ path: 'body.tools.0.type', message: 'must be "mcp"' }] },
+        });
+      }
+    }
+  });
+
   it('names a field one way whichever check refuses it: the schema or the rules after it', async () => {
     // The schema refuses a URL that is no URL; the rules after it refuse an ftp: one. A client
     // that maps details.issues[].path to its form fields must find both at the same path.

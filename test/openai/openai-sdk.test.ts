@@ -563,6 +563,54 @@ describe('errors', () => {
     }
   });
 
+  it('says the type an object tool_choice or tool takes when its type is another, and the problem of one whose type is right', async () => {
+    const refused: Array<[Record<string, unknown>, { param: string; message: string }]> = [
+      // The object's `type` is wrong: the type it takes (it said "must have required property
+      // 'function'", the first problem of the object shape, and "must be string" for a number).
+      ...['fn', 5, null, 'auto'].map(
+        (type): [Record<string, unknown>, { param: string; message: string }] => [
+          { tool_choice: { type } },
+          { param: 'tool_choice.type', message: 'body.tool_choice.type must be "function"' },
+        ],
+      ),
+      [
+        { tool_choice: { type: 'fn', function: { name: 'get_weather' } } },
+        { param: 'tool_choice.type', message: 'body.tool_choice.type must be "function"' },
+      ],
+      // The type is right: what is wrong inside the object.
+      [
+        { tool_choice: { type: 'function' } },
+        { param: 'tool_choice.function', message: 'body.tool_choice.function is required' },
+      ],
+      [
+        { tool_choice: { type: 'function', function: {} } },
+        { param: 'tool_choice.function.name', message: 'body.tool_choice.function.name is required' },
+      ],
+      [
+        { tool_choice: { type: 'function', function: { name: 5 } } },
+        { param: 'tool_choice.function.name', message: 'body.tool_choice.function.name must be string' },
+      ],
+      [
+        { tool_choice: { function: { name: 'get_weather' } } },
+        { param: 'tool_choice.type', message: 'body.tool_choice.type is required' },
+      ],
+      // A tool's fixed type, whatever the kind of value sent in its place.
+      ...[5, null, 'fn'].map((type): [Record<string, unknown>, { param: string; message: string }] => [
+        { tools: [{ ...weatherTool, type }] },
+        { param: 'tools.0.type', message: 'body.tools.0.type must be "function"' },
+      ]),
+    ];
+    for (const [extra, expected] of refused) {
+      const error = await refusalOf(extra);
+      expect(error, JSON.stringify(extra)).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error, JSON.stringify(extra)).toMatchObject({ code: 'bad_request', param: expected.param });
+      expect((error as InstanceType<typeof OpenAI.APIError>).error, JSON.stringify(extra)).toMatchObject({
+        message: expected.message,
+      });
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
   it('answers an unknown agent and another workspace’s agent with NotFoundError, param model', async () => {
     for (const [key, model] of [
       [CHAT_KEYS.main, 'agt_nope'],
