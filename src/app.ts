@@ -232,7 +232,8 @@ export async function buildApp(
     done(null, payload);
   });
 
-  registerRefusedBodyDrain(app);
+  // A refused body gets the base body timeout after its answer, without the per-byte extension.
+  registerRefusedBodyDrain(app, timeouts.bodyTimeoutMs);
   const { unmatched } = registerErrorHandling(app);
   registerHostCheck(app);
   registerRequestTimeouts(app, timeouts);

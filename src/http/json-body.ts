@@ -9,6 +9,8 @@ import { type TypedApp, typed } from './typed-app.js';
 
 const MERGE_PATCH_JSON = 'application/merge-patch+json';
 
+const BYTE_ORDER_MARK = 0xfeff;
+
 /** Below this, walking the parsed body (the input guard) costs microseconds: no scan of its text. */
 const PLAIN_SCAN_MIN_BYTES = 64 * 1024;
 
@@ -73,6 +75,7 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
       }
       let text: string;
       try {
+        // One leading byte-order mark is dropped here (some Windows tools write one).
         text = utf8.decode(body as Buffer);
       } catch {
         done(errors.badRequest('The JSON body is not valid UTF-8'), undefined);
@@ -82,21 +85,28 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
         done(null, undefined);
         return;
       }
+      // Fastify's parser names application/json whatever type the body was sent as, and says
+      // nothing of what is wrong or where.
+      const notJson = () => {
+        const what = whatIsWrongWithJson(text);
+        return errors.badRequest(
+          `Body is not valid JSON but content-type is set to '${contentType}': ${what}`,
+          [{ path: 'body', message: what }],
+        );
+      };
+      // A second mark is not JSON. Fastify's parser would drop it as it drops a first one, taking
+      // a body of two, and a body of two that was malformed besides was answered at the mark.
+      if (text.charCodeAt(0) === BYTE_ORDER_MARK) {
+        done(notJson(), undefined);
+        return;
+      }
       parseJson(request, text, (error, value) => {
         const key = error ? refusedPrototypeKey(text) : null;
         if (key) {
           const message = `holds a "${key}" key, which is refused`;
           done(errors.badRequest(`The JSON body ${message}`, [{ path: 'body', message }]), undefined);
         } else if (error) {
-          // Fastify's parser names application/json whatever type the body was sent as, and
-          // says nothing of what is wrong or where.
-          const what = whatIsWrongWithJson(text);
-          done(
-            errors.badRequest(`Body is not valid JSON but content-type is set to '${contentType}': ${what}`, [
-              { path: 'body', message: what },
-            ]),
-            undefined,
-          );
+          done(notJson(), undefined);
         } else {
           // A large body's text can vouch for it, so the input guard need not walk it.
           if (

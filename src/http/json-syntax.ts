@@ -29,7 +29,8 @@ const POSITIONED = /^(.*?)(?: in JSON)? at position (\d+)/s;
  * What is wrong with `text`, which JSON.parse refuses, and where as a line and column (1-based):
  * one of JSON.parse's reasons that quote nothing, with the position it gives; otherwise
  * (its message quotes the text instead) "Unexpected character" where firstUnexpectedCharacter
- * finds it. Never any of the text itself.
+ * finds it, or "Unexpected byte-order mark (U+FEFF)" when that invisible one is it. Never any of
+ * the text itself.
  */
 export function whatIsWrongWithJson(text: string): string {
   let message: string;
@@ -45,7 +46,10 @@ export function whatIsWrongWithJson(text: string): string {
     return `${positioned[1]} at ${lineAndColumn(text, Number(positioned[2]))}`;
   }
   const offset = firstUnexpectedCharacter(text);
-  return offset === -1 ? 'not valid JSON' : `Unexpected character at ${lineAndColumn(text, offset)}`;
+  if (offset === -1) return 'not valid JSON';
+  const what =
+    text.charCodeAt(offset) === 0xfeff ? 'Unexpected byte-order mark (U+FEFF)' : 'Unexpected character';
+  return `${what} at ${lineAndColumn(text, offset)}`;
 }
 
 /**

@@ -32,9 +32,15 @@ export class RawClient {
   /** Resolves with everything received once the server has closed the connection. */
   readonly closed: Promise<RawResponse>;
   bytesSent = 0;
+  private readonly allowHalfOpen: boolean;
 
-  constructor(port: number) {
-    this.socket = connect(port, '127.0.0.1');
+  /**
+   * With `allowHalfOpen`, the client goes on sending after the server has ended its side (as a
+   * client that writes its whole body before reading does); otherwise it stops, as Node's does.
+   */
+  constructor(port: number, options: { allowHalfOpen?: boolean } = {}) {
+    this.allowHalfOpen = options.allowHalfOpen ?? false;
+    this.socket = connect({ port, host: '127.0.0.1', allowHalfOpen: this.allowHalfOpen });
     this.socket.on('data', (chunk) => this.chunks.push(chunk));
     this.closed = new Promise((resolve) => {
       // A reset after the answer is still an answer: the bytes read so far are what counts.
@@ -44,7 +50,7 @@ export class RawClient {
   }
 
   get isClosed(): boolean {
-    return this.socket.destroyed || this.socket.readableEnded;
+    return this.socket.destroyed || (this.allowHalfOpen ? !this.socket.writable : this.socket.readableEnded);
   }
 
   send(data: string | Buffer): void {

@@ -169,6 +169,37 @@ describe(`HTTP error handling (${engineName})`, () => {
     }
   });
 
+  it('tolerates one byte-order mark before a JSON body, refuses a second, and places errors after one where they are', async () => {
+    const BOM = '\uFEFF';
+    const send = (body: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/projects',
+        headers: { ...key, 'content-type': 'application/json' },
+        payload: Buffer.from(body, 'utf8'),
+      });
+    const one = await send(`${BOM}{"name":"With a BOM"}`);
+    expect(one.statusCode).toBe(201);
+    expect(one.json().data.project.name).toBe('With a BOM');
+    const cases = [
+      // The second mark is the first thing in the body that is not JSON: an invisible character, named.
+      [`${BOM}${BOM}{"name":"Two BOMs"}`, 'Unexpected byte-order mark (U+FEFF) at line 1, column 1'],
+      [`${BOM}${BOM}{"name":"X",}`, 'Unexpected byte-order mark (U+FEFF) at line 1, column 1'],
+      [`${BOM}{"name":"X",}`, 'Expected double-quoted property name at line 1, column 13'],
+      [`${BOM}\n\n  {"name": secret-text}`, 'Unexpected character at line 3, column 12'],
+      [`${BOM}{"name": "X", ${BOM}"a": 1}`, 'Expected double-quoted property name at line 1, column 15'],
+    ];
+    for (const [body, where] of cases) {
+      const res = await send(body!);
+      expect(res.statusCode, where).toBe(400);
+      expect(res.json(), where).toEqual({
+        code: 'bad_request',
+        message: `Body is not valid JSON but content-type is set to 'application/json': ${where}`,
+        details: { issues: [{ path: 'body', message: where }] },
+      });
+    }
+  });
+
   it('never echoes a body that is not JSON, in the answer or the log, on /v1 and /v1/openai', async () => {
     // V8's message quotes some 20 characters around the error (`..."<text>"... is not valid
     // JSON`): they were answered and logged, here part of a key.

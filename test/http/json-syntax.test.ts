@@ -87,6 +87,19 @@ describe('what is wrong with a JSON text', () => {
     expect(whatIsWrongWithJson('{"a":')).toBe('Unexpected end of JSON input');
   });
 
+  it('names a byte-order mark where JSON cannot have one, which would show as nothing', () => {
+    expect(whatIsWrongWithJson('\uFEFF{"a": 1}')).toBe(
+      'Unexpected byte-order mark (U+FEFF) at line 1, column 1',
+    );
+    expect(whatIsWrongWithJson('[1,\n \uFEFF2]')).toBe(
+      'Unexpected byte-order mark (U+FEFF) at line 2, column 2',
+    );
+    // Inside a string it is a character like any other.
+    expect(whatIsWrongWithJson('{"a": "\uFEFF", }')).toBe(
+      'Expected double-quoted property name at line 1, column 12',
+    );
+  });
+
   it('counts lines of a long body without copying them', () => {
     const text = `${'\n'.repeat(1_000_000)}  x`;
     expect(lineAndColumn(text, text.length - 1)).toBe('line 1000001, column 3');

@@ -155,8 +155,8 @@ describe(`HTTP protocol errors in the error body (${engineName})`, () => {
     // fetch in a process of its own, as a real client: in this one, the server's reads and the
     // client's writes take turns on one event loop and the reset never shows. 24 MiB is more than
     // the kernel's socket buffers take in while the answer is on its way, and past the 1 MiB JSON
-    // limit, the 16 MiB chat limit, and OpenAI's route (its own error shape); the last is chunked,
-    // so the server learns the size only while reading.
+    // limit, the 16 MiB chat limit, and OpenAI's route (its own error shape); the fourth is chunked,
+    // so the server learns the size only while reading; the last goes to no route at all (404).
     const client = `
       const bytes = 24 * 1024 * 1024;
       const chunked = () => {
@@ -171,6 +171,7 @@ describe(`HTTP protocol errors in the error body (${engineName})`, () => {
         ['/v1/chat', new Uint8Array(bytes).fill(97)],
         ['/v1/openai/chat/completions', new Uint8Array(bytes).fill(97)],
         ['/v1/projects', chunked()],
+        ['/nowhere', new Uint8Array(bytes).fill(97)],
       ]) {
         try {
           const res = await fetch(process.env.ORIGIN + route, {
@@ -192,6 +193,7 @@ describe(`HTTP protocol errors in the error body (${engineName})`, () => {
       '/v1/chat 413 payload_too_large',
       '/v1/openai/chat/completions 413 payload_too_large',
       '/v1/projects 413 payload_too_large',
+      '/nowhere 404 not_found',
     ]);
   });
 

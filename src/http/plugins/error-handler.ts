@@ -194,6 +194,15 @@ export function registerErrorHandling(app: FastifyInstance): { unmatched: Unmatc
   app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) => {
     return sendError(reply, unmatched(request));
   });
+  // Fastify parses the body of a request no route matches before its not-found handler runs, with
+  // the default parser and limit: a large body to an unknown path was answered 413, and every
+  // body was read for nothing. The not-found handler of the request's scope (OpenAI's shape under
+  // /v1/openai) answers here instead: after the onRequest hooks (CORS, the key check), before a
+  // byte of the body is read. What the client still sends is the refused-body drain's (refused-body.ts).
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (request.is404) request.routeOptions.handler.call(app, request, reply);
+    else done(null, payload);
+  });
   return { unmatched };
 }
 

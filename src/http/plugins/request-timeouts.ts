@@ -12,7 +12,8 @@ function hasBody(request: FastifyRequest): boolean {
 
 /**
  * Every request body, on every route (unknown ones included), must keep to its deadline (see
- * body-deadline.ts). Node's own `requestTimeout` cannot do this: one fixed limit for every
+ * body-deadline.ts); one answered before it was read, to the shorter bound of refused-body.ts
+ * as well. Node's own `requestTimeout` cannot do this: one fixed limit for every
  * request would either cut honest 50 MB uploads on slow links or let a trickling client hold a
  * connection for as long.
  */
