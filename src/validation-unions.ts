@@ -84,7 +84,9 @@ function explainUnion<T extends SchemaIssue>(union: T, inside: T[]): T[] {
   const branches = new Map<string, T[]>();
   for (const issue of inside) {
     const branch = issue.schemaPath.slice(union.schemaPath.length + 1).split('/')[0]!;
-    branches.set(branch, [...(branches.get(branch) ?? []), issue]);
+    const issues = branches.get(branch);
+    if (issues) issues.push(issue);
+    else branches.set(branch, [issue]);
   }
   const chosen = explainByDiscriminator(union, branches);
   if (chosen) return chosen;
@@ -166,11 +168,16 @@ function schemaOf(issue: SchemaIssue): string {
  * fixes too.
  */
 function nameFixedValues<T extends SchemaIssue>(issues: T[]): T[] {
-  const fixed = issues.filter((issue) => issue.keyword === 'const' || issue.keyword === 'enum');
-  const sameSchema = (issue: T) =>
-    fixed.some((value) => value.instancePath === issue.instancePath && schemaOf(value) === schemaOf(issue));
+  const fixed = new Set(issues.filter((issue) => issue.keyword === 'const' || issue.keyword === 'enum'));
+  /** Instance path → the schemas of its fixed values. */
+  const fixedSchemas = new Map<string, Set<string>>();
+  for (const value of fixed) {
+    const schemas = fixedSchemas.get(value.instancePath) ?? new Set();
+    fixedSchemas.set(value.instancePath, schemas.add(schemaOf(value)));
+  }
+  const sameSchema = (issue: T) => fixedSchemas.get(issue.instancePath)?.has(schemaOf(issue)) === true;
   return issues.flatMap((issue) => {
-    if (fixed.includes(issue)) return [{ ...issue, message: `must be ${listed(shapesOf(issue))}` }];
+    if (fixed.has(issue)) return [{ ...issue, message: `must be ${listed(shapesOf(issue))}` }];
     if (issue.keyword !== 'type') return [issue];
     if (sameSchema(issue)) return [];
     const values = fixedValues(issue.parentSchema);
@@ -180,6 +187,97 @@ function nameFixedValues<T extends SchemaIssue>(issues: T[]): T[] {
   });
 }
 
+/** One issue of the list being explained, where it stands in the list's order. */
+interface Placed<T> {
+  issue: T;
+  /**
+   * Its place: `[i]` for the i-th issue AJV reported; `[...place, j]` for the j-th issue a union
+   * at `place` was explained as, which takes the union's place. Compared item by item.
+   */
+  place: number[];
+}
+
+function byPlace<T>(a: Placed<T>, b: Placed<T>): number {
+  for (let i = 0; i < Math.min(a.place.length, b.place.length); i++) {
+    if (a.place[i] !== b.place[i]) return a.place[i]! - b.place[i]!;
+  }
+  return a.place.length - b.place.length;
+}
+
+/**
+ * The issues not yet explained away, found by instance path: a union looks at those at or below
+ * its own value only, not at the whole list (which, once per failed union, took seconds for a
+ * setup file of thousands of bad members). An issue is thus looked at by the unions at or above
+ * its value only, as many as the schema nests them, however long the list. Explaining adds no
+ * instance path: an explained issue is the union's own or one of the issues inside it.
+ */
+class IssueIndex<T extends SchemaIssue> {
+  private readonly atPath = new Map<string, Set<Placed<T>>>();
+  private readonly placeOf = new Map<T, Placed<T>>();
+  /** Every instance path, sorted: those below a path are one run of it. */
+  private readonly paths: string[];
+
+  constructor(issues: T[]) {
+    issues.forEach((issue, i) => this.add(issue, [i]));
+    this.paths = [...this.atPath.keys()].sort();
+  }
+
+  private add(issue: T, place: number[]): void {
+    const placed = { issue, place };
+    const atPath = this.atPath.get(issue.instancePath) ?? new Set();
+    this.atPath.set(issue.instancePath, atPath.add(placed));
+    this.placeOf.set(issue, placed);
+  }
+
+  private remove(placed: Placed<T>): void {
+    this.atPath.get(placed.issue.instancePath)?.delete(placed);
+    if (this.placeOf.get(placed.issue) === placed) this.placeOf.delete(placed.issue);
+  }
+
+  /** `path` and the paths below it (`path/…`). */
+  private *pathsFrom(path: string): Generator<string> {
+    yield path;
+    const below = `${path}/`;
+    let low = 0;
+    let high = this.paths.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.paths[middle]! < below) low = middle + 1;
+      else high = middle;
+    }
+    for (let i = low; i < this.paths.length && this.paths[i]!.startsWith(below); i++) yield this.paths[i]!;
+  }
+
+  /** The issues AJV reported inside `union`, in the list's order. */
+  inside(union: T): Placed<T>[] {
+    // Every item of a list shares one schema path: the instance path keeps items apart.
+    const schemaPath = `${union.schemaPath}/`;
+    const inside: Placed<T>[] = [];
+    for (const path of this.pathsFrom(union.instancePath)) {
+      for (const placed of this.atPath.get(path) ?? []) {
+        if (placed.issue.schemaPath.startsWith(schemaPath)) inside.push(placed);
+      }
+    }
+    return inside.sort(byPlace);
+  }
+
+  /** `inside` taken out; `explained` in the union's place, if it is still in the list. */
+  replace(union: T, inside: Placed<T>[], explained: T[]): void {
+    const unionPlaced = this.placeOf.get(union);
+    for (const placed of inside) this.remove(placed);
+    if (!unionPlaced) return;
+    this.remove(unionPlaced);
+    explained.forEach((issue, j) => this.add(issue, [...unionPlaced.place, j]));
+  }
+
+  issues(): T[] {
+    return [...this.atPath.values()]
+      .flatMap((atPath) => [...atPath])
+      .sort(byPlace)
+      .map((placed) => placed.issue);
+  }
+}
+
 /**
  * Each failed union's issues explained (explainUnion), and each fixed value named
  * (nameFixedValues). AJV reports a union within another (`visibility`: three literals, or null)
@@ -187,18 +285,15 @@ function nameFixedValues<T extends SchemaIssue>(issues: T[]): T[] {
  * shapes.
  */
 export function explainUnions<T extends SchemaIssue>(validation: T[]): T[] {
-  let issues = validation;
+  const index = new IssueIndex(validation);
   for (const union of validation.filter(isFailedUnion)) {
-    // Every item of a list shares one schema path: the instance path keeps items apart.
-    const inside = issues.filter(
-      (issue) =>
-        issue.schemaPath.startsWith(`${union.schemaPath}/`) &&
-        (issue.instancePath === union.instancePath ||
-          issue.instancePath.startsWith(`${union.instancePath}/`)),
-    );
+    const inside = index.inside(union);
     if (inside.length === 0) continue;
-    const explained = explainUnion(union, inside);
-    issues = issues.flatMap((issue) => (issue === union ? explained : inside.includes(issue) ? [] : [issue]));
+    const explained = explainUnion(
+      union,
+      inside.map(({ issue }) => issue),
+    );
+    index.replace(union, inside, explained);
   }
-  return nameFixedValues(issues);
+  return nameFixedValues(index.issues());
 }

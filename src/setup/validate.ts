@@ -322,8 +322,12 @@ function withoutWrongTypes(document: object, issues: ErrorObject[]): Readable<Se
   return copy as Readable<SetupFile>;
 }
 
-/** Checks that every reference in the file points at something the file (or Atrium) defines. */
-function referenceProblems(setup: Readable<SetupFile>): SetupProblem[] {
+/**
+ * Checks that every reference in the file points at something the file (or Atrium) defines.
+ * `refused` holds the paths the shape check reported, whose values (taken out of `setup`) are
+ * not to be guessed at: a model whose `kind` was refused is of no known kind.
+ */
+function referenceProblems(setup: Readable<SetupFile>, refused = new Set<string>()): SetupProblem[] {
   const problems: SetupProblem[] = [];
   const seen = new Map<string, string>();
   const unique = (kind: string, value: string | undefined, path: string) => {
@@ -347,13 +351,20 @@ function referenceProblems(setup: Readable<SetupFile>): SetupProblem[] {
     }
   });
 
-  const modelKinds = new Map<string, 'chat' | 'embedding'>([
+  /**
+   * A model whose kind the shape check refused is not checked as either kind where it is named:
+   * its one problem is its kind (before, it read as a chat model, and an embeddingModel naming it
+   * got a second problem).
+   */
+  const modelKinds = new Map<string, 'chat' | 'embedding' | 'refused'>([
     [ECHO_MODEL_ID, 'chat'],
     [ECHO_EMBEDDING_MODEL_ID, 'embedding'],
   ]);
   setup.models?.forEach((model, i) => {
     unique('model id', model.id, `models[${i}].id`);
-    if (model.id !== undefined) modelKinds.set(model.id, model.kind ?? 'chat');
+    if (model.id !== undefined) {
+      modelKinds.set(model.id, refused.has(`models[${i}].kind`) ? 'refused' : (model.kind ?? 'chat'));
+    }
     if (model.provider === undefined) return;
     if (!providerTypes.has(model.provider)) {
       problems.push({ path: `models[${i}].provider`, message: `unknown provider "${model.provider}"` });
@@ -361,18 +372,23 @@ function referenceProblems(setup: Readable<SetupFile>): SetupProblem[] {
       problems.push({ path: `models[${i}].kind`, message: 'Anthropic providers offer no embedding models' });
     }
   });
-  /** A model a chat runs on (workspace models, defaults, agents): defined, and not an embedding model. */
+  /**
+   * A model a chat runs on (workspace models, defaults, agents): defined, and not an embedding
+   * model; or, for `kind: 'embedding'`, one of that kind. False when it reported a problem.
+   */
   const checkModel = (
     model: string | null | undefined,
     path: string,
     kind: 'chat' | 'embedding' = 'chat',
-  ) => {
-    if (model === undefined || model === null) return;
+  ): boolean => {
+    if (model === undefined || model === null) return true;
     // The built-in providers serve any of their models by id (`openai/gpt-4o-mini`), undefined.
     const found = modelKinds.get(model) ?? (BUILT_IN_CHAT_MODEL.test(model) ? 'chat' : undefined);
     if (!found) {
       problems.push({ path, message: `unknown model "${model}" (define it under models)` });
-    } else if (found !== kind) {
+      return false;
+    }
+    if (found !== kind && found !== 'refused') {
       problems.push({
         path,
         message:
@@ -380,7 +396,9 @@ function referenceProblems(setup: Readable<SetupFile>): SetupProblem[] {
             ? `model "${model}" is a chat model (an embedding model has kind: embedding)`
             : `model "${model}" is an embedding model (name it as embeddingModel, not as a chat model)`,
       });
+      return false;
     }
+    return true;
   };
 
   /**
@@ -442,11 +460,11 @@ function referenceProblems(setup: Readable<SetupFile>): SetupProblem[] {
         problems.push({ path, message: 'must be a date and time with seconds up to 59 (no leap second)' });
       }
     };
-    const checkUser = (user: string | undefined, path: string) => {
-      if (user === undefined) return;
-      if (!users.has(user) && !users.has(user.toLowerCase())) {
-        problems.push({ path, message: `unknown user "${user}" (not among ${orgPath}.users)` });
-      }
+    /** False when it reported the user unknown. */
+    const checkUser = (user: string | undefined, path: string): boolean => {
+      if (user === undefined || users.has(user) || users.has(user.toLowerCase())) return true;
+      problems.push({ path, message: `unknown user "${user}" (not among ${orgPath}.users)` });
+      return false;
     };
     org.apiKeys?.forEach((key, k) => {
       unique('key name', key.name, `${orgPath}.apiKeys[${k}].name`);
@@ -461,9 +479,15 @@ function referenceProblems(setup: Readable<SetupFile>): SetupProblem[] {
       unique('workspace id', workspace.id, `${wsPath}.id`);
       uniqueName(`workspace name in ${orgPath}`, workspace.name, workspace.id, `${wsPath}.name`);
       workspace.models?.forEach((model, m) => checkModel(model, `${wsPath}.models[${m}]`));
-      checkModel(workspace.defaultModel, `${wsPath}.defaultModel`);
+      // One problem for a default model: one no model defines is not also "not one of the models".
+      const defaultModelKnown = checkModel(workspace.defaultModel, `${wsPath}.defaultModel`);
       checkModel(workspace.embeddingModel, `${wsPath}.embeddingModel`, 'embedding');
-      if (workspace.defaultModel && workspace.models && !workspace.models.includes(workspace.defaultModel)) {
+      if (
+        defaultModelKnown &&
+        workspace.defaultModel &&
+        workspace.models &&
+        !workspace.models.includes(workspace.defaultModel)
+      ) {
         problems.push({ path: `${wsPath}.defaultModel`, message: 'must be one of the workspace models' });
       }
       const members = new Set<string>();
@@ -478,11 +502,12 @@ function referenceProblems(setup: Readable<SetupFile>): SetupProblem[] {
       workspace.apiKeys?.forEach((key, k) => {
         unique('key name', key.name, `${wsPath}.apiKeys[${k}].name`);
         unique('key id', key.id, `${wsPath}.apiKeys[${k}].id`);
-        checkUser(key.user, `${wsPath}.apiKeys[${k}].user`);
+        const userKnown = checkUser(key.user, `${wsPath}.apiKeys[${k}].user`);
         checkExpiry(key.expiresAt, `${wsPath}.apiKeys[${k}].expiresAt`);
         uniqueKey(key.key, `${wsPath}.apiKeys[${k}].key`);
-        // A key acts with its user's role in the workspace: a user who is none has none.
-        if (workspace.members && key.user !== undefined && !members.has(userName(key.user))) {
+        // A key acts with its user's role in the workspace: a user who is none has none. An
+        // unknown user is that one problem, not also "not a member".
+        if (userKnown && workspace.members && key.user !== undefined && !members.has(userName(key.user))) {
           problems.push({
             path: `${wsPath}.apiKeys[${k}].user`,
             message: `"${key.user}" is not a member of this workspace (a workspace key's user must be)`,
@@ -595,7 +620,7 @@ export function parseSetupText(text: string, fileName: string): ParseResult {
  */
 function referencesBeside(document: object, issues: ErrorObject[], reported: Set<string>): SetupProblem[] {
   try {
-    return referenceProblems(withoutWrongTypes(document, issues)).filter(
+    return referenceProblems(withoutWrongTypes(document, issues), reported).filter(
       (problem) => !reported.has(problem.path),
     );
   } catch {

@@ -196,6 +196,41 @@ organizations:
     expect(lines.join('\n')).not.toMatch(/must be null|anyOf|leap second/);
   });
 
+  it('names each mistake of a setup file on one line: an undefined default model, an unknown key user, a bad model kind', async () => {
+    // Before, each of these was two lines: "must be one of the workspace models", "is not a member
+    // of this workspace", and "is a chat model" for the embedding model whose kind was refused.
+    const file = writeSetup(
+      'one-line-each.yaml',
+      `
+models:
+  - { id: vectors, provider: openai, model: text-embedding-3-small, kind: vector }
+organizations:
+  - id: org_o
+    name: O
+    users: [{ id: usr_o, name: O, email: o@o.test }]
+    workspaces:
+      - id: wsp_o
+        name: O
+        models: [atrium/echo]
+        defaultModel: ghost
+        embeddingModel: vectors
+        members: [{ user: usr_o, role: owner }]
+        apiKeys:
+          - { name: k, user: usr_ghost }
+`,
+    );
+    output.err.length = 0;
+    const text = await refusedApply(file);
+    expect(text.split('\n')).toEqual([
+      `atrium: ${file} is invalid; nothing was applied:`,
+      ...[
+        'models[0].kind: must be "chat" or "embedding"',
+        'organizations[0].workspaces[0].defaultModel: unknown model "ghost" (define it under models)',
+        'organizations[0].workspaces[0].apiKeys[0].user: unknown user "usr_ghost" (not among organizations[0].users)',
+      ].map((problem) => `atrium: ${file}: ${problem}`),
+    ]);
+  });
+
   it('refuses limits and prices no counter or column can hold (1e22 tokens, .inf) with exit 2, naming each', async () => {
     const file = writeSetup(
       'huge-limits.yaml',

@@ -115,4 +115,61 @@ organizations:
       },
     ]);
   });
+
+  it('reports a model whose kind is none of the choices once, at its kind, wherever it is named', () => {
+    // Before, the kind the shape check refused was dropped, the model read as a chat model, and
+    // the workspace's embeddingModel got a second problem: "model "e" is a chat model".
+    const top = 'models:\n  - { id: e, provider: openai, model: x, kind: vector }';
+    for (const workspace of ['        embeddingModel: e', agent('model: e')]) {
+      expect(problemsBeside(workspace, top), workspace).toEqual([
+        { path: 'models[0].kind', message: 'must be "chat" or "embedding"' },
+        UNKNOWN_MODEL,
+      ]);
+    }
+  });
+});
+
+describe('reference checks: one problem for one mistake', () => {
+  const file = (workspace: string, top = '') =>
+    oneWorkspaceFile(workspace, top).replace(
+      '    workspaces:',
+      '    users: [{ id: usr_a, name: A, email: a@a.test }]\n    workspaces:',
+    );
+
+  it('reports a defaultModel no model defines as unknown, not also as "not one of the workspace models"', () => {
+    expect(setupProblems(file('        models: [atrium/echo]\n        defaultModel: ghost'))).toEqual([
+      { path: `${WORKSPACE_PATH}.defaultModel`, message: 'unknown model "ghost" (define it under models)' },
+    ]);
+    // An embedding model as the default: that it is one, once.
+    expect(
+      setupProblems(file('        models: [atrium/echo]\n        defaultModel: atrium/echo-embedding')),
+    ).toEqual([
+      {
+        path: `${WORKSPACE_PATH}.defaultModel`,
+        message:
+          'model "atrium/echo-embedding" is an embedding model (name it as embeddingModel, not as a chat model)',
+      },
+    ]);
+    // A defined chat model the workspace does not enable is still that problem.
+    expect(setupProblems(file('        models: [atrium/echo]\n        defaultModel: openai/gpt-4o'))).toEqual(
+      [{ path: `${WORKSPACE_PATH}.defaultModel`, message: 'must be one of the workspace models' }],
+    );
+  });
+
+  it('reports a workspace key whose user is unknown as unknown, not also as "not a member"', () => {
+    const members = '        members: [{ user: usr_a, role: owner }]\n';
+    expect(setupProblems(file(`${members}        apiKeys: [{ name: k, user: usr_ghost }]`))).toEqual([
+      {
+        path: `${WORKSPACE_PATH}.apiKeys[0].user`,
+        message: 'unknown user "usr_ghost" (not among organizations[0].users)',
+      },
+    ]);
+    // A user of the organization who is no member is still that problem.
+    expect(setupProblems(file('        members: []\n        apiKeys: [{ name: k, user: usr_a }]'))).toEqual([
+      {
+        path: `${WORKSPACE_PATH}.apiKeys[0].user`,
+        message: `"usr_a" is not a member of this workspace (a workspace key's user must be)`,
+      },
+    ]);
+  });
 });
