@@ -34,6 +34,14 @@ export async function startServer(
     startIndexer?: (deps: IndexerDeps) => Indexer;
     /** In place of `process` (tests signal one server without ending the test run). */
     signals?: StopSignals;
+    /**
+     * The caller's own start-up work once the server listens (`atrium serve`: the demo of a
+     * first start), begun only when no shutdown has begun by then. A shutdown aborts `stopping`
+     * and waits for this work to end before its last line, so that the work can leave undone
+     * what it has not done yet and print nothing after "stopped". It must not reject: a
+     * rejection fails the shutdown.
+     */
+    onServing?: (address: string, stopping: AbortSignal) => Promise<void>;
   } = {},
 ) {
   const database = await openDatabase(config.database);
@@ -57,7 +65,10 @@ export async function startServer(
     embedder?: Embedder;
     /** The vector search check, with its log line. */
     vectorCheck?: Promise<void>;
+    /** `hooks.onServing`. */
+    startUp?: Promise<void>;
   } = {};
+  const stopping = new AbortController();
   // The listen, settled either way. A signal can come while it is pending: Fastify's close()
   // then resolves at once, and the listen opens the port all the same once it ends. So the
   // shutdown first waits for the listen to settle, and startServer, seeing the shutdown begun
@@ -71,14 +82,17 @@ export async function startServer(
   const shutdown = (signal: string, { quietly = false } = {}) => {
     closing ??= (async () => {
       const started = performance.now();
+      stopping.abort();
       if (!quietly) app.log.info({ signal }, 'shutting down: finishing in-flight requests');
       await listened;
       // Every part settles before the database closes, even when another has failed: requests in
       // flight finish (their replies stored), a sweep in progress ends (no new one starts), files
       // being indexed and chunks being embedded (the provider call aborted) are handed back for
       // another process (or the next start), and the vector search check does not run into the
-      // closed database.
+      // closed database. The caller's start-up work (told to stop) ends too, so that nothing it
+      // prints comes after the last line.
       const outcomes = await Promise.allSettled([
+        background.startUp,
         background.sweeps?.stop(),
         background.indexer?.stop(),
         background.embedder?.stop(),
@@ -143,6 +157,7 @@ export async function startServer(
   // PORT=0 picks a free port: signed URLs name the one really chosen.
   store.setServerOrigin(httpOrigin(config.host, (app.server.address() as AddressInfo).port));
   hooks.onListening?.(address);
+  background.startUp = hooks.onServing?.(address, stopping.signal);
   // In the background, at start and then periodically: the service answers while storage is
   // looked through for what a crashed process left behind.
   background.sweeps = runPeriodically(

@@ -49,8 +49,9 @@ export async function hasAnyOrganization(db: Db): Promise<boolean> {
   return row !== undefined;
 }
 
-export async function createDemo(db: Db, now: Date) {
-  const report = await applySetup(db, DEMO_SETUP, { now });
+/** `signal`: see applySetup (aborted before the commit, no demo is made). */
+export async function createDemo(db: Db, now: Date, signal?: AbortSignal) {
+  const report = await applySetup(db, DEMO_SETUP, { now, signal });
   return { key: report.keys['demo-owner'], workspaceId: DEMO_WORKSPACE_ID, agentId: 'agt_demo_assistant' };
 }
 

@@ -84,12 +84,17 @@ async function withDatabase<T>(
 
 async function serve(): Promise<number> {
   const config = loadConfig();
-  let server: Awaited<ReturnType<typeof startServer>>;
   try {
-    server = await startServer(config, {
+    await startServer(config, {
       onListening: (address) => {
         console.log(`Atrium listening on ${address} (docs: ${docsBase(config, address)}/docs)`);
       },
+      // A new user's first `npm start` on the embedded database gets a working key at once; a
+      // later start says how to make another. Not when a signal came before the server listened.
+      onServing:
+        config.database.kind === 'sqlite'
+          ? (address, stopping) => printDemo(config, address, stopping)
+          : undefined,
     });
   } catch (error) {
     const hint = listenFailureHint(error, config.port);
@@ -97,19 +102,21 @@ async function serve(): Promise<number> {
     printError(failureMessage(error), hint);
     return EXIT.failure;
   }
-  // A new user's first `npm start` on the embedded database gets a working key at once; a later
-  // start says how to make another.
-  if (config.database.kind === 'sqlite') {
-    // The server is up and stays up: a demo it could not make (another start making it at the
-    // same moment held the database) costs the newcomer's key line, not the service.
-    try {
-      const lines = await demoLines(config, docsBase(config, server.address));
-      if (lines) console.log(lines);
-    } catch (error) {
-      printError(`the demo workspace was not made: ${failureMessage(error)}`);
-    }
-  }
   return new Promise<number>(() => {}); // serves until a signal ends the process
+}
+
+/**
+ * The demo's lines, or why it was not made. The server is up and stays up: a demo it could not
+ * make (another start making it at the same moment held the database) costs the newcomer's key
+ * line, not the service. A shutdown waits for this (server.ts), so its lines come before "stopped".
+ */
+async function printDemo(config: Config, address: string, stopping: AbortSignal): Promise<void> {
+  try {
+    const lines = await demoLines(config, docsBase(config, address), stopping);
+    if (lines) console.log(lines);
+  } catch (error) {
+    printError(`the demo workspace was not made: ${failureMessage(error)}`);
+  }
 }
 
 /** The URL the start's lines name: a browser on this machine finds 127.0.0.1 as `localhost`. */
@@ -126,13 +133,19 @@ function docsBase(config: Config, address: string): string {
  * fixed ids, so one makes the demo and its key; the other says it made none (a locked SQLite
  * file) and serves on, or finds the demo complete, makes no key and prints how to make one.
  */
-async function demoLines(config: Config, base: string): Promise<string | undefined> {
+async function demoLines(config: Config, base: string, stopping: AbortSignal): Promise<string | undefined> {
   const database = await openDatabase(config.database);
   try {
     if (!(await hasAnyOrganization(database.db))) {
-      const demo = await createDemo(database.db, new Date());
-      if (demo.key) return demoInstructions(base, demo.key, config.apiKeyHeader);
+      // A process told to stop makes no demo: its key would be shown for a server going away, or
+      // cut off by the exit and never seen. One committed before the signal is still shown.
+      const demo = await createDemo(database.db, new Date(), stopping).catch((error: unknown) => {
+        if (stopping.aborted && error === stopping.reason) return undefined;
+        throw error;
+      });
+      if (demo?.key) return demoInstructions(base, demo.key, config.apiKeyHeader);
     }
+    if (stopping.aborted) return undefined;
     return await demoKeyHint(database.db, process.env.ATRIUM_DATA_DIR ? config.dataDir : undefined);
   } finally {
     await database.close();

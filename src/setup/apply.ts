@@ -485,12 +485,13 @@ async function applyAll(ctx: Context, setup: SetupFile) {
 /**
  * Applies a validated setup file in one transaction: all of it or nothing. Objects the API
  * manages refuse the whole file (ApiManagedObjectsError) unless `adopt` makes the file their
- * manager (management.md).
+ * manager (management.md). `signal`, aborted before the commit, rolls it all back and rejects
+ * with its reason (a server told to stop while it made the demo).
  */
 export async function applySetup(
   db: Kysely<Database>,
   setup: SetupFile,
-  options: { now: Date; adopt?: boolean },
+  options: { now: Date; adopt?: boolean; signal?: AbortSignal },
 ) {
   const report: ApplyReport = { created: [], updated: [], keys: {}, ids: {} };
   await db.transaction().execute(async (trx) => {
@@ -507,6 +508,8 @@ export async function applySetup(
     // file is rolled back.
     const duplicates = await findDuplicateAgentTitles(trx, now);
     if (duplicates.length > 0) throw new DuplicateAgentTitlesError(duplicates);
+    // Last, so that a signal that came at any point before the commit leaves nothing applied.
+    options.signal?.throwIfAborted();
   });
   return report;
 }

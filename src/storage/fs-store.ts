@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   type BigIntStats,
+  type Dirent,
   close as closeCallback,
   createWriteStream,
   fstat as fstatCallback,
@@ -339,8 +340,10 @@ export class FsObjectStore implements ObjectStore {
 
   /**
    * Temp files older than `olderThanMs` belong to writes that can no longer finish (a process
-   * that crashed mid-upload), and so do version records whose bytes never became visible, and
-   * empty version folders; younger ones may be writes in flight on another process.
+   * that crashed mid-upload), and so do version records whose bytes never became visible;
+   * younger ones may be writes in flight on another process. Resolves with how many such files
+   * it removed. Empty folders of `data/`, `meta/` and `versions/` go too (`sweepFolders`), and
+   * are not counted: they are no upload's leftovers.
    */
   async sweepStaleTemp(olderThanMs = 60 * 60 * 1000, now = this.options.clock()): Promise<number> {
     let removed = 0;
@@ -354,58 +357,91 @@ export class FsObjectStore implements ObjectStore {
         removed++;
       }
     }
-    return removed + (await this.sweepOrphanVersions(this.versionsRoot, '', cutoff));
-  }
-
-  /**
-   * Version records older than `cutoff` that are not the record of the file now at their key,
-   * then the folder itself (never `versions/`) when it held nothing to begin with (see
-   * `removeEmptyVersionFolder`).
-   */
-  private async sweepOrphanVersions(dir: string, key: string, cutoff: number): Promise<number> {
-    let removed = 0;
-    const entries = await unlessMissing(fs.readdir(dir, { withFileTypes: true }), []);
-    const records = entries.filter((entry) => entry.isFile());
-    if (records.length > 0 && key !== '') {
-      const current = await statOrUndefined(resolveSafePath(this.dataRoot, key));
-      const live = current?.isFile() ? versionName(current.size, current.mtimeNs) : undefined;
-      for (const entry of records) {
-        if (entry.name === live) continue;
-        const file = path.join(dir, entry.name);
-        const stat = await statOrUndefined(file);
-        if (stat && Number(stat.mtimeMs) < cutoff) {
-          await fs.rm(file, { force: true });
-          removed++;
-        }
-      }
-    }
-    for (const entry of entries) {
-      if (!entry.isDirectory()) continue;
-      const childKey = key === '' ? entry.name : `${key}/${entry.name}`;
-      removed += await this.sweepOrphanVersions(path.join(dir, entry.name), childKey, cutoff);
-    }
-    if (entries.length === 0 && key !== '' && (await this.removeEmptyVersionFolder(dir, cutoff))) removed++;
+    removed += await this.sweepFolders(this.versionsRoot, cutoff, (dir, records) =>
+      this.sweepOrphanVersions(dir, records, cutoff),
+    );
+    await this.sweepFolders(this.dataRoot, cutoff);
+    await this.sweepFolders(this.metaRoot, cutoff);
     return removed;
   }
 
   /**
-   * A folder of `versions/` that is empty (a power cut kept the folder a write made but lost the
-   * name of its record; a crash between a delete's removals) and unchanged since `cutoff`. A
-   * younger one may be a write's, made just before it links its record in: kept. One emptied by
-   * this sweep is young too, and goes at a later sweep. A write that finds its old folder gone
-   * between its mkdir and its link makes it again (`put`), and rmdir never removes a folder that
-   * a link has filled meanwhile.
+   * The folders below `root` (never `root` itself), depth first: `tidy`, when given, removes the
+   * stale files of each and answers how many it removed; then a folder left empty is removed
+   * when it had not changed since `cutoff` before the sweep looked in it (a younger one may be a
+   * write's, made just before it renames or links its file in). A process killed between a
+   * write's mkdir and its rename, or between a delete's removal of a folder's last file and its
+   * pruning, leaves such folders; so does a power cut that lost a record's name but kept its
+   * folder. A folder the sweep empties goes in the same sweep, and so does one above it left
+   * empty. A write racing the removal of its folder (between its mkdir and its rename or link)
+   * gets ENOENT and makes the folder again (`put`, as when a delete prunes it), and rmdir never
+   * removes a folder a file has reached meanwhile. Answers how many files `tidy` removed.
    */
-  private async removeEmptyVersionFolder(dir: string, cutoff: number): Promise<boolean> {
-    const stat = await statOrUndefined(dir);
-    if (!stat?.isDirectory() || Number(stat.mtimeMs) >= cutoff) return false;
-    try {
-      await fs.rmdir(dir);
-      return true;
-    } catch (error) {
-      if (isCode(error, 'ENOENT', 'ENOTEMPTY', 'EEXIST')) return false;
-      throw error;
+  private async sweepFolders(
+    root: string,
+    cutoff: number,
+    tidy?: (dir: string, files: Dirent[]) => Promise<number>,
+  ): Promise<number> {
+    let removed = 0;
+    /** Whether `dir` is gone. */
+    const sweep = async (dir: string, isRoot: boolean): Promise<boolean> => {
+      let before: BigIntStats | undefined;
+      let entries: Dirent[];
+      try {
+        // Read before its entries: the sweep's own removals below change its modification time.
+        before = isRoot ? undefined : await statOrUndefined(dir);
+        if (!isRoot && !before?.isDirectory()) return false;
+        entries = await unlessMissing(fs.readdir(dir, { withFileTypes: true }), []);
+      } catch (error) {
+        // A folder put there deeper than the longest path the system takes (as `walk`): left.
+        if (isCode(error, 'ENAMETOOLONG')) return false;
+        throw error;
+      }
+      const files = entries.filter((entry) => entry.isFile());
+      let left = files.length;
+      if (tidy && !isRoot && files.length > 0) {
+        const tidied = await tidy(dir, files);
+        removed += tidied;
+        left -= tidied;
+      }
+      for (const entry of entries) {
+        if (entry.isFile()) continue;
+        // Anything else (a link, a socket) is not the sweep's: it keeps its folder.
+        if (!entry.isDirectory() || !(await sweep(path.join(dir, entry.name), false))) left++;
+      }
+      if (isRoot || left > 0 || Number(before!.mtimeMs) >= cutoff) return false;
+      try {
+        await fs.rmdir(dir);
+        return true;
+      } catch (error) {
+        // Gone meanwhile, or a write's file has reached it: not empty after all.
+        if (isCode(error, 'ENOENT', 'ENOTEMPTY', 'EEXIST')) return false;
+        throw error;
+      }
+    };
+    await sweep(root, true);
+    return removed;
+  }
+
+  /**
+   * Of the version records in `dir` (a key's folder of `versions/`), removes those older than
+   * `cutoff` that are not the record of the file now at the key; answers how many it removed.
+   */
+  private async sweepOrphanVersions(dir: string, records: Dirent[], cutoff: number): Promise<number> {
+    const key = path.relative(this.versionsRoot, dir).split(path.sep).join('/');
+    const current = await statOrUndefined(resolveSafePath(this.dataRoot, key));
+    const live = current?.isFile() ? versionName(current.size, current.mtimeNs) : undefined;
+    let removed = 0;
+    for (const entry of records) {
+      if (entry.name === live) continue;
+      const file = path.join(dir, entry.name);
+      const stat = await statOrUndefined(file);
+      if (stat && Number(stat.mtimeMs) < cutoff) {
+        await fs.rm(file, { force: true });
+        removed++;
+      }
     }
+    return removed;
   }
 
   /** A new temp file's descriptor, open for writing; `tmp/` is made again when it is missing. */

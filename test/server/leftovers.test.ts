@@ -47,12 +47,17 @@ describe(`periodic sweep of crash leftovers while serving (${engineName})`, () =
       TWO_HOURS_AGO,
     );
     const youngSkill = leftover(path.join(objects, 'data', 'skills', 'wsp_x', 'skl_storing', 'SKILL.md'));
+    // A process killed between a write's mkdir and its rename left its folder empty.
+    const emptyFolder = path.join(objects, 'data', 'killed', 'mid-write');
+    mkdirSync(emptyFolder, { recursive: true });
+    utimesSync(emptyFolder, TWO_HOURS_AGO, TWO_HOURS_AGO);
 
     await vi.waitFor(
       () => {
         expect(existsSync(staleTemp)).toBe(false);
         expect(existsSync(path.dirname(staleSpool))).toBe(false);
         expect(existsSync(orphanSkill)).toBe(false);
+        expect(existsSync(emptyFolder)).toBe(false);
       },
       { timeout: 10_000, interval: 50 },
     );

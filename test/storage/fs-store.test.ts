@@ -500,7 +500,8 @@ describe('FsObjectStore versions: an object and its metadata belong to one write
       for (const dir of [lost, kept]) utimesSync(dir, old, old);
       utimesSync(path.join(kept, listFiles(kept)[0]!), old, old);
 
-      expect(await folders.sweepStaleTemp()).toBe(1);
+      // A folder is no leftover of an upload: not counted.
+      expect(await folders.sweepStaleTemp()).toBe(0);
       expect(existsSync(lost)).toBe(false);
       expect(existsSync(fresh)).toBe(true);
       expect(listFiles(kept)).toHaveLength(1);
@@ -510,6 +511,99 @@ describe('FsObjectStore versions: an object and its metadata belong to one write
       await folders.put('lost/x', Readable.from([Buffer.from('x2')]), { contentType: 'text/plain' });
       expect(await folders.head('lost/x')).toMatchObject({ size: 2, contentType: 'text/plain' });
     } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
+  });
+
+  it('sweeps empty folders of data/, meta/ and versions/ once as old as the sweep asks, with the folders they leave empty, and counts only files', async () => {
+    const { mkdirSync, utimesSync, existsSync, writeFileSync } = await import('node:fs');
+    const own = mkdtempSync(path.join(tmpdir(), 'atrium-fs-store-empty-'));
+    try {
+      const folders = new FsObjectStore({
+        root: own,
+        signingSecret: 's',
+        clock: () => new Date(),
+        fallbackOrigin: 'http://127.0.0.1:1',
+      });
+      await folders.put('kept/y', Readable.from([Buffer.from('y')]), { contentType: 'text/plain' });
+      // A process killed between a write's mkdir and its rename, or between a delete's removal of
+      // a folder's last file and its pruning, leaves empty folders behind in data/ and meta/.
+      const emptied = path.join(own, 'data', 'killed', 'a', 'b');
+      const legacy = path.join(own, 'meta', 'old', 'c');
+      const lost = path.join(own, 'versions', 'lost', 'x');
+      const young = path.join(own, 'data', 'young', 'd');
+      for (const dir of [emptied, legacy, lost, young]) mkdirSync(dir, { recursive: true });
+      const stale = path.join(own, 'tmp', 'crashed.data');
+      writeFileSync(stale, 'x');
+      const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
+      for (const file of [
+        stale,
+        ...[emptied, legacy, lost].flatMap((dir) => [
+          dir,
+          path.dirname(dir),
+          path.dirname(path.dirname(dir)),
+        ]),
+        path.join(own, 'data', 'kept'),
+        path.join(own, 'versions', 'kept', 'y'),
+      ]) {
+        utimesSync(file, old, old);
+      }
+
+      // One leftover of an interrupted upload: the temp file. Before, the empty folder of
+      // versions/ was counted too, and the server logged "removed leftovers of interrupted
+      // uploads" when it had only tidied folders; the folders of data/ and meta/ stayed.
+      expect(await folders.sweepStaleTemp()).toBe(1);
+      expect(existsSync(stale)).toBe(false);
+      expect(existsSync(path.join(own, 'data', 'killed'))).toBe(false);
+      expect(existsSync(path.join(own, 'meta', 'old'))).toBe(false);
+      expect(existsSync(path.join(own, 'versions', 'lost'))).toBe(false);
+      // A younger one may be a write's, about to rename its file in; the roots stay.
+      expect(existsSync(young)).toBe(true);
+      for (const folder of ['data', 'meta', 'versions'])
+        expect(existsSync(path.join(own, folder))).toBe(true);
+      expect(await folders.head('kept/y')).toMatchObject({ contentType: 'text/plain' });
+
+      // Only empty folders left to sweep: nothing counted.
+      utimesSync(young, old, old);
+      utimesSync(path.dirname(young), old, old);
+      expect(await folders.sweepStaleTemp()).toBe(0);
+      expect(existsSync(path.join(own, 'data', 'young'))).toBe(false);
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
+  });
+
+  it('a write whose new folder the sweep removes between its mkdir and its rename lands all the same', async () => {
+    const { utimesSync, existsSync } = await import('node:fs');
+    const own = mkdtempSync(path.join(tmpdir(), 'atrium-fs-store-race-'));
+    const realRename = fsPromises.rename;
+    const folders = new FsObjectStore({
+      root: own,
+      signingSecret: 's',
+      clock: () => new Date(),
+      fallbackOrigin: 'http://127.0.0.1:1',
+    });
+    const made = path.join(own, 'data', 'race', 'deep');
+    let removedMeanwhile = false;
+    // The write's first rename into data/: its folders are made, empty, and (aged here) the sweep
+    // takes them just then.
+    const rename = vi.spyOn(fsPromises, 'rename').mockImplementationOnce(async (from, to) => {
+      const old = new Date(Date.now() - 2 * 60 * 60 * 1000);
+      utimesSync(made, old, old);
+      utimesSync(path.dirname(made), old, old);
+      expect(await folders.sweepStaleTemp()).toBe(0);
+      removedMeanwhile = !existsSync(path.dirname(made));
+      return realRename(from, to);
+    });
+    try {
+      await folders.put('race/deep/file.txt', Readable.from([Buffer.from('raced')]), {
+        contentType: 'text/plain',
+      });
+      expect(removedMeanwhile).toBe(true);
+      expect(await text((await folders.get('race/deep/file.txt'))!.body)).toBe('raced');
+      expect(await folders.head('race/deep/file.txt')).toMatchObject({ contentType: 'text/plain' });
+    } finally {
+      rename.mockRestore();
       rmSync(own, { recursive: true, force: true });
     }
   });
