@@ -100,6 +100,7 @@ echo '== managing the workspace'
 ok curl -s $A/v1/me -H "$H"
 AGENT_ID=$(status 201 curl -s $A/v1/workspace/wsp_demo/agents -H "$H" -H 'content-type: application/json' \
   -d '{"title":"Support","instructions":"Answer briefly.","tools":[{"type":"mcp","name":"crm","url":"https://mcp.example.com/","headers":{"authorization":"Bearer secret"}}]}' | json data.agent.id)
+ok curl -s $A/v1/agents/$AGENT_ID -H "$H"
 ok curl -s -X PATCH $A/v1/agents/$AGENT_ID -H "$H" -H 'content-type: application/merge-patch+json' -d '{"category":"help","image":null}'
 ok curl -s -X DELETE $A/v1/agents/$AGENT_ID -H "$H"
 status 409 curl -s -X PATCH $A/v1/agents/agt_demo_assistant -H "$H" -H 'content-type: application/json' -d '{"title":"x"}'
