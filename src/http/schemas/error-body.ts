@@ -68,7 +68,9 @@ const ErrorDetails = Type.Object(
     reservedUsd: number(
       '`usage_limit_exceeded`, `spend_cap_exceeded`: cost promised to requests in progress',
     ),
-    chatId: text('`spend_cap_exceeded`: the chat at its cap'),
+    chatId: text(
+      '`spend_cap_exceeded`: the chat at its cap; on `/v1/chat`, `conflict`, `upstream_error` and `upstream_timeout`: the chat the turn is stored in',
+    ),
     capUsd: number('`spend_cap_exceeded`: the chat’s spend cap'),
     spentUsd: number('`spend_cap_exceeded`: what the chat has spent'),
     providerStatus: number('`upstream_error`: the HTTP status the model provider answered'),
