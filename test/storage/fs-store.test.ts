@@ -36,6 +36,18 @@ async function keys(prefix: string) {
   return found.sort();
 }
 
+/** A store of its own in a new folder, for tests that look at its whole tree. */
+function ownStore(name: string) {
+  const own = mkdtempSync(path.join(tmpdir(), `atrium-fs-store-${name}-`));
+  const folders = new FsObjectStore({
+    root: own,
+    signingSecret: 's',
+    clock: () => new Date(),
+    fallbackOrigin: 'http://127.0.0.1:1',
+  });
+  return { own, folders };
+}
+
 describe('FsObjectStore', () => {
   it('stores, reads, heads, ranges, lists and deletes objects', async () => {
     const info = await store.put('p/a/b.txt', Readable.from([Buffer.from('hello '), Buffer.from('world')]), {
@@ -479,14 +491,8 @@ describe('FsObjectStore versions: an object and its metadata belong to one write
 
   it('sweeps an empty version folder a lost record left, once it is as old as the sweep asks, and no other', async () => {
     const { mkdirSync, utimesSync, existsSync } = await import('node:fs');
-    const own = mkdtempSync(path.join(tmpdir(), 'atrium-fs-store-folders-'));
+    const { own, folders } = ownStore('folders');
     try {
-      const folders = new FsObjectStore({
-        root: own,
-        signingSecret: 's',
-        clock: () => new Date(),
-        fallbackOrigin: 'http://127.0.0.1:1',
-      });
       await folders.put('lost/x', Readable.from([Buffer.from('x')]), { contentType: 'text/plain' });
       await folders.put('kept/y', Readable.from([Buffer.from('y')]), { contentType: 'text/plain' });
       // A power cut lost x's record but not its folder; a write that just made its folder for
@@ -517,14 +523,8 @@ describe('FsObjectStore versions: an object and its metadata belong to one write
 
   it('sweeps empty folders of data/, meta/ and versions/ once as old as the sweep asks, with the folders they leave empty, and counts only files', async () => {
     const { mkdirSync, utimesSync, existsSync, writeFileSync } = await import('node:fs');
-    const own = mkdtempSync(path.join(tmpdir(), 'atrium-fs-store-empty-'));
+    const { own, folders } = ownStore('empty');
     try {
-      const folders = new FsObjectStore({
-        root: own,
-        signingSecret: 's',
-        clock: () => new Date(),
-        fallbackOrigin: 'http://127.0.0.1:1',
-      });
       await folders.put('kept/y', Readable.from([Buffer.from('y')]), { contentType: 'text/plain' });
       // A process killed between a write's mkdir and its rename, or between a delete's removal of
       // a folder's last file and its pruning, leaves empty folders behind in data/ and meta/.
@@ -575,14 +575,8 @@ describe('FsObjectStore versions: an object and its metadata belong to one write
 
   it('a write whose new folder the sweep removes between its mkdir and its rename lands all the same', async () => {
     const { utimesSync, existsSync } = await import('node:fs');
-    const own = mkdtempSync(path.join(tmpdir(), 'atrium-fs-store-race-'));
+    const { own, folders } = ownStore('race');
     const realRename = fsPromises.rename;
-    const folders = new FsObjectStore({
-      root: own,
-      signingSecret: 's',
-      clock: () => new Date(),
-      fallbackOrigin: 'http://127.0.0.1:1',
-    });
     const made = path.join(own, 'data', 'race', 'deep');
     let removedMeanwhile = false;
     // The write's first rename into data/: its folders are made, empty, and (aged here) the sweep
