@@ -233,7 +233,7 @@ export async function buildApp(
   });
 
   // A refused body gets the base body timeout after its answer, without the per-byte extension.
-  registerRefusedBodyDrain(app, timeouts.bodyTimeoutMs);
+  const refusedBodies = registerRefusedBodyDrain(app, timeouts.bodyTimeoutMs);
   const { unmatched } = registerErrorHandling(app);
   registerHostCheck(app);
   registerRequestTimeouts(app, timeouts);
@@ -299,6 +299,8 @@ export async function buildApp(
     // keep-alive timeout (72 s by default), and the shutdown with it: from here on a connection
     // closes as soon as it is idle. Node reads this when each answer ends.
     app.server.keepAliveTimeout = 1;
+    // Likewise one still reading the rest of a refused body, answered already (refused-body.ts).
+    refusedBodies.stopLingering();
   });
   app.addHook('onClose', async () => {
     await deps.usageReservations.stop();

@@ -13,6 +13,17 @@ export interface BodyRate {
   minBytesPerSecond: number;
 }
 
+/**
+ * Whether a request announces a body, by its length or by chunked transfer. One that does not has
+ * none (RFC 9112 §6.3), though Node marks it complete only once its parser has read past its head:
+ * a request answered at once may not be marked yet.
+ */
+export function announcesBody(request: IncomingMessage): boolean {
+  const { headers } = request;
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 /** The instant (ms) by which a body must be complete, given what it has received so far. */
 export function bodyDeadline(
   rate: BodyRate,

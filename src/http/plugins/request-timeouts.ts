@@ -1,14 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { HttpTimeouts } from '../../config.js';
 import { ApiError } from '../../errors.js';
-import { BodyDeadlines, markBodyTimedOut } from '../body-deadline.js';
-
-/** A request announces a body by its length or by chunked transfer. */
-function hasBody(request: FastifyRequest): boolean {
-  const { headers } = request.raw;
-  const length = headers['content-length'];
-  return headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-}
+import { announcesBody, BodyDeadlines, markBodyTimedOut } from '../body-deadline.js';
 
 /**
  * Every request body, on every route (unknown ones included), must keep to its deadline (see
@@ -45,7 +38,7 @@ export function registerRequestTimeouts(app: FastifyInstance, timeouts: HttpTime
   };
 
   app.addHook('onRequest', (request, reply, done) => {
-    if (hasBody(request)) deadlines.watch(request.raw, () => expire(request, reply));
+    if (announcesBody(request.raw)) deadlines.watch(request.raw, () => expire(request, reply));
     done();
   });
   app.addHook('onClose', async () => deadlines.stop());
