@@ -188,10 +188,12 @@ export class KnowledgeVectors {
   /**
    * A query's embedding: from the cache when asked recently (the same question repeats within a
    * chat), else one provider call bounded by the query time limit. Concurrent searches of the
-   * same query share one call; a failed call is not cached.
+   * same query share one call; a failed call is not cached. A vector is reused only under the
+   * provider settings it came from (`providerConfig`): after a setup file changes the provider's
+   * base URL or key, the next search asks the new provider.
    */
   embedQuery(workspaceId: string, model: ResolvedEmbeddingModel, query: string): Promise<number[]> {
-    const key = `${workspaceId}\u0000${model.key}\u0000${query}`;
+    const key = `${workspaceId}\u0000${model.key}\u0000${model.providerConfig}\u0000${query}`;
     const at = Date.now();
     const cached = this.queryCache.get(key);
     if (cached && at - cached.at < this.queryCacheMs) return cached.vector;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -34,6 +35,12 @@ export interface ResolvedEmbeddingModel {
    * the entry (another provider model, same id) never mixes old vectors with new ones.
    */
   key: string;
+  /**
+   * The provider settings the model runs on (type, base URL, API key, provider model), for
+   * caches of its answers: a changed setup file changes it, so no cache answers with the old
+   * provider's vectors. The API key is in it only as a SHA-256 digest.
+   */
+  providerConfig: string;
   model: EmbeddingModelV3;
   pricing: Pricing;
 }
@@ -156,6 +163,7 @@ export class ModelRegistry {
       return {
         id: modelId,
         key: `${modelId}|atrium|echo-embedding`,
+        providerConfig: `${modelId}|atrium|echo-embedding`,
         model: this.echoEmbedding,
         pricing: FREE,
       };
@@ -164,16 +172,17 @@ export class ModelRegistry {
     if (!row) throw noProvider(modelId, 'it is not defined in the models registry');
     if (row.kind !== 'embedding') throw noProvider(modelId, 'it is not an embedding model (kind: embedding)');
     const settings = this.rowProvider(row, modelId);
-    const cacheKey = `${JSON.stringify(settings)}\u0000${row.providerModel}`;
-    let model = this.embeddingModels.get(cacheKey);
+    const providerConfig = embeddingProviderConfig(settings, row.providerModel);
+    let model = this.embeddingModels.get(providerConfig);
     if (!model) {
       model = createEmbeddingModel(settings, this.fetch, modelId, row.providerModel);
       if (this.embeddingModels.size >= MAX_CACHED_MODELS) this.embeddingModels.clear();
-      this.embeddingModels.set(cacheKey, model);
+      this.embeddingModels.set(providerConfig, model);
     }
     return {
       id: modelId,
       key: `${modelId}|${row.providerId}|${row.providerModel}`,
+      providerConfig,
       model,
       pricing: { inputPerMTok: row.inputPerMTok, outputPerMTok: row.outputPerMTok },
     };
@@ -255,6 +264,13 @@ function createProviderFactory(
       return (model) => provider.chatModel(model);
     }
   }
+}
+
+/** `ResolvedEmbeddingModel.providerConfig`: every setting the provider calls are made with. */
+function embeddingProviderConfig(settings: ProviderSettings, providerModel: string): string {
+  const apiKey =
+    settings.apiKey === null ? null : createHash('sha256').update(settings.apiKey).digest('base64url');
+  return JSON.stringify([settings.type, settings.id, settings.baseUrl, apiKey, providerModel]);
 }
 
 function createEmbeddingModel(
