@@ -1,8 +1,12 @@
 import { parse as parseContentType } from 'content-type';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errors } from '../errors.js';
-import { MAX_JSON_CONTAINERS } from '../limits.js';
-import { isPlainJsonWithin, jsonContainersOver } from './json-containers.js';
+import {
+  isPlainJsonWithin,
+  JSON_TEXT_LIMITS,
+  jsonLimitPassed,
+  jsonTextPastLimits,
+} from './json-containers.js';
 import { whatIsWrongWithJson } from './json-syntax.js';
 import { MAX_INPUT_DEPTH, markPlainBody } from './plugins/input-guard.js';
 import { type TypedApp, typed } from './typed-app.js';
@@ -44,10 +48,11 @@ function shownCharset(charset: string): string {
 
 /**
  * Registers `contentType` (`application/json`, `application/merge-patch+json`) as a JSON body in
- * `scope` and the scopes registered in it after, one parser for all of them: read as bytes; more than MAX_JSON_CONTAINERS objects and
- * arrays is a 400 before parsing; decoded strictly (invalid UTF-8 is refused, never stored as
- * U+FFFD); an empty body is no body (common from HTTP clients on POST /sync, DELETE: routes
- * without one accept it, routes that need one still refuse it in validation).
+ * `scope` and the scopes registered in it after, one parser for all of them: read as bytes; more
+ * than MAX_JSON_CONTAINERS objects and arrays, or MAX_JSON_KEY_NAMES different key names, is a
+ * 400 before parsing; decoded strictly (invalid UTF-8 is refused, never stored as U+FFFD); an
+ * empty body is no body (common from HTTP clients on POST /sync, DELETE: routes without one
+ * accept it, routes that need one still refuse it in validation).
  */
 export function addJsonBodyParser(scope: FastifyInstance, contentType: string): void {
   const parseJson = scope.getDefaultJsonParser('error', 'error');
@@ -68,8 +73,9 @@ export function addJsonBodyParser(scope: FastifyInstance, contentType: string): 
         );
         return;
       }
-      if (jsonContainersOver(body as Buffer, MAX_JSON_CONTAINERS)) {
-        const message = `holds more than ${MAX_JSON_CONTAINERS} objects and arrays`;
+      const passed = jsonTextPastLimits(body as Buffer, JSON_TEXT_LIMITS);
+      if (passed) {
+        const message = `holds ${jsonLimitPassed(passed)}`;
         done(errors.badRequest(`The JSON body ${message}`, [{ path: 'body', message }]), undefined);
         return;
       }

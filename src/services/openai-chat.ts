@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { jsonSchema, type ModelMessage, tool, type ToolSet, type UIMessageChunk } from 'ai';
 import { ApiError, errors, type ValidationIssue } from '../errors.js';
-import { countJsonContainers } from '../http/json-containers.js';
+import { JSON_TEXT_LIMITS, jsonLimitPassed, JsonTextLimits } from '../http/json-containers.js';
 import { findUnstorableInput } from '../http/plugins/input-guard.js';
-import { MAX_JSON_CONTAINERS } from '../limits.js';
 import { type ChunkSink, eventText, type TextTarget } from '../http/ui-message-sse.js';
 import type { TemplateValue } from '../models/template.js';
 import type { ConversationMessage, IncomingMessage } from './chat-messages.js';
@@ -177,18 +176,17 @@ function toolCallsOf(message: OpenAIMessage, path: string): ToolCallIn[] {
  * A tool call's `arguments`, parsed (kept as text when not JSON; blank is a call without
  * arguments, `{}`: a string input is no object, which Anthropic's API refuses). JSON inside a
  * string escapes the body's own checks, so they are made here: at most MAX_JSON_CONTAINERS
- * objects and arrays in all the request's arguments (`budget`, counted before parsing), then
- * depth and storable text (input-guard.ts), each a 400 naming the call.
+ * objects and arrays and MAX_JSON_KEY_NAMES different key names in all the request's arguments
+ * (`budget`, counted before parsing), then depth and storable text (input-guard.ts), each a 400
+ * naming the call.
  */
-function parseArguments(text: string, path: string, budget: { left: number }): unknown {
+function parseArguments(text: string, path: string, budget: JsonTextLimits): unknown {
   if (text.trim() === '') return {};
-  const bytes = Buffer.from(text);
-  const containers = countJsonContainers(bytes, budget.left);
-  if (containers > budget.left) {
-    const message = `hold more than ${MAX_JSON_CONTAINERS} objects and arrays with the request's other tool calls`;
+  const passed = budget.add(Buffer.from(text));
+  if (passed) {
+    const message = `hold ${jsonLimitPassed(passed)} with the request's other tool calls`;
     throw errors.badRequest(`${path} ${message}`, [{ path, message }]);
   }
-  budget.left -= containers;
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -212,7 +210,7 @@ export function translateMessages(messages: OpenAIMessage[]): {
   const modelMessages: ModelMessage[] = [];
   const stored: IncomingMessage[] = [];
   const toolNames = new Map<string, string>();
-  const budget = { left: MAX_JSON_CONTAINERS };
+  const budget = new JsonTextLimits(JSON_TEXT_LIMITS);
   // The calls of the last assistant message that no tool message has answered yet: OpenAI and
   // the AI SDK take a tool call only when its result follows before any other message.
   let unanswered: { at: number; ids: Set<string> } | undefined;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPlainJsonWithin, jsonContainersOver } from '../../src/http/json-containers.js';
+import { isPlainJsonWithin, JsonTextLimits, jsonTextPastLimits } from '../../src/http/json-containers.js';
 import { findUnstorableInput, MAX_INPUT_DEPTH } from '../../src/http/plugins/input-guard.js';
-import { MAX_JSON_CONTAINERS } from '../../src/limits.js';
+import { MAX_JSON_CONTAINERS, MAX_JSON_KEY_NAMES } from '../../src/limits.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 
@@ -270,10 +270,85 @@ describe(`JSON bodies of too many objects and arrays (${engineName})`, () => {
   });
 
   it('counts brackets outside strings only, escapes included', () => {
-    const bytes = (text: string) => Buffer.from(text);
-    expect(jsonContainersOver(bytes(`"${'{'.repeat(50)}\\"[[["`), 2)).toBe(false);
+    const past = (text: string, containers: number) =>
+      jsonTextPastLimits(Buffer.from(text), { containers, keyNames: 100 });
+    expect(past(`"${'{'.repeat(50)}\\"[[["`, 2)).toBeNull();
     // Three: the outer array, the inner one and the object; the escaped backslash ends no string early.
-    expect(jsonContainersOver(bytes(`["\\\\",[{}],${' '.repeat(50)}]`), 2)).toBe(true);
-    expect(jsonContainersOver(bytes(`["\\\\",[{}],${' '.repeat(50)}]`), 3)).toBe(false);
+    expect(past(`["\\\\",[{}],${' '.repeat(50)}]`, 2)).toBe('containers');
+    expect(past(`["\\\\",[{}],${' '.repeat(50)}]`, 3)).toBeNull();
+  });
+});
+
+describe(`JSON bodies of too many different key names (${engineName})`, () => {
+  /** `{"k0":0,"k1":0,…}`: `count` keys, each named apart. */
+  const keysNamed = (count: number, prefix = 'k') =>
+    `{${Array.from({ length: count }, (_, i) => `"${prefix}${i}":0`).join(',')}}`;
+  const chatWithMetadata = (providerMetadata: string) =>
+    `{"agentId":"agt_alpha","messages":[{"role":"user","parts":[{"type":"text","text":"hi","providerMetadata":${providerMetadata}}]}]}`;
+  const message = `holds more than ${MAX_JSON_KEY_NAMES} different key names`;
+
+  it('refuses one over the limit with 400 before parsing it, storing nothing (/v1/chat and /v1/openai)', async () => {
+    const before = await rowCounts();
+    // Before: a `providerMetadata` of a million keys held the process for seconds, then every
+    // later turn of its chat again. The body's own 7 names (agentId, messages, …) count too.
+    const res = await post('/v1/chat', chatWithMetadata(keysNamed(MAX_JSON_KEY_NAMES - 6)));
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      code: 'bad_request',
+      message: `The JSON body ${message}`,
+      details: { issues: [{ path: 'body', message }] },
+    });
+    expect(await rowCounts()).toEqual(before);
+    const openai = await post(
+      '/v1/openai/chat/completions',
+      `{"model":"agt_alpha","messages":[{"role":"user","content":"hi"}],"metadata":${keysNamed(MAX_JSON_KEY_NAMES + 1)}}`,
+    );
+    expect(openai.statusCode).toBe(400);
+    expect(openai.json().error).toMatchObject({
+      type: 'invalid_request_error',
+      message: `The JSON body ${message}`,
+    });
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it('takes as many names as the limit, and any number of keys of fewer names', async () => {
+    // The body's own names: agentId, messages, role, parts, type, text, providerMetadata.
+    const atLimit = await post('/v1/chat', chatWithMetadata(keysNamed(MAX_JSON_KEY_NAMES - 7)));
+    expect(atLimit.statusCode).toBe(200);
+    // Records of a tool output: 200,000 keys of 20 names, in 10,000 objects.
+    const records = `[${Array(10_000).fill(keysNamed(20, 'column')).join(',')}]`;
+    const res = await post(
+      '/v1/chat',
+      `{"agentId":"agt_alpha","messages":[{"role":"user","parts":[{"type":"text","text":"hi"},{"type":"data-rows","data":${records}}]}]}`,
+    );
+    expect(res.statusCode).toBe(200);
+  });
+
+  it('counts the names of keys, once each, on the bytes: not a colon inside a string', () => {
+    const past = (text: string, keyNames: number) =>
+      jsonTextPastLimits(Buffer.from(`${text}${' '.repeat(100)}`), { containers: 100, keyNames });
+    // Two names (a, b) in three objects; the colons and quotes inside strings are text.
+    const text = '[{"a":"x:y","b":"\\\\"},{"a":":\\":"},{"b":{"a":1}}]';
+    expect(past(text, 2)).toBeNull();
+    expect(past(text, 1)).toBe('keyNames');
+    // A name is its bytes: an escape spelling `a` another way is another name.
+    expect(past('{"a":1,"\\u0061":2}', 1)).toBe('keyNames');
+    expect(past('{"a:b":1}', 1)).toBeNull();
+    // More names than the slots remembering recent ones: every name still counted once.
+    const names = (count: number) => keysNamed(count, 'name');
+    expect(past(`[${names(10_000)},${names(10_000)}]`, 10_000)).toBeNull();
+    expect(past(`[${names(10_000)},${names(10_001)}]`, 10_000)).toBe('keyNames');
+  });
+
+  it('counts texts read one after another together, a name once over all of them', () => {
+    const limits = new JsonTextLimits({ containers: 10, keyNames: 3 });
+    expect(limits.add(Buffer.from('{"a":1,"b":2}'))).toBeNull();
+    // Same names again: still two.
+    expect(limits.add(Buffer.from('[{"a":1},{"b":2}]'))).toBeNull();
+    expect(limits.add(Buffer.from('{"c":{"a":1}}'))).toBeNull();
+    expect(limits.add(Buffer.from('{"d":1}'))).toBe('keyNames');
+    const containers = new JsonTextLimits({ containers: 3, keyNames: 10 });
+    expect(containers.add(Buffer.from('[[],{}]'))).toBeNull();
+    expect(containers.add(Buffer.from('[]'))).toBe('containers');
   });
 });

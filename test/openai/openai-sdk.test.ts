@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import OpenAI from 'openai';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { MAX_JSON_CONTAINERS } from '../../src/limits.js';
+import { MAX_JSON_CONTAINERS, MAX_JSON_KEY_NAMES } from '../../src/limits.js';
 import type { TestApp } from '../helpers/app.js';
 import { CHAT_KEYS, chatRows, countRows } from '../chat/fixtures.js';
 import type { TestMcpServer } from '../chat/mcp-server.js';
@@ -430,6 +430,8 @@ describe('errors', () => {
       ...args.map((_, i) => ({ role: 'tool' as const, tool_call_id: `call_${i}`, content: 'ok' })),
       { role: 'user', content: 'Next' },
     ];
+    const namedKeys = (count: number, prefix: string) =>
+      `{${Array.from({ length: count }, (_, i) => `"${prefix}${i}":0`).join(',')}}`;
     const half = `[${Array(MAX_JSON_CONTAINERS / 2)
       .fill('[]')
       .join(',')}]`;
@@ -446,6 +448,17 @@ describe('errors', () => {
       ],
       // Counted over the request's calls together.
       [[half, half], 'messages.1.tool_calls.1.function.arguments', 'objects and arrays'],
+      // Before: a million different names took seconds to parse. A name counts once over the
+      // calls: the second call's names are the first's, the third's are new.
+      [
+        [
+          namedKeys(MAX_JSON_KEY_NAMES / 2 + 1, 'a'),
+          namedKeys(MAX_JSON_KEY_NAMES / 2 + 1, 'a'),
+          namedKeys(MAX_JSON_KEY_NAMES / 2, 'b'),
+        ],
+        'messages.1.tool_calls.2.function.arguments',
+        'different key names',
+      ],
       // Before: a 500 (named chat) or a 502 (retried), JSON.stringify overflowing its stack.
       [
         ['['.repeat(5_000) + ']'.repeat(5_000)],
