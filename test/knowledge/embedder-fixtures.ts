@@ -52,3 +52,33 @@ export class HeldVectors extends StoringVectors {
 
 /** Moved to test/helpers/wait-until.ts; kept here for the embedder tests' imports. */
 export { waitUntil } from '../helpers/wait-until.js';
+
+/**
+ * A setup file of one organization, user, workspace and project (ids `org_<tag>`, `usr_<tag>`,
+ * `wsp_<tag>`, `prj_<tag>`) whose embedding model `embed-<tag>` runs on the openai-compatible
+ * provider `emb` at `baseURL`.
+ */
+export function embeddingWorkspaceSetup(
+  tag: string,
+  options: { baseURL: string; apiKey?: string; providerModel?: string; inputPerMTok?: number },
+): string {
+  const pricing =
+    options.inputPerMTok === undefined ? '' : `, pricing: { inputPerMTok: ${options.inputPerMTok} }`;
+  return `
+providers:
+  - { id: emb, type: openai-compatible, baseURL: "${options.baseURL}", apiKey: ${options.apiKey ?? 'fake-key'} }
+models:
+  - { id: embed-${tag}, provider: emb, model: ${options.providerModel ?? 'hash-64'}, kind: embedding${pricing} }
+organizations:
+  - id: org_${tag}
+    name: Embeddings ${tag}
+    users: [{ id: usr_${tag}, name: U, email: ${tag}@embeddings.test }]
+    workspaces:
+      - id: wsp_${tag}
+        name: W
+        members: [{ user: usr_${tag}, role: owner }]
+        embeddingModel: embed-${tag}
+        projects:
+          - { id: prj_${tag}, name: Knowledge }
+`;
+}

@@ -2,27 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Embedder, type EmbedderOptions } from '../../src/knowledge/embedder.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import { applyFixture, createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
-import { HeldVectors, waitUntil } from './embedder-fixtures.js';
+import { embeddingWorkspaceSetup, HeldVectors, waitUntil } from './embedder-fixtures.js';
 import { addIndexedFile } from './turn-fixtures.js';
 
 // The provider is never called: HeldVectors answers in its place.
-const SETUP = `
-providers:
-  - { id: fake, type: openai-compatible, baseURL: "http://127.0.0.1:9/v1", apiKey: fake-key }
-models:
-  - { id: embed-l, provider: fake, model: hash-8, kind: embedding }
-organizations:
-  - id: org_el
-    name: Embedder lease
-    users: [{ id: usr_el, name: L, email: l@lease.test }]
-    workspaces:
-      - id: wsp_el
-        name: L
-        members: [{ user: usr_el, role: owner }]
-        embeddingModel: embed-l
-        projects:
-          - { id: prj_el, name: Knowledge }
-`;
+const SETUP = embeddingWorkspaceSetup('el', { baseURL: 'http://127.0.0.1:9/v1', providerModel: 'hash-8' });
 
 /** The chat providers' default upstream timeout: the old lease was this plus a minute. */
 const REQUEST_TIMEOUT_MS = 120_000;

@@ -5,26 +5,11 @@ import { embeddingWords } from '../../src/models/echo-embedding.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import { applyFixture, createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
 import { type FakeEmbeddings, startFakeEmbeddings } from '../helpers/fake-embeddings.js';
-import { StoringVectors, waitUntil } from './embedder-fixtures.js';
+import { embeddingWorkspaceSetup, StoringVectors, waitUntil } from './embedder-fixtures.js';
 import { addIndexedFile } from './turn-fixtures.js';
 
-const SETUP = (baseURL: string) => `
-providers:
-  - { id: fake, type: openai-compatible, baseURL: "${baseURL}", apiKey: fake-key }
-models:
-  - { id: embed-s, provider: fake, model: hash-256, kind: embedding, pricing: { inputPerMTok: 0.02 } }
-organizations:
-  - id: org_es
-    name: Embedder stop
-    users: [{ id: usr_es, name: S, email: s@stop.test }]
-    workspaces:
-      - id: wsp_es
-        name: S
-        members: [{ user: usr_es, role: owner }]
-        embeddingModel: embed-s
-        projects:
-          - { id: prj_es, name: Knowledge }
-`;
+const SETUP = (baseURL: string) =>
+  embeddingWorkspaceSetup('es', { baseURL, providerModel: 'hash-256', inputPerMTok: 0.02 });
 
 describe(`stopping the embedder during a provider call (${engineName})`, () => {
   let env: TestEnv;
@@ -96,7 +81,7 @@ describe(`stopping the embedder during a provider call (${engineName})`, () => {
       await db.selectFrom('usage_ledger').selectAll().where('workspace_id', '=', 'wsp_es').execute(),
     ).toEqual([]);
     expect(await vectors.summary('wsp_es', 'prj_es')).toEqual({
-      embeddingModel: 'embed-s',
+      embeddingModel: 'embed-es',
       vectors: 'building',
       vectorsError: null,
     });
@@ -109,7 +94,7 @@ describe(`stopping the embedder during a provider call (${engineName})`, () => {
     expect(fake.requests[1]!.input).toHaveLength(2);
     const stored = await db.selectFrom('knowledge_vectors').select(['chunk_id', 'model_key']).execute();
     expect(stored).toHaveLength(2);
-    expect(stored.every((row) => row.model_key === 'embed-s|fake|hash-256')).toBe(true);
+    expect(stored.every((row) => row.model_key === 'embed-es|emb|hash-256')).toBe(true);
     // Only the answered call is charged.
     const words = fake.requests[1]!.input.reduce((sum, text) => sum + embeddingWords(text).length, 0);
     const ledger = await db

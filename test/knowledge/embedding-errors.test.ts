@@ -5,7 +5,7 @@ import type { ResolvedEmbeddingModel } from '../../src/models/registry.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import { applyFixture, createTestEnv, engineName, freePort, type TestEnv } from '../helpers/app.js';
 import { type FakeEmbeddings, startFakeEmbeddings } from '../helpers/fake-embeddings.js';
-import { StoringVectors } from './embedder-fixtures.js';
+import { embeddingWorkspaceSetup, StoringVectors } from './embedder-fixtures.js';
 import { addIndexedFile } from './turn-fixtures.js';
 
 /**
@@ -27,23 +27,7 @@ class FailingVectors extends StoringVectors {
 }
 
 function setupYaml(baseURL: string) {
-  return `
-providers:
-  - { id: emb, type: openai-compatible, baseURL: "${baseURL}", apiKey: sk-secret-provider-key }
-models:
-  - { id: embed-e, provider: emb, model: hash-64, kind: embedding }
-organizations:
-  - id: org_e
-    name: Errors
-    users: [{ id: usr_e, name: E, email: e@errors.test }]
-    workspaces:
-      - id: wsp_e
-        name: E
-        members: [{ user: usr_e, role: owner }]
-        embeddingModel: embed-e
-        projects:
-          - { id: prj_e, name: Knowledge }
-`;
+  return embeddingWorkspaceSetup('e', { baseURL, apiKey: 'sk-secret-provider-key' });
 }
 
 describe(`what the index summary says of a failed embedding call (${engineName})`, () => {

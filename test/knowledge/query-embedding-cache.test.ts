@@ -5,27 +5,11 @@ import { attachKnowledgeVectors } from '../../src/knowledge/vectors.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import { applyFixture, createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
 import { type FakeEmbeddings, startFakeEmbeddings } from '../helpers/fake-embeddings.js';
-import { StoringVectors } from './embedder-fixtures.js';
+import { embeddingWorkspaceSetup, StoringVectors } from './embedder-fixtures.js';
 import { addIndexedFile } from './turn-fixtures.js';
 
 /** The workspace's embedding model on the provider at `baseURL`, with `apiKey`. */
-const SETUP = (baseURL: string, apiKey: string) => `
-providers:
-  - { id: emb, type: openai-compatible, baseURL: "${baseURL}", apiKey: ${apiKey} }
-models:
-  - { id: embed-q, provider: emb, model: hash-64, kind: embedding }
-organizations:
-  - id: org_qc
-    name: Query cache
-    users: [{ id: usr_qc, name: Q, email: q@query-cache.test }]
-    workspaces:
-      - id: wsp_qc
-        name: Q
-        members: [{ user: usr_qc, role: owner }]
-        embeddingModel: embed-q
-        projects:
-          - { id: prj_qc, name: Knowledge }
-`;
+const SETUP = (baseURL: string, apiKey: string) => embeddingWorkspaceSetup('qc', { baseURL, apiKey });
 
 /** The provider calls that embedded `query` alone (a search's query embedding). */
 function queryCalls(fake: FakeEmbeddings, query: string) {
