@@ -326,7 +326,7 @@ export function streamReply(
     };
   };
 
-  let finish: UIMessageChunk<ChatMessageMetadata> | undefined;
+  let finish: Extract<UIMessageChunk<ChatMessageMetadata>, { type: 'finish' }> | undefined;
   let errorSent = false;
   /** Each chunk the SDK yields, handed on to the sink at once (direct deltas reach it the same way). */
   const handOn = (chunk: UIMessageChunk<ChatMessageMetadata>) => {
@@ -362,7 +362,10 @@ export function streamReply(
         messageMetadata: { chatId: options.chatId, model: options.modelId, finishReason: 'stopped' },
       };
     }
-    if (finish) return finish;
+    // A provider failure the model's stream went on after (an error event or an event that is no
+    // JSON, then more text and the provider's finish) fails the reply all the same: its finish
+    // says so, as the stored message does, not the provider's last word.
+    if (finish) return failed === undefined ? finish : failedFinish(finish);
     // Aborted without a stop: the upstream went silent past its timeout.
     if (!errorSent) {
       return { type: 'error', errorText: upstreamFailure(undefined, true, call.idle.timeoutMs).message };
@@ -384,6 +387,19 @@ export function streamReply(
     }
     sink.end();
   })();
+}
+
+/** A `finish` chunk saying that the reply failed (`finishReason: "error"`, in its metadata too). */
+function failedFinish(
+  finish: Extract<UIMessageChunk<ChatMessageMetadata>, { type: 'finish' }>,
+): UIMessageChunk<ChatMessageMetadata> {
+  return {
+    ...finish,
+    finishReason: 'error',
+    ...(finish.messageMetadata
+      ? { messageMetadata: { ...finish.messageMetadata, finishReason: 'error' } }
+      : {}),
+  };
 }
 
 /** A reply's text: its text parts, joined. */

@@ -304,4 +304,45 @@ describe('POST /v1/chat with stream: true', () => {
     const resume = await fetch(`${baseUrl}/v1/chat/${chatId}/stream`, { headers });
     expect(resume.status).toBe(204);
   });
+
+  it.each([
+    ['an error event', `data: ${JSON.stringify({ error: { message: 'hiccup', type: 'server_error' } })}\n\n`],
+    ['an event that is no JSON', 'data: {"id":"chatcmpl-x","choi\n\n'],
+  ])(
+    'ends a reply whose upstream sends %s mid-stream, then finishes, with the finish reason it stores: error',
+    async (_name, event) => {
+      upstream.enqueue({
+        kind: 'inserted',
+        text: 'one two three four',
+        afterPieces: 2,
+        event,
+        thenFinish: true,
+      });
+      const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('glitch')] });
+      const chatId = response.headers.get('x-chat-id')!;
+      const { events, chunks } = await chunksOf(response);
+      expect(chunks.filter((c) => c.type === 'error')).toEqual([
+        { type: 'error', errorText: 'The model provider failed' },
+      ]);
+      expect(events.at(-1)).toBe('[DONE]');
+      await t.app.persistence.idle();
+      const rows = await chatRows(t.db, chatId);
+      expect(rows.map((r) => [r.role, r.finish_reason])).toEqual([
+        ['user', null],
+        ['assistant', 'error'],
+      ]);
+      // What the client was told of how the reply ended is what a reload shows.
+      const finish = chunks.at(-1) as Extract<UIMessageChunk, { type: 'finish' }>;
+      expect(finish).toMatchObject({
+        type: 'finish',
+        finishReason: 'error',
+        messageMetadata: { chatId, finishReason: 'error' },
+      });
+      const page = await fetch(`${baseUrl}/v1/chats/${chatId}/messages`, { headers });
+      const stored = (await page.json()) as {
+        data: { messages: Array<{ metadata: { finishReason?: string } }> };
+      };
+      expect(stored.data.messages.at(-1)!.metadata.finishReason).toBe('error');
+    },
+  );
 });

@@ -384,7 +384,9 @@ const toolCallsFinish: LanguageModelV3StreamPart = {
 describe('a turn without tools: inputs on which the two paths once differed', () => {
   it('an error part after the finish: the step ends with the finish (the SDK hands it on last)', async () => {
     const { outcome } = await bothPaths([[...text('t', 'ok'), finish, { type: 'error', error: 'late' }]]);
-    expect(outcome.chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+    // The reply failed (its error part), and its finish says so, as what is stored does.
+    expect(outcome.chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'error' });
+    expect(outcome).toMatchObject({ stored: { ok: false } });
   });
 
   it('an empty text delta of a part never started: dropped, as the SDK drops empty deltas', async () => {

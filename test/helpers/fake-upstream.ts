@@ -47,7 +47,13 @@ export type ReplyScript =
   /** Streams `afterPieces` pieces of `text`, then destroys the connection. */
   | { kind: 'disconnect'; text: string; afterPieces: number }
   /** Streams `afterPieces` pieces of `text`, waits for `release()`, then streams the rest. */
-  | { kind: 'held'; text: string; afterPieces: number };
+  | { kind: 'held'; text: string; afterPieces: number }
+  /**
+   * Streams `afterPieces` pieces of `text`, then the event-stream text `event` as it is (an
+   * error event, a line that is no JSON), then, with `thenFinish`, the rest of `text`, its
+   * finish and usage; `[DONE]` either way.
+   */
+  | { kind: 'inserted'; text: string; afterPieces: number; event: string; thenFinish?: boolean };
 
 export interface FakeUpstream {
   /** `http://127.0.0.1:PORT/v1`, the baseURL a provider points at. */
@@ -268,7 +274,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       return;
     }
     const pieces = script.kind === 'text' ? (script.pieces ?? words(script.text)) : words(script.text);
-    const limit = script.kind === 'disconnect' || script.kind === 'held' ? script.afterPieces : pieces.length;
+    const limit =
+      script.kind === 'disconnect' || script.kind === 'held' || script.kind === 'inserted'
+        ? script.afterPieces
+        : pieces.length;
     const writePieces = (from: number, to: number) => {
       // One write per piece, like a real provider's token stream.
       for (let i = from; i < to; i++) {
@@ -297,6 +306,16 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         writePieces(limit, pieces.length);
         finish();
       });
+      return;
+    }
+    if (script.kind === 'inserted') {
+      res.write(script.event);
+      if (!script.thenFinish) {
+        res.end('data: [DONE]\n\n');
+        return;
+      }
+      writePieces(limit, pieces.length);
+      finish();
       return;
     }
     if (script.kind === 'text' && script.intervalMs !== undefined) {
