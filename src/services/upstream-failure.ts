@@ -50,5 +50,27 @@ export function upstreamFailure(error: unknown, timedOut: boolean, timeoutMs: nu
       );
     }
   }
-  return new ApiError('upstream_error', 'The model provider failed', {}, { cause: error });
+  return new ApiError('upstream_error', 'The model provider failed', {}, { cause: loggableCause(error) });
+}
+
+/**
+ * A provider's stream failure as the OpenAI-style and Anthropic parsers hand it on: the error
+ * event's object as it came (`{ message, type }`), also for a connection that broke mid-stream
+ * (stream-guard.ts turns it into such an event: "The provider stream broke: …"). The log writes a
+ * thrown value that is not an Error as its type alone, which told a reset from the provider's
+ * overload from anything else by nothing: as an Error, its message is written, as an
+ * `APICallError`'s is (the provider's words, none of the conversation), and its other fields not.
+ */
+export class ProviderStreamError extends Error {
+  override readonly name = 'ProviderStreamError';
+}
+
+function loggableCause(error: unknown): unknown {
+  if (error instanceof Error || typeof error !== 'object' || error === null) return error;
+  const message = (error as { message?: unknown }).message;
+  return new ProviderStreamError(
+    typeof message === 'string' && message !== ''
+      ? message
+      : 'The provider sent an error event without a message',
+  );
 }

@@ -142,6 +142,39 @@ describe('provider failures are logged without the conversation', () => {
     });
   });
 
+  it.each([
+    [
+      'a connection that breaks mid-stream',
+      { kind: 'disconnect', text: `one two ${SECRETS.userMessage} three`, afterPieces: 2 } as const,
+      /^The provider stream broke: \S/,
+    ],
+    [
+      "the provider's error event mid-stream",
+      {
+        kind: 'inserted',
+        text: `one two ${SECRETS.userMessage} three`,
+        afterPieces: 2,
+        event: `data: ${JSON.stringify({ error: { message: 'Overloaded, try later', type: PROVIDER_BODY_MARKER } })}\n\n`,
+      } as const,
+      /^Overloaded, try later$/,
+    ],
+  ])('a streamed chat broken by %s: the log line says what broke it', async (_name, script, said) => {
+    upstream.enqueue(script);
+    const res = await post('/v1/chat', {
+      agentId: 'agt_secret',
+      stream: true,
+      messages: [userText(SECRETS.userMessage)],
+    });
+    expect(await res.text()).toContain('"type":"error"');
+    await t.app.persistence.idle();
+    expectNoConversationInLogs();
+    const entry = failureLine('streamed reply failed');
+    expect(entry.reqId).toBe(res.headers.get('x-request-id'));
+    expect(entry.code).toBe('upstream_error');
+    // It was "(a thrown value that is not an Error)": nothing told a reset from the provider's error.
+    expect(entry.err).toMatchObject({ type: 'ProviderStreamError', message: expect.stringMatching(said) });
+  });
+
   it('an agent run: the 502 with its run id is logged without the message or instructions', async () => {
     upstream.enqueue({ kind: 'fail', status: 400, message: 'bad request' });
     const res = await post('/v1/agents/agt_secret/runs', {
