@@ -427,22 +427,34 @@ export function conversationRequest(body: CompletionRequest, naming: ChatNaming)
 }
 
 /**
- * A 404 of what the request named, in OpenAI's terms: an unknown agent is OpenAI's unknown model,
- * and an unknown chat or project names its field in `param` (the conversation machinery's 404s
- * name no field: `/v1/chat` has no `param`). A chat found by a conversation key names none.
+ * An error about what the request named, in OpenAI's terms: an unknown agent is OpenAI's unknown
+ * model, and an unknown chat or project names its field in `param` (the conversation machinery's
+ * 404s name no field: `/v1/chat` has no `param`). A chat found by a conversation key names none.
+ * A chat named by the header is `x-atrium-chat-id`, also when it is refused as another agent's
+ * (the machinery names `/v1/chat`'s body field, `chatId`).
  */
 export function asRequestError(
   error: unknown,
   body: Pick<CompletionRequest, 'model' | 'chat_id' | 'project_id'>,
   naming: Pick<ChatNaming, 'chatId'>,
 ): unknown {
-  if (!(error instanceof ApiError) || error.code !== 'not_found') return error;
+  if (!(error instanceof ApiError)) return error;
+  const chatParam = body.chat_id !== undefined ? 'chat_id' : 'x-atrium-chat-id';
+  if (error.code === 'bad_request') {
+    const issues = error.details.issues as ValidationIssue[] | undefined;
+    if (naming.chatId === undefined || issues?.[0]?.path !== 'body.chatId') return error;
+    return new ApiError(
+      error.code,
+      error.message,
+      { ...error.details, param: chatParam },
+      { cause: error.cause },
+    );
+  }
+  if (error.code !== 'not_found') return error;
   if (error.message === 'Agent not found') return modelNotFound(body.model);
   const param =
     error.message === 'Chat not found' && naming.chatId !== undefined
-      ? body.chat_id !== undefined
-        ? 'chat_id'
-        : 'x-atrium-chat-id'
+      ? chatParam
       : error.message === 'Project not found' && body.project_id !== undefined
         ? 'project_id'
         : undefined;

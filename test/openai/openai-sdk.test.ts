@@ -1771,7 +1771,7 @@ describe('storing', () => {
     ]);
   });
 
-  it('refuses an unknown or another workspace’s chat_id with 404, another agent’s with 400', async () => {
+  it('refuses an unknown or another workspace’s chat_id with 404, another agent’s with 400 (param: the field or header that named it)', async () => {
     const error = await client()
       .chat.completions.create({
         model: 'agt_plain',
@@ -1802,6 +1802,14 @@ describe('storing', () => {
       .catch((e: unknown) => e);
     expect(otherAgent).toBeInstanceOf(OpenAI.BadRequestError);
     expect(otherAgent).toMatchObject({ code: 'bad_request', param: 'chat_id' });
+    // Named by the header, the header is the param (it was `chat_id`, a field the request lacks).
+    const otherAgentByHeader = await client(CHAT_KEYS.main, {
+      defaultHeaders: { 'x-atrium-chat-id': chatId },
+    })
+      .chat.completions.create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Hi' }] })
+      .catch((e: unknown) => e);
+    expect(otherAgentByHeader).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(otherAgentByHeader).toMatchObject({ code: 'bad_request', param: 'x-atrium-chat-id' });
     const otherTenant = await client(CHAT_KEYS.other)
       .chat.completions.create({
         model: 'agt_other',
