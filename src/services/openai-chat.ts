@@ -47,7 +47,10 @@ export interface CompletionRequest {
   presence_penalty?: number;
   frequency_penalty?: number;
   user?: string;
-  tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters?: object } }>;
+  tools?: Array<{
+    type: 'function';
+    function: { name: string; description?: string; parameters?: object; strict?: boolean | null };
+  }>;
   tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
   chat_id?: string;
   project_id?: string;
@@ -311,7 +314,10 @@ function unansweredToolCalls(at: number, ids: Set<string>) {
   ]);
 }
 
-/** Client function tools: offered to the model without `execute`, so a call ends the reply. */
+/**
+ * Client function tools: offered to the model without `execute`, so a call ends the reply. A
+ * function's `strict` goes to the provider (structured outputs: arguments held to its schema).
+ */
 function clientTools(body: CompletionRequest): ToolSet | undefined {
   if (!body.tools || body.tools.length === 0 || body.tool_choice === 'none') return undefined;
   // No prototype: a client tool may be named `__proto__` or `toString` (valid OpenAI names).
@@ -320,6 +326,7 @@ function clientTools(body: CompletionRequest): ToolSet | undefined {
     set[declared.function.name] = tool({
       description: declared.function.description,
       inputSchema: jsonSchema((declared.function.parameters ?? { type: 'object', properties: {} }) as never),
+      ...(typeof declared.function.strict === 'boolean' ? { strict: declared.function.strict } : {}),
     });
   }
   return set;

@@ -810,6 +810,35 @@ describe('tools', () => {
     ]);
   });
 
+  it('passes a function tool’s strict flag to the provider (the SDK’s zodFunction sets it for parse())', async () => {
+    const strictTool = {
+      type: 'function' as const,
+      function: {
+        ...weatherTool.function,
+        parameters: { ...weatherTool.function.parameters, additionalProperties: false },
+        strict: true,
+      },
+    };
+    const lax = {
+      type: 'function' as const,
+      function: { ...weatherTool.function, name: 'get_time', strict: false },
+    };
+    await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools: [
+        strictTool,
+        lax,
+        // null is left out, as for the request's own fields.
+        { ...weatherTool, function: { ...weatherTool.function, name: 'get_news', strict: null } },
+      ],
+    });
+    // Once dropped: the model's arguments were not held to the schema the client asked for.
+    expect(
+      upstream.lastRequest().body.tools?.map((tool) => (tool.function as { strict?: boolean }).strict),
+    ).toEqual([true, false, undefined]);
+  });
+
   it('takes a tool call sent back with blank arguments as a call with none ({}), not the JSON string ""', async () => {
     // A function without parameters; clients that build the history themselves may send ''. A
     // string input is no object, which Anthropic's API refuses (a 502 on every later turn).

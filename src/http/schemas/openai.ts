@@ -93,6 +93,11 @@ const FunctionTool = Type.Object(
         name: Type.String({ pattern: PATTERNS.functionName.pattern }),
         description: Type.Optional(Type.String()),
         parameters: Type.Optional(Type.Object({}, { additionalProperties: true })),
+        strict: Type.Optional(
+          Type.Union([Type.Boolean(), Type.Null()], {
+            description: 'Passed to the provider: arguments held to `parameters` (structured outputs)',
+          }),
+        ),
       },
       { additionalProperties: true },
     ),
