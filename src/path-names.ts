@@ -18,7 +18,7 @@ export type NameFault =
   | 'too-many-bytes';
 
 export interface NameRules {
-  /** Let C0 control characters (but NUL) and DEL through; they are refused otherwise. */
+  /** Let control characters (but NUL) through; they are refused otherwise. */
   allowControl?: boolean;
   /** Let `.` and `..` through, for a name that never becomes a path segment. */
   allowDots?: boolean;
@@ -28,7 +28,12 @@ export interface NameRules {
   maxBytes?: number;
 }
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
+/**
+ * Control characters: C0 (U+0000–U+001F), DEL and C1 (U+0080–U+009F, among them U+0085, a line
+ * break to many tools), Unicode's `Cc`: a name holding one cannot be typed, and breaks the lines
+ * of what shows it.
+ */
+const CONTROL = /\p{Cc}/u;
 const WINDOWS_DRIVE = /^[a-zA-Z]:/;
 
 /** The first thing wrong with `name` used as one segment of a path, or null when it is fine. */

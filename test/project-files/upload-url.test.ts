@@ -91,6 +91,8 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     ['a NUL byte', 'a\0b.txt'],
     ['a newline', 'notes\nY'],
     ['a tab', 'a\tb.txt'],
+    ['a C1 control character (U+0085, next line)', 'notes\u0085Y'],
+    ['a C1 control character (U+009B)', 'a\u009bb.txt'],
     ['an unpaired surrogate', 'a\ud800.txt'],
     ['"."', '.'],
     ['".."', '..'],
@@ -146,6 +148,7 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     ['an empty segment', 'docs//specs'],
     ['a backslash', 'docs\\specs'],
     ['a NUL byte', 'docs\0'],
+    ['a C1 control character', 'docs/a\u0085b'],
     ['depth 11', Array.from({ length: 11 }, (_, i) => `d${i}`).join('/')],
     ['a 256-character segment', `docs/${'y'.repeat(256)}`],
   ])('refuses a folder with %s', async (_what, folder) => {

@@ -7,6 +7,8 @@ describe('nameFault', () => {
     ['a\0b', 'nul'],
     ['a\u0007b', 'control'],
     ['a\u007fb', 'control'],
+    ['a\u0085b', 'control'],
+    ['a\u009fb', 'control'],
     ['a\\b', 'backslash'],
     ['a/b', 'slash'],
     ['.', 'dot'],

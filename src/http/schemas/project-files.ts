@@ -75,7 +75,7 @@ export const UploadUrlBody = Type.Object({
   filename: Type.String({
     minLength: 1,
     maxLength: 255,
-    description: '1–255 characters; no `/`, `\\`, NUL; not `.` or `..`',
+    description: '1–255 characters; no `/`, `\\` or control characters (C0, DEL, C1); not `.` or `..`',
     examples: ['notes.md'],
   }),
   contentType: Type.String({
@@ -93,7 +93,8 @@ export const UploadUrlBody = Type.Object({
   folder: Type.Optional(
     Type.String({
       maxLength: 2600,
-      description: 'Relative folder, e.g. `docs/specs`; no empty, `.` or `..` segments; depth ≤ 10',
+      description:
+        'Relative folder, e.g. `docs/specs`; no empty, `.` or `..` segments, no `\\` or control characters; depth ≤ 10',
     }),
   ),
 });
