@@ -174,7 +174,17 @@ export interface UploadRequest {
   folder?: string;
 }
 
-function validateUploadRequest(input: UploadRequest, store: ObjectStore) {
+/**
+ * Names in Unicode NFC, as skill names are: `é` typed as one character and as `e` + U+0301 (what
+ * macOS file pickers give) look alike and are one name, so they name one path, which a second
+ * upload replaces, rather than two files no list can tell apart.
+ */
+function validateUploadRequest(request: UploadRequest, store: ObjectStore) {
+  const input = {
+    ...request,
+    filename: request.filename.normalize('NFC'),
+    folder: request.folder?.normalize('NFC'),
+  };
   const issues: ValidationIssue[] = [];
   const filenameProblem = nameProblem(input.filename, store);
   if (filenameProblem) issues.push({ path: 'body.filename', message: filenameProblem });

@@ -160,6 +160,26 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     expectBadRequest(await filesApi(t.app).requestUpload({ ...valid, folder }), 'body.folder');
   });
 
+  it('puts filename and folder in Unicode NFC: a decomposed name is the same path as the composed one', async () => {
+    const decomposed = await filesApi(t.app).requestUpload({
+      ...valid,
+      filename: 'Re\u0301sume\u0301.md',
+      folder: 'cafe\u0301',
+    });
+    expect(decomposed.statusCode).toBe(200);
+    expect(decomposed.json().data.storagePath).toBe(`${PREFIX}caf\u00e9/R\u00e9sum\u00e9.md`);
+    expect(new URL(decomposed.json().data.uploadUrl).pathname).toBe(
+      `/storage/objects/${PREFIX}caf%C3%A9/R%C3%A9sum%C3%A9.md`,
+    );
+    // A registered composed name clashes with the decomposed spelling of the same folder.
+    const projectId = await newProject('Normalized clash');
+    await insertRecords(projectId, [1], () => 'r\u00e9sum\u00e9');
+    expectBadRequest(
+      await filesApi(t.app, projectId).requestUpload({ ...valid, folder: 're\u0301sume\u0301' }),
+      'body.filename',
+    );
+  });
+
   it('trims leading and trailing slashes of the folder and allows depth 10', async () => {
     const trimmed = await filesApi(t.app).requestUpload({ ...valid, folder: '/docs/specs/' });
     expect(trimmed.json().data.storagePath).toBe(`${PREFIX}docs/specs/notes.md`);

@@ -75,7 +75,8 @@ export const UploadUrlBody = Type.Object({
   filename: Type.String({
     minLength: 1,
     maxLength: 255,
-    description: '1–255 characters; no `/`, `\\` or control characters (C0, DEL, C1); not `.` or `..`',
+    description:
+      '1–255 characters; no `/`, `\\` or control characters (C0, DEL, C1); not `.` or `..`. Put in Unicode NFC',
     examples: ['notes.md'],
   }),
   contentType: Type.String({
@@ -94,7 +95,7 @@ export const UploadUrlBody = Type.Object({
     Type.String({
       maxLength: 2600,
       description:
-        'Relative folder, e.g. `docs/specs`; no empty, `.` or `..` segments, no `\\` or control characters; depth ≤ 10',
+        'Relative folder, e.g. `docs/specs`; no empty, `.` or `..` segments, no `\\` or control characters; depth ≤ 10. Put in Unicode NFC',
     }),
   ),
 });
