@@ -15,6 +15,28 @@ export function caseInsensitiveSortKey(name: string): string {
   return name.normalize('NFC').toLowerCase();
 }
 
+/**
+ * `a` and `b` compared code point by code point, as the databases compare sort keys (negative
+ * when `a` comes first). JavaScript's `<` compares UTF-16 units, which puts a character beyond
+ * U+FFFF (its first unit is a surrogate, 0xD800–0xDBFF) before U+E000–U+FFFF (full-width
+ * letters, for one); so surrogates are moved above the units after them before comparing.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  const shared = Math.min(a.length, b.length);
+  for (let i = 0; i < shared; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return inCodePointRank(x) - inCodePointRank(y);
+  }
+  return a.length - b.length;
+}
+
+/** A UTF-16 unit's place in code point order: U+E000–U+FFFF down by 0x800, surrogates above them. */
+function inCodePointRank(unit: number): number {
+  if (unit < 0xd800) return unit;
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+}
+
 /** A database, a transaction, or a migration's database: what knows its engine. */
 type Engine = { getExecutor(): QueryExecutor };
 

@@ -2,6 +2,7 @@ import mime from 'mime-types';
 import type { Db } from '../db/database.js';
 import { jsonDataBody, jsonObjectText } from '../db/json-page.js';
 import { listingCache } from '../db/listing-cache.js';
+import { caseInsensitiveSortKey, compareCodePoints } from '../db/sort-key.js';
 import {
   deleteProjectFileIfUnchanged,
   deleteProjectFileRow,
@@ -608,12 +609,13 @@ const fileListings = listingCache(['project_files', 'projects']);
 export type TreeNode =
   { kind: 'folder'; name: string; path: string; children: TreeNode[] } | ({ kind: 'file' } & ProjectFileView);
 
-const byName = (a: { name: string }, b: { name: string }) => {
-  const la = a.name.toLowerCase();
-  const lb = b.name.toLowerCase();
-  if (la !== lb) return la < lb ? -1 : 1;
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-};
+/**
+ * Case-insensitively as every listing orders names (docs/api.md: NFC, lower-cased, compared code
+ * point by code point), ties (names that differ in case only) by code point.
+ */
+const byName = (a: { name: string }, b: { name: string }) =>
+  compareCodePoints(caseInsensitiveSortKey(a.name), caseInsensitiveSortKey(b.name)) ||
+  compareCodePoints(a.name, b.name);
 
 /** Files as nested folders; in each folder, folders first, then files, each by name (case-insensitive). */
 export function buildFileTree(files: ProjectFileView[]): TreeNode[] {

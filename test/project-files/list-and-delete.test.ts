@@ -181,6 +181,31 @@ describe(`GET /v1/projects/{projectId}/files (${engineName})`, () => {
     expect(tree.map((n) => `${n.kind}:${n.path}`)).toEqual(['folder:b', 'file:a.txt']);
   });
 
+  it('orders names case-insensitively as listings do: NFC, lower-cased, then code point by code point (unit)', () => {
+    const file = (p: string) => ({
+      id: p,
+      projectId: 'p',
+      name: p,
+      path: p,
+      mimeType: 'a/b',
+      sizeBytes: 0,
+      type: 'uploaded',
+      createdAt: '',
+      updatedAt: '',
+      syncedAt: '',
+      indexStatus: 'pending' as const,
+      indexError: null,
+    });
+    const order = (paths: string[]) => buildFileTree(paths.map(file)).map((n) => n.path);
+    // U+FF5A comes before U+1F600, though its UTF-16 unit (0xFF5A) is above the emoji's first (0xD83D).
+    expect(order(['\u{1F600}.txt', '\uFF5A.txt'])).toEqual(['\uFF5A.txt', '\u{1F600}.txt']);
+    expect(order(['\u{1F600}.txt', '\uFF3A.txt'])).toEqual(['\uFF3A.txt', '\u{1F600}.txt']);
+    // A decomposed é (e + U+0301) is the letter é: "éb" after "éa", not before it as "e…".
+    expect(order(['e\u0301b.txt', '\u00e9a.txt'])).toEqual(['\u00e9a.txt', 'e\u0301b.txt']);
+    // Ties (the same name but for case) by code point: upper case first.
+    expect(order(['readme.md', 'README.md', 'Readme.md'])).toEqual(['README.md', 'Readme.md', 'readme.md']);
+  });
+
   it('answers 404 for projects of another workspace or organization, also to an organization key', async () => {
     for (const projectId of ['prj_other', 'prj_globex', 'prj_missing']) {
       expect((await filesApi(t.app, projectId).list()).statusCode, projectId).toBe(404);
