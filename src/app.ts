@@ -28,6 +28,7 @@ import { agentAdminRoutes } from './http/routes/agents-admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { chatRoutes } from './http/routes/chat.js';
+import { StreamHeartbeat } from './http/stream-heartbeat.js';
 import { healthRoutes } from './http/routes/health.js';
 import { knowledgeRoutes } from './http/routes/knowledge.js';
 import { meRoutes } from './http/routes/me.js';
@@ -302,7 +303,10 @@ export async function buildApp(
     // Likewise one still reading the rest of a refused body, answered already (refused-body.ts).
     refusedBodies.stopLingering();
   });
+  // Streamed answers that go silent get a comment now and then (ATRIUM_STREAM_HEARTBEAT_MS).
+  const heartbeat = new StreamHeartbeat(deps.config.http.streamHeartbeatMs);
   app.addHook('onClose', async () => {
+    heartbeat.stop();
     await deps.usageReservations.stop();
     if (ownRedis) await redisModule?.closeRedis(ownRedis);
     if (!input.coordination) await coordination.close();
@@ -332,10 +336,10 @@ export async function buildApp(
       await projectFileRoutes(v1, deps);
       await knowledgeRoutes(v1, deps);
       await skillRoutes(v1, deps);
-      await chatRoutes(v1, chatDeps, deps.config);
+      await chatRoutes(v1, chatDeps, deps.config, heartbeat);
       await chatsRoutes(v1, { ...chatDeps, messagePageBytes: deps.config.messagePageBytes });
       await agentRunRoutes(v1, chatDeps);
-      await v1.register(async (scope) => openAIRoutes(scope, chatDeps, deps.config, unmatched), {
+      await v1.register(async (scope) => openAIRoutes(scope, chatDeps, deps.config, unmatched, heartbeat), {
         prefix: OPENAI_PREFIX.slice('/v1'.length),
       });
     },

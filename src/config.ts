@@ -75,6 +75,8 @@ export interface HttpTimeouts {
   keepAliveTimeoutMs: number;
   /** A connection with no traffic either way (e.g. a client that stops reading) is closed after this. */
   idleTimeoutMs: number;
+  /** A streamed answer silent this long gets an event-stream comment (http/stream-heartbeat.ts); 0: never. */
+  streamHeartbeatMs: number;
 }
 
 export type DatabaseConfig =
@@ -184,6 +186,7 @@ function httpTimeouts(env: Env, upstreamTimeoutMs: number): HttpTimeouts {
     bodyMinBytesPerSecond: integer(env, 'ATRIUM_BODY_MIN_BYTES_PER_SECOND', 8192, 1),
     keepAliveTimeoutMs: milliseconds(env, 'ATRIUM_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1),
     idleTimeoutMs,
+    streamHeartbeatMs: milliseconds(env, 'ATRIUM_STREAM_HEARTBEAT_MS', 15_000),
   };
 }
 

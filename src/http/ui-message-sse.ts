@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from 'ai';
 import { TextBuilder } from '../text-builder.js';
+import type { Beat, StreamHeartbeat } from './stream-heartbeat.js';
 
 function drainOrClose(response: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
@@ -178,8 +179,13 @@ export class LiveEventStream implements TextTarget {
   private replayTimer: NodeJS.Timeout | undefined;
   private waiting: string[] | undefined = [];
   private closed = false;
+  /** Told of every write once the head is written, so a silent reply gets heartbeats. */
+  private beat: Beat = { wrote: true };
 
-  constructor(private readonly response: ServerResponse) {}
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly heartbeat?: StreamHeartbeat,
+  ) {}
 
   /**
    * Every piece from here on, as a stream: what `resumable-stream` reads to replay the reply to
@@ -200,6 +206,7 @@ export class LiveEventStream implements TextTarget {
     streamHeaders: Record<string, string> = UI_MESSAGE_STREAM_HEADERS,
   ): void {
     this.response.writeHead(200, { ...headers, ...streamHeaders });
+    if (this.heartbeat) this.beat = this.heartbeat.watch(this.response);
     const waiting = this.waiting ?? [];
     this.waiting = undefined;
     if (waiting.length > 0) this.write(waiting.join(''));
@@ -244,6 +251,7 @@ export class LiveEventStream implements TextTarget {
   }
 
   private write(piece: string): void {
+    this.beat.wrote = true;
     if (!this.response.destroyed && !this.response.writableEnded) this.response.write(piece);
   }
 
@@ -263,14 +271,16 @@ export async function writeEventStream(
   response: ServerResponse,
   stream: ReadableStream<string>,
   headers: Record<string, string>,
-  streamHeaders: Record<string, string> = UI_MESSAGE_STREAM_HEADERS,
+  heartbeat?: StreamHeartbeat,
 ): Promise<void> {
-  response.writeHead(200, { ...headers, ...streamHeaders });
+  response.writeHead(200, { ...headers, ...UI_MESSAGE_STREAM_HEADERS });
+  const beat = heartbeat?.watch(response) ?? { wrote: true };
   const reader = stream.getReader();
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
+      beat.wrote = true;
       if (response.destroyed || response.writableEnded) continue;
       if (!response.write(value)) await drainOrClose(response);
     }

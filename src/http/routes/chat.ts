@@ -10,6 +10,7 @@ import { ChatParams, StopResponse } from '../schemas/chats.js';
 import { ApiError } from '../../errors.js';
 import { logApiError } from '../plugins/error-handler.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
+import type { StreamHeartbeat } from '../stream-heartbeat.js';
 import { LiveEventStream, uiMessageEventText, writeEventStream } from '../ui-message-sse.js';
 import { sourceViews } from '../../knowledge/citations.js';
 import type { TypedApp } from '../typed-app.js';
@@ -29,6 +30,7 @@ export async function chatRoutes(
   app: TypedApp,
   deps: ChatDeps,
   limits: Pick<Config, 'chatBodyLimitBytes'>,
+  heartbeat: StreamHeartbeat,
 ): Promise<void> {
   app.post(
     '/chat',
@@ -84,7 +86,7 @@ export async function chatRoutes(
         };
       }
       const headers = streamHeaders(request, reply, conversation.chatId);
-      const live = new LiveEventStream(reply.raw);
+      const live = new LiveEventStream(reply.raw, heartbeat);
       const replay = live.replayText();
       // The reply is read to its end even when the client goes away, so it is stored.
       conversation.stream(
@@ -157,7 +159,7 @@ export async function chatRoutes(
         reply.raw.writeHead(200, { ...headers, ...UI_MESSAGE_STREAM_HEADERS }).end();
         return;
       }
-      void writeEventStream(reply.raw, resumed.stream, headers);
+      void writeEventStream(reply.raw, resumed.stream, headers, heartbeat);
     },
   );
 }

@@ -23,6 +23,7 @@ import {
   OpenAIModelParams,
 } from '../schemas/openai.js';
 import { headerDoc } from '../schemas/headers.js';
+import type { StreamHeartbeat } from '../stream-heartbeat.js';
 import { LiveEventStream } from '../ui-message-sse.js';
 import { withIdleTimeoutPaused } from '../idle-timeout-pause.js';
 import type { TypedApp } from '../typed-app.js';
@@ -93,6 +94,7 @@ export async function openAIRoutes(
   deps: ChatDeps,
   limits: Pick<Config, 'chatBodyLimitBytes'>,
   unmatched: UnmatchedRoute,
+  heartbeat: StreamHeartbeat,
 ): Promise<void> {
   // Covers the key check and the rate limit of the parent scope too: hooks fail into the
   // error handler of the route they ran for.
@@ -217,7 +219,7 @@ export async function openAIRoutes(
       }
       reply.hijack();
       const headers = { ...(reply.getHeaders() as Record<string, string>), 'x-request-id': request.id };
-      const live = new LiveEventStream(reply.raw);
+      const live = new LiveEventStream(reply.raw, heartbeat);
       live.open(headers, OPENAI_STREAM_HEADERS);
       conversation.stream(
         completionChunks(
