@@ -15,7 +15,7 @@ import type { StopReason } from './running-replies.js';
 import type { ChatMessageMetadata, TokenUsage } from './chat.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
 import { cpuTurn } from './cpu-turns.js';
-import { forceToolChoiceOnFirstCall } from './forced-tool-choice.js';
+import { withToolChoice } from './forced-tool-choice.js';
 import { DirectText } from './direct-text.js';
 import { plainTurnChunks } from './plain-turn.js';
 import { MAX_STEPS } from './reply-steps.js';
@@ -113,7 +113,7 @@ function callSettings(call: ReplyCall, model: LanguageModelV3) {
   const hasTools = Object.keys(call.tools).length > 0;
   const { toolChoice, ...options } = call.options ?? {};
   return {
-    model: toolChoice === undefined ? model : forceToolChoiceOnFirstCall(model, toolChoice),
+    model: toolChoice === undefined ? model : withToolChoice(model, toolChoice),
     system: call.system,
     messages: call.messages,
     // The API accepts system messages from the caller (decisions.md: role `system`).

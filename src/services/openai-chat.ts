@@ -43,6 +43,7 @@ export interface CompletionRequest {
   max_tokens?: number;
   max_completion_tokens?: number;
   stop?: string | string[] | null;
+  logprobs?: boolean;
   seed?: number;
   presence_penalty?: number;
   frequency_penalty?: number;
@@ -317,9 +318,11 @@ function unansweredToolCalls(at: number, ids: Set<string>) {
 /**
  * Client function tools: offered to the model without `execute`, so a call ends the reply. A
  * function's `strict` goes to the provider (structured outputs: arguments held to its schema).
+ * With `tool_choice: "none"` too: sent with that choice (callOptions), so a history holding tool
+ * calls stays one the provider takes.
  */
 function clientTools(body: CompletionRequest): ToolSet | undefined {
-  if (!body.tools || body.tools.length === 0 || body.tool_choice === 'none') return undefined;
+  if (!body.tools || body.tools.length === 0) return undefined;
   // No prototype: a client tool may be named `__proto__` or `toString` (valid OpenAI names).
   const set: ToolSet = Object.create(null) as ToolSet;
   for (const declared of body.tools) {
@@ -332,7 +335,7 @@ function clientTools(body: CompletionRequest): ToolSet | undefined {
   return set;
 }
 
-function callOptions(body: CompletionRequest): CallOptions {
+function callOptions(body: CompletionRequest, tools: ToolSet | undefined): CallOptions {
   const stop = body.stop === null || body.stop === undefined ? undefined : [body.stop].flat();
   const choice = body.tool_choice;
   return {
@@ -342,8 +345,9 @@ function callOptions(body: CompletionRequest): CallOptions {
     seed: body.seed,
     presencePenalty: body.presence_penalty,
     frequencyPenalty: body.frequency_penalty,
+    // `none` without client tools changes nothing: the agent's own tools stay callable.
     toolChoice:
-      choice === undefined || choice === 'none'
+      choice === undefined || (choice === 'none' && tools === undefined)
         ? undefined
         : typeof choice === 'string'
           ? choice
@@ -410,6 +414,7 @@ export function conversationRequest(body: CompletionRequest, naming: ChatNaming)
     ]);
   }
   const { modelMessages, stored } = translateMessages(body.messages);
+  const tools = clientTools(body);
   const named = naming.chatId !== undefined || naming.conversationKey !== undefined;
   const key = naming.chatId === undefined ? naming.conversationKey : undefined;
   return {
@@ -428,8 +433,8 @@ export function conversationRequest(body: CompletionRequest, naming: ChatNaming)
     store: named,
     reconcileHistory: reconcileHistory(stored),
     modelMessages,
-    clientTools: clientTools(body),
-    callOptions: callOptions(body),
+    clientTools: tools,
+    callOptions: callOptions(body, tools),
   };
 }
 

@@ -20,6 +20,8 @@ export interface RecordedRequest {
 export interface ToolCallScript {
   name: string;
   arguments: Record<string, unknown>;
+  /** The arguments text as the model writes it, instead of `arguments`' JSON (e.g. broken JSON). */
+  rawArguments?: string;
 }
 
 /** One reply of the fake upstream. Without a script, it answers `defaultText`. */
@@ -198,7 +200,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           tool_calls: script.calls.map((call, i) => ({
             id: `call_${counter}_${i}`,
             type: 'function',
-            function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+            function: { name: call.name, arguments: call.rawArguments ?? JSON.stringify(call.arguments) },
           })),
         };
         completion = 5;
@@ -260,7 +262,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
                 index: i,
                 id: `call_${counter}_${i}`,
                 type: 'function',
-                function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+                function: { name: call.name, arguments: call.rawArguments ?? JSON.stringify(call.arguments) },
               },
             ],
           }),

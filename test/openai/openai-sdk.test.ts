@@ -576,6 +576,41 @@ describe('errors', () => {
     }
   });
 
+  it('refuses an empty tools list, an empty stop sequence and a logprobs that is no boolean: 400 naming the field', async () => {
+    const refused: Array<[Record<string, unknown>, { param: string; message: string }]> = [
+      // OpenAI: "[] is too short - 'tools'" (it was accepted, and no tools were offered).
+      [{ tools: [] }, { param: 'tools', message: 'body.tools must NOT have fewer than 1 items' }],
+      // An empty stop sequence means nothing, and providers refuse it (it was passed on).
+      [{ stop: '' }, { param: 'stop', message: 'body.stop must NOT have fewer than 1 characters' }],
+      [
+        { stop: ['END', ''] },
+        { param: 'stop.1', message: 'body.stop.1 must NOT have fewer than 1 characters' },
+      ],
+      // Only `true` was refused: a truthy 1 or "true" asked for log probabilities and got none.
+      ...[1, 0, 'true', {}].map((logprobs): [Record<string, unknown>, { param: string; message: string }] => [
+        { logprobs },
+        { param: 'logprobs', message: 'body.logprobs must be boolean' },
+      ]),
+    ];
+    for (const [extra, expected] of refused) {
+      const error = await refusalOf(extra);
+      expect(error, JSON.stringify(extra)).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error, JSON.stringify(extra)).toMatchObject({ code: 'bad_request', param: expected.param });
+      expect((error as InstanceType<typeof OpenAI.APIError>).error, JSON.stringify(extra)).toMatchObject({
+        message: expected.message,
+      });
+    }
+    expect(upstream.requests).toHaveLength(0);
+    // A blank but not empty stop sequence is one (a space), and `logprobs: false` asks for none.
+    await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Hi' }],
+      stop: [' ', 'END'],
+      logprobs: false,
+    });
+    expect(upstream.lastRequest().body.stop).toEqual([' ', 'END']);
+  });
+
   it('says the type an object tool_choice or tool takes when its type is another, and the problem of one whose type is right', async () => {
     const refused: Array<[Record<string, unknown>, { param: string; message: string }]> = [
       // The object's `type` is wrong: the type it takes (it said "must have required property
@@ -1048,6 +1083,107 @@ describe('tools', () => {
     const calls = chunks.flatMap((chunk) => chunk.choices[0]?.delta.tool_calls ?? []);
     expect(calls.map((call) => call.function?.name)).toEqual(['get_weather']);
     expect(chunks.map((chunk) => chunk.choices[0]?.finish_reason).filter(Boolean)).toEqual(['tool_calls']);
+  });
+
+  it('sends the client tools with tool_choice none, on every model call, so a history with tool calls stays valid', async () => {
+    // Providers (Anthropic's API among them) refuse tool calls in the history of a request that
+    // defines no tools: `none` used to send none.
+    const request = {
+      model: 'agt_plain',
+      messages: [
+        { role: 'user' as const, content: 'Weather in Paris?' },
+        {
+          role: 'assistant' as const,
+          content: null,
+          tool_calls: [
+            {
+              id: 'call_paris',
+              type: 'function' as const,
+              function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+            },
+          ],
+        },
+        { role: 'tool' as const, tool_call_id: 'call_paris', content: '22°C, sunny' },
+        { role: 'user' as const, content: 'Summarise it.' },
+      ],
+      tools: [weatherTool],
+      tool_choice: 'none' as const,
+    };
+    upstream.enqueue({ kind: 'text', text: 'Sunny, 22°C.' });
+    const json = await client().chat.completions.create(request);
+    expect(json.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'Sunny, 22°C.' } });
+    upstream.enqueue({ kind: 'text', text: 'Sunny, 22°C.' });
+    const chunks = await collect(await client().chat.completions.create({ ...request, stream: true }));
+    expect(text(chunks)).toBe('Sunny, 22°C.');
+    for (const sent of upstream.requests) {
+      expect(sent.body.tools?.map((tool) => tool.function.name)).toEqual(['get_weather']);
+      expect(sent.body.tool_choice).toBe('none');
+    }
+    expect(upstream.requests).toHaveLength(2);
+
+    // Each model call of the reply: a later step too (here after a made-up call the model was
+    // answered with an error), and the agent's own tools are not called either.
+    upstream.requests.length = 0;
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'lookup_order', arguments: { id: 42 } }] },
+      { kind: 'text', text: 'Done.' },
+    );
+    await client().chat.completions.create({ ...request, model: 'agt_tools' });
+    expect(upstream.requests.map((sent) => sent.body.tool_choice)).toEqual(['none', 'none']);
+    expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual([
+      'live_lookup',
+      'get_weather',
+    ]);
+  });
+
+  it('answers a client tool call whose arguments are no JSON to the model (as runTools() does): the client never gets it', async () => {
+    // OpenAI would hand the call over as it is; the SDKs' `parse()` then throws, and `runTools()`
+    // answers the model with the parse error. Atrium does the latter within the request.
+    const broken = { name: 'get_weather', arguments: {}, rawArguments: '{"city": "Par' };
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [broken] },
+      { kind: 'tool-calls', calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+    );
+    const json = await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools: [weatherTool],
+    });
+    expect(json.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(json.choices[0]!.message.tool_calls?.map((c) => (c as { function: unknown }).function)).toEqual([
+      { name: 'get_weather', arguments: '{"city":"Paris"}' },
+    ]);
+    expect(upstream.requests).toHaveLength(2);
+    expect(upstream.lastRequest().body.messages!.at(-1)).toMatchObject({
+      role: 'tool',
+      content: expect.stringContaining('Invalid input for tool get_weather: JSON parsing failed'),
+    });
+
+    upstream.enqueue({ kind: 'tool-calls', calls: [broken] }, { kind: 'text', text: 'Which city?' });
+    const chunks = await collect(
+      await client().chat.completions.create({
+        model: 'agt_plain',
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [weatherTool],
+        stream: true,
+      }),
+    );
+    expect(chunks.some((chunk) => chunk.choices[0]?.delta.tool_calls)).toBe(false);
+    expect(text(chunks)).toBe('Which city?');
+    expect(chunks.map((chunk) => chunk.choices[0]?.finish_reason).filter(Boolean)).toEqual(['stop']);
+    expect(upstream.requests).toHaveLength(4);
+
+    // JSON that does not fit `parameters` is the client's to check, as with OpenAI: relayed.
+    upstream.enqueue({ kind: 'tool-calls', calls: [{ name: 'get_weather', arguments: { town: 'Paris' } }] });
+    const misfit = await client().chat.completions.create({
+      model: 'agt_plain',
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools: [weatherTool],
+    });
+    expect(misfit.choices[0]!.message.tool_calls?.map((c) => (c as { function: unknown }).function)).toEqual([
+      { name: 'get_weather', arguments: '{"town":"Paris"}' },
+    ]);
+    expect(upstream.requests).toHaveLength(5);
   });
 
   it('forces a tool choice on the first model call only, so the model can answer after the tool ran', async () => {

@@ -129,12 +129,20 @@ export const CompletionBody = Type.Object(
     top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
     max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
-    stop: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 4 }), Type.Null()])),
+    // An empty stop sequence means nothing, and providers refuse it.
+    stop: Type.Optional(
+      Type.Union([
+        Type.String({ minLength: 1 }),
+        Type.Array(Type.String({ minLength: 1 }), { maxItems: 4 }),
+        Type.Null(),
+      ]),
+    ),
     seed: Type.Optional(Type.Integer()),
     presence_penalty: Type.Optional(Type.Number({ minimum: -2, maximum: 2 })),
     frequency_penalty: Type.Optional(Type.Number({ minimum: -2, maximum: 2 })),
     user: Type.Optional(Type.String({ maxLength: 200 })),
-    tools: Type.Optional(Type.Array(FunctionTool, { maxItems: 128 })),
+    // As OpenAI: an empty list is refused ("[] is too short"), not taken as no tools.
+    tools: Type.Optional(Type.Array(FunctionTool, { minItems: 1, maxItems: 128 })),
     tool_choice: Type.Optional(
       Type.Union([
         Type.Literal('none'),
@@ -145,6 +153,11 @@ export const CompletionBody = Type.Object(
           { additionalProperties: true },
         ),
       ]),
+    ),
+    // A type error as OpenAI's (`1` and `"true"` once slipped past the refusal of `true`);
+    // `true` itself is refused as unsupported (openai-chat.ts).
+    logprobs: Type.Optional(
+      Type.Boolean({ description: 'Only `false`: log probabilities are not supported' }),
     ),
     chat_id: Type.Optional(
       Type.String({ minLength: 1, maxLength: 200, description: 'Atrium: a stored chat to continue' }),
