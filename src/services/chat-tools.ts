@@ -11,9 +11,9 @@ import { connectMcpTools, type McpToolSpec } from '../models/tools/mcp.js';
 import type { McpReach } from '../models/tools/mcp-address.js';
 import type { Config } from '../config.js';
 import { REMEMBER_TOOL, rememberTool } from '../models/tools/remember.js';
-import { projectFileTools } from '../models/tools/project-files.js';
+import { PROJECT_FILE_TOOLS, projectFileTools } from '../models/tools/project-files.js';
 import { projectFileReads } from '../knowledge/file-tools.js';
-import { type SubAgent, subAgentTools } from '../models/tools/sub-agents.js';
+import { type SubAgent, subAgentToolNames, subAgentTools } from '../models/tools/sub-agents.js';
 import { MAX_PROJECT_MEMORY_LENGTH } from '../limits.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
 import type { ChatDeps, TokenUsage } from './chat.js';
@@ -157,12 +157,22 @@ export async function buildConversationTools(
   }
 }
 
-/** One tool per sub-agent that exists; the others become warnings. */
+/**
+ * The built-in tools' names, kept from sub-agents in every chat, project or not: a sub-agent's
+ * name does not depend on the chat it is called in.
+ */
+const BUILT_IN_TOOLS = [REMEMBER_TOOL, ...PROJECT_FILE_TOOLS];
+
+/**
+ * One tool per sub-agent that exists, listed once however often it is configured; the others
+ * become warnings. Named after the lead's own tools (subAgentToolNames).
+ */
 async function subAgentToolSet(deps: ChatDeps, context: ToolContext, result: ConversationTools) {
   const { db } = deps;
   const { agent, workspace } = context;
+  const names = subAgentToolNames(context.orchestrated, [...Object.keys(result.tools), ...BUILT_IN_TOOLS]);
   const subAgents: SubAgent[] = [];
-  for (const id of context.orchestrated) {
+  for (const [id, toolName] of names) {
     const sub = id === agent.id ? undefined : await findAgent(db, workspace.id, id);
     if (!sub) {
       result.warnings.push({
@@ -172,7 +182,7 @@ async function subAgentToolSet(deps: ChatDeps, context: ToolContext, result: Con
       });
       continue;
     }
-    subAgents.push({ id: sub.id, title: sub.title, description: sub.description });
+    subAgents.push({ id: sub.id, title: sub.title, description: sub.description, toolName });
   }
   return subAgentTools(subAgents, (sub, message, abortSignal) =>
     runSubAgent(deps, context, result, sub.id, message, abortSignal),

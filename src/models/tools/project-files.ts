@@ -3,6 +3,8 @@ import { z } from 'zod';
 
 const SEARCH_PROJECT_FILES_TOOL = 'searchProjectFiles';
 const READ_PROJECT_FILE_TOOL = 'readProjectFile';
+/** The names of the tools `projectFileTools` gives. */
+export const PROJECT_FILE_TOOLS = [SEARCH_PROJECT_FILES_TOOL, READ_PROJECT_FILE_TOOL];
 
 const QUERY_MAX = 1_000;
 const SEARCH_LIMIT_MAX = 20;
