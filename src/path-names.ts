@@ -18,7 +18,7 @@ export type NameFault =
   | 'too-many-bytes';
 
 export interface NameRules {
-  /** Let control characters (but NUL) through; they are refused otherwise. */
+  /** Let control characters (but NUL) and the other refused characters through. */
   allowControl?: boolean;
   /** Let `.` and `..` through, for a name that never becomes a path segment. */
   allowDots?: boolean;
@@ -29,18 +29,26 @@ export interface NameRules {
 }
 
 /**
- * Control characters: C0 (U+0000–U+001F), DEL and C1 (U+0080–U+009F, among them U+0085, a line
- * break to many tools), Unicode's `Cc`: a name holding one cannot be typed, and breaks the lines
- * of what shows it.
+ * Characters no name may hold, one rule for every name (the `control` fault):
+ * - control characters: C0 (U+0000–U+001F), DEL and C1 (U+0080–U+009F, among them U+0085, a
+ *   line break to many tools), Unicode's `Cc`: a name holding one cannot be typed, and breaks
+ *   the lines of what shows it;
+ * - the invisible characters that make a name read as another ("Trojan Source", CVE-2021-42574):
+ *   bidirectional embeddings and overrides (U+202A–U+202E), isolates (U+2066–U+2069), the
+ *   direction marks (U+200E, U+200F, U+061C), so `invoice\u202Efdp.exe` shows as `invoiceexe.pdf`;
+ *   and the line and paragraph separators (U+2028, U+2029), line breaks to JavaScript and
+ *   Unicode-aware viewers.
+ * Other format characters stay allowed: U+200D joins emoji, U+200C shapes Persian and Indic text.
  */
-const CONTROL = /\p{Cc}/u;
+const REFUSED = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/u;
+const REFUSED_ALL = new RegExp(REFUSED.source, 'gu');
 const WINDOWS_DRIVE = /^[a-zA-Z]:/;
 
 /** The first thing wrong with `name` used as one segment of a path, or null when it is fine. */
 export function nameFault(name: string, rules: NameRules = {}): NameFault | null {
   if (name.length === 0) return 'empty';
   if (name.includes('\0')) return 'nul';
-  if (!rules.allowControl && CONTROL.test(name)) return 'control';
+  if (!rules.allowControl && REFUSED.test(name)) return 'control';
   if (name.includes('\\')) return 'backslash';
   if (name.includes('/')) return 'slash';
   if (!rules.allowDots && name === '.') return 'dot';
@@ -51,8 +59,36 @@ export function nameFault(name: string, rules: NameRules = {}): NameFault | null
   return null;
 }
 
+/** `U+202E`: how Unicode writes a code point, so an answer can name a character it cannot show. */
+function codePointLabel(character: string): string {
+  return `U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/**
+ * The first character of `name` that the `control` and `nul` faults refuse, as `U+202E`, or
+ * null: what an error names rather than shows, since showing it is the trick.
+ */
+export function refusedCharacter(name: string): string | null {
+  const found = REFUSED.exec(name);
+  return found ? codePointLabel(found[0]) : null;
+}
+
+/**
+ * `name` fit to echo in an error: each refused character written as `\u{202E}`, so the answer
+ * shows what the name holds and neither reorders nor breaks the line that quotes it.
+ */
+export function escapedName(name: string): string {
+  return name.replace(
+    REFUSED_ALL,
+    (character) => `\\u{${character.codePointAt(0)!.toString(16).toUpperCase()}}`,
+  );
+}
+
 export interface PathRules {
-  /** Let control characters through (storage keys: the caller decides what names it writes). */
+  /**
+   * Let control and the other refused characters through (storage keys: the caller decides what
+   * names it writes).
+   */
   allowControl?: boolean;
   /** A trailing `/` names a directory (zip directory entries) rather than an empty last segment. */
   directory?: boolean;
@@ -82,7 +118,7 @@ export function pathFault(path: string, rules: PathRules = {}): PathFault | null
   if (path.includes('\0')) return { fault: 'nul' };
   if (path.includes('\\')) return { fault: 'backslash' };
   if (path.startsWith('/') || WINDOWS_DRIVE.test(path)) return { fault: 'absolute' };
-  if (!rules.allowControl && CONTROL.test(path)) return { fault: 'control' };
+  if (!rules.allowControl && REFUSED.test(path)) return { fault: 'control' };
   const body = rules.directory && path.endsWith('/') ? path.slice(0, -1) : path;
   const segmentRules: NameRules = { allowControl: true, maxBytes: rules.maxSegmentBytes };
   const faults = body.split('/').flatMap((segment) => {

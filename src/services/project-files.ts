@@ -27,7 +27,7 @@ import { ApiError, errors, type ValidationIssue } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import { notifyIndexWork } from '../knowledge/indexer.js';
 import { MAX_FILE_BYTES, MAX_PROJECT_BYTES, MAX_PROJECT_FILES, megabytes } from '../limits.js';
-import { type NameFault, nameFault } from '../path-names.js';
+import { escapedName, type NameFault, nameFault, refusedCharacter } from '../path-names.js';
 import { isValidMediaType } from '../storage/media-type.js';
 import type { ObjectInfo, ObjectStore } from '../storage/object-store.js';
 import { retryOnConflict } from '../db/conflict-retry.js';
@@ -108,10 +108,8 @@ async function requireProject(db: Db, workspaceId: string, projectId: string) {
 // ---------------------------------------------------------------------------------------------
 // Names and folders
 
-const NAME_FAULT_MESSAGES: Record<NameFault, string> = {
+const NAME_FAULT_MESSAGES: Record<Exclude<NameFault, 'nul' | 'control'>, string> = {
   empty: 'must not be empty',
-  nul: 'must not contain control characters',
-  control: 'must not contain control characters',
   backslash: 'must not contain "\\"',
   slash: 'must not contain "/"',
   dot: 'must not be "." or ".."',
@@ -126,6 +124,10 @@ function nameProblem(name: string, store: ObjectStore): string | undefined {
     // Local file systems cap one name at 255 bytes; S3 keys have no such per-segment cap.
     maxBytes: store.kind === 'fs' ? 255 : undefined,
   });
+  if (fault === 'nul' || fault === 'control') {
+    // Named by code point: a bidirectional control shown in the answer would be invisible there too.
+    return `must not contain control, bidirectional or line separator characters (found ${refusedCharacter(name)})`;
+  }
   return fault ? NAME_FAULT_MESSAGES[fault] : undefined;
 }
 
@@ -143,7 +145,7 @@ export function parseFolder(
   for (const segment of segments) {
     if (segment === '') return { problem: 'must not contain empty segments ("//")' };
     const problem = nameProblem(segment, store);
-    if (problem) return { problem: `segment "${segment.slice(0, 50)}" ${problem}` };
+    if (problem) return { problem: `segment "${escapedName(segment.slice(0, 50))}" ${problem}` };
   }
   return { segments };
 }
@@ -249,8 +251,10 @@ export async function createUploadUrl(
   await requireProject(deps.db, workspaceId, projectId);
   const clash = await findPathClash(deps.db, workspaceId, projectId, path);
   if (clash) {
-    throw errors.badRequest(`"${path}" clashes with the existing file or folder "${clash.path}"`, [
-      { path: 'body.filename', message: `clashes with "${clash.path}"` },
+    // A file registered before names were held to today's rules may hold any character.
+    const existing = escapedName(clash.path);
+    throw errors.badRequest(`"${path}" clashes with the existing file or folder "${existing}"`, [
+      { path: 'body.filename', message: `clashes with "${existing}"` },
     ]);
   }
   // What the project holds: every path registered, in storage (an upload never synced too) or

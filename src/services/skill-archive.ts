@@ -1,6 +1,6 @@
 import { pipeline } from 'node:stream/promises';
 import { Writable, type Readable } from 'node:stream';
-import { pathFault, type PathFault } from '../path-names.js';
+import { escapedName, pathFault, type PathFault, refusedCharacter } from '../path-names.js';
 import { reservedPathProblem } from './skill-storage.js';
 import {
   ArchiveProblem,
@@ -77,7 +77,7 @@ const MAX_NAME_BYTES = 900;
 // local-disk store makes a directory per level of every file, and 900 bytes allow 450 levels.
 const MAX_NAME_DEPTH = 64;
 
-function entryNameFaultReason(fault: PathFault): string {
+function entryNameFaultReason(name: string, fault: PathFault): string {
   if ('segment' in fault) {
     switch (fault.fault) {
       case 'dot-dot':
@@ -100,7 +100,7 @@ function entryNameFaultReason(fault: PathFault): string {
     case 'absolute':
       return 'entry name is an absolute path';
     case 'control':
-      return 'entry name contains a control character';
+      return `entry name contains ${refusedCharacter(name)}, a control, bidirectional or line separator character`;
     case 'too-many-bytes':
       return `entry name is longer than ${MAX_NAME_BYTES} bytes`;
   }
@@ -119,7 +119,7 @@ export function unsafeEntryNameReason(name: string): string | null {
     maxSegmentBytes: MAX_SEGMENT_BYTES,
     maxBytes: MAX_NAME_BYTES,
   });
-  return fault ? entryNameFaultReason(fault) : null;
+  return fault ? entryNameFaultReason(name, fault) : null;
 }
 
 /** Segments of a name: `a/b/c.txt` and `a/b/c/` → 3. */
@@ -132,14 +132,8 @@ function depthOf(name: string): number {
 /** A problem with the entry itself (not its content): unsafe name, link, device, encryption. */
 function entryProblem(entry: Entry, name: string): Problem | null {
   const unsafe = unsafeEntryNameReason(name);
-  if (unsafe) return { code: 'unsafe_path', message: `${unsafe}: ${printable(name)}` };
+  if (unsafe) return { code: 'unsafe_path', message: `${unsafe}: ${escapedName(name)}` };
   return entryKindProblem(entry, name);
-}
-
-function printable(name: string): string {
-  return JSON.stringify(name)
-    .slice(1, -1)
-    .replace(/[\u0000-\u001f]/g, '?');
 }
 
 /** What macOS's archiver adds beside the files: never part of a skill. */

@@ -1,6 +1,6 @@
 import { parse as parseYaml } from 'yaml';
 import type { Problem } from './skill-archive.js';
-import { type NameFault, nameFault } from '../path-names.js';
+import { type NameFault, nameFault, refusedCharacter } from '../path-names.js';
 import { unstorableTextReason } from '../text.js';
 
 /** What a SKILL.md (or standalone markdown part) says about its skill. */
@@ -12,7 +12,6 @@ export interface SkillHeader {
 }
 
 export const SKILL_NAME_MAX = 64;
-const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/;
 export const SKILL_DESCRIPTION_MAX = 1024;
 /**
  * The longest front matter read, in characters. A real one (name ≤ 64, description ≤ 1,024,
@@ -33,10 +32,8 @@ export const SKILL_FRONT_MATTER_MAX = 8 * 1024;
  */
 export const SKILL_METADATA_MAX = 4 * SKILL_FRONT_MATTER_MAX;
 
-const SKILL_NAME_FAULTS: Record<NameFault, string> = {
+const SKILL_NAME_FAULTS: Record<Exclude<NameFault, 'nul' | 'control'>, string> = {
   empty: 'the skill name is empty',
-  nul: 'the skill name contains a control character',
-  control: 'the skill name contains a control character',
   backslash: 'the skill name contains a slash',
   slash: 'the skill name contains a slash',
   dot: 'the skill name is "."',
@@ -51,9 +48,12 @@ const SKILL_NAME_FAULTS: Record<NameFault, string> = {
  */
 export function invalidSkillNameReason(name: string): string | null {
   const fault = nameFault(name, { maxCharacters: SKILL_NAME_MAX, allowDots: true });
+  // Right-to-left overrides, isolates and marks make a name read as another one in a list: the
+  // character is named by code point, since shown it would be as invisible in the answer.
+  if (fault === 'nul' || fault === 'control') {
+    return `the skill name contains ${refusedCharacter(name)}, a control, bidirectional or line separator character`;
+  }
   if (fault) return SKILL_NAME_FAULTS[fault];
-  // Right-to-left overrides and isolates make a name read as another one in a list.
-  if (BIDI_CONTROLS.test(name)) return 'the skill name contains a bidirectional control character';
   const unstorable = unstorableTextReason(name);
   return unstorable ? `the skill name ${unstorable}` : null;
 }

@@ -235,6 +235,19 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
     expect(upload.statusCode).toBe(200);
   });
 
+  it('ignores a file put on disk under a name holding a bidirectional control or line separator, as no upload URL could name it', async () => {
+    const projectId = await newProject('Bidirectional names');
+    writeBehindTheBack(projectId, 'invoice\u202efdp.exe', 'x');
+    writeBehindTheBack(projectId, 'docs\u2066/inside.txt', 'x');
+    writeBehindTheBack(projectId, 'two\u2028lines.txt', 'x');
+    writeBehindTheBack(projectId, 'plain.txt', 'x');
+    expect(await sync(projectId)).toEqual({
+      status: 200,
+      body: { data: { added: 1, removed: 0, updated: 0 } },
+    });
+    expect((await files(projectId)).map((f: { path: string }) => f.path)).toEqual(['plain.txt']);
+  });
+
   it('leaves objects it cannot register out of the quota, so uploads still fit beside them', async () => {
     const MB = 1024 * 1024;
     // 500 MB in one object whose name no upload URL could have (a control character).

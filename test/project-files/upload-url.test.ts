@@ -93,6 +93,12 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     ['a tab', 'a\tb.txt'],
     ['a C1 control character (U+0085, next line)', 'notes\u0085Y'],
     ['a C1 control character (U+009B)', 'a\u009bb.txt'],
+    ['a right-to-left override (U+202E)', 'invoice\u202efdp.exe'],
+    ['a left-to-right isolate (U+2066)', 'a\u2066b.txt'],
+    ['a right-to-left mark (U+200F)', 'a\u200fb.txt'],
+    ['an Arabic letter mark (U+061C)', 'a\u061cb.txt'],
+    ['a line separator (U+2028)', 'notes\u2028Y'],
+    ['a paragraph separator (U+2029)', 'notes\u2029Y'],
     ['an unpaired surrogate', 'a\ud800.txt'],
     ['"."', '.'],
     ['".."', '..'],
@@ -149,10 +155,28 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     ['a backslash', 'docs\\specs'],
     ['a NUL byte', 'docs\0'],
     ['a C1 control character', 'docs/a\u0085b'],
+    ['a left-to-right embedding (U+202A)', 'docs/a\u202ab'],
+    ['a pop directional isolate (U+2069)', 'a\u2069b/docs'],
+    ['a left-to-right mark (U+200E)', 'docs/a\u200eb'],
+    ['a line separator (U+2028)', 'docs\u2028specs'],
     ['depth 11', Array.from({ length: 11 }, (_, i) => `d${i}`).join('/')],
     ['a 256-character segment', `docs/${'y'.repeat(256)}`],
   ])('refuses a folder with %s', async (_what, folder) => {
     expectBadRequest(await filesApi(t.app).requestUpload({ ...valid, folder }), 'body.folder');
+  });
+
+  it('names a refused character by its code point and never echoes it raw', async () => {
+    const filename = await filesApi(t.app).requestUpload({ ...valid, filename: 'invoice\u202efdp.exe' });
+    expectBadRequest(filename, 'body.filename');
+    expect(filename.json().details.issues[0].message).toContain('U+202E');
+    expect(filename.body).not.toContain('\u202e');
+    const folder = await filesApi(t.app).requestUpload({ ...valid, folder: 'docs/a\u2067b\u2028c' });
+    expectBadRequest(folder, 'body.folder');
+    const { message } = folder.json().details.issues[0];
+    expect(message).toContain('U+2067');
+    expect(message).toContain('"a\\u{2067}b\\u{2028}c"');
+    expect(folder.json().message).toContain('U+2067');
+    expect(folder.body).not.toMatch(/[\u2067\u2028]/);
   });
 
   it('refuses a folder and filename whose storage path would pass 1,024 bytes (the S3 key limit)', async () => {
@@ -219,6 +243,15 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
         'body.filename',
       );
     }
+  });
+
+  it('quotes a clashing file registered before the rule with its refused characters escaped', async () => {
+    const projectId = await newProject('Old clash');
+    await insertRecords(projectId, [1], () => 'old/txt\u202eexe.md');
+    const res = await filesApi(t.app, projectId).requestUpload({ ...valid, filename: 'old' });
+    expectBadRequest(res, 'body.filename');
+    expect(res.json().message).toContain('"old/txt\\u{202E}exe.md"');
+    expect(res.body).not.toContain('\u202e');
   });
 
   it('answers 409 quota_exceeded for file 501, but lets an existing path be replaced', async () => {

@@ -172,6 +172,52 @@ describe(`bulk skill upload (${engineName})`, () => {
     await expectNoOrphans();
   });
 
+  it('refuses a skill name or file name holding a bidirectional control or line separator, naming it by code point', async () => {
+    const zip = await buildZip([
+      { name: 'plain-bidi/SKILL.md', content: skillMd('plain-bidi', 'Fine') },
+      // YAML escapes: the front matter's name holds U+202E (right-to-left override).
+      { name: 'named/SKILL.md', content: skillMd('"txt\\u202Eexe"', 'Front matter name') },
+      { name: 'dir\u2066name/SKILL.md', content: skillMd(undefined, 'Directory name') },
+      { name: 'files/SKILL.md', content: skillMd('files', 'A file name') },
+      { name: 'files/invoice\u200ffdp.exe', content: 'x' },
+    ]);
+    const { status, body } = await upload([
+      zipPart('bidi.zip', zip),
+      mdPart('separated.md', skillMd('"two\\u2028lines"', 'A line separator')),
+    ]);
+    expect(status).toBe(207);
+    expect(body.data.summary).toEqual({ total: 5, created: 1, skipped: 0, failed: 4 });
+    expect(body.data.errors).toHaveLength(4);
+    expect(body.data.errors).toEqual(
+      expect.arrayContaining([
+        // Its SKILL.md refused, the directory is no skill: the entry belongs to none.
+        {
+          file: 'bidi.zip',
+          name: null,
+          code: 'unsafe_path',
+          message: expect.stringMatching(/U\+2066.*: dir\\u\{2066\}name\/SKILL\.md$/),
+        },
+        {
+          file: 'bidi.zip',
+          name: 'files',
+          code: 'unsafe_path',
+          message: expect.stringMatching(/U\+200F.*: files\/invoice\\u\{200F\}fdp\.exe$/),
+        },
+        { file: 'bidi.zip', name: 'named', code: 'invalid_name', message: expect.stringContaining('U+202E') },
+        {
+          file: 'separated.md',
+          name: 'separated',
+          code: 'invalid_name',
+          message: expect.stringContaining('U+2028'),
+        },
+      ]),
+    );
+    for (const error of body.data.errors) expect(error.message).not.toMatch(/[\u2066\u200f\u202e\u2028]/);
+    expect(await names()).toContain('plain-bidi');
+    expect(await names()).not.toContain('files');
+    await expectNoOrphans();
+  });
+
   it('answers a SKILL.md with a front matter of 30,000 keys with an errors item naming the limit', async () => {
     // ~300 KB of keys, within the 1 MiB SKILL.md limit: it held the event loop for 5–14 s.
     const keys = Array.from({ length: 30_000 }, (_, i) => `k${i}: v`).join('\n');

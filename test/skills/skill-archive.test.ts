@@ -50,6 +50,12 @@ describe('entry names', () => {
     [`skill/${'n'.repeat(256)}`, 'longer than 255 bytes'],
     [`skill/${`${'d'.repeat(99)}/`.repeat(9)}f`, 'longer than 900 bytes'],
     [`skill/${'d/'.repeat(63)}f`, 'more than 64 levels deep'],
+    ['skill/a\u0085b', 'U+0085'],
+    ['skill/invoice\u202efdp.exe', 'U+202E'],
+    ['skill\u2066/SKILL.md', 'U+2066'],
+    ['skill/a\u200fb', 'U+200F'],
+    ['skill/a\u061cb', 'U+061C'],
+    ['skill/a\u2029b', 'U+2029'],
   ])('refuses %j', (name, reason) => {
     expect(unsafeEntryNameReason(name)).toContain(reason);
   });
@@ -424,10 +430,33 @@ describe('front matter', () => {
     ['---\nname: 12\n---\n', 'invalid_front_matter'],
     [`---\nname: ${'n'.repeat(65)}\n---\n`, 'invalid_name'],
     ['---\nname: "txt.\u202Eexe"\n---\n', 'invalid_name'],
+    ['---\nname: "a\u2069b"\n---\n', 'invalid_name'],
+    ['---\nname: "a\u200Eb"\n---\n', 'invalid_name'],
+    ['---\nname: "a\u061Cb"\n---\n', 'invalid_name'],
+    ['---\nname: "a\u2028b"\n---\n', 'invalid_name'],
     [`---\ndescription: ${'d'.repeat(1025)}\n---\n`, 'invalid_front_matter'],
   ])('refuses %j', (text, code) => {
     const result = parseSkillMarkdown(text, 'fallback');
     expect(isProblem(result) && result.code).toBe(code);
+  });
+
+  it.each([
+    ['txt\u202Eexe', 'U+202E'],
+    ['a\u202Ab', 'U+202A'],
+    ['a\u200Fb', 'U+200F'],
+    ['a\u2029b', 'U+2029'],
+    ['a\u0085b', 'U+0085'],
+  ])('names the refused character of the skill name %j by its code point', (name, label) => {
+    // As the front matter's name and as the directory or file name it falls back to.
+    for (const result of [
+      parseSkillMarkdown(`---\nname: ${JSON.stringify(name)}\n---\n`, 'x'),
+      parseSkillMarkdown('', name),
+    ]) {
+      expect(result).toEqual({ code: 'invalid_name', message: expect.stringContaining(label) });
+      expect(isProblem(result) && result.message).not.toContain(
+        String.fromCodePoint(parseInt(label.slice(2), 16)),
+      );
+    }
   });
 
   it('refuses a front matter longer than SKILL_FRONT_MATTER_MAX, naming the limit, before parsing it', () => {

@@ -1,5 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { nameFault, pathFault } from '../../src/path-names.js';
+import { escapedName, nameFault, pathFault, refusedCharacter } from '../../src/path-names.js';
+
+/**
+ * The invisible characters that reorder or break what shows a name ("Trojan Source"): the
+ * bidirectional embeddings, overrides and isolates, the direction marks, and the line and
+ * paragraph separators.
+ */
+const INVISIBLE = [
+  0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x200e, 0x200f, 0x061c, 0x2028,
+  0x2029,
+].map((code): [string, string] => [
+  `U+${code.toString(16).toUpperCase().padStart(4, '0')}`,
+  String.fromCodePoint(code),
+]);
 
 describe('nameFault', () => {
   it.each([
@@ -17,9 +30,37 @@ describe('nameFault', () => {
     expect(nameFault(name)).toBe(fault);
   });
 
+  it.each(INVISIBLE)(
+    'refuses %s (a bidirectional control, mark or separator) as a control character',
+    (label, ch) => {
+      expect(nameFault(`txt${ch}exe.md`)).toBe('control');
+      expect(refusedCharacter(`txt${ch}exe.md`)).toBe(label);
+    },
+  );
+
   it('accepts names with dots inside, spaces and unicode', () => {
-    for (const name of ['a.b', '..a', 'a..', '.env', 'a b', 'ü.md', '日本.txt'])
+    // Right-to-left scripts, emoji joined by U+200D and a zero-width space are names, not tricks.
+    for (const name of [
+      'a.b',
+      '..a',
+      'a..',
+      '.env',
+      'a b',
+      'ü.md',
+      '日本.txt',
+      'שלום.txt',
+      'مرحبا.md',
+      '👨\u200d👩\u200d👧.png',
+      'a\u200bb',
+    ])
       expect(nameFault(name)).toBeNull();
+  });
+
+  it('names the first refused character by its code point, or null', () => {
+    expect(refusedCharacter('a\u0085b\u202e')).toBe('U+0085');
+    expect(refusedCharacter('a\0b')).toBe('U+0000');
+    expect(refusedCharacter('a\u{1F600}b')).toBeNull();
+    expect(refusedCharacter('plain.txt')).toBeNull();
   });
 
   it('counts characters as code points and bytes as UTF-8', () => {
@@ -31,6 +72,7 @@ describe('nameFault', () => {
 
   it('lets control characters and dots through only when asked, never NUL', () => {
     expect(nameFault('a\u0007b', { allowControl: true })).toBeNull();
+    expect(nameFault('a\u202eb', { allowControl: true })).toBeNull();
     expect(nameFault('a\0b', { allowControl: true })).toBe('nul');
     expect(nameFault('..', { allowDots: true })).toBeNull();
   });
@@ -50,6 +92,11 @@ describe('pathFault', () => {
     ['a/', { fault: 'empty', segment: '' }],
   ])('refuses %j', (path, fault) => {
     expect(pathFault(path)).toEqual(fault);
+  });
+
+  it.each(INVISIBLE)('refuses %s anywhere in a path as a control character', (_label, ch) => {
+    expect(pathFault(`skill/txt${ch}exe.md`)).toEqual({ fault: 'control' });
+    expect(pathFault(`skill/txt${ch}exe.md`, { allowControl: true })).toBeNull();
   });
 
   it('reports climbing out before any other segment fault', () => {
@@ -77,5 +124,18 @@ describe('pathFault', () => {
 
   it('accepts ordinary relative paths', () => {
     for (const path of ['a', 'a/b/c.txt', 'a/b..c/.env', 'a b/ü.md']) expect(pathFault(path)).toBeNull();
+  });
+});
+
+describe('escapedName', () => {
+  it('writes each refused character as a \\u{…} escape, so an error shows what the name holds', () => {
+    expect(escapedName('txt\u202eexe.md')).toBe('txt\\u{202E}exe.md');
+    expect(escapedName('a\nb\u0085c\u2028d\0')).toBe('a\\u{A}b\\u{85}c\\u{2028}d\\u{0}');
+    for (const [, ch] of INVISIBLE) expect(escapedName(`a${ch}b`)).not.toContain(ch);
+  });
+
+  it('leaves every other character as it is', () => {
+    for (const name of ['Résumé (2).pdf', '日本.txt', 'שלום.txt', 'a\\b/c', '👨\u200d👩.png'])
+      expect(escapedName(name)).toBe(name);
   });
 });
