@@ -8,6 +8,7 @@ import type { ToolWarning } from '../models/tools/warnings.js';
 import type { Principal } from './access.js';
 import { type ChatDeps, type ConversationOutcome, startConversation, type UserVariables } from './chat.js';
 import { shownUsd } from '../models/registry.js';
+import { type RunError, runErrorView, storedRunError } from './run-error.js';
 
 export interface AgentRunRequest {
   message: string;
@@ -25,6 +26,8 @@ export interface AgentRunView {
   agentId: string;
   agentName: string;
   agentResponse: string;
+  /** Why the run failed (`null` when it completed): the code and message its request was answered. */
+  error: RunError | null;
   chatId: string;
   input: string;
   executionTime: number;
@@ -83,7 +86,7 @@ export async function runAgent(
         status: outcome.ok ? 'completed' : 'failed',
         input: request.message,
         response: outcome.ok ? outcome.text : '',
-        error: outcome.ok ? null : `${outcome.error.code}: ${outcome.error.message}`,
+        error: outcome.ok ? null : storedRunError(outcome.error),
         execution_time_ms: Math.max(0, Math.round(finishedAt.getTime() - startedAt.getTime())),
         // A failed run records what it spent, as the ledger does.
         input_tokens: outcome.usage.inputTokens,
@@ -114,6 +117,7 @@ export async function runAgent(
     agentId: run.agent_id,
     agentName: conversation.agent.title,
     agentResponse: run.response,
+    error: runErrorView(run.error),
     chatId: conversation.chatId,
     input: run.input,
     executionTime: run.execution_time_ms,

@@ -1,7 +1,6 @@
 import {
   generateText,
   type ModelMessage,
-  stepCountIs,
   streamText,
   type ToolChoice,
   type Experimental_DownloadFunction,
@@ -18,20 +17,11 @@ import { cpuTurn } from './cpu-turns.js';
 import { withToolChoice } from './forced-tool-choice.js';
 import { DirectText } from './direct-text.js';
 import { plainTurnChunks } from './plain-turn.js';
-import { MAX_STEPS } from './reply-steps.js';
+import { toolLoopSettings } from './reply-steps.js';
 import { KeptChunks } from './kept-chunks.js';
 import type { ReplyUsage } from './reply-usage.js';
 import type { ChunkSink } from '../http/ui-message-sse.js';
 import { upstreamFailure } from './upstream-failure.js';
-
-/**
- * When a reply's tool loop stops, with tools offered or not. The AI SDK answers a call of a tool
- * nobody offered (a name the model made up) with a tool error and goes on only while the stop
- * condition allows: with its default of one step, a model without tools that made up a call
- * ended the reply there, empty, on a call no one runs. With more steps it reads the error and
- * answers, as it does when tools are offered.
- */
-export const toolLoopStop = stepCountIs(MAX_STEPS);
 
 /**
  * How a reply ended, before it is stored: its parts, usage and finish reason (`stopped` or
@@ -112,8 +102,9 @@ function isPlainTurn(call: ReplyCall): boolean {
 function callSettings(call: ReplyCall, model: LanguageModelV3) {
   const hasTools = Object.keys(call.tools).length > 0;
   const { toolChoice, ...options } = call.options ?? {};
+  const called = toolChoice === undefined ? model : withToolChoice(model, toolChoice);
   return {
-    model: toolChoice === undefined ? model : withToolChoice(model, toolChoice),
+    model: called,
     system: call.system,
     messages: call.messages,
     // The API accepts system messages from the caller (decisions.md: role `system`).
@@ -124,7 +115,7 @@ function callSettings(call: ReplyCall, model: LanguageModelV3) {
     abortSignal: call.abortSignal,
     ...(call.download ? { experimental_download: call.download } : {}),
     ...(hasTools ? { tools: call.tools } : {}),
-    stopWhen: toolLoopStop,
+    ...toolLoopSettings(called),
   };
 }
 

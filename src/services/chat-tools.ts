@@ -17,7 +17,8 @@ import { type SubAgent, subAgentToolNames, subAgentTools } from '../models/tools
 import { MAX_PROJECT_MEMORY_LENGTH } from '../limits.js';
 import type { ToolWarning } from '../models/tools/warnings.js';
 import type { ChatDeps, TokenUsage } from './chat.js';
-import { toolLoopStop } from './chat-reply.js';
+import { toolLoopSettings } from './reply-steps.js';
+import { storedRunError } from './run-error.js';
 import type { IdleTimeout } from './chat-idle-timeout.js';
 import type { SubAgentRun } from './chat-persist.js';
 import { ReplyUsage } from './reply-usage.js';
@@ -256,15 +257,16 @@ async function runSubAgent(
   // lead's model has answered; its step ends, and touches the timer, only after this tool).
   context.idle.touch();
   try {
+    const model = usage.wrap(subModel.model);
     const answer = await generateText({
-      model: usage.wrap(subModel.model),
+      model,
       system: buildSystemPrompt({ agentInstructions: renderTemplate(subAgent.instructions, context.values) }),
       prompt: message,
       temperature: context.temperature,
       maxRetries: 0,
       abortSignal,
       // No tools of its own, but a call the model makes up still gets its error and an answer.
-      stopWhen: toolLoopStop,
+      ...toolLoopSettings(model),
       onStepFinish: (step) => {
         context.idle.touch();
         usage.stepFinished(step);
@@ -277,7 +279,7 @@ async function runSubAgent(
     // client of a failed reply: never the provider's own error text (it may name keys, hosts).
     const failure = subRunFailure(deps, context, error);
     run.status = 'failed';
-    run.error = failure.message;
+    run.error = storedRunError(failure);
     throw failure;
   } finally {
     const spent = usage.total();

@@ -485,7 +485,8 @@ export function modelNotFound(model: string): ApiError {
  * OpenAI's finish reason. `tool_calls` tells the client to run `tool_calls` and call again, so
  * it is given only with the client's own calls; a reply that ends on other calls (the agent's
  * own, or made-up names, which the model is told are unavailable) has used up its steps
- * (MAX_STEPS in reply-steps.ts): a limit reached, OpenAI's `length`.
+ * (MAX_STEPS in reply-steps.ts) with a call even on the last, which told the model to call none: a
+ * limit reached, OpenAI's `length`. A model that answers on that step ends with `stop`.
  */
 export function finishReasonOf(reason: string | undefined, clientToolCalls: boolean): string {
   switch (reason) {

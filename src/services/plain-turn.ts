@@ -27,7 +27,7 @@ import {
 } from 'ai/internal';
 import type { ChatMessageMetadata } from './chat.js';
 import type { CallOptions } from './chat-reply.js';
-import { MAX_STEPS } from './reply-steps.js';
+import { isLastStep, MAX_STEPS } from './reply-steps.js';
 import { logWarnings } from './sdk-warnings.js';
 
 type Chunk = UIMessageChunk<ChatMessageMetadata>;
@@ -75,7 +75,8 @@ export interface PlainTurnHooks {
  * `toUIMessageStream` maps them with `sendReasoning: false` and `sendSources: true`, and a
  * failure, an abort or a stream without a finish ends as the SDK ends it. A tool call the model
  * makes up (none was offered) is answered as the SDK answers it: a tool error, and another step
- * in which the model reads it, up to the same number of steps. The provider's warnings are
+ * in which the model reads it, up to the same number of steps, the last of which tells the model
+ * to call none (`toolLoopSettings`, reply-steps.ts). The provider's warnings are
  * logged at each step's end, as `streamText` logs them (sdk-warnings.ts).
  *
  * Parts only a request with tools or provider options gets (a provider-executed call or its
@@ -119,7 +120,8 @@ export async function* plainTurnChunks(
       ({ stream } = await model.doStream({
         ...settings,
         tools: undefined,
-        toolChoice: undefined,
+        // The loop's last step says `none`, as `toolLoopSettings` sets it on the SDK path (reply-steps.ts).
+        toolChoice: isLastStep(step - 1) ? { type: 'none' } : undefined,
         responseFormat: undefined,
         prompt,
         providerOptions: undefined,

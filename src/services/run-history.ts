@@ -7,6 +7,7 @@ import { isStorableText } from '../text.js';
 import { isStoredTimestamp } from '../ids.js';
 import { accessAgentWorkspace, isManager, type Principal } from './access.js';
 import { type AgentRunView, runUsage } from './agent-runs.js';
+import { runErrorView } from './run-error.js';
 
 export const RUN_PAGE = { defaultLimit: 20, maxLimit: 100 } as const;
 
@@ -17,6 +18,7 @@ function runView(run: AgentRunTable, agentName: string): AgentRunView {
     agentId: run.agent_id,
     agentName,
     agentResponse: run.response,
+    error: runErrorView(run.error),
     chatId: run.chat_id ?? '',
     input: run.input,
     executionTime: run.execution_time_ms,

@@ -23,6 +23,19 @@ beforeEach(() => {
   upstream.requests.length = 0;
 });
 
+/** A run read back by `GET /v1/agents/{agentId}/runs/{runId}`, and as the run list shows it. */
+async function readBack(agentId: string, runId: string) {
+  const get = (url: string) =>
+    t.app.inject({ method: 'GET', url, headers: { 'x-service-api-key': CHAT_KEYS.main } });
+  const one = await get(`/v1/agents/${agentId}/runs/${runId}`);
+  expect(one.statusCode, one.body).toBe(200);
+  const list = await get(`/v1/agents/${agentId}/runs?limit=100`);
+  expect(list.statusCode, list.body).toBe(200);
+  const listed = (list.json().data.runs as Array<{ id: string }>).find((r) => r.id === runId);
+  expect(listed).toEqual(one.json().data);
+  return one.json().data;
+}
+
 function run(agentId: string, payload: unknown, key: string = CHAT_KEYS.main) {
   return t.app.inject({
     method: 'POST',
@@ -49,6 +62,7 @@ describe('POST /v1/agents/:agentId/runs', () => {
       agentId: 'agt_helper',
       agentName: 'Helper',
       agentResponse: 'Run reply',
+      error: null,
       chatId: expect.stringMatching(/^cht_/),
       input: 'Status?',
       executionTime: expect.any(Number),
@@ -129,6 +143,30 @@ describe('POST /v1/agents/:agentId/runs', () => {
     expect(row.error).toContain('upstream_error');
     const messages = await chatRows(t.db, row.chat_id!);
     expect(messages.map((m) => m.role)).toEqual(['user']);
+    // Read back, the run says why it failed: the code and message the POST answered, no more.
+    expect(await readBack('agt_plain', error.details.runId)).toMatchObject({
+      status: 'failed',
+      agentResponse: '',
+      error: { code: 'upstream_error', message: error.message },
+    });
+    expect(error.message).toBe('The model provider answered HTTP 500');
+  });
+
+  it('reads a failed run back without the provider’s own error text', async () => {
+    upstream.enqueue({ kind: 'fail', status: 401, message: 'Incorrect API key provided: sk-leaked-1234' });
+    const res = await run('agt_plain', { message: 'break' });
+    expect(res.statusCode).toBe(502);
+    const { runId } = res.json().details;
+    const read = await readBack('agt_plain', runId);
+    expect(read.error).toEqual({ code: 'upstream_error', message: 'The model provider answered HTTP 401' });
+    expect(JSON.stringify(read)).not.toContain('sk-leaked');
+  });
+
+  it('reads a completed run back with error null', async () => {
+    const res = await run('agt_plain', { message: 'fine' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.error).toBeNull();
+    expect(await readBack('agt_plain', res.json().data.id)).toEqual(res.json().data);
   });
 
   it('records a failed run and answers 504 with details.runId on a timeout', async () => {
@@ -147,6 +185,11 @@ describe('POST /v1/agents/:agentId/runs', () => {
       .executeTakeFirstOrThrow();
     expect(row.status).toBe('failed');
     expect(row.execution_time_ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
+    expect((await readBack('agt_plain', error.details.runId)).error).toEqual({
+      code: 'upstream_timeout',
+      message: `The model provider did not answer within ${TIMEOUT_MS} ms`,
+    });
+    expect(error.message).toBe(`The model provider did not answer within ${TIMEOUT_MS} ms`);
   });
 
   it('runs an orchestrating agent (no stream involved)', async () => {

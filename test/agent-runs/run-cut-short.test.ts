@@ -125,7 +125,7 @@ it('records a sub-agent run the lead’s stop cut short as stopped, not as a pro
   const run = await subRun();
   expect(run).toMatchObject({
     status: 'failed',
-    error: 'The lead reply was stopped before this run was done',
+    error: 'conflict: The lead reply was stopped before this run was done',
   });
   expect(run.input_tokens).toBeGreaterThan(0);
 });
@@ -138,7 +138,7 @@ it('records a sub-agent run the shutdown cut short as interrupted by the shutdow
   await closing;
   expect(await subRun()).toMatchObject({
     status: 'failed',
-    error: 'The server shut down while this run was being generated',
+    error: 'service_unavailable: The server shut down while this run was being generated',
   });
 });
 

@@ -129,7 +129,7 @@ describe('a sub-agent whose provider stays silent past the timeout', () => {
     // The lead only waited for the sub-agent's provider: its silence is the timeout, as the lead says.
     expect(run).toMatchObject({
       status: 'failed',
-      error: 'The model provider did not answer within 1500 ms',
+      error: 'upstream_timeout: The model provider did not answer within 1500 ms',
     });
     expect(run.input_tokens).toBeGreaterThan(0);
   });

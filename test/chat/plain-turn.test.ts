@@ -367,6 +367,27 @@ describe('a turn without tools, outside streamText, against the same turn throug
       ],
     ]);
     expect(made).toHaveLength(8);
+    // The last step told the model to call none (the SDK sends `none` also with no tools offered).
+    expect(made.map((call) => call.toolChoice)).toEqual([...Array(7).fill(undefined), { type: 'none' }]);
+  });
+
+  it('the last step the tool loop allows: the model is told to call no tool, and its answer ends the reply', async () => {
+    const madeUp: LanguageModelV3StreamPart[] = [
+      { type: 'tool-call', toolCallId: 'c', toolName: 'lookup', input: '{}' },
+      { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage },
+    ];
+    const { outcome, calls: made } = await bothPaths([
+      ...Array.from({ length: 7 }, () => madeUp),
+      [
+        { type: 'text-start', id: 't' },
+        { type: 'text-delta', id: 't', delta: 'Done.' },
+        { type: 'text-end', id: 't' },
+        finish,
+      ],
+    ]);
+    expect(made).toHaveLength(8);
+    expect(made.at(-1)!.toolChoice).toEqual({ type: 'none' });
+    expect(outcome).toMatchObject({ stored: { ok: true, text: 'Done.', finishReason: 'stop' } });
   });
 });
 

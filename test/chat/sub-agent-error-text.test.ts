@@ -34,5 +34,21 @@ describe('an orchestrating agent whose sub-agent’s provider fails', () => {
     expect(messages.statusCode).toBe(200);
     expect(messages.body).not.toContain('sk-live-OPERATOR-KEY');
     expect(JSON.stringify(upstream.lastRequest().body.messages)).not.toContain('sk-live-OPERATOR-KEY');
+
+    // The sub-agent's failed run, read back, says why in the service's words, with their code.
+    const runs = await t.app.inject({
+      method: 'GET',
+      url: '/v1/agents/agt_plain/runs?limit=100',
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(runs.statusCode).toBe(200);
+    const subRun = (runs.json().data.runs as Array<{ chatId: string }>).find(
+      (run) => run.chatId === res.json().chatId,
+    );
+    expect(subRun).toMatchObject({
+      status: 'failed',
+      error: { code: 'upstream_error', message: 'The model provider answered HTTP 401' },
+    });
+    expect(runs.body).not.toContain('sk-live-OPERATOR-KEY');
   });
 });

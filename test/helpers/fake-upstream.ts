@@ -65,6 +65,11 @@ export interface FakeUpstream {
   enqueue(...replies: ReplyScript[]): void;
   /** The text answered when no reply is queued. */
   defaultText: string;
+  /**
+   * Chooses the reply from the request when no reply is queued (a model that keeps calling
+   * tools until a request lets it call none); `undefined` from it answers `defaultText`.
+   */
+  respond?: (request: RecordedRequest) => ReplyScript | undefined;
   /** The last request, or a failure when there was none. */
   lastRequest(): RecordedRequest;
   /** Lets held replies (`kind: 'held'`) go on. */
@@ -154,7 +159,13 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       }
     });
     const body = raw ? (JSON.parse(raw) as RecordedRequest['body']) : {};
-    requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
+    const recorded: RecordedRequest = {
+      method: req.method ?? '',
+      path: req.url ?? '',
+      headers: req.headers,
+      body,
+    };
+    requests.push(recorded);
     for (const waiter of waiters.filter((w) => requests.length >= w.count)) {
       waiters.splice(waiters.indexOf(waiter), 1);
       waiter.resolve();
@@ -164,7 +175,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       res.end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error' } }));
       return;
     }
-    const script: ReplyScript = queue.shift() ?? { kind: 'text', text: upstream.defaultText };
+    const script: ReplyScript = queue.shift() ??
+      upstream.respond?.(recorded) ?? { kind: 'text', text: upstream.defaultText };
     const id = `chatcmpl-${++counter}`;
     const model = body.model ?? 'fake';
     if (script.kind === 'tool-calls' && script.delayMs) {

@@ -973,8 +973,49 @@ describe('tools', () => {
     expect(mcp.calls).toEqual([{ term: 'atrium' }, { term: 'hall' }]);
   });
 
-  it('ends a reply whose agent tools used up its steps with finish_reason length, never tool_calls without tool_calls', async () => {
-    // Every step of the tool loop (8) calls the agent's own MCP tool: the reply ends on a tool call.
+  it('answers on the last step of the tool loop, which offers no tool: finish_reason stop, not length', async () => {
+    // A model that calls the agent's MCP tool at every step it may: the last step (8) says
+    // `tool_choice: "none"`, so it answers from the tool results.
+    upstream.respond = (request) =>
+      request.body.tools?.length && request.body.tool_choice !== 'none'
+        ? { kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'loop' } }] }
+        : { kind: 'text', text: 'Found it.' };
+    try {
+      const json = await client().chat.completions.create({
+        model: 'agt_tools',
+        messages: [{ role: 'user', content: 'Look everything up' }],
+        tools: [weatherTool],
+      });
+      expect(json.choices[0]).toMatchObject({
+        finish_reason: 'stop',
+        message: { role: 'assistant', content: 'Found it.' },
+      });
+      expect(json.choices[0]!.message.tool_calls).toBeUndefined();
+      expect(upstream.requests).toHaveLength(8);
+      expect(upstream.requests.map((request) => request.body.tool_choice ?? 'auto')).toEqual([
+        ...Array(7).fill('auto'),
+        'none',
+      ]);
+
+      const chunks = await collect(
+        await client().chat.completions.create({
+          model: 'agt_tools',
+          messages: [{ role: 'user', content: 'Look everything up' }],
+          stream: true,
+        }),
+      );
+      expect(upstream.requests).toHaveLength(16);
+      expect(upstream.requests.at(-1)!.body.tool_choice).toBe('none');
+      expect(text(chunks)).toBe('Found it.');
+      expect(chunks.map((chunk) => chunk.choices[0]?.finish_reason).filter(Boolean)).toEqual(['stop']);
+    } finally {
+      upstream.respond = undefined;
+    }
+  });
+
+  it('ends a reply whose model calls tools even when told to call none with finish_reason length, never tool_calls without tool_calls', async () => {
+    // Every step of the tool loop (8) calls the agent's own MCP tool, the last one too, although
+    // it said `tool_choice: "none"` (the fake upstream's queue ignores it): the reply ends on a call.
     const lookups = (prefix: string) =>
       Array.from({ length: 8 }, (_, i) => ({
         kind: 'tool-calls' as const,

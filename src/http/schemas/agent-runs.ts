@@ -2,6 +2,8 @@ import { Type } from 'typebox';
 import { MAX_ID_LENGTH } from '../../limits.js';
 import { Sources, SystemVariables, Temperature, TemplateVariables, ToolWarning } from './chat.js';
 import { envelope, Timestamp } from './common.js';
+import { ERROR_CODES } from './error-body.js';
+import type { ErrorCode } from '../../errors.js';
 import { UsageField } from './usage.js';
 import { PATTERNS } from './patterns.js';
 
@@ -33,6 +35,19 @@ export const AgentRun = Type.Object({
   agentId: Type.String(),
   agentName: Type.String(),
   agentResponse: Type.String(),
+  error: Type.Union(
+    [
+      Type.Object({
+        code: Type.Unsafe<ErrorCode>({ type: 'string', enum: ERROR_CODES }),
+        message: Type.String(),
+      }),
+      Type.Null(),
+    ],
+    {
+      description:
+        'Why the run failed: `null` when it completed; for a `failed` run the `code` and `message` its request was answered (`upstream_error`, `upstream_timeout`, …), never the provider’s own error text',
+    },
+  ),
   chatId: Type.String(),
   input: Type.String(),
   executionTime: Type.Integer({ description: 'Milliseconds' }),
