@@ -236,7 +236,7 @@ async function apply(args: string[]): Promise<number> {
     return EXIT.usage;
   }
   if (values.json) {
-    console.log(JSON.stringify({ keys: report.keys, ids: report.ids }));
+    console.log(JSON.stringify({ keys: report.keys, ids: report.ids, objects: report.objects }));
     return EXIT.ok;
   }
   if (report.created.length === 0 && report.updated.length === 0) console.log(`${file}: nothing to change`);
@@ -256,7 +256,8 @@ async function exportCommand(args: string[]): Promise<number> {
   const workspaceId = values.workspace;
   const setup = await withDatabase((database) => exportWorkspace(database.db, workspaceId));
   if (!setup) throw new BadArgument(`No workspace ${workspaceId}`);
-  console.log(exportText(setup, workspaceId).trimEnd());
+  // Not trimmed: the last text's trailing newlines may end the document. console.log adds the final one.
+  console.log(exportText(setup, workspaceId).replace(/\n$/, ''));
   printError(...exportWarnings(setup).map((warning) => `warning: ${warning}`));
   return EXIT.ok;
 }

@@ -5,6 +5,7 @@ import type { Database } from '../db/schema.js';
 import { caseInsensitiveSortKey } from '../db/sort-key.js';
 import { type IdPrefix, newId } from '../ids.js';
 import { PROJECT_DEFAULTS } from '../services/projects.js';
+import { type ApplyReport, idsByName, type ObjectKind } from './apply-report.js';
 import {
   ApiManagedObjectsError,
   DuplicateAgentTitlesError,
@@ -19,14 +20,6 @@ import type { ApiKeySetup, SetupFile, WorkspaceSetup } from './validate.js';
 type Trx = Transaction<Database>;
 type Table = keyof Database;
 type Row = Record<string, unknown>;
-
-export interface ApplyReport {
-  created: string[];
-  updated: string[];
-  /** Plaintext of every key this run created (or re-keyed), by key name. Shown once. */
-  keys: Record<string, string>;
-  ids: Record<string, Record<string, string>>;
-}
 
 interface Context {
   trx: Trx;
@@ -176,9 +169,14 @@ function defaultModelOf(workspace: WorkspaceSetup, existing: Row | undefined): s
   return workspace.models?.[0] ?? null;
 }
 
-function record(ctx: Context, kind: string, name: string, id: string) {
-  ctx.report.ids[kind] ??= {};
-  ctx.report.ids[kind][name] = id;
+function record(
+  ctx: Context,
+  kind: ObjectKind,
+  name: string,
+  id: string,
+  scope: { organization?: string; workspace?: string } = {},
+) {
+  ctx.report.objects.push({ kind, id, name, ...scope });
 }
 
 async function applyKey(
@@ -223,7 +221,10 @@ async function applyKey(
     defaults: { expires_at: null, revoked_at: null, last_used_at: null },
   });
   if (plaintext) ctx.report.keys[key.name] = plaintext;
-  record(ctx, 'apiKeys', key.name, id);
+  record(ctx, 'apiKey', key.name, id, {
+    organization: scope.organizationId,
+    ...(scope.workspaceId !== null && { workspace: scope.workspaceId }),
+  });
 }
 
 /**
@@ -298,7 +299,7 @@ async function applyAll(ctx: Context, setup: SetupFile) {
       match: org.id ? {} : { name: org.name },
       values: () => ({ name: org.name }),
     });
-    record(ctx, 'organizations', org.name, organizationId);
+    record(ctx, 'organization', org.name, organizationId);
 
     const userIds = new Map<string, string>();
     for (const user of org.users ?? []) {
@@ -328,7 +329,7 @@ async function applyAll(ctx: Context, setup: SetupFile) {
       });
       userIds.set(email, userId);
       if (user.id) userIds.set(user.id, userId);
-      record(ctx, 'users', email, userId);
+      record(ctx, 'user', email, userId, { organization: organizationId });
     }
     for (const key of org.apiKeys ?? []) {
       await applyKey(ctx, key, { kind: 'organization', organizationId, workspaceId: null }, userIds);
@@ -364,7 +365,7 @@ async function applyAll(ctx: Context, setup: SetupFile) {
           rate_limit_per_minute: null,
         },
       });
-      record(ctx, 'workspaces', workspace.name, workspaceId);
+      record(ctx, 'workspace', workspace.name, workspaceId, { organization: organizationId });
       // Held to the end, past the check of duplicate titles below: an agent or key the API makes
       // in this workspace meanwhile waits for this apply, so the check sees every agent there.
       await lockWorkspace(ctx.trx, workspaceId);
@@ -452,7 +453,7 @@ async function applyAll(ctx: Context, setup: SetupFile) {
             deleted_at: null,
           },
         });
-        record(ctx, 'agents', agent.title, agentId);
+        record(ctx, 'agent', agent.title, agentId, { organization: organizationId, workspace: workspaceId });
       }
 
       for (const project of workspace.projects ?? []) {
@@ -476,7 +477,10 @@ async function applyAll(ctx: Context, setup: SetupFile) {
           }),
           defaults: { ...PROJECT_DEFAULTS, memory: '', archived: 0 },
         });
-        record(ctx, 'projects', project.name, projectId);
+        record(ctx, 'project', project.name, projectId, {
+          organization: organizationId,
+          workspace: workspaceId,
+        });
       }
     }
   }
@@ -493,7 +497,7 @@ export async function applySetup(
   setup: SetupFile,
   options: { now: Date; adopt?: boolean; signal?: AbortSignal },
 ) {
-  const report: ApplyReport = { created: [], updated: [], keys: {}, ids: {} };
+  const report: ApplyReport = { created: [], updated: [], keys: {}, objects: [] };
   await db.transaction().execute(async (trx) => {
     // Before anything is read or written: API writes of agents and keys wait for this apply.
     await lockAllTenants(trx);
@@ -511,5 +515,5 @@ export async function applySetup(
     // Last, so that a signal that came at any point before the commit leaves nothing applied.
     options.signal?.throwIfAborted();
   });
-  return report;
+  return { ...report, ids: idsByName(report.objects) };
 }

@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
-import { stringify } from 'yaml';
+import { liveAgentIdsIn } from '../db/repositories/agents.js';
 import type { Database } from '../db/schema.js';
 import { PROJECT_DEFAULTS } from '../services/projects.js';
 import { matchesPattern } from '../http/schemas/patterns.js';
+import { exactYaml } from './exact-yaml.js';
 import { type AgentSetup, MAX_ONE_LINE_NAME, type ProjectSetup, type SetupFile } from './validate.js';
 
 /** Leaves out what equals the setup file's default, so the export reads like a hand-written file. */
@@ -55,8 +56,18 @@ export async function exportWorkspace(
     .orderBy('id')
     .execute();
 
+  // A sub-agent deleted after it was named stays in its lead's stored list (a chat skips it, with
+  // a warning); named in the file, it would be an unknown agent there, and apply would refuse it.
+  const subAgents = new Map<string, string[]>();
+  for (const agent of agents) {
+    const orchestration = JSON.parse(agent.orchestration ?? 'null') as AgentSetup['orchestration'];
+    if (orchestration) subAgents.set(agent.id, orchestration.agents);
+  }
+  const liveSubAgents = await liveAgentIdsIn(db, workspaceId, [...subAgents.values()].flat());
+
   const agentSpecs = agents.map((agent) => {
     const tools = JSON.parse(agent.tools) as AgentSetup['tools'];
+    const orchestrated = subAgents.get(agent.id);
     return withoutDefaults<AgentSetup>(
       {
         id: agent.id,
@@ -68,9 +79,7 @@ export async function exportWorkspace(
         model: agent.model ?? undefined,
         instructions: agent.instructions,
         tools: tools && tools.length > 0 ? tools : undefined,
-        orchestration: agent.orchestration
-          ? (JSON.parse(agent.orchestration) as AgentSetup['orchestration'])
-          : undefined,
+        orchestration: orchestrated && { agents: orchestrated.filter((id) => liveSubAgents.has(id)) },
       },
       { description: '', image: '', category: '', instructions: '' },
     );
@@ -115,7 +124,8 @@ export function exportText(setup: SetupFile, workspaceId: string): string {
     '# Move them into the workspace entry of your setup file, then run `atrium apply --adopt FILE`',
     '# once: the file becomes their manager. Tool urls and headers are exported as stored (secrets included).',
   ];
-  return `${header.join('\n')}\n${stringify(setup)}`;
+  // Printed as it is (not trimmed): a text's trailing newlines may end the document.
+  return `${header.join('\n')}\n${exactYaml(setup)}`;
 }
 
 /**

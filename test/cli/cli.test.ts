@@ -677,6 +677,89 @@ organizations:
     expect(output.out.join('\n')).toContain('nothing to change');
   });
 
+  it('lists with --json every object it applied, with its scope, when names repeat across workspaces', async () => {
+    const twin = (letter: string) => `
+  - name: Twin ${letter}
+    users: [{ name: Tess, email: tess@twin-${letter.toLowerCase()}.test }]
+    workspaces:
+      - name: Main
+        agents: [{ title: Helper }]
+        projects: [{ name: Docs }]`;
+    const file = writeSetup(
+      'twins.yaml',
+      `organizations:${twin('A')}${twin('B')}
+        apiKeys: [{ name: twin-b-key, user: tess@twin-b.test }]
+        members: [{ user: tess@twin-b.test, role: owner }]
+  - id: org_twin_c
+    name: Twin C
+    workspaces:
+      - id: wsp_twin_c
+        name: Twin C
+        projects: [{ id: prj_twin_c1, name: Docs }, { id: prj_twin_c2, name: Docs }]
+`,
+    );
+    expect(await main(['apply', file, '--json'])).toBe(0);
+    const report = JSON.parse(output.out.join(''));
+
+    const database = await openDatabase(loadConfig().database);
+    try {
+      const rows = await database.db
+        .selectFrom('agents')
+        .innerJoin('workspaces', 'workspaces.id', 'agents.workspace_id')
+        .innerJoin('organizations', 'organizations.id', 'workspaces.organization_id')
+        .select(['agents.id', 'agents.workspace_id', 'organizations.id as organization_id'])
+        .where('organizations.name', 'in', ['Twin A', 'Twin B'])
+        .execute();
+      expect(rows).toHaveLength(2);
+      const agents = report.objects.filter((object: { kind: string }) => object.kind === 'agent');
+      expect(agents).toEqual(
+        expect.arrayContaining(
+          rows.map((row) => ({
+            kind: 'agent',
+            id: row.id,
+            name: 'Helper',
+            organization: row.organization_id,
+            workspace: row.workspace_id,
+          })),
+        ),
+      );
+    } finally {
+      await database.close();
+    }
+    const named = (kind: string, name: string) =>
+      report.objects.filter(
+        (object: { kind: string; name: string }) => object.kind === kind && object.name === name,
+      );
+    expect(named('workspace', 'Main')).toHaveLength(2);
+    expect(named('project', 'Docs')).toHaveLength(4);
+    expect(named('project', 'Docs').map((object: { id: string }) => object.id)).toEqual(
+      expect.arrayContaining(['prj_twin_c1', 'prj_twin_c2']),
+    );
+    expect(named('apiKey', 'twin-b-key')).toEqual([
+      expect.objectContaining({ id: report.ids.apiKeys['twin-b-key'], workspace: expect.any(String) }),
+    ]);
+    expect(named('organization', 'Twin C')).toEqual([
+      { kind: 'organization', id: 'org_twin_c', name: 'Twin C' },
+    ]);
+    expect(named('user', 'tess@twin-a.test')).toEqual([
+      {
+        kind: 'user',
+        id: report.ids.users['tess@twin-a.test'],
+        name: 'tess@twin-a.test',
+        organization: expect.any(String),
+      },
+    ]);
+    // A name that names two objects of a kind is left out of `ids`, which would hold one of them.
+    expect(report.ids.agents).toEqual({});
+    expect(report.ids.workspaces).toEqual({ 'Twin C': 'wsp_twin_c' });
+    expect(report.ids.projects).toEqual({});
+    expect(report.ids.organizations).toEqual({
+      'Twin A': named('organization', 'Twin A')[0].id,
+      'Twin B': named('organization', 'Twin B')[0].id,
+      'Twin C': 'org_twin_c',
+    });
+  });
+
   it('creates and revokes keys from the command line', async () => {
     expect(
       await main([
