@@ -268,6 +268,7 @@ export async function buildApp(
     keyPrefix: (deps.config.redis?.keyPrefix ?? 'atrium:').replace(/:+$/, ''),
     // A resume waits this long at most for a reply another process is setting up.
     setUpWaitMs: deps.config.upstreamTimeoutMs,
+    stopWaitMs: deps.stopWaitMs,
   });
   app.decorate('persistence', { idle: () => replies.idle() });
   deps.readinessChecks = {

@@ -41,4 +41,6 @@ export interface AppDeps {
   coordination?: Coordination;
   /** How long shutdown lets replies in progress run on; default 15 s (docs/chat.md). */
   shutdownWaitMs?: number;
+  /** How long a stop waits for the stopped reply to be stored; default 10 s (docs/chat.md). */
+  stopWaitMs?: number;
 }

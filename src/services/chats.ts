@@ -370,9 +370,13 @@ async function readMessagePage(
   );
 }
 
+/**
+ * Stops the chat's reply and answers once it is stored and released (`settled`; false when that
+ * took longer than the bound, and the stop answers anyway): spec/chats.md, "Stop".
+ */
 export async function stopReply(deps: ChatsDeps, access: ChatsAccess, chatId: string) {
   const chat = await visibleChat(deps.db, access, chatId);
-  return deps.replies.stop(chat.id);
+  return deps.replies.stopAndWait(chat.id);
 }
 
 /**

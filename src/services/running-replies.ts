@@ -14,6 +14,14 @@ const ACTIVE_TTL_SECONDS = 30;
 const HEARTBEAT_MS = 10_000;
 /** A busy process asks clients to come back after this long. */
 const BUSY_RETRY_AFTER_SECONDS = 5;
+/** How long a stop waits for the stopped reply to be stored before it answers anyway. */
+const STOP_WAIT_MS = 10_000;
+/** How often a stop looks whether another process has stored the reply it stopped. */
+const SETTLED_POLL_MS = 50;
+/** Of those looks, every how many also asks whether that process is still alive (~1 s). */
+const GONE_CHECK_EVERY = 20;
+/** A reply's settled marker outlives its release by this long: ample for the stops waiting on it. */
+const SETTLED_TTL_SECONDS = 60;
 
 /** A reply admitted to run: make its stream resumable, and release it when it has been stored. */
 export interface ReplyTicket {
@@ -37,6 +45,11 @@ interface LocalReply {
   /** Marks the chat active with this reply, for other processes (renewed by a heartbeat). */
   mark(): void;
   released: Promise<void>;
+  /**
+   * Resolves once the reply is released and its markers are cleared (the chat no longer runs it
+   * for any process), the settled marker written for the stops of other processes.
+   */
+  settled: Promise<void>;
 }
 
 /**
@@ -97,6 +110,8 @@ export class RunningReplies {
        * slowest step of a set-up, fetching the turn's files).
        */
       setUpWaitMs?: number;
+      /** How long `stopAndWait` waits for the stopped reply to be stored (default STOP_WAIT_MS). */
+      stopWaitMs?: number;
     },
   ) {
     this.streams = createResumableStreamContext({
@@ -169,6 +184,14 @@ export class RunningReplies {
     return `${this.options.keyPrefix}:set-up:${messageId}`;
   }
 
+  /**
+   * Written by a reply's process once the reply is stored and its markers cleared: a stop that
+   * reached another process answers when it is there (`stopAndWait`).
+   */
+  private settledKey(messageId: string): string {
+    return `${this.options.keyPrefix}:settled:${messageId}`;
+  }
+
   /** The channel a process listens on while it lives: its connection ending ends the listening. */
   private instanceChannel(instanceId: string): string {
     return `${this.options.keyPrefix}:process:${instanceId}`;
@@ -238,6 +261,7 @@ export class RunningReplies {
       );
     }
     let release!: () => void;
+    let settle!: () => void;
     let settleShared: () => void = () => undefined;
     const { publisher } = this.coordination;
     // Other processes learn that this reply is being set up (a resume reaching them waits for it),
@@ -275,6 +299,9 @@ export class RunningReplies {
       mark,
       released: new Promise<void>((resolve) => {
         release = resolve;
+      }),
+      settled: new Promise<void>((resolve) => {
+        settle = resolve;
       }),
       shared: resumable
         ? new Promise<void>((resolve) => {
@@ -360,12 +387,19 @@ export class RunningReplies {
           for (const other of this.replies) if (other.chatId === chatId) this.local.set(chatId, other);
           this.local.get(chatId)?.mark();
         }
+        const settledKey = this.settledKey(messageId);
         void (async () => {
           // Another reply of the chat may have started meanwhile: remove only our own marker.
           await publisher.del(replyKey);
           await publisher.del(ownerKey);
           await publisher.replace(key, messageId, null);
-        })().catch(() => undefined);
+          // Last: a stop waiting for this reply on another process then finds the chat free.
+          if (this.coordination.shared) {
+            await publisher.set(settledKey, '1', { EX: SETTLED_TTL_SECONDS });
+          }
+        })()
+          .catch(() => undefined)
+          .finally(settle);
         settleShared();
         release();
       },
@@ -466,6 +500,50 @@ export class RunningReplies {
       ),
     );
     return { stopped: true, messageId };
+  }
+
+  /**
+   * `stop` (as `POST /chat/{chatId}/stop`), answered once the stopped replies are stored and
+   * released, wherever they ran: a client reading the chat right after sees the stopped reply,
+   * and its next turn is not refused as busy. Here, the replies' own settlement; on another
+   * process, its settled marker (looked at every SETTLED_POLL_MS), or that process gone. At most
+   * `waitMs`: `settled` false when the stop answers without knowing the reply stored.
+   */
+  async stopAndWait(
+    chatId: string,
+    waitMs = this.options.stopWaitMs ?? STOP_WAIT_MS,
+  ): Promise<{ stopped: boolean; messageId: string | null; settled: boolean }> {
+    const here = [...this.replies].filter((reply) => reply.chatId === chatId);
+    const result = await this.stop(chatId, 'stopped');
+    if (!result.stopped || result.messageId === null) return { ...result, settled: true };
+    const settled =
+      here.length > 0
+        ? within(Promise.all(here.map((reply) => reply.settled)), waitMs)
+        : this.settledElsewhere(result.messageId, waitMs);
+    return { ...result, settled: await settled };
+  }
+
+  /** Whether the reply running on another process was settled there (or its process died) in time. */
+  private async settledElsewhere(messageId: string, waitMs: number): Promise<boolean> {
+    const { publisher } = this.coordination;
+    let waiting = true;
+    const looking = (async () => {
+      for (let look = 0; waiting; look++) {
+        try {
+          if (typeof (await publisher.get(this.settledKey(messageId))) === 'string') return;
+          // A process killed meanwhile stores nothing more: nothing to wait for.
+          if (look % GONE_CHECK_EVERY === 0 && (await this.goneReplies([messageId])).has(messageId)) return;
+        } catch {
+          // Redis not answering: looked at again until the bound, as for a slow store.
+        }
+        await new Promise((resolve) => setTimeout(resolve, SETTLED_POLL_MS));
+      }
+    })();
+    try {
+      return await within(looking, waitMs);
+    } finally {
+      waiting = false;
+    }
   }
 
   /** The running reply's stream from its start, or null when no reply is being generated. */

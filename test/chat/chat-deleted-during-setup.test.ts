@@ -36,6 +36,9 @@ useChatApp(
       },
     },
     mcpConnectTimeoutMs: 10_000,
+    // A stop waits for the turn it stopped to be stored, and this one's set-up is held until the
+    // test lets it go: the stop answers at the end of this bound, having stopped the turn.
+    stopWaitMs: 200,
     beforeClose: () => release.resolve(),
   },
 );

@@ -166,6 +166,8 @@ export async function countRows(db: Db) {
 export interface ChatAppOptions {
   mcp?: Parameters<typeof startRawMcpServer>[0];
   mcpConnectTimeoutMs?: number;
+  /** How long a stop waits for the stopped reply to be stored (default 10 s). */
+  stopWaitMs?: number;
   /** Runs before anything closes: gates a test still holds open are released here. */
   beforeClose?: () => void;
 }
@@ -182,7 +184,11 @@ export function useChatApp(
   beforeAll(async () => {
     upstream = await startFakeUpstream();
     if (options.mcp) mcp = await startRawMcpServer(options.mcp);
-    t = await createTestApp({ setup: chatSetup(upstream), mcpConnectTimeoutMs: options.mcpConnectTimeoutMs });
+    t = await createTestApp({
+      setup: chatSetup(upstream),
+      mcpConnectTimeoutMs: options.mcpConnectTimeoutMs,
+      stopWaitMs: options.stopWaitMs,
+    });
     started({ upstream, t, mcp });
   });
   afterAll(async () => {

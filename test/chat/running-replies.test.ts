@@ -600,3 +600,69 @@ describe('a stop published to the process running the reply', () => {
     ticket.release();
   });
 });
+
+/** A stop answers once the reply it stopped is stored and released (spec/chats.md, "Stop"). */
+describe('a stop that waits for the stopped reply', () => {
+  /** Two "processes" on one coordination that says it is shared, as Redis does. */
+  function sharedProcesses() {
+    const coordination = { ...createMemoryCoordination(), shared: true };
+    const options = { maxConcurrent: 5, keyPrefix: 'settle' };
+    return { a: new RunningReplies(coordination, options), b: new RunningReplies(coordination, options) };
+  }
+
+  it('answers a stop of a reply running here once that reply is released', async () => {
+    const { a } = sharedProcesses();
+    const ticket = a.admit('chat-here', 'msg-1', () => undefined);
+    let answered = false;
+    const stopping = a.stopAndWait('chat-here').then((result) => {
+      answered = true;
+      return result;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toBe(false);
+    ticket.release();
+    expect(await stopping).toEqual({ stopped: true, messageId: 'msg-1', settled: true });
+    expect(await a.runningMessageId('chat-here')).toBeNull();
+  });
+
+  it('answers a stop of a reply running on another process once that process has released it', async () => {
+    const { a, b } = sharedProcesses();
+    await Promise.all([a.start(), b.start()]);
+    const reasons: string[] = [];
+    const ticket = a.admit('chat-there', 'msg-2', (reason) => reasons.push(reason));
+    let answered = false;
+    const stopping = b.stopAndWait('chat-there').then((result) => {
+      answered = true;
+      return result;
+    });
+    // A has the stop, and has not stored the reply yet: B's stop does not answer.
+    await vi.waitFor(() => expect(reasons).toEqual(['stopped']));
+    expect(answered).toBe(false);
+    ticket.release();
+    expect(await stopping).toEqual({ stopped: true, messageId: 'msg-2', settled: true });
+    // The chat's marker is gone by then: B admits the chat's next turn.
+    expect(await b.runningMessageId('chat-there')).toBeNull();
+  });
+
+  it('answers at the end of its bound, not settled, when the reply is not released', async () => {
+    const { a, b } = sharedProcesses();
+    await Promise.all([a.start(), b.start()]);
+    const ticket = a.admit('chat-slow', 'msg-3', () => undefined);
+    expect(await b.stopAndWait('chat-slow', 200)).toEqual({
+      stopped: true,
+      messageId: 'msg-3',
+      settled: false,
+    });
+    expect(await a.stopAndWait('chat-slow', 200)).toEqual({
+      stopped: true,
+      messageId: 'msg-3',
+      settled: false,
+    });
+    ticket.release();
+  });
+
+  it('answers at once when no reply runs', async () => {
+    const { b } = sharedProcesses();
+    expect(await b.stopAndWait('chat-none')).toEqual({ stopped: false, messageId: null, settled: true });
+  });
+});

@@ -109,6 +109,8 @@ export async function createTestApp(
     /** How file parts' URLs are fetched (the AI SDK's refuses the loopback address of tests). */
     fileDownloader?: FileDownloader;
     shutdownWaitMs?: number;
+    /** How long a stop waits for the stopped reply to be stored (default 10 s). */
+    stopWaitMs?: number;
     logger?: FastifyServerOptions['logger'];
     logStream?: DestinationStream;
     /** Runs before any route is registered, after the response-schema check is installed. */
@@ -127,6 +129,7 @@ export async function createTestApp(
       mcpConnectTimeoutMs: options.mcpConnectTimeoutMs,
       fileDownloader: options.fileDownloader,
       shutdownWaitMs: options.shutdownWaitMs,
+      stopWaitMs: options.stopWaitMs,
     },
     {
       beforeRoutes: (app) => {

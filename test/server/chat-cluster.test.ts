@@ -86,18 +86,16 @@ describe(`stop and resume across two atrium serve processes with REDIS_URL (${en
     expect(chats.filter((chat) => chat.id !== chatId).every((chat) => !chat.active)).toBe(true);
 
     const stop = await fetch(`${b!.url}/v1/chat/${chatId}/stop`, { method: 'POST', headers: key });
-    expect(((await stop.json()) as { data: { stopped: boolean } }).data.stopped).toBe(true);
-    await events.all();
-    expect(events.chunks.at(-1)).toMatchObject({
-      type: 'finish',
-      messageMetadata: { finishReason: 'stopped' },
-    });
-    await upstream.waitForAborted(abortedBefore + 1);
+    const stopped = ((await stop.json()) as { data: { stopped: boolean; messageId: string } }).data;
+    expect(stopped.stopped).toBe(true);
 
+    // Read at once, before the reply's own stream is: the stop answered once A had stored the
+    // reply (it used to answer as soon as it had published the stop, and the read raced A's store).
     const messages = await fetch(`${b!.url}/v1/chats/${chatId}/messages`, { headers: key });
     const body = (await messages.json()) as {
       data: {
         messages: Array<{
+          id: string;
           role: string;
           parts: Array<{ type: string; text?: string }>;
           metadata: { finishReason?: string };
@@ -105,9 +103,31 @@ describe(`stop and resume across two atrium serve processes with REDIS_URL (${en
       };
     };
     const reply = body.data.messages.at(-1)!;
-    expect(reply.role).toBe('assistant');
+    expect(reply).toMatchObject({ id: stopped.messageId, role: 'assistant' });
     expect(reply.metadata.finishReason).toBe('stopped');
-    expect(reply.parts.find((p) => p.type === 'text')?.text).toBe(events.text());
+    expect(reply.parts.find((p) => p.type === 'text')?.text).toBe('alpha beta ');
+    // …and the chat no longer runs a reply anywhere: a regenerate (refused with 409 while one
+    // runs) sent to B at once is answered.
+    const regenerated = await fetch(`${b!.url}/v1/chat`, {
+      method: 'POST',
+      headers: { ...key, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        agentId: 'agt_plain',
+        chatId,
+        trigger: 'regenerate-message',
+        messageId: stopped.messageId,
+        messages: [body.data.messages.at(-2)],
+      }),
+    });
+    expect(regenerated.status).toBe(200);
+
+    await events.all();
+    expect(events.chunks.at(-1)).toMatchObject({
+      type: 'finish',
+      messageMetadata: { finishReason: 'stopped' },
+    });
+    expect(events.text()).toBe('alpha beta ');
+    await upstream.waitForAborted(abortedBefore + 1);
     upstream.release();
   });
 

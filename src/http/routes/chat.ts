@@ -114,7 +114,7 @@ export async function chatRoutes(
         summary: 'Stop the reply being generated',
         operationId: 'stopReply',
         description:
-          'Aborts the provider call of the reply being generated for the chat, in whichever process runs it. The text so far is stored as the assistant message with `finishReason: "stopped"`, and a streaming client gets a `finish` chunk and `[DONE]`. `stopped: false` when no reply was running. `chatId` may be the chat\'s `clientId`.',
+          'Aborts the provider call of the reply being generated for the chat, in whichever process runs it. The text so far is stored as the assistant message with `finishReason: "stopped"`, and a streaming client gets a `finish` chunk and `[DONE]`. Answers once the stopped reply has been stored and the chat no longer runs it (at most 10 s): messages read and a turn sent right after see it. `stopped: false` when no reply was running. `chatId` may be the chat\'s `clientId`.',
         tags: ['chat'],
         security: API_KEY_SECURITY,
         headers: WorkspaceHeader,
@@ -124,7 +124,14 @@ export async function chatRoutes(
     },
     async (request) => {
       const access = await accessChats(deps.db, request.principal, requestedWorkspaceId(request));
-      return { data: await stopReply(deps, access, request.params.chatId) };
+      const { settled, ...stopped } = await stopReply(deps, access, request.params.chatId);
+      if (!settled) {
+        request.log.warn(
+          { messageId: stopped.messageId },
+          'stop answered at the end of its wait, before the stopped reply was known to be stored',
+        );
+      }
+      return { data: stopped };
     },
   );
 
