@@ -23,6 +23,7 @@ import { registerRequestTimeouts } from './http/plugins/request-timeouts.js';
 import { registerRefusedBodyDrain } from './http/refused-body.js';
 import { requestIdFrom } from './http/request-id.js';
 import { compiledOnce, sharedSerializerBuilder } from './http/shared-compilers.js';
+import { strictQueryIntegers } from './http/query-integers.js';
 import { agentRunRoutes } from './http/routes/agent-runs.js';
 import { agentAdminRoutes } from './http/routes/agents-admin.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -224,8 +225,15 @@ export async function buildApp(
   const validators = createValidators();
   const compileBody = compiledOnce((schema) => validators.body.compile(schema as object));
   const compileOther = compiledOnce((schema) => validators.other.compile(schema as object));
+  const compileQuery = compiledOnce((schema) =>
+    strictQueryIntegers(schema, validators.other.compile(schema as object)),
+  );
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? compileBody(schema) : compileOther(schema),
+    httpPart === 'body'
+      ? compileBody(schema)
+      : httpPart === 'querystring'
+        ? compileQuery(schema)
+        : compileOther(schema),
   );
   // Callback-style hooks where nothing waits: no promise per request.
   app.addHook('onSend', (request, reply, payload, done) => {

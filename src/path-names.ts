@@ -4,6 +4,7 @@
  * zip entry names, storage keys, skill names. Callers choose the limits that are theirs and word
  * the answer for their audience; the faults themselves are found here.
  */
+import { showsCharacter } from './text.js';
 
 /** What can be wrong with one name (a file or folder name, one segment of a path). */
 export type NameFault =
@@ -14,6 +15,7 @@ export type NameFault =
   | 'slash'
   | 'dot'
   | 'dot-dot'
+  | 'invisible'
   | 'too-many-characters'
   | 'too-many-bytes';
 
@@ -22,6 +24,8 @@ export interface NameRules {
   allowControl?: boolean;
   /** Let `.` and `..` through, for a name that never becomes a path segment. */
   allowDots?: boolean;
+  /** Let a name that shows no character through (the `invisible` fault). */
+  allowInvisible?: boolean;
   /** At most this many characters (code points). */
   maxCharacters?: number;
   /** At most this many UTF-8 bytes (a file system's limit on one name). */
@@ -53,6 +57,8 @@ export function nameFault(name: string, rules: NameRules = {}): NameFault | null
   if (name.includes('/')) return 'slash';
   if (!rules.allowDots && name === '.') return 'dot';
   if (!rules.allowDots && name === '..') return 'dot-dot';
+  // Spaces, zero-width and blank filler characters alone: the name looks nameless in every list.
+  if (!rules.allowInvisible && !showsCharacter(name)) return 'invisible';
   if (rules.maxCharacters !== undefined && [...name].length > rules.maxCharacters)
     return 'too-many-characters';
   if (rules.maxBytes !== undefined && Buffer.byteLength(name) > rules.maxBytes) return 'too-many-bytes';
@@ -73,15 +79,26 @@ export function refusedCharacter(name: string): string | null {
   return found ? codePointLabel(found[0]) : null;
 }
 
+/** `\u{202E}`: a character written so that an answer shows it, whatever it is. */
+function escaped(character: string): string {
+  return `\\u{${character.codePointAt(0)!.toString(16).toUpperCase()}}`;
+}
+
 /**
  * `name` fit to echo in an error: each refused character written as `\u{202E}`, so the answer
- * shows what the name holds and neither reorders nor breaks the line that quotes it.
+ * shows what the name holds and neither reorders nor breaks the line that quotes it; and every
+ * character of a segment that shows nothing (`\u{200B}`), which quoted raw would read as no
+ * name at all. Invisible characters within a visible segment (an emoji's U+200D) stay as they are.
  */
 export function escapedName(name: string): string {
-  return name.replace(
-    REFUSED_ALL,
-    (character) => `\\u{${character.codePointAt(0)!.toString(16).toUpperCase()}}`,
-  );
+  return name
+    .split('/')
+    .map((segment) =>
+      segment === '' || showsCharacter(segment)
+        ? segment.replace(REFUSED_ALL, escaped)
+        : [...segment].map(escaped).join(''),
+    )
+    .join('/');
 }
 
 export interface PathRules {
@@ -90,6 +107,8 @@ export interface PathRules {
    * names it writes).
    */
   allowControl?: boolean;
+  /** Let segments that show no character through (storage keys, as above). */
+  allowInvisible?: boolean;
   /** A trailing `/` names a directory (zip directory entries) rather than an empty last segment. */
   directory?: boolean;
   /** At most this many UTF-8 bytes in one segment. */
@@ -105,9 +124,10 @@ export type PathFault = { fault: WholePathFault } | { fault: NameFault; segment:
 
 /**
  * Segment faults by how much they say: climbing out (`..`) is the one worth naming when a path
- * has several, so it is reported before a `.`, an empty segment or a long one.
+ * has several, so it is reported before a `.`, an empty segment, one that shows nothing or a
+ * long one.
  */
-const SEGMENT_FAULT_ORDER: NameFault[] = ['dot-dot', 'dot', 'empty', 'too-many-bytes'];
+const SEGMENT_FAULT_ORDER: NameFault[] = ['dot-dot', 'dot', 'empty', 'invisible', 'too-many-bytes'];
 
 /**
  * The first thing wrong with `path` as a relative `a/b/c` path below some root, or null. Checked
@@ -120,7 +140,11 @@ export function pathFault(path: string, rules: PathRules = {}): PathFault | null
   if (path.startsWith('/') || WINDOWS_DRIVE.test(path)) return { fault: 'absolute' };
   if (!rules.allowControl && REFUSED.test(path)) return { fault: 'control' };
   const body = rules.directory && path.endsWith('/') ? path.slice(0, -1) : path;
-  const segmentRules: NameRules = { allowControl: true, maxBytes: rules.maxSegmentBytes };
+  const segmentRules: NameRules = {
+    allowControl: true,
+    allowInvisible: rules.allowInvisible,
+    maxBytes: rules.maxSegmentBytes,
+  };
   const faults = body.split('/').flatMap((segment) => {
     const fault = nameFault(segment, segmentRules);
     return fault ? [{ fault, segment }] : [];

@@ -2,6 +2,7 @@ import { unavailableFileNote } from './file-downloads.js';
 import type { UIMessage } from 'ai';
 import { type ApiError, errors, type ValidationIssue } from '../errors.js';
 import { newId } from '../ids.js';
+import { showsCharacter } from '../text.js';
 
 export type MessageRole = 'user' | 'assistant' | 'system';
 
@@ -119,12 +120,12 @@ export const TITLE_MAX = 100;
 export const UNTITLED_CHAT = 'New chat';
 
 /**
- * A title with nothing to see: whitespace and invisible format characters (zero-width space,
- * word joiner, direction marks: `\p{Cf}`, which `trim` and `\s` leave) alone. Such a title is an
- * empty line in every list.
+ * A title with nothing to see: whitespace, invisible characters (zero-width space, word joiner,
+ * direction marks, variation selectors, which `trim` and `\s` leave) and blank fillers alone
+ * (showsCharacter, the rule of every name). Such a title is an empty line in every list.
  */
 export function isBlankTitle(text: string): boolean {
-  return text.replace(/[\s\p{Cf}]+/gu, '').length === 0;
+  return !showsCharacter(text);
 }
 
 /**
@@ -140,20 +141,22 @@ export function chatTitle(messages: ReadonlyArray<ConversationMessage | Incoming
     .map((part) => part.text as string)
     .join(' ');
   // One code point past the limit tells a cut inside a word from one at a space.
-  const start = collapsedStart(text, TITLE_MAX + 1);
-  // The whole text is looked through only when its start shows nothing (one scan, not two, of
-  // a long blank run before the words).
-  if (!VISIBLE_CHARACTER.test(start) && !VISIBLE_CHARACTER.test(text)) return UNTITLED_CHAT;
+  const title = cutAtWord(collapsedStart(text, TITLE_MAX + 1));
+  // A title that shows nothing (a message of zero-width spaces, or opening with 100 of them)
+  // would be an empty line in every list, and a rename refuses it: the chat is untitled instead.
+  return showsCharacter(title) ? title : UNTITLED_CHAT;
+}
+
+/** `start` (at most TITLE_MAX + 1 code points) cut to TITLE_MAX at a word boundary. */
+function cutAtWord(start: string): string {
   const chars = [...start];
-  if (chars.length <= TITLE_MAX) return chars.join('');
+  if (chars.length <= TITLE_MAX) return start;
   const cut = chars.slice(0, TITLE_MAX).join('');
   if (chars[TITLE_MAX] === ' ') return cut;
   const lastSpace = cut.lastIndexOf(' ');
-  return lastSpace > 0 ? cut.slice(0, lastSpace) : cut;
+  // Cut hard, as a single long word is, when what comes before the cut word shows nothing.
+  return lastSpace > 0 && showsCharacter(cut.slice(0, lastSpace)) ? cut.slice(0, lastSpace) : cut;
 }
-
-/** What a title shows: not whitespace, a control character (made a space) or a format character. */
-const VISIBLE_CHARACTER = /[^\s\p{Cc}\p{Cf}]/u;
 
 /**
  * The first `count` code points of `text` trimmed, each run of whitespace and control characters

@@ -29,6 +29,7 @@ import { notifyIndexWork } from '../knowledge/indexer.js';
 import { MAX_FILE_BYTES, MAX_PROJECT_BYTES, MAX_PROJECT_FILES, megabytes } from '../limits.js';
 import { escapedName, type NameFault, nameFault, refusedCharacter } from '../path-names.js';
 import { isValidMediaType } from '../storage/media-type.js';
+import { NO_VISIBLE_CHARACTER } from '../text.js';
 import type { ObjectInfo, ObjectStore } from '../storage/object-store.js';
 import { retryOnConflict } from '../db/conflict-retry.js';
 
@@ -114,6 +115,8 @@ const NAME_FAULT_MESSAGES: Record<Exclude<NameFault, 'nul' | 'control'>, string>
   slash: 'must not contain "/"',
   dot: 'must not be "." or ".."',
   'dot-dot': 'must not be "." or ".."',
+  // Spaces, zero-width characters or blank fillers alone: a name no list could show.
+  invisible: NO_VISIBLE_CHARACTER,
   'too-many-characters': `must be at most ${PROJECT_FILE_LIMITS.maxNameLength} characters`,
   'too-many-bytes': 'must be at most 255 bytes in UTF-8 on this storage',
 };

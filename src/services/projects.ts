@@ -5,6 +5,7 @@ import { listingCache } from '../db/listing-cache.js';
 import { errors } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import { MAX_PROJECT_NAME_LENGTH } from '../limits.js';
+import { NO_VISIBLE_CHARACTER, showsCharacter } from '../text.js';
 import type { WorkspaceAccess } from './access.js';
 
 export const PROJECT_DEFAULTS = {
@@ -14,15 +15,21 @@ export const PROJECT_DEFAULTS = {
   icon: 'folder',
 } as const;
 
-/** A project name as stored: trimmed, 1–MAX_PROJECT_NAME_LENGTH characters (400 otherwise). */
+/**
+ * A project name as stored: trimmed, 1–MAX_PROJECT_NAME_LENGTH characters, one of which shows
+ * (400 otherwise): a name of zero-width spaces or blank fillers is an empty line in every list.
+ */
 export function projectName(raw: string): string {
   const name = raw.trim();
   // Characters (code points), as JSON Schema's maxLength counts every other bound of the API.
   const length = [...name].length;
-  if (length === 0 || length > MAX_PROJECT_NAME_LENGTH) {
-    const rule = `must be 1–${MAX_PROJECT_NAME_LENGTH} characters after trimming`;
-    throw errors.badRequest(`body.name ${rule}`, [{ path: 'body.name', message: rule }]);
-  }
+  const rule =
+    length === 0 || length > MAX_PROJECT_NAME_LENGTH
+      ? `must be 1–${MAX_PROJECT_NAME_LENGTH} characters after trimming`
+      : showsCharacter(name)
+        ? null
+        : NO_VISIBLE_CHARACTER;
+  if (rule) throw errors.badRequest(`body.name ${rule}`, [{ path: 'body.name', message: rule }]);
   return name;
 }
 

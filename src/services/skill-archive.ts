@@ -86,6 +86,8 @@ function entryNameFaultReason(name: string, fault: PathFault): string {
         return 'entry name has a `.` segment';
       case 'empty':
         return 'entry name has an empty segment';
+      case 'invisible':
+        return 'entry name has a segment with no visible character';
       default:
         return `entry name has a segment longer than ${MAX_SEGMENT_BYTES} bytes`;
     }

@@ -38,6 +38,7 @@ const SKILL_NAME_FAULTS: Record<Exclude<NameFault, 'nul' | 'control'>, string> =
   slash: 'the skill name contains a slash',
   dot: 'the skill name is "."',
   'dot-dot': 'the skill name is ".."',
+  invisible: 'the skill name has no visible character',
   'too-many-characters': `the skill name is longer than ${SKILL_NAME_MAX} characters`,
   'too-many-bytes': `the skill name is longer than ${SKILL_NAME_MAX} characters`,
 };

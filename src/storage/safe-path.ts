@@ -20,15 +20,18 @@ const KEY_FAULT_REASONS: Record<WholePathFault, string> = {
   'too-many-bytes': 'too long',
 };
 
+/** Which names are allowed is up to the caller that makes a key (see keySegments). */
+const ANY_NAME = { allowControl: true, allowInvisible: true } as const;
+
 /**
  * Splits a storage key (`a/b/c.txt`) into its segments, refusing anything that could name a
  * place outside the tree: NUL bytes, backslashes, absolute keys, empty, `.` and `..` segments.
- * Which names are allowed at all (control characters, lengths) is up to the caller that makes
- * the key; the store only keeps keys inside its root.
+ * Which names are allowed at all (control characters, names that show nothing, lengths) is up
+ * to the caller that makes the key; the store only keeps keys inside its root.
  */
 export function keySegments(key: string): string[] {
   if (typeof key !== 'string') throw new UnsafePathError(String(key), 'empty key');
-  const fault = pathFault(key, { allowControl: true });
+  const fault = pathFault(key, ANY_NAME);
   if (fault) {
     const reason = 'segment' in fault ? `segment "${fault.segment}"` : KEY_FAULT_REASONS[fault.fault];
     throw new UnsafePathError(key, reason);
@@ -41,7 +44,7 @@ export function keySegments(key: string): string[] {
  * Linux): such a file is no object of the store, since no method could read or delete it.
  */
 export function isSafeKey(key: string): boolean {
-  return pathFault(key, { allowControl: true }) === null;
+  return pathFault(key, ANY_NAME) === null;
 }
 
 /**

@@ -71,6 +71,9 @@ describe(`GET /v1/workspace/{workspaceId}/agents (${engineName})`, () => {
     ['?limit=1.5', 'query.limit'],
     ['?offset=-1', 'query.offset'],
     ['?offset=x', 'query.offset'],
+    ['?limit=', 'query.limit'],
+    ['?limit=%20', 'query.limit'],
+    ['?offset=%20', 'query.offset'],
   ])('answers %s with 400 bad_request naming %s', async (query, path) => {
     const res = await list(query);
     expect(res.statusCode).toBe(400);

@@ -219,6 +219,13 @@ describe('chat title', () => {
     expect(title).toBe('New chat');
   });
 
+  it('titles a first message of blank fillers, variation selectors or tag characters alone New chat', async () => {
+    for (const text of ['\u3164', '\u2800 \ufe0f', '\u115f\u1160\uffa0', '\u{e0041}\u034f', '\u0301']) {
+      const res = await chat({ agentId: 'agt_plain', messages: [userText(text)] });
+      expect(await storedTitle(res.json().chatId), JSON.stringify(text)).toBe('New chat');
+    }
+  });
+
   it('makes a title of one line: control characters count as whitespace, as a rename refuses them', async () => {
     const res = await chat({
       agentId: 'agt_plain',
@@ -250,7 +257,11 @@ describe('chat title of a long first message', () => {
 
   it('collapses whitespace and control characters the same way past a long run of them', () => {
     expect(titleFrom(`a${' \t\u0085'.repeat(1000)}b  `)).toBe('a b');
-    expect(titleFrom(`${'\u200b'.repeat(120)} words`)).toBe('\u200b'.repeat(100));
+    // The first 100 characters show nothing: such a title would be an empty line in every list.
+    expect(titleFrom(`${'\u200b'.repeat(120)} words`)).toBe('New chat');
+    expect(titleFrom(`${'\u200b'.repeat(100)}word`)).toBe('New chat');
+    // Cut at the word boundary, the title would be the zero-width space alone: cut hard instead.
+    expect(titleFrom(`\u200b ${'x'.repeat(150)}`)).toBe(`\u200b ${'x'.repeat(98)}`);
     expect(titleFrom('\u200b \u2060\u0007'.repeat(1000))).toBe('New chat');
     expect(titleFrom(`${'ab '.repeat(33)}c`)).toBe(`${'ab '.repeat(33)}c`);
     expect(titleFrom(`${'ab '.repeat(33)}cd`)).toBe(`${'ab '.repeat(32)}ab`);

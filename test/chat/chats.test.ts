@@ -1077,7 +1077,21 @@ describe('paging, renaming and deleting', () => {
     ]);
     // Invisible format characters alone (zero-width space, word joiner, a direction mark) are
     // as blank: such a title showed as an empty line in every list.
-    for (const title of ['\u200b', ' \u200b\u2060 ', '\u200e\u200f']) {
+    // So are the blank fillers (Hangul U+3164, U+115F, U+1160, U+FFA0, braille U+2800),
+    // variation selectors, tag characters and the combining grapheme joiner, which render as nothing.
+    for (const title of [
+      '\u200b',
+      ' \u200b\u2060 ',
+      '\u200e\u200f',
+      '\u3164',
+      '\u115f\u1160',
+      '\uffa0',
+      '\u2800',
+      '\u180e',
+      '\ufe00\ufe0f',
+      '\u{e0001}\u{e0041}',
+      '\u034f',
+    ]) {
       expect((await patch(title)).json().details?.issues, JSON.stringify(title)).toEqual([
         { path: 'body.title', message: 'must not be blank' },
       ]);

@@ -259,6 +259,9 @@ describe(`HTTP error handling (${engineName})`, () => {
         '\u034f',
         ' \u0301 ',
         '\u115f\u1160\uffa0\ufe0f',
+        // Default-ignorable code points not yet assigned: software renders them as nothing too.
+        '\u2065',
+        '\u{e0080}',
       ].flatMap((name) => [
         [
           json('POST', '/v1/workspace/wsp_main/agents', { title: name }),

@@ -248,6 +248,19 @@ describe(`POST /v1/projects/{projectId}/files/sync (${engineName})`, () => {
     expect((await files(projectId)).map((f: { path: string }) => f.path)).toEqual(['plain.txt']);
   });
 
+  it('ignores a file put on disk under a name or folder that shows no character, as no upload URL could name it', async () => {
+    const projectId = await newProject('Invisible names');
+    writeBehindTheBack(projectId, '\u200b', 'x');
+    writeBehindTheBack(projectId, '\u3164/inside.txt', 'x');
+    writeBehindTheBack(projectId, 'docs/\ufe0f\u2800', 'x');
+    writeBehindTheBack(projectId, 'a\u200bb.txt', 'x');
+    expect(await sync(projectId)).toEqual({
+      status: 200,
+      body: { data: { added: 1, removed: 0, updated: 0 } },
+    });
+    expect((await files(projectId)).map((f: { path: string }) => f.path)).toEqual(['a\u200bb.txt']);
+  });
+
   it('leaves objects it cannot register out of the quota, so uploads still fit beside them', async () => {
     const MB = 1024 * 1024;
     // 500 MB in one object whose name no upload URL could have (a control character).

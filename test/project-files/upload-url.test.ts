@@ -165,6 +165,41 @@ describe(`POST /v1/projects/{projectId}/files/upload (${engineName})`, () => {
     expectBadRequest(await filesApi(t.app).requestUpload({ ...valid, folder }), 'body.folder');
   });
 
+  it.each([
+    ['a zero-width space', '\u200b'],
+    ['a word joiner and a BOM', '\u2060\ufeff'],
+    ['the Hangul filler U+3164', '\u3164'],
+    ['the Hangul fillers U+115F and U+FFA0', '\u115f\uffa0'],
+    ['the Mongolian vowel separator', '\u180e'],
+    ['variation selectors', '\ufe00\ufe0f'],
+    ['tag characters', '\u{e0061}\u{e007f}'],
+    ['a combining grapheme joiner', '\u034f'],
+    ['the blank braille cell', '\u2800'],
+    ['spaces', '   '],
+    ['spaces and invisible characters', ' \u200b\u3164 '],
+  ])('refuses a filename or folder of %s alone: it shows no character', async (_what, name) => {
+    const message = 'must contain a visible character';
+    const filename = await filesApi(t.app).requestUpload({ ...valid, filename: name });
+    expectBadRequest(filename, 'body.filename');
+    expect(filename.json().details.issues).toEqual([{ path: 'body.filename', message }]);
+    for (const folder of [name, `docs/${name}/specs`]) {
+      const res = await filesApi(t.app).requestUpload({ ...valid, folder });
+      expectBadRequest(res, 'body.folder');
+      // The segment is quoted escaped: raw, it would be an empty pair of quotes.
+      const escaped = [...name].map((c) => `\\u{${c.codePointAt(0)!.toString(16).toUpperCase()}}`).join('');
+      expect(res.json().details.issues).toEqual([
+        { path: 'body.folder', message: `segment "${escaped}" ${message}` },
+      ]);
+    }
+  });
+
+  it('accepts visible names that hold invisible characters: emoji sequences, a ZWNJ in Persian, a ZWSP inside', async () => {
+    for (const filename of ['👨\u200d👩\u200d👧.png', 'a\u200bb.txt', 'می\u200cخواهم.md', '❤\ufe0f.txt']) {
+      const res = await filesApi(t.app).requestUpload({ ...valid, filename, folder: filename });
+      expect(res.statusCode, JSON.stringify(filename)).toBe(200);
+    }
+  });
+
   it('names a refused character by its code point and never echoes it raw', async () => {
     const filename = await filesApi(t.app).requestUpload({ ...valid, filename: 'invoice\u202efdp.exe' });
     expectBadRequest(filename, 'body.filename');

@@ -55,6 +55,10 @@ describe(`POST /v1/projects (${engineName})`, () => {
   it.each([
     ['missing name', {}, 'body.name'],
     ['blank name', { name: '   ' }, 'body.name'],
+    ['name of a zero-width space', { name: '\u200b' }, 'body.name'],
+    ['name of a Hangul filler', { name: '\u3164' }, 'body.name'],
+    ['name of blank fillers and spaces', { name: ' \u115f\uffa0\u2800 ' }, 'body.name'],
+    ['name of variation selectors and tag characters', { name: '\ufe0f\u{e0041}\u034f' }, 'body.name'],
     ['name too long', { name: 'n'.repeat(201) }, 'body.name'],
     ['name of wrong type', { name: 12 }, 'body.name'],
     ['description too long', { name: 'x', description: 'd'.repeat(2001) }, 'body.description'],
@@ -70,6 +74,31 @@ describe(`POST /v1/projects (${engineName})`, () => {
     const body = res.json();
     expect(body.code).toBe('bad_request');
     expect(body.details.issues.map((i: { path: string }) => i.path)).toContain(path);
+  });
+
+  it('says a name that shows no character must contain a visible one, on create and on PATCH', async () => {
+    const message = 'must contain a visible character';
+    const created = await create({ name: '\u3164' });
+    expect(created.json()).toEqual({
+      code: 'bad_request',
+      message: `body.name ${message}`,
+      details: { issues: [{ path: 'body.name', message }] },
+    });
+    const project = (await create({ name: 'Visible' })).json().data.project;
+    const patched = await t.app.inject({
+      method: 'PATCH',
+      url: `/v1/projects/${project.id}`,
+      headers,
+      payload: { name: '\u2060\ufeff' },
+    });
+    expect(patched.statusCode).toBe(400);
+    expect(patched.json().details.issues).toEqual([{ path: 'body.name', message }]);
+    // Visible names that hold such characters are names: an emoji sequence, a Persian ZWNJ.
+    for (const name of ['👩\u200d💻 notes', 'می\u200cخواهم', 'a\u200bb']) {
+      const res = await create({ name });
+      expect(res.statusCode, JSON.stringify(name)).toBe(201);
+      expect(res.json().data.project.name).toBe(name);
+    }
   });
 
   it('accepts a name of exactly 200 characters and text fields at their maximum', async () => {

@@ -218,6 +218,57 @@ describe(`bulk skill upload (${engineName})`, () => {
     await expectNoOrphans();
   });
 
+  it('refuses a skill name, directory or file name that shows no character, as an errors item (207)', async () => {
+    const zip = await buildZip([
+      { name: 'plain-invisible/SKILL.md', content: skillMd('plain-invisible', 'Fine') },
+      // YAML escapes: the front matter's name is the Hangul filler U+3164 alone.
+      { name: 'named/SKILL.md', content: skillMd('"\\u3164"', 'Front matter name') },
+      { name: '\u200b/SKILL.md', content: skillMd(undefined, 'Directory name') },
+      { name: 'files/SKILL.md', content: skillMd('files', 'A folder name') },
+      { name: 'files/\u2800\ufe0f/run.py', content: 'x' },
+      // Visible names that hold invisible characters stay names.
+      { name: 'joined/SKILL.md', content: skillMd('"a\\u200bb 👩\\u200d💻"', 'Joined') },
+    ]);
+    const { status, body } = await upload([
+      zipPart('invisible.zip', zip),
+      mdPart('\u2060.md', '# No front matter: named after its file'),
+    ]);
+    expect(status).toBe(207);
+    expect(body.data.summary).toEqual({ total: 6, created: 2, skipped: 0, failed: 4 });
+    expect(body.data.errors).toHaveLength(4);
+    expect(body.data.errors).toEqual(
+      expect.arrayContaining([
+        {
+          file: 'invisible.zip',
+          name: null,
+          code: 'unsafe_path',
+          message: 'entry name has a segment with no visible character: \\u{200B}/SKILL.md',
+        },
+        {
+          file: 'invisible.zip',
+          name: 'files',
+          code: 'unsafe_path',
+          message: 'entry name has a segment with no visible character: files/\\u{2800}\\u{FE0F}/run.py',
+        },
+        {
+          file: 'invisible.zip',
+          name: 'named',
+          code: 'invalid_name',
+          message: 'the skill name has no visible character',
+        },
+        {
+          file: '\u2060.md',
+          name: '\u2060',
+          code: 'invalid_name',
+          message: 'the skill name has no visible character',
+        },
+      ]),
+    );
+    expect(await names()).toEqual(expect.arrayContaining(['plain-invisible', 'a\u200bb 👩\u200d💻']));
+    expect(await names()).not.toContain('files');
+    await expectNoOrphans();
+  });
+
   it('answers a SKILL.md with a front matter of 30,000 keys with an errors item naming the limit', async () => {
     // ~300 KB of keys, within the 1 MiB SKILL.md limit: it held the event loop for 5–14 s.
     const keys = Array.from({ length: 30_000 }, (_, i) => `k${i}: v`).join('\n');

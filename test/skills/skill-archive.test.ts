@@ -56,6 +56,10 @@ describe('entry names', () => {
     ['skill/a\u200fb', 'U+200F'],
     ['skill/a\u061cb', 'U+061C'],
     ['skill/a\u2029b', 'U+2029'],
+    ['skill/\u200b', 'a segment with no visible character'],
+    ['\u3164/SKILL.md', 'a segment with no visible character'],
+    ['skill/\ufe0f\u2800/', 'a segment with no visible character'],
+    ['skill/ /run.py', 'a segment with no visible character'],
   ])('refuses %j', (name, reason) => {
     expect(unsafeEntryNameReason(name)).toContain(reason);
   });
@@ -67,6 +71,8 @@ describe('entry names', () => {
     'a b/ü.md',
     `${'d/'.repeat(63)}f`,
     'd/'.repeat(64),
+    'skill/a\u200bb.md',
+    'skill/👨\u200d👩.png',
   ])('accepts %j', (name) => {
     expect(unsafeEntryNameReason(name)).toBeNull();
   });
@@ -458,6 +464,37 @@ describe('front matter', () => {
       );
     }
   });
+
+  it.each([
+    '\u200b',
+    '\u2060\u200b',
+    '\u3164',
+    '\u115f\u1160',
+    '\uffa0',
+    '\u180e',
+    '\ufe0f',
+    '\u{e0041}',
+    '\u034f',
+    '\u2800',
+    ' \u200b\u3164 ',
+  ])(
+    "refuses the skill name %j, which shows no character, as the front matter's name or the one it falls back to",
+    (name) => {
+      for (const result of [
+        parseSkillMarkdown(`---\nname: ${JSON.stringify(name)}\n---\n`, 'x'),
+        parseSkillMarkdown('', name),
+      ]) {
+        expect(result).toEqual({ code: 'invalid_name', message: 'the skill name has no visible character' });
+      }
+    },
+  );
+
+  it.each(['a\u200bb', '👨\u200d👩\u200d👧', 'می\u200cخواهم', '❤\ufe0f'])(
+    'accepts the skill name %j, visible with an invisible character inside',
+    (name) => {
+      expect(parseSkillMarkdown(`---\nname: ${JSON.stringify(name)}\n---\n`, 'x')).toMatchObject({ name });
+    },
+  );
 
   it('refuses a front matter longer than SKILL_FRONT_MATTER_MAX, naming the limit, before parsing it', () => {
     // 30,000 keys (~300 KB) kept the event loop busy 5–14 s in the parser's duplicate-key check.

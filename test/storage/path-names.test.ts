@@ -14,6 +14,48 @@ const INVISIBLE = [
   String.fromCodePoint(code),
 ]);
 
+/**
+ * Names that render as nothing: white space, default-ignorable code points (zero-width space,
+ * word joiner, BOM, Mongolian vowel separator, variation selectors, tag characters, the
+ * combining grapheme joiner), the blank fillers (Hangul U+3164, U+115F, U+1160, U+FFA0, the
+ * empty braille cell U+2800) and marks with nothing to sit on, alone or mixed.
+ */
+const SHOWS_NOTHING = [
+  ' ',
+  '   ',
+  '\u3000',
+  '\u00a0',
+  '\u200b',
+  '\u2060\ufeff',
+  '\u3164',
+  '\u115f',
+  '\u1160',
+  '\uffa0',
+  '\u180e',
+  '\u2800',
+  '\ufe00\ufe0f',
+  '\u{e0001}\u{e0041}\u{e007f}',
+  '\u034f',
+  '\u00ad',
+  '\u0301',
+  '\u2065',
+  ' \u200b \u3164\ufe0f ',
+];
+
+/** Visible names that merely hold such characters: emoji sequences, Persian ZWNJ, a ZWSP inside. */
+const SHOWS_SOMETHING = [
+  '👨\u200d👩\u200d👧.png',
+  '❤\ufe0f',
+  'a\u200bb',
+  '\u200ba',
+  'می\u200cخواهم.txt',
+  '\u3164x',
+  'é',
+  '🏴\u{e0067}\u{e0062}\u{e0073}\u{e0063}\u{e0074}\u{e007f}',
+  ' a ',
+  '\u{F0000}',
+];
+
 describe('nameFault', () => {
   it.each([
     ['', 'empty'],
@@ -54,6 +96,25 @@ describe('nameFault', () => {
       'a\u200bb',
     ])
       expect(nameFault(name)).toBeNull();
+  });
+
+  it.each(SHOWS_NOTHING)('refuses %j, which shows no character, as invisible', (name) => {
+    expect(nameFault(name)).toBe('invisible');
+    // Checked with the other rules off too: no caller's options let a nameless name through.
+    expect(nameFault(name, { allowControl: true, allowDots: true })).toBe('invisible');
+  });
+
+  it.each(SHOWS_SOMETHING)('accepts %j, which shows a character', (name) => {
+    expect(nameFault(name)).toBeNull();
+  });
+
+  it('reports a control character before a name that shows nothing', () => {
+    expect(nameFault('\u200b\u202e')).toBe('control');
+    expect(nameFault('\t')).toBe('control');
+  });
+
+  it('lets a name that shows nothing through only when asked', () => {
+    expect(nameFault('\u200b', { allowInvisible: true })).toBeNull();
   });
 
   it('names the first refused character by its code point, or null', () => {
@@ -99,6 +160,24 @@ describe('pathFault', () => {
     expect(pathFault(`skill/txt${ch}exe.md`, { allowControl: true })).toBeNull();
   });
 
+  it.each(SHOWS_NOTHING)('refuses a segment %j that shows no character', (segment) => {
+    expect(pathFault(`skill/${segment}/SKILL.md`)).toEqual({ fault: 'invisible', segment });
+    expect(pathFault(`${segment}/SKILL.md`, { directory: true })).toEqual({ fault: 'invisible', segment });
+    expect(pathFault(`skill/${segment}/`, { directory: true })).toEqual({ fault: 'invisible', segment });
+  });
+
+  it.each(SHOWS_SOMETHING)('accepts a segment %j that shows a character', (segment) => {
+    expect(pathFault(`skill/${segment}/SKILL.md`)).toBeNull();
+  });
+
+  it('lets segments that show nothing through when asked (storage keys)', () => {
+    expect(pathFault('skills/\u200b/\u3164', { allowControl: true, allowInvisible: true })).toBeNull();
+    expect(pathFault('skills/\u200b', { allowControl: true })).toEqual({
+      fault: 'invisible',
+      segment: '\u200b',
+    });
+  });
+
   it('reports climbing out before any other segment fault', () => {
     expect(pathFault('./a//../b')).toEqual({ fault: 'dot-dot', segment: '..' });
   });
@@ -132,6 +211,13 @@ describe('escapedName', () => {
     expect(escapedName('txt\u202eexe.md')).toBe('txt\\u{202E}exe.md');
     expect(escapedName('a\nb\u0085c\u2028d\0')).toBe('a\\u{A}b\\u{85}c\\u{2028}d\\u{0}');
     for (const [, ch] of INVISIBLE) expect(escapedName(`a${ch}b`)).not.toContain(ch);
+  });
+
+  it('writes every character of a segment that shows nothing as an escape, and only of such a segment', () => {
+    expect(escapedName('\u200b')).toBe('\\u{200B}');
+    expect(escapedName('docs/\u3164 /SKILL.md')).toBe('docs/\\u{3164}\\u{20}/SKILL.md');
+    expect(escapedName('\u2060\u202e/a\u200bb')).toBe('\\u{2060}\\u{202E}/a\u200bb');
+    expect(escapedName('a//b')).toBe('a//b');
   });
 
   it('leaves every other character as it is', () => {

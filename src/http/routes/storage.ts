@@ -86,7 +86,12 @@ const objectResponse = (description: string, headers: Record<string, unknown>) =
  * Bounds of a path the local store can hold (Linux: 255 bytes a name, 4,096 a path); the keys
  * Atrium signs keep well within them.
  */
-const STORABLE_KEY = { allowControl: true, maxSegmentBytes: 255, maxBytes: 4_000 } as const;
+const STORABLE_KEY = {
+  allowControl: true,
+  allowInvisible: true,
+  maxSegmentBytes: 255,
+  maxBytes: 4_000,
+} as const;
 
 function requestedKey(request: FastifyRequest): string {
   const rawPath = request.url.split('?')[0]!;

@@ -78,7 +78,7 @@ export const RenameChatBody = Type.Object({
   title: Type.String({
     minLength: 1,
     description:
-      'Trimmed, then 1–100 characters; one line: a control character (newline, tab) within it is a 400',
+      'Trimmed, then 1–100 characters, at least one of which shows (not only invisible characters such as U+200B, marks or blank fillers such as U+3164: "must not be blank"); one line: a control character (newline, tab) within it is a 400',
   }),
 });
 

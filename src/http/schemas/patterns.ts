@@ -1,3 +1,5 @@
+import { SHOWS_NOTHING_CLASS } from '../../text.js';
+
 /**
  * The `pattern`s of the route schemas and the setup file, each with what a refused value is told
  * (the error handler and the setup file's checks put it in place of AJV's "must match pattern",
@@ -7,16 +9,14 @@ export const PATTERNS = {
   notBlank: { pattern: '\\S', message: 'must not be blank' },
   /**
    * A name shown in lists and logs: one line (no control character such as a newline, tab or ESC,
-   * and no line or paragraph separator U+2028/U+2029) with at least one character that shows: not
-   * only spaces, invisible format characters (U+200B), marks (U+0301 alone; after a letter they
-   * are fine) or the blank fillers that render as nothing (Hangul U+115F, U+1160, U+3164, U+FFA0
-   * and the empty braille cell U+2800). Written to run in one pass (the lookahead, then a class
-   * and its complement): a pattern that backtracks would be quadratic on a long value before its
-   * length is checked.
+   * and no line or paragraph separator U+2028/U+2029) with at least one character that shows
+   * (showsCharacter in text.ts, the rule of every name: not only spaces, invisible characters
+   * such as U+200B, marks alone or blank fillers such as U+3164). Written to run in one pass (the
+   * lookahead, then a class and its complement): a pattern that backtracks would be quadratic on
+   * a long value before its length is checked.
    */
   oneLineName: {
-    pattern:
-      '^(?=[^\\p{Cc}\\p{Zl}\\p{Zp}]*$)[\\s\\p{Cf}\\p{M}\\u115F\\u1160\\u3164\\uFFA0\\u2800]*[^\\s\\p{Cf}\\p{M}\\u115F\\u1160\\u3164\\uFFA0\\u2800]',
+    pattern: `^(?=[^\\p{Cc}\\p{Zl}\\p{Zp}]*$)[${SHOWS_NOTHING_CLASS}]*[^${SHOWS_NOTHING_CLASS}]`,
     message:
       'must show a character and be one line: no control characters (newlines, tabs) or line separators (U+2028, U+2029)',
   },

@@ -76,7 +76,7 @@ export const UploadUrlBody = Type.Object({
     minLength: 1,
     maxLength: 255,
     description:
-      '1–255 characters; no `/`, `\\`, control characters (C0, DEL, C1), bidirectional controls or marks (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) or line separators (U+2028, U+2029); not `.` or `..`. Put in Unicode NFC',
+      '1–255 characters; no `/`, `\\`, control characters (C0, DEL, C1), bidirectional controls or marks (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) or line separators (U+2028, U+2029); not `.` or `..`; at least one visible character (not only spaces, invisible characters such as U+200B, marks or blank fillers such as U+3164). Put in Unicode NFC',
     examples: ['notes.md'],
   }),
   contentType: Type.String({
@@ -95,7 +95,7 @@ export const UploadUrlBody = Type.Object({
     Type.String({
       maxLength: 2600,
       description:
-        'Relative folder, e.g. `docs/specs`; no empty, `.` or `..` segments, no `\\`, control characters, bidirectional controls or marks or line separators (as `filename`); depth ≤ 10. Put in Unicode NFC',
+        'Relative folder, e.g. `docs/specs`; no empty, `.` or `..` segments, no `\\`, control characters, bidirectional controls or marks or line separators, none without a visible character (as `filename`); depth ≤ 10. Put in Unicode NFC',
     }),
   ),
 });

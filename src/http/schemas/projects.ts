@@ -22,7 +22,7 @@ const ProjectRef = Type.Unsafe({ $ref: 'Project#' });
 export const CreateProjectBody = Type.Object({
   name: Type.String({
     minLength: 1,
-    description: `Required; 1–${MAX_PROJECT_NAME_LENGTH} characters after trimming`,
+    description: `Required; 1–${MAX_PROJECT_NAME_LENGTH} characters after trimming, at least one of which shows (not only spaces, invisible characters such as U+200B, marks or blank fillers such as U+3164)`,
     examples: ['Research notes'],
   }),
   description: Type.Optional(Type.String({ maxLength: 2000 })),
@@ -55,7 +55,10 @@ const resettable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([s
 export const PatchProjectBody = Type.Object(
   {
     name: Type.Optional(
-      Type.String({ minLength: 1, description: `1–${MAX_PROJECT_NAME_LENGTH} characters after trimming` }),
+      Type.String({
+        minLength: 1,
+        description: `1–${MAX_PROJECT_NAME_LENGTH} characters after trimming, at least one of which shows (as on create)`,
+      }),
     ),
     description: resettable(Type.String({ maxLength: 2000 })),
     instructions: resettable(Type.String({ maxLength: 20000 })),
