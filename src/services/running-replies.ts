@@ -506,8 +506,9 @@ export class RunningReplies {
    * `stop` (as `POST /chat/{chatId}/stop`), answered once the stopped replies are stored and
    * released, wherever they ran: a client reading the chat right after sees the stopped reply,
    * and its next turn is not refused as busy. Here, the replies' own settlement; on another
-   * process, its settled marker (looked at every SETTLED_POLL_MS), or that process gone. At most
-   * `waitMs`: `settled` false when the stop answers without knowing the reply stored.
+   * process, its settled marker or the reply's markers cleared (looked at every SETTLED_POLL_MS),
+   * or that process gone. At most `waitMs`: `settled` false when the stop answers without knowing
+   * the reply stored.
    */
   async stopAndWait(
     chatId: string,
@@ -519,18 +520,28 @@ export class RunningReplies {
     const settled =
       here.length > 0
         ? within(Promise.all(here.map((reply) => reply.settled)), waitMs)
-        : this.settledElsewhere(result.messageId, waitMs);
+        : this.settledElsewhere(chatId, result.messageId, waitMs);
     return { ...result, settled: await settled };
   }
 
-  /** Whether the reply running on another process was settled there (or its process died) in time. */
-  private async settledElsewhere(messageId: string, waitMs: number): Promise<boolean> {
+  /**
+   * Whether the reply running on another process was released there (or its process died) in
+   * time: its settled marker written, or its own marker gone and the chat's no longer naming it.
+   * The latter is what a release of a process of an earlier version leaves (a rolling deploy),
+   * or one whose settled marker was not written (a Redis call of its release failing); without
+   * it such a stop waited its whole bound, the reply long released. The three keys are read in
+   * one round trip (MGET), as the settled marker alone was.
+   */
+  private async settledElsewhere(chatId: string, messageId: string, waitMs: number): Promise<boolean> {
     const { publisher } = this.coordination;
+    const keys = [this.settledKey(messageId), this.replyKey(messageId), this.activeKey(chatId)];
     let waiting = true;
     const looking = (async () => {
       for (let look = 0; waiting; look++) {
         try {
-          if (typeof (await publisher.get(this.settledKey(messageId))) === 'string') return;
+          const [settled, own, named] = await publisher.getMany(keys);
+          if (typeof settled === 'string') return;
+          if (typeof own !== 'string' && named !== messageId) return;
           // A process killed meanwhile stores nothing more: nothing to wait for.
           if (look % GONE_CHECK_EVERY === 0 && (await this.goneReplies([messageId])).has(messageId)) return;
         } catch {

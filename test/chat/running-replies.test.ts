@@ -666,3 +666,66 @@ describe('a stop that waits for the stopped reply', () => {
     expect(await b.stopAndWait('chat-none')).toEqual({ stopped: false, messageId: null, settled: true });
   });
 });
+
+/**
+ * A stop reaching a process other than the one running the reply, when that process releases the
+ * reply without writing its settled marker: a process of an earlier version (a rolling deploy),
+ * or that write failing. The reply's own marker gone and the chat's no longer naming it say the
+ * reply is released as well; before, the stop waited out its whole bound.
+ */
+describe.each(['memory', 'Redis'] as const)(
+  'a stop waiting for a reply released without its settled marker (%s)',
+  (backend) => {
+    for (const marker of ['never written', 'failing'] as const) {
+      it.skipIf(backend === 'Redis' && !hasRedis)(
+        `answers settled once the reply is released, its settled marker ${marker}`,
+        async () => {
+          const keyPrefix = `atrium-test-${randomBytes(6).toString('hex')}`;
+          const memory = backend === 'memory' ? { ...createMemoryCoordination(), shared: true } : undefined;
+          const [first, second] = memory
+            ? [memory, memory]
+            : [0, 1].map(() => connectRedis(REDIS_URL, (connection) => connection.on('error', () => {})));
+          // The generating process: its settled marker never reaches Redis.
+          const publisher = new Proxy(first!.publisher, {
+            get(target, prop, receiver) {
+              const value = Reflect.get(target, prop, receiver) as unknown;
+              if (prop === 'set') {
+                return (key: string, ...rest: unknown[]) => {
+                  if (!key.includes(':settled:'))
+                    return (value as (...a: unknown[]) => unknown).call(target, key, ...rest);
+                  return marker === 'failing'
+                    ? Promise.reject(new Error('Connection is closed.'))
+                    : Promise.resolve('OK');
+                };
+              }
+              return typeof value === 'function'
+                ? (value as (...a: unknown[]) => unknown).bind(target)
+                : value;
+            },
+          });
+          try {
+            const a = new RunningReplies({ ...first!, publisher } as Coordination, {
+              maxConcurrent: 5,
+              keyPrefix,
+            });
+            const b = new RunningReplies(second!, { maxConcurrent: 5, keyPrefix });
+            await Promise.all([a.start(), b.start()]);
+            const reasons: string[] = [];
+            const ticket = a.admit('chat-old', 'msg-1', (reason) => reasons.push(reason));
+            const stopping = b.stopAndWait('chat-old', 5_000);
+            await vi.waitFor(() => expect(reasons).toEqual(['stopped']));
+            ticket.release();
+            // Settled, not the bound reached (settled: false).
+            expect(await stopping).toEqual({ stopped: true, messageId: 'msg-1', settled: true });
+            expect(await b.runningMessageId('chat-old')).toBeNull();
+          } finally {
+            if (!memory) {
+              await Promise.all([first!.close(), second!.close()]);
+              await deleteRedisKeys(keyPrefix);
+            }
+          }
+        },
+      );
+    }
+  },
+);
