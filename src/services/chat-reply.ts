@@ -115,7 +115,7 @@ function callSettings(call: ReplyCall, model: LanguageModelV3) {
     abortSignal: call.abortSignal,
     ...(call.download ? { experimental_download: call.download } : {}),
     ...(hasTools ? { tools: call.tools } : {}),
-    ...toolLoopSettings(called),
+    ...toolLoopSettings(called, { system: call.system, hasTools }),
   };
 }
 

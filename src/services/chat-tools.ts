@@ -258,15 +258,18 @@ async function runSubAgent(
   context.idle.touch();
   try {
     const model = usage.wrap(subModel.model);
+    const system = buildSystemPrompt({
+      agentInstructions: renderTemplate(subAgent.instructions, context.values),
+    });
     const answer = await generateText({
       model,
-      system: buildSystemPrompt({ agentInstructions: renderTemplate(subAgent.instructions, context.values) }),
+      system,
       prompt: message,
       temperature: context.temperature,
       maxRetries: 0,
       abortSignal,
       // No tools of its own, but a call the model makes up still gets its error and an answer.
-      ...toolLoopSettings(model),
+      ...toolLoopSettings(model, { system, hasTools: false }),
       onStepFinish: (step) => {
         context.idle.touch();
         usage.stepFinished(step);

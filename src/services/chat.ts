@@ -57,6 +57,7 @@ import type { ChunkSink } from '../http/ui-message-sse.js';
 import { assertWithinChatSpendCap, assertWithinWorkspaceLimits } from './usage.js';
 import { estimateRequestUsage, type Reservation, type UsageReservations } from './usage-reservations.js';
 import { ReplyUsage } from './reply-usage.js';
+import { clientToolOffer } from './client-tool-offer.js';
 
 export const DEFAULT_TEMPERATURE = 0.7;
 
@@ -311,6 +312,7 @@ export async function startConversation(
   // The tools before the user's turn is stored: a client tool named like one of the agent's
   // (known only once its MCP servers answer) is refused with nothing stored.
   let tools: ConversationTools | undefined;
+  let callOptions = request.callOptions;
   try {
     await cpuTurn();
     tools = await buildConversationTools(deps, {
@@ -325,7 +327,9 @@ export async function startConversation(
       idle,
       stopReason: () => stopReason,
     });
-    if (request.clientTools) addClientTools(tools, request.clientTools);
+    const offer = clientToolOffer(tools.tools, request.clientTools, request.callOptions);
+    if (offer.clientTools) addClientTools(tools, offer.clientTools);
+    callOptions = offer.options;
     // Connecting MCP servers may take seconds: a turn stored on this chat meanwhile (another
     // request's, replied to already) is history this reply must see, not the snapshot above.
     if (chat && !request.modelMessages && mcpSpecsOf(agent).length > 0) {
@@ -389,7 +393,7 @@ export async function startConversation(
     system,
     messages,
     temperature: request.temperature ?? DEFAULT_TEMPERATURE,
-    options: request.callOptions,
+    options: callOptions,
     tools: tools.tools,
     abortSignal: abort.signal,
     idle,

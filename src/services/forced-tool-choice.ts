@@ -6,10 +6,11 @@ import type { LanguageModelV3, LanguageModelV3ToolChoice } from '@ai-sdk/provide
  *
  * `none` is set on every call, with the tools still sent: providers (Anthropic's API among them)
  * refuse a history holding tool calls from a request that defines no tools, so leaving them out
- * broke the conversation; the provider's `none` covers every tool of the call, the agent's own
- * too. A forced choice (`required`, a named function) is set on the first call only: forced on
- * every step of the tool loop, the model could never answer in text, and each step would be
- * paid for; the later calls are `auto`.
+ * broke the conversation. The provider's `none` covers every tool of the call, so it reaches
+ * here only for an agent without tools of its own (client-tool-offer.ts). A forced choice
+ * (`required`, a named function) is set on the first call only: forced on every step of the tool
+ * loop, the model could never answer in text, and each step would be paid for; the later calls
+ * are `auto`.
  *
  * It is set on the call rather than given to the AI SDK, whose `generateText` throws
  * (`ToolChoiceViolationError`) when the model answers without the forced call, or calls a tool

@@ -318,8 +318,8 @@ function unansweredToolCalls(at: number, ids: Set<string>) {
 /**
  * Client function tools: offered to the model without `execute`, so a call ends the reply. A
  * function's `strict` goes to the provider (structured outputs: arguments held to its schema).
- * With `tool_choice: "none"` too: sent with that choice (callOptions), so a history holding tool
- * calls stays one the provider takes.
+ * With `tool_choice: "none"` too: whether they are then sent (with that choice, for an agent
+ * without tools of its own) is decided once the agent's tools are known (client-tool-offer.ts).
  */
 function clientTools(body: CompletionRequest): ToolSet | undefined {
   if (!body.tools || body.tools.length === 0) return undefined;
@@ -345,7 +345,8 @@ function callOptions(body: CompletionRequest, tools: ToolSet | undefined): CallO
     seed: body.seed,
     presencePenalty: body.presence_penalty,
     frequencyPenalty: body.frequency_penalty,
-    // `none` without client tools changes nothing: the agent's own tools stay callable.
+    // `none` without client tools changes nothing: the agent's own tools stay callable (with
+    // them it holds back the client tools only, client-tool-offer.ts).
     toolChoice:
       choice === undefined || (choice === 'none' && tools === undefined)
         ? undefined

@@ -27,7 +27,7 @@ import {
 } from 'ai/internal';
 import type { ChatMessageMetadata } from './chat.js';
 import type { CallOptions } from './chat-reply.js';
-import { isLastStep, MAX_STEPS } from './reply-steps.js';
+import { isLastStep, lastStepSystem, MAX_STEPS } from './reply-steps.js';
 import { logWarnings } from './sdk-warnings.js';
 
 type Chunk = UIMessageChunk<ChatMessageMetadata>;
@@ -76,8 +76,8 @@ export interface PlainTurnHooks {
  * failure, an abort or a stream without a finish ends as the SDK ends it. A tool call the model
  * makes up (none was offered) is answered as the SDK answers it: a tool error, and another step
  * in which the model reads it, up to the same number of steps, the last of which tells the model
- * to call none (`toolLoopSettings`, reply-steps.ts). The provider's warnings are
- * logged at each step's end, as `streamText` logs them (sdk-warnings.ts).
+ * to call none and, in its system prompt, to answer (`toolLoopSettings`, reply-steps.ts). The
+ * provider's warnings are logged at each step's end, as `streamText` logs them (sdk-warnings.ts).
  *
  * Parts only a request with tools or provider options gets (a provider-executed call or its
  * result, a tool approval request) are not mirrored: Atrium sends a plain turn's providers
@@ -112,7 +112,11 @@ export async function* plainTurnChunks(
       });
       messages ??= standardized.messages;
       const prompt = await convertToLanguageModelPrompt({
-        prompt: { system: standardized.system, messages },
+        // The loop's last step asks for an answer in words too, as `toolLoopSettings` does.
+        prompt: {
+          system: isLastStep(step - 1) ? lastStepSystem(call.system) : standardized.system,
+          messages,
+        },
         supportedUrls: await model.supportedUrls,
         download: call.download,
         abortSignal: signal,

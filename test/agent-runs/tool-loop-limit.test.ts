@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { type FakeUpstream, type RecordedRequest, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatRows, chatSetup, userText } from '../chat/fixtures.js';
@@ -135,5 +135,97 @@ describe('a model that calls tools at every step it may', () => {
       text: ANSWER,
       finishReason: 'stop',
     });
+  });
+});
+
+/**
+ * A reply without tools: `tool_choice: "none"` never reaches the provider (its package drops a
+ * tool choice when no tools are declared), so the last step says it in the system prompt.
+ */
+describe('a model without tools that makes up a tool call at every step', () => {
+  const NOTE = 'No tools are available: answer now from what you have.';
+
+  /** The system prompt the request sent (its first message), or undefined. */
+  function systemOf(request: RecordedRequest): string | undefined {
+    const first = request.body.messages?.[0];
+    return first?.role === 'system' ? String(first.content) : undefined;
+  }
+
+  /** Requests of the reply of an agent without tools (a sub-agent's too). */
+  const toolless = () => upstream.requests.filter((request) => request.body.tools === undefined);
+
+  let respond: FakeUpstream['respond'];
+  beforeEach(() => {
+    respond = upstream.respond;
+    // Makes up a call (no tools were offered) unless the system prompt says to answer; a lead
+    // (tools offered) asks its sub-agent agt_plain once, then answers.
+    upstream.respond = (request) => {
+      if (request.body.tools !== undefined) {
+        return request.body.messages!.some((message) => message.role === 'tool')
+          ? { kind: 'text', text: 'The lead’s answer.' }
+          : { kind: 'tool-calls', calls: [{ name: 'agt_plain', arguments: { message: 'Look it up' } }] };
+      }
+      return systemOf(request)?.endsWith(NOTE)
+        ? { kind: 'text', text: ANSWER }
+        : { kind: 'tool-calls', calls: [{ name: 'lookup', arguments: { term: 'notes' } }] };
+    };
+  });
+  afterEach(() => {
+    upstream.respond = respond;
+  });
+
+  /** The loop's 8 requests: only the last one's system prompt ends with the note; no tool choice reaches the provider. */
+  function expectNoteOnLastStep(requests: RecordedRequest[]) {
+    expect(requests).toHaveLength(MAX_STEPS);
+    const last = requests.at(-1)!;
+    expect(last.body.tools).toBeUndefined();
+    expect(last.body.tool_choice).toBeUndefined();
+    expect(systemOf(last)).toMatch(new RegExp(`(^|\\n\\n)${NOTE}$`));
+    // The system prompt of the earlier steps, with the note after it.
+    expect(systemOf(last)).toBe(
+      systemOf(requests[0]!) === undefined ? NOTE : `${systemOf(requests[0]!)}\n\n${NOTE}`,
+    );
+    expect(requests.slice(0, -1).every((request) => !systemOf(request)?.includes(NOTE))).toBe(true);
+    // The model reads each made-up call's error when it answers.
+    expect(last.body.messages!.filter((message) => message.role === 'tool')).toHaveLength(MAX_STEPS - 1);
+  }
+
+  it('POST /v1/chat streamed (the plain path) and JSON: the last step asks for an answer in the system prompt', async () => {
+    const streamed = await post('/v1/chat', {
+      agentId: 'agt_plain',
+      stream: true,
+      messages: [userText('Hi')],
+    });
+    expect(streamed.statusCode).toBe(200);
+    expectNoteOnLastStep(upstream.requests);
+    expect(await storedReply(streamed.headers['x-chat-id'] as string)).toMatchObject({
+      text: ANSWER,
+      finishReason: 'stop',
+    });
+
+    upstream.requests.length = 0;
+    const json = await post('/v1/chat', { agentId: 'agt_plain', messages: [userText('Hi')] });
+    expect(json.statusCode, json.body).toBe(200);
+    expect(json.json()).toMatchObject({ text: ANSWER });
+    expectNoteOnLastStep(upstream.requests);
+  });
+
+  it('POST /v1/agents/{id}/runs and a sub-agent’s call: the answer of the last step', async () => {
+    const run = await post('/v1/agents/agt_plain/runs', { message: 'Hi' });
+    expect(run.statusCode, run.body).toBe(200);
+    expect(run.json().data).toMatchObject({ status: 'completed', agentResponse: ANSWER });
+    expectNoteOnLastStep(upstream.requests);
+
+    upstream.requests.length = 0;
+    const lead = await post('/v1/agents/agt_lead/runs', { message: 'Ask plain' });
+    expect(lead.statusCode, lead.body).toBe(200);
+    expectNoteOnLastStep(toolless());
+    const sub = await t.db
+      .selectFrom('agent_runs')
+      .select(['status', 'response'])
+      .where('chat_id', '=', lead.json().data.chatId)
+      .where('agent_id', '=', 'agt_plain')
+      .execute();
+    expect(sub).toEqual([{ status: 'completed', response: ANSWER }]);
   });
 });

@@ -376,17 +376,25 @@ describe('a turn without tools, outside streamText, against the same turn throug
       { type: 'tool-call', toolCallId: 'c', toolName: 'lookup', input: '{}' },
       { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage },
     ];
-    const { outcome, calls: made } = await bothPaths([
-      ...Array.from({ length: 7 }, () => madeUp),
+    const { outcome, calls: made } = await bothPaths(
       [
-        { type: 'text-start', id: 't' },
-        { type: 'text-delta', id: 't', delta: 'Done.' },
-        { type: 'text-end', id: 't' },
-        finish,
+        ...Array.from({ length: 7 }, () => madeUp),
+        [
+          { type: 'text-start', id: 't' },
+          { type: 'text-delta', id: 't', delta: 'Done.' },
+          { type: 'text-end', id: 't' },
+          finish,
+        ],
       ],
-    ]);
+      { call: { system: 'Be brief.' } },
+    );
     expect(made).toHaveLength(8);
     expect(made.at(-1)!.toolChoice).toEqual({ type: 'none' });
+    // Providers drop a tool choice without tools: the system prompt says it too, on the last step only.
+    expect(made.map((call) => call.prompt[0])).toEqual([
+      ...Array(7).fill({ role: 'system', content: 'Be brief.' }),
+      { role: 'system', content: 'Be brief.\n\nNo tools are available: answer now from what you have.' },
+    ]);
     expect(outcome).toMatchObject({ stored: { ok: true, text: 'Done.', finishReason: 'stop' } });
   });
 });

@@ -1163,18 +1163,85 @@ describe('tools', () => {
     expect(upstream.requests).toHaveLength(2);
 
     // Each model call of the reply: a later step too (here after a made-up call the model was
-    // answered with an error), and the agent's own tools are not called either.
+    // answered with an error).
     upstream.requests.length = 0;
     upstream.enqueue(
       { kind: 'tool-calls', calls: [{ name: 'lookup_order', arguments: { id: 42 } }] },
       { kind: 'text', text: 'Done.' },
     );
-    await client().chat.completions.create({ ...request, model: 'agt_tools' });
+    await client().chat.completions.create(request);
     expect(upstream.requests.map((sent) => sent.body.tool_choice)).toEqual(['none', 'none']);
-    expect(upstream.requests[0]!.body.tools?.map((tool) => tool.function.name)).toEqual([
-      'live_lookup',
-      'get_weather',
+    expect(upstream.requests.map((sent) => sent.body.tools?.map((tool) => tool.function.name))).toEqual([
+      ['get_weather'],
+      ['get_weather'],
     ]);
+  });
+
+  it('with tools of the agent’s own, tool_choice none holds back the client tools only: the agent’s tools are offered (auto) and run', async () => {
+    // The provider's `none` covers every tool of the call: sending the client tools with it
+    // switched the agent's own tools off for the reply. The agent's tools define tools for a
+    // history holding tool calls, so the client's need not be sent.
+    const request = {
+      model: 'agt_tools',
+      messages: [
+        { role: 'user' as const, content: 'Weather in Paris?' },
+        {
+          role: 'assistant' as const,
+          content: null,
+          tool_calls: [
+            {
+              id: 'call_paris',
+              type: 'function' as const,
+              function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+            },
+          ],
+        },
+        { role: 'tool' as const, tool_call_id: 'call_paris', content: '22°C, sunny' },
+        { role: 'user' as const, content: 'Look up what an atrium is.' },
+      ],
+      tools: [weatherTool],
+      tool_choice: 'none' as const,
+    };
+    mcp.calls.length = 0;
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'atrium' } }] },
+      { kind: 'text', text: 'An atrium is a hall.' },
+    );
+    const json = await client().chat.completions.create(request);
+    expect(json.choices[0]).toMatchObject({
+      finish_reason: 'stop',
+      message: { role: 'assistant', content: 'An atrium is a hall.' },
+    });
+    expect(json.choices[0]!.message.tool_calls).toBeUndefined();
+    upstream.enqueue(
+      { kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'hall' } }] },
+      { kind: 'text', text: 'A hall is big.' },
+    );
+    const chunks = await collect(await client().chat.completions.create({ ...request, stream: true }));
+    expect(chunks.some((chunk) => chunk.choices[0]?.delta.tool_calls)).toBe(false);
+    expect(text(chunks)).toBe('A hall is big.');
+    expect(mcp.calls).toEqual([{ term: 'atrium' }, { term: 'hall' }]);
+    expect(upstream.requests).toHaveLength(4);
+    for (const sent of upstream.requests) {
+      expect(sent.body.tools?.map((tool) => tool.function.name)).toEqual(['live_lookup']);
+      expect(sent.body.tool_choice ?? 'auto').toBe('auto');
+    }
+
+    // A client tool named like the agent's is not offered, so it collides with nothing: 200 (it
+    // was a 400), and the tool offered is the agent's.
+    upstream.requests.length = 0;
+    upstream.enqueue({ kind: 'text', text: 'Hi.' });
+    const named = await client().chat.completions.create({
+      model: 'agt_tools',
+      messages: [{ role: 'user', content: 'Hi' }],
+      tools: [{ type: 'function', function: { name: 'live_lookup', parameters: { type: 'object' } } }],
+      tool_choice: 'none',
+    });
+    expect(named.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'Hi.' } });
+    expect(upstream.lastRequest().body.tools).toMatchObject([
+      { function: { name: 'live_lookup', description: 'Looks a term up' } },
+    ]);
+    expect(upstream.lastRequest().body.tool_choice ?? 'auto').toBe('auto');
   });
 
   it('answers a client tool call whose arguments are no JSON to the model (as runTools() does): the client never gets it', async () => {
