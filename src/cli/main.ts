@@ -21,6 +21,7 @@ import {
   MovedObjectError,
   TakenIdentityError,
 } from '../setup/ownership.js';
+import { decodeSetupFile } from '../setup/file-encoding.js';
 import { parseSetupText } from '../setup/validate.js';
 import { createDemo, demoInstructions, demoKeyHint, hasAnyOrganization } from './demo.js';
 
@@ -186,14 +187,15 @@ async function apply(args: string[]): Promise<number> {
   });
   const [file] = positionals;
   if (!file || positionals.length > 1) throw new UsageError('apply needs exactly one FILE');
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file, 'utf8');
+    bytes = readFileSync(file);
   } catch (error) {
     printError(`${file}: cannot read: ${(error as Error).message}`);
     return EXIT.usage;
   }
-  const parsed = parseSetupText(text, file);
+  const decoded = decodeSetupFile(bytes, file);
+  const parsed = decoded.ok ? parseSetupText(decoded.text, file) : decoded;
   if (!parsed.ok) {
     printError(
       `${file} is invalid; nothing was applied:`,

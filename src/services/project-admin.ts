@@ -11,7 +11,7 @@ import { type Clock, isoNow } from '../ids.js';
 import { deletePrefixOrLog, type ObjectStore, type StoreLog } from '../storage/object-store.js';
 import { requireManager, type WorkspaceAccess } from './access.js';
 import { projectStoragePrefix } from './project-files.js';
-import { PROJECT_DEFAULTS, projectView } from './projects.js';
+import { PROJECT_DEFAULTS, projectName, projectView } from './projects.js';
 
 export interface ProjectAdminDeps {
   db: Db;
@@ -21,6 +21,7 @@ export interface ProjectAdminDeps {
 
 /** Absent fields stay; `null` puts a field back to its default (a merge patch's removal). */
 export interface ProjectPatch {
+  /** As sent: patchProject trims and checks it (projectName). */
   name?: string;
   description?: string | null;
   instructions?: string | null;
@@ -65,7 +66,8 @@ export async function patchProject(
 ) {
   const row = await writableProject(deps.db, access, projectId);
   const changes: Partial<ProjectRow> = {};
-  if (patch.name !== undefined) changes.name = patch.name;
+  // The name's rules here, where the stored name is known (projectName keeps it when sent back).
+  if (patch.name !== undefined) changes.name = projectName(patch.name, row.name);
   if (patch.description !== undefined)
     changes.description = patch.description ?? PROJECT_DEFAULTS.description;
   if (patch.instructions !== undefined)

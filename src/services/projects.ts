@@ -5,6 +5,7 @@ import { listingCache } from '../db/listing-cache.js';
 import { errors } from '../errors.js';
 import { type Clock, isoNow, newId } from '../ids.js';
 import { MAX_PROJECT_NAME_LENGTH } from '../limits.js';
+import { matchesPattern, PATTERNS } from '../http/schemas/patterns.js';
 import { NO_VISIBLE_CHARACTER, showsCharacter } from '../text.js';
 import type { WorkspaceAccess } from './access.js';
 
@@ -16,19 +17,24 @@ export const PROJECT_DEFAULTS = {
 } as const;
 
 /**
- * A project name as stored: trimmed, 1–MAX_PROJECT_NAME_LENGTH characters, one of which shows
- * (400 otherwise): a name of zero-width spaces or blank fillers is an empty line in every list.
+ * A project name as stored: trimmed, 1–MAX_PROJECT_NAME_LENGTH characters, one of which shows,
+ * on one line (400 otherwise): a name of zero-width spaces or blank fillers is an empty line in
+ * every list, and a tab or ESC breaks the list or log line that shows it, as it would a chat or
+ * agent title. `stored` is the name a PATCH changes: sent back as it is, a name stored before
+ * the one-line rule is kept (a client's read-modify-write is not refused for it).
  */
-export function projectName(raw: string): string {
+export function projectName(raw: string, stored?: string): string {
   const name = raw.trim();
   // Characters (code points), as JSON Schema's maxLength counts every other bound of the API.
   const length = [...name].length;
   const rule =
     length === 0 || length > MAX_PROJECT_NAME_LENGTH
       ? `must be 1–${MAX_PROJECT_NAME_LENGTH} characters after trimming`
-      : showsCharacter(name)
-        ? null
-        : NO_VISIBLE_CHARACTER;
+      : !showsCharacter(name)
+        ? NO_VISIBLE_CHARACTER
+        : name === stored || matchesPattern('oneLineName', name)
+          ? null
+          : PATTERNS.oneLineName.message;
   if (rule) throw errors.badRequest(`body.name ${rule}`, [{ path: 'body.name', message: rule }]);
   return name;
 }

@@ -4,7 +4,14 @@ import type { Database } from '../db/schema.js';
 import { PROJECT_DEFAULTS } from '../services/projects.js';
 import { matchesPattern } from '../http/schemas/patterns.js';
 import { exactYaml } from './exact-yaml.js';
-import { type AgentSetup, MAX_ONE_LINE_NAME, type ProjectSetup, type SetupFile } from './validate.js';
+import { MAX_PROJECT_NAME_LENGTH } from '../limits.js';
+import {
+  type AgentSetup,
+  MAX_ONE_LINE_NAME,
+  type ProjectSetup,
+  isSetupProjectName,
+  type SetupFile,
+} from './validate.js';
 
 /** Leaves out what equals the setup file's default, so the export reads like a hand-written file. */
 function withoutDefaults<T extends Record<string, unknown>>(value: T, defaults: Partial<T>): T {
@@ -129,18 +136,26 @@ export function exportText(setup: SetupFile, workspaceId: string): string {
 }
 
 /**
- * What `apply` would refuse in an export: an agent title stored before the rule for names (a
- * tab, more than 100 characters, only marks) is exported as stored, and the operator is told
- * to edit it, rather than meet it as a problem of the file later.
+ * What `apply` would refuse in an export: an agent title or a project name stored before the
+ * rules for names (a tab, more than 100 characters, only marks) is exported as stored, and the
+ * operator is told to edit it, rather than meet it as a problem of the file later.
  */
 export function exportWarnings(setup: SetupFile): string[] {
-  const agents = setup.organizations?.[0]?.workspaces?.[0]?.agents ?? [];
-  return agents.flatMap((agent) => {
+  const workspace = setup.organizations?.[0]?.workspaces?.[0];
+  const shown = (text: string) => JSON.stringify(text.length > 60 ? `${text.slice(0, 59)}…` : text);
+  const agents = (workspace?.agents ?? []).flatMap((agent) => {
     const title = agent.title ?? '';
     if ([...title].length <= MAX_ONE_LINE_NAME && matchesPattern('oneLineName', title)) return [];
-    const shown = JSON.stringify(title.length > 60 ? `${title.slice(0, 59)}…` : title);
     return [
-      `agent ${agent.id}: its title ${shown} breaks the setup file's rule for names (at most ${MAX_ONE_LINE_NAME} characters, one line, a character that shows): edit it in the file before \`atrium apply\``,
+      `agent ${agent.id}: its title ${shown(title)} breaks the setup file's rule for names (at most ${MAX_ONE_LINE_NAME} characters, one line, a character that shows): edit it in the file before \`atrium apply\``,
     ];
   });
+  const projects = (workspace?.projects ?? []).flatMap((project) => {
+    const name = project.name ?? '';
+    if (isSetupProjectName(name)) return [];
+    return [
+      `project ${project.id}: its name ${shown(name)} breaks the setup file's rule for project names (at most ${MAX_PROJECT_NAME_LENGTH} characters, one line, a character that shows, no white space at either end): edit it in the file before \`atrium apply\``,
+    ];
+  });
+  return [...agents, ...projects];
 }

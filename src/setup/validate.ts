@@ -1,7 +1,6 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { type Static, type TSchema, Type } from 'typebox';
-import { LineCounter, parse as parseYaml, YAMLParseError } from 'yaml';
 import {
   agentImageProblem,
   duplicateToolNames,
@@ -11,15 +10,38 @@ import {
 } from '../agent-fields.js';
 
 import { MIN_KEY_LENGTH } from '../auth/api-keys.js';
-import { PATTERNS, patternMessage } from '../http/schemas/patterns.js';
-import { MAX_PROJECT_MEMORY_LENGTH, MAX_RATE_LIMIT_PER_MINUTE, MAX_SETUP_AMOUNT } from '../limits.js';
+import { matchesPattern, PATTERNS, patternMessage } from '../http/schemas/patterns.js';
+import {
+  MAX_PROJECT_MEMORY_LENGTH,
+  MAX_PROJECT_NAME_LENGTH,
+  MAX_RATE_LIMIT_PER_MINUTE,
+  MAX_SETUP_AMOUNT,
+} from '../limits.js';
 import { ECHO_MODEL_ID } from '../models/echo.js';
 import { ECHO_EMBEDDING_MODEL_ID } from '../models/echo-embedding.js';
 import { explainUnions, isWrongShape } from '../validation-unions.js';
+import { readSetupYaml } from './read-yaml.js';
 
 /** A tool credential written as reads of the agent mask it (agent-fields.ts). */
 const MASKED_CREDENTIAL =
   'holds "***" where a read of the agent masks a credential: write the credential itself (the setup file is not a read to send back)';
+
+/**
+ * Whether a file takes `name` as a project's name (ProjectName, and no white space at either
+ * end): an export warns of a stored name it would not.
+ */
+export function isSetupProjectName(name: string): boolean {
+  const length = [...name].length;
+  return (
+    length >= 1 &&
+    length <= MAX_PROJECT_NAME_LENGTH &&
+    matchesPattern('oneLineName', name) &&
+    name === name.trim()
+  );
+}
+
+/** A project name the API would have trimmed (ProjectName). */
+const PROJECT_NAME_UNTRIMMED = 'must not begin or end with white space (the API trims project names)';
 
 /** A model of the built-in providers, served by id without a definition in the file. */
 const BUILT_IN_CHAT_MODEL = /^(openai|anthropic)\/\S+$/;
@@ -50,6 +72,21 @@ export const MAX_ONE_LINE_NAME = 100;
 const OneLineName = Type.String({
   minLength: 1,
   maxLength: MAX_ONE_LINE_NAME,
+  pattern: PATTERNS.oneLineName.pattern,
+});
+/**
+ * An organization's, workspace's or user's name (no API route names them): the rule of every
+ * name, one line with a character that shows, so that none is an empty or broken line in a list.
+ */
+const Name = Type.String({ minLength: 1, maxLength: 200, pattern: PATTERNS.oneLineName.pattern });
+/**
+ * A project's name, as POST /v1/projects takes it (projectName in services/projects.ts). White
+ * space at either end, which the API trims, is a problem of its own (referenceProblems): apply
+ * stores names as written and matches them so.
+ */
+const ProjectName = Type.String({
+  minLength: 1,
+  maxLength: MAX_PROJECT_NAME_LENGTH,
   pattern: PATTERNS.oneLineName.pattern,
 });
 
@@ -98,7 +135,7 @@ const AgentSpec = Type.Object(
 const ProjectSpec = Type.Object(
   {
     id: Type.Optional(Id),
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: ProjectName,
     description: Clearable(Text(2000)),
     instructions: Clearable(Text(20_000)),
     color: Clearable(Type.String({ pattern: PATTERNS.color.pattern })),
@@ -114,7 +151,7 @@ const NonNegative = Type.Number({ minimum: 0, maximum: MAX_SETUP_AMOUNT });
 const WorkspaceSpec = Type.Object(
   {
     id: Type.Optional(Id),
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: Name,
     models: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     defaultModel: Clearable(Type.String({ minLength: 1 })),
     /** A model entry of `kind: embedding`; when set, project files also get vectors. */
@@ -151,13 +188,13 @@ const WorkspaceSpec = Type.Object(
 const OrganizationSpec = Type.Object(
   {
     id: Type.Optional(Id),
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: Name,
     users: Type.Optional(
       Type.Array(
         Type.Object(
           {
             id: Type.Optional(Id),
-            name: Type.String({ minLength: 1, maxLength: 200 }),
+            name: Name,
             email: Type.String({ format: 'email' }),
           },
           { additionalProperties: false },
@@ -559,41 +596,22 @@ function referenceProblems(setup: Readable<SetupFile>, refused = new Set<string>
       workspace.projects?.forEach((project, p) => {
         unique('project id', project.id, `${wsPath}.projects[${p}].id`);
         uniqueName(`project name in ${wsPath}`, project.name, project.id, `${wsPath}.projects[${p}].name`);
+        if (typeof project.name === 'string' && project.name !== project.name.trim()) {
+          problems.push({ path: `${wsPath}.projects[${p}].name`, message: PROJECT_NAME_UNTRIMMED });
+        }
       });
     });
   });
   return problems;
 }
 
-/**
- * The parser's message without the file's text, which may hold a plaintext key: not
- * `prettyErrors` (it adds the lines around the error), and cut where a message goes on with the
- * text it stopped at (a block scalar header, an escape sequence, an alias).
- */
-function yamlMessage(error: Error): string {
-  return error.message.replace(/(: |(?<=escape sequence) ).*$/s, '');
-}
-
 /** Parses and validates a whole setup file; every problem is reported, nothing is applied. */
 export function parseSetupText(text: string, fileName: string): ParseResult {
-  let document: unknown;
-  const lineCounter = new LineCounter();
-  try {
-    // Warnings off: yaml prints them itself (to stderr), quoting the text they are about.
-    document = parseYaml(text, { prettyErrors: false, lineCounter, logLevel: 'error' }) ?? {};
-  } catch (error) {
-    const offset = error instanceof YAMLParseError ? error.pos[0] : undefined;
-    const at = offset === undefined ? undefined : lineCounter.linePos(offset);
-    return {
-      ok: false,
-      problems: [
-        {
-          path: '(file)',
-          message: `${fileName} is not valid YAML: ${yamlMessage(error as Error)}${at ? ` at line ${at.line}, column ${at.col}` : ''}`,
-        },
-      ],
-    };
+  const read = readSetupYaml(text, fileName);
+  if (!read.ok) {
+    return { ok: false, problems: read.messages.map((message) => ({ path: '(file)', message })) };
   }
+  const document = read.value ?? {};
   if (typeof document !== 'object' || document === null || Array.isArray(document)) {
     return { ok: false, problems: [{ path: '(root)', message: 'must be a mapping (object)' }] };
   }

@@ -496,6 +496,27 @@ organizations:
     expect(await main(['frobnicate'])).toBe(2);
   });
 
+  // Windows editors save UTF-16 with a byte-order mark; read as UTF-8 it was a riddle of
+  // U+FFFD and NUL characters for the YAML parser.
+  it('refuses a setup file in UTF-16 with exit 2, saying it must be UTF-8, and applies nothing', async () => {
+    const before = await countRows();
+    const file = path.join(dir, 'utf16.yaml');
+    writeFileSync(
+      file,
+      Buffer.concat([
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from('organizations:\n  - { name: Utf16 }\n', 'utf16le'),
+      ]),
+    );
+    output.err = [];
+    expect(await main(['apply', file])).toBe(2);
+    expect(output.err).toEqual([
+      `atrium: ${file} is invalid; nothing was applied:`,
+      `atrium: ${file}: (file): ${file} is UTF-16 (it starts with a UTF-16 byte-order mark): the setup file must be UTF-8`,
+    ]);
+    expect(await countRows()).toEqual(before);
+  });
+
   it('prints setup-file errors as lines starting "atrium: ", file and path after it, like its other errors', async () => {
     // Before: compiler-style `FILE: path: message` lines (and a header) without the prefix.
     const odd = writeSetup('prefixed.yaml', 'organizations: 5\nbogus: 1\n');

@@ -531,4 +531,19 @@ describe(`atrium export (${engineName})`, () => {
     ]);
     expect(output.out.join('\n')).toContain('title: Legacy\ttitle');
   });
+
+  it('warns on stderr of a stored project name apply would refuse, and exports it as stored', async () => {
+    // A name stored before project names had to be one line: the file takes it no more.
+    const project = (await call('POST', '/v1/projects', { name: 'Legacy project' })).json().data.project;
+    await database.db
+      .updateTable('projects')
+      .set({ name: 'Legacy\tproject' })
+      .where('id', '=', project.id)
+      .execute();
+    expect(await main(['export', '--workspace', 'wsp_main'])).toBe(0);
+    expect(output.err).toContain(
+      `atrium: warning: project ${project.id}: its name "Legacy\\tproject" breaks the setup file's rule for project names (at most 200 characters, one line, a character that shows, no white space at either end): edit it in the file before \`atrium apply\``,
+    );
+    expect(output.out.join('\n')).toContain('name: Legacy\tproject');
+  });
 });

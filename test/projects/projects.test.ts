@@ -101,6 +101,38 @@ describe(`POST /v1/projects (${engineName})`, () => {
     }
   });
 
+  // Chat and agent titles and key names are one line; a project name took a tab or an ESC, which
+  // breaks every list and log line that shows it.
+  it('refuses a name with a control character or line separator on create and on PATCH, keeping one stored before the rule when sent back', async () => {
+    const message =
+      'must show a character and be one line: no control characters (newlines, tabs) or line separators (U+2028, U+2029)';
+    const patch = (id: string, payload: object) =>
+      t.app.inject({ method: 'PATCH', url: `/v1/projects/${id}`, headers, payload });
+    const project = (await create({ name: 'One line' })).json().data.project;
+    for (const name of ['Tab\there', 'Line\nbreak', 'Esc\u001b[31m', 'Line\u2028separator', 'Del\u007f']) {
+      for (const res of [await create({ name }), await patch(project.id, { name })]) {
+        expect(res.statusCode, JSON.stringify(name)).toBe(400);
+        expect(res.json(), JSON.stringify(name)).toEqual({
+          code: 'bad_request',
+          message: `body.name ${message}`,
+          details: { issues: [{ path: 'body.name', message }] },
+        });
+      }
+    }
+    // Trimmed first, as before: a tab or newline at either end is white space the name loses.
+    expect((await create({ name: '\tPadded\n' })).json().data.project.name).toBe('Padded');
+    // A name stored before the rule is kept when a read-modify-write sends it back unchanged.
+    await t.env.database.db
+      .updateTable('projects')
+      .set({ name: 'Legacy\tname' })
+      .where('id', '=', project.id)
+      .execute();
+    const kept = await patch(project.id, { name: 'Legacy\tname', description: 'rewritten' });
+    expect(kept.statusCode).toBe(200);
+    expect(kept.json().data.project).toMatchObject({ name: 'Legacy\tname', description: 'rewritten' });
+    expect((await patch(project.id, { name: 'Other\tname' })).statusCode).toBe(400);
+  });
+
   it('accepts a name of exactly 200 characters and text fields at their maximum', async () => {
     const res = await create({
       name: 'n'.repeat(200),

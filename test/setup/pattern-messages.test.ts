@@ -83,3 +83,73 @@ organizations:
     ]);
   });
 });
+
+// Organization, workspace and user names had only `minLength: 1`: a file could create a workspace
+// named "   " or "\u200b", an empty line in every list. Project names had no more and now follow
+// POST /v1/projects (one that shows, one line, 1–200), with no white space at either end, which
+// the API trims away and apply would store.
+describe('names of organizations, workspaces, users and projects', () => {
+  const ONE_LINE_NAME =
+    'must show a character and be one line: no control characters (newlines, tabs) or line separators (U+2028, U+2029)';
+  const fileNaming = (name: string) => `
+organizations:
+  - id: org_a
+    name: ${name}
+    users:
+      - { id: usr_a, name: ${name}, email: ann@a.test }
+    workspaces:
+      - id: wsp_a
+        name: ${name}
+        projects:
+          - { name: ${name} }
+`;
+  const paths = [
+    'organizations[0].name',
+    'organizations[0].users[0].name',
+    'organizations[0].workspaces[0].name',
+    'organizations[0].workspaces[0].projects[0].name',
+  ];
+
+  it.each([
+    ['blank', '"   "'],
+    ['a zero-width space', '"\\u200b"'],
+    ['a Hangul filler', '"\\u3164"'],
+    ['a mark alone', '"\\u0301"'],
+    ['a tab inside', '"Acme\\tCorp"'],
+    ['a newline inside', '"Acme\\nCorp"'],
+    ['a line separator inside', '"Acme\\u2028Corp"'],
+    ['an escape sequence', '"\\u001b[31mAcme"'],
+  ])('refuses a name that is %s wherever it names one', (_label, name) => {
+    expect(setupProblems(fileNaming(name))).toEqual(paths.map((path) => ({ path, message: ONE_LINE_NAME })));
+  });
+
+  it('takes the names that show a character on one line, as the API does', () => {
+    for (const name of [
+      'Acme',
+      '"👩\\u200d💻 notes"',
+      '"\\u0645\\u06cc\\u200c\\u062e\\u0648\\u0627\\u0647\\u0645"',
+      '"Re\\u0301sume\\u0301"',
+    ]) {
+      expect(setupProblems(fileNaming(name)), name).toEqual([]);
+    }
+  });
+
+  it('holds project names to the API’s 200 characters, and refuses white space at either end', () => {
+    const text = oneWorkspaceFile(`        projects:
+          - { name: "${'p'.repeat(200)}" }
+          - { name: "${'p'.repeat(201)}" }
+          - { name: " Docs" }
+          - { name: "Docs\\u00a0" }
+          - { name: "Notes" }`);
+    expect(setupProblems(text)).toEqual([
+      {
+        path: 'organizations[0].workspaces[0].projects[1].name',
+        message: 'must NOT have more than 200 characters',
+      },
+      ...[2, 3].map((p) => ({
+        path: `organizations[0].workspaces[0].projects[${p}].name`,
+        message: 'must not begin or end with white space (the API trims project names)',
+      })),
+    ]);
+  });
+});

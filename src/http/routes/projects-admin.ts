@@ -1,5 +1,4 @@
 import type { AppDeps } from '../../deps.js';
-import { projectName } from '../../services/projects.js';
 import { accessRequestWorkspace } from '../../services/access.js';
 import { deleteProject, getProjectDetail, patchProject } from '../../services/project-admin.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
@@ -56,13 +55,12 @@ export async function projectAdminRoutes(app: TypedApp, deps: AppDeps): Promise<
         },
       },
       async (request) => {
-        const name = request.body.name === undefined ? undefined : projectName(request.body.name);
         const access = await accessRequestWorkspace(
           deps.db,
           request.principal,
           requestedWorkspaceId(request),
         );
-        const project = await patchProject(deps, access, request.params.projectId, { ...request.body, name });
+        const project = await patchProject(deps, access, request.params.projectId, request.body);
         return { data: { project } };
       },
     );

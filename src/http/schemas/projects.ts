@@ -22,7 +22,7 @@ const ProjectRef = Type.Unsafe({ $ref: 'Project#' });
 export const CreateProjectBody = Type.Object({
   name: Type.String({
     minLength: 1,
-    description: `Required; 1–${MAX_PROJECT_NAME_LENGTH} characters after trimming, at least one of which shows (not only spaces, invisible characters such as U+200B, marks or blank fillers such as U+3164)`,
+    description: `Required; 1–${MAX_PROJECT_NAME_LENGTH} characters after trimming, at least one of which shows (not only spaces, invisible characters such as U+200B, marks or blank fillers such as U+3164), on one line (a control character such as a tab, or a line separator, is a 400)`,
     examples: ['Research notes'],
   }),
   description: Type.Optional(Type.String({ maxLength: 2000 })),
@@ -57,7 +57,7 @@ export const PatchProjectBody = Type.Object(
     name: Type.Optional(
       Type.String({
         minLength: 1,
-        description: `1–${MAX_PROJECT_NAME_LENGTH} characters after trimming, at least one of which shows (as on create)`,
+        description: `1–${MAX_PROJECT_NAME_LENGTH} characters after trimming, at least one of which shows, on one line (as on create; a name stored before the one-line rule, sent back as it is, is kept)`,
       }),
     ),
     description: resettable(Type.String({ maxLength: 2000 })),
