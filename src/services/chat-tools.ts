@@ -57,6 +57,8 @@ export interface ToolContext {
   idle: IdleTimeout;
   /** Why the reply was cut short, when it was stopped or interrupted (not timed out). */
   stopReason(): StopReason | undefined;
+  /** The reply's abort: its MCP servers still connecting are given up (McpConnectOptions.signal). */
+  abortSignal?: AbortSignal;
 }
 
 /**
@@ -126,6 +128,7 @@ export async function buildConversationTools(
     // does to answer, for the session it opens to be ended; the reply does not wait for it.
     lateInitializeMs: deps.config.upstreamTimeoutMs,
     lateInitializeWaits: deps.lateMcpInitializeWaits,
+    signal: context.abortSignal,
   });
   const result: ConversationTools = {
     tools: { ...mcp.tools },

@@ -260,6 +260,9 @@ export async function startConversation(
   const spendChatId = storing ? undefined : chat?.id;
   const messageId = newId('msg');
   let stopReason: StopReason | undefined;
+  // Also the set-up's: a stop while it runs gives up its file downloads and MCP connects at
+  // once (the stop answers once the turn is stored, so it would wait for them), and the turn
+  // goes on as one stopped right after its set-up (its call, the signal aborted, sends nothing).
   const abort = new AbortController();
   const stopReply = (reason: StopReason) => {
     stopReason ??= reason;
@@ -292,6 +295,7 @@ export async function startConversation(
       added: prepared.added,
       timeoutMs: deps.config.upstreamTimeoutMs,
       downloader: deps.fileDownloader,
+      stop: abort.signal,
     });
     // The model's messages: storing the turn keeps `prepared` as it is.
     messages = request.modelMessages
@@ -326,7 +330,12 @@ export async function startConversation(
       temperature: request.temperature ?? DEFAULT_TEMPERATURE,
       idle,
       stopReason: () => stopReason,
+      abortSignal: abort.signal,
     });
+    // A chat deleted while the turn was set up: the delete's stop ended the set-up at once, maybe
+    // before the chat's row is gone, and the turn must not be stored into it meanwhile (nor its
+    // history read again with it). Refused as a turn that finds its chat gone is, nothing stored.
+    if (stopReason === 'deleted') throw errors.notFound('Chat');
     const offer = clientToolOffer(tools.tools, request.clientTools, request.callOptions);
     if (offer.clientTools) addClientTools(tools, offer.clientTools);
     callOptions = offer.options;

@@ -174,6 +174,12 @@ export async function prefetchFiles(options: {
   added: ConversationMessage[];
   timeoutMs: number;
   downloader?: FileDownloader;
+  /**
+   * The reply's abort (a stop while it is set up): the downloads under way are given up, none is
+   * started, and no file is refused for it. The files left out are unavailable, never fetched:
+   * the reply calls no model.
+   */
+  stop?: AbortSignal;
 }): Promise<PrefetchedFiles> {
   const downloader = options.downloader ?? defaultFileDownloader;
   const supportedUrls = await options.model.supportedUrls;
@@ -183,15 +189,22 @@ export async function prefetchFiles(options: {
   );
   const fetched = new Map<string, Downloaded>();
   const unavailable = new Set<string>();
-  const deadline = AbortSignal.timeout(options.timeoutMs);
+  const timedOut = AbortSignal.timeout(options.timeoutMs);
+  const { stop } = options;
+  const deadline = stop ? AbortSignal.any([timedOut, stop]) : timedOut;
   let total = 0;
   const fetchOne = async ({ url }: { url: URL }) => {
     const isNew = fresh.has(url.href);
     let file: Downloaded;
     try {
+      stop?.throwIfAborted();
       file = await untilAborted(downloader(url, deadline), deadline);
     } catch (error) {
-      const reason = whyNot(error, deadline.aborted, options.timeoutMs);
+      if (stop?.aborted) {
+        unavailable.add(url.href);
+        return;
+      }
+      const reason = whyNot(error, timedOut.aborted, options.timeoutMs);
       if (!isNew) {
         unavailable.add(url.href);
         return;

@@ -36,9 +36,6 @@ useChatApp(
       },
     },
     mcpConnectTimeoutMs: 10_000,
-    // A stop waits for the turn it stopped to be stored, and this one's set-up is held until the
-    // test lets it go: the stop answers at the end of this bound, having stopped the turn.
-    stopWaitMs: 200,
     beforeClose: () => release.resolve(),
   },
 );
@@ -91,9 +88,11 @@ describe('a chat deleted while a turn on it is being set up', () => {
     await deleteWhileConnecting(chatId);
 
     const res = await turn;
-    // The history read again once the server answered no longer holds the message to replace.
+    // The delete's stop ends the set-up at once, and the turn is refused as its chat's: the chat,
+    // not only the message to replace, is gone. (It used to go on until the server answered, and
+    // its history, read again then, no longer held that message: 404 `Message`.)
     expect(res.statusCode).toBe(404);
-    expect(res.json()).toMatchObject({ code: 'not_found', message: expect.stringContaining('Message') });
+    expect(res.json()).toMatchObject({ code: 'not_found', message: expect.stringContaining('Chat') });
     await expect.poll(() => mcp.sessionEnds).toContain(session);
   });
 });

@@ -1,4 +1,5 @@
 import type { DestinationStream } from 'pino';
+import type { FileDownloader } from '../../src/services/file-downloads.js';
 import { createTestApp } from '../helpers/app.js';
 import { startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatSetup } from './fixtures.js';
@@ -12,6 +13,8 @@ export async function listeningChatApp(options: {
   env?: Record<string, string>;
   shutdownWaitMs?: number;
   logStream?: DestinationStream;
+  mcpConnectTimeoutMs?: number;
+  fileDownloader?: FileDownloader;
 }) {
   const upstream = await startFakeUpstream();
   const t = await createTestApp({ setup: chatSetup(upstream), ...options });

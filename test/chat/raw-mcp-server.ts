@@ -30,7 +30,7 @@ async function writeAsRead(res: ServerResponse, body: Buffer): Promise<void> {
  * ended by a `DELETE`.
  * `callResult` is what `tools/call` answers; `answerAs` how every answer is sent; `stallCall` a
  * call that is never answered whole. `openCalls` counts the calls whose connection is still open,
- * `openInitializes` the `initialize` requests alike; `initializeAnswer` an `initialize` answered
+ * `openInitializes` the `initialize` requests alike, `openLists` the `tools/list` ones; `initializeAnswer` an `initialize` answered
  * otherwise than with its result.
  */
 export async function startRawMcpServer(options: {
@@ -70,6 +70,7 @@ export async function startRawMcpServer(options: {
   let answersCutShort = 0;
   let openCalls = 0;
   let openInitializes = 0;
+  let openLists = 0;
   const requests: string[] = [];
   const sessionEnds: string[] = [];
   let sessions = 0;
@@ -100,6 +101,10 @@ export async function startRawMcpServer(options: {
       if (msg.method === 'initialize') {
         openInitializes++;
         res.once('close', () => openInitializes--);
+      }
+      if (msg.method === 'tools/list') {
+        openLists++;
+        res.once('close', () => openLists--);
       }
       if (msg.method === 'initialize' && options.gate) await options.gate(initializes++);
       await options.hold?.(msg.method);
@@ -191,6 +196,9 @@ export async function startRawMcpServer(options: {
     },
     get openInitializes() {
       return openInitializes;
+    },
+    get openLists() {
+      return openLists;
     },
     async close() {
       server.closeAllConnections();

@@ -238,6 +238,32 @@ describe(`resuming through one process a reply another process is setting up (${
   }, 60_000);
 });
 
+describe(`stopping through one process a turn another process is setting up (${engineName})`, () => {
+  it('gives the set-up up at once: the stop answers with the turn ended, its MCP server not waited for', async () => {
+    const [a, b] = cluster.servers;
+    await new EventReader(await startTurn(a!.url, 'setup-cluster-stop', 'first')).all();
+
+    const { response } = await holdSetUp(a!.url, 'setup-cluster-stop', 'second');
+    const stop = await fetch(`${b!.url}/v1/chat/setup-cluster-stop/stop`, { method: 'POST', headers: key });
+    expect(((await stop.json()) as { data: { stopped: boolean } }).data.stopped).toBe(true);
+    // Read at once through B: A has released the turn, its MCP server still holding `initialize`.
+    const chat = await fetch(`${b!.url}/v1/chats/setup-cluster-stop`, { headers: key });
+    expect(((await chat.json()) as { data: { chat: { active: boolean } } }).data.chat.active).toBe(false);
+
+    const events = new EventReader(await response);
+    const chunks = await events.all();
+    expect(events.done).toBe(true);
+    expect(chunks.at(-1)).toMatchObject({ type: 'finish', messageMetadata: { finishReason: 'stopped' } });
+    // The server was given up for the stop, not waited for until the connect timeout (5 s, within
+    // the stop's 10 s bound): no `mcp_timeout` warning names it.
+    const warned = chunks.flatMap((chunk) =>
+      chunk.type === 'data-warnings' ? (chunk.data as Array<{ tool: string }>) : [],
+    );
+    expect(warned.map((warning) => warning.tool)).not.toContain('live');
+    setUp.resolve();
+  }, 60_000);
+});
+
 // Last: it kills one process and stops the other.
 /**
  * A reply resumed through process B while process A generates it; A is killed. B's replay gets no

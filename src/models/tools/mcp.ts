@@ -48,6 +48,7 @@ type ListedTool = ListToolsResult['tools'][number];
 type McpRequest = (args: {
   request: { method: string; params?: Record<string, unknown> };
   resultSchema: typeof ToolListPage;
+  options?: { signal?: AbortSignal };
 }) => Promise<z.infer<typeof ToolListPage>>;
 
 /**
@@ -86,6 +87,7 @@ function listingCut(server: string, reason: string, kept: number): ToolWarning {
 async function listUsableTools(
   client: McpClient,
   server: string,
+  signal: AbortSignal | undefined,
 ): Promise<{ tools: ListedTool[]; warnings: ToolWarning[] }> {
   const request = (client as unknown as { request: McpRequest }).request.bind(client);
   const tools: ListedTool[] = [];
@@ -108,6 +110,8 @@ async function listUsableTools(
     const page = await request({
       request: { method: 'tools/list', params: cursor === undefined ? undefined : { cursor } },
       resultSchema: ToolListPage,
+      // A stop aborts the page's request, which closes its connection.
+      options: { signal },
     });
     bytes += Buffer.byteLength(JSON.stringify(page.tools));
     if (bytes > MCP_LISTING_LIMITS.bytes) {
@@ -184,6 +188,9 @@ async function listUsableTools(
 
 class SetupTimeout extends Error {}
 
+/** A connect given up because the reply was stopped (McpConnectOptions.signal): no warning. */
+class SetupStopped extends Error {}
+
 /** A server the agent may not reach (mcp-address.ts): refused before any request. */
 class NotPublic extends Error {}
 
@@ -242,6 +249,12 @@ export interface McpConnectOptions {
   lateInitializeMs?: number;
   /** How many such waits the process keeps at once (LateAnswerWaits); no limit when not given. */
   lateInitializeWaits?: LateAnswerWaits;
+  /**
+   * The reply's abort (a stop, a `DELETE` of its chat, a shutdown): a connect still under way is
+   * given up at once, its request aborted (which closes its connection) and its client closed,
+   * rather than holding the stopped reply (and the stop waiting for it) until it ends.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -276,7 +289,8 @@ async function connectOne(
   spec: McpToolSpec,
   options: McpConnectOptions,
 ): Promise<{ client: McpClient; tools: ToolSet; warnings: ToolWarning[] }> {
-  const { connectTimeoutMs: timeoutMs, reach = 'any' } = options;
+  const { connectTimeoutMs: timeoutMs, reach = 'any', signal } = options;
+  if (signal?.aborted) throw new SetupStopped();
   if (reach === 'public' && privateAddressProblem(spec.url)) throw new NotPublic();
   const fetch = reach === 'public' ? publicOnlyFetch : globalThis.fetch;
   const session = sessionEnding(mcpTransportFetch(timeoutMs, fetch), {
@@ -293,10 +307,12 @@ async function connectOne(
         redirect: 'error',
         fetch: session.fetch,
       },
-      initializationOptions: { timeout: timeoutMs },
+      // The stop aborts `initialize` as the timeout does: its request may outlive it, for the
+      // session a late answer opens to be ended (sessionEnding).
+      initializationOptions: { timeout: timeoutMs, signal },
       clientName: 'atrium',
     });
-    const listed = await listUsableTools(client, spec.name);
+    const listed = await listUsableTools(client, spec.name, signal);
     return {
       client,
       tools: withCutResults(
@@ -308,17 +324,32 @@ async function connectOne(
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new SetupTimeout()), timeoutMs);
   });
+  // Whatever step the connect is at (the transport's start takes no signal): it ends at once.
+  let onStop: (() => void) | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    onStop = () => reject(new SetupStopped());
+    signal?.addEventListener('abort', onStop, { once: true });
+  });
   try {
-    return await Promise.race([setup, timeout]);
+    return await Promise.race([setup, timeout, stopped]);
   } catch (error) {
-    setup.catch(() => {});
-    await client?.close().catch(() => {});
-    // A session the server opened and no close ended (the time ran out before the client was
-    // made: sessionEnding) is ended here.
-    await session.end();
-    throw error;
+    // A client made after the race was lost (its `initialize` answered just then) is closed
+    // once its set-up has settled, whichever way.
+    const known = client;
+    void setup.catch(() => {}).then(() => (client === known ? undefined : client?.close().catch(() => {})));
+    const ending = (async () => {
+      await client?.close().catch(() => {});
+      // A session the server opened and no close ended (the time ran out before the client was
+      // made: sessionEnding) is ended here.
+      await session.end();
+    })();
+    // A stopped reply does not wait for the server to answer the session's end (bounded on its
+    // own: mcpTransportFetch), as a finished reply does not (chat.ts, replyFinisher).
+    if (!signal?.aborted) await ending;
+    throw signal?.aborted ? new SetupStopped() : error;
   } finally {
     clearTimeout(timer);
+    if (onStop) signal?.removeEventListener('abort', onStop);
   }
 }
 
@@ -342,7 +373,10 @@ export async function connectMcpTools(
   outcomes.forEach((outcome, i) => {
     const spec = specs[i] as McpToolSpec;
     if (outcome.status === 'rejected') {
-      warnings.push(describeFailure(spec, outcome.reason, timeoutMs));
+      // A server given up on for the reply's stop did nothing wrong; the reply calls no model.
+      if (!(outcome.reason instanceof SetupStopped)) {
+        warnings.push(describeFailure(spec, outcome.reason, timeoutMs));
+      }
       return;
     }
     clients.push(outcome.value.client);
