@@ -61,6 +61,26 @@ const weatherTool = {
   },
 };
 
+/** A conversation in which the client's `get_weather` was called and answered, then `then`. */
+function afterWeatherCall(then: string) {
+  return [
+    { role: 'user' as const, content: 'Weather in Paris?' },
+    {
+      role: 'assistant' as const,
+      content: null,
+      tool_calls: [
+        {
+          id: 'call_paris',
+          type: 'function' as const,
+          function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+        },
+      ],
+    },
+    { role: 'tool' as const, tool_call_id: 'call_paris', content: '22°C, sunny' },
+    { role: 'user' as const, content: then },
+  ];
+}
+
 async function collect(stream: AsyncIterable<OpenAI.Chat.Completions.ChatCompletionChunk>) {
   const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
   for await (const chunk of stream) chunks.push(chunk);
@@ -1131,22 +1151,7 @@ describe('tools', () => {
     // defines no tools: `none` used to send none.
     const request = {
       model: 'agt_plain',
-      messages: [
-        { role: 'user' as const, content: 'Weather in Paris?' },
-        {
-          role: 'assistant' as const,
-          content: null,
-          tool_calls: [
-            {
-              id: 'call_paris',
-              type: 'function' as const,
-              function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
-            },
-          ],
-        },
-        { role: 'tool' as const, tool_call_id: 'call_paris', content: '22°C, sunny' },
-        { role: 'user' as const, content: 'Summarise it.' },
-      ],
+      messages: afterWeatherCall('Summarise it.'),
       tools: [weatherTool],
       tool_choice: 'none' as const,
     };
@@ -1183,22 +1188,7 @@ describe('tools', () => {
     // history holding tool calls, so the client's need not be sent.
     const request = {
       model: 'agt_tools',
-      messages: [
-        { role: 'user' as const, content: 'Weather in Paris?' },
-        {
-          role: 'assistant' as const,
-          content: null,
-          tool_calls: [
-            {
-              id: 'call_paris',
-              type: 'function' as const,
-              function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
-            },
-          ],
-        },
-        { role: 'tool' as const, tool_call_id: 'call_paris', content: '22°C, sunny' },
-        { role: 'user' as const, content: 'Look up what an atrium is.' },
-      ],
+      messages: afterWeatherCall('Look up what an atrium is.'),
       tools: [weatherTool],
       tool_choice: 'none' as const,
     };
