@@ -107,6 +107,15 @@ async function chatState(chatId: string) {
   };
 }
 
+/** Stops the chat's turn, then reads at once: the chat idle, ending on the user's turn `userId`, no reply. */
+async function expectStoppedAfter(chatId: string, userId: string) {
+  expect(await stop(chatId)).toEqual({ stopped: true, messageId: expect.any(String) });
+  const state = await chatState(chatId);
+  expect(state.active).toBe(false);
+  expect(state.messages.map((message) => message.id).at(-1)).toBe(userId);
+  expect(state.messages).toHaveLength(3);
+}
+
 describe('a turn stopped while its MCP server lists its tools', () => {
   it('streamed: the stop answers once the turn has ended; the listing is closed, the session ended', async () => {
     const { chatId, turn, session } = await turnHeldInSetUp('setup-stop-stream', true);
@@ -148,12 +157,7 @@ describe('a turn stopped while its MCP server lists its tools', () => {
   it('JSON: answers 409 conflict with the chat id, its user turn stored', async () => {
     const { chatId, turn, session } = await turnHeldInSetUp('setup-stop-json', false);
 
-    const stopped = await stop(chatId);
-    expect(stopped).toEqual({ stopped: true, messageId: expect.any(String) });
-    const state = await chatState(chatId);
-    expect(state.active).toBe(false);
-    expect(state.messages.map((message) => message.id).at(-1)).toBe('setup-stop-json-u1');
-    expect(state.messages).toHaveLength(3);
+    await expectStoppedAfter(chatId, 'setup-stop-json-u1');
 
     const response = await turn;
     expect(response.status).toBe(409);
@@ -183,12 +187,7 @@ describe('a turn stopped while a file of its is being downloaded for the model',
     const mcpRequests = mcp.requests.length;
     const asked = app.upstream.requests.length;
 
-    const stopped = await stop(chatId);
-    expect(stopped).toEqual({ stopped: true, messageId: expect.any(String) });
-    const state = await chatState(chatId);
-    expect(state.active).toBe(false);
-    expect(state.messages.map((message) => message.id).at(-1)).toBe('setup-stop-file-u1');
-    expect(state.messages).toHaveLength(3);
+    await expectStoppedAfter(chatId, 'setup-stop-file-u1');
 
     const response = await turn;
     expect(response.status).toBe(200);

@@ -40,6 +40,22 @@ function refusalOf(extra: Record<string, unknown>): Promise<unknown> {
     .catch((e: unknown) => e);
 }
 
+/** A request's extra fields and the 400 they must get: its `param` and message. */
+type Refusal = [Record<string, unknown>, { param: string; message: string }];
+
+/** Each request is refused by the SDK with BadRequestError, naming its field and problem. */
+async function expectRefused(refused: Refusal[]) {
+  for (const [extra, expected] of refused) {
+    const error = await refusalOf(extra);
+    const label = JSON.stringify(extra);
+    expect(error, label).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error, label).toMatchObject({ code: 'bad_request', param: expected.param });
+    expect((error as InstanceType<typeof OpenAI.APIError>).error, label).toMatchObject({
+      message: expected.message,
+    });
+  }
+}
+
 /** A fetch for the SDK that counts its requests: its retries show in `calls`. */
 function countingFetch() {
   const counting = {
@@ -558,7 +574,7 @@ describe('errors', () => {
   });
 
   it('says what is wrong with a field that may take several shapes, not only that it is not the first shape', async () => {
-    const refused: Array<[Record<string, unknown>, { param: string; message: string }]> = [
+    const refused: Refusal[] = [
       // An array, so past the array's limit (it said "must be string").
       [
         { stop: ['a', 'b', 'c', 'd', 'e'] },
@@ -586,18 +602,11 @@ describe('errors', () => {
         },
       ],
     ];
-    for (const [extra, expected] of refused) {
-      const error = await refusalOf(extra);
-      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(error).toMatchObject({ code: 'bad_request', param: expected.param });
-      expect((error as InstanceType<typeof OpenAI.APIError>).error).toMatchObject({
-        message: expected.message,
-      });
-    }
+    await expectRefused(refused);
   });
 
   it('refuses an empty tools list, an empty stop sequence and a logprobs that is no boolean: 400 naming the field', async () => {
-    const refused: Array<[Record<string, unknown>, { param: string; message: string }]> = [
+    const refused: Refusal[] = [
       // OpenAI: "[] is too short - 'tools'" (it was accepted, and no tools were offered).
       [{ tools: [] }, { param: 'tools', message: 'body.tools must NOT have fewer than 1 items' }],
       // An empty stop sequence means nothing, and providers refuse it (it was passed on).
@@ -607,19 +616,12 @@ describe('errors', () => {
         { param: 'stop.1', message: 'body.stop.1 must NOT have fewer than 1 characters' },
       ],
       // Only `true` was refused: a truthy 1 or "true" asked for log probabilities and got none.
-      ...[1, 0, 'true', {}].map((logprobs): [Record<string, unknown>, { param: string; message: string }] => [
+      ...[1, 0, 'true', {}].map((logprobs): Refusal => [
         { logprobs },
         { param: 'logprobs', message: 'body.logprobs must be boolean' },
       ]),
     ];
-    for (const [extra, expected] of refused) {
-      const error = await refusalOf(extra);
-      expect(error, JSON.stringify(extra)).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(error, JSON.stringify(extra)).toMatchObject({ code: 'bad_request', param: expected.param });
-      expect((error as InstanceType<typeof OpenAI.APIError>).error, JSON.stringify(extra)).toMatchObject({
-        message: expected.message,
-      });
-    }
+    await expectRefused(refused);
     expect(upstream.requests).toHaveLength(0);
     // A blank but not empty stop sequence is one (a space), and `logprobs: false` asks for none.
     await client().chat.completions.create({
@@ -632,15 +634,13 @@ describe('errors', () => {
   });
 
   it('says the type an object tool_choice or tool takes when its type is another, and the problem of one whose type is right', async () => {
-    const refused: Array<[Record<string, unknown>, { param: string; message: string }]> = [
+    const refused: Refusal[] = [
       // The object's `type` is wrong: the type it takes (it said "must have required property
       // 'function'", the first problem of the object shape, and "must be string" for a number).
-      ...['fn', 5, null, 'auto'].map(
-        (type): [Record<string, unknown>, { param: string; message: string }] => [
-          { tool_choice: { type } },
-          { param: 'tool_choice.type', message: 'body.tool_choice.type must be "function"' },
-        ],
-      ),
+      ...['fn', 5, null, 'auto'].map((type): Refusal => [
+        { tool_choice: { type } },
+        { param: 'tool_choice.type', message: 'body.tool_choice.type must be "function"' },
+      ]),
       [
         { tool_choice: { type: 'fn', function: { name: 'get_weather' } } },
         { param: 'tool_choice.type', message: 'body.tool_choice.type must be "function"' },
@@ -663,19 +663,12 @@ describe('errors', () => {
         { param: 'tool_choice.type', message: 'body.tool_choice.type is required' },
       ],
       // A tool's fixed type, whatever the kind of value sent in its place.
-      ...[5, null, 'fn'].map((type): [Record<string, unknown>, { param: string; message: string }] => [
+      ...[5, null, 'fn'].map((type): Refusal => [
         { tools: [{ ...weatherTool, type }] },
         { param: 'tools.0.type', message: 'body.tools.0.type must be "function"' },
       ]),
     ];
-    for (const [extra, expected] of refused) {
-      const error = await refusalOf(extra);
-      expect(error, JSON.stringify(extra)).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(error, JSON.stringify(extra)).toMatchObject({ code: 'bad_request', param: expected.param });
-      expect((error as InstanceType<typeof OpenAI.APIError>).error, JSON.stringify(extra)).toMatchObject({
-        message: expected.message,
-      });
-    }
+    await expectRefused(refused);
     expect(upstream.requests).toHaveLength(0);
   });
 
