@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
 import { buildApp } from './app.js';
 import { type Config, MIN_SIGNING_SECRET_BYTES } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
@@ -44,13 +45,22 @@ export async function startServer(
     onServing?: (address: string, stopping: AbortSignal) => Promise<void>;
   } = {},
 ) {
-  const database = await openDatabase(config.database);
+  // Until the app's logger exists (migrations), a lost connection is replaced without a line.
+  const appLog: { to?: FastifyBaseLogger } = {};
+  const database = await openDatabase(config.database, {
+    onConnectionLost: (error) =>
+      appLog.to?.warn(
+        { code: (error as { code?: string }).code },
+        `a PostgreSQL connection was closed by the server (${error.message}); the pool opens another when needed`,
+      ),
+  });
   await migrateToLatest(database.db);
   // Built before the app, which the sweeps below share it with; it logs through the app's logger.
   const log: StoreLog = { warn: (details, message) => app.log.warn(details, message) };
   const store = createObjectStore(config, { log });
   const vectors = new KnowledgeVectors(database.db, new ModelRegistry(config));
   const app = await buildApp({ config, db: database.db, store, vectors });
+  appLog.to = app.log;
   if (Buffer.byteLength(config.signingSecret) < MIN_SIGNING_SECRET_BYTES) {
     // The value itself is not logged: it is a secret.
     app.log.warn(

@@ -142,7 +142,16 @@ function loadVectorExtension(sqlite: SQLite.Database): void {
   }
 }
 
-export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHandle> {
+export interface OpenHooks {
+  /**
+   * Told when the server closes a pooled PostgreSQL connection (a restart, a failover, an
+   * administrator, a pooler's idle timeout). The pool replaces it; a statement running on it
+   * fails as any lost connection's would.
+   */
+  onConnectionLost?: (error: Error) => void;
+}
+
+export async function openDatabase(config: DatabaseConfig, hooks: OpenHooks = {}): Promise<DatabaseHandle> {
   if (config.kind === 'sqlite') {
     makeDirectorySync(path.dirname(config.file));
     const sqlite = new SQLite(config.file);
@@ -188,6 +197,12 @@ export async function openDatabase(config: DatabaseConfig): Promise<DatabaseHand
     Client: PreparingClient,
     options,
   });
+  // pg emits 'error' on a connection the server closed, and an 'error' event nobody hears is
+  // thrown: one idle connection ended by the server ended the whole process. Each connection
+  // reports its own, idle in the pool or in use; the pool repeats an idle one's, heard here.
+  const lost = (error: Error) => hooks.onConnectionLost?.(error);
+  pool.on('connect', (client) => client.on('error', lost));
+  pool.on('error', () => {});
   // Tells exact caches (src/db/exact-cache.ts) when data may have changed, on every process.
   const signals = new PgChangeSignals({ connectionString: config.url, options });
   const db = new Kysely<Database>({ dialect: new SignalledPostgresDialect({ pool }, signals) });
