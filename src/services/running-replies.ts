@@ -571,14 +571,26 @@ export class RunningReplies {
     } else if (this.coordination.shared) {
       await this.setUpElsewhere(messageId);
     }
-    let replay: ReadableStream<string> | null;
-    try {
-      replay = (await this.streams.resumeExistingStream(messageId)) ?? null;
-    } catch {
-      // The process that ran it is gone (no answer to the replay request): nothing to resume.
-      return null;
-    }
+    const replay = await this.replayOf(messageId);
     return replay && this.followed(chatId, messageId, replay);
+  }
+
+  /**
+   * The reply's stream from its start, or null. resumable-stream gives up on the running process
+   * when it has not answered the replay request within 1 s ("Timeout waiting for ack"): a process
+   * gone, or one busy for that long (a loaded machine, a collection). While the reply's process is
+   * still alive, it is asked again, up to REPLAY_ATTEMPTS times in all.
+   */
+  private async replayOf(messageId: string): Promise<ReadableStream<string> | null> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await this.streams.resumeExistingStream(messageId)) ?? null;
+      } catch {
+        if (attempt >= REPLAY_ATTEMPTS || this.replaysEnded) return null;
+        const gone = await this.goneReplies([messageId]).catch(() => new Set([messageId]));
+        if (gone.has(messageId)) return null;
+      }
+    }
   }
 
   /**
@@ -784,6 +796,8 @@ const SET_UP_CHECK_MS = 1_000;
 
 /** How long a streamed reply's first byte waits for its resumable copy to be registered. */
 const SHARE_WAIT_MS = 1_000;
+/** Replay requests a resume sends to a running process that is alive but slow to answer. */
+const REPLAY_ATTEMPTS = 3;
 
 /** True when the promise settled within `ms`. */
 async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {

@@ -544,6 +544,46 @@ describe.skipIf(!hasRedis)('a resume reaching one process while another sets the
     }
   });
 
+  it('asks again when the running process answers the replay later than the library waits (1 s)', async () => {
+    const keyPrefix = `atrium-test-${randomBytes(6).toString('hex')}`;
+    const [first, second] = [0, 1].map(() =>
+      connectRedis(REDIS_URL, (connection) => connection.on('error', () => {})),
+    );
+    // A is busy when the first replay request comes (a loaded process): it hears it 1.5 s late.
+    let delayed = 0;
+    const subscriber = new Proxy(first!.subscriber, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (prop !== 'subscribe') return typeof value === 'function' ? value.bind(target) : value;
+        return (channel: string, listener: (message: string) => void) =>
+          target.subscribe(channel, (message: string) => {
+            if (!channel.includes(':request:') || delayed++ > 0) return listener(message);
+            setTimeout(() => listener(message), 1_500);
+          });
+      },
+    });
+    try {
+      const a = new RunningReplies({ ...first!, subscriber }, { maxConcurrent: 5, keyPrefix });
+      const b = new RunningReplies(second!, { maxConcurrent: 5, keyPrefix });
+      await Promise.all([a.start(), b.start()]);
+      const ticket = a.admit('chat-late', 'msg-1', () => undefined, { resumable: true });
+      const { stream, controller } = source();
+      controller.enqueue('data: start\n\n');
+      await ticket.share(stream);
+      const replay = await b.resume('chat-late');
+      // Before, the library's "Timeout waiting for ack" was read as a process gone: nothing to resume.
+      expect(replay).not.toBeNull();
+      expect(delayed).toBeGreaterThanOrEqual(2);
+      controller.enqueue('data: end\n\n');
+      controller.close();
+      expect(await readFor(replay!, 10_000)).toEqual({ text: 'data: start\n\ndata: end\n\n', ended: true });
+      ticket.release();
+    } finally {
+      await Promise.all([first!.close(), second!.close()]);
+      await deleteRedisKeys(keyPrefix);
+    }
+  });
+
   it('stops waiting within a second or so when the process setting the reply up is killed', async () => {
     const keyPrefix = `atrium-test-${randomBytes(6).toString('hex')}`;
     const [first, second] = [0, 1].map(() =>
