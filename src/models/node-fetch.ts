@@ -110,6 +110,35 @@ function abortError(): DOMException {
   return new DOMException('This operation was aborted', 'AbortError');
 }
 
+/**
+ * A status of three digits the Fetch API's Response cannot carry (it takes 200–599): Node's HTTP
+ * parser passes any on (1xx ones aside). The AI SDK reads a status it cannot use as the
+ * provider's failure, as for a 5xx.
+ */
+function invalidStatus(status: number): ApiError {
+  return new ApiError('upstream_error', `The model provider answered HTTP ${status}`, {
+    providerStatus: status,
+  });
+}
+
+/**
+ * `new Response(body, init)`, or the answer refused when the Fetch API cannot carry it (a reason
+ * phrase with a control character): it throws, and a throw in the response's event handlers
+ * reaches nothing but the process, which it ended.
+ */
+function fetchResponse(body: BodyInit | null, init: ResponseInit): Response | ApiError {
+  try {
+    return new Response(body, init);
+  } catch (error) {
+    return new ApiError(
+      'upstream_error',
+      "The model provider's answer is not an HTTP response Atrium can read",
+      {},
+      { cause: error },
+    );
+  }
+}
+
 function tooLarge(maxBytes: number): ApiError {
   return new ApiError(
     'upstream_error',
@@ -170,23 +199,37 @@ export function createNodeFetch(maxResponseBytes: number): Fetch {
       });
       request.on('response', (response) => {
         const status = response.statusCode ?? 502;
-        const init = {
-          status,
-          statusText: response.statusMessage,
-          headers: responseHeaders(response.headers),
-        };
-        if (response.headers['content-type']?.includes('text/event-stream')) {
-          streamedBody = response;
-          response.on('close', cleanup);
-          resolve(new Response(eventStreamBody(response, textEvents), init));
-          return;
-        }
         const fail = (error: ApiError) => {
           cleanup();
           // Rejected first: destroying the response emits `aborted` at once.
           reject(error);
           response.destroy();
         };
+        // Checked here, not left to `new Response`: its throw in this handler ended the process.
+        if (status < 200 || status > 599) {
+          fail(invalidStatus(status));
+          return;
+        }
+        const init = {
+          status,
+          statusText: response.statusMessage,
+          headers: responseHeaders(response.headers),
+        };
+        // A null-body status has no body to stream (Response refuses one): read as any other.
+        if (
+          response.headers['content-type']?.includes('text/event-stream') &&
+          !NULL_BODY_STATUS.has(status)
+        ) {
+          const streamed = fetchResponse(eventStreamBody(response, textEvents), init);
+          if (streamed instanceof ApiError) {
+            fail(streamed);
+            return;
+          }
+          streamedBody = response;
+          response.on('close', cleanup);
+          resolve(streamed);
+          return;
+        }
         if (Number(response.headers['content-length'] ?? 0) > maxResponseBytes) {
           fail(tooLarge(maxResponseBytes));
           return;
@@ -199,8 +242,13 @@ export function createNodeFetch(maxResponseBytes: number): Fetch {
           else chunks.push(chunk);
         });
         response.on('end', () => {
+          const whole = fetchResponse(NULL_BODY_STATUS.has(status) ? null : Buffer.concat(chunks), init);
+          if (whole instanceof ApiError) {
+            fail(whole);
+            return;
+          }
           cleanup();
-          resolve(new Response(NULL_BODY_STATUS.has(status) ? null : Buffer.concat(chunks), init));
+          resolve(whole);
         });
         response.on('error', (error) => {
           cleanup();
