@@ -33,7 +33,7 @@ const UNREACHABLE = new Set([
  * pool's connect timeout, no code: their messages are all there is.
  */
 const PG_CONNECTION_LOST =
-  /^(?:Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect)$/;
+  /^(?:Connection terminated unexpectedly|Connection terminated due to connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable)$/;
 
 /** The AWS SDK's HTTP handler: no connection, or a socket idle past its limit (s3-store.ts). */
 const S3_SOCKET_TIMEOUT =

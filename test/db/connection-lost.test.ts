@@ -8,6 +8,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DatabaseHandle, openDatabase } from '../../src/db/database.js';
+import { isDependencyUnavailable } from '../../src/network-errors.js';
 import { testDatabaseUrl } from '../helpers/app.js';
 import { createOwnDatabase } from '../helpers/own-database.js';
 import { type ServeCluster, startServeCluster } from '../helpers/serve-processes.js';
@@ -70,6 +71,8 @@ describe.skipIf(!testDatabaseUrl)('a PostgreSQL connection closed by the server'
       })
       .catch((error: Error) => error);
     expect(outcome).toBeInstanceOf(Error);
+    // A 503 the client may retry, not a 500 (the failed rollback's error is the one thrown).
+    expect(isDependencyUnavailable(outcome), String(outcome)).toBe(true);
     expect(await backendPid(handle.db)).toEqual(expect.any(Number));
   });
 });
