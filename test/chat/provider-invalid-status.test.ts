@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/errors.js';
 import { createNodeFetch } from '../../src/models/node-fetch.js';
+import { callFailure } from '../helpers/provider-call.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import type { FakeUpstream } from '../helpers/fake-upstream.js';
 import { type ServeCluster, startServeCluster } from '../helpers/serve-processes.js';
@@ -48,13 +49,7 @@ describe('the provider fetch with an answer the Fetch API cannot carry', () => {
     ['a status past 599 on an event stream', EVENT_STREAM_600],
   ])('fails the call with 502 upstream_error naming the status (%s)', async (_name, raw) => {
     answer = raw;
-    const failure = await createNodeFetch(1024 * 1024)(`${baseURL}/chat/completions`, {
-      method: 'POST',
-      body: '{}',
-    }).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
+    const failure = await callFailure(createNodeFetch(1024 * 1024), `${baseURL}/chat/completions`);
     expect(failure).toBeInstanceOf(ApiError);
     expect(failure).toMatchObject({
       code: 'upstream_error',
@@ -75,13 +70,7 @@ describe('the provider fetch with an answer the Fetch API cannot carry', () => {
 
   it('fails the call with 502 upstream_error on a reason phrase no Response may have', async () => {
     answer = CONTROL_IN_REASON;
-    const failure = await createNodeFetch(1024 * 1024)(`${baseURL}/chat/completions`, {
-      method: 'POST',
-      body: '{}',
-    }).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
+    const failure = await callFailure(createNodeFetch(1024 * 1024), `${baseURL}/chat/completions`);
     expect(failure).toBeInstanceOf(ApiError);
     expect(failure).toMatchObject({ code: 'upstream_error' });
   });

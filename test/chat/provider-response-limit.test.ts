@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/errors.js';
 import { createNodeFetch } from '../../src/models/node-fetch.js';
 import type { FakeUpstream } from '../helpers/fake-upstream.js';
+import { callFailure } from '../helpers/provider-call.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { CHAT_KEYS, chatSetup, userText } from './fixtures.js';
 
@@ -58,13 +59,7 @@ describe('non-streamed provider responses are read up to ATRIUM_MAX_PROVIDER_RES
     async (declared) => {
       declareLength = declared;
       const fetchWithLimit = createNodeFetch(LIMIT);
-      const failure = await fetchWithLimit(`${baseURL}/chat/completions`, {
-        method: 'POST',
-        body: '{}',
-      }).then(
-        () => undefined,
-        (error: unknown) => error,
-      );
+      const failure = await callFailure(fetchWithLimit, `${baseURL}/chat/completions`);
       expect(failure).toBeInstanceOf(ApiError);
       expect(failure).toMatchObject({ code: 'upstream_error', details: { maxBytes: LIMIT } });
       // The rest was not read: the connection was closed long before the provider was done.
