@@ -342,6 +342,15 @@ describe("a chat's marker with two turns on two processes", () => {
 const hasRedis = await redisReachable();
 
 /**
+ * Waits until `other` sees the chat's reply running. A's markers are written without waiting, on
+ * its own Redis connection: a resume sent on B's connection at once can reach Redis first. A real
+ * client resumes a reply it has seen start, long after.
+ */
+async function seenRunning(other: RunningReplies, chatId: string, messageId: string) {
+  await vi.waitFor(async () => expect(await other.runningMessageId(chatId)).toBe(messageId));
+}
+
+/**
  * Two processes that share one coordination (the in-memory stand-in, or Redis as two processes
  * connect to it). With `readTogether`, their reads of a chat's marker are answered only once both
  * have read it: two requests of one chat reaching two processes within one round trip. With
@@ -513,6 +522,7 @@ describe.skipIf(!hasRedis)('a resume reaching one process while another sets the
     });
     try {
       const ticket = a.admit('chat-s', 'msg-1', () => undefined, { resumable: true });
+      await seenRunning(b, 'chat-s', 'msg-1');
       const started = Date.now();
       // A's set-up never ends (nor is the reply released): B waits for its bound, not for ever.
       expect(await b.resume('chat-s')).toBeNull();
@@ -528,6 +538,7 @@ describe.skipIf(!hasRedis)('a resume reaching one process while another sets the
     const { a, b, close } = await twoProcessesReadingTogether('Redis', { readTogether: false });
     try {
       const ticket = a.admit('chat-r', 'msg-1', () => undefined, { resumable: true });
+      await seenRunning(b, 'chat-r', 'msg-1');
       const resumed = b.resume('chat-r');
       await new Promise((resolve) => setTimeout(resolve, 300));
       const { stream, controller } = source();
@@ -594,6 +605,7 @@ describe.skipIf(!hasRedis)('a resume reaching one process while another sets the
       const b = new RunningReplies(second!, { maxConcurrent: 5, keyPrefix });
       await Promise.all([a.start(), b.start()]);
       a.admit('chat-k', 'msg-1', () => undefined, { resumable: true });
+      await seenRunning(b, 'chat-k', 'msg-1');
       const resumed = b.resume('chat-k');
       const early = await Promise.race([
         resumed,
