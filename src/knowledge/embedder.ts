@@ -3,6 +3,7 @@ import type { Db } from '../db/database.js';
 import { renewWhileWorking } from '../lease-renewal.js';
 import type { ResolvedEmbeddingModel } from '../models/registry.js';
 import { assertWithinWorkspaceLimits } from '../services/usage.js';
+import { timeoutSignal } from '../timeout-signal.js';
 import { type ChunkToEmbed, chunksLackingVectors, deleteStaleVectors, storeVectors } from './vector-store.js';
 import { EmbeddingFailure, embeddingFailureMessage, type KnowledgeVectors } from './vectors.js';
 
@@ -202,14 +203,11 @@ export class Embedder {
       this.calls.add(call);
       if (this.stopped) call.abort(new Error('the embedder stopped'));
       let embeddings: number[][];
+      const within = timeoutSignal(this.options.requestTimeoutMs, call.signal);
       try {
-        embeddings = await this.vectors.embed(
-          workspaceId,
-          model,
-          chunks.map(embeddingInput),
-          AbortSignal.any([call.signal, AbortSignal.timeout(this.options.requestTimeoutMs)]),
-        );
+        embeddings = await this.vectors.embed(workspaceId, model, chunks.map(embeddingInput), within.signal);
       } finally {
+        within.clear();
         this.calls.delete(call);
       }
       if (embeddings.length !== chunks.length) {

@@ -13,6 +13,7 @@ import { withBodyCancelledOnAbort } from '../abort-cancels-body.js';
 import { ApiError, errors } from '../errors.js';
 import type { ConversationMessage } from './chat-messages.js';
 import { networkErrorCode } from '../network-errors.js';
+import { timeoutSignal } from '../timeout-signal.js';
 
 /**
  * The most one file part's URL may bring when Atrium downloads it for a model that cannot read
@@ -189,9 +190,9 @@ export async function prefetchFiles(options: {
   );
   const fetched = new Map<string, Downloaded>();
   const unavailable = new Set<string>();
-  const timedOut = AbortSignal.timeout(options.timeoutMs);
   const { stop } = options;
-  const deadline = stop ? AbortSignal.any([timedOut, stop]) : timedOut;
+  const within = timeoutSignal(options.timeoutMs, stop);
+  const deadline = within.signal;
   let total = 0;
   const fetchOne = async ({ url }: { url: URL }) => {
     const isNew = fresh.has(url.href);
@@ -204,7 +205,7 @@ export async function prefetchFiles(options: {
         unavailable.add(url.href);
         return;
       }
-      const reason = whyNot(error, timedOut.aborted, options.timeoutMs);
+      const reason = whyNot(error, deadline.aborted && !stop?.aborted, options.timeoutMs);
       if (!isNew) {
         unavailable.add(url.href);
         return;
@@ -226,17 +227,21 @@ export async function prefetchFiles(options: {
     total += file.data.byteLength;
     fetched.set(url.href, file);
   };
-  // The request's own files first: they have the budget before the chat's older ones.
-  await mapConcurrently(
-    wanted.filter(({ url }) => fresh.has(url.href)),
-    DOWNLOADS_AT_ONCE,
-    fetchOne,
-  );
-  await mapConcurrently(
-    wanted.filter(({ url }) => !fresh.has(url.href)),
-    DOWNLOADS_AT_ONCE,
-    fetchOne,
-  );
+  try {
+    // The request's own files first: they have the budget before the chat's older ones.
+    await mapConcurrently(
+      wanted.filter(({ url }) => fresh.has(url.href)),
+      DOWNLOADS_AT_ONCE,
+      fetchOne,
+    );
+    await mapConcurrently(
+      wanted.filter(({ url }) => !fresh.has(url.href)),
+      DOWNLOADS_AT_ONCE,
+      fetchOne,
+    );
+  } finally {
+    within.clear();
+  }
   const download: DownloadFunction = (requested) =>
     Promise.all(
       requested.map(async ({ url, isUrlSupportedByModel }) => {

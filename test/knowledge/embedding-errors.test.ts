@@ -4,6 +4,7 @@ import { ApiError } from '../../src/errors.js';
 import type { ResolvedEmbeddingModel } from '../../src/models/registry.js';
 import { ModelRegistry } from '../../src/models/registry.js';
 import { applyFixture, createTestEnv, engineName, freePort, type TestEnv } from '../helpers/app.js';
+import { collectEvery } from '../helpers/collections.js';
 import { type FakeEmbeddings, startFakeEmbeddings } from '../helpers/fake-embeddings.js';
 import { embeddingWorkspaceSetup, StoringVectors } from './embedder-fixtures.js';
 import { addIndexedFile } from './turn-fixtures.js';
@@ -127,6 +128,25 @@ describe(`what the index summary says of a failed embedding call (${engineName})
     } finally {
       vectors.fail = undefined;
     }
+  });
+
+  describe('with garbage collections while the call waits', () => {
+    collectEvery(10);
+
+    it('still says a provider that did not answer in time timed out', async () => {
+      fake.mode = 'stall';
+      try {
+        // Node 20 lost a timeout signal combined with AbortSignal.any once collected: the call
+        // waited for ever (a CI run's timeout of this file's other stalled-provider test).
+        const shown = await Promise.race([
+          vectorsErrorAfterStep(300),
+          new Promise((resolve) => setTimeout(() => resolve('still waiting after 5 s'), 5_000)),
+        ]);
+        expect(shown).toBe('the embedding provider did not answer within 300 ms');
+      } finally {
+        fake.mode = 'ok';
+      }
+    });
   });
 
   it('clears the error once a call succeeds', async () => {
