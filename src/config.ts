@@ -80,7 +80,18 @@ export interface HttpTimeouts {
 }
 
 export type DatabaseConfig =
-  { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string; schema?: string };
+  | { kind: 'sqlite'; file: string }
+  | {
+      kind: 'postgres';
+      url: string;
+      schema?: string;
+      /**
+       * How long opening a connection, or waiting for a free pooled one, may take before the
+       * statement fails with 503 (ATRIUM_DB_CONNECT_TIMEOUT_MS); default
+       * DEFAULT_DB_CONNECT_TIMEOUT_MS.
+       */
+      connectTimeoutMs?: number;
+    };
 
 export type StorageConfig =
   | { kind: 'fs'; root: string }
@@ -229,6 +240,14 @@ function redisConfig(env: Env): Config['redis'] {
  */
 export const DEFAULT_MAX_CONCURRENT_REPLIES = 400;
 
+/**
+ * How long a statement waits for a PostgreSQL connection by default: a server that does not
+ * answer (a blackholed host, a partition) otherwise held every request for ever (pg's default).
+ * Longer than a healthy connection ever takes, even to a server across a region; short enough
+ * that a client told 503 and Retry-After has not given up already.
+ */
+export const DEFAULT_DB_CONNECT_TIMEOUT_MS = 10_000;
+
 /** What a provider may send in one non-streamed response: far above any real reply. */
 export const DEFAULT_MAX_PROVIDER_RESPONSE_BYTES = 16 * 1024 * 1024;
 
@@ -259,12 +278,19 @@ export type Settings = Omit<Config, 'signingSecret'>;
 export function loadSettings(env: Env = process.env): Settings {
   const dataDir = path.resolve(env.ATRIUM_DATA_DIR || './data');
   const databaseUrl = env.DATABASE_URL;
+  // Checked without DATABASE_URL too: a bad value stops the start before it is ever needed.
+  const connectTimeoutMs = milliseconds(
+    env,
+    'ATRIUM_DB_CONNECT_TIMEOUT_MS',
+    DEFAULT_DB_CONNECT_TIMEOUT_MS,
+    1,
+  );
   let database: DatabaseConfig;
   if (databaseUrl) {
     if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
       throw new ConfigError('DATABASE_URL must be a postgres:// URL (unset it to use the embedded SQLite)');
     }
-    database = { kind: 'postgres', url: databaseUrl };
+    database = { kind: 'postgres', url: databaseUrl, connectTimeoutMs };
   } else {
     database = { kind: 'sqlite', file: path.join(dataDir, 'atrium.sqlite') };
   }

@@ -11,7 +11,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import * as sqliteVec from 'sqlite-vec';
-import type { DatabaseConfig } from '../config.js';
+import { DEFAULT_DB_CONNECT_TIMEOUT_MS, type DatabaseConfig } from '../config.js';
 import { WalCheckpointer } from './wal-checkpointer.js';
 import { registerChangeSignals, SqliteChangeSignals } from './change-signals.js';
 import { migrations } from './migrations/index.js';
@@ -179,9 +179,10 @@ export async function openDatabase(config: DatabaseConfig, hooks: OpenHooks = {}
     return { db, dialect: 'sqlite', close };
   }
 
+  const connectTimeoutMs = databaseConnectTimeoutMs(config);
   if (config.schema) {
     // Tests give every app its own schema in one database; create it before the pool uses it.
-    const client = new pg.Client({ connectionString: config.url });
+    const client = new pg.Client({ connectionString: config.url, connectionTimeoutMillis: connectTimeoutMs });
     await client.connect();
     try {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(config.schema)}`);
@@ -196,6 +197,17 @@ export async function openDatabase(config: DatabaseConfig, hooks: OpenHooks = {}
     types: pgTypes,
     Client: PreparingClient,
     options,
+    // A server that does not answer (a blackholed host, a partition) neither refuses nor closes
+    // a connection: pg's default waited for ever, and so did every request. Past this a statement
+    // fails, a 503 (network-errors.ts). It bounds a wait for a free pooled connection too: a
+    // process that busy answers 503 with Retry-After rather than hold its requests.
+    connectionTimeoutMillis: connectTimeoutMs,
+    // The kernel probes a connection silent this long, then every second, ten times (Node's
+    // settings): one whose server's host vanished while a statement awaited its answer fails
+    // about 20 s later (a 503), not after Linux's default of over two hours. A live server's
+    // kernel answers the probes, however long its statement runs.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEP_ALIVE_IDLE_MS,
   });
   // pg emits 'error' on a connection the server closed, and an 'error' event nobody hears is
   // thrown: one idle connection ended by the server ended the whole process. Each connection
@@ -292,6 +304,34 @@ export function catalogChangedMeanwhile(error: unknown, schema: string | undefin
   return code === '42703' && /^column "[^"]+" of relation "[^"]+" does not exist$/.test(error.message);
 }
 
-export async function pingDatabase(db: Db): Promise<void> {
-  await sql`select 1`.execute(db);
+/** Silence on a PostgreSQL connection before the kernel probes whether its server is there. */
+const KEEP_ALIVE_IDLE_MS = 10_000;
+
+/** How long a statement waits for a PostgreSQL connection (ATRIUM_DB_CONNECT_TIMEOUT_MS). */
+export function databaseConnectTimeoutMs(config: DatabaseConfig): number {
+  return (config.kind === 'postgres' && config.connectTimeoutMs) || DEFAULT_DB_CONNECT_TIMEOUT_MS;
+}
+
+/**
+ * Resolves once the database has answered a trivial statement, rejects if it has not within
+ * `withinMs`. A connection already open to a server that stopped answering fails no statement
+ * for many minutes (no statement timeout: migrations and index builds run long; see README
+ * "Timeouts"), and `/readyz` must say so meanwhile. The statement is not cancelled, only no
+ * longer waited for: it ends when the connection does, or when the server answers again.
+ */
+export async function pingDatabase(db: Db, withinMs: number): Promise<void> {
+  const ping = sql`select 1`.execute(db);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`the database did not answer within ${withinMs} ms`)),
+      withinMs,
+    );
+  });
+  try {
+    await Promise.race([ping, deadline]);
+  } finally {
+    clearTimeout(timer);
+    ping.catch(() => {});
+  }
 }

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { errorResponses } from '../schemas/common.js';
-import { pingDatabase } from '../../db/database.js';
+import { databaseConnectTimeoutMs, pingDatabase } from '../../db/database.js';
 import type { TypedApp } from '../typed-app.js';
 import type { FastifyRequest } from 'fastify';
 
@@ -69,7 +69,8 @@ export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> 
     async (request, reply) => {
       const checks: Record<string, 'ok' | 'unavailable'> = {};
       try {
-        await pingDatabase(deps.db);
+        // Bounded: a probe that hangs tells a load balancer nothing (and some wait it out).
+        await pingDatabase(deps.db, databaseConnectTimeoutMs(deps.config.database));
         checks.database = 'ok';
       } catch (error) {
         request.log.warn({ err: error }, 'database not ready');
@@ -89,10 +90,12 @@ export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> 
         }
       }
       const ready = Object.values(checks).every((value) => value === 'ok');
-      // Information, not a check: without vector search the service works, lexically.
-      const vectors = (await deps.vectors.support()).available
-        ? ('available' as const)
-        : ('unavailable' as const);
+      // Information, not a check: without vector search the service works, lexically. Not asked
+      // of a database that did not answer: a detection not yet made would wait on it unbounded.
+      const vectors =
+        checks.database === 'ok' && (await deps.vectors.support()).available
+          ? ('available' as const)
+          : ('unavailable' as const);
       // Information too: without Redis the process serves all but what crosses processes.
       const redis = deps.redis ? await redisState(deps.redis, request) : undefined;
       const body = { checks, vectors, ...(redis ? { redis } : {}) };
