@@ -32,6 +32,11 @@ export interface TextTarget {
   text(piece: string): void;
   /** The text is complete (or broke off): nothing follows. */
   close(): void;
+  /**
+   * Resolves once the reader takes text again, when it has stopped taking it (a client that
+   * stopped reading); undefined while it takes text. Not given: text is always taken.
+   */
+  untilReading?(): Promise<void> | undefined;
 }
 
 /**
@@ -51,7 +56,9 @@ export interface ChunkSink<T> {
  * `end`'s text after the last. A failure (`fail`, or `write` or `end` throwing) is reported to
  * `onStreamError` and the text ends without `end`'s, so clients can tell it from a finished
  * stream; the text itself never errors, because it is also kept for resuming, which must end
- * cleanly.
+ * cleanly. While `target` is not taking text (`untilReading`), the text made waits, its deltas
+ * joined: a reply that runs on for a client that stopped reading holds about its own text, not
+ * an event per token.
  */
 export function eventText<T>(
   target: TextTarget,
@@ -66,22 +73,34 @@ export function eventText<T>(
   /** Set once `end` or a failure came: later values and turn ends add nothing. */
   let over = false;
   let closed = false;
+  /** Set while the target takes no text: what is made waits for it, the open delta growing. */
+  let waitingForReader = false;
   const endDelta = () => {
     if (!delta) return;
     text += delta.render(delta.key, delta.text);
     delta = undefined;
   };
   const flush = () => {
+    if (closed || waitingForReader) return;
     endDelta();
-    if (text === '' || closed) return;
+    if (text === '') return;
     target.text(text);
     text = '';
+    const reading = target.untilReading?.();
+    if (!reading) return;
+    waitingForReader = true;
+    void reading.then(() => {
+      waitingForReader = false;
+      flush();
+    });
   };
   const endTurn = () => {
     turnBusy = false;
     flush();
   };
   const close = () => {
+    // The last text is written all the same: the target keeps it until its reader takes it.
+    waitingForReader = false;
     flush();
     closed = true;
     target.close();
@@ -220,6 +239,17 @@ export class LiveEventStream implements TextTarget {
     }
     if (this.waiting) this.waiting.push(piece);
     else this.write(piece);
+  }
+
+  /**
+   * Only while no replay reads the text: resuming clients get it as it is made, whoever else
+   * stopped reading.
+   */
+  untilReading(): Promise<void> | undefined {
+    const response = this.response;
+    if (this.replayController || this.waiting) return undefined;
+    if (response.destroyed || response.writableEnded || !response.writableNeedDrain) return undefined;
+    return drainOrClose(response);
   }
 
   close(): void {
