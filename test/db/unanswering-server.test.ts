@@ -77,9 +77,10 @@ describe.skipIf(!testDatabaseUrl)('atrium serve when PostgreSQL stops answering'
     expect(answer.headers.get('retry-after')).toBe('5');
     expect(await answer.json()).toMatchObject({ code: 'service_unavailable' });
     // Not a statement on a connection already gone: the connect timeout's error is the cause.
-    expect(server.output()).toMatch(
-      /Connection terminated due to connection timeout|timeout exceeded when trying to connect/,
-    );
+    // The process logs it as the response goes: its line may reach the pipe after the answer.
+    await expect
+      .poll(() => server.output(), { timeout: 10_000 })
+      .toMatch(/Connection terminated due to connection timeout|timeout exceeded when trying to connect/);
 
     const ready = await request('/readyz');
     expect(ready, 'still unanswered: /readyz hangs').toBeInstanceOf(Response);
