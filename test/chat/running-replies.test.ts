@@ -764,6 +764,7 @@ describe.each(['memory', 'Redis'] as const)(
             await Promise.all([a.start(), b.start()]);
             const reasons: string[] = [];
             const ticket = a.admit('chat-old', 'msg-1', (reason) => reasons.push(reason));
+            await seenRunning(b, 'chat-old', 'msg-1');
             const stopping = b.stopAndWait('chat-old', 5_000);
             await vi.waitFor(() => expect(reasons).toEqual(['stopped']));
             ticket.release();
