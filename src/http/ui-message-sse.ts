@@ -3,6 +3,15 @@ import { UI_MESSAGE_STREAM_HEADERS, type UIMessageChunk } from 'ai';
 import { TextBuilder } from '../text-builder.js';
 import type { Beat, StreamHeartbeat } from './stream-heartbeat.js';
 
+/**
+ * The AI SDK's UI message stream headers, but for `connection: keep-alive`: Node answers the
+ * connection header itself, by what the client asked. With the SDK's value a client that sent
+ * `Connection: close` had its connection kept after the stream (RFC 9112, 9.6: it is closed).
+ */
+export const UI_STREAM_HEADERS: Record<string, string> = Object.fromEntries(
+  Object.entries(UI_MESSAGE_STREAM_HEADERS).filter(([name]) => name.toLowerCase() !== 'connection'),
+);
+
 function drainOrClose(response: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
@@ -220,10 +229,7 @@ export class LiveEventStream implements TextTarget {
   }
 
   /** Writes the head and the text made so far; from here each piece is written as it comes. */
-  open(
-    headers: Record<string, string>,
-    streamHeaders: Record<string, string> = UI_MESSAGE_STREAM_HEADERS,
-  ): void {
+  open(headers: Record<string, string>, streamHeaders: Record<string, string> = UI_STREAM_HEADERS): void {
     this.response.writeHead(200, { ...headers, ...streamHeaders });
     if (this.heartbeat) this.beat = this.heartbeat.watch(this.response);
     const waiting = this.waiting ?? [];
@@ -303,7 +309,7 @@ export async function writeEventStream(
   headers: Record<string, string>,
   heartbeat?: StreamHeartbeat,
 ): Promise<void> {
-  response.writeHead(200, { ...headers, ...UI_MESSAGE_STREAM_HEADERS });
+  response.writeHead(200, { ...headers, ...UI_STREAM_HEADERS });
   const beat = heartbeat?.watch(response) ?? { wrote: true };
   const reader = stream.getReader();
   try {

@@ -1,4 +1,3 @@
-import { UI_MESSAGE_STREAM_HEADERS } from 'ai';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
 import { type ChatDeps, completeConversation, startConversation } from '../../services/chat.js';
@@ -11,7 +10,12 @@ import { ApiError } from '../../errors.js';
 import { logApiError } from '../plugins/error-handler.js';
 import { API_KEY_SECURITY, COMMON_ERRORS, errorResponses, WorkspaceHeader } from '../schemas/common.js';
 import type { StreamHeartbeat } from '../stream-heartbeat.js';
-import { LiveEventStream, uiMessageEventText, writeEventStream } from '../ui-message-sse.js';
+import {
+  LiveEventStream,
+  UI_STREAM_HEADERS,
+  uiMessageEventText,
+  writeEventStream,
+} from '../ui-message-sse.js';
 import { sourceViews } from '../../knowledge/citations.js';
 import type { TypedApp } from '../typed-app.js';
 import { shownUsd } from '../../models/registry.js';
@@ -163,7 +167,7 @@ export async function chatRoutes(
         // Whether there is a reply to resume, and the replay's headers: a HEAD has no body to
         // wait for, and held the replay (and its connection) open until the reply ended.
         void resumed.stream.cancel().catch(() => undefined);
-        reply.raw.writeHead(200, { ...headers, ...UI_MESSAGE_STREAM_HEADERS }).end();
+        reply.raw.writeHead(200, { ...headers, ...UI_STREAM_HEADERS }).end();
         return;
       }
       void writeEventStream(reply.raw, resumed.stream, headers, heartbeat);

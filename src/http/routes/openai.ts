@@ -28,11 +28,10 @@ import { LiveEventStream } from '../ui-message-sse.js';
 import { withIdleTimeoutPaused } from '../idle-timeout-pause.js';
 import type { TypedApp } from '../typed-app.js';
 
-/** Event-stream headers of OpenAI's stream (not the AI SDK's UI message stream marker). */
+/** Event-stream headers of OpenAI's stream (not the AI SDK's UI message stream marker; no `connection`: UI_STREAM_HEADERS). */
 const OPENAI_STREAM_HEADERS = {
   'content-type': 'text/event-stream',
   'cache-control': 'no-cache',
-  connection: 'keep-alive',
   'x-accel-buffering': 'no',
 };
 
