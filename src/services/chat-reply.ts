@@ -78,6 +78,8 @@ export interface ReplyCall {
   options?: CallOptions;
   tools: ToolSet;
   abortSignal: AbortSignal;
+  /** Aborts the model call (its provider request): a streamed reply ends at its first error. */
+  abort(): void;
   idle: IdleTimeout;
   /** Why the reply was cut short, when it was stopped or interrupted (not timed out). */
   stopReason(): StopReason | undefined;
@@ -207,7 +209,8 @@ const NOT_STORED_MESSAGE = 'The reply could not be stored';
  * has ended; only then does the client get its last chunk: `finish` when the reply was stored
  * (a stopped reply too), else an `error` chunk: the provider's failure, the upstream timeout
  * (504 text; the SDK's `abort` chunk would read as the user's own cancel), a shutdown, or a
- * failure to store.
+ * failure to store. The reply ends at its first `error` chunk: the model call is aborted, and the
+ * reply is stored as failed with what was handed on before it (docs/chat.md).
  *
  * The message to store is not built chunk by chunk (the SDK's `onFinish` runs two more
  * transform streams and its message state machine per chunk): the chunks handed on are kept,
@@ -225,8 +228,17 @@ export function streamReply(
   /** Errors of the model's stream itself (streamText's `onError`), as opposed to tools' errors. */
   const streamErrors = new Set<unknown>();
   let finishReason = 'stop';
+  /**
+   * The reply ended at its first `error` chunk: nothing after it is handed on or stored. Clients
+   * stop reading there (`useChat` and the OpenAI SDKs raise it), so what comes after (a provider
+   * that goes on after an error event or a line that is no JSON) would be stored unseen.
+   */
+  let endedAtError = false;
+  /** A model step has started and not finished (one that fails ends with `finish`, as the SDK's). */
+  let inStep = false;
   const kept = new KeptChunks();
   const direct = new DirectText((chunk) => {
+    if (endedAtError) return;
     kept.add(chunk);
     call.usage.streamed(chunk);
     sink.chunk(chunk);
@@ -318,21 +330,26 @@ export function streamReply(
   };
 
   let finish: Extract<UIMessageChunk<ChatMessageMetadata>, { type: 'finish' }> | undefined;
-  let errorSent = false;
   /** Each chunk the SDK yields, handed on to the sink at once (direct deltas reach it the same way). */
   const handOn = (chunk: UIMessageChunk<ChatMessageMetadata>) => {
-    if (!direct.read(chunk)) return;
+    if (endedAtError || !direct.read(chunk)) return;
     kept.add(chunk);
     call.usage.streamed(chunk);
+    if (chunk.type === 'start-step' || chunk.type === 'finish-step') inStep = chunk.type === 'start-step';
     if (chunk.type === 'finish') finish = chunk;
     else if (chunk.type === 'abort') aborted = true;
     else {
-      if (chunk.type === 'error') errorSent = true;
       sink.chunk(chunk);
       // The parts the service adds come right after `start`, as they are stored first.
       if (chunk.type === 'start') for (const part of options.leading) sink.chunk(part);
     }
     direct.afterRead(chunk);
+    if (chunk.type === 'error') {
+      endedAtError = true;
+      failed ??= new Error(chunk.errorText);
+      // As a stop ends a reply, but stored as failed: the model's stream ends in an `abort`, dropped.
+      call.abort();
+    }
   };
   /** After the SDK's last chunk: store the reply, then its last chunk says how that went. */
   const lastChunk = async (): Promise<UIMessageChunk<ChatMessageMetadata> | undefined> => {
@@ -343,7 +360,7 @@ export function streamReply(
     const stopped = aborted && !call.idle.timedOut ? call.stopReason() : undefined;
     const outcome = await options.onEnd(await ended(stopped));
     if (!outcome.stored) {
-      return errorSent ? undefined : { type: 'error', errorText: NOT_STORED_MESSAGE };
+      return endedAtError ? undefined : { type: 'error', errorText: NOT_STORED_MESSAGE };
     }
     if (stopped === 'interrupted') return { type: 'error', errorText: INTERRUPTED_MESSAGE };
     // spec/chats.md: a stop, or a DELETE of the chat, ends a streamed reply with `finish`.
@@ -353,15 +370,16 @@ export function streamReply(
         messageMetadata: { chatId: options.chatId, model: options.modelId, finishReason: 'stopped' },
       };
     }
-    // A provider failure the model's stream went on after (an error event or an event that is no
-    // JSON, then more text and the provider's finish) fails the reply all the same: its finish
-    // says so, as the stored message does, not the provider's last word.
-    if (finish) return failed === undefined ? finish : failedFinish(finish);
-    // Aborted without a stop: the upstream went silent past its timeout.
-    if (!errorSent) {
-      return { type: 'error', errorText: upstreamFailure(undefined, true, call.idle.timeoutMs).message };
+    // A reply that ended at an error within a model step: its finish says so, as the stored
+    // message does (one that failed before its step began, an HTTP error, has none).
+    if (endedAtError) {
+      return inStep
+        ? { type: 'finish', finishReason: 'error', messageMetadata: finishMetadata('error') }
+        : undefined;
     }
-    return undefined;
+    if (finish) return finish;
+    // Aborted without a stop: the upstream went silent past its timeout.
+    return { type: 'error', errorText: upstreamFailure(undefined, true, call.idle.timeoutMs).message };
   };
   // Read to its end whatever becomes of the client, so the reply is stored.
   void (async () => {
@@ -378,19 +396,6 @@ export function streamReply(
     }
     sink.end();
   })();
-}
-
-/** A `finish` chunk saying that the reply failed (`finishReason: "error"`, in its metadata too). */
-function failedFinish(
-  finish: Extract<UIMessageChunk<ChatMessageMetadata>, { type: 'finish' }>,
-): UIMessageChunk<ChatMessageMetadata> {
-  return {
-    ...finish,
-    finishReason: 'error',
-    ...(finish.messageMetadata
-      ? { messageMetadata: { ...finish.messageMetadata, finishReason: 'error' } }
-      : {}),
-  };
 }
 
 /** A reply's text: its text parts, joined. */

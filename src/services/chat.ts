@@ -405,6 +405,7 @@ export async function startConversation(
     options: callOptions,
     tools: tools.tools,
     abortSignal: abort.signal,
+    abort: () => abort.abort(new Error('reply failed')),
     idle,
     stopReason: () => stopReason,
     usage: new ReplyUsage(),

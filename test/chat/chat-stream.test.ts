@@ -309,15 +309,17 @@ describe('POST /v1/chat with stream: true', () => {
     ['an error event', `data: ${JSON.stringify({ error: { message: 'hiccup', type: 'server_error' } })}\n\n`],
     ['an event that is no JSON', 'data: {"id":"chatcmpl-x","choi\n\n'],
   ])(
-    'ends a reply whose upstream sends %s mid-stream, then finishes, with the finish reason it stores: error',
+    'ends a reply at %s its upstream sends mid-stream (the provider call aborted, not read to its finish): what came before is what is sent and stored, with finish reason error',
     async (_name, event) => {
+      // The provider would go on to more text and its own finish, once released.
       upstream.enqueue({
         kind: 'inserted',
         text: 'one two three four',
         afterPieces: 2,
         event,
-        thenFinish: true,
+        thenFinish: 'held',
       });
+      const abortedBefore = upstream.aborted();
       const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('glitch')] });
       const chatId = response.headers.get('x-chat-id')!;
       const { events, chunks } = await chunksOf(response);
@@ -325,12 +327,17 @@ describe('POST /v1/chat with stream: true', () => {
         { type: 'error', errorText: 'The model provider failed' },
       ]);
       expect(events.at(-1)).toBe('[DONE]');
+      await upstream.waitForAborted(abortedBefore + 1);
+      expect(chunks.map((c) => (c.type === 'text-delta' ? c.delta : '')).join('')).toBe('one two ');
       await t.app.persistence.idle();
       const rows = await chatRows(t.db, chatId);
       expect(rows.map((r) => [r.role, r.finish_reason])).toEqual([
         ['user', null],
         ['assistant', 'error'],
       ]);
+      // useChat stops reading at the error chunk: a reload shows the text it showed.
+      const parts = JSON.parse(rows[1]!.parts) as Array<{ type: string; text?: string }>;
+      expect(parts.filter((p) => p.type === 'text').map((p) => p.text)).toEqual(['one two ']);
       // What the client was told of how the reply ended is what a reload shows.
       const finish = chunks.at(-1) as Extract<UIMessageChunk, { type: 'finish' }>;
       expect(finish).toMatchObject({

@@ -54,6 +54,7 @@ export async function replyOf(
         ...options.call,
         tools,
         abortSignal: abort.signal,
+        abort: () => abort.abort(new Error('reply failed')),
         idle,
         stopReason: () => stopReason,
         usage: new ReplyUsage(),

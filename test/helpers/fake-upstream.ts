@@ -53,9 +53,9 @@ export type ReplyScript =
   /**
    * Streams `afterPieces` pieces of `text`, then the event-stream text `event` as it is (an
    * error event, a line that is no JSON), then, with `thenFinish`, the rest of `text`, its
-   * finish and usage; `[DONE]` either way.
+   * finish and usage (after `release()` when it is `'held'`); `[DONE]` either way.
    */
-  | { kind: 'inserted'; text: string; afterPieces: number; event: string; thenFinish?: boolean };
+  | { kind: 'inserted'; text: string; afterPieces: number; event: string; thenFinish?: boolean | 'held' };
 
 export interface FakeUpstream {
   /** `http://127.0.0.1:PORT/v1`, the baseURL a provider points at. */
@@ -328,8 +328,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         res.end('data: [DONE]\n\n');
         return;
       }
-      writePieces(limit, pieces.length);
-      finish();
+      const rest = () => {
+        writePieces(limit, pieces.length);
+        finish();
+      };
+      if (script.thenFinish === 'held') held.push(rest);
+      else rest();
       return;
     }
     if (script.kind === 'text' && script.intervalMs !== undefined) {

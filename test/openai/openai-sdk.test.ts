@@ -1881,6 +1881,46 @@ describe('storing', () => {
         ).json().data.chat.messageCount,
       ).toBe(3);
     });
+
+    it.each([
+      [
+        'an error event',
+        `data: ${JSON.stringify({ error: { message: 'hiccup', type: 'server_error' } })}\n\n`,
+      ],
+      ['a line that is no JSON', 'data: {"id":"chatcmpl-x","choi\n\n'],
+    ])(
+      'ends the reply at %s mid-stream: the provider call is aborted, the client gets its error at once, the chat stores what it was sent',
+      async (name, event) => {
+        const sdk = client(CHAT_KEYS.main, {
+          defaultHeaders: { 'x-atrium-conversation-key': `ended at ${name}` },
+        });
+        // The provider would go on to its own finish, but only once released: the client's error
+        // must not wait for it.
+        upstream.enqueue({
+          kind: 'inserted',
+          text: 'one two three four',
+          afterPieces: 2,
+          event,
+          thenFinish: 'held',
+        });
+        const abortedBefore = upstream.aborted();
+        const { data, response } = await sdk.chat.completions
+          .create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Count' }], stream: true })
+          .withResponse();
+        const chatId = response.headers.get('x-atrium-chat-id')!;
+        const seen: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+        const error = await (async () => {
+          for await (const chunk of data) seen.push(chunk);
+        })().catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(OpenAI.APIError);
+        expect(error).toMatchObject({ code: 'upstream_error', type: 'api_error' });
+        expect(text(seen)).toBe('one two ');
+        await upstream.waitForAborted(abortedBefore + 1);
+        await t.app.persistence.idle();
+        expect(await storedTexts(chatId)).toEqual(['user: Count', 'assistant: one two ']);
+        expect((await chatRows(t.db, chatId))[1]!.finish_reason).toBe('error');
+      },
+    );
   });
 
   it('a client that aborts a stream stops the reply: the provider call ends, the named chat keeps what the client saw, charged its estimate', async () => {
