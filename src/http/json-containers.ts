@@ -67,6 +67,11 @@ export class JsonTextLimits {
 
   /** Counts `bytes` in with the texts before; the first limit they pass together, or null. */
   add(bytes: Buffer): JsonTextLimit | null {
+    // A text long enough to hold more keys than there are names left has its names read in the
+    // same pass as its count: counting first read a body of a million keys twice.
+    if (!this.#names && bytes.length > 5 * (this.#limits.keyNames - this.#keys) && this.#keepNames()) {
+      return 'keyNames';
+    }
     const counted = scanJson(
       bytes,
       this.#limits.containers - this.#containers,
@@ -81,12 +86,17 @@ export class JsonTextLimits {
       this.#unnamed.push(bytes);
       return null;
     }
+    return this.#keepNames(bytes) ? 'keyNames' : null;
+  }
+
+  /** Starts keeping names: those of the texts counted so far (and `more`); whether they pass. */
+  #keepNames(...more: Buffer[]): boolean {
     const names = (this.#names = new KeyNames());
-    for (const text of [...this.#unnamed.splice(0), bytes]) {
+    for (const text of [...this.#unnamed.splice(0), ...more]) {
       scanJson(text, Infinity, names, this.#limits.keyNames);
-      if (names.size > this.#limits.keyNames) return 'keyNames';
+      if (names.size > this.#limits.keyNames) return true;
     }
-    return null;
+    return false;
   }
 }
 

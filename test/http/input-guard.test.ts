@@ -347,6 +347,12 @@ describe(`JSON bodies of too many different key names (${engineName})`, () => {
     expect(limits.add(Buffer.from('[{"a":1},{"b":2}]'))).toBeNull();
     expect(limits.add(Buffer.from('{"c":{"a":1}}'))).toBeNull();
     expect(limits.add(Buffer.from('{"d":1}'))).toBe('keyNames');
+    // A text long enough to hold more keys than names are left has its names read at once,
+    // with those of the texts before it.
+    const long = new JsonTextLimits({ containers: 10, keyNames: 3 });
+    expect(long.add(Buffer.from('{"a":1,"b":2}'))).toBeNull();
+    expect(long.add(Buffer.from(`{"a":1,"c":2}${' '.repeat(100)}`))).toBeNull();
+    expect(long.add(Buffer.from(`{"b":1,"d":2}${' '.repeat(100)}`))).toBe('keyNames');
     const containers = new JsonTextLimits({ containers: 3, keyNames: 10 });
     expect(containers.add(Buffer.from('[[],{}]'))).toBeNull();
     expect(containers.add(Buffer.from('[]'))).toBe('containers');
