@@ -189,6 +189,29 @@ describe.skipIf(!browserRunnable)(
       expect(textOf(rows.at(-1)!.parts)).toBe('Recovered.');
     }, 30_000);
 
+    it('shows a provider failure mid-reply with the text before it, which a reload shows too', async () => {
+      // A line that is no JSON after two pieces; the provider would go on, once released.
+      const abortedBefore = upstream.aborted();
+      upstream.enqueue({
+        kind: 'inserted',
+        text: 'm1 m2 m3 m4',
+        afterPieces: 2,
+        event: 'data: {"id":"chatcmpl-x","choi\n\n',
+        thenFinish: 'held',
+      });
+      await send('eight');
+      await page.getByTestId('error').waitFor();
+      await upstream.waitForAborted(abortedBefore + 1);
+      const shown = (await assistantTexts()).at(-1)!;
+      expect(shown.trim()).toBe('m1 m2');
+      const { rows } = await serverChat((chat) => chat.rows.at(-1)?.finish_reason === 'error');
+      expect(textOf(rows.at(-1)!.parts).trim()).toBe(shown.trim());
+      await load(() => page.reload());
+      await ready();
+      expect((await assistantTexts()).at(-1)!.trim()).toBe(shown.trim());
+      upstream.release();
+    }, 30_000);
+
     it('resumes a reply after the connection drops (a reload mid-reply)', async () => {
       upstream.enqueue({ kind: 'held', text: 'r1 r2 r3 r4', afterPieces: 2 });
       await send('seven');
