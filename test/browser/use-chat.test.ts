@@ -7,7 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { CHAT_KEYS, chatRows, chatSetup } from '../chat/fixtures.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { type FakeUpstream, failsMidStreamThenGoesOn, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { browserRunnable, closeInOrder, launchChromium, serveSite } from '../helpers/browser.js';
 
 const EXAMPLE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/use-chat');
@@ -190,20 +190,13 @@ describe.skipIf(!browserRunnable)(
     }, 30_000);
 
     it('shows a provider failure mid-reply with the text before it, which a reload shows too', async () => {
-      // A line that is no JSON after two pieces; the provider would go on, once released.
       const abortedBefore = upstream.aborted();
-      upstream.enqueue({
-        kind: 'inserted',
-        text: 'm1 m2 m3 m4',
-        afterPieces: 2,
-        event: 'data: {"id":"chatcmpl-x","choi\n\n',
-        thenFinish: 'held',
-      });
+      upstream.enqueue(failsMidStreamThenGoesOn('data: {"id":"chatcmpl-x","choi\n\n'));
       await send('eight');
       await page.getByTestId('error').waitFor();
       await upstream.waitForAborted(abortedBefore + 1);
       const shown = (await assistantTexts()).at(-1)!;
-      expect(shown.trim()).toBe('m1 m2');
+      expect(shown.trim()).toBe('one two');
       const { rows } = await serverChat((chat) => chat.rows.at(-1)?.finish_reason === 'error');
       expect(textOf(rows.at(-1)!.parts).trim()).toBe(shown.trim());
       await load(() => page.reload());

@@ -9,7 +9,7 @@ import {
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
-import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { type FakeUpstream, failsMidStreamThenGoesOn, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { CHAT_KEYS, chatRows, chatSetup, ledgerTokens, userText } from './fixtures.js';
 
 let upstream: FakeUpstream;
@@ -311,14 +311,7 @@ describe('POST /v1/chat with stream: true', () => {
   ])(
     'ends a reply at %s its upstream sends mid-stream (the provider call aborted, not read to its finish): what came before is what is sent and stored, with finish reason error',
     async (_name, event) => {
-      // The provider would go on to more text and its own finish, once released.
-      upstream.enqueue({
-        kind: 'inserted',
-        text: 'one two three four',
-        afterPieces: 2,
-        event,
-        thenFinish: 'held',
-      });
+      upstream.enqueue(failsMidStreamThenGoesOn(event));
       const abortedBefore = upstream.aborted();
       const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('glitch')] });
       const chatId = response.headers.get('x-chat-id')!;

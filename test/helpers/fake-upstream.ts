@@ -85,6 +85,14 @@ export interface FakeUpstream {
 
 export const DEFAULT_UPSTREAM_TEXT = 'Hello from the fake upstream.';
 
+/**
+ * A reply whose provider fails mid-stream but would go on: "one two ", then `event` (an error
+ * event, a line that is no JSON), then the rest of the text and its finish once `release()`d.
+ */
+export function failsMidStreamThenGoesOn(event: string): ReplyScript {
+  return { kind: 'inserted', text: 'one two three four', afterPieces: 2, event, thenFinish: 'held' };
+}
+
 function words(text: string): string[] {
   return text.match(/\S+\s*|\s+/g) ?? [];
 }

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer } from '../../src/server.js';
-import { applyFixture, createTestEnv, engineName, type TestEnv } from '../helpers/app.js';
+import { createTestApp, engineName, type TestApp } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
 import { RawClient } from '../helpers/raw-http.js';
 
@@ -11,19 +10,13 @@ import { RawClient } from '../helpers/raw-http.js';
  * keep-alive timeout.
  */
 
-let env: TestEnv;
-let server: Awaited<ReturnType<typeof startServer>>;
+let t: TestApp;
 let port: number;
 beforeAll(async () => {
-  env = await createTestEnv({ HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'silent' });
-  await applyFixture(env, TENANCY_SETUP);
-  server = await startServer(env.config);
-  port = Number(new URL(server.address).port);
+  t = await createTestApp({ setup: TENANCY_SETUP });
+  port = Number(new URL(await t.app.listen({ port: 0, host: '127.0.0.1' })).port);
 });
-afterAll(async () => {
-  await server?.close();
-  await env.close();
-});
+afterAll(() => t.close());
 
 function post(path: string, body: unknown, connection: 'close' | 'keep-alive'): RawClient {
   const text = JSON.stringify(body);

@@ -5,7 +5,7 @@ import { MAX_JSON_CONTAINERS, MAX_JSON_KEY_NAMES } from '../../src/limits.js';
 import type { TestApp } from '../helpers/app.js';
 import { CHAT_KEYS, chatRows, countRows } from '../chat/fixtures.js';
 import type { TestMcpServer } from '../chat/mcp-server.js';
-import type { FakeUpstream } from '../helpers/fake-upstream.js';
+import { type FakeUpstream, failsMidStreamThenGoesOn, type ReplyScript } from '../helpers/fake-upstream.js';
 import { useOpenAIApp } from './openai-app.js';
 
 /**
@@ -1816,10 +1816,10 @@ describe('storing', () => {
   });
 
   describe('a streamed reply the provider breaks after some text', () => {
-    /** A named chat whose first reply broke after "one two ": what the client saw, and the chat. */
-    async function brokenFirstTurn(key: string) {
+    /** A named chat's streamed turn on `script`: what the client saw, how its stream ended. */
+    async function streamedTurn(key: string, script: ReplyScript) {
       const sdk = client(CHAT_KEYS.main, { defaultHeaders: { 'x-atrium-conversation-key': key } });
-      upstream.enqueue({ kind: 'disconnect', text: 'one two three four', afterPieces: 2 });
+      upstream.enqueue(script);
       const { data, response } = await sdk.chat.completions
         .create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Count' }], stream: true })
         .withResponse();
@@ -1828,10 +1828,20 @@ describe('storing', () => {
       const error = await (async () => {
         for await (const chunk of data) seen.push(chunk);
       })().catch((e: unknown) => e);
-      expect(error).toMatchObject({ code: 'upstream_error' });
-      expect(text(seen)).toBe('one two ');
+      return { sdk, chatId, seen: text(seen), error };
+    }
+
+    /** A named chat whose first reply broke after "one two ": what the client saw, and the chat. */
+    async function brokenFirstTurn(key: string) {
+      const turn = await streamedTurn(key, {
+        kind: 'disconnect',
+        text: 'one two three four',
+        afterPieces: 2,
+      });
+      expect(turn.error).toMatchObject({ code: 'upstream_error' });
+      expect(turn.seen).toBe('one two ');
       await t.app.persistence.idle();
-      return { sdk, chatId, seen: text(seen) };
+      return turn;
     }
 
     it('stores what the client saw as an errored reply; a next turn that holds it is stored after it', async () => {
@@ -1891,30 +1901,16 @@ describe('storing', () => {
     ])(
       'ends the reply at %s mid-stream: the provider call is aborted, the client gets its error at once, the chat stores what it was sent',
       async (name, event) => {
-        const sdk = client(CHAT_KEYS.main, {
-          defaultHeaders: { 'x-atrium-conversation-key': `ended at ${name}` },
-        });
         // The provider would go on to its own finish, but only once released: the client's error
         // must not wait for it.
-        upstream.enqueue({
-          kind: 'inserted',
-          text: 'one two three four',
-          afterPieces: 2,
-          event,
-          thenFinish: 'held',
-        });
         const abortedBefore = upstream.aborted();
-        const { data, response } = await sdk.chat.completions
-          .create({ model: 'agt_plain', messages: [{ role: 'user', content: 'Count' }], stream: true })
-          .withResponse();
-        const chatId = response.headers.get('x-atrium-chat-id')!;
-        const seen: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
-        const error = await (async () => {
-          for await (const chunk of data) seen.push(chunk);
-        })().catch((e: unknown) => e);
+        const { chatId, seen, error } = await streamedTurn(
+          `ended at ${name}`,
+          failsMidStreamThenGoesOn(event),
+        );
         expect(error).toBeInstanceOf(OpenAI.APIError);
         expect(error).toMatchObject({ code: 'upstream_error', type: 'api_error' });
-        expect(text(seen)).toBe('one two ');
+        expect(seen).toBe('one two ');
         await upstream.waitForAborted(abortedBefore + 1);
         await t.app.persistence.idle();
         expect(await storedTexts(chatId)).toEqual(['user: Count', 'assistant: one two ']);
