@@ -347,6 +347,8 @@ export function streamReply(
     if (chunk.type === 'error') {
       endedAtError = true;
       failed ??= new Error(chunk.errorText);
+      // Charged as the provider failed it (nothing before any output), not as cut short.
+      call.usage.stepFailed();
       // As a stop ends a reply, but stored as failed: the model's stream ends in an `abort`, dropped.
       call.abort();
     }

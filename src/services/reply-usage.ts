@@ -52,7 +52,7 @@ export class ReplyUsage {
   /** A new call, noted unless it was cut short before it began: then nothing was sent. */
   private runningCall(params: LanguageModelV3CallOptions): RunningCall | undefined {
     if (params.abortSignal?.aborted) return undefined;
-    return { prompt: params.prompt, abortSignal: params.abortSignal, reported: undefined };
+    return { prompt: params.prompt, abortSignal: params.abortSignal, reported: undefined, produced: false };
   }
 
   private async calling<T>(
@@ -81,6 +81,19 @@ export class ReplyUsage {
     this.finished.inputTokens +=
       step.usage.inputTokens ?? (prompt ? estimatePromptTokens({ system: undefined, messages: prompt }) : 0);
     this.finished.outputTokens += step.usage.outputTokens ?? estimateTokens(output);
+  }
+
+  /**
+   * The model call under way failed (its provider's `error`) and is aborted there, its step never
+   * finishing (a streamed reply ends at its first error): charged as a step the provider failed,
+   * nothing when it had produced nothing before the error (and reported no usage), else as one
+   * cut short (`total`).
+   */
+  stepFailed(): void {
+    const running = this.running;
+    if (running && !running.produced && running.reported === undefined && this.streamedCharacters === 0) {
+      this.running = undefined;
+    }
   }
 
   /**
@@ -120,6 +133,11 @@ interface RunningCall {
   abortSignal: AbortSignal | undefined;
   /** The usage the provider reported at the end of the call's stream, before its step finished. */
   reported: { inputTokens: number | undefined; outputTokens: number | undefined } | undefined;
+  /**
+   * The provider's stream had output before its first `error` part: text, reasoning (never
+   * streamed to the client) or a tool call. What comes after the error is not counted.
+   */
+  produced: boolean;
 }
 
 /**
@@ -133,6 +151,7 @@ function noteReportedUsage(
 ): ReadableStream<LanguageModelV3StreamPart> {
   if (!running) return source;
   const reader = source.getReader();
+  let failed = false;
   return new ReadableStream<LanguageModelV3StreamPart>({
     pull: async (controller) => {
       const { done, value: part } = await reader.read();
@@ -140,6 +159,8 @@ function noteReportedUsage(
         controller.close();
         return;
       }
+      if (part.type === 'error') failed = true;
+      else if (!failed && !running.produced) running.produced = isOutput(part);
       if (part.type === 'finish') {
         running.reported = {
           inputTokens: part.usage.inputTokens.total,
@@ -150,6 +171,20 @@ function noteReportedUsage(
     },
     cancel: (reason) => reader.cancel(reason),
   });
+}
+
+/** Whether a provider part is output (some text, reasoning or tool-call input, or a tool call). */
+function isOutput(part: LanguageModelV3StreamPart): boolean {
+  switch (part.type) {
+    case 'text-delta':
+    case 'reasoning-delta':
+    case 'tool-input-delta':
+      return part.delta.length > 0;
+    case 'tool-call':
+      return true;
+    default:
+      return false;
+  }
 }
 
 /** The characters a finished step produced: its text, reasoning and tool calls' input. */

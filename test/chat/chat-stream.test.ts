@@ -309,6 +309,26 @@ describe('POST /v1/chat with stream: true', () => {
     ['an error event', `data: ${JSON.stringify({ error: { message: 'hiccup', type: 'server_error' } })}\n\n`],
     ['an event that is no JSON', 'data: {"id":"chatcmpl-x","choi\n\n'],
   ])(
+    'charges nothing for a reply whose upstream sends %s first, before any output (as providers bill it)',
+    async (_name, event) => {
+      upstream.enqueue({ kind: 'inserted', text: 'never sent', afterPieces: 0, event });
+      const before = await ledgerTokens(t.db);
+      const response = await post({ agentId: 'agt_plain', stream: true, messages: [userText('nothing')] });
+      const chatId = response.headers.get('x-chat-id')!;
+      const { chunks } = await chunksOf(response);
+      expect(chunks.filter((c) => c.type === 'error')).toEqual([
+        { type: 'error', errorText: 'The model provider failed' },
+      ]);
+      await t.app.persistence.idle();
+      expect(await ledgerTokens(t.db)).toEqual(before);
+      expect((await chatRows(t.db, chatId)).map((r) => r.role)).toEqual(['user']);
+    },
+  );
+
+  it.each([
+    ['an error event', `data: ${JSON.stringify({ error: { message: 'hiccup', type: 'server_error' } })}\n\n`],
+    ['an event that is no JSON', 'data: {"id":"chatcmpl-x","choi\n\n'],
+  ])(
     'ends a reply at %s its upstream sends mid-stream (the provider call aborted, not read to its finish): what came before is what is sent and stored, with finish reason error',
     async (_name, event) => {
       upstream.enqueue(failsMidStreamThenGoesOn(event));

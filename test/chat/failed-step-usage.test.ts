@@ -1,0 +1,95 @@
+import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type { UIMessageChunk } from 'ai';
+import { MockLanguageModelV3 } from 'ai/test';
+import { describe, expect, it } from 'vitest';
+import { replyOf } from './stream-reply.js';
+
+/*
+ * A streamed reply ends at its provider's first error, aborting the model call: the failed step
+ * never finishes. It is charged as a step the provider failed (reply-usage.ts, docs/chat.md):
+ * nothing when it had produced nothing before the error, else as one cut short.
+ */
+
+const finish: LanguageModelV3StreamPart = {
+  type: 'finish',
+  finishReason: { unified: 'stop', raw: 'stop' },
+  usage: {
+    inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: 4, text: 4, reasoning: 0 },
+  },
+};
+
+/** A model streaming `parts` a millisecond apart; an abort fails its stream, as a fetch's. */
+function model(parts: LanguageModelV3StreamPart[]) {
+  return new MockLanguageModelV3({
+    doStream: async ({ abortSignal }) => {
+      const left = [...parts];
+      return {
+        stream: new ReadableStream<LanguageModelV3StreamPart>({
+          async pull(controller) {
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            const part = left.shift();
+            if (abortSignal?.aborted)
+              controller.error(new DOMException('This operation was aborted', 'AbortError'));
+            else if (part) controller.enqueue(part);
+            else controller.close();
+          },
+        }),
+      };
+    },
+  });
+}
+
+/** The usage the reply's `finish` chunk reports: what is charged for it. */
+function finishUsage(chunks: UIMessageChunk[]) {
+  const last = chunks.at(-1) as Extract<UIMessageChunk, { type: 'finish' }>;
+  expect(last).toMatchObject({ type: 'finish', finishReason: 'error' });
+  return (last.messageMetadata as { usage: { inputTokens: number; outputTokens: number } }).usage;
+}
+
+describe.each([
+  ['the model stream', undefined],
+  ['streamText', 'sdk' as const],
+])('a step the provider fails, through %s', (_name, pipeline) => {
+  const options = pipeline ? { pipeline } : {};
+
+  it('costs nothing when the error comes before any output', async () => {
+    const { chunks, stored } = await replyOf(
+      model([{ type: 'error', error: 'overloaded' }, finish]),
+      {},
+      options,
+    );
+    expect(stored.ok).toBe(false);
+    expect(finishUsage(chunks)).toEqual({ inputTokens: 0, outputTokens: 0 });
+  });
+
+  it('is charged its prompt and the text streamed when the error comes after some', async () => {
+    const { chunks } = await replyOf(
+      model([
+        { type: 'text-start', id: 't' },
+        { type: 'text-delta', id: 't', delta: 'partial' },
+        { type: 'error', error: 'overloaded' },
+        finish,
+      ]),
+      {},
+      options,
+    );
+    const usage = finishUsage(chunks);
+    expect(usage.inputTokens).toBeGreaterThan(0);
+    expect(usage.outputTokens).toBe(Math.ceil('partial'.length / 4));
+  });
+
+  it('is charged its prompt when the error comes after reasoning (never streamed)', async () => {
+    const { chunks } = await replyOf(
+      model([
+        { type: 'reasoning-start', id: 'r' },
+        { type: 'reasoning-delta', id: 'r', delta: 'thinking it over' },
+        { type: 'error', error: 'overloaded' },
+        finish,
+      ]),
+      {},
+      options,
+    );
+    expect(finishUsage(chunks).inputTokens).toBeGreaterThan(0);
+  });
+});
