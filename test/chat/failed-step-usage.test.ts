@@ -53,43 +53,35 @@ describe.each([
 ])('a step the provider fails, through %s', (_name, pipeline) => {
   const options = pipeline ? { pipeline } : {};
 
-  it('costs nothing when the error comes before any output', async () => {
+  /** What the reply is charged when its provider streams `before`, then fails (and would go on). */
+  async function chargedAfter(before: LanguageModelV3StreamPart[]) {
     const { chunks, stored } = await replyOf(
-      model([{ type: 'error', error: 'overloaded' }, finish]),
+      model([...before, { type: 'error', error: 'overloaded' }, finish]),
       {},
       options,
     );
     expect(stored.ok).toBe(false);
-    expect(finishUsage(chunks)).toEqual({ inputTokens: 0, outputTokens: 0 });
+    return finishUsage(chunks);
+  }
+
+  it('costs nothing when the error comes before any output', async () => {
+    expect(await chargedAfter([])).toEqual({ inputTokens: 0, outputTokens: 0 });
   });
 
   it('is charged its prompt and the text streamed when the error comes after some', async () => {
-    const { chunks } = await replyOf(
-      model([
-        { type: 'text-start', id: 't' },
-        { type: 'text-delta', id: 't', delta: 'partial' },
-        { type: 'error', error: 'overloaded' },
-        finish,
-      ]),
-      {},
-      options,
-    );
-    const usage = finishUsage(chunks);
+    const usage = await chargedAfter([
+      { type: 'text-start', id: 't' },
+      { type: 'text-delta', id: 't', delta: 'partial' },
+    ]);
     expect(usage.inputTokens).toBeGreaterThan(0);
     expect(usage.outputTokens).toBe(Math.ceil('partial'.length / 4));
   });
 
   it('is charged its prompt when the error comes after reasoning (never streamed)', async () => {
-    const { chunks } = await replyOf(
-      model([
-        { type: 'reasoning-start', id: 'r' },
-        { type: 'reasoning-delta', id: 'r', delta: 'thinking it over' },
-        { type: 'error', error: 'overloaded' },
-        finish,
-      ]),
-      {},
-      options,
-    );
-    expect(finishUsage(chunks).inputTokens).toBeGreaterThan(0);
+    const usage = await chargedAfter([
+      { type: 'reasoning-start', id: 'r' },
+      { type: 'reasoning-delta', id: 'r', delta: 'thinking it over' },
+    ]);
+    expect(usage.inputTokens).toBeGreaterThan(0);
   });
 });
