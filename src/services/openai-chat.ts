@@ -484,10 +484,13 @@ export function modelNotFound(model: string): ApiError {
 
 /**
  * OpenAI's finish reason. `tool_calls` tells the client to run `tool_calls` and call again, so
- * it is given only with the client's own calls; a reply that ends on other calls (the agent's
- * own, or made-up names, which the model is told are unavailable) has used up its steps
- * (MAX_STEPS in reply-steps.ts) with a call even on the last, which told the model to call none: a
- * limit reached, OpenAI's `length`. A model that answers on that step ends with `stop`.
+ * it is given only with the client's own calls, and always with them, whatever the provider
+ * called the step's end (OpenAI itself says `stop` for a forced named function, as several
+ * OpenAI-compatible servers do for any call), unless it was cut short (`length`,
+ * `content_filter`). A reply that ends on other calls (the agent's own, or made-up names, which
+ * the model is told are unavailable) has used up its steps (MAX_STEPS in reply-steps.ts) with a
+ * call even on the last, which told the model to call none: a limit reached, OpenAI's `length`.
+ * A model that answers on that step ends with `stop`.
  */
 export function finishReasonOf(reason: string | undefined, clientToolCalls: boolean): string {
   switch (reason) {
@@ -498,7 +501,7 @@ export function finishReasonOf(reason: string | undefined, clientToolCalls: bool
     case 'content-filter':
       return 'content_filter';
     default:
-      return 'stop';
+      return clientToolCalls ? 'tool_calls' : 'stop';
   }
 }
 

@@ -40,8 +40,12 @@ export type ReplyScript =
       /** Called as each piece is written (benchmarks time its way to the client). */
       onPiece?: (piece: string) => void;
     }
-  /** Calls tools; after `delayMs` when given (a model slow to answer, within the timeout). */
-  | { kind: 'tool-calls'; calls: ToolCallScript[]; delayMs?: number }
+  /**
+   * Calls tools; after `delayMs` when given (a model slow to answer, within the timeout), with the
+   * finish reason `tool_calls` unless `finishReason` gives another (OpenAI's `stop` for a forced
+   * named function, as several OpenAI-compatible servers give for any call).
+   */
+  | { kind: 'tool-calls'; calls: ToolCallScript[]; delayMs?: number; finishReason?: string }
   /** Answers the HTTP status with an OpenAI-style error body. */
   | { kind: 'fail'; status: number; message?: string }
   /** Accepts the request and never answers (a stream sends its headers, then nothing). */
@@ -213,7 +217,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       let finish = script.kind === 'text' ? (script.finishReason ?? 'stop') : 'stop';
       let completion = 0;
       if (script.kind === 'tool-calls') {
-        finish = 'tool_calls';
+        finish = script.finishReason ?? 'tool_calls';
         message = {
           role: 'assistant',
           content: null,
@@ -288,7 +292,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
           }),
         );
       });
-      res.write(chunk(id, model, {}, 'tool_calls'));
+      res.write(chunk(id, model, {}, script.finishReason ?? 'tool_calls'));
       res.write(
         `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage: estimateUsage(body, 5) })}\n\n`,
       );

@@ -950,6 +950,35 @@ describe('tools', () => {
     expect(text(next)).toBe('Cold in Oslo.');
   });
 
+  it('ends a reply with client tool calls with finish_reason tool_calls also when the provider said stop (a forced named function)', async () => {
+    // OpenAI itself answers a forced named function with `stop`, and several OpenAI-compatible
+    // servers any call; clients that go by finish_reason would not run the calls.
+    const request = {
+      model: 'agt_plain',
+      messages: [{ role: 'user' as const, content: 'Weather in Paris?' }],
+      tools: [weatherTool],
+      tool_choice: { type: 'function' as const, function: { name: 'get_weather' } },
+    };
+    const called = {
+      kind: 'tool-calls' as const,
+      calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }],
+      finishReason: 'stop',
+    };
+    upstream.enqueue(called);
+    const json = await client().chat.completions.create(request);
+    expect(json.choices[0]).toMatchObject({
+      finish_reason: 'tool_calls',
+      message: { tool_calls: [{ function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+    });
+    upstream.enqueue(called);
+    const chunks = await collect(await client().chat.completions.create({ ...request, stream: true }));
+    expect(chunks.flatMap((chunk) => chunk.choices[0]?.delta.tool_calls ?? [])).toHaveLength(1);
+    expect(chunks.map((chunk) => chunk.choices[0]?.finish_reason).filter(Boolean)).toEqual(['tool_calls']);
+    upstream.enqueue(called);
+    const final = await client().chat.completions.stream(request).finalChatCompletion();
+    expect(final.choices[0]!.finish_reason).toBe('tool_calls');
+  });
+
   it('runs the agent’s MCP tool inside Atrium: never a tool_call, streamed or not', async () => {
     upstream.enqueue(
       { kind: 'tool-calls', calls: [{ name: 'live_lookup', arguments: { term: 'atrium' } }] },
