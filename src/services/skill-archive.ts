@@ -170,10 +170,14 @@ function groupEntries(entries: NamedEntry[], limits: ArchiveLimits): Omit<Archiv
   const { usable, refused } = sortOutEntries(entries);
   const roots = skillRoots(usable);
   const skills = collectSkills(roots, usable);
+  const directories = directoryEntries(roots, usable);
   // Too many files, then a path conflict, then a reserved path is the skill's first problem; a
   // refused entry inside it comes after.
   for (const skill of skills) {
-    skill.problem = tooManyFiles(skill, limits) ?? pathConflict(skill) ?? reservedPath(skill);
+    skill.problem =
+      tooManyFiles(skill, limits) ??
+      pathConflict(skill, directories.get(skill.root) ?? []) ??
+      reservedPath(skill);
   }
   const looseProblems = chargeRefusedEntries(refused, skills);
   const missing = directoriesWithoutSkillMd(usable, roots).map(missingSkill);
@@ -259,6 +263,23 @@ function collectSkills(roots: string[], usable: NamedEntry[]): PlannedZipSkill[]
   return [...skills.values()];
 }
 
+/**
+ * The directory entries (`a/b/`) of each skill, as paths inside it without the slash (`b`): they
+ * store nothing (folders are implied by the files), but one named like a file is a conflict.
+ */
+function directoryEntries(roots: string[], usable: NamedEntry[]): Map<string, string[]> {
+  const byRoot = new Map<string, string[]>();
+  for (const { name } of usable) {
+    if (!isDirectory(name)) continue;
+    const root = rootOf(name, roots);
+    if (root === undefined || name === root) continue;
+    const paths = byRoot.get(root) ?? [];
+    paths.push(name.slice(root.length, -1));
+    byRoot.set(root, paths);
+  }
+  return byRoot;
+}
+
 function plannedSkill(root: string, problem: Problem | null): PlannedZipSkill {
   return {
     root,
@@ -279,12 +300,12 @@ function tooManyFiles(skill: PlannedZipSkill, limits: ArchiveLimits): Problem | 
 }
 
 /**
- * Two entries with one name, or a file where another entry needs a directory, cannot both be
- * stored: the skill is refused rather than stored with one of them silently lost. Sorted, the
- * same path twice are neighbours, and the files inside `data/` come together, found by one
- * binary search from a file `data`.
+ * Two entries with one name, or a file where another entry needs a directory (a file inside it,
+ * or a directory entry `data/` of its own), cannot both be stored: the skill is refused rather
+ * than stored with one of them silently lost. Sorted, the same path twice are neighbours, and
+ * the files inside `data/` come together, found by one binary search from a file `data`.
  */
-function pathConflict(skill: PlannedZipSkill): Problem | null {
+function pathConflict(skill: PlannedZipSkill, directories: string[]): Problem | null {
   const sorted = skill.files.map(({ relativePath }) => relativePath).sort();
   for (const [index, path] of sorted.entries()) {
     if (path === sorted[index + 1]) {
@@ -299,7 +320,12 @@ function pathConflict(skill: PlannedZipSkill): Problem | null {
       };
     }
   }
-  return null;
+  const fileAndDirectory = directories.find((path) => sorted[lastAtOrBefore(sorted, path)] === path);
+  if (fileAndDirectory === undefined) return null;
+  return {
+    code: 'path_conflict',
+    message: `${skill.root}${fileAndDirectory} is both a file and a directory in the archive`,
+  };
 }
 
 /**

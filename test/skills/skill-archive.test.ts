@@ -157,10 +157,28 @@ describe('planArchive', () => {
       { name: 'twice/SKILL.md', content: skillMd('twice', 'T') },
       { name: 'twice/a.txt', content: '1' },
       { name: 'twice/a.txt', content: '2' },
+      // A directory entry of the same name as a file: no disk can hold both either.
+      { name: 'dirclash/SKILL.md', content: skillMd('dirclash', 'D') },
+      { name: 'dirclash/data', content: 'a file' },
+      { name: 'dirclash/data/', directory: true },
+      // Directory entries that name no file's path are fine, the skill's own and empty ones too.
+      { name: 'dirs/', directory: true },
+      { name: 'dirs/SKILL.md', content: skillMd('dirs', 'S') },
+      { name: 'dirs/ref/', directory: true },
+      { name: 'dirs/ref/a.md', content: 'a' },
+      { name: 'dirs/empty/', directory: true },
     ]);
-    expect(archive.skills.map((s) => [s.directoryName, s.problem?.code])).toEqual([
-      ['clash', 'path_conflict'],
-      ['twice', 'path_conflict'],
+    expect(archive.skills.map((s) => [s.directoryName, s.problem])).toEqual([
+      [
+        'clash',
+        { code: 'path_conflict', message: 'clash/data is both a file and a directory in the archive' },
+      ],
+      [
+        'dirclash',
+        { code: 'path_conflict', message: 'dirclash/data is both a file and a directory in the archive' },
+      ],
+      ['dirs', null],
+      ['twice', { code: 'path_conflict', message: 'the archive holds twice/a.txt twice' }],
     ]);
   });
 
