@@ -18,7 +18,11 @@ import {
 } from './http/plugins/error-handler.js';
 import { registerInputGuard } from './http/plugins/input-guard.js';
 import { registerOpenApi } from './http/plugins/openapi.js';
-import { createClientErrorHandler, registerHostCheck } from './http/plugins/protocol-errors.js';
+import {
+  createClientErrorHandler,
+  ignoreUnknownExpectations,
+  registerHostCheck,
+} from './http/plugins/protocol-errors.js';
 import { registerRequestTimeouts } from './http/plugins/request-timeouts.js';
 import { registerRefusedBodyDrain } from './http/refused-body.js';
 import { requestIdFrom } from './http/request-id.js';
@@ -245,6 +249,7 @@ export async function buildApp(
   const refusedBodies = registerRefusedBodyDrain(app, timeouts.bodyTimeoutMs);
   const { unmatched } = registerErrorHandling(app);
   registerHostCheck(app);
+  ignoreUnknownExpectations(app);
   registerRequestTimeouts(app, timeouts);
   await registerCors(app, deps.config);
   options.beforeRoutes?.(app);

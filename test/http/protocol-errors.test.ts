@@ -85,6 +85,20 @@ describe(`HTTP protocol errors in the error body (${engineName})`, () => {
     expect(old.status).toBe(200);
   });
 
+  it('ignores an Expect other than 100-continue (RFC 9110 allows it) instead of Node’s bare 417', async () => {
+    const body = '{"name":"Expect"}';
+    const created = await rawExchange(
+      port,
+      `POST /v1/projects HTTP/1.1\r\nHost: x\r\nx-service-api-key: ${KEYS.mainOwner}\r\nContent-Type: application/json\r\nExpect: something-else\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    expect(created.status).toBe(201);
+    expect(JSON.parse(created.body)).toMatchObject({ data: { project: { name: 'Expect' } } });
+    // Its errors are the API's error body, as any other request's.
+    const refused = await rawExchange(port, 'GET /v1/projects HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n');
+    expect(refused.status).toBe(401);
+    expect(JSON.parse(refused.body)).toMatchObject(errorBody('not_authenticated'));
+  });
+
   it('refuses a JSON body that is not valid UTF-8 with 400 instead of storing U+FFFD', async () => {
     const body = Buffer.concat([Buffer.from('{"name":"caf'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
     const res = await fetch(`${origin}/v1/projects`, {

@@ -85,3 +85,14 @@ export function registerHostCheck(app: FastifyInstance): void {
     done(missingHost ? errors.badRequest('The Host header is required (HTTP/1.1)') : undefined);
   });
 }
+
+/**
+ * An `Expect` other than `100-continue`: Node answers it with a bare 417, no error body and no
+ * request id, before any route sees it. RFC 9110 §10.1.1 lets a server answer 417 (MAY), not
+ * oblige it; the request is served as if it had no such expectation, so whatever it gets is an
+ * answer of the API (a `100-continue` among other expectations is Node's `checkContinue`, and
+ * unaffected).
+ */
+export function ignoreUnknownExpectations(app: FastifyInstance): void {
+  app.server.on('checkExpectation', (request, response) => app.server.emit('request', request, response));
+}
