@@ -14,7 +14,9 @@
  *                  with no parsing at all (the least any server relaying a stream pays per token)
  * BENCH_ALLOC_PROFILE=<file> (mode "atrium"): samples every allocation, the collected ones
  * included (unlike --heap-prof, which keeps only what is still alive), and writes a
- * .heapprofile on SIGTERM: where the garbage that costs the scavenges comes from.
+ * .heapprofile on SIGTERM: where the garbage that costs the scavenges comes from. With
+ * BENCH_ALLOC_SURVIVORS=1 only what outlived a scavenge is sampled (what the collector copied or
+ * promoted).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
@@ -154,7 +156,7 @@ function profileAllocations(file: string) {
   session.post('HeapProfiler.startSampling', {
     samplingInterval: 4096,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMinorGC: process.env.BENCH_ALLOC_SURVIVORS !== '1',
   });
   // Registered before the server's own handler, which exits; a same-thread session answers
   // synchronously.
