@@ -13,6 +13,7 @@ export const ERROR_STATUS = {
   quota_exceeded: 409,
   conflict: 409,
   managed_by_setup: 409,
+  precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
   headers_too_large: 431,

@@ -534,6 +534,66 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     expect(expired.json().code).toBe('url_expired');
   });
 
+  it('evaluates If-None-Match, If-Modified-Since, If-Match and If-Unmodified-Since on downloads (RFC 9110 13.2.2)', async () => {
+    const { uploadUrl } = await requestUploadUrl('cached.txt', 5);
+    expect((await put(uploadUrl, 'bytes')).statusCode).toBe(200);
+    const downloadUrl = await syncedDownloadUrl('cached.txt');
+    const get = (headers: Record<string, string | undefined>, method: 'GET' | 'HEAD' = 'GET') =>
+      t.app.inject({ method, url: injectable(downloadUrl), headers });
+    const whole = await get({});
+    const etag = whole.headers.etag as string;
+    const lastModified = whole.headers['last-modified'] as string;
+    const before = new Date(Date.parse(lastModified) - 60_000).toUTCString();
+    const after = new Date(Date.parse(lastModified) + 60_000).toUTCString();
+
+    // A cache revalidating its copy: 304, no body, the validators again.
+    for (const headers of [
+      { 'if-none-match': etag },
+      { 'if-none-match': `"other", W/${etag}` },
+      { 'if-none-match': '*' },
+      { 'if-modified-since': lastModified },
+      { 'if-modified-since': after },
+    ]) {
+      for (const method of ['GET', 'HEAD'] as const) {
+        const res = await get(headers, method);
+        expect(res.statusCode, `${method} ${JSON.stringify(headers)}`).toBe(304);
+        expect(res.body).toBe('');
+        expect(res.headers.etag).toBe(etag);
+        expect(res.headers['cache-control']).toBe('private, max-age=0');
+      }
+    }
+    // A stale copy, an unparsable date, or If-None-Match (which outranks a date) naming another
+    // version: the whole object.
+    for (const headers of [
+      { 'if-none-match': '"other"' },
+      { 'if-modified-since': before },
+      { 'if-modified-since': 'yesterday' },
+      { 'if-none-match': '"other"', 'if-modified-since': after },
+    ]) {
+      const res = await get(headers);
+      expect([res.statusCode, res.body], JSON.stringify(headers)).toEqual([200, 'bytes']);
+    }
+
+    // Preconditions a client sets to act only on the version it knows.
+    for (const headers of [{ 'if-match': etag }, { 'if-match': '*' }, { 'if-unmodified-since': after }]) {
+      const res = await get({ ...headers, range: 'bytes=1-2' });
+      expect([res.statusCode, res.body], JSON.stringify(headers)).toEqual([206, 'yt']);
+    }
+    for (const headers of [
+      { 'if-match': '"other"' },
+      // If-Match compares strongly: a weak tag never matches.
+      { 'if-match': `W/${etag}` },
+      { 'if-unmodified-since': before },
+    ]) {
+      const res = await get(headers);
+      expect(res.statusCode, JSON.stringify(headers)).toBe(412);
+      expect(res.json()).toMatchObject({
+        code: 'precondition_failed',
+        details: { etag: etag.replaceAll('"', '') },
+      });
+    }
+  });
+
   it('refuses a download URL with a tampered filename or type', async () => {
     const { uploadUrl } = await requestUploadUrl('dl.txt', 2);
     await put(uploadUrl, 'hi');

@@ -19,6 +19,7 @@ import { headerDoc, REQUEST_ID_HEADER, withHeaders } from '../schemas/headers.js
 import { StoredObjectResponse } from '../schemas/project-files.js';
 import type { TypedApp } from '../typed-app.js';
 import { contentEncodingError } from '../content-encoding.js';
+import { downloadPreconditions } from '../preconditions.js';
 
 const ObjectBytes = Type.Unsafe<Readable>({
   type: 'string',
@@ -257,7 +258,12 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
         tags: ['storage'],
         params: WildcardParams,
         querystring: SignedQuery,
-        response: { 200: ObjectBytes, 206: ObjectBytes, ...errorResponses(400, 403, 404, 405, 500) },
+        response: {
+          200: ObjectBytes,
+          206: ObjectBytes,
+          304: Type.Null(),
+          ...errorResponses(400, 403, 404, 405, 412, 500),
+        },
       },
       config: {
         swaggerTransform: documentWildcardAsPath({
@@ -267,7 +273,17 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
               ...DOWNLOAD_HEADERS,
               'content-range': headerDoc('`bytes start-end/size`'),
             }),
-            ...errorResponses(400, 403, 404, 405, 500),
+            304: {
+              description:
+                'Not modified: an `If-None-Match` or `If-Modified-Since` holds this version (no body)',
+              headers: {
+                etag: DOWNLOAD_HEADERS.etag,
+                'last-modified': DOWNLOAD_HEADERS['last-modified'],
+                'cache-control': headerDoc('`private, max-age=0`'),
+                'x-request-id': REQUEST_ID_HEADER,
+              },
+            },
+            ...errorResponses(400, 403, 404, 405, 412, 500),
           },
         }),
       },
@@ -281,6 +297,22 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       // The URL serves one version: after a delete and a new upload at the same path, or a
       // replacement, the bytes there are another file's.
       if (head.etag !== signed.etag) throw objectVersionGone();
+      const preconditions = downloadPreconditions(request.headers, head);
+      if (preconditions === 'failed') {
+        throw new ApiError(
+          'precondition_failed',
+          'The file is not the version the request is conditional on (If-Match, If-Unmodified-Since)',
+          { etag: head.etag },
+        );
+      }
+      if (preconditions === 'not-modified') {
+        return reply
+          .code(304)
+          .header('etag', `"${head.etag}"`)
+          .header('last-modified', head.lastModified.toUTCString())
+          .header('cache-control', 'private, max-age=0')
+          .send(null);
+      }
       // RFC 9110 13.1.5: a Range under an If-Range that names another version is ignored (a
       // date is never compared: the whole object is always a safe answer).
       const ifRange = request.headers['if-range'];

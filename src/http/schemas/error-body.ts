@@ -199,6 +199,17 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
       },
     ],
   },
+  412: {
+    description:
+      'The file is not the version an `If-Match` or `If-Unmodified-Since` asked for (`precondition_failed`)',
+    examples: [
+      {
+        code: 'precondition_failed',
+        message: 'The file is not the version the request is conditional on (If-Match, If-Unmodified-Since)',
+        details: { etag: '5d41402abc4b2a76b9719d911017c592' },
+      },
+    ],
+  },
   413: {
     description: 'Body over its byte limit (`payload_too_large`)',
     examples: [
