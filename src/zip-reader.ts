@@ -159,8 +159,12 @@ function readAllEntries(zip: ZipFile): Promise<Entry[]> {
 
 function entryName(entry: Entry): string {
   const raw = entry.fileName as unknown as Buffer;
-  // Strict: keeps backslashes as they are so that they can be refused.
-  return yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, raw, entry.extraFields, true);
+  // Strict: keeps backslashes as they are so that they can be refused. NFC, as project file names
+  // are: a macOS zip's decomposed `é` and a typed one are one path (the same path twice is then a
+  // conflict), not two files that list alike.
+  return yauzl
+    .getFileNameLowLevel(entry.generalPurposeBitFlag, raw, entry.extraFields, true)
+    .normalize('NFC');
 }
 
 /**

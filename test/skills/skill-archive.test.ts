@@ -182,6 +182,29 @@ describe('planArchive', () => {
     ]);
   });
 
+  it('puts entry names in NFC: a decomposed and a composed é are one path (twice), one skill folder', async () => {
+    const composed = 'r\u00e9.md';
+    const decomposed = 're\u0301.md';
+    const archive = await plan([
+      { name: 'accents/SKILL.md', content: skillMd('accents', 'A') },
+      { name: `accents/${composed}`, content: 'typed' },
+      { name: `accents/${decomposed}`, content: 'from a Mac' },
+      // A macOS zip's folder and file names come decomposed: stored composed, as project files are.
+      { name: 'caf\u0065\u0301/SKILL.md', content: skillMd('cafe', 'C') },
+      { name: `caf\u0065\u0301/${decomposed}`, content: 'x' },
+    ]);
+    expect(archive.skills.map((s) => [s.root, s.problem, s.files.map((f) => f.relativePath).sort()])).toEqual(
+      [
+        [
+          'accents/',
+          { code: 'path_conflict', message: `the archive holds accents/${composed} twice` },
+          ['SKILL.md', composed, composed],
+        ],
+        ['caf\u00e9/', null, ['SKILL.md', composed]],
+      ],
+    );
+  });
+
   it('refuses a skill holding a name more than 64 levels deep, naming the entry', async () => {
     // Nesting costs storage a directory per level; a real skill is a few levels deep.
     const tooDeep = `deep/${'d/'.repeat(64)}f.txt`;
