@@ -117,8 +117,9 @@ export async function retrieveForTurn(
 }
 
 /**
- * A small project: every indexed file whole, numbered in path order; the listing names the
- * other files too while it has room (files given whole are always shown).
+ * A small project: every indexed file with text whole, numbered in path order; the listing names
+ * the other files too while it has room (files given whole are always shown), a file indexed
+ * without text as `no text`, as an unsupported one.
  */
 async function wholeFiles(db: Db, scope: ProjectScope, limits: TurnLimits): Promise<TurnKnowledge> {
   const [all, texts] = await Promise.all([
@@ -132,6 +133,11 @@ async function wholeFiles(db: Db, scope: ProjectScope, limits: TurnLimits): Prom
     const text = textOf.get(file.id);
     if (text === undefined) {
       if (files.length < limits.listedFiles) files.push(listed(file));
+      continue;
+    }
+    // Indexed with no text (a scan without a text layer, an empty file): nothing to give or cite.
+    if (text.trim() === '') {
+      if (files.length < limits.listedFiles) files.push({ ...listed(file), note: 'no text' });
       continue;
     }
     const n = sources.length + 1;

@@ -259,6 +259,30 @@ describe('retrieval before the model call', () => {
     ]);
   });
 
+  it('gives an indexed file without text (a scan, an empty file) no number or source in a small project', async () => {
+    // A PDF whose pages have no text layer is indexed with no text: there is nothing to cite.
+    const scan = await addIndexedFile(t.db, {
+      ...SMALL,
+      path: 'b/scan.pdf',
+      mimeType: 'application/pdf',
+      text: '',
+      chunks: [],
+      format: 'pdf',
+    });
+    try {
+      const res = await chat({ agentId: 'agt_plain', projectId: 'prj_empty', messages: [userText('hi')] });
+      const files = systemPrompt().slice(systemPrompt().indexOf('<project_files>'));
+      expect(files).toContain('<file path="b/scan.pdf" type="application/pdf" size="0" note="no text" />');
+      expect(files).toContain('<file path="b/guide.md" n="2" ');
+      expect(res.json().sources.map((source: { path: string }) => source.path)).toEqual([
+        'a-data.json',
+        'b/guide.md',
+      ]);
+    } finally {
+      await t.db.deleteFrom('project_files').where('id', '=', scan).execute();
+    }
+  });
+
   it('has no sources in a chat without a project', async () => {
     const res = await chat({ agentId: 'agt_plain', messages: [userText('rollback passphrase')] });
     expect(res.json().sources).toBeUndefined();
