@@ -109,10 +109,16 @@ export class ConfigError extends Error {}
 
 type Env = Record<string, string | undefined>;
 
+/**
+ * A whole number written in decimal digits, white space around them allowed (as around a flag);
+ * unset, empty or blank: the default. Not read with Number(), which takes `0x50` (80), `1e3` and
+ * reads a blank value as 0: `PORT=" "` listened on any port and a blank rate limit turned it off.
+ */
 function integer(env: Env, name: string, fallback: number, min = 0, max = Infinity): number {
   const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
+  const digits = raw?.trim();
+  if (digits === undefined || digits === '') return fallback;
+  const value = /^[0-9]+$/.test(digits) ? Number(digits) : NaN;
   if (!Number.isInteger(value) || value < min || value > max) {
     const range = max === Infinity ? `≥ ${min}` : `from ${min} to ${max}`;
     throw new ConfigError(`${name} must be an integer ${range}, got "${raw}"`);

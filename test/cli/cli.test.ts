@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { failureMessage, listenFailureHint, main } from '../../src/cli/main.js';
-import { loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/database.js';
 import { engineName, testDatabaseUrl } from '../helpers/app.js';
 import { createOwnDatabase } from '../helpers/own-database.js';
@@ -561,6 +561,28 @@ organizations:
       if (before === undefined) delete process.env.DATABASE_URL;
       else process.env.DATABASE_URL = before;
     }
+  });
+
+  it('reads a number setting only as decimal digits: not hex (PORT=0x50 listened on 80), and blank is unset, not 0', () => {
+    const settings = (values: Record<string, string>) => loadConfig({ ...process.env, ...values });
+    for (const [name, raw, range] of [
+      ['PORT', '0x50', 'from 0 to 65535'],
+      ['PORT', '1e3', 'from 0 to 65535'],
+      ['ATRIUM_RATE_LIMIT_PER_MINUTE', '0b11', '≥ 0'],
+      ['ATRIUM_MAX_CONCURRENT_REPLIES', '+5', '≥ 1'],
+      ['ATRIUM_SWEEP_INTERVAL_MS', '600000.0', 'from 0 to 2147483647'],
+    ] as const) {
+      expect(() => settings({ [name]: raw }), `${name}=${raw}`).toThrow(
+        new ConfigError(`${name} must be an integer ${range}, got "${raw}"`),
+      );
+    }
+    // Number(" ") is 0: a blank value turned the rate limit off and listened on any port.
+    const blank = settings({ PORT: ' ', ATRIUM_RATE_LIMIT_PER_MINUTE: '\t', ATRIUM_SWEEP_INTERVAL_MS: '  ' });
+    expect([blank.port, blank.defaultRateLimitPerMinute, blank.sweepIntervalMs]).toEqual([
+      3000, 600, 600_000,
+    ]);
+    // White space around the digits is taken, as it is around a flag.
+    expect(settings({ PORT: ' 8080 ' }).port).toBe(8080);
   });
 
   it('words a runtime failure on one line, even one whose message is empty or runs over lines', () => {
