@@ -1,4 +1,5 @@
 import path from 'node:path';
+import pg from 'pg';
 import { readOrCreateSecretFile } from './secret-file.js';
 
 /** The whole runtime configuration, read once from the environment at start and passed down. */
@@ -132,6 +133,22 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 /** A duration in milliseconds that a timer can wait. */
 function milliseconds(env: Env, name: string, fallback: number, min = 0): number {
   return integer(env, name, fallback, min, MAX_TIMER_MS);
+}
+
+/**
+ * Whether PostgreSQL's client can read the URL, read by its own parser (which takes a space in a
+ * password, or no host). One it cannot read (a bad port, an unclosed `[`) failed at the first
+ * connection as "Invalid URL", exit 1, as if the database were down. The URL is not repeated in
+ * the message: it may hold a password.
+ */
+function readsAsUrl(url: string): boolean {
+  try {
+    new pg.Client({ connectionString: url });
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_INVALID_URL') return false;
+    throw error;
+  }
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -295,6 +312,11 @@ export function loadSettings(env: Env = process.env): Settings {
   if (databaseUrl) {
     if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
       throw new ConfigError('DATABASE_URL must be a postgres:// URL (unset it to use the embedded SQLite)');
+    }
+    if (!readsAsUrl(databaseUrl)) {
+      throw new ConfigError(
+        'DATABASE_URL must be a postgres:// URL (unset it to use the embedded SQLite): it could not be read as a URL',
+      );
     }
     database = { kind: 'postgres', url: databaseUrl, connectTimeoutMs };
   } else {

@@ -563,6 +563,31 @@ organizations:
     }
   });
 
+  it('refuses a DATABASE_URL that is no URL as a bad setting (exit 2, naming it), without repeating it', async () => {
+    const before = process.env.DATABASE_URL;
+    try {
+      // Before: "atrium: Invalid URL" and exit 1, as if the database were down.
+      for (const url of [
+        'postgres://atrium:s3cret@[db.internal/atrium',
+        'postgres://atrium:s3cret@127.0.0.1:port/atrium',
+      ]) {
+        process.env.DATABASE_URL = url;
+        output.err = [];
+        expect(await main(['migrate']), url).toBe(2);
+        expect(output.err).toEqual([
+          'atrium: DATABASE_URL must be a postgres:// URL (unset it to use the embedded SQLite): it could not be read as a URL',
+        ]);
+      }
+      // What PostgreSQL's client takes stays taken: a space in the password, no host (a socket).
+      for (const url of ['postgres://atrium:a b@127.0.0.1:1/atrium', 'postgres://atrium@/atrium']) {
+        expect(loadConfig({ ...process.env, DATABASE_URL: url }).database, url).toMatchObject({ url });
+      }
+    } finally {
+      if (before === undefined) delete process.env.DATABASE_URL;
+      else process.env.DATABASE_URL = before;
+    }
+  });
+
   it('reads a number setting only as decimal digits: not hex (PORT=0x50 listened on 80), and blank is unset, not 0', () => {
     const settings = (values: Record<string, string>) => loadConfig({ ...process.env, ...values });
     for (const [name, raw, range] of [
