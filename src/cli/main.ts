@@ -385,6 +385,11 @@ async function demo(): Promise<number> {
 export async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   try {
+    // These take no arguments: one given was ignored before, so `migrate --dry-run` migrated and
+    // `serve --port 4000` served on PORT.
+    if ((command === 'serve' || command === 'migrate' || command === 'demo') && args.length > 0) {
+      throw new UsageError(`${command} takes no arguments, got "${args.join(' ')}"`);
+    }
     switch (command) {
       case 'serve':
         return await serve();

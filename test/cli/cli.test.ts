@@ -610,6 +610,19 @@ organizations:
     expect(settings({ PORT: ' 8080 ' }).port).toBe(8080);
   });
 
+  it('refuses arguments to serve, migrate and demo, which take none (migrate --dry-run migrated)', async () => {
+    for (const args of [
+      ['migrate', '--dry-run'],
+      ['demo', '--json'],
+      ['serve', '--port', '4000'],
+    ]) {
+      output.err = [];
+      expect(await main(args), args.join(' ')).toBe(2);
+      expect(output.err[0]).toBe(`atrium: ${args[0]} takes no arguments, got "${args.slice(1).join(' ')}"`);
+      expect(output.err.join('\n')).toContain('Usage: atrium <command>');
+    }
+  });
+
   it('words a runtime failure on one line, even one whose message is empty or runs over lines', () => {
     const refused = (address: string) =>
       Object.assign(new Error(`connect ECONNREFUSED ${address}`), { code: 'ECONNREFUSED' });
