@@ -89,6 +89,11 @@ export function validateIncomingMessages(messages: IncomingMessage[]): void {
               path: `${at}.url`,
               message: `is a data: URL of ${own}, which cannot be given to the model as ${part.mediaType}`,
             });
+          } else if (sentAsFile(part.mediaType) && !holdsDataUrlBytes(part.url)) {
+            issues.push({
+              path: `${at}.url`,
+              message: 'is a data: URL whose base64 data is not valid base64',
+            });
           }
         }
         if (part.filename !== undefined && typeof part.filename !== 'string') {
@@ -233,7 +238,8 @@ const PLAIN_BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
  * So the URL names its own type in lower case, or the part's when it names none or a wildcard
  * (`image/*`: the providers send it as `image/jpeg`), and carries its bytes in plain base64: a
  * percent-encoded or spaced payload is read as the fetch standard reads data: URLs and encoded
- * again. A URL of another type (stored before such parts were refused) is not sent.
+ * again. A URL of another type, or whose base64 is not base64 (both stored before such parts were
+ * refused), is not sent.
  */
 function fileDataUrl(url: string, mediaType: string): string | undefined {
   const match = /^data:([^,]*),(.*)$/is.exec(url);
@@ -243,13 +249,49 @@ function fileDataUrl(url: string, mediaType: string): string | undefined {
   const own = essence(meta);
   const type = own !== '' && !own.includes('*') ? own : essence(mediaType);
   if (!sentAsFile(type)) return undefined;
-  const base64 = /;\s*base64\s*$/i.test(meta);
-  if (base64 && PLAIN_BASE64.test(payload)) {
+  const base64 = isBase64Meta(meta);
+  if (base64 && isPlainBase64(payload)) {
     return meta === `${type};base64` ? url : `data:${type};base64,${payload}`;
   }
+  // Node's decoder would make an empty or cut image of base64 that is not base64.
+  const data = dataPayloadBytes(payload, base64);
+  return data && `data:${type};base64,${data.toString('base64')}`;
+}
+
+/** Whether a data: URL's media type part ends in `;base64`. */
+function isBase64Meta(meta: string): boolean {
+  return /;\s*base64\s*$/i.test(meta);
+}
+
+/**
+ * Base64 as it can go to the provider as written: the alphabet, then padding only where it
+ * completes the last group (what the fetch standard's forgiving-base64 decode takes, without
+ * whitespace). `a` (one character over a group) and `YQ=` are not base64.
+ */
+export function isPlainBase64(payload: string): boolean {
+  if (!PLAIN_BASE64.test(payload)) return false;
+  const padded = payload.endsWith('=');
+  return padded ? payload.length % 4 === 0 : payload.length % 4 !== 1;
+}
+
+/**
+ * Whether a data: URL holds bytes as the fetch standard reads them: a `;base64` one must pass its
+ * forgiving-base64 decode (after percent-escapes are decoded; ASCII whitespace ignored), which
+ * fails it otherwise. Plain base64, nearly every such URL, is not decoded to tell.
+ */
+function holdsDataUrlBytes(url: string): boolean {
+  const match = /^data:([^,]*),(.*)$/is.exec(url);
+  if (!match || !isBase64Meta(match[1] ?? '')) return true;
+  const payload = match[2] ?? '';
+  return isPlainBase64(payload) || dataPayloadBytes(payload, true) !== undefined;
+}
+
+/** A data: URL's payload as bytes (fetch standard), undefined when its base64 does not decode. */
+function dataPayloadBytes(payload: string, base64: boolean): Buffer | undefined {
   const bytes = percentDecoded(payload);
-  const data = base64 ? Buffer.from(bytes.toString('latin1'), 'base64') : bytes;
-  return `data:${type};base64,${data.toString('base64')}`;
+  if (!base64) return bytes;
+  const text = bytes.toString('latin1').replace(/[\t\n\f\r ]/g, '');
+  return isPlainBase64(text) ? Buffer.from(text, 'base64') : undefined;
 }
 
 /** A data: URL's payload as bytes: percent-escapes decoded, everything else taken as UTF-8. */

@@ -5,7 +5,7 @@ import { JSON_TEXT_LIMITS, jsonLimitPassed, JsonTextLimits } from '../http/json-
 import { findUnstorableInput } from '../http/plugins/input-guard.js';
 import { type ChunkSink, eventText, type TextTarget } from '../http/ui-message-sse.js';
 import type { TemplateValue } from '../models/template.js';
-import type { ConversationMessage, IncomingMessage } from './chat-messages.js';
+import { type ConversationMessage, type IncomingMessage, isPlainBase64 } from './chat-messages.js';
 import type { CallOptions } from './chat-reply.js';
 import {
   type ChatMessageMetadata,
@@ -119,8 +119,8 @@ function textOf(content: OpenAIMessage['content'], path: string, { refusals = fa
     .join('');
 }
 
-/** An image as OpenAI takes it inline: `data:image/…;base64,` and base64 data. */
-const IMAGE_DATA_URL = /^data:(image\/[\w.+-]+);base64,[A-Za-z0-9+/]*={0,2}$/i;
+/** An image as OpenAI takes it inline: `data:image/…;base64,` and base64 data (isPlainBase64). */
+const IMAGE_DATA_URL = /^data:(image\/[\w.+-]+);base64,(.*)$/is;
 
 /** A user part: `text`, or `image_url` with a data: or https: URL (one that parses). */
 function userPart(
@@ -131,7 +131,8 @@ function userPart(
     return { ui: { type: 'text', text: part.text }, model: { type: 'text', text: part.text } };
   }
   const url = (part.image_url as { url?: unknown } | undefined)?.url;
-  const dataUrl = typeof url === 'string' && url.startsWith('data:') ? IMAGE_DATA_URL.exec(url) : undefined;
+  const dataMatch = typeof url === 'string' && url.startsWith('data:') ? IMAGE_DATA_URL.exec(url) : undefined;
+  const dataUrl = dataMatch && isPlainBase64(dataMatch[2] ?? '') ? dataMatch : undefined;
   const httpsUrl = typeof url === 'string' && /^https:/i.test(url) && URL.canParse(url);
   if (part.type === 'image_url' && typeof url === 'string' && (httpsUrl || dataUrl)) {
     const mediaType = dataUrl?.[1] ?? 'image/*';

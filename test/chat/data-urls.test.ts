@@ -188,3 +188,62 @@ describe('a data: URL whose payload is not plain base64', () => {
     expect(sent).toContain(`"image_url":{"url":"${expected}"}`);
   });
 });
+
+describe('an image or PDF part whose base64 data is not base64', () => {
+  // The fetch standard fails these data: URLs (forgiving-base64 decode). They were read as far as
+  // Node's decoder got: `!!!` became an empty image, `YQ==YQ==` its first 4 characters, `a` went
+  // as it was, and the provider's refusal was a 502 on this turn and every later one.
+  it.each([
+    ['data:image/png;base64,!!!', 'image/png'],
+    ['data:image/png;base64,YQ==YQ==', 'image/png'],
+    ['data:image/png;base64,a', 'image/png'],
+    ['data:application/pdf;base64,JVBERi0*', 'application/pdf'],
+    ['data:;base64,%%%', 'image/png'],
+  ])('%s (%s) is a 400 naming the part, with nothing stored', async (url, mediaType) => {
+    const before = await countRows(t.db);
+    const res = await postChat(t, withFile(url, mediaType));
+    expect({
+      status: res.statusCode,
+      code: res.json().code,
+      path: res.json().details?.issues?.[0]?.path,
+    }).toEqual({ status: 400, code: 'bad_request', path: 'body.messages.0.parts.1.url' });
+    expect(upstream.requests).toHaveLength(0);
+    expect(await countRows(t.db)).toEqual(before);
+  });
+
+  it.each([
+    ['data:image/png;base64,iVBORw0KGgo=', 'data:image/png;base64,iVBORw0KGgo='],
+    ['data:image/png;base64,YWI', 'data:image/png;base64,YWI'],
+    ['data:image/png;base64,iVBORw0KGgo', 'data:image/png;base64,iVBORw0KGgo'],
+    ['data:image/png;base64,YQ%3D%3D', 'data:image/png;base64,YQ=='],
+    ['data:image/png;base64,', 'data:image/png;base64,'],
+  ])('%s (base64 the fetch standard reads) is still sent', async (url, expected) => {
+    const sent = await sentFor(url, 'image/png');
+    expect(sent).toContain(`"image_url":{"url":"${expected}"}`);
+  });
+
+  it('a part stored before the rule is a note in later turns, not an empty image the provider refuses', async () => {
+    upstream.enqueue({ kind: 'text', text: 'a pixel' });
+    const first = await postChat(t, withFile('data:image/png;base64,iVBORw0KGgo=', 'image/png'));
+    expect(first.statusCode, first.body).toBe(200);
+    const chatId = first.json().chatId as string;
+    await t.app.persistence.idle();
+    const user = (await chatRows(t.db, chatId)).find((row) => row.role === 'user')!;
+    await t.db
+      .updateTable('messages')
+      .set({
+        parts: JSON.stringify([
+          { type: 'text', text: 'what is in this file?' },
+          { type: 'file', url: 'data:image/png;base64,!!!', mediaType: 'image/png' },
+        ]),
+      })
+      .where('id', '=', user.id)
+      .execute();
+    upstream.enqueue({ kind: 'text', text: 'still here' });
+    const next = await postChat(t, { agentId: 'agt_plain', chatId, messages: [userText('and now?')] });
+    expect(next.statusCode, next.body).toBe(200);
+    const sent = JSON.stringify(upstream.lastRequest().body.messages);
+    expect(sent).not.toContain('data:image/png;base64,"');
+    expect(sent).toContain('unavailable=\\"its data: URL holds no image/png\\"');
+  });
+});

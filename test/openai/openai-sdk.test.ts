@@ -348,6 +348,9 @@ describe('errors', () => {
       // https: URLs that are no URL (once a 500).
       ...[
         'data:image/png;base64,!!!',
+        // Base64 the fetch standard fails: one character over a group, padding inside a group.
+        'data:image/png;base64,a',
+        'data:image/png;base64,YQ=',
         'data:,hello',
         'data:text/plain;base64,aGk=',
         'data:image/png,raw',
