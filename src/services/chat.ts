@@ -719,15 +719,18 @@ async function prepareConversation(
     // while the client holds it under the id of its `start` chunk: regenerating it, by that id or
     // by none (`regenerate()` on the client's last message), answers the last user turn anew.
     const unanswered = stored.at(-1)?.role === 'user';
+    const namedAt = named === undefined ? -1 : stored.findIndex((m) => m.id === named);
+    // A named user message (useChat's `regenerate({ messageId })` on it): the client keeps it and
+    // asks for a new answer to it, so what follows it is replaced and the model sees it last.
     const target =
       named !== undefined
-        ? stored.findIndex((m) => m.id === named && m.role === 'assistant')
+        ? namedAt >= 0 && stored[namedAt]!.role === 'user'
+          ? namedAt + 1
+          : namedAt
         : unanswered
           ? -1
           : stored.findLastIndex((m) => m.role === 'assistant');
-    if (named !== undefined && target < 0 && !(unanswered && !stored.some((m) => m.id === named))) {
-      throw errors.notFound('Message');
-    }
+    if (named !== undefined && namedAt < 0 && !unanswered) throw errors.notFound('Message');
     if (target >= 0) {
       history = stored.slice(0, target);
       replaces = stored.slice(target).map((message) => message.id);

@@ -402,6 +402,27 @@ describe('regenerate', () => {
     expect(rows.map((r) => r.id)).toEqual(['regen-named-u1', res.json().messageId]);
   });
 
+  it("regenerates from a named user message as useChat's regenerate({ messageId }) asks: the replies after it are replaced", async () => {
+    const chat = new NodeChat({ id: 'regen-from-user', transport: chatTransport('agt_plain') });
+    upstream.enqueue({ kind: 'text', text: 'One.' });
+    await chat.sendMessage({ text: 'first' });
+    upstream.enqueue({ kind: 'text', text: 'Two.' });
+    await chat.sendMessage({ text: 'second' });
+    const firstUser = chat.messages[0]!;
+    upstream.enqueue({ kind: 'text', text: 'One, again.' });
+    // The client keeps the messages up to and including that user message and posts its id.
+    await chat.regenerate({ messageId: firstUser.id });
+    expect(chat.status).toBe('ready');
+    expect(upstream.lastRequest().body.messages).toEqual([{ role: 'user', content: 'first' }]);
+    await t.app.persistence.idle();
+    const stored = (await get('/v1/chats/regen-from-user/messages')).json().data.messages as UIMessage[];
+    const texts = (messages: UIMessage[]) =>
+      messages.map((m) => m.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join(''));
+    expect(texts(stored)).toEqual(['first', 'One, again.']);
+    expect(stored.map((m) => m.id)).toEqual(chat.messages.map((m) => m.id));
+    expect((await get('/v1/chats/regen-from-user')).json().data.chat.messageCount).toBe(2);
+  });
+
   it('stores a turn of 3,000 messages and regenerates over them (more rows than one statement binds)', async () => {
     const { chatId, a1 } = await conversation('regen-many');
     const many = Array.from({ length: 3_000 }, (_, i) => userText(`note ${i}`, `regen-many-n${i}`));
