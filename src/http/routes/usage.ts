@@ -32,7 +32,7 @@ const RunListResponse = envelope(
 );
 
 const RunParams = Type.Object({
-  agentId: Type.String({ minLength: 1, maxLength: 200 }),
+  agentId: Type.String({ minLength: 1, maxLength: 200, examples: ['agt_demo_assistant'] }),
   runId: Type.String({ minLength: 1, maxLength: 200 }),
 });
 
@@ -104,7 +104,8 @@ export async function usageRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
       schema: {
         summary: 'Get a run',
         operationId: 'getAgentRun',
-        description: 'The run as `POST /agents/{agentId}/runs` answered it (without warnings).',
+        description:
+          'The run as `POST /agents/{agentId}/runs` answered it, without its `warnings` and `sources` (those are not stored).',
         tags: ['agents'],
         security: API_KEY_SECURITY,
         params: RunParams,
