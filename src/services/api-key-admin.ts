@@ -135,7 +135,7 @@ export function keyExpiry(expiresAt: string | undefined, now: Date, field = 'bod
 export async function createWorkspaceApiKey(
   deps: KeyAdminDeps,
   access: WorkspaceAccess,
-  input: { name: string; userId?: string; expiresAt?: string },
+  input: { name: string; userId?: string; expiresAt?: string | null },
 ) {
   requireManager(access);
   const now = deps.clock();
@@ -145,7 +145,7 @@ export async function createWorkspaceApiKey(
   if (RANK[role] > RANK[access.role!]) {
     throw errors.unauthorized(`An ${access.role} cannot create a key for a user who is ${role} here`);
   }
-  const expiresAt = keyExpiry(input.expiresAt, now);
+  const expiresAt = keyExpiry(input.expiresAt ?? undefined, now);
   const key = generateApiKey('workspace');
   const row: ApiKeyInfoRow = {
     id: newId('key'),

@@ -22,6 +22,12 @@ const chatWith = (key: string, agentId: string) =>
   });
 
 describe(`POST /v1/workspace/{id}/api-keys (${engineName})`, () => {
+  it('reads expiresAt: null as no expiry, the value keyInfo lists for such a key', async () => {
+    const res = await createKey({ name: 'forever', expiresAt: null });
+    expect(res.statusCode).toBe(201);
+    expect(res.json().data.apiKey.expiresAt).toBeNull();
+  });
+
   it('creates a working key shown once, with no-store, and lists it without the key', async () => {
     const res = await createKey({ name: 'ci', userId: 'usr_max', expiresAt: '2027-01-01T00:00:00Z' });
     expect(res.statusCode).toBe(201);

@@ -38,11 +38,17 @@ export const CreateApiKeyBody = Type.Object({
     }),
   ),
   expiresAt: Type.Optional(
-    Type.String({
-      format: 'date-time',
-      description:
-        'In the future, at most a year away (the same UTC date and time next year; February 28 for a key made on February 29)',
-    }),
+    Type.Union(
+      [
+        Type.String({
+          format: 'date-time',
+          description:
+            'In the future, at most a year away (the same UTC date and time next year; February 28 for a key made on February 29)',
+        }),
+        Type.Null(),
+      ],
+      { description: '`null` or absent: the key does not expire (what `keyInfo` lists for such a key)' },
+    ),
   ),
 });
 
