@@ -142,6 +142,24 @@ function loadVectorExtension(sqlite: SQLite.Database): void {
   }
 }
 
+/**
+ * The embedded database's file, in WAL mode. SQLite's own errors ("unable to open database file",
+ * "file is not a database") do not say which file: an operator whose data dir is a file, or whose
+ * database is damaged, is told its path.
+ */
+function openSqliteFile(file: string): SQLite.Database {
+  let sqlite: SQLite.Database | undefined;
+  try {
+    sqlite = new SQLite(file);
+    sqlite.pragma('journal_mode = WAL');
+    return sqlite;
+  } catch (error) {
+    sqlite?.close();
+    if (!(error instanceof SQLite.SqliteError)) throw error;
+    throw new SQLite.SqliteError(`${error.message}: ${file}`, error.code);
+  }
+}
+
 export interface OpenHooks {
   /**
    * Told when the server closes a pooled PostgreSQL connection (a restart, a failover, an
@@ -154,8 +172,7 @@ export interface OpenHooks {
 export async function openDatabase(config: DatabaseConfig, hooks: OpenHooks = {}): Promise<DatabaseHandle> {
   if (config.kind === 'sqlite') {
     makeDirectorySync(path.dirname(config.file));
-    const sqlite = new SQLite(config.file);
-    sqlite.pragma('journal_mode = WAL');
+    const sqlite = openSqliteFile(config.file);
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('synchronous = NORMAL');

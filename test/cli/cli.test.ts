@@ -988,6 +988,32 @@ organizations:
   });
 });
 
+describe.skipIf(testDatabaseUrl)('an embedded database that cannot be opened', () => {
+  it('names the file: a data dir that is a file, or a file that is not a database', async () => {
+    const holder = mkdtempSync(path.join(tmpdir(), 'atrium-bad-data-'));
+    const before = process.env.ATRIUM_DATA_DIR;
+    try {
+      const notADir = path.join(holder, 'not-a-dir');
+      fs.writeFileSync(notADir, 'a file');
+      const notADb = path.join(holder, 'corrupt');
+      fs.mkdirSync(notADb);
+      fs.writeFileSync(path.join(notADb, 'atrium.sqlite'), 'x'.repeat(4096));
+      for (const [dataDir, fault] of [
+        [notADir, 'unable to open database file'],
+        [notADb, 'file is not a database'],
+      ] as const) {
+        process.env.ATRIUM_DATA_DIR = dataDir;
+        output.err = [];
+        expect(await main(['migrate']), dataDir).toBe(1);
+        expect(output.err.join('\n')).toBe(`atrium: ${fault}: ${path.join(dataDir, 'atrium.sqlite')}`);
+      }
+    } finally {
+      process.env.ATRIUM_DATA_DIR = before;
+      rmSync(holder, { recursive: true, force: true });
+    }
+  });
+});
+
 // Last in the file: on PostgreSQL it runs on the database the tests above set up.
 describe(`commands other than serve (${engineName})`, () => {
   it('never create the signing-secret file (nor, on PostgreSQL, the data dir): they sign no URL', async () => {
