@@ -100,31 +100,40 @@ describe('a data: URL and its part’s media type', () => {
   });
 
   it('a message stored before the rule (zip bytes as an image) is a note in later turns, not a 502', async () => {
-    upstream.enqueue({ kind: 'text', text: 'a pixel' });
-    const first = await postChat(t, withFile('data:image/png;base64,iVBORw0KGgo=', 'image/png'));
-    expect(first.statusCode, first.body).toBe(200);
-    const chatId = first.json().chatId as string;
-    await t.app.persistence.idle();
-    // As a version before the rule could store it: zip bytes as an image (then a 502 at once).
-    const user = (await chatRows(t.db, chatId)).find((row) => row.role === 'user')!;
-    await t.db
-      .updateTable('messages')
-      .set({
-        parts: JSON.stringify([
-          { type: 'text', text: 'what is in this file?' },
-          { type: 'file', url: 'data:application/zip;base64,UEsDBA==', mediaType: 'image/png' },
-        ]),
-      })
-      .where('id', '=', user.id)
-      .execute();
-    upstream.enqueue({ kind: 'text', text: 'still here' });
-    const next = await postChat(t, { agentId: 'agt_plain', chatId, messages: [userText('and now?')] });
-    expect(next.statusCode, next.body).toBe(200);
-    expect(JSON.stringify(upstream.lastRequest().body.messages)).toContain(
-      'unavailable=\\"its data: URL holds no image/png\\"',
-    );
+    const sent = await nextTurnAfterStored({
+      url: 'data:application/zip;base64,UEsDBA==',
+      mediaType: 'image/png',
+    });
+    expect(sent).toContain('unavailable=\\"its data: URL holds no image/png\\"');
   });
 });
+
+/**
+ * A chat whose first turn sent a pixel, its stored file part then rewritten to `storedPart` (as
+ * a version before a rule could store it): what the next turn sends the provider.
+ */
+async function nextTurnAfterStored(storedPart: { url: string; mediaType: string }): Promise<string> {
+  upstream.enqueue({ kind: 'text', text: 'a pixel' });
+  const first = await postChat(t, withFile('data:image/png;base64,iVBORw0KGgo=', 'image/png'));
+  expect(first.statusCode, first.body).toBe(200);
+  const chatId = first.json().chatId as string;
+  await t.app.persistence.idle();
+  const user = (await chatRows(t.db, chatId)).find((row) => row.role === 'user')!;
+  await t.db
+    .updateTable('messages')
+    .set({
+      parts: JSON.stringify([
+        { type: 'text', text: 'what is in this file?' },
+        { type: 'file', ...storedPart },
+      ]),
+    })
+    .where('id', '=', user.id)
+    .execute();
+  upstream.enqueue({ kind: 'text', text: 'still here' });
+  const next = await postChat(t, { agentId: 'agt_plain', chatId, messages: [userText('and now?')] });
+  expect(next.statusCode, next.body).toBe(200);
+  return JSON.stringify(upstream.lastRequest().body.messages);
+}
 
 async function sentFor(url: string, mediaType: string): Promise<string> {
   upstream.enqueue({ kind: 'text', text: 'ok' });
@@ -223,26 +232,7 @@ describe('an image or PDF part whose base64 data is not base64', () => {
   });
 
   it('a part stored before the rule is a note in later turns, not an empty image the provider refuses', async () => {
-    upstream.enqueue({ kind: 'text', text: 'a pixel' });
-    const first = await postChat(t, withFile('data:image/png;base64,iVBORw0KGgo=', 'image/png'));
-    expect(first.statusCode, first.body).toBe(200);
-    const chatId = first.json().chatId as string;
-    await t.app.persistence.idle();
-    const user = (await chatRows(t.db, chatId)).find((row) => row.role === 'user')!;
-    await t.db
-      .updateTable('messages')
-      .set({
-        parts: JSON.stringify([
-          { type: 'text', text: 'what is in this file?' },
-          { type: 'file', url: 'data:image/png;base64,!!!', mediaType: 'image/png' },
-        ]),
-      })
-      .where('id', '=', user.id)
-      .execute();
-    upstream.enqueue({ kind: 'text', text: 'still here' });
-    const next = await postChat(t, { agentId: 'agt_plain', chatId, messages: [userText('and now?')] });
-    expect(next.statusCode, next.body).toBe(200);
-    const sent = JSON.stringify(upstream.lastRequest().body.messages);
+    const sent = await nextTurnAfterStored({ url: 'data:image/png;base64,!!!', mediaType: 'image/png' });
     expect(sent).not.toContain('data:image/png;base64,"');
     expect(sent).toContain('unavailable=\\"its data: URL holds no image/png\\"');
   });
