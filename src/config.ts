@@ -249,6 +249,78 @@ function publicUrl(env: Env): string | undefined {
   return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
 
+/** RFC 9110 5.1: a field name is a token. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * The header a key may come in besides `Authorization: Bearer`, lower-case (as Node gives
+ * request headers). A name no request can carry, or `authorization` itself (whose raw value
+ * "Bearer KEY" would then be looked up as the key), used to start and refuse every such key.
+ */
+function apiKeyHeader(env: Env): string {
+  const name = (env.ATRIUM_API_KEY_HEADER ?? '').trim() || 'x-service-api-key';
+  if (!HEADER_NAME.test(name)) {
+    throw new ConfigError(
+      `ATRIUM_API_KEY_HEADER must be an HTTP header name (letters, digits and !#$%&'*+-.^_\`|~, such as x-service-api-key), got "${name}"`,
+    );
+  }
+  if (name.toLowerCase() === 'authorization') {
+    throw new ConfigError(
+      'ATRIUM_API_KEY_HEADER cannot be Authorization, which is always read for "Bearer KEY": unset it or name another header',
+    );
+  }
+  return name.toLowerCase();
+}
+
+/**
+ * The origins browser apps may call from (spec/chats.md), each as a browser sends it in
+ * `Origin` (the serialized origin: lower-case scheme and host, no default port, no path), so
+ * that `https://App.example.com:443/` matches `https://app.example.com`; or `['*']` alone.
+ * Compared as written, such an origin never matched; a path, a missing scheme or a pattern
+ * (`https://*.example.com`) never could, so they stop the start.
+ */
+function corsOrigins(env: Env): string[] {
+  const entries = (env.ATRIUM_CORS_ORIGINS ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  if (entries.includes('*')) {
+    if (entries.length > 1) {
+      throw new ConfigError(
+        'ATRIUM_CORS_ORIGINS must be * alone (any origin) or a list of origins, not both',
+      );
+    }
+    return ['*'];
+  }
+  return [...new Set(entries.map(corsOrigin))];
+}
+
+function corsOrigin(entry: string): string {
+  const trimmed = entry.replace(/\/+$/, '');
+  const url = URL.canParse(trimmed) ? new URL(trimmed) : undefined;
+  if (
+    !url ||
+    !url.host ||
+    trimmed.includes('*') ||
+    url.username ||
+    url.password ||
+    (url.pathname !== '' && url.pathname !== '/') ||
+    /[?#]/.test(trimmed)
+  ) {
+    // A password is not repeated.
+    const shown = entry.includes('@') ? 'a URL with credentials' : `"${entry}"`;
+    throw new ConfigError(
+      `ATRIUM_CORS_ORIGINS must be * or comma-separated origins (scheme://host[:port], such as https://app.example.com: no path, query or credentials), got ${shown}`,
+    );
+  }
+  // http(s): `origin` lower-cases the host, drops a default port and writes a domain name in
+  // punycode, as browsers do. Other schemes (capacitor://localhost, chrome-extension://…) keep
+  // their port; their host is compared without case as well.
+  return url.protocol === 'http:' || url.protocol === 'https:'
+    ? url.origin
+    : `${url.protocol}//${url.host.toLowerCase()}`;
+}
+
 function redisConfig(env: Env): Config['redis'] {
   const url = env.REDIS_URL;
   if (!url) return undefined;
@@ -350,7 +422,7 @@ export function loadSettings(env: Env = process.env): Settings {
     database,
     storage,
     publicUrl: publicUrl(env),
-    apiKeyHeader: (env.ATRIUM_API_KEY_HEADER || 'x-service-api-key').toLowerCase(),
+    apiKeyHeader: apiKeyHeader(env),
     providers: {
       openaiApiKey: env.OPENAI_API_KEY || undefined,
       anthropicApiKey: env.ANTHROPIC_API_KEY || undefined,
@@ -380,10 +452,7 @@ export function loadSettings(env: Env = process.env): Settings {
     chatBodyLimitBytes: 16 * 1024 * 1024,
     maxConcurrentReplies: integer(env, 'ATRIUM_MAX_CONCURRENT_REPLIES', DEFAULT_MAX_CONCURRENT_REPLIES, 1),
     mcpAllowPrivateNetwork: flag(env, 'ATRIUM_MCP_ALLOW_PRIVATE_NETWORK'),
-    corsOrigins: (env.ATRIUM_CORS_ORIGINS ?? '')
-      .split(',')
-      .map((origin) => origin.trim().replace(/\/+$/, ''))
-      .filter(Boolean),
+    corsOrigins: corsOrigins(env),
     indexing: {
       timeoutMs: milliseconds(env, 'ATRIUM_INDEX_TIMEOUT_MS', 60_000, 1),
       concurrency: integer(env, 'ATRIUM_INDEX_CONCURRENCY', 1, 1),

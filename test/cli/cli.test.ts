@@ -319,6 +319,30 @@ organizations:
         { ATRIUM_UPSTREAM_TIMEOUT_MS: '2147483647' },
         'ATRIUM_UPSTREAM_TIMEOUT_MS must be below 2147483647 (the idle timeout, by default 60 s longer, must be longer), got "2147483647"',
       ],
+      // Each started and never matched a browser's Origin (or, `*` among others, allowed any).
+      ...['app.example.com', 'https://app.example.com/app', 'https://*.example.com', 'null'].map(
+        (origin) =>
+          [
+            { ATRIUM_CORS_ORIGINS: `http://ok.example.com,${origin}` },
+            `ATRIUM_CORS_ORIGINS must be * or comma-separated origins (scheme://host[:port], such as https://app.example.com: no path, query or credentials), got "${origin}"`,
+          ] as const,
+      ),
+      [
+        { ATRIUM_CORS_ORIGINS: '*, https://app.example.com' },
+        'ATRIUM_CORS_ORIGINS must be * alone (any origin) or a list of origins, not both',
+      ],
+      // Started, and no request could carry it; `authorization` made every Bearer key invalid.
+      ...['x key', 'x-api-key:', 'clé'].map(
+        (name) =>
+          [
+            { ATRIUM_API_KEY_HEADER: name },
+            `ATRIUM_API_KEY_HEADER must be an HTTP header name (letters, digits and !#$%&'*+-.^_\`|~, such as x-service-api-key), got "${name}"`,
+          ] as const,
+      ),
+      [
+        { ATRIUM_API_KEY_HEADER: 'Authorization' },
+        'ATRIUM_API_KEY_HEADER cannot be Authorization, which is always read for "Bearer KEY": unset it or name another header',
+      ],
       // Signed URLs were made relative to it; a password in it is not repeated.
       ...['atrium.example.com', 'ftp://atrium.example.com', 'https://user:secret@atrium.example.com'].map(
         (url) =>
@@ -413,6 +437,12 @@ organizations:
     // Signed URLs are this and a path: a bare `?` or `#` kept would end them up after it.
     expect(publicUrl('https://example.test/?')).toBe('https://example.test');
     expect(publicUrl('https://example.test/#')).toBe('https://example.test');
+  });
+
+  it('takes ATRIUM_API_KEY_HEADER in any case and with spaces around it, as the lower-case name', () => {
+    expect(loadConfig({ ...process.env, ATRIUM_API_KEY_HEADER: ' X-Api-Key ' }).apiKeyHeader).toBe(
+      'x-api-key',
+    );
   });
 
   it('reads flags in any case: FALSE and False mean false, as they did for S3_FORCE_PATH_STYLE', () => {

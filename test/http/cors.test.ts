@@ -82,6 +82,45 @@ describe('CORS by ATRIUM_CORS_ORIGINS', () => {
     expect(put.headers['access-control-allow-origin']).toBe(ALLOWED);
   });
 
+  it('lets a browser app condition and read a signed download: Range and the If-* headers allowed, ETag, Content-Range, Content-Disposition exposed', async () => {
+    const files = filesApi(t.app);
+    const upload = await files.requestUpload({ filename: 'd.txt', contentType: 'text/plain', sizeBytes: 5 });
+    await t.app.inject({
+      method: 'PUT',
+      url: injectable(upload.json().data.uploadUrl),
+      headers: { 'content-type': 'text/plain' },
+      payload: 'hello',
+    });
+    await files.sync();
+    const file = (await files.list()).json().data.files.find((f: { name: string }) => f.name === 'd.txt');
+    const url = injectable((await files.download(file.id)).json().data.downloadUrl);
+    // A suffix range (`bytes=-2`) is not a CORS-safelisted Range, and no If-* header is: each
+    // makes the browser ask first. Before, the preflight allowed none of them.
+    const conditional = [
+      'range',
+      'if-range',
+      'if-match',
+      'if-none-match',
+      'if-modified-since',
+      'if-unmodified-since',
+    ];
+    const ok = await preflight(url, ALLOWED, 'GET', conditional.join(','));
+    expect(ok.headers['access-control-allow-origin']).toBe(ALLOWED);
+    const allowed = String(ok.headers['access-control-allow-headers'])
+      .split(',')
+      .map((name) => name.trim());
+    expect(conditional.filter((name) => !allowed.includes(name))).toEqual([]);
+    const part = await t.app.inject({ method: 'GET', url, headers: { origin: ALLOWED, range: 'bytes=-2' } });
+    expect(part.statusCode).toBe(206);
+    expect(part.headers['content-range']).toBe('bytes 3-4/5');
+    // Not CORS-safelisted response headers: unreadable by the page unless exposed.
+    const exposed = String(part.headers['access-control-expose-headers'])
+      .split(',')
+      .map((name) => name.trim());
+    const read = ['etag', 'content-range', 'content-disposition', 'accept-ranges'];
+    expect(read.filter((name) => !exposed.includes(name))).toEqual([]);
+  });
+
   it('keeps 404 and 405 error bodies for plain requests', async () => {
     expect(
       (
@@ -125,6 +164,31 @@ describe('CORS by ATRIUM_CORS_ORIGINS', () => {
       .map((name) => name.trim().toLowerCase());
     // Before, `chat.completions.stream()`, `runTools()` and `parse()` failed their preflight.
     expect([...sent].filter((name) => !allowed.includes(name))).toEqual([]);
+  });
+});
+
+describe('origins in ATRIUM_CORS_ORIGINS', () => {
+  it('match what a browser sends in Origin whatever their case, default port or trailing slash', async () => {
+    // A browser sends the serialized origin: lower-case scheme and host, no default port, no
+    // path. Before, an origin written otherwise was compared as written and never matched.
+    const app = await createTestApp({
+      setup: TENANCY_SETUP,
+      env: {
+        ATRIUM_CORS_ORIGINS: 'https://App.Example.test:443/,http://LOCALHOST:5173,capacitor://LocalHost',
+      },
+    });
+    try {
+      for (const origin of ['https://app.example.test', 'http://localhost:5173', 'capacitor://localhost']) {
+        const res = await app.app.inject({
+          method: 'OPTIONS',
+          url: '/v1/chats',
+          headers: { origin, 'access-control-request-method': 'GET' },
+        });
+        expect(res.headers['access-control-allow-origin'], origin).toBe(origin);
+      }
+    } finally {
+      await app.close();
+    }
   });
 });
 

@@ -2,7 +2,10 @@ import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 
-/** Response headers a browser app may read: the chat id, the request id, and the limits. */
+/**
+ * Response headers a browser app may read: the chat id, the request id, the limits, and what a
+ * signed download answers with (docs/files.md) that is not CORS-safelisted.
+ */
 const EXPOSED_HEADERS = [
   'x-chat-id',
   'x-request-id',
@@ -19,6 +22,24 @@ const EXPOSED_HEADERS = [
   'x-atrium-chat-id',
   'x-atrium-chat-persisted',
   'x-should-retry',
+  'etag',
+  'content-range',
+  'content-disposition',
+  'accept-ranges',
+];
+
+/**
+ * The conditional and range headers a signed download honours (docs/files.md). None is
+ * CORS-safelisted (a `Range` only when it is one `bytes=a-` or `bytes=a-b`): set by a page, each
+ * makes the browser ask first.
+ */
+const DOWNLOAD_HEADERS = [
+  'range',
+  'if-range',
+  'if-match',
+  'if-none-match',
+  'if-modified-since',
+  'if-unmodified-since',
 ];
 
 /**
@@ -69,6 +90,7 @@ export async function registerCors(
       'x-atrium-chat-id',
       'x-atrium-conversation-key',
       ...OPENAI_SDK_HEADERS,
+      ...DOWNLOAD_HEADERS,
     ],
     exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600,
