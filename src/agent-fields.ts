@@ -106,3 +106,37 @@ export function duplicateToolNames(
   });
   return problems;
 }
+
+export const TOOL_HEADER_NAME_RULE =
+  "is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)";
+export const TOOL_HEADER_VALUE_RULE =
+  'holds a character an HTTP header value cannot carry (a line break, NUL or other control character, or one past U+00FF)';
+export const TOOL_HEADER_FRAMING_RULE =
+  'is set by the HTTP connection itself (Content-Length, Transfer-Encoding, Keep-Alive, Upgrade, Expect, a Connection other than close or keep-alive)';
+
+/** RFC 9110's `token`: what a header name is made of. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Leading and trailing whitespace, which fetch drops from a value before it checks it. */
+const SURROUNDING_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
+/** A value's characters as Node's fetch (undici) sends them: tab, visible ASCII and space, Latin-1. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** Headers of the connection's own framing, which Node's fetch refuses to take from a caller. */
+const FRAMING_HEADERS = new Set(['content-length', 'transfer-encoding', 'keep-alive', 'upgrade', 'expect']);
+
+/**
+ * Why the header `name: value` cannot be sent to an MCP tool's server, or null when it can: a
+ * name that is no HTTP token, a value with a character HTTP cannot carry (a line break in a pasted
+ * token, a character past U+00FF), or a header of the connection's framing. Node's fetch refuses
+ * each before sending anything, so such a server could never be called. The value is a secret:
+ * no message quotes it.
+ */
+export function toolHeaderProblem(name: string, value: string): string | null {
+  if (!HEADER_NAME.test(name)) return TOOL_HEADER_NAME_RULE;
+  const sent = value.replace(SURROUNDING_WHITESPACE, '');
+  if (!HEADER_VALUE.test(sent)) return TOOL_HEADER_VALUE_RULE;
+  const lower = name.toLowerCase();
+  const framing =
+    FRAMING_HEADERS.has(lower) ||
+    (lower === 'connection' && !['close', 'keep-alive'].includes(sent.toLowerCase()));
+  return framing ? TOOL_HEADER_FRAMING_RULE : null;
+}

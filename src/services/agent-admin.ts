@@ -4,6 +4,7 @@ import {
   hasMaskedPart,
   MASKED_HEADER_VALUE,
   queryPairs,
+  toolHeaderProblem,
   toolUrlProblem,
 } from '../agent-fields.js';
 import type { Db } from '../db/database.js';
@@ -203,6 +204,18 @@ function checkToolAddresses(deps: AgentAdminDeps, tools: McpTool[] | null | unde
   });
 }
 
+/** A header HTTP cannot send is refused (400): its server could never be called (toolHeaderProblem). */
+function checkToolHeaders(tools: McpTool[] | null | undefined): void {
+  tools?.forEach((tool, t) => {
+    for (const [name, value] of Object.entries(tool.headers ?? {})) {
+      const problem = toolHeaderProblem(name, value);
+      if (!problem) continue;
+      const path = `body.tools.${t}.headers.${name}`;
+      throw errors.badRequest(`${path} ${problem}`, [{ path, message: problem }]);
+    }
+  });
+}
+
 /**
  * A tool sent back with its url as read (maskedToolUrl) keeps the stored url of the tool of that
  * name, so a read-modify-write does not overwrite the secret with the mask. A masked url that is
@@ -272,6 +285,7 @@ export async function createAgent(
   requireManager(access);
   checkAgentFields(input);
   checkToolAddresses(deps, input.tools);
+  checkToolHeaders(input.tools);
   // Nothing is stored yet: a url or header value as read (masked) is refused.
   const tools = input.tools && mergeToolHeaders(keepStoredToolUrls(input.tools, []), []);
   const id = newId('agt');
@@ -346,6 +360,7 @@ export async function patchAgent(
   }
   if (patch.tools !== undefined) {
     checkToolAddresses(deps, patch.tools);
+    checkToolHeaders(patch.tools);
     const stored = storedTools(row);
     // Urls first: the headers' merge compares the stored url with the one sent, un-masked.
     changes.tools = JSON.stringify(

@@ -6,6 +6,7 @@ import {
   duplicateToolNames,
   hasMaskedPart,
   MASKED_HEADER_VALUE,
+  toolHeaderProblem,
   toolUrlProblem,
 } from '../agent-fields.js';
 
@@ -569,12 +570,11 @@ function referenceProblems(setup: Readable<SetupFile>, refused = new Set<string>
               problems.push({ path: `${agentPath}.tools[${t}].url`, message: MASKED_CREDENTIAL });
             }
             for (const [name, value] of Object.entries(tool.headers ?? {})) {
-              if (value === MASKED_HEADER_VALUE) {
-                problems.push({
-                  path: `${agentPath}.tools[${t}].headers.${name}`,
-                  message: MASKED_CREDENTIAL,
-                });
-              }
+              const path = `${agentPath}.tools[${t}].headers.${name}`;
+              // A value of another type is a shape problem, reported on its own.
+              const headerProblem = typeof value === 'string' ? toolHeaderProblem(name, value) : null;
+              if (headerProblem) problems.push({ path, message: headerProblem });
+              else if (value === MASKED_HEADER_VALUE) problems.push({ path, message: MASKED_CREDENTIAL });
             }
           });
           problems.push(...duplicateToolNames(agent.tools, (t) => `${agentPath}.tools[${t}]`));

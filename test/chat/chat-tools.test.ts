@@ -189,6 +189,35 @@ describe('MCP tools', () => {
     }
   });
 
+  it('calls no server of a stored header HTTP cannot send: a warning naming the header (never its value), not "unreachable"', async () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ authorization: 'Bearer secret-1\nsecret-2' }, 'authorization'],
+      [{ authorization: 'Bearer s\u20acret' }, 'authorization'],
+      [{ 'x api key': 'secret' }, 'x api key'],
+      [{ 'transfer-encoding': 'chunked' }, 'transfer-encoding'],
+    ];
+    for (const [headers, name] of cases) {
+      mcp.authorizations.length = 0;
+      await setTools([{ name: 'live', url: mcp.url, headers }]);
+      const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('hi')] });
+      expect(res.statusCode).toBe(200);
+      // Before: mcp_unreachable, "MCP server is unreachable", for a server nobody tried to reach.
+      expect(res.json().warnings, JSON.stringify(headers)).toEqual([
+        {
+          tool: 'live',
+          code: 'mcp_invalid_header',
+          message: expect.stringContaining(`MCP server not called: its header "${name}" `),
+        },
+      ]);
+      expect(res.body).not.toContain('secret');
+      expect(mcp.authorizations).toEqual([]);
+    }
+    // A header fetch sends as it is (a value with surrounding whitespace, Latin-1) connects.
+    await setTools([{ name: 'live', url: mcp.url, headers: { authorization: ' Bearer caf\u00e9\n' } }]);
+    const res = await post('/v1/chat', { agentId: 'agt_tools', messages: [userText('hi')] });
+    expect(res.json().warnings).toBeUndefined();
+  });
+
   it('skips only the tools whose inputSchema is not an object schema, with a warning naming each', async () => {
     const lookup = { name: 'lookup', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } };
     const raw = await startRawMcpServer({

@@ -211,6 +211,55 @@ describe(`POST /v1/workspace/{id}/agents (${engineName})`, () => {
     );
   });
 
+  it('answers 400 for an MCP header HTTP cannot send (it was stored, and the server reported unreachable), never quoting its value', async () => {
+    const NAME = "is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)";
+    const VALUE =
+      'holds a character an HTTP header value cannot carry (a line break, NUL or other control character, or one past U+00FF)';
+    const FRAMING =
+      'is set by the HTTP connection itself (Content-Length, Transfer-Encoding, Keep-Alive, Upgrade, Expect, a Connection other than close or keep-alive)';
+    const cases: Array<[Record<string, string>, string, string]> = [
+      [{ 'x api key': 'v' }, 'x api key', NAME],
+      [{ '': 'v' }, '', NAME],
+      [{ authorization: 'Bearer secret-1\nsecret-2' }, 'authorization', VALUE],
+      [{ authorization: 'Bearer s\u20acret' }, 'authorization', VALUE],
+      [{ 'x-key': 'a\u0001b' }, 'x-key', VALUE],
+      [{ 'Content-Length': '5' }, 'Content-Length', FRAMING],
+      [{ 'transfer-encoding': 'chunked' }, 'transfer-encoding', FRAMING],
+      [{ connection: 'upgrade' }, 'connection', FRAMING],
+    ];
+    const created = await createAgent({ title: 'Headers' });
+    expect(created.statusCode).toBe(201);
+    for (const [headers, name, message] of cases) {
+      const tools = [{ type: 'mcp', name: 'a', url: 'https://mcp.example.test/', headers }];
+      for (const res of [
+        await createAgent({ title: 'Headers 2', tools }),
+        await call('PATCH', `/v1/agents/${created.json().data.agent.id}`, MKEYS.owner, { tools }),
+      ]) {
+        expect(res.statusCode, JSON.stringify(headers)).toBe(400);
+        expect(res.json().details.issues, JSON.stringify(headers)).toEqual([
+          { path: `body.tools.0.headers.${name}`, message },
+        ]);
+        expect(res.body).not.toContain('secret');
+      }
+    }
+    // What fetch sends as it is: Latin-1, tabs, surrounding whitespace (trimmed), an empty value,
+    // any token as a name, Connection: close, Host.
+    const sendable = {
+      authorization: 'Bearer caf\u00e9',
+      'x-tabbed': 'a\tb',
+      'x-trailing-newline': 'token\n',
+      'x-empty': '',
+      "x-!#$%&'*+-.^_`|~": 'v',
+      connection: 'close',
+      host: 'mcp.example.test',
+    };
+    const ok = await createAgent({
+      title: 'Headers 3',
+      tools: [{ type: 'mcp', name: 'a', url: 'https://mcp.example.test/', headers: sendable }],
+    });
+    expect(ok.statusCode, ok.body).toBe(201);
+  });
+
   it('names the type a tool takes for a type of another kind, as the setup file does, on create and patch', async () => {
     // The API stops at a body's first problem, AJV's "must be string" for `type: 5`; the setup
     // file, which sees every problem, says `must be "mcp"` (test/setup/union-messages.test.ts).

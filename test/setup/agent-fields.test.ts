@@ -70,6 +70,32 @@ describe('agent fields of the setup file', () => {
     }
   });
 
+  it('refuses a tool header HTTP cannot send, as the agents API does, never quoting its value', () => {
+    const tool = (headers: string) =>
+      `tools: [{ type: mcp, name: crm, url: "https://mcp.test/", headers: { ${headers} } }]`;
+    expect(agentProblems(tool('authorization: "Bearer caf\\u00e9", connection: close, x-empty: ""'))).toEqual(
+      [],
+    );
+    const problem = (name: string, message: string) => [
+      { path: `${AGENT_PATH}.tools[0].headers.${name}`, message },
+    ];
+    expect(agentProblems(tool('"x api key": v'))).toEqual(
+      problem('x api key', "is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)"),
+    );
+    expect(agentProblems(tool('authorization: "Bearer secret-1\\nsecret-2"'))).toEqual(
+      problem(
+        'authorization',
+        'holds a character an HTTP header value cannot carry (a line break, NUL or other control character, or one past U+00FF)',
+      ),
+    );
+    expect(agentProblems(tool('transfer-encoding: chunked'))).toEqual(
+      problem(
+        'transfer-encoding',
+        'is set by the HTTP connection itself (Content-Length, Transfer-Encoding, Keep-Alive, Upgrade, Expect, a Connection other than close or keep-alive)',
+      ),
+    );
+  });
+
   it('refuses a tool url whose user name holds a colon, as the agents API does', () => {
     const tool = (url: string) => `tools: [{ type: mcp, name: crm, url: "${url}" }]`;
     // A colon in the password is sent as it is: Basic authentication splits at the first one only.

@@ -37,7 +37,8 @@ function mcpTool(url: TString) {
       headers: Type.Optional(
         Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 8000 }), {
           maxProperties: 20,
-          description: 'Sent to the MCP server; values are shown as "***" when read',
+          description:
+            'Sent to the MCP server; values are shown as "***" when read. A header HTTP cannot send is a 400 at `body.tools.N.headers.<name>`: a name that is no HTTP token, a value holding a line break, NUL or other control character or a character past U+00FF, or a header of the connection itself (Content-Length, Transfer-Encoding, Keep-Alive, Upgrade, Expect, a Connection other than close or keep-alive)',
         }),
       ),
     },

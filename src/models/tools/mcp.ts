@@ -12,7 +12,7 @@ import {
 import { withCutResults } from './mcp-output.js';
 import type { ToolWarning } from './warnings.js';
 import { networkErrorCode } from '../../network-errors.js';
-import { percentDecoded } from '../../agent-fields.js';
+import { percentDecoded, toolHeaderProblem } from '../../agent-fields.js';
 
 export interface McpToolSpec {
   type: 'mcp';
@@ -194,7 +194,35 @@ class SetupStopped extends Error {}
 /** A server the agent may not reach (mcp-address.ts): refused before any request. */
 class NotPublic extends Error {}
 
+/**
+ * A header of the server's settings that HTTP cannot carry (toolHeaderProblem), stored before the
+ * agents API and the setup file refused it: fetch would refuse the request before sending it.
+ */
+class UnsendableHeader extends Error {
+  constructor(
+    readonly header: string,
+    readonly problem: string,
+  ) {
+    super('unsendable MCP header');
+  }
+}
+
+/** The first header of the server's settings that HTTP cannot carry; its value is never named. */
+function checkHeaders(spec: McpToolSpec): void {
+  for (const [name, value] of Object.entries(spec.headers ?? {})) {
+    const problem = typeof value === 'string' ? toolHeaderProblem(name, value) : null;
+    if (problem) throw new UnsendableHeader(name, problem);
+  }
+}
+
 function describeFailure(spec: McpToolSpec, error: unknown, timeoutMs: number): ToolWarning {
+  if (error instanceof UnsendableHeader) {
+    return {
+      tool: spec.name,
+      code: 'mcp_invalid_header',
+      message: `MCP server not called: its header "${error.header}" ${error.problem}`,
+    };
+  }
   if (error instanceof NotPublic || networkErrorCode(error) === 'EADDRNOTPUBLIC') {
     return {
       tool: spec.name,
@@ -292,6 +320,7 @@ async function connectOne(
   const { connectTimeoutMs: timeoutMs, reach = 'any', signal } = options;
   if (signal?.aborted) throw new SetupStopped();
   if (reach === 'public' && privateAddressProblem(spec.url)) throw new NotPublic();
+  checkHeaders(spec);
   const fetch = reach === 'public' ? publicOnlyFetch : globalThis.fetch;
   const session = sessionEnding(mcpTransportFetch(timeoutMs, fetch), {
     ms: options.lateInitializeMs ?? options.calls.timeoutMs,
