@@ -52,7 +52,13 @@ export class ReplyUsage {
   /** A new call, noted unless it was cut short before it began: then nothing was sent. */
   private runningCall(params: LanguageModelV3CallOptions): RunningCall | undefined {
     if (params.abortSignal?.aborted) return undefined;
-    return { prompt: params.prompt, abortSignal: params.abortSignal, reported: undefined, produced: false };
+    return {
+      prompt: params.prompt,
+      abortSignal: params.abortSignal,
+      reported: undefined,
+      produced: false,
+      reasoningCharacters: 0,
+    };
   }
 
   private async calling<T>(
@@ -98,32 +104,33 @@ export class ReplyUsage {
 
   /**
    * A UI chunk streamed to the client, in the stream's order: the output of the step under way,
-   * which a step's end (`finish-step`) clears.
+   * which a step's end (`finish-step`) clears. Reasoning is never sent to the client: the model
+   * stream's reasoning is counted where it is read (noteReportedUsage).
    */
   streamed(chunk: { type: string; delta?: string; inputTextDelta?: string }): void {
-    if (chunk.type === 'text-delta' || chunk.type === 'reasoning-delta') {
-      this.streamedCharacters += chunk.delta?.length ?? 0;
-    } else if (chunk.type === 'tool-input-delta')
-      this.streamedCharacters += chunk.inputTextDelta?.length ?? 0;
+    if (chunk.type === 'text-delta') this.streamedCharacters += chunk.delta?.length ?? 0;
+    else if (chunk.type === 'tool-input-delta') this.streamedCharacters += chunk.inputTextDelta?.length ?? 0;
     else if (chunk.type === 'finish-step') this.streamedCharacters = 0;
   }
 
   /**
    * The reply's usage so far: the finished steps', and the estimate of the one that did not
-   * finish, when Atrium cut it short or the provider failed it after some output.
+   * finish, when Atrium cut it short or the provider failed it after some output: the text and
+   * tool-call input streamed to the client, and the reasoning the provider streamed (which the
+   * client is never sent, but the provider bills as output).
    */
   total(): TokenUsage {
     const running = this.running;
     const cutShort = running?.abortSignal?.aborted === true;
-    if (!running || (!cutShort && this.streamedCharacters === 0)) return { ...this.finished };
+    const output = this.streamedCharacters + (running?.reasoningCharacters ?? 0);
+    if (!running || (!cutShort && output === 0)) return { ...this.finished };
     // A step whose model stream ended with its usage, cut short later (while its tools ran).
     const reported = running.reported;
     return {
       inputTokens:
         this.finished.inputTokens +
         (reported?.inputTokens ?? estimatePromptTokens({ system: undefined, messages: running.prompt })),
-      outputTokens:
-        this.finished.outputTokens + (reported?.outputTokens ?? estimateTokens(this.streamedCharacters)),
+      outputTokens: this.finished.outputTokens + (reported?.outputTokens ?? estimateTokens(output)),
     };
   }
 }
@@ -138,6 +145,8 @@ interface RunningCall {
    * streamed to the client) or a tool call. What comes after the error is not counted.
    */
   produced: boolean;
+  /** The reasoning the provider's stream had sent before its first `error` part, in characters. */
+  reasoningCharacters: number;
 }
 
 /**
@@ -160,7 +169,10 @@ function noteReportedUsage(
         return;
       }
       if (part.type === 'error') failed = true;
-      else if (!failed && !running.produced) running.produced = isOutput(part);
+      else if (!failed) {
+        if (!running.produced) running.produced = isOutput(part);
+        if (part.type === 'reasoning-delta') running.reasoningCharacters += part.delta.length;
+      }
       if (part.type === 'finish') {
         running.reported = {
           inputTokens: part.usage.inputTokens.total,

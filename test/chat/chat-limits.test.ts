@@ -172,6 +172,47 @@ describe('workspace usage limit (402 usage_limit_exceeded)', () => {
     },
   );
 
+  it('charges a streamed reply its provider failed after reasoning for that reasoning, so the limit still holds', async () => {
+    // A reasoning model's thinking (never sent to the client), then the provider's error: 400
+    // characters of reasoning, about 100 output tokens at four characters a token.
+    const reasoning = 'step '.repeat(80);
+    upstream.enqueue({
+      kind: 'inserted',
+      text: '',
+      afterPieces: 0,
+      reasoning,
+      event: `data: ${JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } })}\n\n`,
+    });
+    const first = await post('/v1/chat', CHAT_KEYS.limited, {
+      agentId: 'agt_limited',
+      stream: true,
+      messages: [userText('think')],
+    });
+    expect(first.statusCode).toBe(200);
+    const told = JSON.parse(
+      first.body
+        .split('\n')
+        .find((line) => line.includes('"type":"finish"'))!
+        .slice(6),
+    ).messageMetadata;
+    expect(told).toMatchObject({ finishReason: 'error', usage: { outputTokens: reasoning.length / 4 } });
+    const ledger = await t.db
+      .selectFrom('usage_ledger')
+      .selectAll()
+      .where('workspace_id', '=', 'wsp_limited')
+      .executeTakeFirstOrThrow();
+    expect([Number(ledger.input_tokens), Number(ledger.output_tokens)]).toEqual([
+      told.usage.inputTokens,
+      reasoning.length / 4,
+    ]);
+    expect(ledger.cost_usd).toBeCloseTo((told.usage.inputTokens + (2 * reasoning.length) / 4) / 1e6, 12);
+    upstream.requests.length = 0;
+    await expectRefusedWithNothingStored(
+      () => post('/v1/chat', CHAT_KEYS.limited, { agentId: 'agt_limited', messages: [userText('again')] }),
+      'usage_limit_exceeded',
+    );
+  });
+
   it('checks limits after the body: a bad body is still a 400', async () => {
     await t.db.updateTable('workspaces').set({ monthly_tokens: 0 }).where('id', '=', 'wsp_limited').execute();
     const res = await post('/v1/chat', CHAT_KEYS.limited, { agentId: 'agt_limited', messages: [] });

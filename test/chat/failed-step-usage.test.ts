@@ -77,11 +77,45 @@ describe.each([
     expect(usage.outputTokens).toBe(Math.ceil('partial'.length / 4));
   });
 
-  it('is charged its prompt when the error comes after reasoning (never streamed)', async () => {
+  it('is charged its prompt and its reasoning when the error comes after reasoning (never streamed)', async () => {
     const usage = await chargedAfter([
       { type: 'reasoning-start', id: 'r' },
       { type: 'reasoning-delta', id: 'r', delta: 'thinking it over' },
     ]);
     expect(usage.inputTokens).toBeGreaterThan(0);
+    expect(usage.outputTokens).toBe(Math.ceil('thinking it over'.length / 4));
+  });
+});
+
+describe.each([
+  ['the model stream', undefined],
+  ['streamText', 'sdk' as const],
+])('a step stopped after its reasoning, through %s', (_name, pipeline) => {
+  it('is charged the reasoning the provider streamed (never sent to the client) and the text sent', async () => {
+    const reasoning = 'let me think this through with care '.repeat(10);
+    const parts: LanguageModelV3StreamPart[] = [
+      { type: 'reasoning-start', id: 'r' },
+      { type: 'reasoning-delta', id: 'r', delta: reasoning },
+      { type: 'reasoning-end', id: 'r' },
+      { type: 'text-start', id: 't' },
+    ];
+    for (let i = 0; i < 20; i++) parts.push({ type: 'text-delta', id: 't', delta: `w${i} ` });
+    parts.push({ type: 'text-end', id: 't' }, finish);
+    const { chunks, stored } = await replyOf(
+      model(parts),
+      {},
+      {
+        ...(pipeline ? { pipeline } : {}),
+        stopAfterChunks: 5,
+      },
+    );
+    expect(stored).toMatchObject({ ok: true, finishReason: 'stopped' });
+    const sent = chunks
+      .filter((chunk) => chunk.type === 'text-delta')
+      .map((chunk) => (chunk as { delta: string }).delta)
+      .join('');
+    expect(sent.length).toBeGreaterThan(0);
+    const { usage } = stored as Extract<typeof stored, { ok: true }>;
+    expect(usage.outputTokens).toBe(Math.ceil((reasoning.length + sent.length) / 4));
   });
 });

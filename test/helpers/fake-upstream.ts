@@ -57,9 +57,17 @@ export type ReplyScript =
   /**
    * Streams `afterPieces` pieces of `text`, then the event-stream text `event` as it is (an
    * error event, a line that is no JSON), then, with `thenFinish`, the rest of `text`, its
-   * finish and usage (after `release()` when it is `'held'`); `[DONE]` either way.
+   * finish and usage (after `release()` when it is `'held'`); `[DONE]` either way. With
+   * `reasoning`, its words come first, as `reasoning_content` (a reasoning model's thinking).
    */
-  | { kind: 'inserted'; text: string; afterPieces: number; event: string; thenFinish?: boolean | 'held' };
+  | {
+      kind: 'inserted';
+      text: string;
+      afterPieces: number;
+      event: string;
+      thenFinish?: boolean | 'held';
+      reasoning?: string;
+    };
 
 export interface FakeUpstream {
   /** `http://127.0.0.1:PORT/v1`, the baseURL a provider points at. */
@@ -312,6 +320,17 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         );
       }
     };
+    if (script.kind === 'inserted' && script.reasoning) {
+      for (const [i, piece] of words(script.reasoning).entries()) {
+        res.write(
+          chunk(
+            id,
+            model,
+            i === 0 ? { role: 'assistant', reasoning_content: piece } : { reasoning_content: piece },
+          ),
+        );
+      }
+    }
     const paced = script.kind === 'text' && script.intervalMs !== undefined;
     if (!paced) writePieces(0, limit);
     if (script.kind === 'disconnect') {
