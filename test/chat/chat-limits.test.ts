@@ -22,6 +22,14 @@ function post(url: string, key: string, payload: Record<string, unknown>) {
   return t.app.inject({ method: 'POST', url, headers: { 'x-service-api-key': key }, payload });
 }
 
+/** The limited workspace's row of the month's usage ledger. */
+const limitedLedger = () =>
+  t.db
+    .selectFrom('usage_ledger')
+    .selectAll()
+    .where('workspace_id', '=', 'wsp_limited')
+    .executeTakeFirstOrThrow();
+
 async function expectRefusedWithNothingStored(
   request: () => Promise<{ statusCode: number; json(): { code: string; details: Record<string, unknown> } }>,
   code: string,
@@ -155,11 +163,7 @@ describe('workspace usage limit (402 usage_limit_exceeded)', () => {
           ).messageMetadata.usage
         : first.json().usage;
       expect(told).toMatchObject({ inputTokens: reply.input_tokens, outputTokens: reply.output_tokens });
-      const ledger = await t.db
-        .selectFrom('usage_ledger')
-        .selectAll()
-        .where('workspace_id', '=', 'wsp_limited')
-        .executeTakeFirstOrThrow();
+      const ledger = await limitedLedger();
       expect([Number(ledger.input_tokens), Number(ledger.output_tokens)]).toEqual([
         reply.input_tokens,
         reply.output_tokens,
@@ -196,11 +200,7 @@ describe('workspace usage limit (402 usage_limit_exceeded)', () => {
         .slice(6),
     ).messageMetadata;
     expect(told).toMatchObject({ finishReason: 'error', usage: { outputTokens: reasoning.length / 4 } });
-    const ledger = await t.db
-      .selectFrom('usage_ledger')
-      .selectAll()
-      .where('workspace_id', '=', 'wsp_limited')
-      .executeTakeFirstOrThrow();
+    const ledger = await limitedLedger();
     expect([Number(ledger.input_tokens), Number(ledger.output_tokens)]).toEqual([
       told.usage.inputTokens,
       reasoning.length / 4,
