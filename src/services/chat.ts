@@ -234,11 +234,10 @@ export async function startConversation(
   // before it would be replaced). The client stops the reply first.
   // An edit likewise: the running reply would be stored after the edited message, as its answer.
   const rewrites = request.trigger === 'regenerate-message' || request.editMessageId !== undefined;
+  const doing = request.trigger === 'regenerate-message' ? 'regenerating' : 'editing a message';
+  const rewriteRefusal = `A reply is being generated in this chat: stop it before ${doing}`;
   if (rewrites && chat && (await deps.replies.runningMessageId(chat.id))) {
-    const doing = request.trigger === 'regenerate-message' ? 'regenerating' : 'editing a message';
-    throw errors.conflict(`A reply is being generated in this chat: stop it before ${doing}`, {
-      chatId: chat.id,
-    });
+    throw errors.conflict(rewriteRefusal, { chatId: chat.id });
   }
   let prepared = await prepareConversation(deps.db, workspace, chat, request, incoming);
   const storing = request.store !== false && prepared.storable;
@@ -276,10 +275,16 @@ export async function startConversation(
   // named chat one request at a time: a reply still running is not stored yet, so a request
   // beside it (a retry of one still running) would be reconciled against a history without it,
   // and the same turn answered and stored twice (docs/openai.md, "A client that leaves").
+  // A regenerate or an edit likewise claims the chat (the look above is only the early answer):
+  // two of them sent to two processes at once both found no reply running, and each stored its
+  // answer to the same turn, side by side.
+  const resumable = request.resumable === true;
   const ticket =
     storing && chat && request.reconcileHistory
-      ? await deps.replies.admitAlone(chatId, messageId, stopReply)
-      : deps.replies.admit(chatId, messageId, stopReply, { resumable: request.resumable === true });
+      ? await deps.replies.admitAlone(chatId, messageId, stopReply, { resumable })
+      : storing && chat && rewrites
+        ? await deps.replies.admitAlone(chatId, messageId, stopReply, { resumable, refusal: rewriteRefusal })
+        : deps.replies.admit(chatId, messageId, stopReply, { resumable });
   // The limits once more, now counting what requests in flight have reserved, and this
   // request's own reservation until its usage is stored. Before the user's turn is stored: a
   // request refused here (402) stores nothing, like every other refusal.
@@ -341,7 +346,10 @@ export async function startConversation(
     callOptions = offer.options;
     // Connecting MCP servers may take seconds: a turn stored on this chat meanwhile (another
     // request's, replied to already) is history this reply must see, not the snapshot above.
-    if (chat && !request.modelMessages && mcpSpecsOf(agent).length > 0) {
+    // A regenerate or an edit, too: one sent beside it (to another process) may have stored its
+    // reply between the read above and this turn's claim of the chat, and replacing what was read
+    // then would leave both answers side by side.
+    if (chat && !request.modelMessages && (rewrites || mcpSpecsOf(agent).length > 0)) {
       const fresh = await prepareConversation(deps.db, workspace, chat, request, incoming);
       if (fresh.storable === prepared.storable && !sameIds(fresh.conversation, prepared.conversation)) {
         prepared = fresh;

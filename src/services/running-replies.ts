@@ -410,12 +410,19 @@ export class RunningReplies {
    * `admit`, refused with 409 `conflict` while a reply of the chat runs here or (as Redis tells)
    * in another process: for a door that must never answer one turn of a chat twice. The chat's
    * marker is claimed, not looked at and then set: of two requests reaching two processes at
-   * once, one gets it (docs/openai.md, "A client that leaves").
+   * once, one gets it (docs/openai.md, "A client that leaves"). Also a regenerate's or an
+   * edit's (docs/chat.md, "Regenerate"), with its own `refusal` message: two of one chat sent to
+   * two processes at once both passed the look at the marker before either set it, and the turn
+   * was answered twice.
    */
   async admitAlone(
     chatId: string,
     messageId: string,
     stop: (reason: StopReason) => void,
+    {
+      resumable = false,
+      refusal = 'A reply is being generated in this chat: wait for it, or stop it, before sending again',
+    }: { resumable?: boolean; refusal?: string } = {},
   ): Promise<ReplyTicket> {
     // With Redis down, only the replies running here are known.
     const claimed = !this.local.has(chatId) && (await this.claimChat(chatId, messageId).catch(() => true));
@@ -423,13 +430,9 @@ export class RunningReplies {
       // Looked at again once the claim is done, in the same turn as the admission: with Redis
       // down, two requests of this process cannot both get through.
       if (!claimed || this.local.has(chatId)) {
-        throw new ApiError(
-          'conflict',
-          'A reply is being generated in this chat: wait for it, or stop it, before sending again',
-          { chatId },
-        );
+        throw new ApiError('conflict', refusal, { chatId });
       }
-      return this.admit(chatId, messageId, stop);
+      return this.admit(chatId, messageId, stop, { resumable });
     } catch (error) {
       // Not admitted (here already, or 503): a marker claimed for it would name no reply, and
       // refuse the chat's requests until it expired.

@@ -152,6 +152,49 @@ describe(`stop and resume across two atrium serve processes with REDIS_URL (${en
     const after = await fetch(`${b!.url}/v1/chat/${chatId}/stream`, { headers: key });
     expect(after.status).toBe(204);
   });
+
+  it('two regenerates of one chat sent to two processes at once leave one answer, never two side by side', async () => {
+    const [a, b] = cluster.servers;
+    // Several rounds: the two used to race past the running-reply check, each on its own process,
+    // and each replaced the answer both had read.
+    for (let round = 0; round < 4; round++) {
+      const first = await fetch(`${a!.url}/v1/chat`, {
+        method: 'POST',
+        headers: { ...key, 'content-type': 'application/json' },
+        body: JSON.stringify({ agentId: 'agt_plain', messages: [userText('one')] }),
+      });
+      const { chatId } = (await first.json()) as { chatId: string };
+      const listed = await fetch(`${a!.url}/v1/chats/${chatId}/messages`, { headers: key });
+      const stored = ((await listed.json()) as { data: { messages: unknown[] } }).data.messages;
+      const regenerate = (url: string) =>
+        fetch(`${url}/v1/chat`, {
+          method: 'POST',
+          headers: { ...key, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            agentId: 'agt_plain',
+            chatId,
+            trigger: 'regenerate-message',
+            messages: stored,
+          }),
+        });
+      const answers = await Promise.all([regenerate(a!.url), regenerate(b!.url)]);
+      const bodies = (await Promise.all(answers.map((answer) => answer.json()))) as Array<{ code?: string }>;
+      // Overlapping, the second is refused (a reply runs); one that came once the first had
+      // ended regenerates the first's answer.
+      answers.forEach((answer, i) => {
+        if (answer.status !== 200) {
+          expect(answer.status, JSON.stringify(bodies)).toBe(409);
+          expect(bodies[i]).toMatchObject({ code: 'conflict', details: { chatId } });
+        }
+      });
+      expect(answers.some((answer) => answer.status === 200)).toBe(true);
+      // One answer to the user's turn, not two side by side.
+      const after = await fetch(`${b!.url}/v1/chats/${chatId}/messages`, { headers: key });
+      const messages = ((await after.json()) as { data: { messages: Array<{ role: string }> } }).data
+        .messages;
+      expect(messages.map((message) => message.role)).toEqual(['user', 'assistant']);
+    }
+  });
 });
 
 /**
