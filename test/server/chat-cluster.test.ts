@@ -47,12 +47,22 @@ afterAll(async () => {
 const key = { 'x-service-api-key': CHAT_KEYS.main };
 const WORDS = 'alpha beta gamma delta epsilon zeta';
 
-async function startReply(url: string, id: string, afterPieces: number) {
-  upstream.enqueue({ kind: 'held', text: WORDS, afterPieces });
-  const response = await fetch(`${url}/v1/chat`, {
+/** A `/v1/chat` request with the test's key, to the process at `url`. */
+function postChat(url: string, body: Record<string, unknown>) {
+  return fetch(`${url}/v1/chat`, {
     method: 'POST',
     headers: { ...key, 'content-type': 'application/json' },
-    body: JSON.stringify({ agentId: 'agt_plain', stream: true, id, messages: [userText('go')] }),
+    body: JSON.stringify(body),
+  });
+}
+
+async function startReply(url: string, id: string, afterPieces: number) {
+  upstream.enqueue({ kind: 'held', text: WORDS, afterPieces });
+  const response = await postChat(url, {
+    agentId: 'agt_plain',
+    stream: true,
+    id,
+    messages: [userText('go')],
   });
   expect(response.status).toBe(200);
   const events = new EventReader(response);
@@ -62,10 +72,11 @@ async function startReply(url: string, id: string, afterPieces: number) {
 
 /** A streamed turn of `agt_tools` (its MCP server answering at once) on the chat `id`. */
 async function startTurn(url: string, id: string, text: string) {
-  const response = await fetch(`${url}/v1/chat`, {
-    method: 'POST',
-    headers: { ...key, 'content-type': 'application/json' },
-    body: JSON.stringify({ agentId: 'agt_tools', stream: true, id, messages: [userText(text)] }),
+  const response = await postChat(url, {
+    agentId: 'agt_tools',
+    stream: true,
+    id,
+    messages: [userText(text)],
   });
   expect(response.status).toBe(200);
   return response;
@@ -108,16 +119,12 @@ describe(`stop and resume across two atrium serve processes with REDIS_URL (${en
     expect(reply.parts.find((p) => p.type === 'text')?.text).toBe('alpha beta ');
     // …and the chat no longer runs a reply anywhere: a regenerate (refused with 409 while one
     // runs) sent to B at once is answered.
-    const regenerated = await fetch(`${b!.url}/v1/chat`, {
-      method: 'POST',
-      headers: { ...key, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        agentId: 'agt_plain',
-        chatId,
-        trigger: 'regenerate-message',
-        messageId: stopped.messageId,
-        messages: [body.data.messages.at(-2)],
-      }),
+    const regenerated = await postChat(b!.url, {
+      agentId: 'agt_plain',
+      chatId,
+      trigger: 'regenerate-message',
+      messageId: stopped.messageId,
+      messages: [body.data.messages.at(-2)],
     });
     expect(regenerated.status).toBe(200);
 
@@ -158,24 +165,16 @@ describe(`stop and resume across two atrium serve processes with REDIS_URL (${en
     // Several rounds: the two used to race past the running-reply check, each on its own process,
     // and each replaced the answer both had read.
     for (let round = 0; round < 4; round++) {
-      const first = await fetch(`${a!.url}/v1/chat`, {
-        method: 'POST',
-        headers: { ...key, 'content-type': 'application/json' },
-        body: JSON.stringify({ agentId: 'agt_plain', messages: [userText('one')] }),
-      });
+      const first = await postChat(a!.url, { agentId: 'agt_plain', messages: [userText('one')] });
       const { chatId } = (await first.json()) as { chatId: string };
       const listed = await fetch(`${a!.url}/v1/chats/${chatId}/messages`, { headers: key });
       const stored = ((await listed.json()) as { data: { messages: unknown[] } }).data.messages;
       const regenerate = (url: string) =>
-        fetch(`${url}/v1/chat`, {
-          method: 'POST',
-          headers: { ...key, 'content-type': 'application/json' },
-          body: JSON.stringify({
-            agentId: 'agt_plain',
-            chatId,
-            trigger: 'regenerate-message',
-            messages: stored,
-          }),
+        postChat(url, {
+          agentId: 'agt_plain',
+          chatId,
+          trigger: 'regenerate-message',
+          messages: stored,
         });
       const answers = await Promise.all([regenerate(a!.url), regenerate(b!.url)]);
       const bodies = (await Promise.all(answers.map((answer) => answer.json()))) as Array<{ code?: string }>;
@@ -203,10 +202,11 @@ describe(`stop and resume across two atrium serve processes with REDIS_URL (${en
  */
 async function holdSetUp(url: string, chatId: string, text: string) {
   setUp = { ...deferred(), reached: deferred() };
-  const response = fetch(`${url}/v1/chat`, {
-    method: 'POST',
-    headers: { ...key, 'content-type': 'application/json' },
-    body: JSON.stringify({ agentId: 'agt_tools', stream: true, id: chatId, messages: [userText(text)] }),
+  const response = postChat(url, {
+    agentId: 'agt_tools',
+    stream: true,
+    id: chatId,
+    messages: [userText(text)],
   });
   // Awaited by the test; a test that fails first must not leave it rejecting unhandled.
   response.catch(() => undefined);
@@ -344,15 +344,11 @@ describe(`a resumed reply whose generating process crashed (${engineName})`, () 
   it('does not keep the resuming process from shutting down (SIGTERM exits within its 15 s bound)', async () => {
     const [a, b] = cluster.servers;
     upstream.enqueue({ kind: 'held', text: 'alpha beta gamma delta', afterPieces: 1 });
-    const response = await fetch(`${a!.url}/v1/chat`, {
-      method: 'POST',
-      headers: { ...key, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        agentId: 'agt_plain',
-        stream: true,
-        id: 'crash-resume',
-        messages: [userText('go')],
-      }),
+    const response = await postChat(a!.url, {
+      agentId: 'agt_plain',
+      stream: true,
+      id: 'crash-resume',
+      messages: [userText('go')],
     });
     const events = new EventReader(response);
     await events.until(textDeltas(1));
