@@ -35,19 +35,26 @@ function withFile(url: string, mediaType: string) {
   };
 }
 
+/** A turn with this file part is a 400 naming the part's url: no provider call, nothing stored. */
+async function expectPartRefused(url: string, mediaType: string) {
+  const before = await countRows(t.db);
+  const res = await postChat(t, withFile(url, mediaType));
+  expect({
+    status: res.statusCode,
+    code: res.json().code,
+    path: res.json().details?.issues?.[0]?.path,
+  }).toEqual({ status: 400, code: 'bad_request', path: 'body.messages.0.parts.1.url' });
+  expect(upstream.requests).toHaveLength(0);
+  expect(await countRows(t.db)).toEqual(before);
+}
+
 describe('a data: URL that does not parse as a URL', () => {
   it.each([
     ['data://[bad,AAAA', 'image/png'],
     ['data://a b,AAAA', 'text/plain'],
     ['data://x:99999999,AAAA', 'application/zip'],
   ])('%s (%s) is a 400 naming the part, not a 500', async (url, mediaType) => {
-    const before = await countRows(t.db);
-    const res = await postChat(t, withFile(url, mediaType));
-    expect(res.statusCode).toBe(400);
-    expect(res.json().code).toBe('bad_request');
-    expect(res.json().details.issues[0].path).toBe('body.messages.0.parts.1.url');
-    expect(upstream.requests).toHaveLength(0);
-    expect(await countRows(t.db)).toEqual(before);
+    await expectPartRefused(url, mediaType);
   });
 });
 
@@ -209,15 +216,7 @@ describe('an image or PDF part whose base64 data is not base64', () => {
     ['data:application/pdf;base64,JVBERi0*', 'application/pdf'],
     ['data:;base64,%%%', 'image/png'],
   ])('%s (%s) is a 400 naming the part, with nothing stored', async (url, mediaType) => {
-    const before = await countRows(t.db);
-    const res = await postChat(t, withFile(url, mediaType));
-    expect({
-      status: res.statusCode,
-      code: res.json().code,
-      path: res.json().details?.issues?.[0]?.path,
-    }).toEqual({ status: 400, code: 'bad_request', path: 'body.messages.0.parts.1.url' });
-    expect(upstream.requests).toHaveLength(0);
-    expect(await countRows(t.db)).toEqual(before);
+    await expectPartRefused(url, mediaType);
   });
 
   it.each([

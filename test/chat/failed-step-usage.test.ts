@@ -68,22 +68,16 @@ describe.each([
     expect(await chargedAfter([])).toEqual({ inputTokens: 0, outputTokens: 0 });
   });
 
-  it('is charged its prompt and the text streamed when the error comes after some', async () => {
+  it.each([
+    ['the text streamed', 'text', 'partial'],
+    ['its reasoning (never streamed)', 'reasoning', 'thinking it over'],
+  ] as const)('is charged its prompt and %s when the error comes after it', async (_what, kind, delta) => {
     const usage = await chargedAfter([
-      { type: 'text-start', id: 't' },
-      { type: 'text-delta', id: 't', delta: 'partial' },
+      { type: `${kind}-start`, id: 'p' },
+      { type: `${kind}-delta`, id: 'p', delta },
     ]);
     expect(usage.inputTokens).toBeGreaterThan(0);
-    expect(usage.outputTokens).toBe(Math.ceil('partial'.length / 4));
-  });
-
-  it('is charged its prompt and its reasoning when the error comes after reasoning (never streamed)', async () => {
-    const usage = await chargedAfter([
-      { type: 'reasoning-start', id: 'r' },
-      { type: 'reasoning-delta', id: 'r', delta: 'thinking it over' },
-    ]);
-    expect(usage.inputTokens).toBeGreaterThan(0);
-    expect(usage.outputTokens).toBe(Math.ceil('thinking it over'.length / 4));
+    expect(usage.outputTokens).toBe(Math.ceil(delta.length / 4));
   });
 });
 
