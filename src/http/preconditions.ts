@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { WriteCondition } from '../storage/object-store.js';
 
 /** What a request's preconditions make of a GET or HEAD of one stored version. */
 export type PreconditionOutcome = 'proceed' | 'not-modified' | 'failed';
@@ -48,4 +49,31 @@ function httpDate(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const time = Date.parse(value);
   return Number.isNaN(time) ? undefined : time;
+}
+
+/**
+ * RFC 9110 13.2.2 for a PUT: whether its preconditions hold of the object at the path now
+ * (`current`, null when there is none). `If-Match` (`*` included) fails when there is no
+ * object, and compares strongly; without it, an `If-Unmodified-Since` earlier than the object's
+ * `Last-Modified` fails. `If-None-Match` fails when it holds the object's version (`*`: any
+ * object). A PUT without them always proceeds.
+ */
+export function uploadPreconditions(headers: IncomingHttpHeaders): WriteCondition | undefined {
+  const ifMatch = headers['if-match'];
+  const ifNoneMatch = headers['if-none-match'];
+  const unmodifiedSince = ifMatch === undefined ? httpDate(headers['if-unmodified-since']) : undefined;
+  if (ifMatch === undefined && ifNoneMatch === undefined && unmodifiedSince === undefined) return undefined;
+  return {
+    holds(current) {
+      const etag = current && `"${current.etag}"`;
+      if (ifMatch !== undefined && (!etag || !listHolds(ifMatch, etag, 'strong'))) return false;
+      if (current && unmodifiedSince !== undefined) {
+        const modified = Math.floor(current.lastModified.getTime() / 1000) * 1000;
+        if (modified > unmodifiedSince) return false;
+      }
+      return !(ifNoneMatch !== undefined && etag && listHolds(ifNoneMatch, etag, 'weak'));
+    },
+    // `*`: the write must create the object, which only an atomic create can promise.
+    onlyIfAbsent: ifNoneMatch?.trim() === '*',
+  };
 }

@@ -18,13 +18,15 @@ import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { ApiError, errors } from '../errors.js';
 import type { Clock } from '../ids.js';
-import type {
-  ObjectInfo,
-  ObjectStore,
-  PutOptions,
-  SignedDownloadOptions,
-  SignedUploadOptions,
-  StoreLog,
+import {
+  preconditionFailed,
+  type ObjectInfo,
+  type ObjectStore,
+  type PutOptions,
+  type SignedDownloadOptions,
+  type SignedUploadOptions,
+  type StoreLog,
+  type WriteCondition,
 } from './object-store.js';
 import { directoriesChanged, syncDirectory } from './directory-sync.js';
 import { hasErrorCode as isCode, unlessMissing } from './fs-errors.js';
@@ -168,6 +170,8 @@ export class FsObjectStore implements ObjectStore {
    * that is still that version from a stat alone. Weak: an answer nobody holds is forgotten.
    */
   private readonly versionsDescribed = new WeakMap<ObjectInfo, string>();
+  /** The last conditional write of each key waiting or running here (`conditionally`). */
+  private readonly conditionalWrites = new Map<string, Promise<void>>();
   /** Damaged records already reported (`recordIdentity`), oldest first. */
   private readonly warnedRecords = new Set<string>();
 
@@ -270,8 +274,10 @@ export class FsObjectStore implements ObjectStore {
           await writeSmallFile(tmpRecord, JSON.stringify(recordOf(stat)), durable);
         }
       }
-      const replaced = await statOrUndefined(dataPath);
-      const created = await this.moveIntoPlace(key, tmpData, dataPath);
+      const { replaced, created } = await this.conditionally(key, options.condition, async () => ({
+        replaced: await statOrUndefined(dataPath),
+        created: await this.moveIntoPlace(key, tmpData, dataPath, options.condition?.onlyIfAbsent ?? false),
+      }));
       moved = true;
       const ours = claimed;
       claimed = undefined;
@@ -455,15 +461,66 @@ export class FsObjectStore implements ObjectStore {
     }
   }
 
-  /** Returns the first folder it made for `to` (the highest), if it made any. */
-  private async moveIntoPlace(key: string, from: string, to: string): Promise<string | undefined> {
+  /**
+   * Runs `move` (the write's step into place) once `condition` holds of the object in place:
+   * else 412 and nothing moves. This process's conditional writes of one key take turns, so two
+   * `If-Match` writes of one version here cannot both pass; across processes only
+   * `If-None-Match: *` is atomic (the move is then a link, which fails on a taken name).
+   */
+  private async conditionally<T>(
+    key: string,
+    condition: WriteCondition | undefined,
+    move: () => Promise<T>,
+  ): Promise<T> {
+    if (!condition) return await move();
+    const before = this.conditionalWrites.get(key);
+    let done!: () => void;
+    const turn = new Promise<void>((resolve) => (done = resolve));
+    const queue = (before ?? Promise.resolve()).then(() => turn);
+    this.conditionalWrites.set(key, queue);
+    try {
+      await before;
+      const current = await this.head(key);
+      if (!condition.holds(current)) throw preconditionFailed(key, current);
+      return await move();
+    } finally {
+      done();
+      if (this.conditionalWrites.get(key) === queue) this.conditionalWrites.delete(key);
+    }
+  }
+
+  /**
+   * Gives the temp file `from` the name `to` unless something has it: an object there is 412; a
+   * folder there is EEXIST, as a rename onto one is EISDIR.
+   */
+  private async linkNew(key: string, from: string, to: string): Promise<void> {
+    try {
+      await fs.link(from, to);
+    } catch (error) {
+      if (!isCode(error, 'EEXIST') || (await fs.lstat(to)).isDirectory()) throw error;
+      throw preconditionFailed(key, await this.head(key));
+    }
+    await unlessMissing(fs.unlink(from), undefined);
+  }
+
+  /**
+   * Returns the first folder it made for `to` (the highest), if it made any. `createOnly`: a
+   * link instead of a rename, which fails when an object is already at `to` (412).
+   */
+  private async moveIntoPlace(
+    key: string,
+    from: string,
+    to: string,
+    createOnly = false,
+  ): Promise<string | undefined> {
     let created: string | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
         const made = await fs.mkdir(path.dirname(to), { recursive: true });
         // A retry after a concurrent prune may make folders above those of an earlier attempt.
         if (made !== undefined && (created === undefined || made.length < created.length)) created = made;
-        await fs.rename(from, to);
+        if (createOnly) await this.linkNew(key, from, to);
+        else await fs.rename(from, to);
         return created;
       } catch (error) {
         // A concurrent delete may prune the folder between mkdir and rename: try again.
@@ -472,7 +529,7 @@ export class FsObjectStore implements ObjectStore {
         // and its rename, or between a delete's removal of a folder's last file and the pruning,
         // leaves one, and nothing lists or sweeps it. rmdir removes only an empty one.
         if (
-          isCode(error, 'EISDIR') &&
+          isCode(error, 'EISDIR', ...(createOnly ? ['EEXIST'] : [])) &&
           attempt < 8 &&
           (await fs.rmdir(to).then(
             () => true,

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { ApiError } from '../errors.js';
 
 /** What storage knows of one object. */
 export interface ObjectInfo {
@@ -41,6 +42,33 @@ export interface PutOptions {
    * after a crash may turn it off. Ignored by s3.
    */
   durable?: boolean;
+  /**
+   * fs: the write replaces or creates the object only if this holds of the one in place when
+   * the bytes are ready (a signed PUT's `If-Match` / `If-None-Match`); else it fails with 412
+   * `precondition_failed` and stores nothing. Ignored by s3, whose presigned PUTs S3 checks.
+   */
+  condition?: WriteCondition;
+}
+
+/** A conditional write's test of the object in place (null: none is). */
+export interface WriteCondition {
+  holds(current: Pick<ObjectInfo, 'etag' | 'lastModified'> | null): boolean;
+  /**
+   * Only when no object is in place (`If-None-Match: *`): made with one atomic create, so of
+   * writes racing for a new path, in any process, one wins.
+   */
+  onlyIfAbsent: boolean;
+}
+
+/** 412: a conditional write's condition does not hold of `current`, the object in place. */
+export function preconditionFailed(key: string, current: Pick<ObjectInfo, 'etag'> | null): ApiError {
+  return new ApiError(
+    'precondition_failed',
+    current
+      ? 'The object is not in the state the upload is conditional on (If-Match, If-None-Match, If-Unmodified-Since); nothing was stored'
+      : 'There is no object for the upload to replace (If-Match); nothing was stored',
+    { storagePath: key, etag: current?.etag ?? null },
+  );
 }
 
 /** Where a store reports faults that do not fail the operation at hand (the app's logger). */

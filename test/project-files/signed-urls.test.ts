@@ -594,6 +594,102 @@ describe(`signed storage URLs of the fs backend (${engineName})`, () => {
     }
   });
 
+  it('evaluates If-None-Match and If-Match on a PUT: create only, or replace only the version the client knows (RFC 9110 13.2)', async () => {
+    const { uploadUrl } = await requestUploadUrl('guarded.txt', 5);
+    const conditionalPut = (body: string, headers: Record<string, string>) =>
+      t.app.inject({
+        method: 'PUT',
+        url: injectable(uploadUrl),
+        headers: { 'content-type': 'text/plain', ...headers },
+        payload: body,
+      });
+    const stored = async () => (await get(await syncedDownloadUrl('guarded.txt'))).body;
+    const get = (url: string) => t.app.inject({ method: 'GET', url: injectable(url) });
+    const refused = (res: Awaited<ReturnType<typeof conditionalPut>>, etag: string | null) => {
+      expect(res.statusCode, res.body).toBe(412);
+      expect(res.json()).toMatchObject({ code: 'precondition_failed', details: { etag } });
+    };
+
+    // Nothing at the path: If-Match (even `*`) fails, If-None-Match: * creates.
+    refused(await conditionalPut('first', { 'if-match': '*' }), null);
+    refused(await conditionalPut('first', { 'if-match': '"some-version"' }), null);
+    const created = await conditionalPut('first', { 'if-none-match': '*' });
+    expect(created.statusCode, created.body).toBe(200);
+    const etag = created.headers.etag as string;
+    const bare = etag.replaceAll('"', '');
+
+    // Now it exists: create-only fails, and so does If-None-Match naming its version.
+    refused(await conditionalPut('again', { 'if-none-match': '*' }), bare);
+    refused(await conditionalPut('again', { 'if-none-match': `W/${etag}` }), bare);
+    refused(await conditionalPut('again', { 'if-match': '"another-version"' }), bare);
+    refused(await conditionalPut('again', { 'if-match': `W/${etag}` }), bare);
+    const lastModified = new Date(
+      Date.parse((await get(await syncedDownloadUrl('guarded.txt'))).headers['last-modified'] as string),
+    );
+    refused(
+      await conditionalPut('again', {
+        'if-unmodified-since': new Date(lastModified.getTime() - 60_000).toUTCString(),
+      }),
+      bare,
+    );
+    expect(await stored()).toBe('first');
+
+    // The version the client knows: replaced, and the old tag no longer holds.
+    const replaced = await conditionalPut('third', { 'if-match': `"other", ${etag}` });
+    expect(replaced.statusCode, replaced.body).toBe(200);
+    expect(await stored()).toBe('third');
+    refused(
+      await conditionalPut('stale', { 'if-match': etag }),
+      (replaced.headers.etag as string).replaceAll('"', ''),
+    );
+    expect(await stored()).toBe('third');
+    expect(readdirSync(uploadTmpDir()).filter((name) => name.endsWith('.data'))).toEqual([]);
+  });
+
+  it('lets one of several conditional PUTs racing for one path or one version store its bytes', async () => {
+    const { uploadUrl } = await requestUploadUrl('raced.txt', 5);
+    const race = (headers: Record<string, string>) =>
+      new Promise<{ status: number; etag?: string }>((resolve, reject) => {
+        const request = http.request(uploadUrl.replace(/^http:\/\/[^/]+/, origin), {
+          method: 'PUT',
+          headers: { 'content-type': 'text/plain', 'content-length': '5', ...headers },
+        });
+        request.on('response', (response) => {
+          response.resume();
+          resolve({ status: response.statusCode!, etag: response.headers.etag });
+        });
+        request.on('error', reject);
+        request.end('abcde');
+      });
+    const statuses = (outcomes: Array<{ status: number }>) => outcomes.map((o) => o.status).sort();
+    const creates = await Promise.all([1, 2, 3].map(() => race({ 'if-none-match': '*' })));
+    expect(statuses(creates)).toEqual([200, 412, 412]);
+    // Two replacements of the version both know: the second finds the first's, not its own.
+    const etag = creates.find((o) => o.status === 200)!.etag!;
+    expect(statuses(await Promise.all([race({ 'if-match': etag }), race({ 'if-match': etag })]))).toEqual([
+      200, 412,
+    ]);
+  });
+
+  it('refuses a create-only PUT where a folder of objects is with the same 400 as without the condition', async () => {
+    const inner = await filesApi(t.app).requestUpload({
+      filename: 'inner.txt',
+      contentType: 'text/plain',
+      sizeBytes: 1,
+      folder: 'folder',
+    });
+    expect((await put(inner.json().data.uploadUrl, 'y')).statusCode).toBe(200);
+    const { uploadUrl } = await requestUploadUrl('folder', 1);
+    const res = await t.app.inject({
+      method: 'PUT',
+      url: injectable(uploadUrl),
+      headers: { 'content-type': 'text/plain', 'if-none-match': '*' },
+      payload: 'x',
+    });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().code).toBe('bad_request');
+  });
+
   it('refuses a download URL with a tampered filename or type', async () => {
     const { uploadUrl } = await requestUploadUrl('dl.txt', 2);
     await put(uploadUrl, 'hi');

@@ -29,7 +29,8 @@ const EXPOSED_HEADERS = [
 ];
 
 /**
- * The conditional and range headers a signed download honours (docs/files.md). None is
+ * The conditional and range headers signed downloads honour, and the conditional ones of signed
+ * uploads (docs/files.md). None is
  * CORS-safelisted (a `Range` only when it is one `bytes=a-` or `bytes=a-b`): set by a page, each
  * makes the browser ask first.
  */

@@ -6,6 +6,7 @@ import { ApiError, errors } from '../../errors.js';
 import { pathFault } from '../../path-names.js';
 import { contentDisposition } from '../../storage/content-disposition.js';
 import { normalizeMediaType } from '../../storage/media-type.js';
+import { preconditionFailed } from '../../storage/object-store.js';
 import {
   decodeKeyPath,
   invalid as invalidSignature,
@@ -19,7 +20,7 @@ import { headerDoc, REQUEST_ID_HEADER, withHeaders } from '../schemas/headers.js
 import { StoredObjectResponse } from '../schemas/project-files.js';
 import type { TypedApp } from '../typed-app.js';
 import { contentEncodingError } from '../content-encoding.js';
-import { downloadPreconditions } from '../preconditions.js';
+import { downloadPreconditions, uploadPreconditions } from '../preconditions.js';
 
 const ObjectBytes = Type.Unsafe<Readable>({
   type: 'string',
@@ -182,7 +183,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       schema: {
         summary: 'Upload an object through a signed URL (fs storage)',
         description:
-          'The `uploadUrl` of an upload-URL request. Send exactly the declared number of bytes with the declared Content-Type (any other, a missing or a malformed one is 400 with `details.expected` and `details.received`), unencoded: a `Content-Encoding` other than `identity` is 415 and nothing is stored; no API key. A download URL sent with PUT is 405 with `Allow: GET, HEAD` (403 `url_expired` once it has expired).',
+          'The `uploadUrl` of an upload-URL request. Send exactly the declared number of bytes with the declared Content-Type (any other, a missing or a malformed one is 400 with `details.expected` and `details.received`), unencoded: a `Content-Encoding` other than `identity` is 415 and nothing is stored; no API key. `If-None-Match: *` stores only when no object is at the path, `If-Match` only over the version it names (`If-Unmodified-Since` without it): otherwise 412 `precondition_failed` with `details.etag` (the version in place, or null) and nothing is stored. A download URL sent with PUT is 405 with `Allow: GET, HEAD` (403 `url_expired` once it has expired).',
         operationId: 'uploadObject',
         security: [],
         tags: ['storage'],
@@ -192,7 +193,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
           200: withHeaders(StoredObjectResponse, 'Stored', {
             etag: headerDoc('The stored version (quoted)'),
           }),
-          ...errorResponses(400, 403, 404, 405, 408, 413, 415, 500),
+          ...errorResponses(400, 403, 404, 405, 408, 412, 413, 415, 500),
         },
       },
       config: {
@@ -237,9 +238,17 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
           throw errors.badRequest(`Content-Length is ${length} but ${declaredSize} bytes were declared`);
         }
       }
+      // Checked before the body is read (a refused upload costs the client no bytes), and again
+      // by the store when the bytes are ready, against whatever is in place then.
+      const condition = uploadPreconditions(request.headers);
+      if (condition) {
+        const current = await deps.store.head(key);
+        if (!condition.holds(current)) throw preconditionFailed(key, current);
+      }
       const info = await deps.store.put(key, request.raw, {
         contentType: signed.contentType,
         exactBytes: declaredSize,
+        condition,
       });
       reply.header('etag', `"${info.etag}"`);
       return { data: { storagePath: key, sizeBytes: info.size, etag: info.etag } };
