@@ -90,6 +90,18 @@ function refusedParameters(body: CompletionRequest): ValidationIssue[] {
   if (format && format.type !== 'text') {
     issues.push({ path: 'body.response_format', message: 'only type "text" is supported' });
   }
+  // The model is offered one tool per name: a second function of a name would be dropped.
+  const seen = new Set<string>();
+  for (const [index, declared] of (body.tools ?? []).entries()) {
+    const name = declared.function.name;
+    if (seen.has(name)) {
+      issues.push({
+        path: `body.tools.${index}.function.name`,
+        message: 'names a function declared before it',
+      });
+    }
+    seen.add(name);
+  }
   // A forced function must be one the request declares (the agent's own tools are not the
   // client's to name); otherwise the model's call could only break the reply.
   const choice = body.tool_choice;

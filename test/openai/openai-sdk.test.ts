@@ -344,6 +344,18 @@ describe('errors', () => {
         },
         'tool_choice',
       ],
+      // Two functions of one name: the model would see one of them (Anthropic and Gemini refuse
+      // such a request: "tools: Tool names must be unique").
+      [
+        {
+          tools: [
+            { type: 'function', function: { name: 'f', description: 'one' } },
+            { type: 'function', function: { name: 'g' } },
+            { type: 'function', function: { name: 'f', description: 'two' } },
+          ],
+        },
+        'tools.2.function.name',
+      ],
       // Inline images OpenAI would not take (once a 502: the SDK failed to decode them), and
       // https: URLs that are no URL (once a 500).
       ...[
