@@ -317,6 +317,10 @@ export interface AgentRunTable {
   completed_at: string;
   /** The user whose key made the run; null (or left out) for runs made before it was recorded. */
   user_id?: string | null;
+  /** The tool set-up warnings its POST answered (JSON array); null (or left out) when none. */
+  warnings?: string | null;
+  /** The project file passages its POST answered (JSON array of SourceView); null when none. */
+  sources?: string | null;
 }
 
 export interface SkillTable {

@@ -95,6 +95,9 @@ export async function runAgent(
         created_at: startedAt.toISOString(),
         completed_at: finishedAt.toISOString(),
         user_id: principal.userId,
+        // Kept so that the run read back shows what this POST answers (run-history.ts).
+        warnings: conversation.warnings.length > 0 ? JSON.stringify(conversation.warnings) : null,
+        sources: conversation.sources.length > 0 ? JSON.stringify(sourceViews(conversation.sources)) : null,
       };
       await insertAgentRun(trx, record);
     },
@@ -110,21 +113,28 @@ export async function runAgent(
       { cause: error.cause, refusal: error.refusal },
     );
   }
-  const run = record as AgentRunTable;
+  return runView(record as AgentRunTable, conversation.agent.title);
+}
+
+/**
+ * A run as its POST answered it and as it is read back (`GET /v1/agents/{id}/runs/{runId}`, the
+ * run list): `warnings` and `sources` only when it had some.
+ */
+export function runView(run: AgentRunTable, agentName: string): AgentRunView {
   return {
     id: run.id,
     status: run.status,
     agentId: run.agent_id,
-    agentName: conversation.agent.title,
+    agentName,
     agentResponse: run.response,
     error: runErrorView(run.error),
-    chatId: conversation.chatId,
+    chatId: run.chat_id ?? '',
     input: run.input,
     executionTime: run.execution_time_ms,
     createdAt: run.created_at,
     completedAt: run.completed_at,
     usage: runUsage(run),
-    ...(conversation.warnings.length > 0 ? { warnings: conversation.warnings } : {}),
-    ...(conversation.sources.length > 0 ? { sources: sourceViews(conversation.sources) } : {}),
+    ...(run.warnings ? { warnings: JSON.parse(run.warnings) as ToolWarning[] } : {}),
+    ...(run.sources ? { sources: JSON.parse(run.sources) as SourceView[] } : {}),
   };
 }

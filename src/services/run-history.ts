@@ -1,32 +1,13 @@
 import type { Db } from '../db/database.js';
 import { findAgentRun, listAgentRuns } from '../db/repositories/agent-runs.js';
 import { findLiveAgent } from '../db/repositories/agents.js';
-import type { AgentRunTable } from '../db/schema.js';
 import { errors } from '../errors.js';
 import { isStorableText } from '../text.js';
 import { isStoredTimestamp } from '../ids.js';
 import { accessAgentWorkspace, isManager, type Principal } from './access.js';
-import { type AgentRunView, runUsage } from './agent-runs.js';
-import { runErrorView } from './run-error.js';
+import { runView } from './agent-runs.js';
 
 export const RUN_PAGE = { defaultLimit: 20, maxLimit: 100 } as const;
-
-function runView(run: AgentRunTable, agentName: string): AgentRunView {
-  return {
-    id: run.id,
-    status: run.status,
-    agentId: run.agent_id,
-    agentName,
-    agentResponse: run.response,
-    error: runErrorView(run.error),
-    chatId: run.chat_id ?? '',
-    input: run.input,
-    executionTime: run.execution_time_ms,
-    createdAt: run.created_at,
-    completedAt: run.completed_at,
-    usage: runUsage(run),
-  };
-}
 
 /** The cursor is opaque to clients: the (created_at, id) of the last run of the page. */
 export function encodeRunCursor(run: { created_at: string; id: string }): string {

@@ -198,6 +198,19 @@ describe('POST /v1/agents/:agentId/runs', () => {
     expect(res.json().data.warnings).toEqual([expect.objectContaining({ tool: 'agt_gone' })]);
   });
 
+  it('reads a run back with the warnings its POST answered (one by id, and in the run list)', async () => {
+    const res = await run('agt_lead', { message: 'who is there?' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data.warnings).toEqual([
+      {
+        tool: 'agt_gone',
+        code: 'agent_unavailable',
+        message: 'Agent "agt_gone" does not exist in this workspace',
+      },
+    ]);
+    expect(await readBack('agt_lead', res.json().data.id)).toEqual(res.json().data);
+  });
+
   it('answers with the model’s text when the model calls a tool nobody offered (it reads the tool error), not an empty completed run', async () => {
     upstream.enqueue(
       { kind: 'tool-calls', calls: [{ name: 'lookup_order', arguments: { id: 42 } }] },

@@ -369,6 +369,14 @@ describe('citations', () => {
     });
     expect(run.statusCode).toBe(200);
     expect(run.json().data.sources[0]).toMatchObject({ n: 1, fileId: ids.runbook, path: 'ops/runbook.md' });
+    // Read back, the run shows the sources its POST answered.
+    const read = await t.app.inject({
+      method: 'GET',
+      url: `/v1/agents/agt_plain/runs/${run.json().data.id}`,
+      headers: { 'x-service-api-key': CHAT_KEYS.main },
+    });
+    expect(read.statusCode).toBe(200);
+    expect(read.json().data).toEqual(run.json().data);
   });
 });
 

@@ -105,7 +105,7 @@ export async function usageRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
         summary: 'Get a run',
         operationId: 'getAgentRun',
         description:
-          'The run as `POST /agents/{agentId}/runs` answered it, without its `warnings` and `sources` (those are not stored).',
+          'The run as `POST /agents/{agentId}/runs` answered it, its `warnings` and `sources` included (runs stored before migration `033-agent-run-warnings-and-sources` have none).',
         tags: ['agents'],
         security: API_KEY_SECURITY,
         params: RunParams,
