@@ -97,6 +97,8 @@ export interface ApiKeyTable {
   managed_by: ManagedBy;
   /** Session tokens only: JSON array of the agent ids the token is limited to, or null (all). */
   agent_ids: string | null;
+  /** Session tokens only: the key that made the token, which it never outlives (null: made before 034). */
+  made_by_key_id: string | null;
 }
 
 export type ProviderType = 'openai' | 'anthropic' | 'openai-compatible';

@@ -53,6 +53,7 @@ type KeyRow = NonNullable<Awaited<ReturnType<typeof findApiKeyByHash>>>;
 interface CheckedKeyRow extends KeyRow {
   expiresAtMs: number | null;
   lastUsedAtMs: number | null;
+  makerExpiresAtMs: number | null;
 }
 
 /** Key rows as authentication reads them, kept by an exact cache where the database allows one. */
@@ -65,7 +66,24 @@ async function loadKeyRow(db: Db, keyHash: string): Promise<CheckedKeyRow | unde
     ...row,
     expiresAtMs: row.expires_at ? Date.parse(row.expires_at) : null,
     lastUsedAtMs: row.last_used_at ? Date.parse(row.last_used_at) : null,
+    makerExpiresAtMs: row.maker_expires_at ? Date.parse(row.maker_expires_at) : null,
   };
+}
+
+/**
+ * A session token never outlives the key that made it (management.md): once that key is revoked
+ * or expired, or its user is no longer a member of the token's workspace, the tokens it handed
+ * out end too, so revoking a leaked app server key is enough. Tokens made before migration 034
+ * name no maker.
+ */
+function makerStillWorks(key: CheckedKeyRow, now: Date): boolean {
+  if (key.made_by_key_id === null) return true;
+  return (
+    key.maker_id !== null &&
+    key.maker_revoked_at === null &&
+    (key.makerExpiresAtMs === null || key.makerExpiresAtMs > now.getTime()) &&
+    key.maker_role !== null
+  );
 }
 
 export async function authenticateKey(
@@ -87,6 +105,7 @@ export async function authenticateKey(
   // A workspace key or session token acts for its user in its workspace: once the user is no
   // longer a member there (the setup file dropped them), it acts for no one.
   if (key.workspace_id && !key.workspace_role) throw errors.notAuthenticated('Invalid API key');
+  if (!makerStillWorks(key, now)) throw errors.notAuthenticated('Invalid API key');
   if (key.lastUsedAtMs === null || now.getTime() - key.lastUsedAtMs > LAST_USED_PRECISION_MS) {
     await touchApiKey(db, key.id, now.toISOString());
   }

@@ -292,9 +292,10 @@ export async function createSessionToken(
     }
   }
   const now = deps.clock();
-  const expiresAt = new Date(
-    now.getTime() + (input.expiresInSeconds ?? KEY_LIMITS.sessionDefaultSeconds) * 1000,
-  ).toISOString();
+  const asked = now.getTime() + (input.expiresInSeconds ?? KEY_LIMITS.sessionDefaultSeconds) * 1000;
+  // The token never outlives the key that makes it (access.ts): its expiry says so.
+  const makerExpiry = (await findApiKeyInfo(deps.db, access.principal.keyId))?.expires_at;
+  const expiresAt = new Date(makerExpiry ? Math.min(asked, Date.parse(makerExpiry)) : asked).toISOString();
   const token = generateApiKey('session');
   await insertApiKey(deps.db, {
     id: newId('key'),
@@ -309,6 +310,7 @@ export async function createSessionToken(
     createdAt: now.toISOString(),
     managedBy: 'api',
     agentIds: input.agentIds ? [...new Set(input.agentIds)] : null,
+    madeByKeyId: access.principal.keyId,
   });
   return { token, expiresAt };
 }

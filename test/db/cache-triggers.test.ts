@@ -5,11 +5,12 @@
  * it (`providers` until migration 032) left every other process answering from memory what the
  * database no longer held.
  */
+import { sql } from 'kysely';
 import pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { tablesReadByCaches } from '../../src/db/exact-cache.js';
 import { postChat, UPSTREAM_KEY, useChatApp, userText } from '../chat/fixtures.js';
-import { commitOnOtherConnection, engineName, migrateTestDatabaseTo, type TestApp } from '../helpers/app.js';
+import { commitOnOtherConnection, engineName, type TestApp } from '../helpers/app.js';
 import type { FakeUpstream } from '../helpers/fake-upstream.js';
 
 let upstream: FakeUpstream;
@@ -63,11 +64,15 @@ describe(`the tables exact caches read from (${engineName})`, () => {
     expect([...tablesReadByCaches()].filter((table) => !triggered.has(table))).toEqual([]);
   });
 
-  // Last: the database is taken back to before migration 032 (`providers` without its trigger
-  // on PostgreSQL), as a database whose trigger was dropped, or a cache on a table a migration
-  // forgot.
+  // Last: `providers` loses its trigger on PostgreSQL (as before migration 032), as a database
+  // whose trigger was dropped, or a cache on a table a migration forgot. Only the trigger: the
+  // app runs against this schema, so taking the database back to before 032 would take later
+  // migrations' columns away from it too.
   it('are read from the database, not from memory, while one of them tells no change', async () => {
-    await migrateTestDatabaseTo(t.env, '031-knowledge-southeast-asian-words');
+    // Through the app's own connection, as a migration would run: a schema change it cannot
+    // read the tables of makes the process read again which tables notify.
+    if (engineName === 'postgres')
+      await sql`drop trigger atrium_changes on providers`.execute(t.env.database.db);
     expect(await providerKeyOfAReply()).toBe(`Bearer ${UPSTREAM_KEY}`);
     await rotateProviderKey('rotated-without-trigger');
     expect(await providerKeyOfAReply()).toBe('Bearer rotated-without-trigger');

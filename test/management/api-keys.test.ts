@@ -373,6 +373,39 @@ describe(`session tokens (${engineName})`, () => {
     expect(after.json().code).toBe('not_authenticated');
   });
 
+  it('ends with the key that made it: revoking that key (a leaked app server key) refuses its tokens on their next request', async () => {
+    const made = await createKey({ name: 'app server' });
+    expect(made.statusCode).toBe(201);
+    const { key, apiKey } = made.json().data;
+    const { token } = (await createToken({ userId: 'usr_max' }, key)).json().data;
+    const other = (await createToken({ userId: 'usr_max' })).json().data.token;
+    expect((await call('GET', '/v1/me', token)).statusCode).toBe(200);
+    expect((await call('DELETE', `/v1/api-keys/${apiKey.id}`, MKEYS.owner)).statusCode).toBe(200);
+    const after = await call('GET', '/v1/me', token);
+    expect(after.statusCode).toBe(401);
+    expect(after.json().code).toBe('not_authenticated');
+    expect((await chatWith(token, 'agt_listed')).statusCode).toBe(401);
+    // A token another key made goes on.
+    expect((await call('GET', '/v1/me', other)).statusCode).toBe(200);
+  });
+
+  it('lasts no longer than the key that made it', async () => {
+    const keyExpiry = new Date(now.getTime() + 600_000).toISOString();
+    const { key } = (await createKey({ name: 'short-lived app server', expiresAt: keyExpiry })).json().data;
+    const res = await createToken({ userId: 'usr_max', expiresInSeconds: 3600 }, key);
+    expect(res.statusCode).toBe(201);
+    const { token, expiresAt } = res.json().data;
+    expect(expiresAt).toBe(keyExpiry);
+    expect((await call('GET', '/v1/me', token)).json().data.key.expiresAt).toBe(keyExpiry);
+    const before = now;
+    now = new Date(Date.parse(keyExpiry));
+    try {
+      expect((await call('GET', '/v1/me', token)).statusCode).toBe(401);
+    } finally {
+      now = before;
+    }
+  });
+
   it('stops working once expired', async () => {
     const { token } = (await createToken({ userId: 'usr_max', expiresInSeconds: 60 })).json().data;
     expect((await call('GET', '/v1/me', token)).statusCode).toBe(200);

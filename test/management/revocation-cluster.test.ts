@@ -59,6 +59,34 @@ describe(`key revocation across two atrium serve processes (${engineName})`, () 
     expect(((await refused.json()) as { code: string }).code).toBe('not_authenticated');
   });
 
+  it('a session token whose maker key is revoked through one process is refused by the other on its very next request', async () => {
+    const [first, second] = cluster.servers;
+    const post = (url: string, key: string, body: unknown) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'x-service-api-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const created = await post(`${first!.url}/v1/workspace/wsp_main/api-keys`, MKEYS.owner, {
+      name: 'app server',
+    });
+    const { data } = (await created.json()) as { data: { apiKey: { id: string }; key: string } };
+    const minted = await post(`${first!.url}/v1/workspace/wsp_main/session-tokens`, data.key, {
+      userId: 'usr_max',
+    });
+    expect(minted.status).toBe(201);
+    const { token } = ((await minted.json()) as { data: { token: string } }).data;
+    expect((await me(first!.url, token)).status).toBe(200);
+    expect((await me(second!.url, token)).status).toBe(200);
+
+    const revoked = await fetch(`${first!.url}/v1/api-keys/${data.apiKey.id}`, {
+      method: 'DELETE',
+      headers: { 'x-service-api-key': MKEYS.owner },
+    });
+    expect(revoked.status).toBe(200);
+    expect((await me(second!.url, token)).status).toBe(401);
+  });
+
   it('a key revoked by `atrium keys revoke` (another process) is refused by both on their very next request', async () => {
     const { stdout } = await runAtriumCli(
       cluster.env,

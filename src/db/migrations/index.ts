@@ -26,6 +26,7 @@ import * as agentUnsafeImages from './030-agent-unsafe-images.js';
 import * as knowledgeSoutheastAsianWords from './031-knowledge-southeast-asian-words.js';
 import * as providerChangeNotices from './032-provider-change-notices.js';
 import * as agentRunWarningsAndSources from './033-agent-run-warnings-and-sources.js';
+import * as sessionTokenMakers from './034-session-token-makers.js';
 
 /**
  * Every migration, in order. Listed here (not read from a folder) so that the same code runs
@@ -59,6 +60,7 @@ export const migrations: Record<string, Migration> = eachInOneTransaction({
   '031-knowledge-southeast-asian-words': knowledgeSoutheastAsianWords,
   '032-provider-change-notices': providerChangeNotices,
   '033-agent-run-warnings-and-sources': agentRunWarningsAndSources,
+  '034-session-token-makers': sessionTokenMakers,
 });
 
 /**

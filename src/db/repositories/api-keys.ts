@@ -18,6 +18,8 @@ export interface NewApiKey {
   managedBy: ManagedBy;
   /** Session tokens: the agents the token is limited to. */
   agentIds?: string[] | null;
+  /** Session tokens: the key that made the token. */
+  madeByKeyId?: string | null;
 }
 
 /**
@@ -38,6 +40,13 @@ const keyByHash = preparedSelect((db, { keyHash }: { keyHash: string }) =>
         .onRef('workspace_members.workspace_id', '=', 'api_keys.workspace_id')
         .onRef('workspace_members.user_id', '=', 'api_keys.user_id'),
     )
+    // A session token's maker, and its user's membership of the token's workspace.
+    .leftJoin('api_keys as maker', 'maker.id', 'api_keys.made_by_key_id')
+    .leftJoin('workspace_members as maker_member', (join) =>
+      join
+        .onRef('maker_member.workspace_id', '=', 'api_keys.workspace_id')
+        .onRef('maker_member.user_id', '=', 'maker.user_id'),
+    )
     .select([
       'api_keys.id',
       'api_keys.kind',
@@ -52,6 +61,11 @@ const keyByHash = preparedSelect((db, { keyHash }: { keyHash: string }) =>
       'workspaces.default_model as workspace_default_model',
       'workspaces.rate_limit_per_minute as workspace_rate_limit',
       'workspace_members.role as workspace_role',
+      'api_keys.made_by_key_id',
+      'maker.id as maker_id',
+      'maker.revoked_at as maker_revoked_at',
+      'maker.expires_at as maker_expires_at',
+      'maker_member.role as maker_role',
     ])
     .where('api_keys.key_hash', '=', keyHash),
 );
@@ -74,6 +88,7 @@ export async function insertApiKey(db: Db, key: NewApiKey): Promise<void> {
       created_at: key.createdAt,
       managed_by: key.managedBy,
       agent_ids: key.agentIds ? JSON.stringify(key.agentIds) : null,
+      made_by_key_id: key.madeByKeyId ?? null,
     })
     .execute();
 }

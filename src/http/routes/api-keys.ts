@@ -90,7 +90,7 @@ export async function apiKeyRoutes(app: TypedApp, deps: AppDeps): Promise<void> 
         summary: 'Create a session token for a browser app',
         operationId: 'createSessionToken',
         description:
-          'Owner or admin. The token acts as a member for `userId` and reaches only the chat routes, agent runs, the agent list and `/v1/me`; with `agentIds`, only those agents.',
+          "Owner or admin. The token acts as a member for `userId` and reaches only the chat routes, agent runs, the agent list and `/v1/me`; with `agentIds`, only those agents. It never outlives the key that makes it: its `expiresAt` is no later than that key's, and once that key is revoked, expires or its user leaves the workspace, the token is refused too.",
         tags: ['keys'],
         security: API_KEY_SECURITY,
         params: WorkspaceParams,
