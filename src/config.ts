@@ -249,6 +249,56 @@ function publicUrl(env: Env): string | undefined {
   return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
 
+/**
+ * `ATRIUM_STORAGE=s3`. Each of these used to start and then fail every storage request (an
+ * endpoint without a scheme: "Invalid URL"; a bucket written as `s3://atrium`), or, a key id
+ * given without its secret (or the other way round), quietly sign with whatever credentials the
+ * SDK's default chain found (another identity, or none).
+ */
+function s3Storage(env: Env): StorageConfig {
+  if (!env.S3_BUCKET) throw new ConfigError('ATRIUM_STORAGE=s3 needs S3_BUCKET');
+  // AWS and its compatibles take lower-case letters, digits, `.` and `-`; older AWS buckets
+  // also upper case and `_`. Never a `/`, `:` or space (a URL, or a bucket and a folder).
+  if (!/^[A-Za-z0-9._-]+$/.test(env.S3_BUCKET)) {
+    throw new ConfigError(
+      `S3_BUCKET must be a bucket name (letters, digits, ".", "-" and "_", such as atrium), got "${env.S3_BUCKET}"`,
+    );
+  }
+  const endpoint = env.S3_ENDPOINT?.trim() || undefined;
+  if (endpoint !== undefined) {
+    const url = URL.canParse(endpoint) ? new URL(endpoint) : undefined;
+    if (
+      !url ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      url.username ||
+      url.password ||
+      url.search ||
+      url.hash
+    ) {
+      // Not echoed: it may carry a password.
+      throw new ConfigError(
+        'S3_ENDPOINT must be an http:// or https:// URL (such as http://127.0.0.1:9000), without credentials, query or fragment',
+      );
+    }
+  }
+  const accessKeyId = env.S3_ACCESS_KEY_ID || undefined;
+  const secretAccessKey = env.S3_SECRET_ACCESS_KEY || undefined;
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError(
+      "S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together (or neither, for the AWS SDK's default credentials)",
+    );
+  }
+  return {
+    kind: 's3',
+    endpoint,
+    region: env.S3_REGION || 'us-east-1',
+    bucket: env.S3_BUCKET,
+    accessKeyId,
+    secretAccessKey,
+    forcePathStyle: flag(env, 'S3_FORCE_PATH_STYLE'),
+  };
+}
+
 /** RFC 9110 5.1: a field name is a token. */
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
@@ -401,16 +451,7 @@ export function loadSettings(env: Env = process.env): Settings {
   if (storageKind === 'fs') {
     storage = { kind: 'fs', root: path.join(dataDir, 'objects') };
   } else if (storageKind === 's3') {
-    if (!env.S3_BUCKET) throw new ConfigError('ATRIUM_STORAGE=s3 needs S3_BUCKET');
-    storage = {
-      kind: 's3',
-      endpoint: env.S3_ENDPOINT || undefined,
-      region: env.S3_REGION || 'us-east-1',
-      bucket: env.S3_BUCKET,
-      accessKeyId: env.S3_ACCESS_KEY_ID || undefined,
-      secretAccessKey: env.S3_SECRET_ACCESS_KEY || undefined,
-      forcePathStyle: flag(env, 'S3_FORCE_PATH_STYLE'),
-    };
+    storage = s3Storage(env);
   } else {
     throw new ConfigError(`ATRIUM_STORAGE must be "fs" or "s3", got "${storageKind}"`);
   }

@@ -314,6 +314,29 @@ organizations:
         { ATRIUM_STORAGE: 's3', S3_BUCKET: 'b', S3_FORCE_PATH_STYLE: 'yes' },
         'S3_FORCE_PATH_STYLE must be "true" or "false", got "yes"',
       ],
+      // Each started, then failed every storage request ("Invalid URL", or another bucket's
+      // "NoSuchBucket") or used the SDK's default credentials in place of the key given alone.
+      ...['127.0.0.1:9000', 'minio:9000', 'ftp://minio.example.com', 'http://user:secret@minio:9000'].map(
+        (endpoint) =>
+          [
+            { ATRIUM_STORAGE: 's3', S3_BUCKET: 'b', S3_ENDPOINT: endpoint },
+            'S3_ENDPOINT must be an http:// or https:// URL (such as http://127.0.0.1:9000), without credentials, query or fragment',
+          ] as const,
+      ),
+      ...['s3://atrium', 'atrium/files', 'my bucket'].map(
+        (bucket) =>
+          [
+            { ATRIUM_STORAGE: 's3', S3_BUCKET: bucket },
+            `S3_BUCKET must be a bucket name (letters, digits, ".", "-" and "_", such as atrium), got "${bucket}"`,
+          ] as const,
+      ),
+      ...(['S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const).map(
+        (name) =>
+          [
+            { ATRIUM_STORAGE: 's3', S3_BUCKET: 'b', [name]: 'x' },
+            "S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together (or neither, for the AWS SDK's default credentials)",
+          ] as const,
+      ),
       // Alone, it leaves the default idle timeout no room: the message names it, not the default.
       [
         { ATRIUM_UPSTREAM_TIMEOUT_MS: '2147483647' },
