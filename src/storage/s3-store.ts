@@ -208,16 +208,31 @@ class S3UploadSink extends Writable {
 /** Inactivity after which a request to S3 fails (connect, headers or body). */
 const S3_IDLE_TIMEOUT_MS = 120_000;
 
+/**
+ * The longest the readiness probe waits for S3, as `/readyz` waits for the database
+ * (`ATRIUM_DB_CONNECT_TIMEOUT_MS`'s default): the idle timeout alone, with the SDK's three
+ * attempts, held a probe of a hung endpoint for six minutes.
+ */
+const S3_CHECK_TIMEOUT_MS = 10_000;
+
 export class S3ObjectStore implements Store.ObjectStore {
   readonly kind = 's3' as const;
   readonly client: S3Client;
   private readonly bucket: string;
+  /** Where the bucket is, for messages: S3_ENDPOINT, or AWS and its region. */
+  private readonly endpoint: string;
 
   constructor(
     config: S3StorageConfig,
-    private readonly options: { clock: Clock; log?: Store.StoreLog; idleTimeoutMs?: number },
+    private readonly options: {
+      clock: Clock;
+      log?: Store.StoreLog;
+      idleTimeoutMs?: number;
+      checkTimeoutMs?: number;
+    },
   ) {
     this.bucket = config.bucket;
+    this.endpoint = config.endpoint ?? `AWS (${config.region})`;
     this.client = new S3Client({
       // An endpoint that stops answering mid-request or mid-body fails the request after this
       // long without a byte, instead of holding its socket and its caller for ever (the SDK sets
@@ -445,7 +460,32 @@ export class S3ObjectStore implements Store.ObjectStore {
     // Presigned URLs point at the bucket, not at this server.
   }
 
+  /**
+   * HeadBucket, once, within its bound. Its answer has no body, so the SDK's error says only
+   * `NotFound: UnknownError` (a missing bucket) or `Unknown: UnknownError` (refused credentials):
+   * the error says what failed and which settings to look at instead, never their values.
+   */
   async check(): Promise<void> {
-    await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    const timeoutMs = this.options.checkTimeoutMs ?? S3_CHECK_TIMEOUT_MS;
+    const abortSignal = AbortSignal.timeout(timeoutMs);
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal });
+    } catch (error) {
+      const where = `bucket "${this.bucket}" at ${this.endpoint}`;
+      const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      let message: string;
+      if (abortSignal.aborted) message = `S3 did not answer within ${timeoutMs} ms (${where})`;
+      else if (status === 404) {
+        message = `S3 bucket "${this.bucket}" does not exist at ${this.endpoint} (S3_BUCKET, S3_ENDPOINT)`;
+      } else if (status === 401 || status === 403) {
+        message = `S3 refused access to bucket "${this.bucket}" (HTTP ${status}): check S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY, and the bucket's policy`;
+      } else if (status === 301 || status === 307) {
+        message = `S3 answered HTTP ${status} for ${where}: the bucket is in another region than S3_REGION, or S3_FORCE_PATH_STYLE is needed`;
+      } else {
+        const cause = error as { name?: string; message?: string };
+        message = `S3 did not answer HeadBucket for ${where}${status ? ` (HTTP ${status})` : ''}: ${cause.name ?? 'Error'}: ${cause.message ?? String(error)}`;
+      }
+      throw new Error(message, { cause: error });
+    }
   }
 }
