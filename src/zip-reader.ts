@@ -157,14 +157,37 @@ function readAllEntries(zip: ZipFile): Promise<Entry[]> {
   });
 }
 
+/** General purpose bit 11: the entry's name is UTF-8. */
+const FLAG_UTF8 = 0x800;
+/** The Info-ZIP Unicode Path extra field, a UTF-8 name beside the header's. */
+const UNICODE_PATH_FIELD = 0x7075;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
 function entryName(entry: Entry): string {
   const raw = entry.fileName as unknown as Buffer;
   // Strict: keeps backslashes as they are so that they can be refused. NFC, as project file names
   // are: a macOS zip's decomposed `é` and a typed one are one path (the same path twice is then a
   // conflict), not two files that list alike.
-  return yauzl
-    .getFileNameLowLevel(entry.generalPurposeBitFlag, raw, entry.extraFields, true)
-    .normalize('NFC');
+  return rawName(entry, raw).normalize('NFC');
+}
+
+/**
+ * A name without the UTF-8 flag is CP437 by the zip specification, but Info-ZIP's zip on Linux
+ * and macOS's Archive Utility write UTF-8 names without it: read as CP437, `é` became `├⌐`. So an
+ * unflagged name that is valid UTF-8 and not plain ASCII is read as UTF-8 (as `unzip` on a UTF-8
+ * system and most archive tools do); CP437 text with accents is almost never valid UTF-8.
+ */
+function rawName(entry: Entry, raw: Buffer): string {
+  const flagged = (entry.generalPurposeBitFlag & FLAG_UTF8) !== 0;
+  const unicodeField = entry.extraFields.some((field) => field.id === UNICODE_PATH_FIELD);
+  if (!flagged && !unicodeField && raw.some((byte) => byte >= 0x80)) {
+    try {
+      return strictUtf8.decode(raw);
+    } catch {
+      // Not UTF-8: CP437, below.
+    }
+  }
+  return yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, raw, entry.extraFields, true);
 }
 
 /**

@@ -205,6 +205,32 @@ describe('planArchive', () => {
     );
   });
 
+  it('reads UTF-8 names a zip does not flag as UTF-8 (Info-ZIP on Linux, macOS) as UTF-8, and others as CP437', async () => {
+    // Info-ZIP's zip 3.0 and macOS's Archive Utility write UTF-8 names without the UTF-8 flag
+    // (general purpose bit 11): read as CP437, `données é.txt` became `donn├⌐es ├⌐.txt`.
+    const utf8 = 'linux/donn\u00e9es \u00e9.txt';
+    const mac = 'caf\u0065\u0301/SKILL.md';
+    let zip = await buildZip([
+      { name: 'linux/SKILL.md', content: skillMd('linux', 'L') },
+      { name: utf8, content: 'x' },
+      { name: mac, content: skillMd('cafe', 'C') },
+      { name: 'dos/SKILL.md', content: skillMd('dos', 'D') },
+      { name: 'dos/cafX.txt', content: 'x' },
+    ]);
+    // yazl flags every name as UTF-8.
+    for (const name of [utf8, mac, 'dos/cafX.txt']) zip = patchEntry(zip, name, { clearFlags: 0x800 });
+    // An old DOS/Windows zip: CP437 bytes (0x82 is é there), not valid UTF-8.
+    zip = replaceBytes(zip, 'cafX', Buffer.from([0x63, 0x61, 0x66, 0x82]));
+    const archive = await plan(zip);
+    expect(archive.skills.map((s) => [s.root, s.problem, s.files.map((f) => f.relativePath).sort()])).toEqual(
+      [
+        ['caf\u00e9/', null, ['SKILL.md']],
+        ['dos/', null, ['SKILL.md', 'caf\u00e9.txt']],
+        ['linux/', null, ['SKILL.md', 'donn\u00e9es \u00e9.txt']],
+      ],
+    );
+  });
+
   it('refuses a skill holding a name more than 64 levels deep, naming the entry', async () => {
     // Nesting costs storage a directory per level; a real skill is a few levels deep.
     const tooDeep = `deep/${'d/'.repeat(64)}f.txt`;

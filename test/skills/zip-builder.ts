@@ -59,7 +59,7 @@ const LOCAL = 0x04034b50;
 export function patchEntry(
   zip: Buffer,
   name: string,
-  patch: { uncompressedSize?: number; setFlags?: number },
+  patch: { uncompressedSize?: number; setFlags?: number; clearFlags?: number },
 ): Buffer {
   const out = Buffer.from(zip);
   const nameBytes = Buffer.from(name);
@@ -70,12 +70,14 @@ export function patchEntry(
       const nameLength = out.readUInt16LE(at + 26);
       if (!out.subarray(at + 30, at + 30 + nameLength).equals(nameBytes)) continue;
       if (patch.setFlags) out.writeUInt16LE(out.readUInt16LE(at + 6) | patch.setFlags, at + 6);
+      if (patch.clearFlags) out.writeUInt16LE(out.readUInt16LE(at + 6) & ~patch.clearFlags, at + 6);
       if (patch.uncompressedSize !== undefined) out.writeUInt32LE(patch.uncompressedSize, at + 22);
       patched++;
     } else if (signature === CENTRAL) {
       const nameLength = out.readUInt16LE(at + 28);
       if (!out.subarray(at + 46, at + 46 + nameLength).equals(nameBytes)) continue;
       if (patch.setFlags) out.writeUInt16LE(out.readUInt16LE(at + 8) | patch.setFlags, at + 8);
+      if (patch.clearFlags) out.writeUInt16LE(out.readUInt16LE(at + 8) & ~patch.clearFlags, at + 8);
       if (patch.uncompressedSize !== undefined) out.writeUInt32LE(patch.uncompressedSize, at + 24);
       patched++;
     }
