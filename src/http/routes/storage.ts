@@ -282,7 +282,9 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
               ...DOWNLOAD_HEADERS,
               'content-range': headerDoc('`bytes start-end/size`'),
             }),
+            // `type: 'null'`: no content (without it the document declared a JSON body of any shape).
             304: {
+              type: 'null',
               description:
                 'Not modified: an `If-None-Match` or `If-Modified-Since` holds this version (no body)',
               headers: {
