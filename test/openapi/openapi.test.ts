@@ -237,6 +237,23 @@ describe('OpenAPI document', () => {
     expect(create.responses['400']?.headers).not.toHaveProperty('x-should-retry');
   });
 
+  // docs/openai.md, Storing: a chat is named by these headers; a generated client sends only
+  // the parameters the document declares.
+  it('declares the headers that name the chat of an OpenAI-compatible completion', () => {
+    const create = doc.paths['/v1/openai/chat/completions']!.post! as unknown as {
+      parameters?: Array<{ in: string; name: string; required?: boolean; schema: object }>;
+    };
+    const headers = (create.parameters ?? []).filter((parameter) => parameter.in === 'header');
+    expect(headers.map(({ name, required, schema }) => ({ name, required, schema }))).toEqual([
+      { name: 'x-atrium-chat-id', required: false, schema: { type: 'string' } },
+      {
+        name: 'x-atrium-conversation-key',
+        required: false,
+        schema: { type: 'string', minLength: 1, maxLength: 128 },
+      },
+    ]);
+  });
+
   // A generated client reads a declared body: the download's 304 declared `application/json`
   // of any shape, which a client would try to parse from an empty body.
   it('declares no body for a response that has none (204, 304)', () => {

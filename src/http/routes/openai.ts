@@ -16,6 +16,7 @@ import { API_KEY_SECURITY, WorkspaceHeader } from '../schemas/common.js';
 import {
   Completion,
   CompletionBody,
+  CompletionHeaders,
   CompletionStream,
   openAIErrorResponses,
   OpenAIModel,
@@ -171,6 +172,11 @@ export async function openAIRoutes(
           },
           ...openAIErrorResponses(400, 401, 402, 404, 405, 408, 409, 413, 415, 429, 500, 502, 503, 504),
         },
+      },
+      // The headers naming the chat, in the document only: the conversation key's bounds are
+      // checked with the rest of the naming (conversationRequest), in its own words.
+      config: {
+        swaggerTransform: ({ schema, url }) => ({ url, schema: { ...schema, headers: CompletionHeaders } }),
       },
     },
     async (request, reply) => {

@@ -105,6 +105,24 @@ const FunctionTool = Type.Object(
   { additionalProperties: true },
 );
 
+/** The request headers that name the chat a completion is stored in (docs/openai.md, Storing). */
+export const CompletionHeaders = Type.Object({
+  'x-atrium-chat-id': Type.Optional(
+    Type.String({
+      description:
+        'Atrium: a stored chat to continue, its id or client id (as `chat_id`, which wins when both are sent)',
+    }),
+  ),
+  'x-atrium-conversation-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 128,
+      description: "Atrium: the key's user's own chat with this agent under that key, created on first use",
+      examples: ['support-thread-42'],
+    }),
+  ),
+});
+
 export const CompletionBody = Type.Object(
   {
     model: Type.String({
