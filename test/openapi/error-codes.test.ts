@@ -15,7 +15,11 @@ interface ErrorResponse {
 }
 interface Document {
   paths: Record<string, Record<string, { responses: Record<string, ErrorResponse> }>>;
-  components: { schemas: { Error: { properties: { code: { enum: string[] } } } } };
+  components: {
+    schemas: {
+      Error: { properties: { code: { enum: string[] }; details: { properties: Record<string, unknown> } } };
+    };
+  };
 }
 
 let t: Awaited<ReturnType<typeof createTestApp>>;
@@ -75,6 +79,35 @@ describe('error codes in the OpenAPI document', () => {
     const shown = new Set([...examples.values()].flatMap((codes) => [...codes]));
     // Every code a route can answer with has an example (internal_error and the rest included).
     expect(Object.keys(ERROR_STATUS).filter((code) => !shown.has(code))).toEqual([]);
+  });
+
+  // A generated client types only the declared fields of `details` (the rest is `unknown`).
+  it('declares every details field the examples show and the errors table of docs/api.md names', async () => {
+    const declared = Object.keys(doc.components.schemas.Error.properties.details.properties);
+    const shown = new Set<string>();
+    for (const item of Object.values(doc.paths)) {
+      for (const operation of Object.values(item)) {
+        for (const response of Object.values(operation.responses)) {
+          for (const example of Object.values(response.content?.['application/json']?.examples ?? {})) {
+            const { details } = example.value as unknown as { details: Record<string, unknown> };
+            for (const field of Object.keys(details)) shown.add(`example: ${field}`);
+          }
+        }
+      }
+    }
+    const api = await readFile(path.join(src, '../docs/api.md'), 'utf8');
+    const table = api.slice(api.indexOf('| status | code |'), api.indexOf('## Service'));
+    for (const row of table
+      .split('\n')
+      .filter((line) => /^\| [0-9]{3} /.test(line) && !line.startsWith('| 400'))) {
+      const detailsColumn = row.split('|').at(-2)!;
+      for (const [, field] of detailsColumn.matchAll(/`([a-z][A-Za-z]*)(?::[^`]*)?`/g)) {
+        // `field` (`title`, `name`): the values of `field`, not fields.
+        if (!['title', 'name'].includes(field!)) shown.add(`docs/api.md: ${field}`);
+      }
+    }
+    expect(shown.size).toBeGreaterThan(15);
+    expect([...shown].filter((entry) => !declared.includes(entry.split(': ')[1]!))).toEqual([]);
   });
 
   it('lists 503 on every route that takes a key: storage or the database may not answer', () => {

@@ -38,12 +38,18 @@ const ErrorDetails = Type.Object(
           '`unsupported_media_type`: the body types the route takes (a route without a body: `application/json`, which it reads and ignores)',
       }),
     ),
+    contentEncoding: text(
+      '`unsupported_media_type` of a body under a `Content-Encoding` other than `identity`: the header as sent',
+    ),
+    etag: text('`precondition_failed`: the ETag of the version the signed download serves (unquoted)'),
     reason: text('`not_found` of a signed download: `version_changed` when the file was replaced'),
     param: text('`not_found` of the OpenAI-compatible door: the parameter at fault (`model`)'),
     openaiCode: text("`not_found` of the OpenAI-compatible door: OpenAI's own code (`model_not_found`)"),
     expiredAt: text('`url_expired`: when the signed URL expired (ISO 8601)'),
     retryAfterSeconds: number('`rate_limited`, `service_unavailable`: seconds to wait (also `Retry-After`)'),
-    maxBytes: number('`payload_too_large`, `headers_too_large`, `quota_exceeded`: the byte limit'),
+    maxBytes: number(
+      '`payload_too_large`, `headers_too_large`, `quota_exceeded`: the byte limit; `upstream_error`: the size a provider response exceeded',
+    ),
     maxFiles: number('`quota_exceeded`: files a project may hold'),
     limit: text('`quota_exceeded` of an upload URL: which limit, `files` or `bytes`'),
     notRegistered: Type.Optional(
@@ -75,6 +81,9 @@ const ErrorDetails = Type.Object(
     spentUsd: number('`spend_cap_exceeded`: what the chat has spent'),
     providerStatus: number('`upstream_error`: the HTTP status the model provider answered'),
     model: text('`upstream_error`: the model that cannot be used'),
+    messageId: text(
+      '`upstream_error`, `upstream_timeout` of `/v1/chat` (JSON) and agent runs: the reply stored with the output before the failure',
+    ),
     runId: text('Any error of an agent run (`POST /agents/{agentId}/runs`): the run recorded as failed'),
   },
   { additionalProperties: true, description: 'Facts about the failure; which fields, depends on `code`' },
