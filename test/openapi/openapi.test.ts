@@ -2,6 +2,7 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+import { rawExchange } from '../helpers/raw-http.js';
 
 interface Operation {
   security?: unknown;
@@ -235,6 +236,29 @@ describe('OpenAPI document', () => {
       });
     }
     expect(create.responses['400']?.headers).not.toHaveProperty('x-should-retry');
+  });
+
+  // Node's HTTP parser answers these before any route is known, in Atrium's shape on every route
+  // (docs/api.md, docs/openai.md "Errors"): headers over 16 KB (431), headers too slow (408), a
+  // malformed request (400); a missing Host is a 400 of every route too.
+  it('declares the errors answered before routing (400, 408, 431) on every operation', async () => {
+    const missing: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const status of ['400', '408', '431']) {
+          if (!op.responses[status]) missing.push(`${method.toUpperCase()} ${path} ${status}`);
+        }
+        const body = op.responses['431']?.content?.['application/json']?.schema?.$ref;
+        if (body !== '#/components/schemas/Error') missing.push(`${method.toUpperCase()} ${path} 431 Error`);
+      }
+    }
+    expect(missing).toEqual([]);
+    // The route's schema is checked too (test/setup.ts): the 400 is one the route declares.
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as { port: number };
+    const noHost = await rawExchange(port, 'GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(noHost.status).toBe(400);
+    expect(JSON.parse(noHost.body).message).toBe('The Host header is required (HTTP/1.1)');
   });
 
   // docs/openai.md, Storing: a chat is named by these headers; a generated client sends only

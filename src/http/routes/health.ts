@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
-import { errorResponses } from '../schemas/common.js';
+import { errorResponses, PROTOCOL_ERRORS } from '../schemas/common.js';
 import { databaseConnectTimeoutMs, pingDatabase } from '../../db/database.js';
 import type { TypedApp } from '../typed-app.js';
 import type { FastifyRequest } from 'fastify';
@@ -43,7 +43,7 @@ export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> 
         security: [],
         response: {
           200: Type.Object({ status: Type.Literal('ok') }, { description: 'The process is alive' }),
-          ...errorResponses(405),
+          ...errorResponses(...PROTOCOL_ERRORS, 405),
         },
       },
     },
@@ -62,7 +62,7 @@ export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> 
         response: {
           200: Readiness('ready', 'Every dependency answers'),
           503: Readiness('unavailable', 'A dependency does not answer; see `checks`'),
-          ...errorResponses(405),
+          ...errorResponses(...PROTOCOL_ERRORS, 405),
         },
       },
     },

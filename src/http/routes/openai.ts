@@ -12,7 +12,7 @@ import {
 import { getModel, listModels } from '../../services/openai-models.js';
 import { logApiError, toApiError, type UnmatchedRoute, withAcceptedTypes } from '../plugins/error-handler.js';
 import { requestedWorkspaceId } from '../plugins/auth.js';
-import { API_KEY_SECURITY, WorkspaceHeader } from '../schemas/common.js';
+import { API_KEY_SECURITY, errorResponses, WorkspaceHeader } from '../schemas/common.js';
 import {
   Completion,
   CompletionBody,
@@ -37,6 +37,12 @@ const OPENAI_STREAM_HEADERS = {
 };
 
 const LIST_ERRORS = [400, 401, 404, 405, 429, 500, 503] as const;
+
+/**
+ * Answered by Node's HTTP parser before any path is read, so in Atrium's shape here too
+ * (docs/openai.md, Errors): headers too slow (408), too large (431).
+ */
+const BEFORE_ROUTING_ERRORS = errorResponses(408, 431);
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
@@ -112,7 +118,7 @@ export async function openAIRoutes(
         tags: ['openai'],
         security: API_KEY_SECURITY,
         headers: WorkspaceHeader,
-        response: { 200: OpenAIModelList, ...openAIErrorResponses(...LIST_ERRORS) },
+        response: { 200: OpenAIModelList, ...openAIErrorResponses(...LIST_ERRORS), ...BEFORE_ROUTING_ERRORS },
       },
     },
     async (request) => listModels(deps.db, request.principal, requestedWorkspaceId(request)),
@@ -129,7 +135,7 @@ export async function openAIRoutes(
         security: API_KEY_SECURITY,
         headers: WorkspaceHeader,
         params: OpenAIModelParams,
-        response: { 200: OpenAIModel, ...openAIErrorResponses(...LIST_ERRORS) },
+        response: { 200: OpenAIModel, ...openAIErrorResponses(...LIST_ERRORS), ...BEFORE_ROUTING_ERRORS },
       },
     },
     async (request) =>
@@ -171,6 +177,8 @@ export async function openAIRoutes(
             },
           },
           ...openAIErrorResponses(400, 401, 402, 404, 405, 408, 409, 413, 415, 429, 500, 502, 503, 504),
+          // Its 408 is OpenAI's shape (a slow body); headers too slow are Atrium's, as on every route.
+          ...errorResponses(431),
         },
       },
       // The headers naming the chat, in the document only: the conversation key's bounds are

@@ -193,7 +193,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
           200: withHeaders(StoredObjectResponse, 'Stored', {
             etag: headerDoc('The stored version (quoted)'),
           }),
-          ...errorResponses(400, 403, 404, 405, 408, 412, 413, 415, 500),
+          ...errorResponses(400, 403, 404, 405, 408, 412, 413, 415, 431, 500),
         },
       },
       config: {
@@ -271,7 +271,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
           200: ObjectBytes,
           206: ObjectBytes,
           304: Type.Null(),
-          ...errorResponses(400, 403, 404, 405, 412, 500),
+          ...errorResponses(400, 403, 404, 405, 408, 412, 431, 500),
         },
       },
       config: {
@@ -294,7 +294,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
                 'x-request-id': REQUEST_ID_HEADER,
               },
             },
-            ...errorResponses(400, 403, 404, 405, 412, 500),
+            ...errorResponses(400, 403, 404, 405, 408, 412, 431, 500),
           },
         }),
       },

@@ -25,7 +25,7 @@ export function envelope<T extends TSchema>(data: T, description: string) {
   return Type.Object({ data }, { description });
 }
 
-export { COMMON_ERRORS, ErrorBody, errorResponses } from './error-body.js';
+export { COMMON_ERRORS, ErrorBody, errorResponses, PROTOCOL_ERRORS } from './error-body.js';
 
 /** The body types of a PATCH (a JSON merge patch, RFC 7396), as its OpenAPI operation lists them. */
 export const PATCH_BODY_TYPES = ['application/json', 'application/merge-patch+json'];

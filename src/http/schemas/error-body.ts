@@ -352,5 +352,12 @@ export function errorExamples(status: number): Record<string, { value: unknown }
   );
 }
 
+/**
+ * Statuses Node's HTTP parser (or the Host check) answers on any route, before the route is
+ * known, always in the `Error` shape (protocol-errors.ts): a malformed request or no Host (400),
+ * headers too slow (408), headers too large (431).
+ */
+export const PROTOCOL_ERRORS = [400, 408, 431] as const;
+
 /** Statuses every authenticated `/v1` route can answer with. */
 export const COMMON_ERRORS = [400, 401, 404, 405, 408, 413, 415, 429, 431, 500, 503] as const;
