@@ -41,7 +41,12 @@ const ErrorDetails = Type.Object(
     contentEncoding: text(
       '`unsupported_media_type` of a body under a `Content-Encoding` other than `identity`: the header as sent',
     ),
-    etag: text('`precondition_failed`: the ETag of the version the signed download serves (unquoted)'),
+    etag: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description:
+          '`precondition_failed`: the ETag (unquoted) of the version a signed download serves, or of the object in place for a conditional upload (null: none is)',
+      }),
+    ),
     reason: text('`not_found` of a signed download: `version_changed` when the file was replaced'),
     param: text('`not_found` of the OpenAI-compatible door: the parameter at fault (`model`)'),
     openaiCode: text("`not_found` of the OpenAI-compatible door: OpenAI's own code (`model_not_found`)"),
