@@ -278,6 +278,39 @@ describe('OpenAPI document', () => {
     ]);
   });
 
+  // docs/files.md, "Signed URLs": the storage routes read these themselves; a generated client
+  // sends only the header parameters the document declares.
+  it('declares the Range and conditional request headers the signed storage routes honour', () => {
+    const headersOf = (method: string) =>
+      (
+        (doc.paths['/storage/objects/{path}']?.[method] as unknown as {
+          parameters?: Array<{ in: string; name: string; required?: boolean }>;
+        }) ?? {}
+      ).parameters
+        ?.filter((parameter) => parameter.in === 'header')
+        .map(({ name, required }) => ({ name: name.toLowerCase(), required })) ?? [];
+    const optional = (...names: string[]) => names.map((name) => ({ name, required: false }));
+    expect(headersOf('get')).toEqual(
+      optional('range', 'if-range', 'if-match', 'if-none-match', 'if-modified-since', 'if-unmodified-since'),
+    );
+    expect(headersOf('put')).toEqual(optional('if-match', 'if-none-match', 'if-unmodified-since'));
+  });
+
+  // docs/api.md: the AI SDK's client tells a UI message stream by this header.
+  it('declares x-vercel-ai-ui-message-stream on the streamed chat and on its resume', () => {
+    const headersOf = (path: string, method: string) =>
+      (doc.paths[path]?.[method]?.responses['200'] as { headers?: Record<string, unknown> } | undefined)
+        ?.headers ?? {};
+    for (const [path, method] of [
+      ['/v1/chat', 'post'],
+      ['/v1/chat/{chatId}/stream', 'get'],
+    ] as const) {
+      expect(headersOf(path, method)['x-vercel-ai-ui-message-stream'], path).toMatchObject({
+        schema: { type: 'string', const: 'v1' },
+      });
+    }
+  });
+
   // A generated client reads a declared body: the download's 304 declared `application/json`
   // of any shape, which a client would try to parse from an empty body.
   it('declares no body for a response that has none (204, 304)', () => {

@@ -56,6 +56,54 @@ const SignedQuery = Type.Object({
   signature: signedField('HMAC-SHA256 of the other fields, method and path', 'b64url…'),
 });
 
+const requestHeader = (description: string, example: string) =>
+  Type.Optional(Type.String({ description, examples: [example] }));
+
+/**
+ * The request headers the routes read themselves (docs/files.md, preconditions.ts), declared in
+ * the document only: a generated client sends only the header parameters the document names.
+ */
+const DownloadRequestHeaders = Type.Object({
+  Range: requestHeader(
+    'One byte range (`bytes=a-b`, `bytes=a-`, `bytes=-n`): 206 with `Content-Range`; any other is ignored (200, the whole object)',
+    'bytes=0-1023',
+  ),
+  'If-Range': requestHeader(
+    'Honour `Range` only for this `ETag` (another version: 200, the whole object)',
+    '"d41d8cd98f00b204e9800998ecf8427e"',
+  ),
+  'If-Match': requestHeader(
+    'Only this version: an `ETag` (compared strongly) or `*`; otherwise 412 `precondition_failed`',
+    '"d41d8cd98f00b204e9800998ecf8427e"',
+  ),
+  'If-None-Match': requestHeader(
+    '304 when it holds this version (`*`, or its `ETag`, weak or not)',
+    '"d41d8cd98f00b204e9800998ecf8427e"',
+  ),
+  'If-Modified-Since': requestHeader(
+    'Without `If-None-Match`: 304 when not modified since this HTTP date',
+    'Wed, 21 Oct 2026 07:28:00 GMT',
+  ),
+  'If-Unmodified-Since': requestHeader(
+    'Without `If-Match`: only if not modified since this HTTP date; otherwise 412 `precondition_failed`',
+    'Wed, 21 Oct 2026 07:28:00 GMT',
+  ),
+});
+const UploadRequestHeaders = Type.Object({
+  'If-Match': requestHeader(
+    'Store only over this version (an `ETag`, compared strongly, or `*`: any object); otherwise 412 `precondition_failed`, nothing stored',
+    '"d41d8cd98f00b204e9800998ecf8427e"',
+  ),
+  'If-None-Match': requestHeader(
+    '`*`: store only when no object is at the path (an `ETag`: unless it is this version); otherwise 412 `precondition_failed`, nothing stored',
+    '*',
+  ),
+  'If-Unmodified-Since': requestHeader(
+    'Without `If-Match`: store only over an object not modified since this HTTP date; otherwise 412 `precondition_failed`',
+    'Wed, 21 Oct 2026 07:28:00 GMT',
+  ),
+});
+
 /**
  * The router matches `/storage/objects/*`; the document shows that wildcard as `{path}`, a real
  * parameter, so that generated clients build a working URL (with `{*}` they send `%7B*%7D`).
@@ -199,6 +247,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       config: {
         // The body is the raw stream, not validated, so only the document declares it.
         swaggerTransform: documentWildcardAsPath({
+          headers: UploadRequestHeaders,
           body: { ...ObjectBytes, description: 'Exactly `size` bytes' },
           consumes: ['application/octet-stream'],
         }),
@@ -276,6 +325,7 @@ export async function storageRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       },
       config: {
         swaggerTransform: documentWildcardAsPath({
+          headers: DownloadRequestHeaders,
           response: {
             200: objectResponse('The whole object', DOWNLOAD_HEADERS),
             206: objectResponse('The requested byte range', {

@@ -163,9 +163,17 @@ const CHAT_ID_HEADER = {
   'x-chat-id': headerDoc('With `stream: true`: the id of the chat (new or continued)'),
 };
 
+/** What the AI SDK sends with a UI message stream (its `UI_MESSAGE_STREAM_HEADERS`). */
+const uiMessageStreamHeader = (description: string) => ({ ...headerDoc(description), const: 'v1' });
+
 export const ChatOkResponse = {
   description: 'The reply: JSON, or with `stream: true` an AI SDK UI message stream (v1)',
-  headers: CHAT_ID_HEADER,
+  headers: {
+    ...CHAT_ID_HEADER,
+    'x-vercel-ai-ui-message-stream': uiMessageStreamHeader(
+      'With `stream: true`: `v1`, the body is an AI SDK UI message stream',
+    ),
+  },
   content: {
     'application/json': { schema: ChatResult },
     'text/event-stream': {
@@ -180,7 +188,10 @@ export const ChatOkResponse = {
 /** 200 of GET /chat/{chatId}/stream: the replayed reply. */
 export const ResumeOkResponse = {
   description: 'The reply being generated, from its `start` chunk, as an AI SDK UI message stream (v1)',
-  headers: { 'x-chat-id': headerDoc('The id of the chat') },
+  headers: {
+    'x-chat-id': headerDoc('The id of the chat'),
+    'x-vercel-ai-ui-message-stream': uiMessageStreamHeader('`v1`: the body is an AI SDK UI message stream'),
+  },
   content: {
     'text/event-stream': {
       schema: Type.String({
