@@ -34,4 +34,15 @@ describe('the project docs', () => {
     const parsed = parseSetupText(example, 'docs/setup-file.md');
     expect(parsed.ok ? [] : parsed.problems).toEqual([]);
   });
+
+  // A reader copies a whole setup file from any page: one that starts at the top level
+  // (`providers:`, `models:`, `organizations:`) must apply as it stands, not only as a fragment.
+  it.each(DOCS)('%s gives whole setup files that `atrium apply` accepts', (doc) => {
+    const text = readFileSync(path.join(ROOT, doc), 'utf8');
+    const files = [...text.matchAll(/^```yaml\n((?:providers|models|organizations):[\s\S]*?)^```$/gm)];
+    for (const [, example] of files) {
+      const parsed = parseSetupText(example!, doc);
+      expect(parsed.ok ? [] : parsed.problems, example).toEqual([]);
+    }
+  });
 });
