@@ -12,6 +12,26 @@ const DOCS = [
   ...readdirSync(path.join(ROOT, 'docs')).map((f) => `docs/${f}`),
 ];
 
+const withoutCodeBlocks = (text: string) => text.replaceAll(/^ *```[\s\S]*?^ *```$/gm, '');
+
+/** The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as `-`, repeats numbered. */
+function headingAnchors(file: string): Set<string> {
+  const seen = new Map<string, number>();
+  const anchors = new Set<string>();
+  for (const [, heading] of withoutCodeBlocks(readFileSync(file, 'utf8')).matchAll(
+    /^#{1,6}\s+(.+?)\s*#*$/gm,
+  )) {
+    const slug = heading!
+      .toLowerCase()
+      .replaceAll(/[^\p{L}\p{N}\p{M}\s_-]/gu, '')
+      .replaceAll(' ', '-');
+    const count = seen.get(slug) ?? 0;
+    seen.set(slug, count + 1);
+    anchors.add(count === 0 ? slug : `${slug}-${count}`);
+  }
+  return anchors;
+}
+
 describe('the project docs', () => {
   it.each(DOCS)('%s links only to files of the repository', (doc) => {
     const text = readFileSync(path.join(ROOT, doc), 'utf8');
@@ -26,6 +46,18 @@ describe('the project docs', () => {
     // The specs the project was built from are not part of it: the docs must not send readers
     // there (the changelog's history may name them).
     if (doc !== 'CHANGELOG.md') expect(text.match(/`spec\/[\w-]+\.md`/g) ?? []).toEqual([]);
+  });
+
+  it.each(DOCS)('%s links only to headings that exist', (doc) => {
+    const text = withoutCodeBlocks(readFileSync(path.join(ROOT, doc), 'utf8'));
+    const broken = [...text.matchAll(/\]\(([^)\s#]*)#([^)\s]+)\)/g)]
+      .filter(([, target]) => !/^[a-z]+:/.test(target!))
+      .filter(([, target, anchor]) => {
+        const file = target ? path.resolve(path.dirname(path.join(ROOT, doc)), target) : path.join(ROOT, doc);
+        return existsSync(file) && !headingAnchors(file).has(anchor!);
+      })
+      .map(([link]) => link);
+    expect(broken).toEqual([]);
   });
 
   it('gives a setup-file example that `atrium apply` accepts', () => {
