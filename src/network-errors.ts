@@ -39,9 +39,12 @@ const PG_CONNECTION_LOST =
 const S3_SOCKET_TIMEOUT =
   /^@smithy\/node-http-handler - the request socket (?:did not establish a connection|timed out after)/;
 
-/** ioredis gives up on a command while Redis is down with these, and no network code. */
+/**
+ * ioredis gives up on a command while Redis is down with these, and no network code; one
+ * unanswered past its `commandTimeout` (redis.ts) with the last message.
+ */
 const REDIS_UNAVAILABLE = new Set(['MaxRetriesPerRequestError']);
-const REDIS_CONNECTION_CLOSED = /^Connection is closed\.?$/;
+const REDIS_CONNECTION_CLOSED = /^(?:Connection is closed\.?|Command timed out)$/;
 
 /**
  * Whether a failure is a service Atrium depends on being unavailable for now, rather than a
@@ -50,7 +53,7 @@ const REDIS_CONNECTION_CLOSED = /^Connection is closed\.?$/;
  * retries), PostgreSQL refusing or dropping connections or shutting down (the connection
  * SQLSTATEs 08000, 08001, 08003, 08004, 08006, then 57P01–57P03 and 53300 too many connections;
  * not 08P01, a statement Atrium got wrong), SQLite's database locked past its busy timeout,
- * Redis not answering (ioredis giving up on a command), an S3 request idle past its limit.
+ * Redis not answering (ioredis giving up on a command, or its answer not coming in time), an S3 request idle past its limit.
  */
 export function isDependencyUnavailable(error: unknown): boolean {
   const code = networkErrorCode(error);

@@ -17,12 +17,24 @@ else redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) end
 return 1`);
 
 /**
+ * How long a command waits for Redis's answer before it fails. A Redis that stops answering (its
+ * host blackholed or hung, a partition) neither refuses nor closes the connection, and ioredis
+ * waits for ever by default: the rate limit's count held every request of the API, and `/readyz`.
+ * Redis answers in well under a millisecond; this leaves ample room for a loaded one.
+ */
+export const REDIS_COMMAND_TIMEOUT_MS = 2_000;
+
+/** Options of a connection that sends commands (not the subscribed one). */
+const COMMAND_OPTIONS = { maxRetriesPerRequest: 1, commandTimeout: REDIS_COMMAND_TIMEOUT_MS };
+
+/**
  * The one Redis connection of a process (REDIS_URL), shared by everything several processes
  * coordinate through it. A command sent while the connection is down waits for one reconnect
- * attempt at most, then fails, so a caller can fall back rather than hang a request.
+ * attempt at most, and for an answer REDIS_COMMAND_TIMEOUT_MS at most, then fails, so a caller
+ * can fall back rather than hang a request.
  */
 export function createRedis(url: string): RedisClient {
-  return new Redis(url, { maxRetriesPerRequest: 1 });
+  return new Redis(url, COMMAND_OPTIONS);
 }
 
 /** Closes the connection, waiting for replies in flight; never throws at shutdown. */
@@ -48,7 +60,7 @@ export function connectRedis(url: string, watch: (connection: Redis) => void): C
   // Connects in the background and reconnects by itself: a Redis that is down at start fails
   // only what needs it (stop and resume across processes), never the whole service, and
   // `/readyz` reports it.
-  const publisher = new Redis(url, { maxRetriesPerRequest: 1 });
+  const publisher = new Redis(url, COMMAND_OPTIONS);
   // Subscriptions wait for the connection however long it takes, and are renewed on reconnect.
   const subscriber = new Redis(url, { maxRetriesPerRequest: null });
   // Without an error listener ioredis would report a lost connection as unhandled; the app's one
