@@ -371,10 +371,34 @@ function corsOrigin(entry: string): string {
     : `${url.protocol}//${url.host.toLowerCase()}`;
 }
 
+/**
+ * A URL ioredis reads as meant: a port it would refuse ("Invalid URL", exit 1 at start) or a
+ * database that is no number (it sent `SELECT NaN` once connected, and the rejection ended the
+ * process) is refused here, as every other setting is, before anything starts.
+ */
+function isRedisUrl(text: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return false;
+  }
+  return (
+    (url.protocol === 'redis:' || url.protocol === 'rediss:') &&
+    url.hostname !== '' &&
+    /^(?:\/\d*)?$/.test(url.pathname)
+  );
+}
+
 function redisConfig(env: Env): Config['redis'] {
   const url = env.REDIS_URL;
   if (!url) return undefined;
-  if (!/^rediss?:\/\//.test(url)) throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL');
+  if (!isRedisUrl(url)) {
+    // The URL is not repeated: it may hold a password.
+    throw new ConfigError(
+      'REDIS_URL must be a redis:// or rediss:// URL with a host, and a database number if any (such as redis://:PASSWORD@127.0.0.1:6379/0)',
+    );
+  }
   // Several deployments (or test runs) may share one Redis: each keeps to its own prefix.
   return { url, keyPrefix: env.ATRIUM_REDIS_PREFIX || 'atrium:' };
 }

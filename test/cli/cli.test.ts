@@ -374,6 +374,24 @@ organizations:
             'ATRIUM_PUBLIC_URL must be an http:// or https:// URL (such as https://atrium.example.com), without credentials, query or fragment',
           ] as const,
       ),
+      // `atrium serve` failed with "atrium: Invalid URL" and exit 1 on the first four (ioredis
+      // parsing it), and started on the last three, then ended on an unhandled `SELECT NaN`
+      // error once connected. A password in it is not repeated.
+      ...[
+        'cache:6379',
+        'http://cache:6379',
+        'redis://cache:port',
+        'redis://:secret@cache:99999',
+        'redis://:secret@cache:6379/zero',
+        'redis://cache:6379/0/1',
+        'redis:///0',
+      ].map(
+        (url) =>
+          [
+            { REDIS_URL: url },
+            'REDIS_URL must be a redis:// or rediss:// URL with a host, and a database number if any (such as redis://:PASSWORD@127.0.0.1:6379/0)',
+          ] as const,
+      ),
     ] as const) {
       const before = { ...process.env };
       Object.assign(process.env, settings);
