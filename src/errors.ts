@@ -1,3 +1,5 @@
+import { isRedisUnavailable } from './network-errors.js';
+
 /** Every error code the API answers with, and the one HTTP status each maps to (decisions.md). */
 export const ERROR_STATUS = {
   bad_request: 400,
@@ -89,14 +91,17 @@ export const errors = {
     new ApiError('unsupported_media_type', message, { accepted }),
   internal: (cause?: unknown) => new ApiError('internal_error', 'Internal server error', {}, { cause }),
   /**
-   * The database or storage did not answer (network-errors.ts): a 503 the client may retry after
+   * The database, storage or Redis did not answer (network-errors.ts): a 503 the client may retry after
    * long enough for a connection pool or an S3 endpoint to recover from a blip, short enough not
    * to idle a client.
    */
   dependencyUnavailable: (cause: unknown) =>
     new ApiError(
       'service_unavailable',
-      'Storage or the database did not answer; try again shortly',
+      // Only stop and resume of a reply fail for Redis (REDIS_URL): each says which it was.
+      isRedisUnavailable(cause)
+        ? 'Redis did not answer (stop and resume of a reply need it); try again shortly'
+        : 'Storage or the database did not answer; try again shortly',
       { retryAfterSeconds: 5 },
       { cause },
     ),

@@ -65,9 +65,22 @@ export function isDependencyUnavailable(error: unknown): boolean {
     if (typeof ownCode === 'string' && /^(?:0800[0-46]|57P0[123]|53300|SQLITE_BUSY\w*)$/.test(ownCode)) {
       return true;
     }
-    const { message, name } = current as { message?: unknown; name?: unknown };
+    const { message } = current as { message?: unknown };
     if (typeof message === 'string' && PG_CONNECTION_LOST.test(message)) return true;
     if (typeof message === 'string' && S3_SOCKET_TIMEOUT.test(message)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return isRedisUnavailable(error);
+}
+
+/**
+ * Whether a failure is ioredis giving up on a command (Redis down, or not answering in time):
+ * the 503 then names Redis, not storage or the database.
+ */
+export function isRedisUnavailable(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 6 && current; depth++) {
+    const { message, name } = current as { message?: unknown; name?: unknown };
     if (typeof name === 'string' && REDIS_UNAVAILABLE.has(name)) return true;
     if (typeof message === 'string' && REDIS_CONNECTION_CLOSED.test(message)) return true;
     current = (current as { cause?: unknown }).cause;

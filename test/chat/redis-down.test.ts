@@ -69,5 +69,19 @@ describe('Redis configured and down', () => {
       stop: 503,
       resume: 503,
     });
+
+    // …naming what did not answer: it said "Storage or the database did not answer", and an
+    // operator looked at the wrong service.
+    const answer = await fetch(`${app.baseUrl}/v1/chat/${chatId}/stop`, {
+      method: 'POST',
+      headers,
+      signal: signal(),
+    });
+    expect(answer.headers.get('retry-after')).toBe('5');
+    expect(await answer.json()).toEqual({
+      code: 'service_unavailable',
+      message: 'Redis did not answer (stop and resume of a reply need it); try again shortly',
+      details: { retryAfterSeconds: 5 },
+    });
   }, 60_000);
 });

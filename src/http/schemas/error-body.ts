@@ -300,7 +300,7 @@ const STATUS_DOCS: Record<number, StatusDoc> = {
   },
   503: {
     description:
-      'Try again shortly (`service_unavailable`, see `Retry-After`): storage or the database did not answer, or (chat routes) too many replies are in progress on this process, or it is shutting down',
+      'Try again shortly (`service_unavailable`, see `Retry-After`): storage or the database did not answer (or Redis, for stop and resume of a reply), or (chat routes) too many replies are in progress on this process, or it is shutting down',
     examples: [
       {
         code: 'service_unavailable',
