@@ -289,10 +289,19 @@ export async function buildApp(
     // Expected while draining, and probed every few seconds: no warning per probe.
     shutdown: async () => (replies.isDraining ? 'unavailable' : undefined),
   };
-  // With Redis, the subscription waits for a connection: the service starts without it.
+  // With Redis, the subscription waits for a connection: the service starts without it. One that
+  // fails is made again until it holds: logged once, and once more when it does.
+  let listenFailed = false;
   replies
-    .start()
-    .catch((error: unknown) => app.log.warn({ err: error }, 'could not listen for stopped replies'));
+    .start((error) => {
+      if (listenFailed) return;
+      listenFailed = true;
+      app.log.warn({ err: error }, 'could not listen for stopped replies; trying again every second');
+    })
+    .then(
+      () => listenFailed && app.log.info('listening for stopped replies again'),
+      () => undefined,
+    );
   const chatDeps: ChatDeps = {
     db: deps.db,
     clock: deps.clock,

@@ -22,6 +22,8 @@ const SETTLED_POLL_MS = 50;
 const GONE_CHECK_EVERY = 20;
 /** A reply's settled marker outlives its release by this long: ample for the stops waiting on it. */
 const SETTLED_TTL_SECONDS = 60;
+/** How long after a failed subscription (see `start`) it is made again. */
+const SUBSCRIBE_RETRY_MS = 1_000;
 
 /** A reply admitted to run: make its stream resumable, and release it when it has been stored. */
 export interface ReplyTicket {
@@ -124,15 +126,34 @@ export class RunningReplies {
     this.stopChannel = `${options.keyPrefix}:stop`;
   }
 
-  /** Listens for stops published by other processes, and on this process's own channel. */
-  start(): Promise<void> {
+  /**
+   * Listens for stops published by other processes, and on this process's own channel. A
+   * subscription that fails is made again (`onFailure` is told each time) until it holds: ioredis
+   * rejects a SUBSCRIBE it had queued when its connection fails for good at that moment (a wrong
+   * password, a refused ready check) and renews on reconnect only the subscriptions it made, so a
+   * process whose first ones failed never listened, after Redis answered again too: stops sent
+   * to other processes never reached its replies until it was restarted.
+   */
+  start(onFailure: (error: unknown) => void = () => undefined): Promise<void> {
+    const subscribe = async (channel: string, callback: (message: string) => void): Promise<void> => {
+      for (;;) {
+        try {
+          await this.coordination.subscriber.subscribe(channel, callback);
+          return;
+        } catch (error) {
+          onFailure(error);
+          // The subscriber waits for its connection by itself: this only spaces failures out.
+          await new Promise((resolve) => setTimeout(resolve, SUBSCRIBE_RETRY_MS).unref());
+          // A process shutting down (its connections about to close) listens no more.
+          if (this.draining) throw error;
+        }
+      }
+    };
     this.started ??= Promise.all([
-      Promise.resolve(
-        this.coordination.subscriber.subscribe(this.instanceChannel(this.instanceId), () => undefined),
-      ).then(() => {
+      subscribe(this.instanceChannel(this.instanceId), () => undefined).then(() => {
         this.listening = true;
       }),
-      this.coordination.subscriber.subscribe(this.stopChannel, (message) => {
+      subscribe(this.stopChannel, (message) => {
         try {
           const { chatId, messageId, reason, deleted } = JSON.parse(message) as {
             chatId: string;

@@ -782,3 +782,43 @@ describe.each(['memory', 'Redis'] as const)(
     }
   },
 );
+
+/**
+ * ioredis rejects a SUBSCRIBE it had queued when the connection fails for good at that moment (a
+ * wrong password, a ready check refused: it flushes its queue), and resubscribes on reconnect only
+ * to channels it had subscribed to. A process whose first subscriptions were so rejected never
+ * listened, after Redis answered again too: stops sent to other processes never reached its
+ * replies (the stop answered `stopped: true` after its wait, the reply ran on), until a restart.
+ */
+describe('listening for stops when the first subscriptions fail', () => {
+  it('subscribes again until it listens, and a stop from another process then reaches its reply', async () => {
+    const shared = { ...createMemoryCoordination(), shared: true };
+    let refusals = 2;
+    const failing: Coordination = {
+      ...shared,
+      subscriber: {
+        ...shared.subscriber,
+        subscribe: (channel, callback) =>
+          refusals-- > 0
+            ? Promise.reject(new Error('WRONGPASS invalid username-password pair or user is disabled.'))
+            : shared.subscriber.subscribe(channel, callback),
+      },
+    };
+    const options = { maxConcurrent: 5, keyPrefix: 'relisten' };
+    const a = new RunningReplies(failing, options);
+    const b = new RunningReplies(shared, options);
+    const failures: unknown[] = [];
+    // As the app starts it: its promise is not waited for.
+    void a.start((error) => failures.push(error)).catch(() => undefined);
+    await b.start();
+    const reasons: string[] = [];
+    const ticket = a.admit('chat-relisten', 'msg-1', (reason) => reasons.push(reason));
+
+    await vi.waitFor(async () => {
+      expect(await b.stop('chat-relisten')).toMatchObject({ stopped: true });
+      expect(reasons).toContain('stopped');
+    }, 10_000);
+    expect(failures.length).toBeGreaterThan(0);
+    ticket.release();
+  });
+});
