@@ -95,14 +95,18 @@ export const errors = {
    * long enough for a connection pool or an S3 endpoint to recover from a blip, short enough not
    * to idle a client.
    */
-  dependencyUnavailable: (cause: unknown) =>
-    new ApiError(
+  dependencyUnavailable: (cause: unknown) => {
+    // Only stop and resume of a reply fail for Redis (REDIS_URL): each says which it was. A
+    // Redis outage is logged once by itself (redis-outage-log.ts), so each refused stop or
+    // resume is a warn line naming it, not an error with a stack per request.
+    const redis = isRedisUnavailable(cause);
+    return new ApiError(
       'service_unavailable',
-      // Only stop and resume of a reply fail for Redis (REDIS_URL): each says which it was.
-      isRedisUnavailable(cause)
+      redis
         ? 'Redis did not answer (stop and resume of a reply need it); try again shortly'
         : 'Storage or the database did not answer; try again shortly',
       { retryAfterSeconds: 5 },
-      { cause },
-    ),
+      redis ? { cause, refusal: 'warn' } : { cause },
+    );
+  },
 };

@@ -2,14 +2,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHAT_KEYS, chatRows, userText } from '../chat/fixtures.js';
 import { listeningChatApp } from '../chat/listening-app.js';
 import { EventReader } from '../chat/sse-reader.js';
+import { captureLog } from '../helpers/log-capture.js';
 
 /**
  * REDIS_URL names a closed port: Redis is configured but down. Only what needs it fails (stop
  * and resume across processes, 503); replies and reads go on (README, "Redis").
  */
 let app: Awaited<ReturnType<typeof listeningChatApp>>;
+const log = captureLog();
 beforeAll(async () => {
-  app = await listeningChatApp({ env: { REDIS_URL: 'redis://127.0.0.1:9' }, shutdownWaitMs: 50 });
+  app = await listeningChatApp({
+    env: { REDIS_URL: 'redis://127.0.0.1:9', LOG_LEVEL: 'info' },
+    shutdownWaitMs: 50,
+    logStream: log.stream,
+  });
 });
 afterAll(async () => {
   // Bounded: a response that never ends (as before) would keep app.close() waiting for ever.
@@ -74,7 +80,7 @@ describe('Redis configured and down', () => {
     // operator looked at the wrong service.
     const answer = await fetch(`${app.baseUrl}/v1/chat/${chatId}/stop`, {
       method: 'POST',
-      headers,
+      headers: { ...headers, 'x-request-id': 'stop-without-redis' },
       signal: signal(),
     });
     expect(answer.headers.get('retry-after')).toBe('5');
@@ -83,5 +89,12 @@ describe('Redis configured and down', () => {
       message: 'Redis did not answer (stop and resume of a reply need it); try again shortly',
       details: { retryAfterSeconds: 5 },
     });
+    // The outage is logged once, by itself (README, "Logs"): each refused stop or resume is a
+    // warn line naming it, not an error line with a stack per request.
+    const lines = log.lines.filter(
+      (line) => line.reqId === 'stop-without-redis' && line.msg !== 'request completed',
+    );
+    expect(lines).toEqual([expect.objectContaining({ level: 40, code: 'service_unavailable', status: 503 })]);
+    expect(JSON.stringify(lines)).not.toMatch(/stack/);
   }, 60_000);
 });

@@ -1,24 +1,11 @@
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createObjectStore } from '../../src/storage/index.js';
 import { createTestApp } from '../helpers/app.js';
+import { captureLog, type LogLine } from '../helpers/log-capture.js';
 import { TENANCY_SETUP } from '../helpers/fixtures.js';
 import { CHAT_KEYS, userText } from '../chat/fixtures.js';
 import { listeningChatApp } from '../chat/listening-app.js';
 import { EventReader, textDeltas } from '../chat/sse-reader.js';
-
-type LogLine = Record<string, unknown> & { level: number; msg: string; reqId?: string };
-
-function captureLog() {
-  const lines: LogLine[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line));
-      callback();
-    },
-  });
-  return { lines, stream };
-}
 
 const WARN = 40;
 
