@@ -104,6 +104,12 @@ export type StorageConfig =
       accessKeyId?: string;
       secretAccessKey?: string;
       forcePathStyle: boolean;
+      /**
+       * How long a request to S3 may go without a byte either way (connected, waiting for the
+       * answer, or mid-body) before it fails with 503, not retried (ATRIUM_S3_IDLE_TIMEOUT_MS);
+       * default DEFAULT_S3_IDLE_TIMEOUT_MS.
+       */
+      idleTimeoutMs?: number;
     };
 
 export class ConfigError extends Error {}
@@ -255,7 +261,7 @@ function publicUrl(env: Env): string | undefined {
  * given without its secret (or the other way round), quietly sign with whatever credentials the
  * SDK's default chain found (another identity, or none).
  */
-function s3Storage(env: Env): StorageConfig {
+function s3Storage(env: Env, idleTimeoutMs: number): StorageConfig {
   if (!env.S3_BUCKET) throw new ConfigError('ATRIUM_STORAGE=s3 needs S3_BUCKET');
   // AWS and its compatibles take lower-case letters, digits, `.` and `-`; older AWS buckets
   // also upper case and `_`. Never a `/`, `:` or space (a URL, or a bucket and a folder).
@@ -296,6 +302,7 @@ function s3Storage(env: Env): StorageConfig {
     accessKeyId,
     secretAccessKey,
     forcePathStyle: flag(env, 'S3_FORCE_PATH_STYLE'),
+    idleTimeoutMs,
   };
 }
 
@@ -417,6 +424,14 @@ export const DEFAULT_MAX_CONCURRENT_REPLIES = 400;
  */
 export const DEFAULT_DB_CONNECT_TIMEOUT_MS = 10_000;
 
+/**
+ * How long a request to S3 may stay silent by default. S3 and MinIO answer within seconds, and
+ * keep a long CompleteMultipartUpload alive with spaces; a hung endpoint held each request the
+ * SDK's three attempts of 120 s (six minutes: long past any client or proxy in front). An idle
+ * timeout, not a total one: a big object moving slowly is never cut.
+ */
+export const DEFAULT_S3_IDLE_TIMEOUT_MS = 30_000;
+
 /** What a provider may send in one non-streamed response: far above any real reply. */
 export const DEFAULT_MAX_PROVIDER_RESPONSE_BYTES = 16 * 1024 * 1024;
 
@@ -471,11 +486,13 @@ export function loadSettings(env: Env = process.env): Settings {
 
   const upstreamTimeoutMs = milliseconds(env, 'ATRIUM_UPSTREAM_TIMEOUT_MS', 120_000, 1);
   const storageKind = env.ATRIUM_STORAGE || 'fs';
+  // Checked with fs storage too, as the database's connect timeout is without DATABASE_URL.
+  const s3IdleTimeoutMs = milliseconds(env, 'ATRIUM_S3_IDLE_TIMEOUT_MS', DEFAULT_S3_IDLE_TIMEOUT_MS, 1);
   let storage: StorageConfig;
   if (storageKind === 'fs') {
     storage = { kind: 'fs', root: path.join(dataDir, 'objects') };
   } else if (storageKind === 's3') {
-    storage = s3Storage(env);
+    storage = s3Storage(env, s3IdleTimeoutMs);
   } else {
     throw new ConfigError(`ATRIUM_STORAGE must be "fs" or "s3", got "${storageKind}"`);
   }

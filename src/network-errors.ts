@@ -40,6 +40,17 @@ const S3_SOCKET_TIMEOUT =
   /^@smithy\/node-http-handler - the request socket (?:did not establish a connection|timed out after)/;
 
 /**
+/**
+ * The AWS SDK's HTTP handler gave up on its own: no connection within its connect timeout, or the
+ * socket idle past its limit. (A connection refused or reset is a `TimeoutError` too, with the
+ * socket's code, and not matched.)
+ */
+export function isS3HandlerTimeout(error: unknown): boolean {
+  const message = (error as { message?: unknown } | undefined)?.message;
+  return typeof message === 'string' && S3_SOCKET_TIMEOUT.test(message);
+}
+
+/**
  * ioredis gives up on a command while Redis is down with these, and no network code; one
  * unanswered past its `commandTimeout` (redis.ts) with the last message.
  */
@@ -67,7 +78,7 @@ export function isDependencyUnavailable(error: unknown): boolean {
     }
     const { message } = current as { message?: unknown };
     if (typeof message === 'string' && PG_CONNECTION_LOST.test(message)) return true;
-    if (typeof message === 'string' && S3_SOCKET_TIMEOUT.test(message)) return true;
+    if (isS3HandlerTimeout(current)) return true;
     current = (current as { cause?: unknown }).cause;
   }
   return isRedisUnavailable(error);

@@ -16,9 +16,10 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Readable } from 'node:stream';
-import type { StorageConfig } from '../config.js';
+import { DEFAULT_S3_IDLE_TIMEOUT_MS, type StorageConfig } from '../config.js';
 import { errors } from '../errors.js';
 import type { Clock } from '../ids.js';
+import { isS3HandlerTimeout } from '../network-errors.js';
 import { contentDisposition } from './content-disposition.js';
 import type * as Store from './object-store.js';
 import { keySegments } from './safe-path.js';
@@ -202,11 +203,14 @@ class S3UploadSink extends Writable {
 }
 
 /**
- * S3 and compatibles (AWS S3, MinIO, R2…). Uploads and downloads go straight to S3 through
- * presigned URLs that bind content type, content length and expiry.
+ * An attempt the HTTP handler gave up on after its connect or idle timeout, thrown in place of
+ * the SDK's `TimeoutError`, which its retry strategy would send again: an endpoint that never
+ * answers then held the caller for three timeouts. Its message stays the handler's, which
+ * marks it a 503 to retry (network-errors.ts); the client retries, after `Retry-After`.
  */
-/** Inactivity after which a request to S3 fails (connect, headers or body). */
-const S3_IDLE_TIMEOUT_MS = 120_000;
+class S3AttemptTimedOut extends Error {
+  override readonly name = 'S3AttemptTimedOut';
+}
 
 /**
  * The longest the readiness probe waits for S3, as `/readyz` waits for the database
@@ -215,6 +219,10 @@ const S3_IDLE_TIMEOUT_MS = 120_000;
  */
 const S3_CHECK_TIMEOUT_MS = 10_000;
 
+/**
+ * S3 and compatibles (AWS S3, MinIO, R2…). Uploads and downloads go straight to S3 through
+ * presigned URLs that bind content type, content length and expiry.
+ */
 export class S3ObjectStore implements Store.ObjectStore {
   readonly kind = 's3' as const;
   readonly client: S3Client;
@@ -227,7 +235,6 @@ export class S3ObjectStore implements Store.ObjectStore {
     private readonly options: {
       clock: Clock;
       log?: Store.StoreLog;
-      idleTimeoutMs?: number;
       checkTimeoutMs?: number;
     },
   ) {
@@ -238,9 +245,10 @@ export class S3ObjectStore implements Store.ObjectStore {
       // long without a byte, instead of holding its socket and its caller for ever (the SDK sets
       // no limit). Atrium's own reads (the indexer's) and writes (multipart parts from memory)
       // keep the socket busy; clients move bytes through presigned URLs, never through here.
+      // No total limit: a big object that keeps moving is never cut.
       requestHandler: {
         connectionTimeout: 10_000,
-        socketTimeout: options.idleTimeoutMs ?? S3_IDLE_TIMEOUT_MS,
+        socketTimeout: config.idleTimeoutMs ?? DEFAULT_S3_IDLE_TIMEOUT_MS,
       },
       region: config.region,
       endpoint: config.endpoint,
@@ -254,6 +262,18 @@ export class S3ObjectStore implements Store.ObjectStore {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
     });
+    // Inside the retry middleware, around each attempt: a timed-out one ends the request.
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (error) {
+          if (isS3HandlerTimeout(error)) throw new S3AttemptTimedOut((error as Error).message);
+          throw error;
+        }
+      },
+      { step: 'deserialize', priority: 'low', name: 'timedOutAttemptIsTheLast' },
+    );
   }
 
   async put(key: string, body: Readable, options: Store.PutOptions): Promise<Store.ObjectInfo> {

@@ -59,6 +59,7 @@ const TIMER_SETTINGS = [
   ['ATRIUM_INDEX_RETRY_MS', 0],
   ['ATRIUM_INDEX_LEASE_MS', 100],
   ['ATRIUM_DB_CONNECT_TIMEOUT_MS', 1],
+  ['ATRIUM_S3_IDLE_TIMEOUT_MS', 1],
 ] as const;
 
 function writeSetup(name: string, text: string): string {

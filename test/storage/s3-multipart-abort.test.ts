@@ -175,8 +175,12 @@ describe('an S3 endpoint that stops answering mid-body', () => {
     });
     await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve));
     const store = new S3ObjectStore(
-      { ...s3.config, endpoint: `http://127.0.0.1:${(stalled.address() as AddressInfo).port}` },
-      { clock: systemClock, idleTimeoutMs: 300 },
+      {
+        ...s3.config,
+        endpoint: `http://127.0.0.1:${(stalled.address() as AddressInfo).port}`,
+        idleTimeoutMs: 300,
+      },
+      { clock: systemClock },
     );
     try {
       const started = Date.now();

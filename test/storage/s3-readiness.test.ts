@@ -77,10 +77,10 @@ describe('S3 readiness (/readyz storage check)', () => {
     });
     await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
     const endpoint = `http://127.0.0.1:${(hung.address() as AddressInfo).port}`;
-    // The socket timeout alone (and the SDK's three attempts) would hold the probe for an hour.
+    // The socket timeout alone would hold the probe for 20 minutes.
     const store = new S3ObjectStore(
-      { ...s3.config, endpoint },
-      { clock: systemClock, idleTimeoutMs: 20 * 60_000, checkTimeoutMs: 200 },
+      { ...s3.config, endpoint, idleTimeoutMs: 20 * 60_000 },
+      { clock: systemClock, checkTimeoutMs: 200 },
     );
     try {
       const failure = await failureOf(store);
