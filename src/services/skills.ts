@@ -25,6 +25,7 @@ import { mapConcurrently } from '../concurrency.js';
 import { errors } from '../errors.js';
 import { type Clock, newId } from '../ids.js';
 import { renewWhileWorking } from '../lease-renewal.js';
+import { isDependencyUnavailable } from '../network-errors.js';
 import { deletePrefixOrLog, type ObjectStore, type StoreLog } from '../storage/object-store.js';
 import { isManager, type WorkspaceAccess } from './access.js';
 import type { Page } from './paging.js';
@@ -518,7 +519,8 @@ async function storeSkills(
     const folders = new Set(named?.values());
     const unnamed = named ? [...written].filter((prefix) => !folders.has(prefix)) : [];
     await Promise.allSettled(unnamed.map((prefix) => deps.store.deletePrefix(prefix)));
-    throw errors.internal(error);
+    // Storage or the database not answering is a 503 to retry (docs/api.md), anything else a 500.
+    throw isDependencyUnavailable(error) ? errors.dependencyUnavailable(error) : errors.internal(error);
   }
   // Committed: what follows only tidies storage, so a failure here must not take the new skills'
   // files or turn the answer into an error. What stays is not the folder any row names, and the

@@ -14,6 +14,7 @@ import { isDependencyUnavailable } from '../../src/network-errors.js';
 import { S3ObjectStore } from '../../src/storage/s3-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+import { multipartBody, skillMd } from '../skills/zip-builder.js';
 
 /** An S3 endpoint answering every request with `status` and an S3 error body, counting requests. */
 async function failingS3(status: number, code: string) {
@@ -81,7 +82,7 @@ describe(`storage that does not answer (${engineName})`, () => {
     ['answers 500 InternalError', () => failingS3(500, 'InternalError')],
   ] as const;
   for (const [what, start] of cases) {
-    it(`S3 that ${what}: upload URL and sync are 503 service_unavailable, nothing reserved`, async () => {
+    it(`S3 that ${what}: upload URL, sync and skill upload are 503 service_unavailable, nothing reserved`, async () => {
       const s3 = await start();
       const t = await appOnS3(s3.port);
       try {
@@ -100,6 +101,24 @@ describe(`storage that does not answer (${engineName})`, () => {
         const list = await t.app.inject({ method: 'GET', url: '/v1/projects/prj_docs/files', headers });
         expect(list.statusCode).toBe(200);
         expect(list.json().data.files).toEqual([]);
+        // A skill upload too: it answered 500 internal_error, which no client retries.
+        const skill = multipartBody([
+          {
+            name: 'files',
+            filename: 'down.md',
+            contentType: 'text/markdown',
+            content: skillMd('down', 'Down'),
+          },
+        ]);
+        const uploaded = await t.app.inject({
+          method: 'POST',
+          url: '/v1/workspace/wsp_main/skills/bulk-upload',
+          headers: { ...headers, 'content-type': skill.contentType },
+          payload: skill.body,
+        });
+        expectUnavailable(uploaded, s3.port);
+        const skills = await t.app.inject({ method: 'GET', url: '/v1/workspace/wsp_main/skills', headers });
+        expect(skills.json().data.skills ?? skills.json().data).toEqual([]);
       } finally {
         await t.close();
         await s3.close();

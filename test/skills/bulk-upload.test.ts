@@ -974,7 +974,8 @@ describe(`bulk skill upload: a commit whose answer was lost (${engineName})`, ()
     });
     expect(created.summary.created).toBe(1);
 
-    // Storage and the commit went through; only the commit's answer was lost (500).
+    // Storage and the commit went through; only the commit's answer was lost (the connection
+    // dropped: 503, to retry).
     await expect(
       bulkUploadSkills(deps(commitAnswerLost(t.db)), access, {
         parts: [
@@ -986,7 +987,7 @@ describe(`bulk skill upload: a commit whose answer was lost (${engineName})`, ()
         visibility: 'workspace',
         mode: 'replace',
       }),
-    ).rejects.toMatchObject({ code: 'internal_error' });
+    ).rejects.toMatchObject({ code: 'service_unavailable' });
 
     // Before: the folders the commit had just named were deleted as the request's own leftovers:
     // a new skill without its files, and a replaced one whose row named a folder that was gone.

@@ -15,6 +15,7 @@ import { isDependencyUnavailable } from '../../src/network-errors.js';
 import { S3ObjectStore } from '../../src/storage/s3-store.js';
 import { createTestApp, engineName } from '../helpers/app.js';
 import { KEYS, TENANCY_SETUP } from '../helpers/fixtures.js';
+import { multipartBody, skillMd } from '../skills/zip-builder.js';
 
 const SECRET = 'secret-access-key-never-shown';
 
@@ -120,10 +121,21 @@ describe(`API requests meeting an S3 endpoint that never answers (${engineName})
   afterAll(() => t?.close());
 
   const headers = { 'x-service-api-key': KEYS.mainOwner };
+  const skill = () => {
+    const { body, contentType } = multipartBody([
+      { name: 'files', filename: 'hung.md', contentType: 'text/markdown', content: skillMd('hung', 'Hung') },
+    ]);
+    return { body, contentType };
+  };
+  /** What is sent, how, and the S3 requests it makes (each one attempt). */
   const requests: Array<
-    [string, () => Promise<{ statusCode: number; body: string; headers: Record<string, unknown> }>]
+    [string, () => Promise<{ statusCode: number; body: string; headers: Record<string, unknown> }>, number]
   > = [
-    ['a file sync', () => t.app.inject({ method: 'POST', url: '/v1/projects/prj_docs/files/sync', headers })],
+    [
+      'a file sync',
+      () => t.app.inject({ method: 'POST', url: '/v1/projects/prj_docs/files/sync', headers }),
+      1,
+    ],
     [
       'an upload URL',
       () =>
@@ -133,10 +145,25 @@ describe(`API requests meeting an S3 endpoint that never answers (${engineName})
           headers,
           payload: { filename: 'a.txt', contentType: 'text/plain', sizeBytes: 3 },
         }),
+      1,
+    ],
+    [
+      'a skill upload',
+      () => {
+        const { body, contentType } = skill();
+        return t.app.inject({
+          method: 'POST',
+          url: '/v1/workspace/wsp_main/skills/bulk-upload',
+          headers: { ...headers, 'content-type': contentType },
+          payload: body,
+        });
+      },
+      // The file's put, then the removal of the skill's folder (a listing) after it failed.
+      2,
     ],
   ];
-  for (const [what, send] of requests) {
-    it(`${what}: 503 service_unavailable after one attempt, naming neither endpoint nor credentials`, async () => {
+  for (const [what, send, s3Requests] of requests) {
+    it(`${what}: 503 service_unavailable after one attempt per S3 request, naming neither endpoint nor credentials`, async () => {
       const before = sockets.length;
       const res = await send();
       expect(res.statusCode, res.body).toBe(503);
@@ -146,7 +173,7 @@ describe(`API requests meeting an S3 endpoint that never answers (${engineName})
         details: { retryAfterSeconds: 5 },
       });
       expect(res.headers['retry-after']).toBe('5');
-      expect(sockets.length - before).toBe(1);
+      expect(sockets.length - before).toBe(s3Requests);
       for (const secret of [SECRET, 'test-key-id', endpoint, String((hung.address() as AddressInfo).port)]) {
         expect(res.body).not.toContain(secret);
       }
