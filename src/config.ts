@@ -287,6 +287,14 @@ function s3Storage(env: Env, idleTimeoutMs: number): StorageConfig {
       );
     }
   }
+  // The AWS SDK's own rule (a host name label): it is part of AWS's host names, and signed into
+  // every request. Another value (a space, "_", a URL) started and then failed every request.
+  const region = env.S3_REGION?.trim() || 'us-east-1';
+  if (!/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(region)) {
+    throw new ConfigError(
+      `S3_REGION must be a region name (letters, digits and "-", such as us-east-1, or auto for R2), got "${env.S3_REGION}"`,
+    );
+  }
   const accessKeyId = env.S3_ACCESS_KEY_ID || undefined;
   const secretAccessKey = env.S3_SECRET_ACCESS_KEY || undefined;
   if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
@@ -297,7 +305,7 @@ function s3Storage(env: Env, idleTimeoutMs: number): StorageConfig {
   return {
     kind: 's3',
     endpoint,
-    region: env.S3_REGION || 'us-east-1',
+    region,
     bucket: env.S3_BUCKET,
     accessKeyId,
     secretAccessKey,

@@ -331,6 +331,15 @@ organizations:
             `S3_BUCKET must be a bucket name (letters, digits, ".", "-" and "_", such as atrium), got "${bucket}"`,
           ] as const,
       ),
+      // Each started, then failed every storage request: "Region not accepted … not a valid
+      // hostname component" (a name with a space or "_", a URL given for the region).
+      ...['us east 1', 'eu_west_1', 'https://s3.eu-west-1.amazonaws.com', '-eu-west-1'].map(
+        (region) =>
+          [
+            { ATRIUM_STORAGE: 's3', S3_BUCKET: 'b', S3_REGION: region },
+            `S3_REGION must be a region name (letters, digits and "-", such as us-east-1, or auto for R2), got "${region}"`,
+          ] as const,
+      ),
       ...(['S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const).map(
         (name) =>
           [
@@ -499,6 +508,26 @@ organizations:
     };
     expect(['False', 'FALSE', ' false '].map(forcePathStyle)).toEqual([false, false, false]);
     expect(['TRUE', 'True', '1'].map(forcePathStyle)).toEqual([true, true, true]);
+  });
+
+  it('reads S3_REGION without the spaces around it; blank, it is unset (us-east-1)', () => {
+    const region = (value: string) => {
+      const { storage } = loadConfig({
+        ...process.env,
+        ATRIUM_STORAGE: 's3',
+        S3_BUCKET: 'b',
+        S3_REGION: value,
+      });
+      return storage.kind === 's3' && storage.region;
+    };
+    // Before: " " and " eu-west-1 " were taken as they were, and every storage request failed.
+    expect([' ', '', ' eu-west-1 ', 'auto', 'US-EAST-1'].map(region)).toEqual([
+      'us-east-1',
+      'us-east-1',
+      'eu-west-1',
+      'auto',
+      'US-EAST-1',
+    ]);
   });
 
   it('lists shape problems even where the file is too malformed to follow its references', async () => {
