@@ -48,6 +48,8 @@ export interface Config {
   corsOrigins: string[];
   /** The background indexer of project files (docs/knowledge.md "Settings"). */
   indexing: IndexingConfig;
+  /** What was set to no effect, in words naming the settings (never their values): `atrium serve` logs each. */
+  warnings: string[];
 }
 
 export interface IndexingConfig {
@@ -314,6 +316,29 @@ function s3Storage(env: Env, idleTimeoutMs: number): StorageConfig {
   };
 }
 
+const S3_SETTINGS = [
+  'S3_ENDPOINT',
+  'S3_REGION',
+  'S3_BUCKET',
+  'S3_ACCESS_KEY_ID',
+  'S3_SECRET_ACCESS_KEY',
+  'S3_FORCE_PATH_STYLE',
+] as const;
+
+/**
+ * S3 settings given while ATRIUM_STORAGE was left unset: an operator who forgot it was served
+ * from the data dir without a word. Not refused (a shared environment file may hold them); an
+ * explicit `ATRIUM_STORAGE=fs` says the data dir is meant.
+ */
+function unusedS3Settings(env: Env): string[] {
+  if (env.ATRIUM_STORAGE) return [];
+  const set = S3_SETTINGS.filter((name) => env[name]?.trim());
+  if (set.length === 0) return [];
+  return [
+    `${set.join(', ')} ${set.length === 1 ? 'is' : 'are'} set but ATRIUM_STORAGE is not: files are stored in the data dir (ATRIUM_STORAGE=fs). Set ATRIUM_STORAGE=s3 to store them in S3, or ATRIUM_STORAGE=fs to keep them here without this warning`,
+  ];
+}
+
 /** RFC 9110 5.1: a field name is a token. */
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
@@ -551,5 +576,6 @@ export function loadSettings(env: Env = process.env): Settings {
       retryMs: milliseconds(env, 'ATRIUM_INDEX_RETRY_MS', 10_000, 0),
       leaseMs: milliseconds(env, 'ATRIUM_INDEX_LEASE_MS', 60_000, 100),
     },
+    warnings: unusedS3Settings(env),
   };
 }

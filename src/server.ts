@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
+import type { DestinationStream } from 'pino';
 import { buildApp } from './app.js';
 import { type Config, MIN_SIGNING_SECRET_BYTES } from './config.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
@@ -43,6 +44,8 @@ export async function startServer(
      * rejection fails the shutdown.
      */
     onServing?: (address: string, stopping: AbortSignal) => Promise<void>;
+    /** Where the log goes in place of stdout (tests read it). */
+    logStream?: DestinationStream;
   } = {},
 ) {
   // Until the app's logger exists (migrations), a lost connection is replaced without a line.
@@ -59,8 +62,12 @@ export async function startServer(
   const log: StoreLog = { warn: (details, message) => app.log.warn(details, message) };
   const store = createObjectStore(config, { log });
   const vectors = new KnowledgeVectors(database.db, new ModelRegistry(config));
-  const app = await buildApp({ config, db: database.db, store, vectors });
+  const app = await buildApp(
+    { config, db: database.db, store, vectors },
+    hooks.logStream ? { logStream: hooks.logStream } : {},
+  );
   appLog.to = app.log;
+  for (const warning of config.warnings) app.log.warn(warning);
   if (Buffer.byteLength(config.signingSecret) < MIN_SIGNING_SECRET_BYTES) {
     // The value itself is not logged: it is a secret.
     app.log.warn(

@@ -530,6 +530,25 @@ organizations:
     ]);
   });
 
+  it('warns, naming them, of S3 settings that ATRIUM_STORAGE left unused (files go to the data dir)', () => {
+    const warnings = (env: Record<string, string>) =>
+      loadConfig({ ATRIUM_DATA_DIR: dir, ATRIUM_SIGNING_SECRET: 'x'.repeat(32), ...env }).warnings;
+    // Before: served from the data dir without a word, every file bound for the bucket.
+    expect(
+      warnings({
+        S3_BUCKET: 'atrium',
+        S3_ENDPOINT: 'http://minio:9000',
+        S3_SECRET_ACCESS_KEY: 'never-shown',
+      }),
+    ).toEqual([
+      'S3_ENDPOINT, S3_BUCKET, S3_SECRET_ACCESS_KEY are set but ATRIUM_STORAGE is not: files are stored in the data dir (ATRIUM_STORAGE=fs). Set ATRIUM_STORAGE=s3 to store them in S3, or ATRIUM_STORAGE=fs to keep them here without this warning',
+    ]);
+    expect(warnings({ S3_BUCKET: 'atrium', ATRIUM_STORAGE: 's3' })).toEqual([]);
+    expect(warnings({ S3_BUCKET: 'atrium', ATRIUM_STORAGE: 'fs' })).toEqual([]);
+    expect(warnings({ S3_BUCKET: ' ' })).toEqual([]);
+    expect(warnings({})).toEqual([]);
+  });
+
   it('lists shape problems even where the file is too malformed to follow its references', async () => {
     const file = writeSetup('odd.yaml', 'organizations: 5\nbogus: 1\n');
     const text = await refusedApply(file);

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Indexer, type IndexerDeps, startIndexer } from '../../src/knowledge/indexer.js';
 import { startServer, type StopSignals } from '../../src/server.js';
@@ -40,6 +41,38 @@ describe(`startServer (${engineName})`, () => {
       body: 'ok',
     });
     expect(put.status).toBe(200);
+  });
+});
+
+describe(`startServer's warnings at start (${engineName})`, () => {
+  it('names the S3 settings ATRIUM_STORAGE=s3 is missing for, never their values', async () => {
+    const own = await createTestEnv({
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'warn',
+      S3_BUCKET: 'atrium',
+      S3_SECRET_ACCESS_KEY: 'never-logged',
+    });
+    const lines: string[] = [];
+    const logStream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        done();
+      },
+    });
+    const started = await startServer(own.config, { logStream });
+    try {
+      await waitUntil(() => lines.some((line) => line.includes('ATRIUM_STORAGE')), 'the warning');
+      const warning = lines
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .find((line) => line.msg.includes('ATRIUM_STORAGE'));
+      expect(warning?.level).toBe(40);
+      expect(warning?.msg).toMatch(/^S3_BUCKET, S3_SECRET_ACCESS_KEY are set but ATRIUM_STORAGE is not:/);
+      expect(lines.join('\n')).not.toContain('never-logged');
+    } finally {
+      await started.close();
+      await own.close();
+    }
   });
 });
 
