@@ -220,6 +220,18 @@ class S3AttemptTimedOut extends Error {
 const S3_CHECK_TIMEOUT_MS = 10_000;
 
 /**
+ * A setting S3 turned down (the bucket, the credentials), in words naming the settings to look at
+ * and never their secret values; the SDK's error, which says only "The specified bucket does not
+ * exist", is its cause.
+ */
+export class S3SettingsError extends Error {
+  override readonly name = 'S3SettingsError';
+}
+
+/** S3 error codes that every request of this store meets alike: a setting is wrong. */
+const CREDENTIALS_REFUSED = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch']);
+
+/**
  * S3 and compatibles (AWS S3, MinIO, R2…). Uploads and downloads go straight to S3 through
  * presigned URLs that bind content type, content length and expiry.
  */
@@ -262,6 +274,18 @@ export class S3ObjectStore implements Store.ObjectStore {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
     });
+    // Around the whole request, retries included: a wrong setting is said in its words.
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (error) {
+          const problem = this.settingsProblem(error);
+          throw problem ? new S3SettingsError(problem, { cause: error }) : error;
+        }
+      },
+      { step: 'initialize', priority: 'high', name: 'wrongSettingsInWords' },
+    );
     // Inside the retry middleware, around each attempt: a timed-out one ends the request.
     this.client.middlewareStack.add(
       (next) => async (args) => {
@@ -480,6 +504,23 @@ export class S3ObjectStore implements Store.ObjectStore {
     // Presigned URLs point at the bucket, not at this server.
   }
 
+  /** What a failed request says of the settings, if it is one of theirs: see S3SettingsError. */
+  private settingsProblem(error: unknown): string | undefined {
+    const code = (error as { name?: string; Code?: string }).Code ?? (error as { name?: string }).name;
+    const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+    if (code === 'NoSuchBucket') return this.missingBucket();
+    if (code && CREDENTIALS_REFUSED.has(code)) return this.refusedAccess(status ?? 403, code);
+    return undefined;
+  }
+
+  private missingBucket(): string {
+    return `S3 bucket "${this.bucket}" does not exist at ${this.endpoint} (S3_BUCKET, S3_ENDPOINT)`;
+  }
+
+  private refusedAccess(status: number, code?: string): string {
+    return `S3 refused access to bucket "${this.bucket}" (HTTP ${status}${code ? ` ${code}` : ''}): check S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY, and the bucket's policy`;
+  }
+
   /**
    * HeadBucket, once, within its bound. Its answer has no body, so the SDK's error says only
    * `NotFound: UnknownError` (a missing bucket) or `Unknown: UnknownError` (refused credentials):
@@ -491,15 +532,14 @@ export class S3ObjectStore implements Store.ObjectStore {
     try {
       await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal });
     } catch (error) {
+      if (error instanceof S3SettingsError) throw error;
       const where = `bucket "${this.bucket}" at ${this.endpoint}`;
       const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
       let message: string;
       if (abortSignal.aborted) message = `S3 did not answer within ${timeoutMs} ms (${where})`;
-      else if (status === 404) {
-        message = `S3 bucket "${this.bucket}" does not exist at ${this.endpoint} (S3_BUCKET, S3_ENDPOINT)`;
-      } else if (status === 401 || status === 403) {
-        message = `S3 refused access to bucket "${this.bucket}" (HTTP ${status}): check S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY, and the bucket's policy`;
-      } else if (status === 301 || status === 307) {
+      else if (status === 404) message = this.missingBucket();
+      else if (status === 401 || status === 403) message = this.refusedAccess(status);
+      else if (status === 301 || status === 307) {
         message = `S3 answered HTTP ${status} for ${where}: the bucket is in another region than S3_REGION, or S3_FORCE_PATH_STYLE is needed`;
       } else {
         const cause = error as { name?: string; message?: string };

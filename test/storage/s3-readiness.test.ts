@@ -3,8 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/ids.js';
+import { startServer } from '../../src/server.js';
 import { S3ObjectStore } from '../../src/storage/s3-store.js';
-import { createTestApp } from '../helpers/app.js';
+import { createTestApp, createTestEnv } from '../helpers/app.js';
+import { waitUntil } from '../helpers/wait-until.js';
 import { startS3rver } from '../project-files/s3rver.js';
 
 let s3: Awaited<ReturnType<typeof startS3rver>>;
@@ -89,6 +91,80 @@ describe('S3 readiness (/readyz storage check)', () => {
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => hung.close(resolve));
+    }
+  });
+});
+
+describe('a missing bucket, met by requests other than the readiness check', () => {
+  const missing = `S3 bucket "no-such-bucket" does not exist at `;
+
+  it('is named, not "The specified bucket does not exist", and a read is not "no such object"', async () => {
+    const store = new S3ObjectStore({ ...s3.config, bucket: 'no-such-bucket' }, { clock: systemClock });
+    const listed = await (async () => {
+      for await (const _ of store.listFolders('projects/')) void _;
+    })().then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    );
+    expect(listed?.message).toBe(`${missing}${s3.config.endpoint} (S3_BUCKET, S3_ENDPOINT)`);
+    // Before: null, as for a key that is not there, and the download a 404 for a file listed.
+    const read = await store.get('projects/w/p/a.txt').then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    );
+    expect(read?.message).toBe(`${missing}${s3.config.endpoint} (S3_BUCKET, S3_ENDPOINT)`);
+  });
+
+  it('refused credentials, on any request, say which settings to check, not the secret', async () => {
+    const store = new S3ObjectStore(
+      { ...s3.config, accessKeyId: 'WRONG', secretAccessKey: 'secret-never-shown' },
+      { clock: systemClock },
+    );
+    const failure = await store.delete('projects/w/p/a.txt').then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    );
+    expect(failure?.message).toBe(
+      `S3 refused access to bucket "atrium-test" (HTTP 403 InvalidAccessKeyId): check S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY, and the bucket's policy`,
+    );
+    expect(JSON.stringify({ message: failure?.message, stack: failure?.stack })).not.toContain(
+      'secret-never-shown',
+    );
+  });
+
+  it("is what the leftovers sweep at start logs, without the endpoint's credentials", async () => {
+    const env = await createTestEnv({
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'warn',
+      ATRIUM_STORAGE: 's3',
+      S3_ENDPOINT: s3.config.endpoint!,
+      S3_BUCKET: 'no-such-bucket',
+      S3_FORCE_PATH_STYLE: 'true',
+      S3_ACCESS_KEY_ID: s3.config.accessKeyId!,
+      S3_SECRET_ACCESS_KEY: s3.config.secretAccessKey!,
+    });
+    const lines: Array<{ msg?: string; err?: { type?: string; message?: string } }> = [];
+    const text: string[] = [];
+    const logStream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) {
+          text.push(line);
+          lines.push(JSON.parse(line));
+        }
+        done();
+      },
+    });
+    const server = await startServer(env.config, { logStream });
+    try {
+      const sweep = 'could not sweep leftovers of interrupted uploads';
+      await waitUntil(() => lines.some((line) => line.msg === sweep), 'the sweep to fail');
+      const logged = lines.find((line) => line.msg === sweep);
+      expect(logged?.err?.message).toBe(`${missing}${s3.config.endpoint} (S3_BUCKET, S3_ENDPOINT)`);
+      expect(text.join('\n')).not.toContain(`"${s3.config.secretAccessKey}"`);
+    } finally {
+      await server.close();
+      await env.close();
     }
   });
 });
